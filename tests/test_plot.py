@@ -1,0 +1,114 @@
+"""Tests of thrifty.plot: every figure renders headless and draws the expected artists."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from thrifty.costs import CostModel, CostReport
+from thrifty.plot import (
+    plot_cost_histogram,
+    plot_feature_acquisition,
+    plot_frontier,
+    plot_trees_histogram,
+)
+
+
+@pytest.fixture(autouse=True)
+def agg(monkeypatch):
+    matplotlib = pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
+def _table(costs, values, method=None):
+    table = pd.DataFrame({"name": [f"m{i}" for i in range(len(costs))], "mean_cost": costs,
+                          "value": values, "metric": "accuracy"})
+    if method is not None:
+        table["method"] = method
+    return table
+
+
+@pytest.fixture
+def report():
+    rng = np.random.default_rng(0)
+    acquired = rng.random((50, 4)) < [0.9, 0.5, 0.2, 0.0]
+    feature = acquired @ np.array([1.0, 2.0, 5.0, 9.0])
+    n_trees = rng.integers(1, 10, size=50)
+    return CostReport(feature=feature, evaluation=np.zeros(50), total=feature, n_trees=n_trees,
+                      n_nodes=3 * n_trees, acquired=acquired, feature_names=["a", "b", "c", "d"])
+
+
+def test_frontier_one_series_per_method_plus_front(tmp_path):
+    tables = {"truncation": _table([1, 5, 9], [0.6, 0.7, 0.8]),
+              "cheap features": _table([2, 3, 10], [0.65, 0.75, 0.79])}
+    ax = plot_frontier(tables, cost_unit="$")
+    assert [line.get_label() for line in ax.lines] == ["truncation", "cheap features", "Pareto front"]
+    front = ax.lines[-1]
+    # (5, .7) and (10, .79) are dominated: something cheaper is at least as good.
+    assert list(front.get_xdata()) == [1, 2, 3, 9]
+    assert "($)" in ax.get_xlabel() and ax.get_ylabel() == "accuracy"
+    ax.figure.savefig(tmp_path / "frontier.png")
+    assert (tmp_path / "frontier.png").stat().st_size > 0
+
+
+def test_frontier_from_one_table():
+    both = pd.concat([_table([1, 2], [0.5, 0.6], "a"), _table([3], [0.9], "b")])
+    assert len(plot_frontier(both).lines) == 3
+    assert len(plot_frontier(both, pareto=False).lines) == 2
+    assert len(plot_frontier(_table([1, 2], [0.5, 0.6]), annotate="name").lines) == 2
+
+
+def test_frontier_on_given_axes_for_a_loss():
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    out = plot_frontier(_table([1, 2, 3], [0.5, 0.2, 0.4]), ax=ax, higher_is_better=False,
+                        value_label="log loss")
+    assert out is ax
+    assert list(ax.lines[-1].get_ydata()) == [0.5, 0.2]
+    assert ax.get_ylabel() == "log loss"
+
+
+def test_frontier_errors():
+    with pytest.raises(KeyError, match="no column"):
+        plot_frontier(_table([1], [0.5]), cost="q90_cost")
+    with pytest.raises(TypeError, match="DataFrame"):
+        plot_frontier([1, 2, 3])
+
+
+def test_cost_histogram(report, tmp_path):
+    ax = plot_cost_histogram(report, bins=7, cost_unit="ms")
+    assert len(ax.patches) == 7
+    assert [line.get_label().split()[0] for line in ax.lines] == ["mean", "median"]
+    assert ax.get_xlabel() == "total cost per example (ms)"
+    ax.figure.savefig(tmp_path / "hist.png")
+
+
+def test_trees_histogram_has_one_bin_per_count(report):
+    ax = plot_trees_histogram(report)
+    heights = [p.get_height() for p in ax.patches]
+    assert len(heights) == report.n_trees.max() + 1
+    assert heights == list(np.bincount(report.n_trees).astype(float))
+
+
+def test_feature_acquisition(report):
+    costs = CostModel([1.0, 2.0, 5.0, 9.0], feature_names=["a", "b", "c", "d"])
+    ax = plot_feature_acquisition(report, costs=costs)
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == sorted(report.acquisition_rate(), reverse=True)
+    labels = dict(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels())))
+    # The most acquired feature is on top, labelled with its price.
+    assert labels[3] == "a (1)" and len(labels) == 4
+
+
+def test_reports_from_an_evaluation_are_accepted(report):
+    class Evaluation:
+        cost = report
+
+    assert len(plot_cost_histogram(Evaluation(), bins=3).patches) == 3
+    with pytest.raises(TypeError, match="CostReport"):
+        plot_cost_histogram(np.zeros(3))

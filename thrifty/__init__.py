@@ -1,0 +1,11 @@
+"""thrifty: tree-ensemble predictions that pay only for the features and trees they need."""
+
+from thrifty.costs import CostModel, CostReport
+from thrifty.forest import Forest
+from thrifty.io import load, save
+from thrifty.runtime import Cascade, Evaluation, Full, Gated, Linear, Sequential, evaluate
+
+__version__ = "0.1.0"
+
+__all__ = ["Cascade", "CostModel", "CostReport", "Evaluation", "Forest", "Full", "Gated", "Linear",
+           "Sequential", "evaluate", "load", "save", "__version__"]

@@ -1,0 +1,225 @@
+"""The ``thrifty`` command: ``demo``, ``info`` and ``evaluate``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from thrifty.costs import CostModel
+from thrifty.io import load
+from thrifty.runtime.evaluate import evaluate
+from thrifty.runtime.plans import as_plan
+
+# Errors a user causes (a missing file, a bad cost file, a feature the model lacks): thrifty
+# raises these with a message that says what to fix, so the CLI shows the message alone.
+USER_ERRORS = (OSError, ValueError, TypeError, KeyError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``thrifty`` command line; returns the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 on a usage or user error (one ``thrifty: error: ...`` line on stderr).
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help, --version and bad usage
+        return int(exc.code or 0)
+    try:
+        return int(args.run(args) or 0)
+    except USER_ERRORS as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"thrifty: error: {' '.join(str(message).split())}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    from thrifty import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="thrifty", description="Tree-ensemble predictions that pay only for the features "
+        "and trees they need.")
+    parser.add_argument("--version", action="version", version=f"thrifty {__version__}")
+    sub = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="cost-accuracy trade-offs on the embedded heart-disease data",
+                          description="Train a LightGBM baseline on the embedded heart-disease "
+                          "data (real dollar costs per test), sweep cheaper models, and write a "
+                          "frontier table, plots and a markdown report.")
+    demo.add_argument("--out", default="thrifty-demo", type=Path,
+                      help="output folder (default: %(default)s)")
+    demo.add_argument("--quick", action="store_true", help="fewer points per frontier")
+    demo.set_defaults(run=_demo)
+
+    data_help = ("a CSV or Parquet file (a TARGET column, if present, is the label; a 'qid' "
+                 "column the query id) or a shared dataset name (its test split)")
+    info = sub.add_parser("info", help="describe a saved model or plan",
+                          description="Describe a model or plan saved with thrifty.save; with "
+                          "--data, also its cost per example on that data.")
+    info.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    info.add_argument("--data", metavar="DATA", help=data_help)
+    _common(info)
+    info.set_defaults(run=_info)
+
+    ev = sub.add_parser("evaluate", help="per-example cost report of a model on data",
+                        description="Evaluate a saved model or plan on data and write what each "
+                        "prediction cost (and the prediction) to CSV.")
+    ev.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    ev.add_argument("data", metavar="DATA", help=data_help)
+    _common(ev)
+    ev.add_argument("--out", type=Path, default=Path("cost_report.csv"),
+                    help="CSV file for the per-example report (default: %(default)s)")
+    ev.set_defaults(run=_evaluate)
+    return parser
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--costs", type=Path, metavar="FILE",
+                   help="feature costs: JSON {\"name\": cost} or CSV feature,cost (default: the "
+                   "dataset's costs for a dataset name, else 1 per feature)")
+    p.add_argument("--target", default="target", metavar="NAME",
+                   help="label column of a data file (default: %(default)s)")
+
+
+# ---------------------------------------------------------------------- commands
+def _demo(args: argparse.Namespace) -> int:
+    from thrifty.demo import run_demo
+
+    result = run_demo(args.out, quick=args.quick)
+    print(result.summary())
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    if args.costs is not None and args.data is None:
+        raise ValueError("--costs prices a model's features on data; give --data DATA too")
+    model = load(args.model)
+    plan = as_plan(model)
+    forests = [c for c in plan.components() if hasattr(c, "n_trees")]
+    names = plan.feature_names or [f"f{i}" for i in range(plan.n_features)]
+    used = [names[i] for i in np.flatnonzero(plan.feature_usage())]
+    depths = np.concatenate([f.tree_depths() for f in forests]) if forests else np.zeros(0, int)
+    kind = "forest" if model is not plan else plan.kind
+    rows = [
+        ("model", str(args.model)),
+        ("kind", kind + (f" (from {forests[0].source})" if forests and forests[0].source else "")),
+        ("task", plan.task),
+        ("link", plan.link),
+        ("outputs", str(plan.n_outputs)),
+    ]
+    if plan.classes is not None:
+        rows.append(("classes", ", ".join(str(c) for c in plan.classes)))
+    rows += [
+        ("trees", str(sum(f.n_trees for f in forests))),
+        ("nodes", str(sum(f.n_nodes for f in forests))),
+        ("depth", f"max {depths.max()}, mean {depths.mean():.1f}" if len(depths) else "-"),
+        ("features", f"{len(used)} of {plan.n_features} used: {', '.join(used)}"),
+    ]
+    if args.data is not None:
+        X, _, _, costs = _data(args, plan)
+        s = evaluate(plan, X, costs).cost.summary()
+        rows += [
+            ("data", f"{args.data} ({len(X)} examples)"),
+            ("cost per example", (f"mean {s['mean']:.4g}, median {s['median']:.4g}, "
+                                  f"90% {s['q90']:.4g}, 99% {s['q99']:.4g}, max {s['max']:.4g}")),
+            ("trees per example", f"mean {s['mean_trees']:.4g}"),
+        ]
+    width = max(len(k) for k, _ in rows)
+    print("\n".join(f"{k:<{width}}  {v}" for k, v in rows))
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    plan = as_plan(load(args.model))
+    X, y, qid, costs = _data(args, plan)
+    ev = evaluate(plan, X, costs)
+    frame = _predictions(ev, plan)
+    report = pd.concat([frame, ev.cost.to_frame()], axis=1)
+    report.to_csv(args.out, index=False)
+    s = ev.cost.summary()
+    lines = [(f"{len(report)} examples; cost per example: mean {s['mean']:.4g}, median "
+              f"{s['median']:.4g}, 90% {s['q90']:.4g}, max {s['max']:.4g}; trees per example: "
+              f"mean {s['mean_trees']:.4g}")]
+    if y is not None:
+        from thrifty import metrics
+
+        name, value = metrics.score(plan.task, y, ev, qid=qid)
+        lines.append(f"{name}: {value:.4g}")
+    lines.append(f"wrote {args.out}")
+    print("\n".join(lines))
+    return 0
+
+
+# ---------------------------------------------------------------------- inputs
+def _data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
+    """Features, labels, query ids and cost model for a DATA argument."""
+    path = Path(args.data)
+    dataset_costs = None
+    if path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq"):
+        X, y, qid = _read_table(path, args.target)
+    else:
+        from thrifty import datasets
+
+        ds = datasets.load(args.data)
+        X, y, qid = ds.subset("test")
+        dataset_costs = ds.costs
+    names = plan.feature_names or [str(c) for c in X.columns]
+    if args.costs is not None:
+        costs = CostModel.from_file(args.costs, names)
+    elif dataset_costs is not None:
+        costs = dataset_costs
+    else:
+        costs = CostModel.uniform(plan.n_features, feature_names=plan.feature_names)
+    return X, y, qid, costs
+
+
+def _read_table(path: Path, target: str) -> tuple[Any, Any, Any]:
+    import pandas as pd
+
+    if not path.exists():
+        raise FileNotFoundError(f"data file {str(path)!r} does not exist")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        try:
+            df = pd.read_parquet(path)
+        except ImportError as exc:
+            raise ValueError(f"reading {str(path)!r} needs a Parquet engine (pip install "
+                             "pyarrow); or give a CSV file") from exc
+    else:
+        df = pd.read_csv(path)
+    y = df.pop(target).to_numpy() if target in df.columns else None
+    qid = df.pop("qid").to_numpy() if "qid" in df.columns else None
+    return df, y, qid
+
+
+def _predictions(ev: Any, plan: Any) -> Any:
+    """Prediction columns: label and class probabilities, or the raw score(s)."""
+    import pandas as pd
+
+    cols: dict[str, Any] = {}
+    if ev.labels is not None:
+        cols["prediction"] = ev.labels
+        classes = plan.classes if plan.classes is not None else range(ev.proba.shape[1])
+        for j, c in enumerate(classes):
+            cols[f"proba:{c}"] = ev.proba[:, j]
+    elif ev.raw.ndim == 1:
+        cols["prediction"] = ev.raw
+    else:
+        for j in range(ev.raw.shape[1]):
+            cols[f"raw:{j}"] = ev.raw[:, j]
+    cols["exit"] = ev.exit
+    return pd.DataFrame(cols)

@@ -1,0 +1,374 @@
+"""The Forest: one flat structure-of-arrays representation of any tree ensemble."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+# How a numerical split treats NaN (mirrors LightGBM's ``missing_type``; every other library is "nan").
+MISSING_NAN = 0  # NaN goes to the default child, other values are compared
+MISSING_AS_ZERO = 1  # NaN is replaced by 0.0, then compared (LightGBM "None")
+MISSING_ZERO = 2  # NaN and |x| <= 1e-35 go to the default child (LightGBM "Zero")
+
+LINKS = ("identity", "sigmoid", "softmax", "proba")
+TASKS = ("regression", "binary", "multiclass", "ranking")
+
+
+@dataclass(eq=False)
+class Forest:
+    """A tree ensemble as flat arrays, shared by every method and by the runtime.
+
+    Nodes of all trees are stored in one set of arrays (global node indices); tree ``t``
+    starts at node ``roots[t]``. An internal node sends an example left when
+    ``x[feature] <= threshold`` (numerical) or when ``x[feature]`` is in the node's category
+    set (categorical); NaN follows ``missing_left``. A leaf has ``feature == -1``.
+
+    The raw score of an example is ``base_score + sum_t tree_weight[t] * value[leaf_t]``,
+    added to output ``tree_class[t]`` (or to every output when ``tree_class[t] == -1`` and the
+    leaves hold one value per output, as in a random-forest classifier). ``link`` turns raw
+    scores into probabilities.
+
+    Attributes
+    ----------
+    feature : ndarray of int32, shape (n_nodes,)
+        Feature tested by each node, ``-1`` for leaves.
+    threshold : ndarray of float64, shape (n_nodes,)
+        Split threshold of numerical nodes (go left when ``x <= threshold``).
+    children_left, children_right : ndarray of int32, shape (n_nodes,)
+        Global indices of the children, ``-1`` for leaves.
+    missing_left : ndarray of bool, shape (n_nodes,)
+        Where a missing value goes (the default direction).
+    missing_type : ndarray of int8, shape (n_nodes,)
+        ``0``: NaN is missing; ``1``: NaN is read as 0.0; ``2``: NaN and zero are missing
+        (LightGBM's ``missing_type`` NaN / None / Zero).
+    cat_start, cat_size : ndarray of int32, shape (n_nodes,)
+        For categorical nodes, the slice of ``cat_bitsets`` (32-bit words) holding the set of
+        category codes that go left; ``cat_start == -1`` for numerical nodes. A code ``c``
+        is in the set when bit ``c % 32`` of word ``c // 32`` is set; NaN follows
+        ``missing_left``; negative or out-of-range codes go right.
+    cat_bitsets : ndarray of uint32
+    value : ndarray of float64, shape (n_nodes, leaf_width)
+        Leaf values (``leaf_width`` is 1, or ``n_outputs`` for vector leaves).
+    roots : ndarray of int32, shape (n_trees,)
+    tree_weight : ndarray of float64, shape (n_trees,)
+        Multiplier of each tree's leaf values (learning rate, ``1/T`` for averaging forests).
+    tree_class : ndarray of int32, shape (n_trees,)
+        The output each tree adds to, ``-1`` for vector leaves.
+    base_score : ndarray of float64, shape (n_outputs,)
+    n_features : int
+    link : {"identity", "sigmoid", "softmax", "proba"}
+        ``proba``: raw scores already are probabilities (averaged class distributions);
+        a binary model then has one output, the probability of the positive class.
+    task : {"regression", "binary", "multiclass", "ranking"}
+    classes : ndarray or None
+        Class labels of a classifier, in output order.
+    feature_names : list of str or None
+    categories : dict[int, list]
+        For categorical features given as pandas categories: the categories whose codes the
+        splits test (code = position in the list).
+    input_dtype : {"float64", "float32"}
+        The precision the source library compares features in (scikit-learn trees and
+        XGBoost compare in float32); inputs are rounded to it before traversal.
+    accumulate : {"float64", "float32"}
+        The precision raw scores are summed in. XGBoost adds each tree's (weighted) leaf value
+        to a float32 margin; ``"float32"`` reproduces its margins bit for bit.
+    aggregation : {"sum", "mean"}
+        How the source combines trees (weights already hold the ``1/T`` of a mean).
+    source : str
+        Where the forest came from (``"lightgbm"``, ``"xgboost"``, ``"sklearn:..."``, ...).
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    children_left: np.ndarray
+    children_right: np.ndarray
+    missing_left: np.ndarray
+    missing_type: np.ndarray
+    cat_start: np.ndarray
+    cat_size: np.ndarray
+    cat_bitsets: np.ndarray
+    value: np.ndarray
+    roots: np.ndarray
+    tree_weight: np.ndarray
+    tree_class: np.ndarray
+    base_score: np.ndarray
+    n_features: int
+    link: str = "identity"
+    task: str = "regression"
+    classes: np.ndarray | None = None
+    feature_names: list[str] | None = None
+    categories: dict[int, list] = field(default_factory=dict)
+    input_dtype: str = "float64"
+    accumulate: str = "float64"
+    aggregation: str = "sum"
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        self.feature = np.ascontiguousarray(self.feature, dtype=np.int32)
+        n = self.feature.shape[0]
+        self.threshold = np.ascontiguousarray(self.threshold, dtype=np.float64)
+        self.children_left = np.ascontiguousarray(self.children_left, dtype=np.int32)
+        self.children_right = np.ascontiguousarray(self.children_right, dtype=np.int32)
+        self.missing_left = np.ascontiguousarray(self.missing_left, dtype=np.bool_)
+        self.missing_type = np.ascontiguousarray(self.missing_type, dtype=np.int8)
+        self.cat_start = np.ascontiguousarray(self.cat_start, dtype=np.int32)
+        self.cat_size = np.ascontiguousarray(self.cat_size, dtype=np.int32)
+        self.cat_bitsets = np.ascontiguousarray(self.cat_bitsets, dtype=np.uint32)
+        value = np.asarray(self.value, dtype=np.float64)
+        self.value = np.ascontiguousarray(value.reshape(n, -1) if value.ndim == 1 else value)
+        self.roots = np.ascontiguousarray(self.roots, dtype=np.int32)
+        self.tree_weight = np.ascontiguousarray(self.tree_weight, dtype=np.float64)
+        self.tree_class = np.ascontiguousarray(self.tree_class, dtype=np.int32)
+        self.base_score = np.ascontiguousarray(np.atleast_1d(self.base_score), dtype=np.float64)
+        self.n_features = int(self.n_features)
+        if self.classes is not None:
+            self.classes = np.asarray(self.classes)
+        if self.feature_names is not None:
+            self.feature_names = [str(f) for f in self.feature_names]
+        self.categories = {int(k): list(v) for k, v in (self.categories or {}).items()}
+        self._validate()
+
+    @property
+    def _fast_threshold(self) -> np.ndarray:
+        """Derived thresholds of the kernels' fast path (see ``_traverse.fast_thresholds``)."""
+        from thrifty.forest._traverse import fast_thresholds
+
+        key = (id(self.threshold), id(self.missing_type), id(self.cat_start))
+        if getattr(self, "_fast_key", None) != key:
+            self._fast = fast_thresholds(self.threshold, self.missing_type, self.cat_start)
+            self._fast_key = key
+        return self._fast
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def n_nodes(self) -> int:
+        return int(self.feature.shape[0])
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.roots.shape[0])
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.base_score.shape[0])
+
+    @property
+    def is_classifier(self) -> bool:
+        return self.task in ("binary", "multiclass")
+
+    @property
+    def decision_threshold(self) -> float:
+        """Raw score above which a binary model predicts the positive class."""
+        return 0.5 if self.link == "proba" else 0.0
+
+    def _validate(self) -> None:
+        n = self.n_nodes
+        for name in ("threshold", "children_left", "children_right", "missing_left",
+                     "missing_type", "cat_start", "cat_size"):
+            if getattr(self, name).shape != (n,):
+                raise ValueError(f"Forest.{name} must have shape ({n},), got {getattr(self, name).shape}")
+        if self.value.shape[0] != n:
+            raise ValueError(f"Forest.value must have {n} rows, got {self.value.shape[0]}")
+        t = self.n_trees
+        for name in ("tree_weight", "tree_class"):
+            if getattr(self, name).shape != (t,):
+                raise ValueError(f"Forest.{name} must have shape ({t},), got {getattr(self, name).shape}")
+        if self.link not in LINKS:
+            raise ValueError(f"unknown link {self.link!r}; expected one of {LINKS}")
+        if self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}; expected one of {TASKS}")
+        internal = self.feature >= 0
+        if n and (np.any(self.feature >= self.n_features)):
+            raise ValueError(f"a node tests feature {int(self.feature.max())} but n_features={self.n_features}")
+        for name in ("children_left", "children_right"):
+            c = getattr(self, name)
+            if np.any(c[internal] < 0) or np.any(c >= n) or np.any(c[~internal] != -1):
+                raise ValueError(f"Forest.{name} is inconsistent: internal nodes need children in "
+                                 f"[0, {n}) and leaves need -1")
+        if t and (self.roots.min() < 0 or self.roots.max() >= n):
+            raise ValueError("Forest.roots point outside the node arrays")
+        # Traversal terminates only if what hangs below each root is a tree: no node may have
+        # two parents and no root a parent (a corrupted document could otherwise loop forever).
+        indegree = np.bincount(np.concatenate([self.children_left[internal],
+                                               self.children_right[internal]]), minlength=n)
+        if n and (indegree.max() > 1 or (t and indegree[self.roots].max() > 0)):
+            raise ValueError("Forest nodes do not form trees: a node has two parents or a "
+                             "root has a parent")
+        width = self.value.shape[1]
+        if np.any(self.tree_class >= self.n_outputs) or np.any(self.tree_class < -1):
+            raise ValueError("Forest.tree_class must be -1 or an output index")
+        if np.any(self.tree_class == -1) and width != self.n_outputs:
+            raise ValueError("trees with tree_class == -1 need leaves of width n_outputs")
+        for name in ("input_dtype", "accumulate"):
+            if getattr(self, name) not in ("float64", "float32"):
+                raise ValueError(f"Forest.{name} must be 'float64' or 'float32', got {getattr(self, name)!r}")
+        if self.feature_names is not None and len(self.feature_names) != self.n_features:
+            raise ValueError(f"{len(self.feature_names)} feature names for {self.n_features} features")
+
+    # ------------------------------------------------------------------ inputs
+    def _as_matrix(self, X: Any) -> np.ndarray:
+        """Validated float64 C-contiguous matrix, categories coded and rounded to input_dtype."""
+        from thrifty.forest._inputs import as_matrix
+
+        return as_matrix(X, self)
+
+    # ------------------------------------------------------------------ prediction
+    def predict_raw(self, X: Any, *, n_threads: int | None = None) -> np.ndarray:
+        """Raw scores (margins): shape (n,) for one output, (n, n_outputs) otherwise."""
+        from thrifty.forest._predict import predict_raw
+
+        raw = predict_raw(self, self._as_matrix(X), n_threads=n_threads)
+        return raw[:, 0] if self.n_outputs == 1 else raw
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities, shape (n, n_classes), as the source library computes them."""
+        if not self.is_classifier:
+            raise ValueError(f"predict_proba needs a classifier; this forest's task is {self.task!r}")
+        return raw_to_proba(self.predict_raw(X), self.link)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Class labels for classifiers, raw scores otherwise."""
+        raw = self.predict_raw(X)
+        if not self.is_classifier:
+            return raw
+        return self.labels_from_raw(raw)
+
+    def labels_from_raw(self, raw: np.ndarray) -> np.ndarray:
+        """Class labels of raw scores (binary: ``raw > decision_threshold``; else argmax)."""
+        classes = self.classes if self.classes is not None else np.arange(max(2, self.n_outputs))
+        if raw.ndim == 1:
+            return classes[(raw > self.decision_threshold).astype(np.intp)]
+        return classes[np.argmax(raw, axis=1)]
+
+    def apply(self, X: Any) -> np.ndarray:
+        """Global index of the leaf each example reaches in each tree, shape (n, n_trees)."""
+        from thrifty.forest._predict import apply
+
+        return apply(self, self._as_matrix(X))
+
+    def feature_usage(self) -> np.ndarray:
+        """Number of split nodes testing each feature, shape (n_features,)."""
+        used = self.feature[self.feature >= 0]
+        return np.bincount(used, minlength=self.n_features)
+
+    def tree_features(self, t: int) -> np.ndarray:
+        """Sorted features tested anywhere in tree ``t``."""
+        return np.unique(self.feature[self._tree_nodes(t)][self.feature[self._tree_nodes(t)] >= 0])
+
+    def _tree_nodes(self, t: int) -> np.ndarray:
+        stack, out = [int(self.roots[t])], []
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            if self.feature[node] >= 0:
+                stack.extend((int(self.children_left[node]), int(self.children_right[node])))
+        return np.asarray(sorted(out), dtype=np.int64)
+
+    def tree_depths(self) -> np.ndarray:
+        """Depth of each tree (a stump has depth 1, a single leaf depth 0)."""
+        depth = np.zeros(self.n_nodes, dtype=np.int64)
+        out = np.zeros(self.n_trees, dtype=np.int64)
+        for t in range(self.n_trees):
+            stack = [int(self.roots[t])]
+            depth[stack[0]] = 0
+            while stack:
+                node = stack.pop()
+                out[t] = max(out[t], depth[node])
+                if self.feature[node] >= 0:
+                    for c in (self.children_left[node], self.children_right[node]):
+                        depth[c] = depth[node] + 1
+                        stack.append(int(c))
+        return out
+
+    def subset(self, trees: Sequence[int]) -> "Forest":
+        """A forest of the given trees (in that order); a mean-aggregated forest is re-averaged."""
+        trees = np.asarray(trees, dtype=np.int64)
+        weight = self.tree_weight[trees].copy()
+        if self.aggregation == "mean" and len(trees):
+            weight = weight * self.n_trees / len(trees)
+        return _rebuild(self, [self._tree_nodes(int(t)) for t in trees], self.roots[trees],
+                        weight, self.tree_class[trees])
+
+    # ------------------------------------------------------------------ io
+    def to_json(self) -> str:
+        """Serialize to a versioned JSON document (see ``thrifty.forest.io``)."""
+        from thrifty.forest.io import forest_to_json
+
+        return forest_to_json(self)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Forest":
+        from thrifty.forest.io import forest_from_json
+
+        return forest_from_json(text)
+
+    @classmethod
+    def from_model(cls, model: Any) -> "Forest":
+        """Import a fitted LightGBM, XGBoost or scikit-learn tree model (see ``thrifty.forest``)."""
+        from thrifty.forest.importers import from_model
+
+        return from_model(model)
+
+    def __repr__(self) -> str:
+        return (f"Forest(n_trees={self.n_trees}, n_nodes={self.n_nodes}, n_features={self.n_features}, "
+                f"n_outputs={self.n_outputs}, task={self.task!r}, link={self.link!r}, source={self.source!r})")
+
+
+def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
+    """Probabilities of raw scores under ``link`` (binary models get two columns)."""
+    if link == "sigmoid":
+        p = _sigmoid(raw if raw.ndim == 1 else raw[:, 0])
+        return np.column_stack([1.0 - p, p])
+    if link == "softmax":
+        z = raw - raw.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+    if link == "proba":
+        if raw.ndim == 1:
+            return np.column_stack([1.0 - raw, raw])
+        return raw.copy()
+    raise ValueError(f"raw scores with link {link!r} are not probabilities")
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    out = np.empty_like(z, dtype=np.float64)
+    pos = z >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
+    e = np.exp(z[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+def _rebuild(forest: Forest, node_lists: list[np.ndarray], roots: np.ndarray,
+             weight: np.ndarray, tree_class: np.ndarray) -> Forest:
+    """A new forest holding only the given nodes of each tree, renumbered contiguously.
+
+    Each entry of ``node_lists`` (sorted node indices of one tree) becomes its own copy, so a
+    tree listed twice is duplicated rather than shared between two roots.
+    """
+    nodes = np.concatenate(node_lists) if node_lists else np.zeros(0, dtype=np.int64)
+    lefts, rights, new_roots, offset = [], [], [], 0
+    for tree_nodes, root in zip(node_lists, roots):
+        for c, out in ((forest.children_left[tree_nodes], lefts),
+                       (forest.children_right[tree_nodes], rights)):
+            out.append(np.where(c >= 0, offset + np.searchsorted(tree_nodes, c), -1))
+        new_roots.append(offset + int(np.searchsorted(tree_nodes, root)))
+        offset += len(tree_nodes)
+    empty = np.zeros(0, dtype=np.int64)
+    children_left = np.concatenate(lefts) if lefts else empty
+    children_right = np.concatenate(rights) if rights else empty
+
+    return Forest(
+        feature=forest.feature[nodes], threshold=forest.threshold[nodes],
+        children_left=children_left, children_right=children_right,
+        missing_left=forest.missing_left[nodes], missing_type=forest.missing_type[nodes],
+        cat_start=forest.cat_start[nodes], cat_size=forest.cat_size[nodes],
+        cat_bitsets=forest.cat_bitsets, value=forest.value[nodes],
+        roots=np.asarray(new_roots, dtype=np.int64), tree_weight=weight, tree_class=tree_class,
+        base_score=forest.base_score.copy(), n_features=forest.n_features, link=forest.link,
+        task=forest.task, classes=forest.classes, feature_names=forest.feature_names,
+        categories=forest.categories, input_dtype=forest.input_dtype,
+        accumulate=forest.accumulate, aggregation=forest.aggregation, source=forest.source,
+    )

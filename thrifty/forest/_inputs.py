@@ -1,0 +1,95 @@
+"""Turning user inputs (NumPy arrays, pandas DataFrames) into the matrix the kernels read."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from thrifty.forest._forest import Forest
+
+
+def as_matrix(X: Any, forest: "Forest") -> np.ndarray:
+    """Float64 C-contiguous ``(n, n_features)`` matrix of ``X`` for ``forest``.
+
+    DataFrames are matched to ``forest.feature_names`` by column name when the forest has
+    names; categorical columns are coded with the forest's stored categories (an unseen
+    category becomes NaN, as LightGBM does). Values are rounded to ``forest.input_dtype``.
+    """
+    return to_matrix(X, forest.n_features, forest.feature_names, forest.categories,
+                     forest.input_dtype)
+
+
+def to_matrix(X: Any, n_features: int, feature_names: list[str] | None = None,
+              categories: dict[int, list] | None = None, input_dtype: str = "float64") -> np.ndarray:
+    categories = categories or {}
+    if _is_dataframe(X):
+        M = _frame_to_matrix(X, n_features, feature_names, categories)
+    else:
+        M = np.asarray(X)
+        if M.dtype == object or M.dtype.kind in "USO":
+            try:
+                M = M.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    "X holds non-numeric values; pass a pandas DataFrame with categorical "
+                    "columns, or encode categories as integer codes") from exc
+        if M.ndim == 1:
+            raise ValueError("X must be 2-dimensional (n_rows, n_features); got a 1-d array. "
+                             "Use X.reshape(1, -1) for a single row")
+        if M.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got {M.ndim} dimensions")
+        if M.shape[1] != n_features:
+            raise ValueError(f"X has {M.shape[1]} features, but the model expects {n_features}")
+        M = M.astype(np.float64)
+    if input_dtype == "float32":
+        with np.errstate(over="ignore"):
+            M = M.astype(np.float32).astype(np.float64)
+    return np.ascontiguousarray(M, dtype=np.float64)
+
+
+def _is_dataframe(X: Any) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "iloc")
+
+
+def _frame_to_matrix(df: Any, n_features: int, feature_names: list[str] | None,
+                     categories: dict[int, list]) -> np.ndarray:
+    import pandas as pd
+
+    columns = [str(c) for c in df.columns]
+    if feature_names is not None and set(feature_names) <= set(columns):
+        df = df[[df.columns[columns.index(name)] for name in feature_names]]
+    elif feature_names is not None and len(columns) == n_features and not _generic(feature_names):
+        missing = [n for n in feature_names if n not in columns]
+        raise ValueError(f"X lacks the model's feature(s) {missing[:5]}; "
+                         f"its columns are {columns[:5]}{'...' if len(columns) > 5 else ''}")
+    if df.shape[1] != n_features:
+        raise ValueError(f"X has {df.shape[1]} columns, but the model expects {n_features}"
+                         + (f" ({feature_names[:5]}...)" if feature_names else ""))
+    out = np.empty((df.shape[0], n_features), dtype=np.float64)
+    for j in range(n_features):
+        col = df.iloc[:, j]
+        if j in categories:
+            cats = categories[j]
+            values = col.astype(object) if isinstance(col.dtype, pd.CategoricalDtype) else col
+            # Position of each value among the stored categories, -1 when unseen (building a
+            # Categorical from unseen values is deprecated in pandas and will raise).
+            codes = pd.Index(cats).get_indexer(values).astype(np.float64)
+            codes[codes < 0] = np.nan
+            out[:, j] = codes
+        elif isinstance(col.dtype, pd.CategoricalDtype):
+            codes = col.cat.codes.to_numpy().astype(np.float64)
+            codes[codes < 0] = np.nan
+            out[:, j] = codes
+        elif pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            raise ValueError(f"column {df.columns[j]!r} is not numeric and the model has no "
+                             "categories for it; give it a pandas 'category' dtype or encode it")
+    return out
+
+
+def _generic(names: list[str]) -> bool:
+    """True for LightGBM's placeholder names (Column_0, ...) given to unnamed training data."""
+    return all(n.startswith("Column_") and n[7:].isdigit() for n in names)

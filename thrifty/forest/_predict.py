@@ -1,0 +1,100 @@
+"""This module contains the njitted routines that predict raw scores and leaf indices."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from thrifty.forest._traverse import add_leaf, next_node
+
+if TYPE_CHECKING:
+    from thrifty.forest._forest import Forest
+
+# Rows per block: all trees run over one block before the next, so a tree's nodes stay in cache.
+_BLOCK = 256
+
+
+@njit(parallel=True, cache=True)
+def _predict_raw(X, feature, fast_threshold, threshold, children_left, children_right, missing_left,
+                 missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight,
+                 tree_class, base_score, acc32, out):
+    n = X.shape[0]
+    n_out = out.shape[1]
+    width = value.shape[1]
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for b in prange(n_blocks):
+        lo = b * _BLOCK
+        hi = min(n, lo + _BLOCK)
+        for i in range(lo, hi):
+            for k in range(n_out):
+                out[i, k] = base_score[k]
+        for t in range(roots.shape[0]):
+            root = roots[t]
+            w = tree_weight[t]
+            k = tree_class[t]
+            for i in range(lo, hi):
+                node = root
+                while feature[node] >= 0:
+                    node = next_node(node, X[i, feature[node]], fast_threshold, threshold, children_left,
+                                     children_right, missing_left, missing_type, cat_start,
+                                     cat_size, cat_bitsets)
+                if k >= 0:
+                    out[i, k] = add_leaf(out[i, k], w, value[node, 0], acc32)
+                else:
+                    for j in range(width):
+                        out[i, j] = add_leaf(out[i, j], w, value[node, j], acc32)
+
+
+@njit(parallel=True, cache=True)
+def _apply(X, feature, fast_threshold, threshold, children_left, children_right, missing_left, missing_type,
+           cat_start, cat_size, cat_bitsets, roots, out):
+    for i in prange(X.shape[0]):
+        for t in range(roots.shape[0]):
+            node = roots[t]
+            while feature[node] >= 0:
+                node = next_node(node, X[i, feature[node]], fast_threshold, threshold, children_left,
+                                 children_right, missing_left, missing_type, cat_start, cat_size,
+                                 cat_bitsets)
+            out[i, t] = node
+
+
+def node_args(forest: "Forest") -> tuple:
+    """The node arrays in the order the kernels take them."""
+    return (forest.feature, forest._fast_threshold, forest.threshold, forest.children_left, forest.children_right,
+            forest.missing_left, forest.missing_type, forest.cat_start, forest.cat_size,
+            forest.cat_bitsets)
+
+
+class threads:
+    """Context manager running numba kernels on ``n`` threads (None: all)."""
+
+    def __init__(self, n: int | None) -> None:
+        self.n = n
+
+    def __enter__(self) -> None:
+        self.saved = numba.get_num_threads()
+        if self.n is not None:
+            numba.set_num_threads(max(1, min(int(self.n), numba.config.NUMBA_NUM_THREADS)))
+
+    def __exit__(self, *exc: object) -> None:
+        numba.set_num_threads(self.saved)
+
+
+def predict_raw(forest: "Forest", X: np.ndarray, *, n_threads: int | None = None) -> np.ndarray:
+    out = np.empty((X.shape[0], forest.n_outputs), dtype=np.float64)
+    if X.shape[0] == 0:
+        return out
+    with threads(n_threads):
+        _predict_raw(X, *node_args(forest), forest.value, forest.roots, forest.tree_weight,
+                     forest.tree_class, forest.base_score, forest.accumulate == "float32", out)
+    return out
+
+
+def apply(forest: "Forest", X: np.ndarray) -> np.ndarray:
+    out = np.empty((X.shape[0], forest.n_trees), dtype=np.int32)
+    if X.shape[0]:
+        _apply(X, *node_args(forest), forest.roots, out)
+    return out

@@ -1,0 +1,68 @@
+"""The njitted decision rule of one split node, shared by prediction and the cost runtime."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# LightGBM's kZeroThreshold (1e-35f): values this close to zero count as zero.
+_ZERO = float(np.float32(1e-35))
+
+
+def fast_thresholds(threshold: np.ndarray, missing_type: np.ndarray, cat_start: np.ndarray) -> np.ndarray:
+    """Thresholds for the fast path: NaN where a plain comparison cannot decide the split.
+
+    Categorical nodes and nodes where zero counts as missing get NaN, so both comparisons in
+    ``next_node`` fail and the full rule decides; every other split is ``v <= t`` / ``v > t``.
+    """
+    fast = threshold.copy()
+    fast[(cat_start >= 0) | (missing_type == 2)] = np.nan
+    return fast
+
+
+@njit(inline="always", cache=True)
+def next_node(node, v, fast_threshold, threshold, children_left, children_right, missing_left,
+              missing_type, cat_start, cat_size, cat_bitsets):
+    """Child of split ``node`` that an example with feature value ``v`` goes to."""
+    t = fast_threshold[node]
+    if v <= t:
+        return children_left[node]
+    if v > t:
+        return children_right[node]
+    return _full_rule(node, v, threshold, children_left, children_right, missing_left, missing_type,
+                      cat_start, cat_size, cat_bitsets)
+
+
+@njit(inline="always", cache=True)
+def _full_rule(node, v, threshold, children_left, children_right, missing_left, missing_type,
+               cat_start, cat_size, cat_bitsets):
+    """The complete split rule: categories, NaN handling and LightGBM's missing types."""
+    cs = cat_start[node]
+    if cs >= 0:
+        if np.isnan(v):
+            return children_left[node] if missing_left[node] else children_right[node]
+        # C++ int conversion truncates toward zero: -0.5 reads as category 0.
+        if v > -1.0 and v < 32.0 * cat_size[node]:
+            c = int(v)
+            if (cat_bitsets[cs + (c >> 5)] >> np.uint32(c & 31)) & np.uint32(1):
+                return children_left[node]
+        return children_right[node]
+    mt = missing_type[node]
+    if np.isnan(v):
+        if mt == 1:
+            v = 0.0
+        else:
+            return children_left[node] if missing_left[node] else children_right[node]
+    elif mt == 2 and v >= -_ZERO and v <= _ZERO:
+        return children_left[node] if missing_left[node] else children_right[node]
+    if v <= threshold[node]:
+        return children_left[node]
+    return children_right[node]
+
+
+@njit(inline="always", cache=True)
+def add_leaf(acc, w, leaf, acc32):
+    """``acc + w * leaf``, or XGBoost's float32 ``acc + float32(w * leaf)`` when ``acc32``."""
+    if acc32:
+        return np.float64(np.float32(acc + np.float64(np.float32(w * leaf))))
+    return acc + w * leaf

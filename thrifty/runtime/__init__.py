@@ -1,0 +1,7 @@
+"""The runtime: plans and the exact, fast, lazy evaluation that accounts their cost."""
+
+from thrifty.runtime.evaluate import Evaluation, array_provider, evaluate
+from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Plan, Sequential, as_plan, plan_from_dict
+
+__all__ = ["Cascade", "Evaluation", "Full", "Gated", "Linear", "Plan", "Sequential", "array_provider", "as_plan",
+           "evaluate", "plan_from_dict"]

@@ -1,0 +1,232 @@
+"""Executors: the per-row state of a plan being evaluated, advanced by the kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.forest import Forest
+from thrifty.forest._predict import node_args
+from thrifty.runtime import _kernels
+from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Plan, Sequential
+
+
+class Context:
+    """What every component of a plan shares for one chunk of rows: inputs and costs paid."""
+
+    def __init__(self, X: np.ndarray, known: np.ndarray, all_known: bool, costs) -> None:
+        n, n_features = X.shape
+        self.n = n
+        self.X = X
+        self.known = known
+        self.all_known = all_known
+        self.touched = np.zeros((n, n_features), dtype=np.bool_)
+        self.n_nodes = np.zeros(n, dtype=np.int64)
+        self.n_trees = np.zeros(n, dtype=np.int64)
+        self.blocked = np.full(n, -1, dtype=np.int32)
+        self.costs = costs
+
+    def settle(self) -> tuple[np.ndarray, np.ndarray]:
+        """Acquired-feature mask and feature cost per row, from the features tested."""
+        c = self.costs
+        acquired = np.zeros_like(self.touched)
+        feat_cost = np.zeros(self.n)
+        if self.n:
+            _kernels.settle_costs(self.touched, c.closure_ptr, c.closure_units, c.unit_ptr,
+                                  c.unit_feat, c.unit_cost, acquired, feat_cost)
+        return acquired, feat_cost
+
+
+class Executor:
+    """Advances rows of one plan; after all rows are done, exposes raw, exit and decision."""
+
+    raw: np.ndarray  # (n, n_outputs)
+    exit: np.ndarray  # (n,) exit position, stage or route
+    decision: np.ndarray  # (n,) +1/-1 forced binary decision, 0 when the score decides
+    done: np.ndarray
+
+    def advance(self, rows: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def proba(self) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def labels(self) -> np.ndarray | None:
+        raise NotImplementedError
+
+
+def executor(plan: Plan, ctx: Context) -> Executor:
+    if isinstance(plan, Full):
+        T = plan.forest.n_trees
+        return _SequentialExecutor(plan.forest, np.arange(T, dtype=np.int64), np.full(T, np.inf),
+                                   np.full(T, -np.inf), ctx)
+    if isinstance(plan, Sequential):
+        return _SequentialExecutor(plan.forest, plan.order, plan.eps_pos, plan.eps_neg, ctx)
+    if isinstance(plan, Cascade):
+        return _CascadeExecutor(plan, ctx)
+    if isinstance(plan, Linear):
+        return _LinearExecutor(plan, ctx)
+    if isinstance(plan, Gated):
+        return _GatedExecutor(plan, ctx)
+    raise TypeError(f"no executor for plan {type(plan).__name__}")
+
+
+class _ForestOutputs(Executor):
+    forest: Forest
+
+    def proba(self) -> np.ndarray | None:
+        from thrifty.runtime.plans import proba_from
+
+        return proba_from(self.raw, self.forest.link) if self.forest.is_classifier else None
+
+    def labels(self) -> np.ndarray | None:
+        from thrifty.runtime.plans import labels_from
+
+        f = self.forest
+        if not f.is_classifier:
+            return None
+        return labels_from(self.raw, self.decision, f.link, f.classes, f.n_outputs)
+
+
+class _SequentialExecutor(_ForestOutputs):
+    def __init__(self, forest: Forest, order: np.ndarray, eps_pos: np.ndarray, eps_neg: np.ndarray,
+                 ctx: Context) -> None:
+        n = ctx.n
+        self.forest, self.ctx = forest, ctx
+        self.order, self.eps_pos, self.eps_neg = order, eps_pos, eps_neg
+        self.pos = np.zeros(n, dtype=np.int64)
+        self.cur = np.full(n, -1, dtype=np.int64)
+        self.raw = np.tile(forest.base_score, (n, 1))
+        self.done = np.zeros(n, dtype=np.bool_)
+        self.decision = np.zeros(n, dtype=np.int8)
+
+    @property
+    def exit(self) -> np.ndarray:  # type: ignore[override]
+        return self.pos
+
+    def advance(self, rows: np.ndarray) -> None:
+        f, c = self.forest, self.ctx
+        _kernels.run_sequential(
+            rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
+            f.roots, f.tree_weight, f.tree_class, self.order, self.eps_pos, self.eps_neg,
+            f.accumulate == "float32",
+            c.touched, c.n_nodes, c.n_trees, c.blocked,
+            self.pos, self.cur, self.raw, self.done, self.decision)
+
+
+class _CascadeExecutor(_ForestOutputs):
+    def __init__(self, plan: Cascade, ctx: Context) -> None:
+        n, f = ctx.n, plan.forest
+        self.forest, self.plan, self.ctx = f, plan, ctx
+        W = plan.stage_weights
+        nz = [np.flatnonzero(W[k]) for k in range(W.shape[0])]
+        self.stage_ptr = np.zeros(len(nz) + 1, dtype=np.int64)
+        self.stage_ptr[1:] = np.cumsum([len(z) for z in nz])
+        self.stage_trees = np.concatenate(nz).astype(np.int64) if nz else np.zeros(0, np.int64)
+        self.stage_w = np.concatenate([W[k, z] for k, z in enumerate(nz)]) if nz else np.zeros(0)
+        self.stage = np.zeros(n, dtype=np.int64)
+        self.jpos = np.zeros(n, dtype=np.int64)
+        self.cur = np.full(n, -1, dtype=np.int64)
+        self.score = np.full(n, plan.stage_bias[0])
+        self.tree_out = np.zeros((n, f.n_trees))
+        self.tree_done = np.zeros((n, f.n_trees), dtype=np.bool_)
+        self.done = np.zeros(n, dtype=np.bool_)
+        self.decision = np.zeros(n, dtype=np.int8)
+
+    @property
+    def raw(self) -> np.ndarray:  # type: ignore[override]
+        return self.score[:, None]
+
+    @property
+    def exit(self) -> np.ndarray:  # type: ignore[override]
+        return self.stage
+
+    def advance(self, rows: np.ndarray) -> None:
+        f, c, p = self.forest, self.ctx, self.plan
+        _kernels.run_cascade(
+            rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
+            f.roots, f.tree_weight, self.stage_ptr, self.stage_trees, self.stage_w, p.stage_bias,
+            p.stage_thresholds, c.touched, c.n_nodes, c.n_trees, c.blocked, self.stage, self.jpos, self.cur, self.score, self.tree_out,
+            self.tree_done, self.done, self.decision)
+        # Examples that passed every stage are decided by the last stage's threshold.
+        finished = rows[self.done[rows] & (self.decision[rows] == 0)]
+        self.decision[finished] = np.where(self.score[finished] > p.stage_thresholds[-1], 1, -1)
+
+
+class _LinearExecutor(Executor):
+    def __init__(self, plan: Linear, ctx: Context) -> None:
+        self.plan, self.ctx = plan, ctx
+        self.features = np.flatnonzero(np.any(plan.coef != 0, axis=1)).astype(np.int64)
+        self.raw = np.zeros((ctx.n, plan.n_outputs))
+        self.done = np.zeros(ctx.n, dtype=np.bool_)
+        self.exit = np.zeros(ctx.n, dtype=np.int64)
+        self.decision = np.zeros(ctx.n, dtype=np.int8)
+
+    def advance(self, rows: np.ndarray) -> None:
+        c, p = self.ctx, self.plan
+        _kernels.run_linear(rows, c.X, c.known, c.all_known, self.features, p.coef, p.intercept,
+                            c.touched, c.blocked,
+                            self.raw, self.done)
+
+    def proba(self) -> np.ndarray | None:
+        from thrifty.runtime.plans import proba_from
+
+        return proba_from(self.raw, self.plan.link) if self.plan.is_classifier else None
+
+    def labels(self) -> np.ndarray | None:
+        from thrifty.runtime.plans import labels_from
+
+        p = self.plan
+        if not p.is_classifier:
+            return None
+        return labels_from(self.raw, None, p.link, p.classes, p.n_outputs)
+
+
+class _GatedExecutor(Executor):
+    """Gate first; as soon as an example's gate is done it continues in the model it picked."""
+
+    def __init__(self, plan: Gated, ctx: Context) -> None:
+        self.plan, self.ctx = plan, ctx
+        self.gate = executor(plan.gate, ctx)
+        self.low = executor(plan.low, ctx)
+        self.high = executor(plan.high, ctx)
+        self.route = np.full(ctx.n, -1, dtype=np.int64)
+
+    @property
+    def done(self) -> np.ndarray:  # type: ignore[override]
+        return np.where(self.route == 1, self.high.done, self.low.done) & (self.route >= 0)
+
+    @property
+    def exit(self) -> np.ndarray:  # type: ignore[override]
+        return self.route
+
+    def advance(self, rows: np.ndarray) -> None:
+        pending = rows[self.route[rows] < 0]
+        if len(pending):
+            self.gate.advance(pending)
+            ready = pending[self.gate.done[pending]]
+            self.route[ready] = (self.gate.raw[ready, 0] > 0).astype(np.int64)
+        routed = rows[self.route[rows] >= 0]
+        for branch, ex in ((0, self.low), (1, self.high)):
+            mine = routed[(self.route[routed] == branch) & ~ex.done[routed]]
+            if len(mine):
+                ex.advance(mine)
+
+    def _pick(self, a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+        if a is None or b is None:
+            return None
+        high = self.route == 1
+        return np.where(high.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
+
+    @property
+    def raw(self) -> np.ndarray:  # type: ignore[override]
+        return self._pick(self.low.raw, self.high.raw)
+
+    @property
+    def decision(self) -> np.ndarray:  # type: ignore[override]
+        return self._pick(self.low.decision, self.high.decision)
+
+    def proba(self) -> np.ndarray | None:
+        return self._pick(self.low.proba(), self.high.proba())
+
+    def labels(self) -> np.ndarray | None:
+        return self._pick(self.low.labels(), self.high.labels())

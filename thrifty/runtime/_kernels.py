@@ -1,0 +1,219 @@
+"""This module contains the njitted, resumable kernels that evaluate plans and account cost.
+
+Every kernel advances the given rows until each one finishes or *blocks* on a feature whose
+value is not known yet (lazy mode); it records the blocking feature and where it stopped, so
+the next call resumes exactly there. Dense mode is the same kernel with every value known,
+hence dense and lazy evaluation agree by construction. Kernels mark the features each example
+tests; ``settle_costs`` then prices that set exactly (closures, each unit paid once).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from thrifty.forest._traverse import add_leaf, next_node
+
+
+@njit(parallel=True, cache=True)
+def settle_costs(touched, closure_ptr, closure_units, unit_ptr, unit_feat, unit_cost, acquired,
+                 feat_cost):
+    """Acquired features and feature cost of each row from the features its trees tested.
+
+    The cost of an example depends only on the *set* of features tested (the union of their
+    closures, each unit paid once), so it is settled after traversal instead of in the hot loop.
+    """
+    n, n_features = touched.shape
+    n_units = unit_cost.shape[0]
+    for i in prange(n):
+        paid = np.zeros(n_units, dtype=np.bool_)
+        total = 0.0
+        for f in range(n_features):
+            if touched[i, f]:
+                for k in range(closure_ptr[f], closure_ptr[f + 1]):
+                    u = closure_units[k]
+                    if not paid[u]:
+                        paid[u] = True
+                        total += unit_cost[u]
+                        for m in range(unit_ptr[u], unit_ptr[u + 1]):
+                            acquired[i, unit_feat[m]] = True
+        feat_cost[i] = total
+
+
+@njit(inline="always", cache=True)
+def _read(X, i, f, round32):
+    v = X[i, f]
+    if round32:
+        v = np.float64(np.float32(v))
+    return v
+
+
+# Rows per block: a block sweeps one tree at a time, so the tree's nodes stay in cache.
+_BLOCK = 128
+
+
+@njit(parallel=True, cache=True)
+def run_sequential(rows, X, known, all_known, round32,
+                   feature, fast_threshold, threshold, children_left, children_right, missing_left, missing_type,
+                   cat_start, cat_size, cat_bitsets, value, roots, tree_weight, tree_class,
+                   order, eps_pos, eps_neg, acc32,
+                   touched, n_nodes, n_trees, blocked,
+                   pos, cur, raw, done, exit_dir):
+    """Trees in ``order``; after position r exit when raw > eps_pos[r] (+1) or < eps_neg[r] (-1)."""
+    n_order = order.shape[0]
+    width = value.shape[1]
+    n_blocks = (rows.shape[0] + _BLOCK - 1) // _BLOCK
+    for b in prange(n_blocks):
+        lo = b * _BLOCK
+        hi = min(rows.shape[0], lo + _BLOCK)
+        p_min = n_order
+        for r in range(lo, hi):
+            i = rows[r]
+            if not done[i]:
+                blocked[i] = -1
+                p_min = min(p_min, pos[i])
+        for p in range(p_min, n_order):
+            t = order[p]
+            root = roots[t]
+            k = tree_class[t]
+            w = tree_weight[t]
+            active = 0
+            for r in range(lo, hi):
+                i = rows[r]
+                if done[i] or blocked[i] >= 0:
+                    continue
+                active += 1
+                if pos[i] != p:
+                    continue
+                node = cur[i]
+                if node < 0:
+                    node = root
+                visited = 0
+                while feature[node] >= 0:
+                    f = feature[node]
+                    if not all_known and not known[i, f]:
+                        blocked[i] = f
+                        break
+                    touched[i, f] = True
+                    visited += 1
+                    node = next_node(node, _read(X, i, f, round32), fast_threshold, threshold, children_left,
+                                     children_right, missing_left, missing_type, cat_start,
+                                     cat_size, cat_bitsets)
+                n_nodes[i] += visited
+                if blocked[i] >= 0:
+                    cur[i] = node
+                    continue
+                if k >= 0:
+                    raw[i, k] = add_leaf(raw[i, k], w, value[node, 0], acc32)
+                else:
+                    for j in range(width):
+                        raw[i, j] = add_leaf(raw[i, j], w, value[node, j], acc32)
+                n_trees[i] += 1
+                cur[i] = -1
+                pos[i] = p + 1
+                if raw[i, 0] > eps_pos[p]:
+                    exit_dir[i] = 1
+                    done[i] = True
+                elif raw[i, 0] < eps_neg[p]:
+                    exit_dir[i] = -1
+                    done[i] = True
+            if active == 0:
+                break
+        for r in range(lo, hi):
+            i = rows[r]
+            if not done[i] and blocked[i] < 0:
+                done[i] = True
+
+
+@njit(parallel=True, cache=True)
+def run_cascade(rows, X, known, all_known, round32,
+                feature, fast_threshold, threshold, children_left, children_right, missing_left, missing_type,
+                cat_start, cat_size, cat_bitsets, value, roots, tree_weight,
+                stage_ptr, stage_trees, stage_w, stage_bias, stage_thr,
+                touched, n_nodes, n_trees, blocked,
+                stage, jpos, cur, score, tree_out, tree_done, done, exit_dir):
+    """Stages ``k`` score ``bias[k] + sum_t w[k,t] h_t(x)``; reject below ``thr[k]`` (k < K-1).
+
+    ``h_t(x) = tree_weight[t] * leaf value``; each tree is evaluated at most once per example
+    and its output reused by later stages.
+    """
+    n_stages = stage_ptr.shape[0] - 1
+    for r in prange(rows.shape[0]):
+        i = rows[r]
+        if done[i]:
+            continue
+        blocked[i] = -1
+        k = stage[i]
+        j = jpos[i]
+        node = cur[i]
+        s = score[i]
+        stopped = False
+        while k < n_stages:
+            lo = stage_ptr[k]
+            while lo + j < stage_ptr[k + 1]:
+                t = stage_trees[lo + j]
+                if not tree_done[i, t]:
+                    if node < 0:
+                        node = roots[t]
+                    while feature[node] >= 0:
+                        f = feature[node]
+                        if not all_known and not known[i, f]:
+                            blocked[i] = f
+                            stopped = True
+                            break
+                        touched[i, f] = True
+                        n_nodes[i] += 1
+                        node = next_node(node, _read(X, i, f, round32), fast_threshold, threshold, children_left,
+                                         children_right, missing_left, missing_type, cat_start,
+                                         cat_size, cat_bitsets)
+                    if stopped:
+                        break
+                    tree_out[i, t] = tree_weight[t] * value[node, 0]
+                    tree_done[i, t] = True
+                    n_trees[i] += 1
+                    node = -1
+                s += stage_w[lo + j] * tree_out[i, t]
+                j += 1
+            if stopped:
+                break
+            if k == n_stages - 1:
+                break
+            if s < stage_thr[k]:
+                exit_dir[i] = -1
+                break
+            k += 1
+            j = 0
+            s = stage_bias[k]
+        stage[i] = k
+        jpos[i] = j
+        cur[i] = node
+        score[i] = s
+        if not stopped:
+            done[i] = True
+
+
+@njit(parallel=True, cache=True)
+def run_linear(rows, X, known, all_known, features, coef, intercept,
+               touched, blocked, raw, done):
+    """A linear model: tests every feature with a non-zero coefficient."""
+    n_out = coef.shape[1]
+    for r in prange(rows.shape[0]):
+        i = rows[r]
+        if done[i]:
+            continue
+        blocked[i] = -1
+        for a in range(features.shape[0]):
+            f = features[a]
+            if not all_known and not known[i, f]:
+                blocked[i] = f
+                break
+        if blocked[i] >= 0:
+            continue
+        for k in range(n_out):
+            raw[i, k] = intercept[k]
+        for a in range(features.shape[0]):
+            f = features[a]
+            touched[i, f] = True
+            for k in range(n_out):
+                raw[i, k] += coef[f, k] * X[i, f]
+        done[i] = True

@@ -1,0 +1,222 @@
+"""``evaluate``: run a plan on a dense matrix or lazily on a feature provider, with exact costs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from thrifty.costs import CostModel, CostReport
+from thrifty.forest._inputs import to_matrix
+from thrifty.forest._predict import threads
+from thrifty.runtime._executors import Context, executor
+from thrifty.runtime.plans import Cascade, Gated, Plan, as_plan
+
+Provider = Callable[[np.ndarray, np.ndarray], Any]
+
+# Bytes of per-row state a chunk may hold; bounds memory whatever the number of rows.
+_CHUNK_BYTES = 1 << 27
+
+
+@dataclass
+class Evaluation:
+    """The result of evaluating a plan on a set of examples.
+
+    Attributes
+    ----------
+    raw : ndarray, shape (n,) or (n, n_outputs)
+        Raw scores (for early exits: the partial score at exit).
+    proba : ndarray of shape (n, n_classes) or None
+        Class probabilities, for classifiers.
+    labels : ndarray of shape (n,) or None
+        Predicted classes, for classifiers (early exits decide by their exit side).
+    exit : ndarray of int, shape (n,)
+        Trees evaluated before stopping (Full/Sequential), stage reached (Cascade), or route
+        (Gated: 0 low-cost model, 1 expensive model).
+    cost : CostReport
+        What each example cost.
+    """
+
+    raw: np.ndarray
+    proba: np.ndarray | None
+    labels: np.ndarray | None
+    exit: np.ndarray
+    cost: CostReport
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """Labels for classifiers, raw scores otherwise."""
+        return self.labels if self.labels is not None else self.raw
+
+
+def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
+             n_rows: int | None = None, n_threads: int | None = None,
+             chunk_size: int | None = None) -> Evaluation:
+    """Evaluate a plan (or forest, or fitted model) and report what each prediction cost.
+
+    Parameters
+    ----------
+    model : Plan, Forest, fitted thrifty estimator, or LightGBM/XGBoost/scikit-learn model
+    X : array-like of shape (n, n_features), or callable
+        Dense mode: every feature value (cost is accounted, not saved). Lazy mode: a feature
+        provider ``provider(feature_ids, row_ids) -> values`` returning an array of shape
+        ``(len(row_ids), len(feature_ids))``; it is called in batched rounds, only for
+        features some evaluated tree needs, never twice for the same (row, feature).
+    costs : CostModel, optional
+        Prices; default: every feature costs 1, evaluation is free.
+    n_rows : int
+        Number of examples (lazy mode only).
+    n_threads : int, optional
+        Threads for the kernels (default: all).
+    chunk_size : int, optional
+        Rows evaluated at once (default: sized so per-row state stays near 128 MiB).
+
+    Returns
+    -------
+    Evaluation
+    """
+    plan = as_plan(model)
+    costs = _costs_for(plan, costs)
+    lazy = callable(X) and not hasattr(X, "shape")
+    if lazy:
+        if n_rows is None:
+            raise ValueError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
+        n = int(n_rows)
+        if n < 0:
+            raise ValueError(f"n_rows must be >= 0, got {n}")
+        M = None
+    else:
+        if X is None:
+            raise ValueError("evaluate needs X (a matrix or DataFrame) or a feature provider")
+        if n_rows is not None:
+            raise ValueError("n_rows= is only for lazy evaluation with a feature provider")
+        M = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
+        n = M.shape[0]
+    F, U = plan.n_features, len(costs.unit_cost)
+    per_row = 8 * (F + 2 * plan.n_outputs + 8) + F + U + 9 * _cache_width(plan) + (9 * F if lazy else 0)
+    chunk = chunk_size or max(256, min(1 << 16, _CHUNK_BYTES // per_row))
+    parts = []
+    with threads(n_threads):
+        for lo in range(0, max(n, 1), chunk):
+            hi = min(n, lo + chunk)
+            if lazy:
+                parts.append(_run_lazy(plan, X, costs, lo, hi))
+            else:
+                parts.append(_run_dense(plan, M[lo:hi], costs))
+    return _assemble(plan, costs, parts)
+
+
+def _costs_for(plan: Plan, costs: CostModel | None) -> CostModel:
+    if costs is None:
+        return CostModel.uniform(plan.n_features, feature_names=plan.feature_names)
+    if not isinstance(costs, CostModel):
+        raise TypeError(f"costs must be a thrifty CostModel, got {type(costs).__name__}; "
+                        "build one with CostModel(...) or CostModel.from_file(path)")
+    return costs.for_features(plan.feature_names, plan.n_features)
+
+
+def _cache_width(plan: Plan) -> int:
+    """Trees whose outputs a cascade caches per row (it reuses them across stages)."""
+    if isinstance(plan, Cascade):
+        return plan.forest.n_trees
+    if isinstance(plan, Gated):
+        return sum(_cache_width(p) for p in (plan.gate, plan.low, plan.high))
+    return 0
+
+
+def _run_dense(plan: Plan, X: np.ndarray, costs: CostModel) -> tuple:
+    ctx = Context(X, np.ones((1, 1), dtype=np.bool_), True, costs)
+    ex = executor(plan, ctx)
+    ex.advance(np.arange(ctx.n, dtype=np.int64))
+    return ctx, ex
+
+
+def _run_lazy(plan: Plan, provider: Provider, costs: CostModel, lo: int, hi: int) -> tuple:
+    n, F = hi - lo, plan.n_features
+    ctx = Context(np.full((n, F), np.nan), np.zeros((n, F), dtype=np.bool_), False, costs)
+    ex = executor(plan, ctx)
+    active = np.arange(n, dtype=np.int64)
+    while len(active):
+        ex.advance(active)
+        blocked = ctx.blocked[active]
+        active = active[blocked >= 0]
+        if not len(active):
+            break
+        features = ctx.blocked[active]
+        for f in np.unique(features):
+            rows = active[features == f]
+            values = _call_provider(provider, np.array([f], dtype=np.int64), rows + lo)
+            ctx.X[rows, f] = values[:, 0]
+            ctx.known[rows, f] = True
+    return ctx, ex
+
+
+def _call_provider(provider: Provider, features: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    values = np.asarray(provider(features, rows))
+    if values.ndim == 1 and len(features) == 1:
+        values = values.reshape(-1, 1)
+    if values.shape != (len(rows), len(features)):
+        raise ValueError(f"the feature provider returned shape {values.shape} for {len(rows)} rows "
+                         f"and {len(features)} feature(s); it must return (len(row_ids), len(feature_ids))")
+    try:
+        return values.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("the feature provider returned non-numeric values; return numbers "
+                         "(category codes for categorical features)") from exc
+
+
+def _assemble(plan: Plan, costs: CostModel, parts: list[tuple]) -> Evaluation:
+    raws, probas, labels, exits = [], [], [], []
+    feat, nodes, trees, acquired = [], [], [], []
+    for ctx, ex in parts:
+        if ctx.n == 0:
+            continue
+        raws.append(ex.raw)
+        probas.append(ex.proba())
+        labels.append(ex.labels())
+        exits.append(ex.exit)
+        acq, cost = ctx.settle()
+        feat.append(cost)
+        nodes.append(ctx.n_nodes)
+        trees.append(ctx.n_trees)
+        acquired.append(acq)
+    F, K = plan.n_features, plan.n_outputs
+    if raws:
+        raw = np.concatenate(raws)
+        proba = None if probas[0] is None else np.concatenate(probas)
+        lab = None if labels[0] is None else np.concatenate(labels)
+        ex_ = np.concatenate(exits).astype(np.int64)
+        fc, nn, nt, acq = (np.concatenate(feat), np.concatenate(nodes), np.concatenate(trees),
+                           np.concatenate(acquired))
+    else:
+        raw = np.zeros((0, K))
+        n_classes = len(plan.classes) if plan.classes is not None else max(2, K)
+        proba = np.zeros((0, n_classes)) if plan.is_classifier else None
+        lab = (np.zeros(0, dtype=np.asarray(plan.classes).dtype if plan.classes is not None else np.int64)
+               if plan.is_classifier else None)
+        ex_, fc = np.zeros(0, dtype=np.int64), np.zeros(0)
+        nn, nt, acq = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, F), bool)
+    evaluation = costs.tree_cost * nt + costs.split_cost * nn
+    report = CostReport(feature=fc, evaluation=evaluation, total=fc + evaluation, n_trees=nt,
+                        n_nodes=nn, acquired=acq, fixed=costs.fixed_cost(plan.feature_usage()),
+                        feature_names=costs.feature_names or plan.feature_names)
+    return Evaluation(raw=raw[:, 0] if K == 1 else raw, proba=proba, labels=lab, exit=ex_, cost=report)
+
+
+def array_provider(X: Any, model: Any = None) -> Provider:
+    """A feature provider serving a matrix or DataFrame already in memory.
+
+    Useful to test a deployment and to measure lazy evaluation. With ``model``, a DataFrame is
+    coded the way the model reads it (column order, category codes).
+    """
+    if model is not None:
+        plan = as_plan(model)
+        M = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
+    else:
+        M = to_matrix(X, np.shape(X)[1])
+
+    def provider(feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
+        return M[np.ix_(row_ids, feature_ids)]
+
+    return provider

@@ -1,0 +1,408 @@
+"""Plans: how an example is evaluated (which trees, in which order, when to stop)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import numpy as np
+
+from thrifty.forest import Forest, raw_to_proba
+from thrifty.forest.io import decode_array, encode_array, forest_from_dict, forest_to_dict
+
+PLAN_FORMAT = "thrifty.plan"
+PLAN_VERSION = 1
+
+
+class Plan:
+    """Base of every plan: metadata of its outputs and the shared prediction API.
+
+    Subclasses say which trees an example visits; ``thrifty.evaluate`` executes them, in dense
+    or lazy mode, and accounts cost exactly.
+    """
+
+    kind = "plan"
+
+    # -------------------------------------------------------------- metadata
+    @property
+    def _lead(self) -> "Forest | Linear":
+        raise NotImplementedError
+
+    @property
+    def n_features(self) -> int:
+        return self._lead.n_features
+
+    @property
+    def n_outputs(self) -> int:
+        return self._lead.n_outputs
+
+    @property
+    def link(self) -> str:
+        return self._lead.link
+
+    @property
+    def task(self) -> str:
+        return self._lead.task
+
+    @property
+    def classes(self) -> np.ndarray | None:
+        return self._lead.classes
+
+    @property
+    def feature_names(self) -> list[str] | None:
+        return self._lead.feature_names
+
+    @property
+    def categories(self) -> dict[int, list]:
+        return getattr(self._lead, "categories", {})
+
+    @property
+    def is_classifier(self) -> bool:
+        return self.task in ("binary", "multiclass")
+
+    def components(self) -> list["Forest | Linear"]:
+        """The forests and linear models the plan evaluates from."""
+        raise NotImplementedError
+
+    def feature_usage(self) -> np.ndarray:
+        """Boolean mask of features any component can test."""
+        used = np.zeros(self.n_features, dtype=bool)
+        for c in self.components():
+            used |= c.feature_usage() > 0
+        return used
+
+    # -------------------------------------------------------------- prediction
+    def predict_raw(self, X: Any) -> np.ndarray:
+        from thrifty.runtime.evaluate import evaluate
+
+        return evaluate(self, X).raw
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        from thrifty.runtime.evaluate import evaluate
+
+        ev = evaluate(self, X)
+        if ev.proba is None:
+            raise ValueError(f"predict_proba needs a classifier; this plan's task is {self.task!r}")
+        return ev.proba
+
+    def predict(self, X: Any) -> np.ndarray:
+        from thrifty.runtime.evaluate import evaluate
+
+        ev = evaluate(self, X)
+        return ev.labels if ev.labels is not None else ev.raw
+
+    def cost_report(self, X: Any, costs: Any = None) -> Any:
+        """The per-example ``CostReport`` of predicting ``X`` under ``costs``."""
+        from thrifty.runtime.evaluate import evaluate
+
+        return evaluate(self, X, costs).cost
+
+    # -------------------------------------------------------------- io
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": self.kind, **self._body()}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def _body(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+def _check_forest(forest: Any, what: str) -> Forest:
+    if not isinstance(forest, Forest):
+        raise TypeError(f"{what} must be a thrifty Forest, got {type(forest).__name__}; "
+                        "use Forest.from_model(model) to import a fitted model")
+    return forest
+
+
+class Full(Plan):
+    """Evaluate every tree of ``forest`` (a plain, CEGB or pruned model)."""
+
+    kind = "full"
+
+    def __init__(self, forest: Forest) -> None:
+        self.forest = _check_forest(forest, "forest")
+
+    @property
+    def _lead(self) -> Forest:
+        return self.forest
+
+    def components(self) -> list[Forest]:
+        return [self.forest]
+
+    def _body(self) -> dict[str, Any]:
+        return {"forest": forest_to_dict(self.forest)}
+
+    def __repr__(self) -> str:
+        return f"Full({self.forest!r})"
+
+
+class Sequential(Plan):
+    """Trees in a chosen order with per-position exits (QWYC, Fan et al., margin exits).
+
+    After the ``r``-th tree of ``order`` (0-based position ``r``), an example exits positive
+    when its partial raw score (base score plus the trees so far) is ``> eps_pos[r]`` and
+    negative when it is ``< eps_neg[r]``; infinities disable an exit. An example that never
+    exits is decided by its full score against the forest's decision threshold.
+
+    Parameters
+    ----------
+    forest : Forest
+        A single-output forest.
+    order : sequence of int
+        Tree indices in evaluation order (a subset of trees is allowed).
+    eps_pos, eps_neg : sequence of float, optional
+        Exit thresholds per position (default: no exits); ``eps_neg[r] <= eps_pos[r]``.
+    """
+
+    kind = "sequential"
+
+    def __init__(self, forest: Forest, order: Sequence[int] | None = None,
+                 eps_pos: Sequence[float] | None = None, eps_neg: Sequence[float] | None = None) -> None:
+        self.forest = _check_forest(forest, "forest")
+        if forest.n_outputs != 1:
+            raise ValueError(f"Sequential needs a single-output forest (binary, regression or "
+                             f"ranking); this one has {forest.n_outputs} outputs")
+        T = forest.n_trees
+        self.order = np.arange(T, dtype=np.int64) if order is None else np.asarray(order, dtype=np.int64)
+        if self.order.ndim != 1 or np.any(self.order < 0) or np.any(self.order >= T):
+            raise ValueError(f"order must list tree indices in [0, {T})")
+        if len(np.unique(self.order)) != len(self.order):
+            raise ValueError("order lists a tree more than once")
+        n = len(self.order)
+        self.eps_pos = _thresholds(eps_pos, n, np.inf, "eps_pos")
+        self.eps_neg = _thresholds(eps_neg, n, -np.inf, "eps_neg")
+        if np.any(self.eps_neg > self.eps_pos):
+            r = int(np.argmax(self.eps_neg > self.eps_pos))
+            raise ValueError(f"eps_neg[{r}]={self.eps_neg[r]:g} exceeds eps_pos[{r}]={self.eps_pos[r]:g}; "
+                             "an exit must not be both positive and negative")
+
+    @property
+    def _lead(self) -> Forest:
+        return self.forest
+
+    def components(self) -> list[Forest]:
+        return [self.forest]
+
+    def _body(self) -> dict[str, Any]:
+        return {"forest": forest_to_dict(self.forest), "order": self.order.tolist(),
+                "eps_pos": _floats(self.eps_pos), "eps_neg": _floats(self.eps_neg)}
+
+    def __repr__(self) -> str:
+        exits = int(np.sum(np.isfinite(self.eps_pos) | np.isfinite(self.eps_neg)))
+        return f"Sequential(n_trees={len(self.order)}, exits={exits}, {self.forest!r})"
+
+
+class Cascade(Plan):
+    """Stages re-weighting a shared pool of trees, each with a reject threshold (Cronus).
+
+    Stage ``k`` scores ``stage_bias[k] + sum_t stage_weights[k, t] * h_t(x)`` where ``h_t(x)``
+    is tree ``t``'s contribution in the forest (weight times leaf value). An example is rejected
+    (exits negative) at stage ``k < K-1`` when its score is below ``stage_thresholds[k]``;
+    otherwise it continues, and after the last stage it is positive when the score exceeds
+    ``stage_thresholds[K-1]``. A tree is evaluated at most once per example and its output
+    reused by later stages; a stage with all-zero weights costs nothing.
+    """
+
+    kind = "cascade"
+
+    def __init__(self, forest: Forest, stage_weights: Any, stage_thresholds: Sequence[float],
+                 stage_bias: Sequence[float] | None = None) -> None:
+        self.forest = _check_forest(forest, "forest")
+        if forest.n_outputs != 1:
+            raise ValueError("Cascade needs a single-output forest (binary, regression or ranking)")
+        W = np.asarray(stage_weights, dtype=np.float64)
+        if W.ndim != 2 or W.shape[1] != forest.n_trees:
+            raise ValueError(f"stage_weights must have shape (n_stages, {forest.n_trees}), got {W.shape}")
+        if not np.all(np.isfinite(W)):
+            raise ValueError("stage_weights must be finite")
+        K = W.shape[0]
+        if K == 0:
+            raise ValueError("a cascade needs at least one stage")
+        self.stage_weights = W
+        self.stage_thresholds = _thresholds(stage_thresholds, K, None, "stage_thresholds")
+        self.stage_bias = (np.full(K, forest.base_score[0]) if stage_bias is None
+                           else _thresholds(stage_bias, K, None, "stage_bias"))
+
+    @property
+    def n_stages(self) -> int:
+        return int(self.stage_weights.shape[0])
+
+    @property
+    def _lead(self) -> Forest:
+        return self.forest
+
+    def components(self) -> list[Forest]:
+        return [self.forest]
+
+    def _body(self) -> dict[str, Any]:
+        return {"forest": forest_to_dict(self.forest),
+                "stage_weights": encode_array(self.stage_weights),
+                "stage_thresholds": _floats(self.stage_thresholds),
+                "stage_bias": _floats(self.stage_bias)}
+
+    def __repr__(self) -> str:
+        return f"Cascade(n_stages={self.n_stages}, {self.forest!r})"
+
+
+class Linear(Plan):
+    """A linear model ``intercept + X @ coef`` (ADAPT-LIN's gate and low-cost model).
+
+    It acquires every feature with a non-zero coefficient.
+    """
+
+    kind = "linear"
+
+    def __init__(self, coef: Any, intercept: Any = 0.0, *, link: str = "identity",
+                 task: str = "regression", classes: Any = None,
+                 feature_names: Sequence[str] | None = None) -> None:
+        coef = np.asarray(coef, dtype=np.float64)
+        self.coef = np.ascontiguousarray(coef.reshape(-1, 1) if coef.ndim == 1 else coef)
+        self.intercept = np.broadcast_to(np.asarray(intercept, dtype=np.float64),
+                                         (self.coef.shape[1],)).copy()
+        if not (np.all(np.isfinite(self.coef)) and np.all(np.isfinite(self.intercept))):
+            raise ValueError("Linear coefficients and intercept must be finite")
+        self._link, self._task = link, task
+        self._classes = None if classes is None else np.asarray(classes)
+        self._names = None if feature_names is None else [str(f) for f in feature_names]
+
+    n_features = property(lambda self: int(self.coef.shape[0]))  # type: ignore[assignment]
+    n_outputs = property(lambda self: int(self.coef.shape[1]))  # type: ignore[assignment]
+    link = property(lambda self: self._link)  # type: ignore[assignment]
+    task = property(lambda self: self._task)  # type: ignore[assignment]
+    classes = property(lambda self: self._classes)  # type: ignore[assignment]
+    feature_names = property(lambda self: self._names)  # type: ignore[assignment]
+    categories = property(lambda self: {})  # type: ignore[assignment]
+    decision_threshold = property(lambda self: 0.5 if self._link == "proba" else 0.0)
+
+    def components(self) -> list["Linear"]:
+        return [self]
+
+    def feature_usage(self) -> np.ndarray:  # type: ignore[override]
+        return np.any(self.coef != 0, axis=1).astype(np.int64)
+
+    def _body(self) -> dict[str, Any]:
+        return {"coef": encode_array(self.coef), "intercept": _floats(self.intercept),
+                "link": self._link, "task": self._task,
+                "classes": None if self._classes is None else self._classes.tolist(),
+                "feature_names": self._names}
+
+    def __repr__(self) -> str:
+        return f"Linear(n_features={self.n_features}, nonzero={int(self.feature_usage().sum())})"
+
+
+class Gated(Plan):
+    """A gate routes each example to a cheap model or to the expensive one (ADAPT).
+
+    An example goes to ``high`` when the gate's raw score is ``> 0`` (in ADAPT, sigma(g(x)) is
+    the probability of using the expensive model) and to ``low`` otherwise. Features acquired
+    for the gate are free for the chosen model. ``raw``/``proba``/labels come from the chosen
+    model, each through its own link.
+    """
+
+    kind = "gated"
+
+    def __init__(self, gate: Any, low: Any, high: Any) -> None:
+        self.gate, self.low, self.high = as_plan(gate), as_plan(low), as_plan(high)
+        if self.gate.n_outputs != 1:
+            raise ValueError("the gate must have a single output (its raw score > 0 routes to high)")
+        nf = {self.gate.n_features, self.low.n_features, self.high.n_features}
+        if len(nf) != 1:
+            raise ValueError(f"gate, low and high must read the same features; they read "
+                             f"{self.gate.n_features}, {self.low.n_features} and {self.high.n_features}")
+        if self.low.n_outputs != self.high.n_outputs or self.low.task != self.high.task:
+            raise ValueError("low and high must solve the same task with the same outputs")
+
+    @property
+    def _lead(self) -> Plan:  # type: ignore[override]
+        return self.high
+
+    @property
+    def feature_names(self) -> list[str] | None:
+        return self.high.feature_names or self.low.feature_names or self.gate.feature_names
+
+    @property
+    def categories(self) -> dict[int, list]:
+        return {**self.gate.categories, **self.low.categories, **self.high.categories}
+
+    def components(self) -> list["Forest | Linear"]:
+        return self.gate.components() + self.low.components() + self.high.components()
+
+    def _body(self) -> dict[str, Any]:
+        return {"gate": self.gate.to_dict(), "low": self.low.to_dict(), "high": self.high.to_dict()}
+
+    def __repr__(self) -> str:
+        return f"Gated(gate={self.gate!r}, low={self.low!r}, high={self.high!r})"
+
+
+def as_plan(obj: Any) -> Plan:
+    """A plan for ``obj``: a plan, a Forest (-> Full), a fitted thrifty estimator or any model
+    ``Forest.from_model`` imports."""
+    if isinstance(obj, Plan):
+        return obj
+    if isinstance(obj, Forest):
+        return Full(obj)
+    for attr in ("plan_", "forest_"):
+        inner = getattr(obj, attr, None)
+        if inner is not None and isinstance(inner, (Plan, Forest)):
+            return as_plan(inner)
+    return Full(Forest.from_model(obj))
+
+
+def plan_from_dict(d: dict[str, Any]) -> Plan:
+    if d.get("format") == "thrifty.forest":
+        return Full(forest_from_dict(d))
+    if d.get("format") != PLAN_FORMAT:
+        raise ValueError(f"not a thrifty plan or forest document (format={d.get('format')!r})")
+    if d.get("version", 0) > PLAN_VERSION:
+        raise ValueError(f"plan document version {d['version']} is newer than this thrifty "
+                         f"understands ({PLAN_VERSION}); upgrade thrifty")
+    kind = d.get("kind")
+    if kind == "full":
+        return Full(forest_from_dict(d["forest"]))
+    if kind == "sequential":
+        return Sequential(forest_from_dict(d["forest"]), d["order"], d["eps_pos"], d["eps_neg"])
+    if kind == "cascade":
+        return Cascade(forest_from_dict(d["forest"]), decode_array(d["stage_weights"]),
+                       d["stage_thresholds"], d["stage_bias"])
+    if kind == "linear":
+        return Linear(decode_array(d["coef"]), d["intercept"], link=d["link"], task=d["task"],
+                      classes=d["classes"], feature_names=d["feature_names"])
+    if kind == "gated":
+        return Gated(plan_from_dict(d["gate"]), plan_from_dict(d["low"]), plan_from_dict(d["high"]))
+    raise ValueError(f"unknown plan kind {kind!r}")
+
+
+def _thresholds(values: Sequence[float] | None, n: int, default: float | None, what: str) -> np.ndarray:
+    if values is None:
+        if default is None:
+            raise ValueError(f"{what} is required")
+        return np.full(n, default)
+    out = np.asarray(values, dtype=np.float64).reshape(-1)
+    if out.shape != (n,):
+        raise ValueError(f"{what} needs {n} values, got {out.shape[0]}")
+    if np.any(np.isnan(out)):
+        raise ValueError(f"{what} contains NaN; use +inf/-inf to disable an exit")
+    return out
+
+
+def _floats(a: np.ndarray) -> list[float | str]:
+    """JSON-safe floats (JSON has no infinity)."""
+    return [("inf" if v > 0 else "-inf") if np.isinf(v) else float(v) for v in a]
+
+
+def labels_from(raw: np.ndarray, decision: np.ndarray | None, link: str, classes: Any,
+                n_outputs: int) -> np.ndarray:
+    """Class labels: forced decisions (+1/-1) where given, else the link's decision rule."""
+    classes = np.asarray(classes) if classes is not None else np.arange(max(2, n_outputs))
+    if n_outputs > 1:
+        return classes[np.argmax(raw, axis=1)]
+    r = raw[:, 0] if raw.ndim == 2 else raw
+    positive = r > (0.5 if link == "proba" else 0.0)
+    if decision is not None:
+        positive = np.where(decision != 0, decision > 0, positive)
+    return classes[positive.astype(np.intp)]
+
+
+def proba_from(raw: np.ndarray, link: str) -> np.ndarray:
+    return raw_to_proba(raw[:, 0] if raw.shape[1] == 1 else raw, link)

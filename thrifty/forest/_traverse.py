@@ -25,10 +25,10 @@ def next_node(node, v, fast_threshold, threshold, children_left, children_right,
               missing_type, cat_start, cat_size, cat_bitsets):
     """Child of split ``node`` that an example with feature value ``v`` goes to."""
     t = fast_threshold[node]
-    if v <= t:
-        return children_left[node]
-    if v > t:
-        return children_right[node]
+    if v <= t or v > t:
+        # The outcome selects the child arithmetically: one predictable branch per node.
+        left = children_left[node]
+        return left + (children_right[node] - left) * (v > t)
     return _full_rule(node, v, threshold, children_left, children_right, missing_left, missing_type,
                       cat_start, cat_size, cat_bitsets)
 
@@ -66,3 +66,13 @@ def add_leaf(acc, w, leaf, acc32):
     if acc32:
         return np.float64(np.float32(acc + np.float64(np.float32(w * leaf))))
     return acc + w * leaf
+
+
+@njit(inline="always", cache=True)
+def add_tree(out, i, leaf, k, w, value, width, acc32):
+    """Add a tree's leaf to row ``i``'s raw scores: output ``k``, or every output when ``k < 0``."""
+    if k >= 0:
+        out[i, k] = add_leaf(out[i, k], w, value[leaf, 0], acc32)
+    else:
+        for j in range(width):
+            out[i, j] = add_leaf(out[i, j], w, value[leaf, j], acc32)

@@ -98,6 +98,8 @@ class _SequentialExecutor(_ForestOutputs):
         self.raw = np.tile(forest.base_score, (n, 1))
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
+        self.full = bool(np.all(np.isinf(eps_pos)) and np.all(np.isinf(eps_neg))
+                         and len(order) == forest.n_trees and np.all(order == np.arange(len(order))))
 
     @property
     def exit(self) -> np.ndarray:  # type: ignore[override]
@@ -105,6 +107,15 @@ class _SequentialExecutor(_ForestOutputs):
 
     def advance(self, rows: np.ndarray) -> None:
         f, c = self.forest, self.ctx
+        if self.full and c.all_known and len(rows) == c.n and not self.done.any():
+            X = c.X if f.input_dtype == "float64" else _round32(c.X)
+            _kernels.run_full_dense(X, *node_args(f), f.value, f.roots, f.tree_weight,
+                                    f.tree_class, f.accumulate == "float32", c.touched, c.n_nodes,
+                                    self.raw)
+            c.n_trees += f.n_trees
+            self.pos[:] = f.n_trees
+            self.done[:] = True
+            return
         _kernels.run_sequential(
             rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
             f.roots, f.tree_weight, f.tree_class, self.order, self.eps_pos, self.eps_neg,
@@ -230,3 +241,9 @@ class _GatedExecutor(Executor):
 
     def labels(self) -> np.ndarray | None:
         return self._pick(self.low.labels(), self.high.labels())
+
+
+def _round32(X: np.ndarray) -> np.ndarray:
+    """Inputs rounded to float32, as scikit-learn and XGBoost read them."""
+    with np.errstate(over="ignore"):
+        return X.astype(np.float32).astype(np.float64)

@@ -37,7 +37,8 @@ def median_time(fn, repeats: int) -> float:
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats and a smaller forest (< 1 min)")
-    ap.add_argument("--data-home", default=os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data")))
+    default_home = os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data"))
+    ap.add_argument("--data-home", default=default_home, help="folder of the shared datasets")
     args = ap.parse_args(argv)
 
     import lightgbm as lgb
@@ -93,6 +94,26 @@ def main(argv: list[str] | None = None) -> dict:
     t_rf_1 = median_time(lambda: rf_forest.predict_proba(M), max(3, repeats // 2))
     del M_tr
 
+    # Bounded memory: a big batch (10M rows; 1M with --quick) of a 50-tree model. Working memory
+    # beyond the input and the per-example outputs must not grow with the number of rows.
+    import tracemalloc
+
+    small = Forest.from_model(lgb.LGBMClassifier(n_estimators=50, max_depth=5, num_leaves=32,
+                                                 verbose=-1, random_state=0).fit(X_tr, y_tr))
+    big_rows = 1_000_000 if args.quick else 10_000_000
+    big = np.tile(M, (big_rows // len(M) + 1, 1))[:big_rows]
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    big_eval = evaluate(small, big, costs)
+    big_seconds = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    outputs = sum(a.nbytes for a in (big_eval.raw, big_eval.proba, big_eval.labels, big_eval.exit,
+                                     big_eval.cost.feature, big_eval.cost.evaluation,
+                                     big_eval.cost.total, big_eval.cost.n_trees,
+                                     big_eval.cost.n_nodes, big_eval.cost.acquired))
+    del big, big_eval
+
     figures = {
         "bench": "runtime",
         "quick": bool(args.quick),
@@ -108,6 +129,10 @@ def main(argv: list[str] | None = None) -> dict:
         "cost_accounting_overhead_all_cores": round(t_eval_all / t_our_all, 3),
         "lazy_overhead": round(t_lazy_all / t_eval_all, 3),
         "max_abs_diff_vs_lightgbm": max_diff,
+        "big_batch_rows": big_rows,
+        "big_batch_seconds": round(big_seconds, 2),
+        "big_batch_output_mb": round(outputs / 2**20, 1),
+        "big_batch_working_mb": round((peak - outputs) / 2**20, 1),
     }
     rows = [("lightgbm predict, 1 thread", t_lgb_1), ("thrifty predict_raw, 1 thread", t_our_1),
             ("thrifty evaluate (costs), 1 thread", t_eval_1),

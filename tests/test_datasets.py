@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from thrifty import CostModel
-from thrifty import datasets
+from thrifty import CostModel, datasets
 from thrifty.datasets import ChecksumError, Dataset
 
 EMBEDDED = Path(datasets.__file__).parent / "data"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -105,12 +106,12 @@ class CostModel:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def uniform(cls, n_features: int, cost: float = 1.0, **kwargs: Any) -> "CostModel":
+    def uniform(cls, n_features: int, cost: float = 1.0, **kwargs: Any) -> CostModel:
         """Every feature costs ``cost`` (the papers' setting when no real costs exist)."""
         return cls(np.full(int(n_features), float(cost)), **kwargs)
 
     @classmethod
-    def from_meta(cls, meta: Mapping[str, Any]) -> "CostModel":
+    def from_meta(cls, meta: Mapping[str, Any]) -> CostModel:
         """The cost model of a dataset's ``meta.json`` (uniform costs when it has none).
 
         Features without a price that are derived (``meta["dependencies"]``) cost nothing
@@ -126,7 +127,7 @@ class CostModel:
                    split_cost=meta.get("split_cost", 0.0))
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], feature_names: Sequence[str] | None = None) -> "CostModel":
+    def from_dict(cls, d: Mapping[str, Any], feature_names: Sequence[str] | None = None) -> CostModel:
         """From ``{"feature": cost, ...}`` or ``{"costs": {...}, "groups": ..., ...}``."""
         if "costs" in d and isinstance(d["costs"], (Mapping, list)):
             names = d.get("feature_names") or feature_names
@@ -139,7 +140,7 @@ class CostModel:
         return cls(dict(d), feature_names=names)
 
     @classmethod
-    def from_file(cls, path: str | Path, feature_names: Sequence[str] | None = None) -> "CostModel":
+    def from_file(cls, path: str | Path, feature_names: Sequence[str] | None = None) -> CostModel:
         """Read a cost file: JSON (``{"name": cost}`` or a full spec) or CSV ``feature,cost``."""
         path = Path(path)
         if not path.exists():
@@ -178,7 +179,7 @@ class CostModel:
         }
 
     @classmethod
-    def _from_saved(cls, d: Mapping[str, Any]) -> "CostModel":
+    def _from_saved(cls, d: Mapping[str, Any]) -> CostModel:
         costs = dict(d["costs"])
         costs.update({g: c for g, c in d.get("group_costs", {}).items()})
         return cls(costs, feature_names=d["feature_names"], groups=d.get("groups") or None,
@@ -190,7 +191,8 @@ class CostModel:
         """Boolean mask of every feature acquired when ``features`` are (groups, dependencies)."""
         mask = np.zeros(self.n_features, dtype=bool)
         for f in features:
-            for u in self.closure_units[self.closure_ptr[self._index(f)]:self.closure_ptr[self._index(f) + 1]]:
+            i = self._index(f)
+            for u in self.closure_units[self.closure_ptr[i]:self.closure_ptr[i + 1]]:
                 mask[self.unit_feat[self.unit_ptr[u]:self.unit_ptr[u + 1]]] = True
         return mask
 
@@ -206,7 +208,7 @@ class CostModel:
         """Once-per-model cost of the features marked in the boolean mask ``used``."""
         return float(self.fixed_costs[np.asarray(used, dtype=bool)].sum())
 
-    def for_features(self, names: Sequence[str] | None, n_features: int) -> "CostModel":
+    def for_features(self, names: Sequence[str] | None, n_features: int) -> CostModel:
         """This cost model aligned to a model's features (by name when both have names)."""
         if names is None or self.feature_names is None or list(names) == self.feature_names:
             if n_features != self.n_features:
@@ -245,7 +247,8 @@ class CostModel:
     # ------------------------------------------------------------------ internals
     def _index(self, key: Key) -> int:
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            n = len(self.feature_names) if self.feature_names is not None else getattr(self, "n_features", None)
+            n = (len(self.feature_names) if self.feature_names is not None
+                 else getattr(self, "n_features", None))
             if key < 0 or (n is not None and key >= n):
                 raise ValueError(f"feature index {key} is out of range")
             return int(key)
@@ -254,8 +257,9 @@ class CostModel:
         try:
             return self.feature_names.index(str(key))
         except ValueError:
+            more = "..." if len(self.feature_names) > 10 else ""
             raise ValueError(f"unknown feature name {key!r}; known features are "
-                             f"{self.feature_names[:10]}{'...' if len(self.feature_names) > 10 else ''}") from None
+                             f"{self.feature_names[:10]}{more}") from None
 
     @staticmethod
     def _name(key: Key) -> Key:

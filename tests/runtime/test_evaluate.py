@@ -7,8 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.runtime.reference import (RefCost, random_forest, random_inputs, reference_cascade,
-                                     reference_sequential, walk)
+from tests.runtime.reference import (
+    RefCost,
+    random_forest,
+    random_inputs,
+    reference_cascade,
+    reference_sequential,
+    walk,
+)
 from thrifty import Cascade, CostModel, Full, Gated, Linear, Sequential, evaluate
 from thrifty.runtime import plan_from_dict
 

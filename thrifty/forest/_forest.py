@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -181,7 +182,8 @@ class Forest:
             raise ValueError(f"unknown task {self.task!r}; expected one of {TASKS}")
         internal = self.feature >= 0
         if n and (np.any(self.feature >= self.n_features)):
-            raise ValueError(f"a node tests feature {int(self.feature.max())} but n_features={self.n_features}")
+            raise ValueError(f"a node tests feature {int(self.feature.max())} but "
+                             f"n_features={self.n_features}")
         for name in ("children_left", "children_right"):
             c = getattr(self, name)
             if np.any(c[internal] < 0) or np.any(c >= n) or np.any(c[~internal] != -1):
@@ -282,7 +284,7 @@ class Forest:
                         stack.append(int(c))
         return out
 
-    def subset(self, trees: Sequence[int]) -> "Forest":
+    def subset(self, trees: Sequence[int]) -> Forest:
         """A forest of the given trees (in that order); a mean-aggregated forest is re-averaged."""
         trees = np.asarray(trees, dtype=np.int64)
         weight = self.tree_weight[trees].copy()
@@ -299,13 +301,13 @@ class Forest:
         return forest_to_json(self)
 
     @classmethod
-    def from_json(cls, text: str) -> "Forest":
+    def from_json(cls, text: str) -> Forest:
         from thrifty.forest.io import forest_from_json
 
         return forest_from_json(text)
 
     @classmethod
-    def from_model(cls, model: Any) -> "Forest":
+    def from_model(cls, model: Any) -> Forest:
         """Import a fitted LightGBM, XGBoost or scikit-learn tree model (see ``thrifty.forest``)."""
         from thrifty.forest.importers import from_model
 
@@ -313,7 +315,8 @@ class Forest:
 
     def __repr__(self) -> str:
         return (f"Forest(n_trees={self.n_trees}, n_nodes={self.n_nodes}, n_features={self.n_features}, "
-                f"n_outputs={self.n_outputs}, task={self.task!r}, link={self.link!r}, source={self.source!r})")
+                f"n_outputs={self.n_outputs}, task={self.task!r}, link={self.link!r}, "
+                f"source={self.source!r})")
 
 
 def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from thrifty.forest._forest import Forest
 
 
-def as_matrix(X: Any, forest: "Forest") -> np.ndarray:
+def as_matrix(X: Any, forest: Forest) -> np.ndarray:
     """Float64 C-contiguous ``(n, n_features)`` matrix of ``X`` for ``forest``.
 
     DataFrames are matched to ``forest.feature_names`` by column name when the forest has
@@ -42,7 +42,7 @@ def to_matrix(X: Any, n_features: int, feature_names: list[str] | None = None,
             raise ValueError(f"X must be 2-dimensional, got {M.ndim} dimensions")
         if M.shape[1] != n_features:
             raise ValueError(f"X has {M.shape[1]} features, but the model expects {n_features}")
-        M = M.astype(np.float64)
+        M = M.astype(np.float64, copy=False)
     if input_dtype == "float32":
         with np.errstate(over="ignore"):
             M = M.astype(np.float32).astype(np.float64)

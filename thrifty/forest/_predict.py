@@ -76,11 +76,11 @@ def _apply(X, feature, fast_threshold, threshold, children_left, children_right,
             out[i, t] = node
 
 
-def node_args(forest: "Forest") -> tuple:
+def node_args(forest: Forest) -> tuple:
     """The node arrays in the order the kernels take them."""
-    return (forest.feature, forest._fast_threshold, forest.threshold, forest.children_left, forest.children_right,
-            forest.missing_left, forest.missing_type, forest.cat_start, forest.cat_size,
-            forest.cat_bitsets)
+    return (forest.feature, forest._fast_threshold, forest.threshold, forest.children_left,
+            forest.children_right, forest.missing_left, forest.missing_type, forest.cat_start,
+            forest.cat_size, forest.cat_bitsets)
 
 
 class threads:
@@ -98,7 +98,7 @@ class threads:
         numba.set_num_threads(self.saved)
 
 
-def predict_raw(forest: "Forest", X: np.ndarray, *, n_threads: int | None = None) -> np.ndarray:
+def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) -> np.ndarray:
     out = np.empty((X.shape[0], forest.n_outputs), dtype=np.float64)
     if X.shape[0] == 0:
         return out
@@ -108,7 +108,7 @@ def predict_raw(forest: "Forest", X: np.ndarray, *, n_threads: int | None = None
     return out
 
 
-def apply(forest: "Forest", X: np.ndarray) -> np.ndarray:
+def apply(forest: Forest, X: np.ndarray) -> np.ndarray:
     out = np.empty((X.shape[0], forest.n_trees), dtype=np.int32)
     if X.shape[0]:
         _apply(X, *node_args(forest), forest.roots, out)

@@ -106,7 +106,8 @@ def from_xgboost(model: Any) -> Forest:
         base_score=base, n_features=n_features, link=link, task=task, classes=classes,
         feature_names=names if names and len(names) == n_features else None,
         categories=_categories(trees_model.get("cats"), types), input_dtype="float32",
-        accumulate="float32", aggregation="sum", source="xgboost" if gb["name"] == "gbtree" else "xgboost:dart")
+        accumulate="float32", aggregation="sum",
+        source="xgboost" if gb["name"] == "gbtree" else "xgboost:dart")
 
 
 def _objective(name: str) -> tuple[str, str, str]:

@@ -3,5 +3,5 @@
 from thrifty.runtime.evaluate import Evaluation, array_provider, evaluate
 from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Plan, Sequential, as_plan, plan_from_dict
 
-__all__ = ["Cascade", "Evaluation", "Full", "Gated", "Linear", "Plan", "Sequential", "array_provider", "as_plan",
-           "evaluate", "plan_from_dict"]
+__all__ = ["Cascade", "Evaluation", "Full", "Gated", "Linear", "Plan", "Sequential", "array_provider",
+           "as_plan", "evaluate", "plan_from_dict"]

@@ -156,8 +156,8 @@ class _CascadeExecutor(_ForestOutputs):
         _kernels.run_cascade(
             rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
             f.roots, f.tree_weight, self.stage_ptr, self.stage_trees, self.stage_w, p.stage_bias,
-            p.stage_thresholds, c.touched, c.n_nodes, c.n_trees, c.blocked, self.stage, self.jpos, self.cur, self.score, self.tree_out,
-            self.tree_done, self.done, self.decision)
+            p.stage_thresholds, c.touched, c.n_nodes, c.n_trees, c.blocked, self.stage, self.jpos,
+            self.cur, self.score, self.tree_out, self.tree_done, self.done, self.decision)
         # Examples that passed every stage are decided by the last stage's threshold.
         finished = rows[self.done[rows] & (self.decision[rows] == 0)]
         self.decision[finished] = np.where(self.score[finished] > p.stage_thresholds[-1], 1, -1)

@@ -55,8 +55,8 @@ _FULL_BLOCK = 1024
 
 @njit(parallel=True, cache=True)
 def run_sequential(rows, X, known, all_known, round32,
-                   feature, fast_threshold, threshold, children_left, children_right, missing_left, missing_type,
-                   cat_start, cat_size, cat_bitsets, value, roots, tree_weight, tree_class,
+                   feature, fast_threshold, threshold, children_left, children_right, missing_left,
+                   missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight, tree_class,
                    order, eps_pos, eps_neg, acc32,
                    touched, n_nodes, n_trees, blocked,
                    pos, cur, raw, done, exit_dir):
@@ -97,9 +97,9 @@ def run_sequential(rows, X, known, all_known, round32,
                         break
                     touched[i, f] = True
                     visited += 1
-                    node = next_node(node, _read(X, i, f, round32), fast_threshold, threshold, children_left,
-                                     children_right, missing_left, missing_type, cat_start,
-                                     cat_size, cat_bitsets)
+                    node = next_node(node, _read(X, i, f, round32), fast_threshold, threshold,
+                                     children_left, children_right, missing_left, missing_type,
+                                     cat_start, cat_size, cat_bitsets)
                 n_nodes[i] += visited
                 if blocked[i] >= 0:
                     cur[i] = node
@@ -187,8 +187,8 @@ def run_full_dense(X, feature, fast_threshold, threshold, children_left, childre
 
 @njit(parallel=True, cache=True)
 def run_cascade(rows, X, known, all_known, round32,
-                feature, fast_threshold, threshold, children_left, children_right, missing_left, missing_type,
-                cat_start, cat_size, cat_bitsets, value, roots, tree_weight,
+                feature, fast_threshold, threshold, children_left, children_right, missing_left,
+                missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight,
                 stage_ptr, stage_trees, stage_w, stage_bias, stage_thr,
                 touched, n_nodes, n_trees, blocked,
                 stage, jpos, cur, score, tree_out, tree_done, done, exit_dir):
@@ -223,9 +223,9 @@ def run_cascade(rows, X, known, all_known, round32,
                             break
                         touched[i, f] = True
                         n_nodes[i] += 1
-                        node = next_node(node, _read(X, i, f, round32), fast_threshold, threshold, children_left,
-                                         children_right, missing_left, missing_type, cat_start,
-                                         cat_size, cat_bitsets)
+                        node = next_node(node, _read(X, i, f, round32), fast_threshold, threshold,
+                                         children_left, children_right, missing_left, missing_type,
+                                         cat_start, cat_size, cat_bitsets)
                     if stopped:
                         break
                     tree_out[i, t] = tree_weight[t] * value[node, 0]

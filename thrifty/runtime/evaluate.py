@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -85,26 +86,30 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
         n = int(n_rows)
         if n < 0:
             raise ValueError(f"n_rows must be >= 0, got {n}")
-        M = None
     else:
         if X is None:
             raise ValueError("evaluate needs X (a matrix or DataFrame) or a feature provider")
         if n_rows is not None:
             raise ValueError("n_rows= is only for lazy evaluation with a feature provider")
-        M = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
-        n = M.shape[0]
+        if not hasattr(X, "shape"):
+            X = np.asarray(X)
+        # Validate on an empty slice first: errors come before any work.
+        to_matrix(X[:0], plan.n_features, plan.feature_names, plan.categories)
+        n = X.shape[0]
     F, U = plan.n_features, len(costs.unit_cost)
     per_row = 8 * (F + 2 * plan.n_outputs + 8) + F + U + 9 * _cache_width(plan) + (9 * F if lazy else 0)
     chunk = chunk_size or max(256, min(1 << 16, _CHUNK_BYTES // per_row))
-    parts = []
+    out = _Collector(plan, costs, n)
     with threads(n_threads):
-        for lo in range(0, max(n, 1), chunk):
+        for lo in range(0, n, chunk):
             hi = min(n, lo + chunk)
             if lazy:
-                parts.append(_run_lazy(plan, X, costs, lo, hi))
+                out.add(lo, hi, *_run_lazy(plan, X, costs, lo, hi))
             else:
-                parts.append(_run_dense(plan, M[lo:hi], costs))
-    return _assemble(plan, costs, parts)
+                rows = X.iloc[lo:hi] if hasattr(X, "iloc") else X[lo:hi]
+                M = to_matrix(rows, plan.n_features, plan.feature_names, plan.categories)
+                out.add(lo, hi, *_run_dense(plan, M, costs))
+    return out.result()
 
 
 def _costs_for(plan: Plan, costs: CostModel | None) -> CostModel:
@@ -125,14 +130,14 @@ def _cache_width(plan: Plan) -> int:
     return 0
 
 
-def _run_dense(plan: Plan, X: np.ndarray, costs: CostModel) -> tuple:
+def _run_dense(plan: Plan, X: np.ndarray, costs: CostModel) -> tuple[Context, Any]:
     ctx = Context(X, np.ones((1, 1), dtype=np.bool_), True, costs)
     ex = executor(plan, ctx)
     ex.advance(np.arange(ctx.n, dtype=np.int64))
     return ctx, ex
 
 
-def _run_lazy(plan: Plan, provider: Provider, costs: CostModel, lo: int, hi: int) -> tuple:
+def _run_lazy(plan: Plan, provider: Provider, costs: CostModel, lo: int, hi: int) -> tuple[Context, Any]:
     n, F = hi - lo, plan.n_features
     ctx = Context(np.full((n, F), np.nan), np.zeros((n, F), dtype=np.bool_), False, costs)
     ex = executor(plan, ctx)
@@ -166,42 +171,45 @@ def _call_provider(provider: Provider, features: np.ndarray, rows: np.ndarray) -
                          "(category codes for categorical features)") from exc
 
 
-def _assemble(plan: Plan, costs: CostModel, parts: list[tuple]) -> Evaluation:
-    raws, probas, labels, exits = [], [], [], []
-    feat, nodes, trees, acquired = [], [], [], []
-    for ctx, ex in parts:
-        if ctx.n == 0:
-            continue
-        raws.append(ex.raw)
-        probas.append(ex.proba())
-        labels.append(ex.labels())
-        exits.append(ex.exit)
-        acq, cost = ctx.settle()
-        feat.append(cost)
-        nodes.append(ctx.n_nodes)
-        trees.append(ctx.n_trees)
-        acquired.append(acq)
-    F, K = plan.n_features, plan.n_outputs
-    if raws:
-        raw = np.concatenate(raws)
-        proba = None if probas[0] is None else np.concatenate(probas)
-        lab = None if labels[0] is None else np.concatenate(labels)
-        ex_ = np.concatenate(exits).astype(np.int64)
-        fc, nn, nt, acq = (np.concatenate(feat), np.concatenate(nodes), np.concatenate(trees),
-                           np.concatenate(acquired))
-    else:
-        raw = np.zeros((0, K))
-        n_classes = len(plan.classes) if plan.classes is not None else max(2, K)
-        proba = np.zeros((0, n_classes)) if plan.is_classifier else None
-        lab = (np.zeros(0, dtype=np.asarray(plan.classes).dtype if plan.classes is not None else np.int64)
-               if plan.is_classifier else None)
-        ex_, fc = np.zeros(0, dtype=np.int64), np.zeros(0)
-        nn, nt, acq = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, F), bool)
-    evaluation = costs.tree_cost * nt + costs.split_cost * nn
-    report = CostReport(feature=fc, evaluation=evaluation, total=fc + evaluation, n_trees=nt,
-                        n_nodes=nn, acquired=acq, fixed=costs.fixed_cost(plan.feature_usage()),
-                        feature_names=costs.feature_names or plan.feature_names)
-    return Evaluation(raw=raw[:, 0] if K == 1 else raw, proba=proba, labels=lab, exit=ex_, cost=report)
+class _Collector:
+    """Outputs of every chunk written into arrays allocated once (memory stays bounded)."""
+
+    def __init__(self, plan: Plan, costs: CostModel, n: int) -> None:
+        self.plan, self.costs, self.n = plan, costs, n
+        K, F = plan.n_outputs, plan.n_features
+        self.raw = np.zeros((n, K))
+        self.exit = np.zeros(n, dtype=np.int64)
+        self.feature = np.zeros(n)
+        self.n_nodes = np.zeros(n, dtype=np.int64)
+        self.n_trees = np.zeros(n, dtype=np.int64)
+        self.acquired = np.zeros((n, F), dtype=np.bool_)
+        self.proba: np.ndarray | None = None
+        self.labels: np.ndarray | None = None
+        if plan.is_classifier:
+            n_classes = len(plan.classes) if plan.classes is not None else max(2, K)
+            self.proba = np.zeros((n, n_classes))
+            classes = np.asarray(plan.classes) if plan.classes is not None else np.arange(n_classes)
+            self.labels = np.zeros(n, dtype=classes.dtype)
+
+    def add(self, lo: int, hi: int, ctx: Context, ex: Any) -> None:
+        self.raw[lo:hi] = ex.raw
+        self.exit[lo:hi] = ex.exit
+        self.acquired[lo:hi], self.feature[lo:hi] = ctx.settle()
+        self.n_nodes[lo:hi] = ctx.n_nodes
+        self.n_trees[lo:hi] = ctx.n_trees
+        if self.proba is not None:
+            self.proba[lo:hi] = ex.proba()
+            self.labels[lo:hi] = ex.labels()
+
+    def result(self) -> Evaluation:
+        costs, plan = self.costs, self.plan
+        evaluation = costs.tree_cost * self.n_trees + costs.split_cost * self.n_nodes
+        report = CostReport(feature=self.feature, evaluation=evaluation, total=self.feature + evaluation,
+                            n_trees=self.n_trees, n_nodes=self.n_nodes, acquired=self.acquired,
+                            fixed=costs.fixed_cost(plan.feature_usage()),
+                            feature_names=costs.feature_names or plan.feature_names)
+        raw = self.raw[:, 0] if plan.n_outputs == 1 else self.raw
+        return Evaluation(raw=raw, proba=self.proba, labels=self.labels, exit=self.exit, cost=report)
 
 
 def array_provider(X: Any, model: Any = None) -> Provider:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ class Plan:
 
     # -------------------------------------------------------------- metadata
     @property
-    def _lead(self) -> "Forest | Linear":
+    def _lead(self) -> Forest | Linear:
         raise NotImplementedError
 
     @property
@@ -60,7 +61,7 @@ class Plan:
     def is_classifier(self) -> bool:
         return self.task in ("binary", "multiclass")
 
-    def components(self) -> list["Forest | Linear"]:
+    def components(self) -> list[Forest | Linear]:
         """The forests and linear models the plan evaluates from."""
         raise NotImplementedError
 
@@ -275,7 +276,7 @@ class Linear(Plan):
     categories = property(lambda self: {})  # type: ignore[assignment]
     decision_threshold = property(lambda self: 0.5 if self._link == "proba" else 0.0)
 
-    def components(self) -> list["Linear"]:
+    def components(self) -> list[Linear]:
         return [self]
 
     def feature_usage(self) -> np.ndarray:  # type: ignore[override]
@@ -325,7 +326,7 @@ class Gated(Plan):
     def categories(self) -> dict[int, list]:
         return {**self.gate.categories, **self.low.categories, **self.high.categories}
 
-    def components(self) -> list["Forest | Linear"]:
+    def components(self) -> list[Forest | Linear]:
         return self.gate.components() + self.low.components() + self.high.components()
 
     def _body(self) -> dict[str, Any]:

@@ -18,19 +18,21 @@ _BLOCK = 1024
 
 
 @njit(parallel=True, cache=True)
-def _predict_raw(X, feature, fast_threshold, threshold, children_left, children_right, missing_left,
-                 missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight,
-                 tree_class, base_score, acc32, out):
+def sweep(X, feature, fast_threshold, threshold, children_left, children_right, missing_left,
+          missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight, tree_class,
+          acc32, record, touched, n_nodes, out):
+    """Add every tree's leaf value to ``out``; with ``record``, also mark the features each
+    row tests (``touched``) and count the splits it visits (``n_nodes``).
+
+    This is both ``predict_raw`` and the runtime's dense evaluation of a ``Full`` plan, so
+    accounting cost costs two stores per split and nothing else.
+    """
     n = X.shape[0]
-    n_out = out.shape[1]
     width = value.shape[1]
     n_blocks = (n + _BLOCK - 1) // _BLOCK
     for b in prange(n_blocks):
         lo = b * _BLOCK
         hi = min(n, lo + _BLOCK)
-        for i in range(lo, hi):
-            for k in range(n_out):
-                out[i, k] = base_score[k]
         for t in range(roots.shape[0]):
             root = roots[t]
             w = tree_weight[t]
@@ -39,28 +41,44 @@ def _predict_raw(X, feature, fast_threshold, threshold, children_left, children_
             for i in range(lo, hi - 1, 2):
                 a = root
                 c = root
+                va = 0
+                vc = 0
                 while True:
                     fa = feature[a]
                     fc = feature[c]
                     if fa < 0 and fc < 0:
                         break
                     if fa >= 0:
+                        if record:
+                            touched[i, fa] = True
+                            va += 1
                         a = next_node(a, X[i, fa], fast_threshold, threshold, children_left,
                                       children_right, missing_left, missing_type, cat_start,
                                       cat_size, cat_bitsets)
                     if fc >= 0:
+                        if record:
+                            touched[i + 1, fc] = True
+                            vc += 1
                         c = next_node(c, X[i + 1, fc], fast_threshold, threshold, children_left,
                                       children_right, missing_left, missing_type, cat_start,
                                       cat_size, cat_bitsets)
+                if record:
+                    n_nodes[i] += va
+                    n_nodes[i + 1] += vc
                 add_tree(out, i, a, k, w, value, width, acc32)
                 add_tree(out, i + 1, c, k, w, value, width, acc32)
             if (hi - lo) % 2:
+                i = hi - 1
                 node = root
                 while feature[node] >= 0:
-                    node = next_node(node, X[hi - 1, feature[node]], fast_threshold, threshold,
-                                     children_left, children_right, missing_left, missing_type,
-                                     cat_start, cat_size, cat_bitsets)
-                add_tree(out, hi - 1, node, k, w, value, width, acc32)
+                    f = feature[node]
+                    if record:
+                        touched[i, f] = True
+                        n_nodes[i] += 1
+                    node = next_node(node, X[i, f], fast_threshold, threshold, children_left,
+                                     children_right, missing_left, missing_type, cat_start,
+                                     cat_size, cat_bitsets)
+                add_tree(out, i, node, k, w, value, width, acc32)
 
 
 @njit(parallel=True, cache=True)
@@ -99,12 +117,13 @@ class threads:
 
 
 def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) -> np.ndarray:
-    out = np.empty((X.shape[0], forest.n_outputs), dtype=np.float64)
+    out = np.tile(forest.base_score, (X.shape[0], 1))
     if X.shape[0] == 0:
         return out
     with threads(n_threads):
-        _predict_raw(X, *node_args(forest), forest.value, forest.roots, forest.tree_weight,
-                     forest.tree_class, forest.base_score, forest.accumulate == "float32", out)
+        sweep(X, *node_args(forest), forest.value, forest.roots, forest.tree_weight,
+              forest.tree_class, forest.accumulate == "float32", False,
+              np.zeros((1, 1), dtype=np.bool_), np.zeros(1, dtype=np.int64), out)
     return out
 
 

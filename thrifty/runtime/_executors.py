@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.forest._predict import node_args
+from thrifty.forest._predict import node_args, sweep
 from thrifty.runtime import _kernels
 from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Plan, Sequential
 
@@ -109,9 +109,8 @@ class _SequentialExecutor(_ForestOutputs):
         f, c = self.forest, self.ctx
         if self.full and c.all_known and len(rows) == c.n and not self.done.any():
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
-            _kernels.run_full_dense(X, *node_args(f), f.value, f.roots, f.tree_weight,
-                                    f.tree_class, f.accumulate == "float32", c.touched, c.n_nodes,
-                                    self.raw)
+            sweep(X, *node_args(f), f.value, f.roots, f.tree_weight, f.tree_class,
+                  f.accumulate == "float32", True, c.touched, c.n_nodes, self.raw)
             c.n_trees += f.n_trees
             self.pos[:] = f.n_trees
             self.done[:] = True

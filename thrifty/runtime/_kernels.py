@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest._traverse import add_leaf, add_tree, next_node
+from thrifty.forest._traverse import add_leaf, next_node
 
 
 @njit(parallel=True, cache=True)
@@ -50,7 +50,6 @@ def _read(X, i, f, round32):
 
 # Rows per block: a block sweeps one tree at a time, so the tree's nodes stay in cache.
 _BLOCK = 128
-_FULL_BLOCK = 1024
 
 
 @njit(parallel=True, cache=True)
@@ -124,65 +123,6 @@ def run_sequential(rows, X, known, all_known, round32,
             i = rows[r]
             if not done[i] and blocked[i] < 0:
                 done[i] = True
-
-
-@njit(parallel=True, cache=True)
-def run_full_dense(X, feature, fast_threshold, threshold, children_left, children_right,
-                   missing_left, missing_type, cat_start, cat_size, cat_bitsets, value, roots,
-                   tree_weight, tree_class, acc32, touched, n_nodes, raw):
-    """Every tree on every row, every value known: ``predict_raw`` plus cost bookkeeping.
-
-    The common case gets the prediction kernel's shape (no resume state, no exits), so
-    accounting cost adds only two stores per split; the resumable kernel gives the same result.
-    """
-    n = X.shape[0]
-    width = value.shape[1]
-    n_blocks = (n + _FULL_BLOCK - 1) // _FULL_BLOCK
-    for b in prange(n_blocks):
-        lo = b * _FULL_BLOCK
-        hi = min(n, lo + _FULL_BLOCK)
-        for t in range(roots.shape[0]):
-            root = roots[t]
-            w = tree_weight[t]
-            k = tree_class[t]
-            # Two rows in lockstep, as in ``predict_raw``: their chains of loads overlap.
-            for i in range(lo, hi - 1, 2):
-                a = root
-                c = root
-                va = 0
-                vc = 0
-                while True:
-                    fa = feature[a]
-                    fc = feature[c]
-                    if fa < 0 and fc < 0:
-                        break
-                    if fa >= 0:
-                        touched[i, fa] = True
-                        va += 1
-                        a = next_node(a, X[i, fa], fast_threshold, threshold, children_left,
-                                      children_right, missing_left, missing_type, cat_start,
-                                      cat_size, cat_bitsets)
-                    if fc >= 0:
-                        touched[i + 1, fc] = True
-                        vc += 1
-                        c = next_node(c, X[i + 1, fc], fast_threshold, threshold, children_left,
-                                      children_right, missing_left, missing_type, cat_start,
-                                      cat_size, cat_bitsets)
-                n_nodes[i] += va
-                n_nodes[i + 1] += vc
-                add_tree(raw, i, a, k, w, value, width, acc32)
-                add_tree(raw, i + 1, c, k, w, value, width, acc32)
-            if (hi - lo) % 2:
-                i = hi - 1
-                node = root
-                while feature[node] >= 0:
-                    f = feature[node]
-                    touched[i, f] = True
-                    n_nodes[i] += 1
-                    node = next_node(node, X[i, f], fast_threshold, threshold, children_left,
-                                     children_right, missing_left, missing_type, cat_start,
-                                     cat_size, cat_bitsets)
-                add_tree(raw, i, node, k, w, value, width, acc32)
 
 
 @njit(parallel=True, cache=True)

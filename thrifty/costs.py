@@ -67,7 +67,7 @@ class CostModel:
                 raise ValueError("feature_costs given by name needs feature_names=[...] "
                                  "(the column order of your data)")
             group_names = set(groups or {})
-            derived = {str(self._name(k)) for k in (dependencies or {})} if dependencies else set()
+            derived = {self._index(k) for k in (dependencies or {})}
             costs = np.zeros(len(self.feature_names))
             seen = set()
             for key, value in feature_costs.items():
@@ -78,7 +78,7 @@ class CostModel:
                 seen.add(self._index(key))
             grouped = {self._index(m) for members in (groups or {}).values() for m in members}
             missing = [f for i, f in enumerate(self.feature_names)
-                       if i not in seen and f not in derived and i not in grouped]
+                       if i not in seen and i not in derived and i not in grouped]
             if missing:
                 raise ValueError(f"no cost given for feature(s) {missing[:10]}; give every "
                                  "feature a cost (0 if it is free)")
@@ -260,10 +260,6 @@ class CostModel:
             more = "..." if len(self.feature_names) > 10 else ""
             raise ValueError(f"unknown feature name {key!r}; known features are "
                              f"{self.feature_names[:10]}{more}") from None
-
-    @staticmethod
-    def _name(key: Key) -> Key:
-        return key
 
     def _label(self, i: int) -> str | int:
         return self.feature_names[i] if self.feature_names is not None else i

@@ -258,3 +258,36 @@ def test_dataframe_inputs_are_matched_by_name():
     np.testing.assert_array_equal(evaluate(forest, df).raw, evaluate(forest, X).raw)
     with pytest.raises(ValueError, match="x0"):
         evaluate(forest, df.rename(columns={"x0": "age"}))
+
+
+def test_imported_lightgbm_model_dense_lazy_and_reference():
+    """A real model with categorical splits and NaN: runtime == reference == LightGBM."""
+    lgb = pytest.importorskip("lightgbm")
+    pd = pytest.importorskip("pandas")
+    from thrifty import Forest
+    from thrifty.runtime import array_provider
+
+    rng = np.random.default_rng(11)
+    n = 400
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
+                       "c": pd.Categorical(rng.choice(list("pqrst"), size=n))})
+    df.loc[rng.random(n) < 0.1, "a"] = np.nan
+    y = ((df["a"].fillna(0) > 0) ^ df["c"].isin(["p", "q"])).astype(int)
+    model = lgb.LGBMClassifier(n_estimators=15, num_leaves=6, min_data_per_group=5, cat_smooth=1,
+                               verbose=-1).fit(df, y)
+    forest = Forest.from_model(model)
+    assert (forest.cat_start >= 0).any(), "the model should have categorical splits"
+    costs = CostModel({"a": 1.0, "b": 2.0, "c": 4.0}, feature_names=["a", "b", "c"], tree_cost=0.1)
+    ev = evaluate(model, df, costs)
+    np.testing.assert_allclose(ev.raw, model.predict(df, raw_score=True), rtol=1e-12)
+    M = forest._as_matrix(df)
+    touched = []
+    for x in M:
+        t: list[int] = []
+        for j in range(forest.n_trees):
+            walk(forest, x, j, t)
+        touched.append(set(t))
+    np.testing.assert_allclose(ev.cost.feature, [sum(costs.feature_costs[list(t)]) for t in touched])
+    lazy = evaluate(forest, array_provider(df, forest), costs, n_rows=n)
+    np.testing.assert_array_equal(lazy.raw, ev.raw)
+    np.testing.assert_array_equal(lazy.cost.total, ev.cost.total)

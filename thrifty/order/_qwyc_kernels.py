@@ -134,11 +134,11 @@ def apply_thresholds(s, ypos, eps_neg, eps_pos):
 
 
 @njit(parallel=True, cache=True)
-def scan_candidates(Ft, g, ypos, cand, budget, neg_only, acc32, n_exit, n_dis, eps_neg, eps_pos):
+def scan_candidates(Ft, cols, g, ypos, cand, budget, neg_only, acc32, n_exit, n_dis, eps_neg, eps_pos):
     """Algorithm 2 for every candidate base model ``cand[j]`` (a row of ``Ft``) at one position.
 
-    ``Ft`` has shape (T, m): base-model outputs of the m undecided rows; ``g`` their partial
-    scores. Writes the chosen thresholds and the resulting exits/disagreements per candidate.
+    ``Ft[:, cols]`` has shape (T, m): base-model outputs of the m undecided rows; ``g`` their
+    partial scores. Writes the chosen thresholds and resulting exits/disagreements per candidate.
     """
     m = g.shape[0]
     for j in prange(cand.shape[0]):
@@ -146,7 +146,7 @@ def scan_candidates(Ft, g, ypos, cand, budget, neg_only, acc32, n_exit, n_dis, e
         s = np.empty(m)
         buf = np.empty(m)
         for i in range(m):
-            s[i] = _add(g[i], Ft[k, i], acc32)
+            s[i] = _add(g[i], Ft[k, cols[i]], acc32)
         en, ep = thresholds_one(s, ypos, budget, neg_only, buf)
         ne, nd = apply_thresholds(s, ypos, en, ep)
         eps_neg[j] = en

@@ -1,0 +1,263 @@
+"""QWYC, "Quit When You Can" (Wang, Gupta et al.): joint base-model order and early exits.
+
+Problem (2) of the paper: over an order ``pi`` and thresholds ``eps_neg <= eps_pos``,
+minimise the mean cost of the base models evaluated on the examples ``x_1..x_n``,
+
+    (1/n) sum_r c_{pi(r)} |C_{r-1}|,
+
+subject to: the fraction of examples whose early decision differs from the full ensemble's is
+at most ``alpha``. After position ``r`` an undecided example exits positive when its partial
+score ``g_r > eps_pos[r]`` and negative when ``g_r < eps_neg[r]``; ``C_r`` is the set still
+undecided after ``r`` positions (``C_0`` = all examples).
+
+* Algorithm 2 (``thresholds_one`` in the kernels): thresholds of position ``r`` given the
+  earlier positions. Lines 4-5 optimise (2) "with T = r": the disagreements made at positions
+  ``1..r`` together must stay within ``alpha n`` -- so position ``r`` may spend whatever the
+  earlier positions left of the budget (greedy). Line 4 picks ``eps_neg[r]`` first (largest
+  negative exit set within the budget, positive exit disabled), line 5 then ``eps_pos[r]``
+  with what the negative side left.
+* Algorithm 1: for ``r = 1..T`` try every unused base model at position ``r`` (paper's swap
+  loop, lines 5-14), keep the one minimising ``J_r = c_{pi(r)} |C_{r-1}| / n_{pi(r)}`` where
+  ``n_{pi(r)} = |C_{r-1} - C_r|`` (strict ``<``, so ties keep the earlier candidate of the
+  swap order; no candidate deciding anything leaves ``pi(r)`` in place with exits disabled,
+  line 4's ``eps* = (+inf, -inf)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from thrifty.order import _qwyc_kernels as _k
+
+_ORDERINGS = ("optimize", "given", "random")
+_MODES = ("both", "negative")
+
+
+@dataclass
+class QWYCResult:
+    """Everything QWYC decided, and what it costs on the examples it was fitted on.
+
+    Attributes
+    ----------
+    order : ndarray of int64, shape (T,)
+        Base-model indices in evaluation order (0-based).
+    eps_pos, eps_neg : ndarray of float64, shape (T,)
+        Exit thresholds per position (``+inf`` / ``-inf`` disable an exit).
+    mean_cost : float
+        ``(1/n) sum_r c_{order[r]} |C_{r-1}|`` on the fitted examples (objective of (2)).
+    n_disagree : int
+        Examples whose early decision differs from the full ensemble's (``<= floor(alpha n)``).
+    budget : int
+        ``floor(alpha n)``.
+    n_exit : ndarray of int64, shape (T,)
+        Examples exiting at each position.
+    J : ndarray of float64, shape (T,)
+        The ratio ``J_r`` of the base model chosen at each position (``inf``: none exited).
+    """
+
+    order: np.ndarray
+    eps_pos: np.ndarray
+    eps_neg: np.ndarray
+    mean_cost: float
+    n_disagree: int
+    budget: int
+    n_exit: np.ndarray = field(repr=False)
+    J: np.ndarray = field(repr=False)
+
+
+def qwyc(model: Any, X: Any, *, alpha: float = 0.005, threshold: float | None = None,
+         costs: Any = None, mode: str = "both", ordering: str = "optimize",
+         random_state: Any = None, return_result: bool = False) -> Any:
+    """Order the trees of a binary forest and choose early exits with QWYC.
+
+    Parameters
+    ----------
+    model : Forest or fitted model
+        A single-output binary classifier (thrifty ``Forest`` or anything
+        ``Forest.from_model`` imports). Base model ``t`` is tree ``t``:
+        ``F[i, t] = tree_weight[t] * value[leaf of x_i in tree t]``.
+    X : array-like of shape (n, n_features)
+        Examples the order and thresholds are fitted on (labels are not needed).
+    alpha : float in [0, 1), default=0.005
+        Largest fraction of examples of ``X`` whose decision may differ from the full forest's.
+    threshold : float, optional
+        Decision threshold on raw scores; must be the forest's ``decision_threshold`` (the
+        default), since the returned plan decides examples that never exit with it.
+    costs : CostModel or array-like of shape (T,), optional
+        Per-tree cost ``c_t``: ``costs.tree_cost`` for a CostModel with ``tree_cost > 0``,
+        the values of an array, else 1 for every tree.
+    mode : {"both", "negative"}
+        ``"negative"``: early-negative exits only (``eps_pos = +inf``, filter-and-score).
+    ordering : {"optimize", "given", "random"}
+        ``"optimize"``: Algorithm 1. ``"given"``: trees ``0..T-1``; ``"random"``: a
+        permutation drawn from ``random_state``; both with Algorithm 2 thresholds.
+    random_state : int, Generator or None
+    return_result : bool, default=False
+        Also return the ``QWYCResult`` (cost and disagreements on ``X``).
+
+    Returns
+    -------
+    Sequential, or (Sequential, QWYCResult) with ``return_result=True``.
+    """
+    from thrifty.forest import Forest
+    from thrifty.runtime.plans import Sequential
+
+    forest = model if isinstance(model, Forest) else Forest.from_model(model)
+    if forest.n_outputs != 1:
+        raise ValueError(f"qwyc supports binary classifiers only; this forest has {forest.n_outputs} "
+                         "outputs (multiclass is not supported yet)")
+    if forest.task != "binary":
+        raise ValueError(f"qwyc needs a binary classifier; this forest's task is {forest.task!r}")
+    if threshold is not None and float(threshold) != forest.decision_threshold:
+        raise ValueError(f"threshold={threshold!r} differs from the forest's decision threshold "
+                         f"{forest.decision_threshold:g}, which the returned plan uses for examples "
+                         "that never exit; use qwyc_scores for another threshold")
+    _check_options(alpha, mode, ordering)
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if X.shape[0] == 0:
+        raise ValueError("qwyc needs at least one example in X")
+    leaves = forest.apply(X)
+    leaf_values = forest.value[leaves, 0] if leaves.size else np.zeros(leaves.shape)
+    F = forest.tree_weight[None, :] * leaf_values
+    acc32 = forest.accumulate == "float32"
+    if acc32:
+        F = F.astype(np.float32).astype(np.float64)
+    cost = _tree_costs(costs, forest.n_trees)
+    res = _fit(F, float(forest.base_score[0]), forest.decision_threshold, cost, alpha, mode,
+               ordering, random_state, acc32)
+    plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
+    return (plan, res) if return_result else plan
+
+
+def qwyc_scores(F: Any, *, alpha: float = 0.005, threshold: float = 0.0, base_score: float = 0.0,
+                costs: Any = None, mode: str = "both", ordering: str = "optimize",
+                random_state: Any = None, return_result: bool = False) -> Any:
+    """QWYC on a score matrix of any base models: ``F[i, t]`` is base model ``t`` on example ``i``.
+
+    The full score is ``base_score + F[i].sum()``; it is positive when ``> threshold``. Exits
+    compare the partial score ``base_score + sum of the base models so far`` to the thresholds.
+
+    Returns
+    -------
+    (order, eps_pos, eps_neg) arrays, or the ``QWYCResult`` with ``return_result=True``.
+    """
+    F = np.asarray(F, dtype=np.float64)
+    if F.ndim != 2:
+        raise ValueError(f"F must be a 2-d score matrix (n_examples, n_base_models), got shape {F.shape}")
+    if F.shape[0] == 0:
+        raise ValueError("qwyc_scores needs at least one example (row of F)")
+    if F.shape[1] == 0:
+        raise ValueError("qwyc_scores needs at least one base model (column of F)")
+    if not np.all(np.isfinite(F)):
+        raise ValueError("F must be finite")
+    _check_options(alpha, mode, ordering)
+    cost = _tree_costs(costs, F.shape[1])
+    res = _fit(F, float(base_score), float(threshold), cost, alpha, mode, ordering, random_state, False)
+    return res if return_result else (res.order, res.eps_pos, res.eps_neg)
+
+
+# ---------------------------------------------------------------------------------- internals
+def _check_options(alpha: float, mode: str, ordering: str) -> None:
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}") from None
+    if not (0.0 <= a < 1.0):
+        raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
+    if mode not in _MODES:
+        raise ValueError(f"unknown mode {mode!r}; use one of {_MODES}")
+    if ordering not in _ORDERINGS:
+        raise ValueError(f"unknown ordering {ordering!r}; use one of {_ORDERINGS}")
+
+
+def _tree_costs(costs: Any, T: int) -> np.ndarray:
+    from thrifty.costs import CostModel
+
+    if costs is None:
+        return np.ones(T)
+    if isinstance(costs, CostModel):
+        return np.full(T, float(costs.tree_cost)) if costs.tree_cost > 0 else np.ones(T)
+    c = np.asarray(costs, dtype=np.float64)
+    if c.shape != (T,):
+        raise ValueError(f"costs must be a CostModel or an array of {T} per-model costs, got shape {c.shape}")
+    if not np.all(np.isfinite(c)) or np.any(c <= 0):
+        raise ValueError("per-model costs must be finite and > 0")
+    return c
+
+
+def _full_decisions(F: np.ndarray, base: float, threshold: float, acc32: bool) -> np.ndarray:
+    """Full-ensemble decisions, summing in base-model order as the runtime does."""
+    s = np.full(F.shape[0], base)
+    for t in range(F.shape[1]):
+        s = s + F[:, t]
+        if acc32:
+            s = s.astype(np.float32).astype(np.float64)
+    return s > threshold
+
+
+def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: float, mode: str,
+         ordering: str, random_state: Any, acc32: bool) -> QWYCResult:
+    n, T = F.shape
+    ypos_all = _full_decisions(F, base, threshold, acc32)
+    budget_total = int(np.floor(float(alpha) * n))
+    neg_only = mode == "negative"
+    if ordering == "random":
+        pi = np.random.default_rng(random_state).permutation(T).astype(np.int64)
+    else:
+        pi = np.arange(T, dtype=np.int64)  # Algorithm 1, line 1
+    eps_pos = np.full(T, np.inf)
+    eps_neg = np.full(T, -np.inf)
+    n_exit = np.zeros(T, dtype=np.int64)
+    J = np.full(T, np.inf)
+
+    Ft = np.ascontiguousarray(F.T)  # (T, n): one base model's outputs are contiguous
+    cols = np.arange(n, dtype=np.int64)  # columns of Ft still undecided
+    g = np.full(n, base)
+    if acc32:
+        g = g.astype(np.float32).astype(np.float64)
+    ypos = ypos_all.copy()
+    spent = 0
+    total_cost = 0.0
+    for r in range(T):
+        m = g.shape[0]
+        if m == 0:
+            break
+        budget = budget_total - spent
+        cand = pi[r:] if ordering == "optimize" else pi[r:r + 1]
+        k = cand.shape[0]
+        ne = np.zeros(k, dtype=np.int64)
+        nd = np.zeros(k, dtype=np.int64)
+        en = np.zeros(k)
+        ep = np.zeros(k)
+        _k.scan_candidates(Ft, cols, g, ypos, cand, budget, neg_only, acc32, ne, nd, en, ep)
+        with np.errstate(divide="ignore"):
+            Jc = np.where(ne > 0, cost[cand] * m / np.maximum(ne, 1), np.inf)
+        # Algorithm 1 lines 3-15: k* = r, J* = inf; update on strictly smaller J only.
+        j = 0
+        best = np.inf
+        for jj in range(k):
+            if Jc[jj] < best:
+                best, j = Jc[jj], jj
+        pi[r], pi[r + j] = pi[r + j], pi[r]
+        t = pi[r]
+        total_cost += cost[t] * m
+        s = g + Ft[t, cols]
+        if acc32:
+            s = s.astype(np.float32).astype(np.float64)
+        if not np.isfinite(best):
+            g = s  # nothing can exit here: eps* stays (+inf, -inf) (line 4)
+            continue
+        eps_pos[r], eps_neg[r] = ep[j], en[j]
+        n_exit[r], J[r] = ne[j], best
+        spent += int(nd[j])
+        keep = ~((s > ep[j]) | (s < en[j]))
+        g, cols, ypos = s[keep], cols[keep], ypos[keep]
+        if cols.shape[0] < 0.75 * Ft.shape[1]:  # compact: later scans read fewer columns
+            Ft = np.ascontiguousarray(Ft[:, cols])
+            cols = np.arange(cols.shape[0], dtype=np.int64)
+    return QWYCResult(order=pi, eps_pos=eps_pos, eps_neg=eps_neg, mean_cost=total_cost / n,
+                      n_disagree=spent, budget=budget_total, n_exit=n_exit, J=J)

@@ -257,11 +257,17 @@ def test_validation(lgbm):
         qwyc_scores(np.zeros((4, 3)), costs=[1.0, 0.0, 1.0])
 
 
-def test_multiclass_is_rejected():
+def test_multiclass_orders_rounds_within_alpha():
     lightgbm = pytest.importorskip("lightgbm")
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 4))
-    y = rng.integers(0, 3, 300)
-    m = lightgbm.LGBMClassifier(n_estimators=3, num_leaves=4, verbose=-1).fit(X, y)
-    with pytest.raises(ValueError, match="multiclass is not supported yet"):
-        qwyc(m, X)
+    X = rng.normal(size=(400, 4))
+    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=400), [-0.5, 0.5])
+    m = lightgbm.LGBMClassifier(n_estimators=12, num_leaves=4, verbose=-1).fit(X, y)
+    plan, res = qwyc(m, X, alpha=0.02, return_result=True)
+    ev = thrifty.evaluate(plan, X)
+    assert (ev.labels != m.predict(X)).sum() == res.n_disagree <= 8
+    assert ev.cost.n_trees.mean() == pytest.approx(res.mean_cost)
+    with pytest.raises(ValueError, match="no meaning for multiclass"):
+        qwyc(m, X, mode="negative")
+    with pytest.raises(ValueError, match="not available for multiclass"):
+        qwyc(m, X, ordering="random")

@@ -154,6 +154,12 @@ def reference_sequential(forest: Forest, X: np.ndarray, order, eps_pos, eps_neg)
                 raw[k] += forest.tree_weight[t] * forest.value[leaf, 0]
             else:
                 raw += forest.tree_weight[t] * forest.value[leaf]
+            if len(raw) > 1:  # several outputs: the leading class's margin over the runner-up
+                top2 = np.sort(raw)[-2:]
+                if top2[1] - top2[0] > eps_pos[p - 1]:
+                    decision = 1
+                    break
+                continue
             if raw[0] > eps_pos[p - 1]:
                 decision = 1
                 break

@@ -240,8 +240,8 @@ def test_bad_inputs_give_clear_errors():
         Sequential(forest, [0, 1], [0.0, 0.0], [1.0, -1.0])
     with pytest.raises(ValueError, match="more than once"):
         Sequential(forest, [0, 0])
-    with pytest.raises(ValueError, match="single-output"):
-        Sequential(random_forest(rng, N_FEATURES, n_outputs=3))
+    with pytest.raises(ValueError, match="eps_neg must be -inf"):
+        Sequential(random_forest(rng, N_FEATURES, n_outputs=3), eps_neg=np.zeros(8))
     with pytest.raises(ValueError, match="shape"):
         Cascade(forest, np.ones((2, 4)), [0.0, 0.0])
     with pytest.raises(TypeError, match="Forest.from_model"):
@@ -291,3 +291,76 @@ def test_imported_lightgbm_model_dense_lazy_and_reference():
     lazy = evaluate(forest, array_provider(df, forest), costs, n_rows=n)
     np.testing.assert_array_equal(lazy.raw, ev.raw)
     np.testing.assert_array_equal(lazy.cost.total, ev.cost.total)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.sampled_from([1, 40]))
+def test_binned_exits_match_reference(seed, n):
+    from thrifty.runtime import BinnedExits
+
+    rng = np.random.default_rng(seed)
+    forest = random_forest(rng, N_FEATURES, n_trees=8)
+    X = random_inputs(rng, n, N_FEATURES)
+    order = rng.permutation(8)
+    width = np.where(rng.random(8) < 0.7, rng.choice([0.25, 0.5, 1.0], size=8), 0.0)
+    tables = []
+    for w in width:
+        table = {}
+        if w > 0:
+            for b in range(-8, 8):
+                if rng.random() < 0.7:  # the other bins are unseen: the row is evaluated in full
+                    lo = rng.normal()
+                    table[b] = (lo + abs(rng.normal()), lo)
+        tables.append(table)
+    eps_pos = np.where(rng.random(8) < 0.3, rng.uniform(1, 3, 8), np.inf)
+    plan = Sequential(forest, order, eps_pos, np.full(8, -np.inf), bins=BinnedExits(width, tables))
+    ev = evaluate(plan, X, cost_model())
+    for i, x in enumerate(X):
+        g, touched, frozen, decision, p = forest.base_score[0], [], False, 0, 0
+        for p, t in enumerate(order, start=1):
+            leaf, _ = walk(forest, x, t, touched)
+            g += forest.tree_weight[t] * forest.value[leaf, 0]
+            if frozen:
+                continue
+            if g > eps_pos[p - 1]:
+                decision = 1
+                break
+            if width[p - 1] > 0:
+                b = np.floor(g / width[p - 1])
+                if not np.isfinite(b) or int(b) not in tables[p - 1]:
+                    frozen = True
+                    continue
+                hi, lo = tables[p - 1][int(b)]
+                if g > hi:
+                    decision = 1
+                    break
+                if g < lo:
+                    decision = -1
+                    break
+        assert ev.raw[i] == pytest.approx(g, rel=1e-12, abs=1e-12)
+        assert ev.exit[i] == p
+        assert ev.labels[i] == (decision > 0 if decision else g > 0)
+        assert ev.cost.feature[i] == pytest.approx(REF.price(set(touched)))
+    provider, calls = lazy_provider(X)
+    lazy = evaluate(plan, provider, cost_model(), n_rows=n)
+    np.testing.assert_array_equal(lazy.raw, ev.raw)
+    np.testing.assert_array_equal(lazy.exit, ev.exit)
+    np.testing.assert_array_equal(evaluate(plan_from_dict(plan.to_dict()), X).raw, ev.raw)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.sampled_from([1, 40]))
+def test_multiclass_sequential_exits_on_the_margin(seed, n):
+    rng = np.random.default_rng(seed)
+    forest = random_forest(rng, N_FEATURES, n_trees=9, n_outputs=3)
+    X = random_inputs(rng, n, N_FEATURES)
+    order = rng.permutation(9)
+    eps = np.where(rng.random(9) < 0.5, rng.uniform(0, 2, 9), np.inf)
+    plan = Sequential(forest, order, eps)
+    ev = evaluate(plan, X, cost_model())
+    ref = reference_sequential(forest, X, order, eps, np.full(9, -np.inf))
+    np.testing.assert_allclose(ev.raw, [r[0] for r in ref], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(ev.exit, [r[1] for r in ref])
+    np.testing.assert_array_equal(ev.labels, [int(np.argmax(r[0])) for r in ref])
+    check_costs(ev, [r[3] for r in ref], [r[4] for r in ref], [r[1] for r in ref], cost_model())
+    check_lazy(plan, X, cost_model(), ev, [r[3] for r in ref])

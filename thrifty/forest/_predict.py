@@ -8,7 +8,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest._traverse import add_tree, next_node
+from thrifty.forest._traverse import add_tree, next_node, walk_one, walk_pair
 
 if TYPE_CHECKING:
     from thrifty.forest._forest import Forest
@@ -37,48 +37,17 @@ def sweep(X, feature, fast_threshold, threshold, children_left, children_right, 
             root = roots[t]
             w = tree_weight[t]
             k = tree_class[t]
-            # Two rows in lockstep: their independent chains of loads overlap in the CPU.
             for i in range(lo, hi - 1, 2):
-                a = root
-                c = root
-                va = 0
-                vc = 0
-                while True:
-                    fa = feature[a]
-                    fc = feature[c]
-                    if fa < 0 and fc < 0:
-                        break
-                    if fa >= 0:
-                        if record:
-                            touched[i, fa] = True
-                            va += 1
-                        a = next_node(a, X[i, fa], fast_threshold, threshold, children_left,
-                                      children_right, missing_left, missing_type, cat_start,
-                                      cat_size, cat_bitsets)
-                    if fc >= 0:
-                        if record:
-                            touched[i + 1, fc] = True
-                            vc += 1
-                        c = next_node(c, X[i + 1, fc], fast_threshold, threshold, children_left,
-                                      children_right, missing_left, missing_type, cat_start,
-                                      cat_size, cat_bitsets)
-                if record:
-                    n_nodes[i] += va
-                    n_nodes[i + 1] += vc
+                a, c = walk_pair(X, i, i + 1, root, feature, fast_threshold, threshold,
+                                 children_left, children_right, missing_left, missing_type,
+                                 cat_start, cat_size, cat_bitsets, record, touched, n_nodes)
                 add_tree(out, i, a, k, w, value, width, acc32)
                 add_tree(out, i + 1, c, k, w, value, width, acc32)
             if (hi - lo) % 2:
-                i = hi - 1
-                node = root
-                while feature[node] >= 0:
-                    f = feature[node]
-                    if record:
-                        touched[i, f] = True
-                        n_nodes[i] += 1
-                    node = next_node(node, X[i, f], fast_threshold, threshold, children_left,
-                                     children_right, missing_left, missing_type, cat_start,
-                                     cat_size, cat_bitsets)
-                add_tree(out, i, node, k, w, value, width, acc32)
+                node = walk_one(X, hi - 1, root, feature, fast_threshold, threshold, children_left,
+                                children_right, missing_left, missing_type, cat_start, cat_size,
+                                cat_bitsets, record, touched, n_nodes)
+                add_tree(out, hi - 1, node, k, w, value, width, acc32)
 
 
 @njit(parallel=True, cache=True)

@@ -76,3 +76,51 @@ def add_tree(out, i, leaf, k, w, value, width, acc32):
     else:
         for j in range(width):
             out[i, j] = add_leaf(out[i, j], w, value[leaf, j], acc32)
+
+
+@njit(inline="always", cache=True)
+def walk_pair(X, i, j, root, feature, fast_threshold, threshold, children_left, children_right,
+              missing_left, missing_type, cat_start, cat_size, cat_bitsets, record, touched, n_nodes):
+    """Leaves reached by rows ``i`` and ``j`` from ``root``, walked in lockstep so their
+    independent chains of loads overlap in the CPU; with ``record``, marks the features each
+    row tests and counts its splits."""
+    a = root
+    c = root
+    va = 0
+    vc = 0
+    while True:
+        fa = feature[a]
+        fc = feature[c]
+        if fa < 0 and fc < 0:
+            break
+        if fa >= 0:
+            if record:
+                touched[i, fa] = True
+                va += 1
+            a = next_node(a, X[i, fa], fast_threshold, threshold, children_left, children_right,
+                          missing_left, missing_type, cat_start, cat_size, cat_bitsets)
+        if fc >= 0:
+            if record:
+                touched[j, fc] = True
+                vc += 1
+            c = next_node(c, X[j, fc], fast_threshold, threshold, children_left, children_right,
+                          missing_left, missing_type, cat_start, cat_size, cat_bitsets)
+    if record:
+        n_nodes[i] += va
+        n_nodes[j] += vc
+    return a, c
+
+
+@njit(inline="always", cache=True)
+def walk_one(X, i, root, feature, fast_threshold, threshold, children_left, children_right,
+             missing_left, missing_type, cat_start, cat_size, cat_bitsets, record, touched, n_nodes):
+    """Leaf reached by row ``i`` from ``root`` (``walk_pair`` for a lone row)."""
+    node = root
+    while feature[node] >= 0:
+        f = feature[node]
+        if record:
+            touched[i, f] = True
+            n_nodes[i] += 1
+        node = next_node(node, X[i, f], fast_threshold, threshold, children_left, children_right,
+                         missing_left, missing_type, cat_start, cat_size, cat_bitsets)
+    return node

@@ -1,5 +1,10 @@
-"""Orders of base models with early exits: QWYC (Quit When You Can)."""
+"""Orders of base models with early exits: QWYC, Fan et al.'s dynamic scheduling, margin exits."""
 
+from thrifty.order.estimator import QWYCClassifier
+from thrifty.order.fan import fan
+from thrifty.order.margin import calibrate_margin, margin_early_exit, margin_frontier
+from thrifty.order.orderings import fixed_order
 from thrifty.order.qwyc import QWYCResult, qwyc, qwyc_scores
 
-__all__ = ["QWYCResult", "qwyc", "qwyc_scores"]
+__all__ = ["QWYCClassifier", "QWYCResult", "calibrate_margin", "fan", "fixed_order",
+           "margin_early_exit", "margin_frontier", "qwyc", "qwyc_scores"]

@@ -31,8 +31,10 @@ from typing import Any
 import numpy as np
 
 from thrifty.order import _qwyc_kernels as _k
+from thrifty.order._scores import tree_scores
+from thrifty.order.orderings import FIXED_ORDERINGS, check_kind, order_from_scores, positive_labels
 
-_ORDERINGS = ("optimize", "given", "random")
+_ORDERINGS = ("optimize",) + FIXED_ORDERINGS
 _MODES = ("both", "negative")
 
 
@@ -68,19 +70,25 @@ class QWYCResult:
     J: np.ndarray = field(repr=False)
 
 
-def qwyc(model: Any, X: Any, *, alpha: float = 0.005, threshold: float | None = None,
+def qwyc(model: Any, X: Any, y: Any = None, *, alpha: float = 0.005, threshold: float | None = None,
          costs: Any = None, mode: str = "both", ordering: str = "optimize",
-         random_state: Any = None, return_result: bool = False) -> Any:
+         random_state: Any = None, return_result: bool = False, progress: bool = False) -> Any:
     """Order the trees of a binary forest and choose early exits with QWYC.
 
     Parameters
     ----------
     model : Forest or fitted model
-        A single-output binary classifier (thrifty ``Forest`` or anything
-        ``Forest.from_model`` imports). Base model ``t`` is tree ``t``:
-        ``F[i, t] = tree_weight[t] * value[leaf of x_i in tree t]``.
+        A binary classifier (thrifty ``Forest`` or anything ``Forest.from_model`` imports).
+        Base model ``t`` is tree ``t``: ``F[i, t] = tree_weight[t] * value[leaf of x_i in tree
+        t]``. A multiclass boosted model is also accepted (beyond the paper): its base models
+        are boosting rounds, and an example exits when its leading class's partial score
+        exceeds the runner-up's by the position's threshold (``ordering`` "optimize" or
+        "given", ``mode="both"``).
     X : array-like of shape (n, n_features)
         Examples the order and thresholds are fitted on (labels are not needed).
+    y : array-like of shape (n,), optional
+        Labels of ``X``, only for ``ordering="individual_mse"`` / ``"greedy_mse"`` (the
+        forest's classes, 0/1, -1/+1 or booleans).
     alpha : float in [0, 1), default=0.005
         Largest fraction of examples of ``X`` whose decision may differ from the full forest's.
     threshold : float, optional
@@ -91,12 +99,17 @@ def qwyc(model: Any, X: Any, *, alpha: float = 0.005, threshold: float | None = 
         the values of an array, else 1 for every tree.
     mode : {"both", "negative"}
         ``"negative"``: early-negative exits only (``eps_pos = +inf``, filter-and-score).
-    ordering : {"optimize", "given", "random"}
-        ``"optimize"``: Algorithm 1. ``"given"``: trees ``0..T-1``; ``"random"``: a
-        permutation drawn from ``random_state``; both with Algorithm 2 thresholds.
+    ordering : {"optimize", "given", "random", "individual_mse", "greedy_mse"}
+        ``"optimize"``: Algorithm 1 (order and thresholds jointly). The others fix the order
+        first (``thrifty.order.fixed_order``, the paper's Appendix B) and choose its
+        thresholds with Algorithm 2: ``"given"``: trees ``0..T-1``; ``"random"``: a
+        permutation drawn from ``random_state``; ``"individual_mse"``, ``"greedy_mse"``:
+        from the labels ``y``.
     random_state : int, Generator or None
     return_result : bool, default=False
         Also return the ``QWYCResult`` (cost and disagreements on ``X``).
+    progress : bool, default=False
+        Show a tqdm progress bar over the positions (off anyway when stderr is not a TTY).
 
     Returns
     -------
@@ -106,40 +119,85 @@ def qwyc(model: Any, X: Any, *, alpha: float = 0.005, threshold: float | None = 
     from thrifty.runtime.plans import Sequential
 
     forest = model if isinstance(model, Forest) else Forest.from_model(model)
-    if forest.n_outputs != 1:
-        raise ValueError(f"qwyc supports binary classifiers only; this forest has {forest.n_outputs} "
-                         "outputs (multiclass is not supported yet)")
-    if forest.task != "binary":
-        raise ValueError(f"qwyc needs a binary classifier; this forest's task is {forest.task!r}")
+    if forest.task == "multiclass":
+        return _qwyc_multiclass(forest, X, alpha=alpha, costs=costs, mode=mode, ordering=ordering,
+                                return_result=return_result, progress=progress)
+    if forest.n_outputs != 1 or forest.task != "binary":
+        raise ValueError(f"qwyc needs a binary or multiclass classifier; this forest's task is "
+                         f"{forest.task!r} with {forest.n_outputs} outputs")
     if threshold is not None and float(threshold) != forest.decision_threshold:
         raise ValueError(f"threshold={threshold!r} differs from the forest's decision threshold "
                          f"{forest.decision_threshold:g}, which the returned plan uses for examples "
                          "that never exit; use qwyc_scores for another threshold")
-    _check_options(alpha, mode, ordering)
+    _check_options(alpha, mode, ordering, y)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if X.shape[0] == 0:
         raise ValueError("qwyc needs at least one example in X")
-    leaves = forest.apply(X)
-    leaf_values = forest.value[leaves, 0] if leaves.size else np.zeros(leaves.shape)
-    F = forest.tree_weight[None, :] * leaf_values
+    F = tree_scores(forest, X)
     acc32 = forest.accumulate == "float32"
-    if acc32:
-        F = F.astype(np.float32).astype(np.float64)
     cost = _tree_costs(costs, forest.n_trees)
-    res = _fit(F, float(forest.base_score[0]), forest.decision_threshold, cost, alpha, mode,
-               ordering, random_state, acc32)
+    base = float(forest.base_score[0])
+    order = None
+    if ordering != "optimize":
+        positive = None if y is None else positive_labels(y, forest.classes, F.shape[0])
+        order = order_from_scores(F, positive, kind=ordering, base_score=base,
+                                  threshold=forest.decision_threshold,
+                                  half_margin=0.5 if forest.link == "proba" else 1.0,
+                                  random_state=random_state)
+    res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress)
     plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
     return (plan, res) if return_result else plan
 
 
-def qwyc_scores(F: Any, *, alpha: float = 0.005, threshold: float = 0.0, base_score: float = 0.0,
-                costs: Any = None, mode: str = "both", ordering: str = "optimize",
-                random_state: Any = None, return_result: bool = False) -> Any:
+def _qwyc_multiclass(forest: Any, X: Any, *, alpha: float, costs: Any, mode: str, ordering: str,
+                     return_result: bool, progress: bool) -> Any:
+    """Multiclass QWYC (beyond the paper): see ``thrifty.order._qwyc_multiclass``."""
+    from thrifty.order._qwyc_multiclass import qwyc_multiclass
+    from thrifty.runtime.evaluate import evaluate
+
+    if mode != "both":
+        raise ValueError(f"mode={mode!r} has no meaning for multiclass models (an exit predicts "
+                         "the leading class); use mode='both'")
+    if ordering not in ("optimize", "given"):
+        raise ValueError(f"ordering={ordering!r} is not available for multiclass models; use "
+                         "'optimize' or 'given'")
+    _check_options(alpha, mode, ordering, None)
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if X.shape[0] == 0:
+        raise ValueError("qwyc needs at least one example in X")
+    from tqdm.auto import tqdm
+
+    # disable=None: tqdm shows the bar only when stderr is a TTY
+    bar = tqdm(total=forest.n_trees // forest.n_outputs, desc="QWYC rounds", unit="round",
+               disable=None if progress else True)
+    plan, _, _, mean_cost, n_disagree = qwyc_multiclass(
+        forest, X, alpha=alpha, cost_per_tree=_tree_costs(costs, forest.n_trees),
+        optimize=ordering == "optimize", progress=bar.update)
+    bar.close()
+    if not return_result:
+        return plan
+    exits = evaluate(plan, X).exit
+    early = exits[exits < len(plan.order)]
+    res = QWYCResult(order=plan.order, eps_pos=plan.eps_pos, eps_neg=plan.eps_neg,
+                     mean_cost=mean_cost, n_disagree=n_disagree,
+                     budget=int(np.floor(alpha * X.shape[0] + 1e-9)),
+                     n_exit=np.bincount(early - 1, minlength=len(plan.order)),
+                     J=np.full(len(plan.order), np.nan))
+    return plan, res
+
+
+def qwyc_scores(F: Any, y: Any = None, *, alpha: float = 0.005, threshold: float = 0.0,
+                base_score: float = 0.0, costs: Any = None, mode: str = "both",
+                ordering: str = "optimize", random_state: Any = None,
+                return_result: bool = False, progress: bool = False) -> Any:
     """QWYC on a score matrix of any base models: ``F[i, t]`` is base model ``t`` on example ``i``.
 
     The full score is ``base_score + F[i].sum()``; it is positive when ``> threshold``. Exits
     compare the partial score ``base_score + sum of the base models so far`` to the thresholds.
+    ``y`` (labels: 0/1, -1/+1 or booleans) is needed by the MSE orderings only, whose targets
+    are ``threshold -/+ 1``. Other parameters as in ``qwyc``.
 
     Returns
     -------
@@ -154,14 +212,19 @@ def qwyc_scores(F: Any, *, alpha: float = 0.005, threshold: float = 0.0, base_sc
         raise ValueError("qwyc_scores needs at least one base model (column of F)")
     if not np.all(np.isfinite(F)):
         raise ValueError("F must be finite")
-    _check_options(alpha, mode, ordering)
+    _check_options(alpha, mode, ordering, y)
     cost = _tree_costs(costs, F.shape[1])
-    res = _fit(F, float(base_score), float(threshold), cost, alpha, mode, ordering, random_state, False)
+    order = None
+    if ordering != "optimize":
+        positive = None if y is None else positive_labels(y, None, F.shape[0])
+        order = order_from_scores(F, positive, kind=ordering, base_score=float(base_score),
+                                  threshold=float(threshold), random_state=random_state)
+    res = _fit(F, float(base_score), float(threshold), cost, alpha, mode, order, False, progress)
     return res if return_result else (res.order, res.eps_pos, res.eps_neg)
 
 
 # ---------------------------------------------------------------------------------- internals
-def _check_options(alpha: float, mode: str, ordering: str) -> None:
+def _check_options(alpha: float, mode: str, ordering: str, y: Any = None) -> None:
     try:
         a = float(alpha)
     except (TypeError, ValueError):
@@ -172,6 +235,8 @@ def _check_options(alpha: float, mode: str, ordering: str) -> None:
         raise ValueError(f"unknown mode {mode!r}; use one of {_MODES}")
     if ordering not in _ORDERINGS:
         raise ValueError(f"unknown ordering {ordering!r}; use one of {_ORDERINGS}")
+    if ordering != "optimize":
+        check_kind(ordering, y)
 
 
 def _tree_costs(costs: Any, T: int) -> np.ndarray:
@@ -200,15 +265,16 @@ def _full_decisions(F: np.ndarray, base: float, threshold: float, acc32: bool) -
 
 
 def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: float, mode: str,
-         ordering: str, random_state: Any, acc32: bool) -> QWYCResult:
+         order: np.ndarray | None, acc32: bool, progress: bool = False) -> QWYCResult:
+    """Algorithm 1 when ``order`` is None, else Algorithm 2 thresholds for the fixed ``order``."""
+    from tqdm.auto import tqdm
+
     n, T = F.shape
     ypos_all = _full_decisions(F, base, threshold, acc32)
     budget_total = int(np.floor(float(alpha) * n))
     neg_only = mode == "negative"
-    if ordering == "random":
-        pi = np.random.default_rng(random_state).permutation(T).astype(np.int64)
-    else:
-        pi = np.arange(T, dtype=np.int64)  # Algorithm 1, line 1
+    optimize = order is None
+    pi = np.arange(T, dtype=np.int64) if optimize else np.array(order, dtype=np.int64)  # Alg. 1, line 1
     eps_pos = np.full(T, np.inf)
     eps_neg = np.full(T, -np.inf)
     n_exit = np.zeros(T, dtype=np.int64)
@@ -222,12 +288,15 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
     ypos = ypos_all.copy()
     spent = 0
     total_cost = 0.0
+    # disable=None: tqdm shows the bar only when stderr is a TTY
+    bar = tqdm(total=T, desc="QWYC positions", unit="pos", disable=None if progress else True)
     for r in range(T):
         m = g.shape[0]
         if m == 0:
             break
+        bar.update(1)
         budget = budget_total - spent
-        cand = pi[r:] if ordering == "optimize" else pi[r:r + 1]
+        cand = pi[r:] if optimize else pi[r:r + 1]
         k = cand.shape[0]
         ne = np.zeros(k, dtype=np.int64)
         nd = np.zeros(k, dtype=np.int64)
@@ -259,5 +328,6 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
         if cols.shape[0] < 0.75 * Ft.shape[1]:  # compact: later scans read fewer columns
             Ft = np.ascontiguousarray(Ft[:, cols])
             cols = np.arange(cols.shape[0], dtype=np.int64)
+    bar.close()
     return QWYCResult(order=pi, eps_pos=eps_pos, eps_neg=eps_neg, mean_cost=total_cost / n,
                       n_disagree=spent, budget=budget_total, n_exit=n_exit, J=J)

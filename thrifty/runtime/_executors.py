@@ -7,7 +7,7 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.forest._predict import node_args, sweep
 from thrifty.runtime import _kernels
-from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Plan, Sequential
+from thrifty.runtime.plans import BinnedExits, Cascade, Full, Gated, Linear, Plan, Sequential
 
 
 class Context:
@@ -58,9 +58,9 @@ def executor(plan: Plan, ctx: Context) -> Executor:
     if isinstance(plan, Full):
         T = plan.forest.n_trees
         return _SequentialExecutor(plan.forest, np.arange(T, dtype=np.int64), np.full(T, np.inf),
-                                   np.full(T, -np.inf), ctx)
+                                   np.full(T, -np.inf), None, ctx)
     if isinstance(plan, Sequential):
-        return _SequentialExecutor(plan.forest, plan.order, plan.eps_pos, plan.eps_neg, ctx)
+        return _SequentialExecutor(plan.forest, plan.order, plan.eps_pos, plan.eps_neg, plan.bins, ctx)
     if isinstance(plan, Cascade):
         return _CascadeExecutor(plan, ctx)
     if isinstance(plan, Linear):
@@ -89,7 +89,7 @@ class _ForestOutputs(Executor):
 
 class _SequentialExecutor(_ForestOutputs):
     def __init__(self, forest: Forest, order: np.ndarray, eps_pos: np.ndarray, eps_neg: np.ndarray,
-                 ctx: Context) -> None:
+                 bins: BinnedExits | None, ctx: Context) -> None:
         n = ctx.n
         self.forest, self.ctx = forest, ctx
         self.order, self.eps_pos, self.eps_neg = order, eps_pos, eps_neg
@@ -98,7 +98,9 @@ class _SequentialExecutor(_ForestOutputs):
         self.raw = np.tile(forest.base_score, (n, 1))
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
-        self.full = bool(np.all(np.isinf(eps_pos)) and np.all(np.isinf(eps_neg))
+        self.bins = BinnedExits.none(len(order)) if bins is None else bins
+        self.frozen = np.zeros(n, dtype=np.bool_)
+        self.full = bool(bins is None and np.all(np.isinf(eps_pos)) and np.all(np.isinf(eps_neg))
                          and len(order) == forest.n_trees and np.all(order == np.arange(len(order))))
 
     @property
@@ -115,12 +117,20 @@ class _SequentialExecutor(_ForestOutputs):
             self.pos[:] = f.n_trees
             self.done[:] = True
             return
+        if c.all_known and len(rows) == c.n and not self.done.any() and f.n_outputs == 1:
+            X = c.X if f.input_dtype == "float64" else _round32(c.X)
+            _kernels.run_sequential_dense(
+                X, *node_args(f), f.value, f.roots, f.tree_weight, self.order, self.eps_pos,
+                self.eps_neg, f.accumulate == "float32", self.bins.width, self.bins.ptr,
+                self.bins.key, self.bins.pos, self.bins.neg, c.touched, c.n_nodes, c.n_trees,
+                self.pos, self.raw, self.done, self.decision, self.frozen, _dense_block(c.n))
+            return
         _kernels.run_sequential(
             rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
             f.roots, f.tree_weight, f.tree_class, self.order, self.eps_pos, self.eps_neg,
-            f.accumulate == "float32",
-            c.touched, c.n_nodes, c.n_trees, c.blocked,
-            self.pos, self.cur, self.raw, self.done, self.decision)
+            f.accumulate == "float32", self.bins.width, self.bins.ptr, self.bins.key,
+            self.bins.pos, self.bins.neg, c.touched, c.n_nodes, c.n_trees, c.blocked,
+            self.pos, self.cur, self.raw, self.done, self.decision, self.frozen)
 
 
 class _CascadeExecutor(_ForestOutputs):
@@ -246,3 +256,11 @@ def _round32(X: np.ndarray) -> np.ndarray:
     """Inputs rounded to float32, as scikit-learn and XGBoost read them."""
     with np.errstate(over="ignore"):
         return X.astype(np.float32).astype(np.float64)
+
+
+def _dense_block(n: int) -> int:
+    """Rows per block of the dense sequential kernel: one block per thread, within limits."""
+    import numba
+
+    per_thread = -(-n // max(1, numba.get_num_threads()))
+    return int(min(1 << 14, max(1 << 10, per_thread)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest._traverse import add_leaf, next_node
+from thrifty.forest._traverse import add_leaf, next_node, walk_one, walk_pair
 
 
 @njit(parallel=True, cache=True)
@@ -48,6 +48,24 @@ def _read(X, i, f, round32):
     return v
 
 
+@njit(inline="always", cache=True)
+def _find_bin(keys, start, end, key):
+    """Index of ``key`` in the sorted ``keys[start:end]``, or -1 (binary search)."""
+    if not np.isfinite(key):
+        return -1
+    lo = start
+    hi = end
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < end and keys[lo] == key:
+        return lo
+    return -1
+
+
 # Rows per block: a block sweeps one tree at a time, so the tree's nodes stay in cache.
 _BLOCK = 128
 
@@ -57,9 +75,17 @@ def run_sequential(rows, X, known, all_known, round32,
                    feature, fast_threshold, threshold, children_left, children_right, missing_left,
                    missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight, tree_class,
                    order, eps_pos, eps_neg, acc32,
+                   bin_width, bin_ptr, bin_key, bin_pos, bin_neg,
                    touched, n_nodes, n_trees, blocked,
-                   pos, cur, raw, done, exit_dir):
-    """Trees in ``order``; after position r exit when raw > eps_pos[r] (+1) or < eps_neg[r] (-1)."""
+                   pos, cur, raw, done, exit_dir, frozen):
+    """Trees in ``order``; after position r exit when raw > eps_pos[r] (+1) or < eps_neg[r] (-1);
+    with several outputs, when the leading class's margin over the runner-up is > eps_pos[r].
+
+    Where ``bin_width[r] > 0`` the partial score ``g`` also falls in bin ``floor(g / width)``;
+    a bin listed in ``bin_key[bin_ptr[r]:bin_ptr[r+1]]`` (sorted) exits positive above its
+    ``bin_pos`` and negative below its ``bin_neg`` (Fan et al.'s dynamic scheduling); a bin not
+    listed freezes the row: it is evaluated in full, with no further exits.
+    """
     n_order = order.shape[0]
     width = value.shape[1]
     n_blocks = (rows.shape[0] + _BLOCK - 1) // _BLOCK
@@ -111,11 +137,8 @@ def run_sequential(rows, X, known, all_known, round32,
                 n_trees[i] += 1
                 cur[i] = -1
                 pos[i] = p + 1
-                if raw[i, 0] > eps_pos[p]:
-                    exit_dir[i] = 1
-                    done[i] = True
-                elif raw[i, 0] < eps_neg[p]:
-                    exit_dir[i] = -1
+                if _exit_after(i, p, _exit_score(raw, i, width), eps_pos, eps_neg, bin_width,
+                               bin_ptr, bin_key, bin_pos, bin_neg, exit_dir, frozen):
                     done[i] = True
             if active == 0:
                 break
@@ -123,6 +146,104 @@ def run_sequential(rows, X, known, all_known, round32,
             i = rows[r]
             if not done[i] and blocked[i] < 0:
                 done[i] = True
+
+
+@njit(inline="always", cache=True)
+def _exit_score(raw, i, width):
+    """The score exits compare: the raw score, or with several outputs the margin of the
+    leading class over the runner-up."""
+    if raw.shape[1] == 1:
+        return raw[i, 0]
+    top = -np.inf
+    second = -np.inf
+    for j in range(raw.shape[1]):
+        v = raw[i, j]
+        if v > top:
+            second = top
+            top = v
+        elif v > second:
+            second = v
+    return top - second
+
+
+@njit(inline="always", cache=True)
+def _exit_after(i, p, g, eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos, bin_neg,
+                exit_dir, frozen):
+    """Apply position ``p``'s exit rules to row ``i`` with partial score ``g``; True if it exits."""
+    if frozen[i]:
+        return False
+    if g > eps_pos[p]:
+        exit_dir[i] = 1
+        return True
+    if g < eps_neg[p]:
+        exit_dir[i] = -1
+        return True
+    if bin_width[p] > 0.0:
+        j = _find_bin(bin_key, bin_ptr[p], bin_ptr[p + 1], np.floor(g / bin_width[p]))
+        if j < 0:
+            frozen[i] = True
+        elif g > bin_pos[j]:
+            exit_dir[i] = 1
+            return True
+        elif g < bin_neg[j]:
+            exit_dir[i] = -1
+            return True
+    return False
+
+
+@njit(parallel=True, cache=True)
+def run_sequential_dense(X, feature, fast_threshold, threshold, children_left, children_right,
+                         missing_left, missing_type, cat_start, cat_size, cat_bitsets, value, roots,
+                         tree_weight, order, eps_pos, eps_neg, acc32, bin_width, bin_ptr, bin_key,
+                         bin_pos, bin_neg, touched, n_nodes, n_trees, pos, raw, done, exit_dir,
+                         frozen, block):
+    """``run_sequential`` for the dense case, built for speed: each block keeps a compact list
+    of its rows still running, so positions after most rows exited cost only the rows left,
+    and walks them two at a time (``walk_pair``). Single-output forests; rows start at 0.
+    Large blocks keep late positions cheap (a tree's nodes are fetched once per block however
+    few of its rows remain), so ``block`` is as large as keeping every thread busy allows."""
+    n = X.shape[0]
+    n_order = order.shape[0]
+    n_blocks = (n + block - 1) // block
+    for b in prange(n_blocks):
+        lo = b * block
+        hi = min(n, lo + block)
+        active = np.arange(lo, hi)
+        m = hi - lo
+        for p in range(n_order):
+            if m == 0:
+                break
+            t = order[p]
+            root = roots[t]
+            w = tree_weight[t]
+            for a in range(0, m - 1, 2):
+                i = active[a]
+                j = active[a + 1]
+                li, lj = walk_pair(X, i, j, root, feature, fast_threshold, threshold, children_left,
+                                   children_right, missing_left, missing_type, cat_start, cat_size,
+                                   cat_bitsets, True, touched, n_nodes)
+                raw[i, 0] = add_leaf(raw[i, 0], w, value[li, 0], acc32)
+                raw[j, 0] = add_leaf(raw[j, 0], w, value[lj, 0], acc32)
+            if m % 2:
+                i = active[m - 1]
+                li = walk_one(X, i, root, feature, fast_threshold, threshold, children_left,
+                              children_right, missing_left, missing_type, cat_start, cat_size,
+                              cat_bitsets, True, touched, n_nodes)
+                raw[i, 0] = add_leaf(raw[i, 0], w, value[li, 0], acc32)
+            kept = 0
+            for a in range(m):
+                i = active[a]
+                n_trees[i] += 1
+                pos[i] = p + 1
+                if _exit_after(i, p, raw[i, 0], eps_pos, eps_neg, bin_width, bin_ptr, bin_key,
+                               bin_pos, bin_neg, exit_dir, frozen):
+                    done[i] = True
+                else:
+                    active[kept] = i
+                    kept += 1
+            m = kept
+        for a in range(m):
+            done[active[a]] = True
 
 
 @njit(parallel=True, cache=True)

@@ -138,6 +138,62 @@ class Full(Plan):
         return f"Full({self.forest!r})"
 
 
+class BinnedExits:
+    """Per-bin exit thresholds of each position (Fan et al. 2002's dynamic scheduling).
+
+    After position ``r`` the partial score ``g`` falls in bin ``floor(g / width[r])``; a bin in
+    the table of position ``r`` exits positive when ``g > pos`` and negative when ``g < neg``;
+    a bin missing from the table means "evaluate this example in full" (no further exits).
+    ``width[r] == 0`` gives position ``r`` no table.
+
+    Parameters
+    ----------
+    width : array-like of shape (n_positions,)
+    tables : sequence of mappings ``{bin: (pos, neg)}``, one per position
+    """
+
+    def __init__(self, width: Sequence[float], tables: Sequence[dict[int, tuple[float, float]]]) -> None:
+        self.width = np.asarray(width, dtype=np.float64)
+        if len(tables) != len(self.width):
+            raise ValueError(f"{len(tables)} bin tables for {len(self.width)} positions")
+        if np.any(~np.isfinite(self.width)) or np.any(self.width < 0):
+            raise ValueError("bin widths must be finite and >= 0")
+        keys, pos, neg = [], [], []
+        self.ptr = np.zeros(len(tables) + 1, dtype=np.int64)
+        for r, table in enumerate(tables):
+            for b in sorted(table):
+                p_, n_ = table[b]
+                if np.isnan(p_) or np.isnan(n_) or n_ > p_:
+                    raise ValueError(f"bin {b} of position {r}: thresholds must satisfy neg <= pos")
+                keys.append(float(b))
+                pos.append(float(p_))
+                neg.append(float(n_))
+            self.ptr[r + 1] = len(keys)
+        self.key = np.asarray(keys, dtype=np.float64)
+        self.pos = np.asarray(pos, dtype=np.float64)
+        self.neg = np.asarray(neg, dtype=np.float64)
+
+    def tables(self) -> list[dict[int, tuple[float, float]]]:
+        return [{int(self.key[j]): (float(self.pos[j]), float(self.neg[j]))
+                 for j in range(self.ptr[r], self.ptr[r + 1])} for r in range(len(self.width))]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"width": encode_array(self.width), "ptr": encode_array(self.ptr),
+                "key": encode_array(self.key), "pos": encode_array(self.pos),
+                "neg": encode_array(self.neg)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BinnedExits:
+        out = cls.__new__(cls)
+        for name in ("width", "ptr", "key", "pos", "neg"):
+            setattr(out, name, decode_array(d[name]))
+        return out
+
+    @classmethod
+    def none(cls, n_positions: int) -> BinnedExits:
+        return cls(np.zeros(n_positions), [{} for _ in range(n_positions)])
+
+
 class Sequential(Plan):
     """Trees in a chosen order with per-position exits (QWYC, Fan et al., margin exits).
 
@@ -146,24 +202,27 @@ class Sequential(Plan):
     negative when it is ``< eps_neg[r]``; infinities disable an exit. An example that never
     exits is decided by its full score against the forest's decision threshold.
 
+    With several outputs (multiclass), an example exits after position ``r`` when the partial
+    score of its leading class exceeds the runner-up's by more than ``eps_pos[r]`` (the exit
+    predicts the leading class); ``eps_neg`` must then be ``-inf`` and bins are not available.
+
     Parameters
     ----------
     forest : Forest
-        A single-output forest.
     order : sequence of int
         Tree indices in evaluation order (a subset of trees is allowed).
     eps_pos, eps_neg : sequence of float, optional
         Exit thresholds per position (default: no exits); ``eps_neg[r] <= eps_pos[r]``.
+    bins : BinnedExits, optional
+        Per-bin exits checked after ``eps_pos``/``eps_neg`` (Fan et al.'s rule).
     """
 
     kind = "sequential"
 
     def __init__(self, forest: Forest, order: Sequence[int] | None = None,
-                 eps_pos: Sequence[float] | None = None, eps_neg: Sequence[float] | None = None) -> None:
+                 eps_pos: Sequence[float] | None = None, eps_neg: Sequence[float] | None = None,
+                 *, bins: BinnedExits | None = None) -> None:
         self.forest = _check_forest(forest, "forest")
-        if forest.n_outputs != 1:
-            raise ValueError(f"Sequential needs a single-output forest (binary, regression or "
-                             f"ranking); this one has {forest.n_outputs} outputs")
         T = forest.n_trees
         self.order = np.arange(T, dtype=np.int64) if order is None else np.asarray(order, dtype=np.int64)
         if self.order.ndim != 1 or np.any(self.order < 0) or np.any(self.order >= T):
@@ -177,6 +236,14 @@ class Sequential(Plan):
             r = int(np.argmax(self.eps_neg > self.eps_pos))
             raise ValueError(f"eps_neg[{r}]={self.eps_neg[r]:g} exceeds eps_pos[{r}]={self.eps_pos[r]:g}; "
                              "an exit must not be both positive and negative")
+        if forest.n_outputs > 1 and (np.any(np.isfinite(self.eps_neg)) or bins is not None):
+            raise ValueError("with several outputs an exit is a margin of the leading class over "
+                             "the runner-up: eps_neg must be -inf and bins are not supported")
+        if forest.n_outputs > 1 and np.any(self.eps_pos < 0):
+            raise ValueError("with several outputs eps_pos is a margin and must be >= 0")
+        if bins is not None and len(bins.width) != n:
+            raise ValueError(f"bins cover {len(bins.width)} positions, the order has {n}")
+        self.bins = bins
 
     @property
     def _lead(self) -> Forest:
@@ -187,10 +254,12 @@ class Sequential(Plan):
 
     def _body(self) -> dict[str, Any]:
         return {"forest": forest_to_dict(self.forest), "order": self.order.tolist(),
-                "eps_pos": _floats(self.eps_pos), "eps_neg": _floats(self.eps_neg)}
+                "eps_pos": _floats(self.eps_pos), "eps_neg": _floats(self.eps_neg),
+                "bins": None if self.bins is None else self.bins.to_dict()}
 
     def __repr__(self) -> str:
-        exits = int(np.sum(np.isfinite(self.eps_pos) | np.isfinite(self.eps_neg)))
+        exits = int(np.sum(np.isfinite(self.eps_pos) | np.isfinite(self.eps_neg)
+                           | (self.bins is not None and self.bins.width > 0)))
         return f"Sequential(n_trees={len(self.order)}, exits={exits}, {self.forest!r})"
 
 
@@ -362,7 +431,9 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
     if kind == "full":
         return Full(forest_from_dict(d["forest"]))
     if kind == "sequential":
-        return Sequential(forest_from_dict(d["forest"]), d["order"], d["eps_pos"], d["eps_neg"])
+        bins = None if d.get("bins") is None else BinnedExits.from_dict(d["bins"])
+        return Sequential(forest_from_dict(d["forest"]), d["order"], d["eps_pos"], d["eps_neg"],
+                          bins=bins)
     if kind == "cascade":
         return Cascade(forest_from_dict(d["forest"]), decode_array(d["stage_weights"]),
                        d["stage_thresholds"], d["stage_bias"])

@@ -1,0 +1,204 @@
+"""QWYC for multiclass ensembles (beyond the paper): rounds ordered greedily, margin exits.
+
+A base model is a boosting round (the trees that add to each class once). After the ``r``-th
+round of the order an undecided example exits, predicting its leading class, when that class's
+partial score exceeds the runner-up's by more than ``eps[r]``; an exit *disagrees* when the
+leading class is not the full ensemble's. As in the binary case (Algorithms 1 and 2 of the
+paper), each position takes the base model with the smallest ``J_r = c |C_{r-1}| / n_exits``,
+its threshold being the smallest margin whose exits keep the disagreements made so far within
+``floor(alpha n)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True)
+def _margin(g):
+    top = -np.inf
+    second = -np.inf
+    arg = 0
+    for j in range(g.shape[0]):
+        if g[j] > top:
+            second = top
+            top = g[j]
+            arg = j
+        elif g[j] > second:
+            second = g[j]
+    return top - second, arg
+
+
+@njit(cache=True)
+def _after_round(G, F, tree_class, trees, i, acc32, out):
+    for j in range(G.shape[1]):
+        out[j] = G[i, j]
+    for t in trees:
+        v = out[tree_class[t]] + F[i, t]
+        out[tree_class[t]] = np.float64(np.float32(v)) if acc32 else v
+
+
+@njit(cache=True)
+def _threshold(margins, wrong, budget):
+    """Most exits with at most ``budget`` wrong ones: ``(n_exit, n_wrong, eps)``.
+
+    Examples exit when their margin is ``> eps``; equal margins exit together, so the scan
+    stops only between distinct margins. A margin of 0 (a tie for the lead) never exits.
+    """
+    m = margins.shape[0]
+    idx = np.argsort(-margins)
+    best_k, best_w, eps = 0, 0, np.inf
+    k, w = 0, 0
+    while k < m:
+        v = margins[idx[k]]
+        if v <= 0.0:
+            break
+        k2, w2 = k, w
+        while k2 < m and margins[idx[k2]] == v:
+            w2 += wrong[idx[k2]]
+            k2 += 1
+        if w2 > budget:
+            break
+        k, w = k2, w2
+        best_k, best_w = k, w
+        nxt = margins[idx[k]] if k < m else 0.0
+        eps = 0.5 * (v + max(nxt, 0.0))
+    return best_k, best_w, eps
+
+
+@njit(parallel=True, cache=True)
+def _scan(G, F, tree_class, round_ptr, round_trees, cand, rows, full_cls, budget, acc32,
+          n_exit, n_wrong, eps):
+    K = G.shape[1]
+    for c in prange(cand.shape[0]):
+        trees = round_trees[round_ptr[cand[c]]:round_ptr[cand[c] + 1]]
+        margins = np.empty(rows.shape[0])
+        wrong = np.empty(rows.shape[0], dtype=np.int64)
+        g = np.empty(K)
+        for a in range(rows.shape[0]):
+            _after_round(G, F, tree_class, trees, rows[a], acc32, g)
+            mg, arg = _margin(g)
+            margins[a] = mg
+            wrong[a] = 1 if arg != full_cls[rows[a]] else 0
+        n_exit[c], n_wrong[c], eps[c] = _threshold(margins, wrong, budget)
+
+
+@njit(cache=True)
+def _apply_round(G, F, tree_class, trees, rows, eps, full_cls, acc32):
+    """Add the chosen round to the undecided rows; which of them stay, and the new disagreements."""
+    keep = np.ones(rows.shape[0], dtype=np.bool_)
+    g = np.empty(G.shape[1])
+    wrong = 0
+    for a in range(rows.shape[0]):
+        i = rows[a]
+        _after_round(G, F, tree_class, trees, i, acc32, g)
+        G[i, :] = g
+        mg, arg = _margin(g)
+        if mg > eps:
+            keep[a] = False
+            if arg != full_cls[i]:
+                wrong += 1
+    return keep, wrong
+
+
+def fit_rounds(F: np.ndarray, tree_class: np.ndarray, rounds: list[np.ndarray], base: np.ndarray,
+               cost: np.ndarray, alpha: float, optimize: bool, acc32: bool,
+               progress=None) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Greedy order of ``rounds`` and their margin thresholds.
+
+    Parameters
+    ----------
+    F : ndarray of shape (n, T)
+        Contribution of each tree to its class (``tree_weight * leaf value``).
+    tree_class : ndarray of shape (T,)
+    rounds : list of arrays of tree indices
+        The base models, in the ensemble's order.
+    base : ndarray of shape (K,)
+        The base score.
+    cost : ndarray of shape (len(rounds),)
+    alpha : float
+    optimize : bool
+        Algorithm 1's greedy order; otherwise the rounds' own order with optimal thresholds.
+    acc32 : bool
+        Partial scores are summed in float32 (XGBoost), as the runtime does.
+
+    Returns
+    -------
+    order : ndarray of round indices, eps : ndarray of thresholds per round position,
+    mean_cost : float, n_disagree : int
+    """
+    n = F.shape[0]
+    round_ptr = np.zeros(len(rounds) + 1, dtype=np.int64)
+    round_ptr[1:] = np.cumsum([len(r) for r in rounds])
+    round_trees = np.concatenate(rounds).astype(np.int64)
+    full = np.tile(base, (n, 1))
+    for t in range(F.shape[1]):  # natural order, as Forest.predict sums
+        full[:, tree_class[t]] += F[:, t]
+        if acc32:
+            full = full.astype(np.float32).astype(np.float64)
+    full_cls = np.argmax(full, axis=1)
+    G = np.tile(base, (n, 1)).astype(np.float64)
+    rows = np.arange(n, dtype=np.int64)
+    budget = int(np.floor(alpha * n + 1e-9))
+    remaining = list(range(len(rounds)))
+    order, eps_out = [], []
+    total_cost, spent = 0.0, 0
+    for _ in range(len(rounds)):
+        if progress is not None:
+            progress()
+        cand = np.asarray(remaining if optimize else remaining[:1], dtype=np.int64)
+        n_exit = np.zeros(len(cand), dtype=np.int64)
+        n_wrong = np.zeros(len(cand), dtype=np.int64)
+        eps = np.full(len(cand), np.inf)
+        if len(rows):
+            _scan(G, F, tree_class, round_ptr, round_trees, cand, rows, full_cls, budget - spent,
+                  acc32, n_exit, n_wrong, eps)
+        with np.errstate(divide="ignore"):
+            J = np.where(n_exit > 0, cost[cand] * len(rows) / np.maximum(n_exit, 1), np.inf)
+        c = int(np.argmin(J)) if np.isfinite(J).any() else 0
+        r = int(cand[c])
+        total_cost += cost[r] * len(rows)
+        remaining.remove(r)
+        order.append(r)
+        eps_out.append(float(eps[c]) if n_exit[c] > 0 else np.inf)
+        keep, wrong = _apply_round(G, F, tree_class, round_trees[round_ptr[r]:round_ptr[r + 1]], rows,
+                                   eps_out[-1], full_cls, acc32)
+        spent += int(wrong)
+        rows = rows[keep]
+    return np.asarray(order, dtype=np.int64), np.asarray(eps_out), total_cost / n, spent
+
+
+def rounds_of(tree_class: np.ndarray, n_outputs: int) -> list[np.ndarray]:
+    """Boosting rounds (trees ``rK .. rK+K-1`` adding to classes ``0..K-1``), or single trees
+    when the forest does not have that layout."""
+    T = len(tree_class)
+    if T % n_outputs == 0 and np.array_equal(tree_class, np.tile(np.arange(n_outputs), T // n_outputs)):
+        return [np.arange(r * n_outputs, (r + 1) * n_outputs) for r in range(T // n_outputs)]
+    return [np.array([t]) for t in range(T)]
+
+
+def qwyc_multiclass(forest, X, *, alpha: float, cost_per_tree: np.ndarray, optimize: bool,
+                    progress=None):
+    """A multiclass ``Sequential`` plan: rounds in QWYC order, a margin exit after each round.
+
+    Returns ``(plan, order_of_rounds, eps, mean_cost, n_disagree)``; the cost of a round is the
+    sum of its trees' costs, ``mean_cost`` is in those units on ``X``.
+    """
+    from thrifty.order._scores import tree_scores
+    from thrifty.runtime.plans import Sequential
+
+    if np.any(forest.tree_class < 0):
+        raise ValueError("multiclass QWYC needs trees that each add to one class (boosting); "
+                         "this forest has vector leaves (a random forest)")
+    F = tree_scores(forest, X)
+    rounds = rounds_of(forest.tree_class, forest.n_outputs)
+    cost = np.array([cost_per_tree[r].sum() for r in rounds])
+    order, eps, mean_cost, n_disagree = fit_rounds(
+        F, forest.tree_class, rounds, forest.base_score.astype(np.float64), cost, alpha, optimize,
+        forest.accumulate == "float32", progress)
+    tree_order = np.concatenate([rounds[r] for r in order])
+    eps_pos = np.full(len(tree_order), np.inf)
+    ends = np.cumsum([len(rounds[r]) for r in order]) - 1
+    eps_pos[ends] = eps
+    return Sequential(forest, tree_order, eps_pos), order, eps, mean_cost, n_disagree

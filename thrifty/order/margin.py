@@ -1,0 +1,220 @@
+"""LightGBM's prediction early stopping (``pred_early_stop``) as a thrifty ``Sequential`` plan.
+
+LightGBM's rule for a binary model (``src/boosting/prediction_early_stop.cpp`` and
+``GBDT::PredictRaw``): trees are added in training order; after every ``freq``-th iteration
+(``freq``, ``2 freq``, ... trees, including the last iteration when ``freq`` divides the
+number of trees) it checks ``2 * |raw| > margin`` on the partial raw score ``raw`` (the sum of
+the trees so far; the init score is folded into the first tree) and, if true, stops and
+returns that partial score. ``2|s| > m`` is ``s > m/2`` or ``s < -m/2``, so the plan has exits
+``eps_pos = m/2``, ``eps_neg = -m/2`` at positions ``k*every - 1`` and none elsewhere (the
+halving and doubling are exact in floating point, so both rules decide identically).
+
+Multiclass models (LightGBM checks the gap between the two largest class scores) are not
+supported: ``Sequential`` runs single-output forests only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from thrifty.forest import Forest
+from thrifty.runtime.plans import Sequential
+
+__all__ = ["calibrate_margin", "margin_early_exit", "margin_frontier"]
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _forest(model: Any) -> Forest:
+    forest = model if isinstance(model, Forest) else Forest.from_model(model)
+    if forest.task == "multiclass" or forest.n_outputs != 1:
+        raise ValueError(f"margin early exits need a binary model; this one is {forest.task!r} with "
+                         f"{forest.n_outputs} outputs, and multiclass margin exits (gap between the "
+                         "top two classes) are not supported by Sequential, which runs "
+                         "single-output forests only")
+    if forest.task != "binary":
+        raise ValueError(f"margin early exits need a binary classifier; this model's task is "
+                         f"{forest.task!r}")
+    if forest.link == "proba" or forest.decision_threshold != 0.0:
+        raise ValueError(f"margin early exits need raw scores symmetric around 0 (a sigmoid "
+                         f"link); this model's link is {forest.link!r}")
+    return forest
+
+
+def _check_every(every: Any) -> int:
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)):
+        raise TypeError(f"every must be an integer >= 1, got {every!r}")
+    if every < 1:
+        raise ValueError(f"every must be >= 1, got {every}")
+    return int(every)
+
+
+def _check_margin(margin: Any, name: str = "margin") -> float:
+    try:
+        m = float(margin)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a number >= 0, got {margin!r}") from exc
+    if np.isnan(m) or m < 0:
+        raise ValueError(f"{name} must be >= 0 (inf disables every exit), got {margin!r}")
+    return m
+
+
+def _checks(n_trees: int, every: int) -> np.ndarray:
+    """0-based positions after which LightGBM checks: every-1, 2*every-1, ... (< n_trees)."""
+    return np.arange(every - 1, n_trees, every, dtype=np.int64)
+
+
+def _partial_scores(forest: Forest, X: Any, every: int) -> tuple[np.ndarray, np.ndarray]:
+    """Partial raw scores at the check positions, shape (n, n_checks), and the full scores.
+
+    Accumulated tree by tree in order from the base score, exactly as the runtime does, so
+    comparisons against exit thresholds agree bit for bit.
+    """
+    leaves = forest.apply(X)
+    n, T = leaves.shape
+    checks = _checks(T, every)
+    acc32 = forest.accumulate == "float32"
+    raw = np.full(n, float(forest.base_score[0]))
+    S = np.empty((n, len(checks)))
+    c = 0
+    for t in range(T):
+        contrib = forest.tree_weight[t] * forest.value[leaves[:, t], 0]
+        if acc32:
+            raw = (raw + contrib.astype(np.float32).astype(np.float64)).astype(np.float32).astype(np.float64)
+        else:
+            raw = raw + contrib
+        if c < len(checks) and checks[c] == t:
+            S[:, c] = raw
+            c += 1
+    return S, raw
+
+
+def _outcome(S: np.ndarray, full: np.ndarray, margin: float, every: int,
+             n_trees: int) -> tuple[np.ndarray, np.ndarray]:
+    """Trees evaluated and positive decision of every row under ``margin``."""
+    fires = 2.0 * np.abs(S) > margin
+    exits = fires.any(axis=1)
+    first = np.argmax(fires, axis=1)
+    trees = np.where(exits, (first + 1) * every, n_trees)
+    at_exit = S[np.arange(len(S)), first] if S.shape[1] else np.zeros(len(S))
+    positive = np.where(exits, at_exit > 0, full > 0)
+    return trees, positive
+
+
+# ------------------------------------------------------------------------------ API
+
+
+def margin_early_exit(model: Any, margin: float, *, every: int = 10) -> Sequential:
+    """LightGBM's ``pred_early_stop`` rule for a binary model, as a ``Sequential`` plan.
+
+    Trees run in their training order; after ``every``, ``2*every``, ... trees an example
+    stops when ``2 * |partial raw score| > margin`` and is decided by the sign of that score.
+
+    Parameters
+    ----------
+    model : Forest or fitted binary model ``Forest.from_model`` imports
+    margin : float
+        LightGBM's ``pred_early_stop_margin`` (>= 0; ``inf`` disables every exit).
+    every : int
+        LightGBM's ``pred_early_stop_freq`` (>= 1).
+
+    Returns
+    -------
+    Sequential
+    """
+    m = _check_margin(margin)
+    every = _check_every(every)
+    forest = _forest(model)
+    T = forest.n_trees
+    eps_pos = np.full(T, np.inf)
+    eps_neg = np.full(T, -np.inf)
+    checks = _checks(T, every)
+    eps_pos[checks] = m / 2.0
+    eps_neg[checks] = -m / 2.0
+    return Sequential(forest, np.arange(T, dtype=np.int64), eps_pos, eps_neg)
+
+
+def calibrate_margin(model: Any, X: Any, *, max_disagreement: float,
+                     every: int = 10) -> tuple[Sequential, float]:
+    """The smallest margin whose decisions on ``X`` differ from the full model's on at most
+    ``max_disagreement`` (a fraction) of the rows, and its plan.
+
+    The decisions only change where the margin crosses a value ``2|s|`` of some partial score
+    ``s`` at a check, and they are constant on ``[v_j, v_{j+1})`` between consecutive such
+    values (exits fire on a strict ``>``). The disagreement is evaluated exactly on all these
+    intervals with one sweep over the sorted values, so the result is the exact minimum even
+    where the disagreement is not monotone in the margin (a larger margin can move an example
+    from a right early exit to a wrong later one). Trees evaluated never decrease with the
+    margin, so the smallest margin is also the cheapest plan meeting the budget.
+
+    Returns
+    -------
+    (Sequential, float)
+        The plan and its margin (``0.0`` when the budget allows exiting at every first check).
+    """
+    every = _check_every(every)
+    try:
+        alpha = float(max_disagreement)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"max_disagreement must be a fraction in [0, 1], got {max_disagreement!r}") from exc
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"max_disagreement must be a fraction in [0, 1], got {max_disagreement!r}")
+    forest = _forest(model)
+    S, full = _partial_scores(forest, X, every)
+    n = S.shape[0]
+    if n == 0:
+        raise ValueError("calibrate_margin needs at least one row in X")
+    A = 2.0 * np.abs(S)
+    full_pos = full > 0
+    # Records: checks whose 2|s| beats every earlier check's (and 0). With margin m in
+    # [record_j, record_{j+1}) a row exits at record j+1; below the first record at record 0;
+    # at or above its largest record it runs every tree.
+    prev = np.zeros_like(A)
+    if A.shape[1] > 1:
+        prev[:, 1:] = np.maximum.accumulate(A, axis=1)[:, :-1]
+    rows, cols = np.nonzero(A > prev)
+    wrong = ((S[rows, cols] > 0) != full_pos[rows]).astype(np.int64)
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = rows[1:] != rows[:-1]
+    last = np.ones(len(rows), dtype=bool)
+    last[:-1] = rows[1:] != rows[:-1]
+    nxt = np.zeros(len(rows), dtype=np.int64)
+    nxt[:-1] = wrong[1:]
+    nxt[last] = 0
+    count0 = int(wrong[first].sum())
+    best = 0.0
+    if count0 / n > alpha:
+        values, inverse = np.unique(A[rows, cols], return_inverse=True)
+        counts = count0 + np.cumsum(np.bincount(inverse, weights=nxt - wrong, minlength=len(values)))
+        ok = np.flatnonzero(np.rint(counts) / n <= alpha)
+        # Above the largest value no row exits, so the disagreement is 0 there.
+        best = float(values[ok[0]])
+    return margin_early_exit(forest, best, every=every), best
+
+
+def margin_frontier(model: Any, X: Any, margins: Any, *, every: int = 10) -> pd.DataFrame:
+    """Cost and disagreement of the margin early exit for each of ``margins`` on ``X``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``margin``, ``mean_trees`` (trees evaluated per row) and ``disagreement``
+        (fraction of rows decided differently from the full model).
+    """
+    every = _check_every(every)
+    ms = [_check_margin(m, "each margin") for m in np.atleast_1d(np.asarray(margins, dtype=object))]
+    forest = _forest(model)
+    S, full = _partial_scores(forest, X, every)
+    n = S.shape[0]
+    if n == 0:
+        raise ValueError("margin_frontier needs at least one row in X")
+    full_pos = full > 0
+    out = []
+    for m in ms:
+        trees, positive = _outcome(S, full, m, every, forest.n_trees)
+        out.append((m, float(trees.mean()), float(np.mean(positive != full_pos))))
+    return pd.DataFrame(out, columns=["margin", "mean_trees", "disagreement"])

@@ -233,6 +233,18 @@ def first_trees(ctx: DemoContext) -> Candidates:
                        for k in ks}, {"k": ks})
 
 
+@frontier_provider
+def qwyc_exits(ctx: DemoContext) -> Candidates:
+    """The baseline with QWYC's tree order and early exits, fitted on the training split
+    (no labels needed); alpha bounds its disagreement with the baseline there."""
+    from thrifty.order import qwyc
+
+    alphas = [0.0, 0.02, 0.05] if ctx.quick else [0.0, 0.01, 0.02, 0.05, 0.1]
+    return Candidates("QWYC early exits",
+                      {f"QWYC alpha={a:g}": qwyc(ctx.forest, ctx.X_train, alpha=a) for a in alphas},
+                      {"alpha": alphas})
+
+
 # ---------------------------------------------------------------------- internals
 # Chosen by 5-fold cross-validation on the training split: LightGBM's default
 # min_data_per_group=100 all but forbids categorical splits on 212 patients. One thread: on

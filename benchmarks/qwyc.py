@@ -28,10 +28,12 @@ one thread (OpenMP threads spin badly on a shared 2-core machine). Writes
 benchmarks/results/qwyc_curves.csv, qwyc_timing.csv, qwyc_<dataset>.png and
 qwyc_hist_<dataset>.png; the last stdout line is one JSON object.
 
-"speedup_vs_lightgbm_early_stop" divides QWYC*'s speed-up by that of the fastest LightGBM margin
-whose test difference is no smaller than QWYC*'s -- in practice the smallest margin swept, however
-inaccurate; "..._matched" uses the margin of the smallest test difference still >= QWYC*'s, and
-"..._interp" LightGBM's time interpolated at QWYC*'s test difference between the two margins around it.
+"speedup_vs_lightgbm_early_stop" compares the two at the same quality: QWYC*'s speed-up divided by
+LightGBM's own pred_early_stop speed-up interpolated (linearly in test difference) at QWYC*'s test
+difference, between the two margins around it. Two other readings are reported beside it:
+"..._matched" takes the LightGBM margin of the smallest test difference still >= QWYC*'s, and
+"..._fastest_no_more_faithful" the fastest margin whose test difference is >= QWYC*'s (in practice
+the smallest margin swept, however inaccurate, so it says little).
 
     python benchmarks/qwyc.py [--quick] [--data-home DIR]
 """
@@ -547,9 +549,11 @@ def main(argv: list[str] | None = None) -> dict:
         "lightgbm_early_stop_margin": lgb_margin,
         "lightgbm_early_stop_test_diff": (round(info["lgb_best"][0]["lgb_test_diff"], 5)
                                           if info["lgb_best"] else None),
-        "speedup_vs_lightgbm_early_stop": round(qwyc_speedup / lgb_speedup, 3),
+        # At equal quality: LightGBM interpolated at QWYC*'s test diff (see the module docstring).
+        "speedup_vs_lightgbm_early_stop": round(qwyc_speedup / it[2], 3) if it else None,
         # The fastest margin at a diff >= QWYC*'s is always the smallest margin swept (the least
         # accurate); "matched" takes the margin of the smallest test diff still >= QWYC*'s instead.
+        "speedup_vs_lightgbm_early_stop_fastest_no_more_faithful": round(qwyc_speedup / lgb_speedup, 3),
         "lightgbm_early_stop_matched_margin": mt[0]["margin"] if mt else None,
         "lightgbm_early_stop_matched_test_diff": round(mt[0]["lgb_test_diff"], 5) if mt else None,
         "lightgbm_early_stop_matched_speedup": round(mt[1], 3) if mt else None,
@@ -576,8 +580,9 @@ def main(argv: list[str] | None = None) -> dict:
     print("targets:")
     print(f"  adult_qwyc_beats_all            {figures['adult_qwyc_beats_all']!s:>8}   target: true")
     print(f"  adult_speedup_wall              {figures['adult_speedup_wall']:8.3f}   target: >= 8")
-    print(f"  speedup_vs_lightgbm_early_stop  {figures['speedup_vs_lightgbm_early_stop']:8.3f}   "
-          "target: >= 1.5")
+    vs_lgb = figures["speedup_vs_lightgbm_early_stop"]
+    print(f"  speedup_vs_lightgbm_early_stop  {float('nan') if vs_lgb is None else vs_lgb:8.3f}   "
+          "target: >= 1.5 (at equal test difference)")
     print(f"  speedup_efficiency              {figures['speedup_efficiency']:8.3f}   target: >= 0.8")
     print(f"  fit_seconds_adult               {figures['fit_seconds_adult']:8.2f}   "
           f"target: <= 20{quick_note}")

@@ -271,3 +271,32 @@ def test_multiclass_orders_rounds_within_alpha():
         qwyc(m, X, mode="negative")
     with pytest.raises(ValueError, match="not available for multiclass"):
         qwyc(m, X, ordering="random")
+
+
+@pytest.mark.parametrize("spec", [
+    dict(),  # plain per-feature prices
+    dict(groups={"panel": [3, 4]}),  # a panel paid once for two features
+    dict(dependencies={5: [0, 1]}),  # a derived feature pulls in its inputs
+])
+def test_feature_costs_objective_is_the_runtime_cost(spec):
+    lightgbm = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 6))
+    y = ((X[:, 0] + X[:, 1] * X[:, 2] + 0.5 * X[:, 5]) > 0).astype(int)
+    model = lightgbm.LGBMClassifier(n_estimators=30, num_leaves=8, verbose=-1).fit(X, y)
+    costs = thrifty.CostModel([1.0, 2.0, 4.0, 8.0, 16.0, 32.0], tree_cost=0.5, **spec)
+    plan, res = qwyc(model, X, alpha=0.01, costs=costs, feature_costs=True, return_result=True)
+    ev = thrifty.evaluate(plan, X, costs)
+    assert ev.cost.mean == pytest.approx(res.mean_cost, rel=1e-12)
+    assert (ev.labels != model.predict(X)).mean() <= 0.01
+    trees_only = thrifty.evaluate(qwyc(model, X, alpha=0.01, costs=costs), X, costs)
+    assert ev.cost.mean <= trees_only.cost.mean  # pricing features finds a cheaper plan here
+
+
+def test_feature_costs_need_a_cost_model():
+    lightgbm = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    model = lightgbm.LGBMClassifier(n_estimators=3, num_leaves=4, verbose=-1).fit(X, X[:, 0] > 0)
+    with pytest.raises(ValueError, match="needs costs= a thrifty CostModel"):
+        qwyc(model, X, feature_costs=True)

@@ -153,3 +153,38 @@ def scan_candidates(Ft, cols, g, ypos, cand, budget, neg_only, acc32, n_exit, n_
         eps_pos[j] = ep
         n_exit[j] = ne
         n_dis[j] = nd
+
+
+@njit(parallel=True, cache=True)
+def acquisition_costs(leaves, rows, cand, path_ptr, path_feat, closure_ptr, closure_units, unit_cost,
+                      paid, out):
+    """``out[j]``: what the undecided ``rows`` pay for the features tree ``cand[j]`` would newly
+    acquire on their paths (each unit of a feature's closure paid once per example)."""
+    n_units = unit_cost.shape[0]
+    for j in prange(cand.shape[0]):
+        t = cand[j]
+        stamp = np.zeros(n_units, dtype=np.int64)  # unit counted for the current row already
+        total = 0.0
+        for a in range(rows.shape[0]):
+            i = rows[a]
+            leaf = leaves[i, t]
+            for q in range(path_ptr[leaf], path_ptr[leaf + 1]):
+                f = path_feat[q]
+                for c in range(closure_ptr[f], closure_ptr[f + 1]):
+                    u = closure_units[c]
+                    if not paid[i, u] and stamp[u] != a + 1:
+                        stamp[u] = a + 1
+                        total += unit_cost[u]
+        out[j] = total
+
+
+@njit(cache=True)
+def acquire(leaves, rows, t, path_ptr, path_feat, closure_ptr, closure_units, paid):
+    """Mark as paid, for each of ``rows``, the units of the features on its path in tree ``t``."""
+    for a in range(rows.shape[0]):
+        i = rows[a]
+        leaf = leaves[i, t]
+        for q in range(path_ptr[leaf], path_ptr[leaf + 1]):
+            f = path_feat[q]
+            for c in range(closure_ptr[f], closure_ptr[f + 1]):
+                paid[i, closure_units[c]] = True

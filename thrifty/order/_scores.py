@@ -34,3 +34,24 @@ def partial_scores(forest: Forest, F: np.ndarray, order: np.ndarray) -> np.ndarr
             g = g.astype(np.float32).astype(np.float64)
         G[:, r] = g
     return G
+
+
+def leaf_paths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """For every node, the distinct features tested on the path from its root to it, as CSR
+    arrays ``(path_ptr, path_feat)``: node ``v``'s features are ``path_feat[path_ptr[v]:
+    path_ptr[v + 1]]``."""
+    paths: list[tuple[int, ...]] = [()] * forest.n_nodes
+    for root in forest.roots:
+        stack = [(int(root), ())]
+        while stack:
+            node, path = stack.pop()
+            paths[node] = path
+            f = int(forest.feature[node])
+            if f >= 0:
+                below = path if f in path else path + (f,)
+                stack.append((int(forest.children_left[node]), below))
+                stack.append((int(forest.children_right[node]), below))
+    ptr = np.zeros(forest.n_nodes + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(p) for p in paths])
+    feat = np.fromiter((f for p in paths for f in p), dtype=np.int64, count=int(ptr[-1]))
+    return ptr, feat

@@ -44,6 +44,9 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
         Seed of ``ordering="random"``.
     progress : bool, default=True
         Progress bar over QWYC's positions (shown only when stderr is a TTY).
+    feature_costs : bool, default=False
+        With a ``CostModel`` in ``costs``, also count the features each tree would newly
+        acquire, so QWYC minimises the mean per-example cost the runtime reports.
 
     Attributes
     ----------
@@ -65,7 +68,7 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, estimator: Any, *, alpha: float = 0.005, mode: str = "both",
                  ordering: str = "optimize", costs: Any = None, random_state: Any = None,
-                 progress: bool = True) -> None:
+                 progress: bool = True, feature_costs: bool = False) -> None:
         self.estimator = estimator
         self.alpha = alpha
         self.mode = mode
@@ -73,6 +76,7 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
         self.costs = costs
         self.random_state = random_state
         self.progress = progress
+        self.feature_costs = feature_costs
 
     def fit(self, X: Any, y: Any = None) -> QWYCClassifier:
         """Choose the order and exits on ``X`` (``y`` only for MSE orderings or an unfitted model).
@@ -118,7 +122,8 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
 
         plan, res = qwyc(forest, X, y, alpha=self.alpha, costs=self.costs, mode=self.mode,
                          ordering=self.ordering, random_state=self.random_state,
-                         return_result=True, progress=bool(self.progress))
+                         return_result=True, progress=bool(self.progress),
+                         feature_costs=bool(self.feature_costs))
         self.estimator_ = model
         self.forest_ = forest
         self.plan_ = plan

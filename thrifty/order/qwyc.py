@@ -72,7 +72,8 @@ class QWYCResult:
 
 def qwyc(model: Any, X: Any, y: Any = None, *, alpha: float = 0.005, threshold: float | None = None,
          costs: Any = None, mode: str = "both", ordering: str = "optimize",
-         random_state: Any = None, return_result: bool = False, progress: bool = False) -> Any:
+         random_state: Any = None, return_result: bool = False, progress: bool = False,
+         feature_costs: bool = False) -> Any:
     """Order the trees of a binary forest and choose early exits with QWYC.
 
     Parameters
@@ -110,6 +111,12 @@ def qwyc(model: Any, X: Any, y: Any = None, *, alpha: float = 0.005, threshold: 
         Also return the ``QWYCResult`` (cost and disagreements on ``X``).
     progress : bool, default=False
         Show a tqdm progress bar over the positions (off anyway when stderr is not a TTY).
+    feature_costs : bool, default=False
+        With a ``CostModel`` in ``costs``: a tree also costs, for each example still undecided,
+        the features it would newly acquire on that example's path (groups and dependencies
+        included, each paid once per example), so the objective is the mean per-example cost
+        ``thrifty.evaluate`` reports (``tree_cost`` per tree plus features; split costs are not
+        part of it). Binary forests only.
 
     Returns
     -------
@@ -136,7 +143,11 @@ def qwyc(model: Any, X: Any, y: Any = None, *, alpha: float = 0.005, threshold: 
         raise ValueError("qwyc needs at least one example in X")
     F = tree_scores(forest, X)
     acc32 = forest.accumulate == "float32"
-    cost = _tree_costs(costs, forest.n_trees)
+    acquisition = None
+    if feature_costs:
+        acquisition, cost = _acquisition(forest, X, costs)
+    else:
+        cost = _tree_costs(costs, forest.n_trees)
     base = float(forest.base_score[0])
     order = None
     if ordering != "optimize":
@@ -145,9 +156,25 @@ def qwyc(model: Any, X: Any, y: Any = None, *, alpha: float = 0.005, threshold: 
                                   threshold=forest.decision_threshold,
                                   half_margin=0.5 if forest.link == "proba" else 1.0,
                                   random_state=random_state)
-    res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress)
+    res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress,
+               acquisition)
     plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
     return (plan, res) if return_result else plan
+
+
+def _acquisition(forest: Any, X: Any, costs: Any) -> tuple[tuple, np.ndarray]:
+    """What ``_fit`` needs to price the features each tree would newly acquire."""
+    from thrifty.costs import CostModel
+    from thrifty.order._scores import leaf_paths
+
+    if not isinstance(costs, CostModel):
+        raise ValueError("feature_costs=True needs costs= a thrifty CostModel (the feature prices)")
+    costs = costs.for_features(forest.feature_names, forest.n_features)
+    path_ptr, path_feat = leaf_paths(forest)
+    leaves = np.ascontiguousarray(forest.apply(X), dtype=np.int64)
+    acquisition = (leaves, path_ptr, path_feat, costs.closure_ptr, costs.closure_units,
+                   costs.unit_cost)
+    return acquisition, np.full(forest.n_trees, float(costs.tree_cost))
 
 
 def _qwyc_multiclass(forest: Any, X: Any, *, alpha: float, costs: Any, mode: str, ordering: str,
@@ -265,8 +292,14 @@ def _full_decisions(F: np.ndarray, base: float, threshold: float, acc32: bool) -
 
 
 def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: float, mode: str,
-         order: np.ndarray | None, acc32: bool, progress: bool = False) -> QWYCResult:
-    """Algorithm 1 when ``order`` is None, else Algorithm 2 thresholds for the fixed ``order``."""
+         order: np.ndarray | None, acc32: bool, progress: bool = False,
+         acquisition: tuple | None = None) -> QWYCResult:
+    """Algorithm 1 when ``order`` is None, else Algorithm 2 thresholds for the fixed ``order``.
+
+    With ``acquisition = (leaves, path_ptr, path_feat, closure_ptr, closure_units, unit_cost)``
+    a base model costs ``cost[t]`` per undecided example plus what each of them pays for the
+    features the tree would newly acquire on its path.
+    """
     from tqdm.auto import tqdm
 
     n, T = F.shape
@@ -282,6 +315,10 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
 
     Ft = np.ascontiguousarray(F.T)  # (T, n): one base model's outputs are contiguous
     cols = np.arange(n, dtype=np.int64)  # columns of Ft still undecided
+    rows = np.arange(n, dtype=np.int64)  # the original examples they are
+    if acquisition is not None:
+        leaves, path_ptr, path_feat, closure_ptr, closure_units, unit_cost = acquisition
+        paid = np.zeros((n, unit_cost.shape[0]), dtype=np.bool_)
     g = np.full(n, base)
     if acc32:
         g = g.astype(np.float32).astype(np.float64)
@@ -303,8 +340,14 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
         en = np.zeros(k)
         ep = np.zeros(k)
         _k.scan_candidates(Ft, cols, g, ypos, cand, budget, neg_only, acc32, ne, nd, en, ep)
+        cand_cost = cost[cand] * m
+        if acquisition is not None:
+            feature_cost = np.zeros(k)
+            _k.acquisition_costs(leaves, rows, cand, path_ptr, path_feat, closure_ptr, closure_units,
+                                 unit_cost, paid, feature_cost)
+            cand_cost = cand_cost + feature_cost
         with np.errstate(divide="ignore"):
-            Jc = np.where(ne > 0, cost[cand] * m / np.maximum(ne, 1), np.inf)
+            Jc = np.where(ne > 0, cand_cost / np.maximum(ne, 1), np.inf)
         # Algorithm 1 lines 3-15: k* = r, J* = inf; update on strictly smaller J only.
         j = 0
         best = np.inf
@@ -313,7 +356,9 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
                 best, j = Jc[jj], jj
         pi[r], pi[r + j] = pi[r + j], pi[r]
         t = pi[r]
-        total_cost += cost[t] * m
+        total_cost += cand_cost[j]
+        if acquisition is not None:
+            _k.acquire(leaves, rows, t, path_ptr, path_feat, closure_ptr, closure_units, paid)
         s = g + Ft[t, cols]
         if acc32:
             s = s.astype(np.float32).astype(np.float64)
@@ -324,7 +369,7 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
         n_exit[r], J[r] = ne[j], best
         spent += int(nd[j])
         keep = ~((s > ep[j]) | (s < en[j]))
-        g, cols, ypos = s[keep], cols[keep], ypos[keep]
+        g, cols, ypos, rows = s[keep], cols[keep], ypos[keep], rows[keep]
         if cols.shape[0] < 0.75 * Ft.shape[1]:  # compact: later scans read fewer columns
             Ft = np.ascontiguousarray(Ft[:, cols])
             cols = np.arange(cols.shape[0], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""The ``thrifty`` command: ``demo``, ``info`` and ``evaluate``."""
+"""The ``thrifty`` command: ``demo``, ``compare``, ``info`` and ``evaluate``."""
 
 from __future__ import annotations
 
@@ -64,6 +64,33 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--quick", action="store_true", help="fewer points per frontier")
     demo.set_defaults(run=_demo)
 
+    cmp = sub.add_parser("compare", help="every method over budgets on one cost-quality frontier",
+                         description="Run every method that applies to the data's task over a "
+                         "sweep of budgets, evaluate each model on held-out rows with exact "
+                         "per-example costs, and write the table, the Pareto front, a plot, a "
+                         "markdown report and the recommended models.")
+    cmp.add_argument("data", metavar="DATA", nargs="?",
+                     help="a shared dataset name (its train/valid/test splits) or a CSV or Parquet "
+                     "file with a target column (25%% of its rows are held out for testing)")
+    cmp.add_argument("--costs", type=Path, metavar="FILE",
+                     help="feature costs: JSON {\"name\": cost} or CSV feature,cost (default: the "
+                     "dataset's costs for a dataset name, else 1 per feature)")
+    cmp.add_argument("--target", default="target", metavar="NAME",
+                     help="label column of a data file (default: %(default)s)")
+    cmp.add_argument("--task", choices=("binary", "multiclass", "ranking", "regression"),
+                     help="default: inferred from the labels")
+    cmp.add_argument("--methods", metavar="NAMES",
+                     help="comma-separated method names (default: all that apply); see --list")
+    cmp.add_argument("--list", action="store_true", help="list the methods and exit")
+    cmp.add_argument("--budgets", metavar="B1,B2,...",
+                     help="mean costs per example (default: fractions of the plain model's cost)")
+    cmp.add_argument("--time-limit", type=float, metavar="SECONDS",
+                     help="stop starting new models after this long, and still report")
+    cmp.add_argument("--quick", action="store_true", help="fewer budgets and points per method")
+    cmp.add_argument("--out", default="thrifty-compare", type=Path,
+                     help="output folder (default: %(default)s)")
+    cmp.set_defaults(run=_compare)
+
     data_help = ("a CSV or Parquet file (a TARGET column, if present, is the label; a 'qid' "
                  "column the query id) or a shared dataset name (its test split)")
     info = sub.add_parser("info", help="describe a saved model or plan",
@@ -101,6 +128,60 @@ def _demo(args: argparse.Namespace) -> int:
     result = run_demo(args.out, quick=args.quick)
     print(result.summary())
     return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from thrifty.comparison import METHODS, compare
+
+    if args.list:
+        w1, w2 = max(len(k) for k in METHODS), max(len(m.name) for m in METHODS.values())
+        print("\n".join(f"{k:<{w1}}  {m.name:<{w2}}  {m.family:<11}  {', '.join(m.tasks)}"
+                        for k, m in METHODS.items()))
+        return 0
+    if args.data is None:
+        raise ValueError("compare needs DATA: a shared dataset name or a CSV/Parquet file")
+    X, y, qid, splits, costs, unit = _compare_data(args)
+    methods = "all" if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
+    budgets = None if not args.budgets else [float(b) for b in args.budgets.split(",")]
+    result = compare(X, y, costs, task=args.task, methods=methods, budgets=budgets,
+                     time_limit=args.time_limit, quick=args.quick, qid=qid, **splits)
+    files = result.write(args.out, cost_unit=unit, title=f"thrifty compare: {args.data}")
+    print(result.summary(unit))
+    print(f"wrote {', '.join(f.name for f in files if f.parent == args.out)} to {args.out}/")
+    return 0
+
+
+def _compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str | None]:
+    """Training rows, labels, qid, the other splits, costs and cost unit for ``compare``."""
+    path = Path(args.data)
+    if path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq"):
+        X, y, qid = _read_table(path, args.target)
+        if y is None:
+            raise ValueError(f"{str(path)!r} has no column {args.target!r}; name the label column "
+                             "with --target")
+        X = _categorical(X)
+        names = [str(c) for c in X.columns]
+        costs = CostModel.from_file(args.costs, names) if args.costs is not None else None
+        return X, y, qid, {}, costs, None
+    from thrifty import datasets
+
+    ds = datasets.load(args.data)
+    X, y, qid = ds.subset("train")
+    splits: dict[str, Any] = {}
+    if "valid" in ds.splits:
+        splits["X_val"], splits["y_val"], splits["qid_val"] = ds.subset("valid")
+    splits["X_test"], splits["y_test"], splits["qid_test"] = ds.subset("test")
+    costs = (CostModel.from_file(args.costs, ds.feature_names) if args.costs is not None else ds.costs)
+    unit = "$" if "dollar" in str((ds.meta or {}).get("cost_unit", "")).lower() else None
+    return X, y, qid, splits, costs, unit
+
+
+def _categorical(X: Any) -> Any:
+    """Text columns of a data file become pandas categoricals (the models split on categories)."""
+    import pandas as pd
+
+    text = [c for c in X.columns if not (pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c]))]
+    return X.astype({c: "category" for c in text}) if text else X
 
 
 def _info(args: argparse.Namespace) -> int:

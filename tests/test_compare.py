@@ -50,8 +50,8 @@ def test_every_row_is_the_runtime_measure_on_the_test_split(result):
 
     _, test = train_test_split(np.arange(len(y)), test_size=0.25, random_state=0, stratify=y)
     for _, row in cmp.table.sample(5, random_state=0).iterrows():
-        ev = evaluate(cmp.model(row["method"], row["name"]), pd.DataFrame(X[test], columns=[f"f{i}" for i in range(6)]),
-                      costs)
+        X_test = pd.DataFrame(X[test], columns=[f"f{i}" for i in range(6)])
+        ev = evaluate(cmp.model(row["method"], row["name"]), X_test, costs)
         assert ev.cost.mean == pytest.approx(row["mean_cost"])
         assert np.mean(ev.labels == y[test]) == pytest.approx(row["value"])
 

@@ -8,5 +8,5 @@ from thrifty.runtime import Cascade, Evaluation, Full, Gated, Linear, Sequential
 
 __version__ = "0.1.0"
 
-__all__ = ["Cascade", "Comparison", "CostModel", "CostReport", "Evaluation", "Forest", "Full", "Gated", "Linear",
-           "Sequential", "compare", "evaluate", "load", "save", "__version__"]
+__all__ = ["Cascade", "Comparison", "CostModel", "CostReport", "Evaluation", "Forest", "Full", "Gated",
+           "Linear", "Sequential", "compare", "evaluate", "load", "save", "__version__"]

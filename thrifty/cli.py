@@ -180,7 +180,8 @@ def _categorical(X: Any) -> Any:
     """Text columns of a data file become pandas categoricals (the models split on categories)."""
     import pandas as pd
 
-    text = [c for c in X.columns if not (pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c]))]
+    types = pd.api.types
+    text = [c for c in X.columns if not (types.is_numeric_dtype(X[c]) or types.is_bool_dtype(X[c]))]
     return X.astype({c: "category" for c in text}) if text else X
 
 

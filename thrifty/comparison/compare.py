@@ -104,7 +104,8 @@ class Comparison:
             ax.set_xscale("symlog", linthresh=float(costs[costs > 0].min(initial=1.0)))
         return ax
 
-    def write(self, out: str | Path, *, cost_unit: str | None = None, title: str = "thrifty compare") -> list[Path]:
+    def write(self, out: str | Path, *, cost_unit: str | None = None,
+              title: str = "thrifty compare") -> list[Path]:
         """Write ``table.csv``, ``front.csv``, ``frontier.png``, ``report.md`` and the
         recommended models as JSON (``models/``) to the folder ``out``."""
         from matplotlib.figure import Figure
@@ -168,8 +169,8 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     task : {"binary", "multiclass", "ranking", "regression"}, optional
         Inferred from ``y`` (and ``qid``) when omitted.
     methods : "all" or sequence of str
-        Keys of ``thrifty.comparison.METHODS`` (``thrifty compare --list``) or their names; methods that do not support the task are
-        left out of "all" and rejected when named.
+        Keys of ``thrifty.comparison.METHODS`` (``thrifty compare --list``) or their names;
+        methods that do not support the task are left out of "all" and rejected when named.
     budgets : sequence of float, optional
         Mean costs per example for the budgeted methods. Default: 5%, 10%, 20%, 30%, 50% and
         75% of the plain LightGBM model's mean cost on the calibration split.
@@ -320,9 +321,13 @@ def _split(X: pd.DataFrame, y: np.ndarray, qid: np.ndarray | None, task: str, fr
         keep, held = next(GroupShuffleSplit(1, test_size=fraction, random_state=seed).split(X, y, qid))
         keep, held = np.sort(keep), np.sort(held)
     else:
-        strat = y if task in ("binary", "multiclass") and np.unique(y, return_counts=True)[1].min() >= 2 else None
-        keep, held = train_test_split(np.arange(n), test_size=fraction, random_state=seed, stratify=strat)
-    part = (lambda idx: (X.iloc[idx], y[idx], None if qid is None else qid[idx]))
+        classes = task in ("binary", "multiclass") and np.unique(y, return_counts=True)[1].min() >= 2
+        keep, held = train_test_split(np.arange(n), test_size=fraction, random_state=seed,
+                                      stratify=y if classes else None)
+
+    def part(idx: np.ndarray) -> tuple:
+        return X.iloc[idx], y[idx], None if qid is None else qid[idx]
+
     return part(keep), part(held)
 
 

@@ -48,13 +48,15 @@ def files(tmp_path_factory):
 def test_demo_writes_every_file_and_the_sentence(demo):
     out, code, printed = demo
     assert code == 0
-    for name in ("frontier.csv", "frontier.png", "cost_histogram.png", "report.md", "baseline.json"):
+    for name in ("frontier.csv", "frontier.png", "cost_histogram.png", "report.md", "baseline.json",
+                 "recommended.json"):
         assert (out / name).stat().st_size > 0, name
     report = (out / "report.md").read_text()
     assert "per patient you get" in report and "## Pareto points" in report
+    assert "per patient you get" in printed
     table = pd.read_csv(out / "frontier.csv")
-    assert {"baseline", "cheapest k features", "baseline, first k trees"} <= set(table["method"])
-    assert {"name", "mean_cost", "q90_cost", "value", "k"} <= set(table.columns)
+    assert {"cheapest k features", "LightGBM, first k trees", "QWYC"} <= set(table["method"])
+    assert {"name", "mean_cost", "q90_cost", "value", "k", "fit_seconds"} <= set(table.columns)
     # More of the cheapest features never costs less per patient.
     cheap = table[table["method"] == "cheapest k features"].sort_values("k")
     assert cheap["mean_cost"].is_monotonic_increasing

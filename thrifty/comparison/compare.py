@@ -37,7 +37,8 @@ class Comparison:
     table : DataFrame
         One row per model: ``method``, ``family``, ``name``, ``parameters``, the cost columns
         of :func:`thrifty.frontier.frontier` (mean, median, 90% quantile, max per example),
-        ``metric``, ``value`` (on the test split, higher is better) and ``fit_seconds``.
+        ``metric``, ``value`` (on the test split, higher is better), ``fit_seconds``, then one
+        column per parameter any method reported (empty where a method has no such parameter).
     front : DataFrame
         The rows no other row dominates (cheaper on average and at least as good), by cost.
     models : dict of (method, name) to model
@@ -52,6 +53,10 @@ class Comparison:
         The time limit stopped the run before every method finished.
     seconds : float
     costs : CostModel
+    baseline : Forest
+        The plain LightGBM model the post-hoc methods start from.
+    n_calibration : int
+        Rows of the calibration split.
     """
 
     table: pd.DataFrame
@@ -64,6 +69,8 @@ class Comparison:
     stopped_early: bool = False
     seconds: float = 0.0
     costs: CostModel | None = None
+    baseline: Any = None
+    n_calibration: int = 0
 
     def recommend(self, budgets: Sequence[float] | None = None) -> pd.DataFrame:
         """The best model on the front within each budget (mean cost per example).
@@ -251,7 +258,7 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
                     skipped.append((m.name, cand.name, str(cand.params.get("reason", ""))))
                     continue
                 row = frontier({cand.name: cand.model}, X_test, y_test, costs, qid=qid_test,
-                               progress=False)
+                               params={k: [v] for k, v in cand.params.items()}, progress=False)
                 row.insert(0, "family", m.family)
                 row.insert(0, "method", m.name)
                 row.insert(3, "parameters", _describe(cand.params))
@@ -266,7 +273,7 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     return Comparison(table=table, front=pareto_front(table) if len(table) else table,
                       models=models, task=task, full_cost=float(full_cost), budgets=ctx.budgets,
                       skipped=skipped, stopped_early=stopped, seconds=time.perf_counter() - start,
-                      costs=costs)
+                      costs=costs, baseline=ctx.lightgbm(), n_calibration=len(y_val))
 
 
 # ---------------------------------------------------------------------- inputs

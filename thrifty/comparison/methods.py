@@ -89,16 +89,17 @@ class Context:
             self._cache["lightgbm"] = Forest.from_model(self.fit_lightgbm())
         return self._cache["lightgbm"]
 
-    def fit_lightgbm(self, **overrides: Any) -> Any:
-        """A LightGBM model of the task fitted on the training split."""
+    def fit_lightgbm(self, X: Any = None, **overrides: Any) -> Any:
+        """A LightGBM model of the task fitted on the training split (or on ``X``, the
+        training rows with other columns)."""
         import lightgbm
 
         params = {**self.lightgbm_params, **overrides}
+        X = self.X_train if X is None else X
         if self.task == "ranking":
-            return lightgbm.LGBMRanker(**params).fit(self.X_train, self.y_train,
-                                                     group=_group_sizes(self.qid_train))
+            return lightgbm.LGBMRanker(**params).fit(X, self.y_train, group=_group_sizes(self.qid_train))
         cls = lightgbm.LGBMRegressor if self.task == "regression" else lightgbm.LGBMClassifier
-        return cls(**params).fit(self.X_train, self.y_train)
+        return cls(**params).fit(X, self.y_train)
 
     def random_forest(self) -> Forest:
         """A plain random forest on the training split (classification), as a Forest.
@@ -224,6 +225,35 @@ def _truncated(ctx: Context) -> Iterator[Candidate]:
 def _rounds(forest: Forest) -> int:
     """Boosting rounds: trees per round is the number of outputs (one tree per class)."""
     return max(1, forest.n_trees // max(1, forest.n_outputs))
+
+
+@method("cheapest", "cheapest k features", "reference", ("binary", "multiclass", "regression"))
+def _cheapest(ctx: Context) -> Iterator[Candidate]:
+    """LightGBM models restricted to the k cheapest features (by price alone), k < n."""
+    names = ctx.feature_names
+    # A stable sort keeps the data's column order among equally priced features.
+    price = [ctx.costs.acquisition_cost([i]) for i in range(len(names))]
+    order = np.argsort(price, kind="stable")
+    n = len(names)
+    ks = sorted({int(k) for k in np.geomspace(1, max(1, n - 1), 4 if ctx.quick else 8).round()})
+    for k in ks:
+        if k >= n:
+            continue
+        keep = [names[i] for i in order[:k]]
+        yield timed(f"k={k}", lambda keep=keep: Forest.from_model(ctx.fit_lightgbm(_only(ctx.X_train, keep))),
+                    k=k, features=", ".join(keep), price=ctx.costs.acquisition_cost(keep))
+
+
+def _only(X: Any, keep: list[str]) -> Any:
+    """``X`` with every column but ``keep`` blanked out (all missing).
+
+    An all-missing column never wins a split, so the model uses only ``keep`` yet still reads
+    the full table: every candidate then takes the same test matrix and cost model.
+    """
+    import pandas as pd
+
+    blank = pd.Series(False, index=X.index)
+    return X.assign(**{c: X[c].where(blank) for c in X.columns if c not in keep})
 
 
 # ---------------------------------------------------------------------- post-hoc, on LightGBM

@@ -120,3 +120,25 @@ def test_pareto_front_ignores_missing_and_names_columns():
     assert list(pareto_front(worst).index) == [0, 1]
     with pytest.raises(KeyError, match="no column 'mean_cost'"):
         pareto_front(table)
+
+
+def test_frontier_gap_integrates_the_step_functions_exactly():
+    import pandas as pd
+
+    from thrifty.frontier import frontier_gap
+
+    a = pd.DataFrame({"mean_cost": [1.0, 3.0, 5.0], "value": [0.5, 0.8, 0.7]})
+    b = pd.DataFrame({"mean_cost": [2.0, 4.0, 9.0], "value": [0.6, 0.7, 0.9]})
+    # Common range [2, 5]. a: 0.5 on [2,3), 0.8 on [3,5]; b: 0.6 on [2,4), 0.7 on [4,5].
+    expected = ((0.5 - 0.6) * 1 + (0.8 - 0.6) * 1 + (0.8 - 0.7) * 1) / 3
+    assert frontier_gap(a, b) == pytest.approx(expected)
+    assert frontier_gap(b, a) == pytest.approx(-expected)
+    assert frontier_gap(a, a) == 0.0
+    # A brute-force Riemann sum over a fine grid agrees.
+    grid = np.linspace(2, 5, 300001)[:-1]
+    step = lambda t, x: np.array([t["value"][t["mean_cost"] <= c].max() for c in x])  # noqa: E731
+    assert frontier_gap(a, b) == pytest.approx(np.mean(step(a, grid[::100]) - step(b, grid[::100])), abs=2e-3)
+    far = pd.DataFrame({"mean_cost": [10.0, 11.0], "value": [0.1, 0.2]})
+    assert np.isnan(frontier_gap(a, far))
+    assert frontier_gap(a, b, log_cost=True) == pytest.approx(
+        ((0.5 - 0.6) * np.log(1.5) + 0.2 * np.log(4 / 3) + 0.1 * np.log(5 / 4)) / np.log(2.5))

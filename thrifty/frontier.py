@@ -14,7 +14,7 @@ from thrifty.runtime.plans import as_plan
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["frontier", "pareto_front"]
+__all__ = ["frontier", "frontier_gap", "pareto_front"]
 
 Metric = Callable[[Any, Evaluation], float]
 
@@ -152,6 +152,61 @@ def pareto_front(table: pd.DataFrame, *, cost: str = "mean_cost", value: str = "
             best_cheaper = top
         start = stop
     return table.iloc[keep]
+
+
+def frontier_gap(a: pd.DataFrame, b: pd.DataFrame, *, cost: str = "mean_cost", value: str = "value",
+                 log_cost: bool = False) -> float:
+    """How far the frontier of ``a`` lies above that of ``b``, on average over their common costs.
+
+    Each table defines a step function ``best(c)``: the best value among its rows costing at
+    most ``c`` (what a user with budget ``c`` can have). The gap is the mean of
+    ``best_a(c) - best_b(c)`` over ``c`` from the larger of the two cheapest costs to the
+    smaller of the two largest costs, i.e. the area between the curves divided by the range's
+    width: positive when ``a`` is better there, in the units of ``value``.
+
+    Parameters
+    ----------
+    a, b : DataFrame
+        Frontier tables (any rows; dominated rows do not change the step functions).
+    cost, value : str
+        Columns of cost (x) and quality (y, higher is better).
+    log_cost : bool, default=False
+        Average over ``log(c)`` instead of ``c`` (costs spanning orders of magnitude; zero
+        costs are then left out).
+
+    Returns
+    -------
+    float
+        NaN when the cost ranges do not overlap; when they meet in a single cost, the gap
+        there.
+    """
+    curves = []
+    for t in (a, b):
+        c = t[cost].to_numpy(np.float64)
+        v = t[value].to_numpy(np.float64)
+        ok = ~(np.isnan(c) | np.isnan(v)) & ((c > 0) if log_cost else True)
+        order = np.argsort(c[ok], kind="stable")
+        cs, vs = c[ok][order], np.maximum.accumulate(v[ok][order])
+        curves.append((np.log(cs) if log_cost else cs, vs))
+    if any(len(cs) == 0 for cs, _ in curves):
+        return float("nan")
+    lo = max(cs[0] for cs, _ in curves)
+    hi = min(cs[-1] for cs, _ in curves)
+    if hi < lo:
+        return float("nan")
+
+    def best(curve: tuple[np.ndarray, np.ndarray], x: np.ndarray) -> np.ndarray:
+        cs, vs = curve
+        return vs[np.searchsorted(cs, x, side="right") - 1]
+
+    if hi == lo:
+        x = np.array([lo])
+        return float((best(curves[0], x) - best(curves[1], x))[0])
+    # Both functions are constant between consecutive breakpoints: integrate exactly.
+    knots = np.unique(np.concatenate([np.clip(cs, lo, hi) for cs, _ in curves] + [[lo, hi]]))
+    left, width = knots[:-1], np.diff(knots)
+    gap = best(curves[0], left) - best(curves[1], left)
+    return float(np.sum(gap * width) / (hi - lo))
 
 
 def _params(params: Any, n: int) -> dict[str, list[Any]]:

@@ -58,7 +58,8 @@ def run_one(name: str, data_home: str | None, quick: bool, time_limit: float) ->
     ax.set_title(f"{name}: every method, test {table['metric'].iloc[0]} against mean cost per example")
     fig.savefig(RESULTS / f"compare_{name}.png", dpi=110)
     lgb = table[table["method"] == "LightGBM, first k trees"]
-    return {"gap": frontier_gap(table, lgb), "composition_on_front": int((cmp.front["family"] == "composition").sum()),
+    on_front = int((cmp.front["family"] == "composition").sum())
+    return {"gap": frontier_gap(table, lgb), "composition_on_front": on_front,
             "front_methods": sorted(set(cmp.front["method"])), "models": len(table),
             "stopped_early": cmp.stopped_early, "seconds": round(seconds, 1), "skipped": len(cmp.skipped)}
 

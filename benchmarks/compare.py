@@ -22,11 +22,12 @@ thyroid with fewer budgets and 20 s each. Writes ``benchmarks/results/compare_<d
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
+
+from _figures import emit
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -84,7 +85,7 @@ def main() -> None:
     out["best_front_vs_lightgbm"] = gaps
     out["composition_on_front"] = comps
     out["front_above_lightgbm_everywhere"] = all(g >= 0 for g in gaps.values())
-    print(json.dumps(out))
+    emit(out, args.quick)
 
 
 if __name__ == "__main__":

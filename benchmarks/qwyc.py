@@ -41,13 +41,13 @@ the smallest margin swept, however inaccurate, so it says little).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _figures import emit
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -586,7 +586,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  speedup_efficiency              {figures['speedup_efficiency']:8.3f}   target: >= 0.8")
     print(f"  fit_seconds_adult               {figures['fit_seconds_adult']:8.2f}   "
           f"target: <= 20{quick_note}")
-    print(json.dumps(figures))
+    emit(figures, args.quick)
     return figures
 
 

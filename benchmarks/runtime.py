@@ -12,13 +12,13 @@ benchmarks/results/runtime.csv and runtime.png; the last stdout line is one JSON
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _figures import emit
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> dict:
             fh.write(f"{name},{t:.6f}\n")
             print(f"  {name:45s} {t * 1e3:9.2f} ms")
     _plot(rows, RESULTS / "runtime.png")
-    print(json.dumps(figures))
+    emit(figures, bool(args.quick))
     return figures
 
 

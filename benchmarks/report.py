@@ -1,0 +1,137 @@
+"""Generate ``docs/results.md`` from the benchmarks' outputs (never typed by hand).
+
+Reads ``benchmarks/results/<bench>.json`` (the full runs; ``<bench>_quick.json`` stands in, and
+says so, when only a quick run exists) and the ``compare_<dataset>.csv`` tables, and writes one
+section per paper: the figures measured here beside the paper's numbers or the issue's targets,
+then the cross-method fronts of ``thrifty compare``.
+
+    python benchmarks/report.py [--out docs/results.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+ROOT = HERE.parent
+
+# Per benchmark: the paper it reproduces, the command, and for each figure its label, the
+# paper's number or the target ("" when neither), and how to read it. What differs from the
+# paper's setting is said once per section.
+SECTIONS = [
+    {
+        "bench": "runtime", "title": "Runtime (the core)", "paper": "",
+        "command": "python benchmarks/runtime.py",
+        "figures": [
+            ("ratio_vs_lightgbm", "thrifty predict_raw time / LightGBM predict, 1 thread", "<= 1"),
+            ("ratio_vs_lightgbm_all_cores", "the same, all cores", "<= 1"),
+            ("ratio_vs_sklearn", "thrifty / scikit-learn random forest predict_proba", "<= 1"),
+            ("cost_accounting_overhead", "evaluate with costs / predict_raw", ""),
+            ("lazy_overhead", "lazy provider / dense evaluate", ""),
+            ("big_batch_seconds", "seconds for the big batch", ""),
+        ],
+        "differs": "Adult, a 500-tree LightGBM model of depth 5; ratios measured in one run on a shared "
+                   "2-core machine.",
+    },
+    {
+        "bench": "qwyc", "title": "QWYC (Wang, Gupta et al., 'Quit When You Can')",
+        "paper": "qwyc_quit_when_you_can.txt", "command": "python benchmarks/qwyc.py",
+        "figures": [
+            ("adult_mean_models_at_0.5pct", "Adult: mean trees evaluated at 0.5% test difference "
+             "(QWYC*)", ""),
+            ("adult_qwyc_beats_all", "QWYC* needs the fewest trees of all methods at 0.5%", "true"),
+            ("adult_speedup_wall", "wall-clock speed-up over the full model, 1 thread", ">= 8"),
+            ("speedup_vs_lightgbm_early_stop", "speed-up over LightGBM's pred_early_stop at equal "
+             "test difference", ">= 1.5"),
+            ("speedup_efficiency", "speed-up / (trees saved ratio)", ">= 0.8"),
+            ("fit_seconds_adult", "QWYC* fit seconds on Adult", "<= 20"),
+        ],
+        "differs": "Adult as in the paper's Experiment 1 (500 trees of depth 5); higgs_small and "
+                   "miniboone_tiny are small subsets, too small for exits fitted on them to generalise.",
+    },
+]
+COMPARE = {"bench": "compare", "command": "python benchmarks/compare.py"}
+
+
+def load_figures(bench: str) -> tuple[dict | None, bool]:
+    for suffix, quick in (("", False), ("_quick", True)):
+        path = RESULTS / f"{bench}{suffix}.json"
+        if path.exists():
+            return json.loads(path.read_text()), quick
+    return None, False
+
+
+def fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {fmt(v)}" for k, v in value.items())
+    return "-" if value is None else str(value)
+
+
+def section(spec: dict) -> list[str]:
+    figures, quick = load_figures(spec["bench"])
+    lines = [f"## {spec['title']}", ""]
+    if spec["paper"]:
+        lines += [f"Paper: `../shared/papers/{spec['paper']}`.", ""]
+    if figures is None:
+        return lines + [f"Not measured yet: run `{spec['command']}`.", ""]
+    if quick:
+        lines += [f"**Only a `--quick` run is recorded** (smaller settings than the targets refer to); "
+                  f"the full run is `{spec['command']}`.", ""]
+    lines += ["| figure | measured | paper / target |", "|---|---|---|"]
+    for key, label, target in spec["figures"]:
+        lines.append(f"| {label} (`{key}`) | {fmt(figures.get(key))} | {target or '-'} |")
+    lines += ["", f"Setting: {spec['differs']}", f"Reproduce: `{spec['command']}`.", ""]
+    return lines
+
+
+def compare_section() -> list[str]:
+    figures, quick = load_figures("compare")
+    lines = ["## Every method on one frontier (`thrifty compare`)", ""]
+    if figures is None:
+        return lines + [f"Not measured yet: run `{COMPARE['command']}`.", ""]
+    if quick:
+        lines += ["**Only a `--quick` run is recorded.**", ""]
+    lines += [f"Time allowance per dataset: {figures.get('time_limit')} s. The gap is the mean "
+              "distance (in the metric's units) by which the overall Pareto front lies above plain "
+              "LightGBM truncated after k trees, over their common cost range.", "",
+              "| dataset | gap above plain LightGBM | Pareto points from compositions "
+              "| methods on the front |",
+              "|---|---|---|---|"]
+    for name, gap in figures.get("best_front_vs_lightgbm", {}).items():
+        path = RESULTS / f"compare_{name}.csv"
+        methods = "-"
+        if path.exists():
+            from thrifty.frontier import pareto_front
+
+            methods = ", ".join(sorted(set(pareto_front(pd.read_csv(path))["method"])))
+        lines.append(f"| {name} | {fmt(gap)} | {figures.get('composition_on_front', {}).get(name, '-')} "
+                     f"| {methods} |")
+    lines += ["", f"Reproduce: `{COMPARE['command']}`; tables in "
+              "`benchmarks/results/compare_<dataset>.csv`.", ""]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.md")
+    args = parser.parse_args()
+    lines = ["# Results", "",
+             "Generated by `python benchmarks/report.py` from `benchmarks/results/`; every number "
+             "was measured on the machine that ran the benchmark (a shared 2-core machine), timings "
+             "as ratios within one run.", ""]
+    for spec in SECTIONS:
+        lines += section(spec)
+    lines += compare_section()
+    args.out.write_text("\n".join(lines))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -110,17 +110,24 @@ class Context:
         if "random_forest" not in self._cache:
             from sklearn.ensemble import RandomForestClassifier
 
-            from thrifty.forest._inputs import to_matrix
-
-            names, categories = self.feature_names, self.categories
-            X = to_matrix(self.X_train, len(names), names, categories)
             rf = RandomForestClassifier(n_estimators=30 if self.quick else 100, max_depth=10,
                                         min_samples_leaf=2, n_jobs=self.n_jobs,
-                                        random_state=self.random_state).fit(X, self.y_train)
-            forest = Forest.from_model(rf)
-            forest.feature_names, forest.categories = names, categories
-            self._cache["random_forest"] = forest
+                                        random_state=self.random_state)
+            rf.fit(self.matrix(self.X_train), self.y_train)
+            self._cache["random_forest"] = self.adopt(Forest.from_model(rf))
         return self._cache["random_forest"]
+
+    def matrix(self, X: Any) -> np.ndarray:
+        """``X`` as the float matrix of the training frame's columns (categories as codes)."""
+        from thrifty.forest._inputs import to_matrix
+
+        names = self.feature_names
+        return to_matrix(X, len(names), names, self.categories)
+
+    def adopt(self, forest: Forest) -> Forest:
+        """``forest`` (fitted on :meth:`matrix` rows) reading DataFrames like the training frame."""
+        forest.feature_names, forest.categories = self.feature_names, self.categories
+        return forest
 
     @property
     def feature_names(self) -> list[str]:
@@ -256,6 +263,85 @@ def _only(X: Any, keep: list[str]) -> Any:
     return X.assign(**{c: X[c].where(blank) for c in X.columns if c not in keep})
 
 
+# ---------------------------------------------------------------------- trained under a budget
+def _capacity(ctx: Context) -> dict[str, Any]:
+    """The plain model's settings for the CEGB family, so only the cost penalty differs."""
+    p = dict(ctx.lightgbm_params)
+    own = {k: p.pop(k) for k in ("n_estimators", "learning_rate", "num_leaves", "max_depth",
+                                 "min_child_samples", "random_state") if k in p}
+    for k in ("n_jobs", "verbose"):
+        p.pop(k, None)
+    return {**own, "lgbm_params": p, "n_jobs": ctx.n_jobs, "progress": False}
+
+
+def _cegb_models(ctx: Context) -> Iterator[Candidate]:
+    """CEGB models, one per budget, fitted once and shared (compositions reuse them)."""
+    if "cegb" not in ctx._cache:
+        from thrifty.train._search import BudgetError
+        from thrifty.train.cegb import CEGBClassifier, CEGBRanker, CEGBRegressor
+
+        cls = {"ranking": CEGBRanker, "regression": CEGBRegressor}.get(ctx.task, CEGBClassifier)
+        fit_kw = {"qid": ctx.qid_train} if ctx.task == "ranking" else {}
+        found = []
+        for budget in ctx.budgets:
+            est = cls(costs=ctx.costs, budget=budget, **_capacity(ctx))
+            try:
+                cand = timed(f"budget={budget:.4g}", lambda e=est: e.fit(
+                    ctx.X_train, ctx.y_train, eval_set=ctx.X_val, **fit_kw).forest_, budget=budget)
+            except BudgetError as exc:
+                cand = Candidate(f"budget={budget:.4g}", None, {"reason": " ".join(str(exc).split())})
+            else:
+                cand.params.update(tradeoff=est.tradeoff_, n_fits=est.n_fits_)
+            found.append(cand)
+            yield cand
+        ctx._cache["cegb"] = found
+    else:
+        yield from ctx._cache["cegb"]
+
+
+@method("cegb", "CEGB", "train")
+def _cegb(ctx: Context) -> Iterator[Candidate]:
+    """CEGB (Peter et al. 2017): one model per budget, trade-off searched on the calibration split."""
+    yield from _cegb_models(ctx)
+
+
+@method("greedymiser", "GreedyMiser", "train", ("binary", "multiclass", "regression"))
+def _greedymiser(ctx: Context) -> Iterator[Candidate]:
+    """GreedyMiser (Xu et al. 2012): depth-4 first-order trees, feature costs once per model."""
+    from thrifty.train._search import BudgetError
+    from thrifty.train.greedymiser import GreedyMiserClassifier, GreedyMiserRegressor
+
+    cls = GreedyMiserRegressor if ctx.task == "regression" else GreedyMiserClassifier
+    kw = _capacity(ctx)
+    kw.pop("num_leaves", None)
+    kw.pop("max_depth", None)
+    for budget in ctx.budgets:
+        est = cls(costs=ctx.costs, budget=budget, **kw)
+        try:
+            cand = timed(f"budget={budget:.4g}", lambda e=est: e.fit(
+                ctx.X_train, ctx.y_train, eval_set=ctx.X_val).forest_, budget=budget)
+        except BudgetError as exc:
+            yield Candidate(f"budget={budget:.4g}", None, {"reason": " ".join(str(exc).split())})
+            continue
+        cand.params.update(tradeoff=est.tradeoff_, n_fits=est.n_fits_)
+        yield cand
+
+
+@method("cegb+qwyc", "CEGB ordered by QWYC", "composition", ("binary", "multiclass"))
+def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
+    """Each CEGB model with QWYC's order and exits (alpha=0.01) fitted on the calibration split:
+    CEGB buys cheap features, QWYC stops evaluating once the decision is safe."""
+    from thrifty.order import qwyc
+
+    for cand in _cegb_models(ctx):
+        if cand.model is None:
+            continue
+        start = time.perf_counter()
+        plan = qwyc(cand.model, ctx.X_val, alpha=0.01, costs=ctx.costs, feature_costs=True)
+        yield Candidate(cand.name, plan, {**cand.params, "alpha": 0.01},
+                        cand.fit_seconds + time.perf_counter() - start)
+
+
 # ---------------------------------------------------------------------- post-hoc, on LightGBM
 @method("qwyc", "QWYC", "post-hoc", ("binary", "multiclass"))
 def _qwyc(ctx: Context) -> Iterator[Candidate]:
@@ -290,3 +376,63 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
         yield timed(f"disagreement<={rate:g}",
                     lambda r=rate: calibrate_margin(forest, ctx.X_val, max_disagreement=r, every=every)[0],
                     max_disagreement=rate, every=every)
+
+
+# ---------------------------------------------------------------------- post-hoc, on a random forest
+@method("budgetprune", "BudgetPrune (random forest)", "post-hoc", ("binary", "multiclass"))
+def _budgetprune(ctx: Context) -> Iterator[Candidate]:
+    """The plain random forest pruned by BudgetPrune (the exact (IP3) solve, features shared
+    across trees), for each budget the most accurate pruning within it (see ``_pruned``)."""
+    yield Candidate("unpruned", ctx.random_forest(), {"lam": 0.0})
+    yield from _pruned(ctx, ctx.random_forest())
+
+
+def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
+    """BudgetPrune's most accurate pruning of ``forest`` within each budget, on one lambda path
+    over the calibration rows (their errors are honest: the forest has seen the training rows).
+    A pruning that serves several budgets is offered once."""
+    from thrifty.prune import budget_prune_path
+
+    start = time.perf_counter()
+    path = budget_prune_path(forest, ctx.X_val, ctx.y_val, ctx.costs, progress=False)
+    seconds = time.perf_counter() - start  # one path serves every budget: charged to the first
+    seen: set[int] = set()
+    for budget in ctx.budgets:
+        if budget < path.cost.min():
+            yield Candidate(f"budget={budget:.4g}", None,
+                            {"reason": f"below the cheapest pruning's cost {path.cost.min():.4g}"})
+            continue
+        k = path.best_within(budget)
+        if k in seen:
+            continue
+        seen.add(k)
+        yield Candidate(f"budget={budget:.4g}", path.forest(k),
+                        {"budget": budget, "lam": float(path.lambdas[k])}, seconds)
+        seconds = 0.0
+
+
+# ---------------------------------------------------------------------- BudgetRF
+def _budgetrf(ctx: Context) -> Forest:
+    """A BudgetRF forest on the training split (fitted once; categories as codes)."""
+    if "budgetrf" not in ctx._cache:
+        from thrifty.train.budgetrf import BudgetRFClassifier
+
+        X = ctx.matrix(ctx.X_train)
+        if np.isnan(X).any():
+            raise ValueError("BudgetRF needs finite features and the data has missing values")
+        est = BudgetRFClassifier(15 if ctx.quick else 40, costs=ctx.costs, max_depth=10,
+                                 random_state=ctx.random_state, progress=False).fit(X, ctx.y_train)
+        ctx._cache["budgetrf"] = ctx.adopt(est.forest_)
+    return ctx._cache["budgetrf"]
+
+
+@method("budgetrf", "BudgetRF", "train", ("binary", "multiclass"))
+def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
+    """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned."""
+    yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx))
+
+
+@method("budgetrf+prune", "BudgetRF pruned by BudgetPrune", "composition", ("binary", "multiclass"))
+def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
+    """BudgetRF's forest pruned by BudgetPrune: the pairing of the BudgetPrune paper."""
+    yield from _pruned(ctx, _budgetrf(ctx))

@@ -1,2 +1,18 @@
 """Training-time methods: models that meet a feature budget from the start (CEGB, GreedyMiser,
 BudgetRF, ADAPT)."""
+
+from thrifty.train._search import BudgetError
+from thrifty.train.budgetrf import BudgetRFClassifier
+from thrifty.train.cegb import (
+    CEGBClassifier,
+    CEGBRanker,
+    CEGBRegressor,
+    cegb_frontier,
+    cegb_params,
+    cegb_penalties,
+)
+from thrifty.train.greedymiser import GreedyMiserClassifier, GreedyMiserRegressor, greedymiser_frontier
+
+__all__ = ["BudgetError", "BudgetRFClassifier", "CEGBClassifier", "CEGBRanker", "CEGBRegressor",
+           "GreedyMiserClassifier", "GreedyMiserRegressor", "cegb_frontier", "cegb_params",
+           "cegb_penalties", "greedymiser_frontier"]

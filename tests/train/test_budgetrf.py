@@ -1,0 +1,143 @@
+"""BudgetRFClassifier: split rule, impurities and forest export against direct references."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import thrifty
+from thrifty import CostModel
+from thrifty.train._budgetrf_kernels import impurity
+from thrifty.train.budgetrf import BudgetRFClassifier
+
+
+def _pairs_ref(counts, alpha):
+    out = 0.0
+    for i, j in itertools.combinations(range(len(counts)), 2):
+        v = max(counts[i] - alpha, 0) * max(counts[j] - alpha, 0) - alpha**2
+        out += max(v, 0.0)
+    return out
+
+
+@pytest.mark.parametrize("counts", [[5, 0], [3, 4], [10, 2, 7], [1, 1, 1, 1], [0, 0, 0]])
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 2.5])
+def test_impurities_match_their_formulas(counts, alpha):
+    c = np.asarray(counts, dtype=float)
+    assert impurity(c, 0, alpha, 2.0) == pytest.approx(_pairs_ref(counts, alpha))
+    if alpha == 0.0:  # Pairs counts the pairs of differently labelled examples
+        labels = np.repeat(np.arange(len(c)), counts)
+        mixed = sum(a != b for a, b in itertools.combinations(labels, 2))
+        assert impurity(c, 0, 0.0, 2.0) == mixed
+        assert impurity(c, 2, 0.0, 2.0) == pytest.approx(2 * mixed)  # powers, p = 2
+    total = sum(counts)
+    h = -sum(k / total * math.log(k / total) for k in counts if k) if total else 0.0
+    assert impurity(c, 1, alpha / 10, 2.0) == pytest.approx(h if h >= alpha / 10 else 0.0)
+    m = np.maximum(c - alpha, 0)
+    assert impurity(c, 2, alpha, 3.0) == pytest.approx(max(m.sum() ** 3 - (m**3).sum(), 0.0))
+
+
+def _root_split_reference(X, y, cost, split):
+    """Algorithm 1 of Nan et al. (2015) at the root, by enumeration, with the Pairs impurity."""
+    def pairs(labels):
+        return _pairs_ref(np.bincount(labels, minlength=2), 0.0)
+
+    n = len(y)
+    imp = pairs(y)
+    best = (np.inf, 0.0, None, None)
+    for f in range(X.shape[1]):
+        values = np.unique(X[:, f])
+        crit_f, thr_f = np.inf, None
+        for a, b in zip(values[:-1], values[1:]):
+            left = X[:, f] <= a
+            il, ir = pairs(y[left]), pairs(y[~left])
+            crit = max(il, ir) if split == "minmax" else (left.sum() * il + (~left).sum() * ir) / n
+            if crit < crit_f:
+                crit_f, thr_f = crit, (a + b) / 2
+        red = imp - crit_f
+        if red > 1e-7 * (1 + imp):
+            score = cost[f] / red
+            if score < best[0] or (score == best[0] and red > best[1]):
+                best = (score, red, f, thr_f)
+    return best[2], best[3]
+
+
+@pytest.mark.parametrize("split", ["minmax", "expected"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_root_split_follows_the_cost_weighted_rule(split, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(60, 5)).round(1)
+    y = (X[:, 0] + 0.7 * X[:, 1] + rng.normal(scale=0.8, size=60) > 0).astype(int)
+    cost = rng.uniform(0.5, 5.0, size=5)
+    m = BudgetRFClassifier(1, costs=cost, max_depth=1, max_features=None, bootstrap=False,
+                           split=split, progress=False).fit(X, y)
+    f, t = _root_split_reference(X, y, cost, split)
+    root = m.forest_.roots[0]
+    assert m.forest_.feature[root] == f
+    assert m.forest_.threshold[root] == pytest.approx(t)
+
+
+def test_full_trees_are_pure_and_proba_averages_leaf_distributions():
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=300, n_features=6, n_classes=3, n_informative=4,
+                               random_state=0)
+    m = BudgetRFClassifier(7, random_state=0, progress=False).fit(X, y)
+    f = m.forest_
+    assert f.aggregation == "mean" and f.link == "proba" and f.n_trees == 7
+    leaves = f.apply(X)
+    manual = np.mean([f.value[leaves[:, t]] for t in range(7)], axis=0)
+    np.testing.assert_allclose(m.predict_proba(X), manual)
+    np.testing.assert_allclose(thrifty.evaluate(f, X).proba, manual)
+    # without bootstrap and with every feature, an unlimited tree separates distinct rows
+    single = BudgetRFClassifier(1, bootstrap=False, max_features=None, progress=False).fit(X, y)
+    assert np.mean(single.predict(X) == y) == 1.0
+    assert set(np.unique(single.forest_.value)) <= {0.0, 1.0}
+
+
+def test_costs_steer_the_forest_to_cheap_features():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 6))
+    y = (X[:, 0] + X[:, 1] + 0.5 * X[:, 2] > 0).astype(int)
+    uniform = BudgetRFClassifier(20, max_depth=6, random_state=0, progress=False).fit(X, y)
+    costs = CostModel([50.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    budgeted = BudgetRFClassifier(20, costs=costs, max_depth=6, random_state=0,
+                                  progress=False).fit(X, y)
+    assert budgeted.forest_.feature_usage()[0] < uniform.forest_.feature_usage()[0]
+    assert (thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
+            < thrifty.evaluate(uniform.forest_, X, costs).cost.mean)
+    assert budgeted.cost_report(X).mean == pytest.approx(
+        thrifty.evaluate(budgeted.forest_, X, costs).cost.mean)
+
+
+def test_oob_estimates_and_string_labels():
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=400, n_features=5, random_state=1)
+    labels = np.array(["no", "yes"])[y]
+    m = BudgetRFClassifier(30, max_depth=5, oob_score=True, random_state=0, progress=False)
+    m.fit(X, labels)
+    np.testing.assert_array_equal(m.classes_, ["no", "yes"])
+    np.testing.assert_allclose(m.oob_decision_function_.sum(axis=1), 1.0)
+    assert 0.7 < m.oob_score_ <= 1.0
+    assert set(m.predict(X)) <= {"no", "yes"}
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"impurity": "gini"}, "impurity must be"),
+    ({"split": "median"}, "split must be"),
+    ({"alpha": -1.0}, "alpha must be"),
+    ({"max_features": 0}, "max_features"),
+    ({"oob_score": True, "bootstrap": False}, "needs bootstrap"),
+    ({"costs": [1.0, 2.0]}, "prices 2 features"),
+])
+def test_errors(kwargs, match):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match=match):
+        BudgetRFClassifier(2, progress=False, **kwargs).fit(X, np.arange(20) % 2)
+
+
+@parametrize_with_checks([BudgetRFClassifier(5, max_depth=4, random_state=0, progress=False)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)

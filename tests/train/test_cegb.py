@@ -1,0 +1,209 @@
+"""CEGB on LightGBM: the translation of a CostModel into cegb_* penalties, budgets, estimators."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from thrifty.costs import CostModel
+from thrifty.runtime.evaluate import evaluate
+from thrifty.train.cegb import (
+    BudgetError,
+    CEGBClassifier,
+    CEGBRanker,
+    CEGBRegressor,
+    cegb_frontier,
+    cegb_params,
+    cegb_penalties,
+)
+
+FAST = {"n_jobs": 1, "progress": False}
+
+
+def _binary(n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    y = (X[:, 0] + 0.6 * X[:, 1] + 0.4 * X[:, 2] + rng.normal(scale=0.5, size=n) > 0).astype(int)
+    return X, y
+
+
+@parametrize_with_checks([CEGBClassifier(n_estimators=20, learning_rate=0.3, n_jobs=1),
+                          CEGBRegressor(n_estimators=20, learning_rate=0.3, n_jobs=1)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_tradeoff_is_the_papers_lambda():
+    # One binary feature, one split possible: Eq. (12) gives its loss reduction
+    # 1/2 (G_L^2/H_L + G_R^2/H_R - G^2/H) with g = mean(y) - y, h = 1. The split must happen
+    # exactly when that exceeds lambda * beta * N (Eq. (13), every row pays the lazy cost).
+    rng = np.random.default_rng(1)
+    x = (rng.random(400) < 0.3).astype(float)
+    y = 2.0 * x + rng.normal(scale=0.3, size=400)
+    g = y.mean() - y
+    gl, gr = g[x == 1].sum(), g[x == 0].sum()
+    reduction = 0.5 * (gl ** 2 / (x == 1).sum() + gr ** 2 / (x == 0).sum() - g.sum() ** 2 / 400)
+    beta = 3.0
+    threshold = reduction / (beta * 400)
+    costs = CostModel([beta])
+    n_splits = []
+    for lam in (0.99 * threshold, 1.01 * threshold):
+        reg = CEGBRegressor(costs=costs, tradeoff=lam, n_estimators=1, min_child_samples=1, **FAST)
+        reg.fit(x[:, None], y)
+        n_splits.append(int((reg.forest_.feature >= 0).sum()))
+    assert n_splits == [1, 0]
+
+
+def test_penalties_from_groups_dependencies_and_evaluation_costs():
+    costs = CostModel({"age": 1, "TT4": 14.51, "T4U": 11.41, "FTI": 0, "a": 2, "b": 3, "panel": 4},
+                      feature_names=["age", "TT4", "T4U", "FTI", "a", "b"],
+                      groups={"panel": ["a", "b"]}, dependencies={"FTI": ["TT4", "T4U"]},
+                      tree_cost=2.0, split_cost=0.5, fixed_costs={"a": 7.0})
+    pen = cegb_penalties(costs, num_leaves=31, max_depth=4)
+    # a feature alone costs its closure: FTI pays its inputs, a group member the group's price
+    assert pen["cegb_penalty_feature_lazy"] == pytest.approx([1, 14.51, 11.41, 25.92, 4, 4])
+    assert pen["cegb_penalty_feature_coupled"] == [0, 0, 0, 0, 7.0, 0]
+    assert pen["cegb_penalty_split"] == pytest.approx(0.5 + 2.0 / 4)
+    # no depth limit: a tree's cost is spread over ceil(log2(num_leaves)) splits
+    assert cegb_penalties(costs, num_leaves=31)["cegb_penalty_split"] == pytest.approx(0.5 + 2.0 / 5)
+    params = cegb_params(costs, 0.25)
+    assert params["cegb_tradeoff"] == 0.5          # LightGBM's gain is twice Eq. (12)'s
+    assert cegb_params(costs, 0.0) == {}           # lambda = 0 is plain LightGBM
+
+
+def test_expensive_feature_never_used_and_free_feature_used_freely():
+    X, y = _binary()
+    X = np.column_stack([X[:, 0], X[:, 0] + 1e-3 * np.random.default_rng(2).normal(size=len(y)), X[:, 1:]])
+    # column 0 is free; column 1 is a (slightly noisy) copy of it costing 1000; others cost 5
+    costs = CostModel([0.0, 1000.0, 5, 5, 5, 5, 5])
+    clf = CEGBClassifier(costs=costs, tradeoff=0.05, n_estimators=50, **FAST).fit(X, y)
+    usage = np.bincount(clf.forest_.feature[clf.forest_.feature >= 0], minlength=7)
+    assert usage[1] == 0
+    assert usage[0] > usage[2:].sum()           # the free feature carries most splits
+    acquired = clf.cost_report(X).acquired
+    assert acquired[:, 0].all() and not acquired[:, 1].any()
+
+
+def test_coupled_cost_feature_is_reused_once_used():
+    X, y = _binary()
+    # only once-per-model costs: whichever of the two informative copies is paid for first is
+    # then free, so the model never pays for the other copy
+    Xc = np.column_stack([X[:, 0], X[:, 0].copy(), X[:, 1]])
+    costs = CostModel([0.0, 0.0, 0.0], fixed_costs=[500.0, 500.0, 1e6])
+    clf = CEGBClassifier(costs=costs, tradeoff=0.2, n_estimators=30, **FAST).fit(Xc, y)
+    used = clf.forest_.feature[clf.forest_.feature >= 0]
+    counts = np.bincount(used, minlength=3)
+    assert (counts[:2] > 0).sum() == 1 and counts[:2].max() > 30   # one copy, many splits
+    assert counts[2] == 0
+    assert clf.cost_report(Xc).fixed == 500.0
+
+
+def test_budget_is_met_on_the_calibration_data():
+    X, y = _binary(2000)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0], split_cost=0.01)
+    X_cal = X[1500:]
+    clf = CEGBClassifier(costs=costs, budget=3.0, n_estimators=40, **FAST)
+    clf.fit(X[:1500], y[:1500], eval_set=[(X_cal, y[1500:])])
+    measured = evaluate(clf.forest_, X_cal, costs).cost.mean
+    assert measured == pytest.approx(clf.calibration_cost_)
+    assert measured <= 3.0
+    assert clf.n_fits_ == len(clf.search_history_) <= clf.max_fits
+    assert clf.tradeoff_ in [lam for lam, _ in clf.search_history_]
+    # a larger budget never costs more on the calibration data
+    big = CEGBClassifier(costs=costs, budget=8.0, n_estimators=40, **FAST)
+    big.fit(X[:1500], y[:1500], eval_set=X_cal)
+    assert clf.calibration_cost_ <= big.calibration_cost_ <= 8.0
+
+
+def test_budget_below_the_cheapest_model_raises():
+    X, y = _binary(300)
+    costs = CostModel.uniform(6, tree_cost=1.0)
+    with pytest.raises(BudgetError, match="cheapest possible model"):
+        CEGBClassifier(costs=costs, budget=0.5, n_estimators=5, **FAST).fit(X, y)
+
+
+def test_forest_equals_booster_with_categorical_and_multiclass():
+    from thrifty.datasets import load_demo
+
+    ds = load_demo()
+    X, y, _ = ds.subset("train")
+    clf = CEGBClassifier(costs=ds.costs, tradeoff=1e-3, n_estimators=30, **FAST).fit(X, y)
+    assert any(str(X[c].dtype) == "category" for c in X.columns)
+    np.testing.assert_allclose(clf.predict_proba(X)[:, 1], clf.booster_.predict(X), rtol=1e-12)
+    rng = np.random.default_rng(3)
+    Xm = rng.normal(size=(600, 4))
+    ym = np.digitize(Xm[:, 0] + 0.5 * Xm[:, 1], [-0.5, 0.5])
+    clf = CEGBClassifier(tradeoff=1e-3, n_estimators=20, **FAST).fit(Xm, ym)
+    np.testing.assert_allclose(clf.predict_proba(Xm), clf.booster_.predict(Xm), rtol=1e-10)
+
+
+def test_errors_name_the_problem():
+    X, y = _binary(200)
+    with pytest.raises(ValueError, match="one cost per column"):
+        CEGBClassifier(costs=[1.0, 2.0], **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="not both"):
+        CEGBClassifier(tradeoff=0.1, budget=3.0, **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="budget must be"):
+        CEGBClassifier(budget=-1.0, **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        CEGBClassifier(n_estimators=5, **FAST).fit(X, y).predict(X[:, :3])
+
+
+def test_ranker_with_qid_and_frontier():
+    rng = np.random.default_rng(4)
+    qid = np.repeat(np.arange(40), 15)
+    X = rng.normal(size=(600, 8))
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + 1.5 + rng.normal(scale=0.5, size=600)), 0, 4).astype(int)
+    costs = CostModel([1, 1, 5, 5, 20, 20, 50, 50.0])
+    rk = CEGBRanker(costs=costs, budget=4.0, n_estimators=20, min_child_samples=5, **FAST)
+    rk.fit(X, y, qid=qid)
+    assert rk.forest_.task == "ranking"
+    assert rk.calibration_cost_ <= 4.0
+    np.testing.assert_allclose(rk.predict(X), rk.booster_.predict(X), rtol=1e-10)
+    table = cegb_frontier(X, y, costs, budgets=[2.0, 8.0], qid=qid, n_estimators=10,
+                          min_child_samples=5, **FAST)
+    assert list(table["budget"]) == [2.0, 8.0]
+    assert (table["mean_cost"] <= table["budget"] + 1e-9).all()   # measured on the training rows
+    assert table["metric"].iloc[0].startswith("precision")
+
+
+def test_dataframe_names_align_costs():
+    X, y = _binary(400)
+    df = pd.DataFrame(X, columns=list("abcdef"))
+    costs = CostModel(dict(zip("fedcba", [1.0, 1, 1, 1, 1, 100.0])), feature_names=list("fedcba"))
+    clf = CEGBClassifier(costs=costs, tradeoff=0.01, n_estimators=20, **FAST).fit(df, y)
+    assert clf.costs_.feature_names == list("abcdef")
+    assert clf.costs_.feature_costs[0] == 100.0   # "a" keeps its own price after re-ordering
+
+
+def test_cost_jump_bridged_by_stopping_boosting_at_the_budget():
+    # uniform costs: just above the trade-off that makes the first split worthwhile the model
+    # is empty; just below it, many small leaves buy features at once. A budget in that gap is
+    # met by the cheapest over-budget model cut where the budget runs out.
+    X, y = _binary(2000, seed=5)
+    clf = CEGBClassifier(costs=CostModel.uniform(6), budget=2.5, n_estimators=60, **FAST).fit(X, y)
+    assert clf.calibration_cost_ <= 2.5 and clf.truncated_
+    assert clf.n_estimators_ < clf.booster_.current_iteration()
+    assert any(c > 2.5 for lam, c in clf.search_history_ if lam == clf.tradeoff_)
+    np.testing.assert_allclose(clf.predict_proba(X)[:, 1],
+                               clf.booster_.predict(X, num_iteration=clf.n_estimators_), rtol=1e-12)
+    no_cut = CEGBClassifier(costs=CostModel.uniform(6), budget=2.5, n_estimators=60, truncate=False,
+                            **FAST).fit(X, y)
+    assert not no_cut.truncated_ and no_cut.calibration_cost_ <= clf.calibration_cost_
+
+
+def test_thyroid_dependencies_are_paid_exactly(data_home):
+    from thrifty.datasets import load
+
+    ds = load("thyroid", data_home=data_home)
+    X, y, _ = ds.subset("train")
+    clf = CEGBClassifier(costs=ds.costs, budget=45.0, n_estimators=30, **FAST).fit(X, y)
+    report = clf.cost_report(X)
+    assert report.mean == pytest.approx(clf.calibration_cost_) and report.mean <= 45.0
+    names = ds.feature_names
+    fti, tt4, t4u = (names.index(n) for n in ("FTI", "TT4", "T4U"))
+    got_fti = report.acquired[:, fti]
+    assert report.acquired[got_fti][:, [tt4, t4u]].all()
+    # cost recomputed from the acquired features (FTI itself is free, its inputs are not)
+    recomputed = report.acquired.astype(float) @ ds.costs.feature_costs
+    np.testing.assert_allclose(report.feature, recomputed)

@@ -1,0 +1,89 @@
+"""GreedyMiser as CEGB's special case: unit hessian, depth-4 trees, coupled feature costs."""
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from thrifty.costs import CostModel
+from thrifty.train.greedymiser import (
+    GreedyMiserClassifier,
+    GreedyMiserRegressor,
+    greedymiser_frontier,
+    greedymiser_params,
+)
+
+FAST = {"n_jobs": 1, "progress": False}
+
+
+def _binary(n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    y = (X[:, 0] + 0.6 * X[:, 1] + 0.4 * X[:, 2] + rng.normal(scale=0.5, size=n) > 0).astype(int)
+    return X, y
+
+
+@parametrize_with_checks([GreedyMiserClassifier(n_estimators=20, learning_rate=0.3, n_jobs=1),
+                          GreedyMiserRegressor(n_estimators=20, learning_rate=0.3, n_jobs=1)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_forest_equals_booster_plus_init_score(n_classes):
+    X, y = _binary()
+    if n_classes == 3:
+        y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
+    clf = GreedyMiserClassifier(tradeoff=1e-4, n_estimators=25, **FAST).fit(X, y)
+    raw = clf.booster_.predict(X, raw_score=True) + clf.init_score_
+    np.testing.assert_allclose(clf.decision_function(X), raw.reshape(clf.decision_function(X).shape),
+                               rtol=1e-12, atol=1e-12)
+    assert clf.score(X, y) > 0.8
+
+
+def test_first_order_leaf_values_and_complete_depth_four_trees():
+    # unit hessian: a leaf's value is learning_rate * mean(negative gradient) of its rows
+    X, y = _binary(2000)
+    clf = GreedyMiserClassifier(tradeoff=0.0, n_estimators=1, learning_rate=0.5,
+                                min_child_samples=1, **FAST).fit(X, y)
+    f = clf.forest_
+    assert f.tree_depths().tolist() == [4] and (f.feature < 0).sum() == 16
+    p0 = 1.0 / (1.0 + np.exp(-clf.init_score_[0]))
+    leaf = f.apply(X)[:, 0]
+    for node in np.unique(leaf):
+        rows = leaf == node
+        assert f.value[node, 0] == pytest.approx(0.5 * np.mean(y[rows] - p0), rel=1e-6, abs=1e-9)
+
+
+def test_coupled_cost_charged_once_per_model():
+    X, y = _binary()
+    costs = CostModel([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    params = greedymiser_params(costs, 0.5, n_rows=1500)
+    assert params["cegb_tradeoff"] == 1.0
+    assert params["cegb_penalty_feature_coupled"] == [1500.0] * 6
+    clf = GreedyMiserClassifier(costs=costs, tradeoff=0.02, n_estimators=40, **FAST).fit(X, y)
+    used = np.unique(clf.forest_.feature[clf.forest_.feature >= 0])
+    n_splits = int((clf.forest_.feature >= 0).sum())
+    # few features, each reused across many splits; every example pays for each used one
+    assert 1 <= len(used) <= 3 and n_splits >= 10 * len(used)
+    report = clf.cost_report(X)
+    assert report.mean == pytest.approx(len(used), abs=0.05)
+
+
+def test_budget_met_and_frontier():
+    X, y = _binary(2000)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0])
+    clf = GreedyMiserClassifier(costs=costs, budget=4.0, n_estimators=30, **FAST)
+    clf.fit(X[:1500], y[:1500], eval_set=X[1500:])
+    assert clf.calibration_cost_ <= 4.0 and clf.n_fits_ <= clf.max_fits
+    table = greedymiser_frontier(X[:1500], y[:1500], costs, budgets=[2.0, 8.0], test=(X[1500:], y[1500:]),
+                                 n_estimators=20, **FAST)
+    assert list(table["method"]) == ["GreedyMiser"] * 2
+    assert table["value"].iloc[1] >= table["value"].iloc[0] - 0.02
+
+
+def test_regressor_forest_equals_booster():
+    X, y = _binary()
+    t = 3 * X[:, 0] + X[:, 1] + 1.0
+    reg = GreedyMiserRegressor(tradeoff=1e-3, n_estimators=30, **FAST).fit(X, t)
+    np.testing.assert_allclose(reg.predict(X), reg.booster_.predict(X) + reg.init_score_[0], rtol=1e-12)
+    assert reg.score(X, t) > 0.8

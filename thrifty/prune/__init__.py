@@ -1,0 +1,6 @@
+"""Pruning under feature costs: BudgetPrune's exact (IP3) solve by minimum cut, and its lambda path."""
+
+from thrifty.prune.budgetprune import PrunePath, budget_prune, budget_prune_path
+from thrifty.prune.estimator import BudgetPrunedClassifier
+
+__all__ = ["BudgetPrunedClassifier", "PrunePath", "budget_prune", "budget_prune_path"]

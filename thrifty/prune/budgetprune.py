@@ -1,0 +1,524 @@
+"""BudgetPrune: "Optimally Pruning Decision Tree Ensembles With Feature Cost" (Nan, Wang, Saligrama).
+
+The integer program (IP3) of the paper -- mean per-tree error on labelled data plus ``lam``
+times the mean feature cost per example, where a feature acquired for an example is paid once
+however many trees test it -- is solved exactly as a minimum-weight closure, i.e. one minimum
+s-t cut (``thrifty.prune._problem`` builds the graph, ``thrifty.prune._closure`` cuts it). The
+paper proves the LP relaxation of (IP3) integral (Theorem 4.2); the cut gives the same optimum
+without an LP solver.
+
+The whole lambda path is computed by the breakpoint search of Eisner and Severance on the
+(concave, piecewise-linear) optimal value: solutions are nested in lambda, so each cut is
+restricted to the nodes on which the two solutions around it disagree.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from thrifty.forest._traverse import next_node
+from thrifty.prune._closure import min_weight_closure
+from thrifty.prune._problem import ClosureProblem, build_problem
+
+MODES = ("ensemble", "individual")
+# When splits that raise the error on the data leave the path: before lambda = 0 itself.
+_HARMFUL = -1.0
+LEAF_VALUES = ("auto", "keep", "distribution", "majority")
+
+
+@dataclass
+class PrunePath:
+    """Every distinct optimal pruning of a forest along lambda, from none to the most.
+
+    Point ``k`` is optimal for ``lambdas[k] <= lam < lambdas[k + 1]``. Point 0 is the
+    unpruned forest (with its leaf values as ``leaf_values`` says). When some splits raise the
+    error on the data (kept leaves voting worse than their parent), the next point, also at
+    ``lambda = 0``, is the largest optimal pruning at 0: it drops only those. Every later point
+    is the smallest optimal pruning from its lambda on (the first may start at 0: splits that
+    change no error go for any positive lambda).
+
+    Attributes
+    ----------
+    lambdas : ndarray of shape (K,)
+        Where each solution starts being optimal (increasing; ``lambdas[0] == 0``).
+    error : ndarray of shape (K,)
+        Mean per-tree error on the data (the error term of (IP3)).
+    cost : ndarray of shape (K,)
+        Mean cost per example on the data as ``thrifty.evaluate`` reports it (feature
+        acquisition plus evaluation costs of the cost model).
+    n_splits : ndarray of int, shape (K,)
+        Split nodes kept.
+    mode : {"ensemble", "individual"}
+    seconds : float
+        Wall time of the path search.
+    n_cuts : int
+        Minimum cuts solved.
+    """
+
+    lambdas: np.ndarray
+    error: np.ndarray
+    cost: np.ndarray
+    n_splits: np.ndarray
+    mode: str
+    seconds: float
+    n_cuts: int
+    _forest: Any = field(repr=False)
+    _problem: ClosureProblem = field(repr=False)
+    _leave: np.ndarray = field(repr=False)
+    _X: np.ndarray = field(repr=False)
+    _cls: np.ndarray = field(repr=False)
+    _levels: np.ndarray = field(repr=False)
+
+    def __len__(self) -> int:
+        return int(self.lambdas.shape[0])
+
+    def chosen(self, k: int) -> np.ndarray:
+        """Boolean mask over the closure's nodes of point ``k``'s solution."""
+        return self._leave > self._levels[k]
+
+    def forest(self, k: int) -> Any:
+        """The pruned forest of point ``k``."""
+        if not -len(self) <= k < len(self):
+            raise IndexError(f"path point {k} out of range; the path has {len(self)} points")
+        k = k % len(self)
+        return pruned_forest(self._forest, self._problem, self.chosen(k))
+
+    def accuracy(self) -> np.ndarray:
+        """Accuracy of each point's pruned ensemble on the data the path was computed on."""
+        dist = self._problem.node_value
+        keep_until = np.full(self._forest.n_nodes, -1.0)
+        p = self._problem
+        keep_until[p.split_node] = self._leave[:p.n_split]
+        f = self._forest
+        return _path_accuracy(self._X, self._cls, self._levels, keep_until, dist, f.roots, f.feature,
+                              f._fast_threshold, f.threshold, f.children_left, f.children_right,
+                              f.missing_left, f.missing_type, f.cat_start, f.cat_size,
+                              f.cat_bitsets)
+
+    def best_within(self, budget: float) -> int:
+        """Index of the most accurate point (on the data) whose mean cost is within ``budget``.
+
+        Ties go to the cheaper point.
+        """
+        ok = np.flatnonzero(self.cost <= budget * (1 + 1e-12) + 1e-12)
+        if ok.shape[0] == 0:
+            raise ValueError(f"budget={budget:g} is below the cheapest pruning's mean cost "
+                             f"{self.cost.min():g} (every tree cut to its root still pays "
+                             "what the roots' features and the evaluation cost); raise the budget")
+        acc = self.accuracy()[ok]
+        best = np.flatnonzero(acc == acc.max())
+        return int(ok[best[np.argmin(self.cost[ok][best])]])
+
+
+def budget_prune(forest: Any, X: Any, y: Any, costs: Any = None, *, lam: float | None = None,
+                 budget: float | None = None, mode: str = "ensemble", evaluation: bool = False,
+                 leaf_values: str = "auto", count_mask: Any = None,
+                 progress: bool = True) -> Any:
+    """Prune a tree ensemble to trade error against feature cost, optimally ((IP3), Nan et al.).
+
+    Solves
+
+    .. math:: \\min_{z, w} \\frac{1}{NT} \\sum_t \\sum_h e^{(t)}_h z^{(t)}_h
+              + \\lambda \\sum_k c_k \\frac{1}{N} \\sum_i w_{k,i}
+
+    over valid prunings (problem (IP3) of the paper), exactly, as one minimum s-t cut. Every
+    leaf of the result predicts the class distribution (or majority class) of the examples of
+    ``(X, y)`` reaching it (see ``leaf_values``); ``e_h`` counts the examples of ``S_h`` its
+    class misclassifies.
+
+    Parameters
+    ----------
+    forest : Forest or fitted tree classifier
+        Anything ``Forest.from_model`` imports (BudgetRF, scikit-learn trees and forests,
+        LightGBM / XGBoost classifiers).
+    X : array-like of shape (n, n_features)
+    y : array-like of shape (n,)
+        Labels, among the forest's classes.
+    costs : CostModel, optional
+        Feature prices (groups and dependencies honoured); default 1 per feature.
+    lam : float >= 0, optional
+        The trade-off ``lambda`` of (IP3), in error per unit of mean cost. ``lam=0`` keeps
+        every split that does not raise the error on ``(X, y)`` (all of them when leaves are
+        re-labelled); ``lam > 0`` gives the smallest optimal pruning.
+    budget : float, optional
+        Instead of ``lam``: the most accurate pruning on ``(X, y)`` along the lambda path
+        whose mean cost per example on ``X`` is at most ``budget``.
+    mode : {"ensemble", "individual"}
+        ``"individual"`` prunes each tree as if features were not shared across trees (the
+        paper's comparison); the result's cost is still measured with sharing.
+    evaluation : bool, default=False
+        Also charge the cost model's ``split_cost`` per split visited (beyond the paper).
+    leaf_values : {"auto", "keep", "distribution", "majority"}
+        What a leaf predicts. Leaves made by pruning predict the class distribution of the
+        examples of ``(X, y)`` reaching them (``"majority"``: one-hot majority class, and so do
+        the original leaves). The original leaves keep their own class distribution with
+        ``"keep"`` (then ``e_h`` counts the errors of their vote) or are re-labelled from the
+        data with ``"distribution"``; ``"auto"`` keeps them when the forest averages class
+        distributions (BudgetRF, scikit-learn forests and trees) and re-labels them otherwise
+        (boosted or LightGBM random-forest leaves are not class distributions).
+    count_mask : array-like of bool, shape (n, n_trees), optional
+        Which examples count toward each tree's errors ``e_h`` and leaf distributions, e.g.
+        the out-of-bag rows of a random forest fitted on ``X`` (as the authors' code counts
+        them); every example counts by default. Feature costs always count every example.
+    progress : bool, default=True
+        Progress bar along the lambda path (only when stderr is a TTY).
+
+    Returns
+    -------
+    Forest
+        Same number of trees, averaged leaf distributions (``link="proba"``).
+    """
+    if (lam is None) == (budget is None):
+        raise ValueError("give exactly one of lam= (the (IP3) trade-off) or budget= (a mean cost "
+                         "per example)")
+    if budget is not None:
+        path = budget_prune_path(forest, X, y, costs, mode=mode, evaluation=evaluation,
+                                 leaf_values=leaf_values, count_mask=count_mask,
+                                 progress=progress)
+        return path.forest(path.best_within(_check_number(budget, "budget")))
+    lam = _check_number(lam, "lam")
+    problem, f, _, _ = prepare(forest, X, y, costs, mode=mode, evaluation=evaluation,
+                               leaf_values=leaf_values, count_mask=count_mask)
+    return pruned_forest(f, problem, solve(problem, lam))
+
+
+def budget_prune_path(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: str = "ensemble",
+                      evaluation: bool = False, leaf_values: str = "auto",
+                      count_mask: Any = None, progress: bool = True) -> PrunePath:
+    """All distinct optimal prunings of (IP3) as lambda grows from 0 (none) to infinity.
+
+    Breakpoints are found by intersecting the objective lines of two known solutions and
+    cutting at the intersection (Eisner & Severance 1976): either a new solution lies below
+    both lines, or none exists between them. Solutions are nested (a larger lambda keeps a
+    subset of the splits), so each cut involves only the nodes the two solutions disagree on.
+    Parameters are those of :func:`budget_prune`.
+
+    Returns
+    -------
+    PrunePath
+    """
+    import time
+
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    problem, f, Xm, cls = prepare(forest, X, y, costs, mode=mode, evaluation=evaluation,
+                                  leaf_values=leaf_values, count_mask=count_mask)
+    # disable=None: tqdm shows the bar only when stderr is a TTY
+    bar = tqdm(desc="BudgetPrune path", unit="cut", disable=None if progress else True)
+    leave, n_cuts = _breakpoints(problem, bar.update)
+    bar.close()
+    # Point k keeps the nodes that leave after levels[k]: -inf for the unpruned forest, then
+    # _HARMFUL for the largest optimal pruning at lam = 0 (when some splits raise the error),
+    # then each breakpoint.
+    finite = np.unique(leave[np.isfinite(leave) & (leave >= 0.0)])
+    levels = np.concatenate([[-np.inf], [_HARMFUL] if np.any(leave == _HARMFUL) else [], finite])
+    lambdas = np.maximum(levels, 0.0)
+    # sums over the nodes sorted by when they leave
+    order = np.argsort(leave, kind="stable")
+    ls = leave[order]
+    cum_a = np.concatenate([[0.0], np.cumsum(problem.a[order])])
+    cum_c = np.concatenate([[0.0], np.cumsum(problem.cost[order])])
+    split = order < problem.n_split
+    cum_s = np.concatenate([[0], np.cumsum(split)])
+    first_kept = np.searchsorted(ls, levels, side="right")
+    NT = problem.n_examples * problem.n_trees
+    error = (problem.e_root + cum_a[-1] - cum_a[first_kept]) / NT
+    cost = (cum_c[-1] - cum_c[first_kept]) / NT + problem.fixed_cost
+    n_splits = cum_s[-1] - cum_s[first_kept]
+    return PrunePath(lambdas=lambdas, error=error, cost=cost, n_splits=n_splits, mode=mode,
+                     seconds=time.perf_counter() - t0, n_cuts=n_cuts, _forest=f, _problem=problem,
+                     _leave=leave, _X=Xm, _cls=cls, _levels=levels)
+
+
+def prepare(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: str = "ensemble",
+            evaluation: bool = False, leaf_values: str = "auto", count_mask: Any = None) -> tuple:
+    """The closure problem of (IP3) with the leaf values ``leaf_values`` asks for.
+
+    Returns ``(problem, forest, X as the forest's matrix, class index of each example)``.
+    """
+    f, Xm, cls, costs = _inputs(forest, X, y, costs, mode, leaf_values)
+    n_classes = len(f.classes)
+    keep = leaf_values == "keep" or (leaf_values == "auto" and f.link == "proba")
+    if keep and f.link != "proba":
+        raise ValueError(f"leaf_values='keep' needs leaves holding class distributions (link "
+                         f"'proba', as in random forests); this forest's link is {f.link!r}: use "
+                         "leaf_values='distribution'")
+    leaf_class = None
+    original = None
+    if keep:
+        leaf = f.feature < 0
+        original = np.zeros((f.n_nodes, n_classes))
+        if n_classes == 2:
+            original[:, 1] = f.value[:, 0]
+            original[:, 0] = 1.0 - f.value[:, 0]
+        else:
+            original[:] = f.value
+        # the class a leaf votes for (a binary leaf of exactly 1/2 counts as the first class,
+        # as the runtime's "raw > 0.5" does)
+        leaf_class = np.where(leaf, np.argmax(original, axis=1), -1)
+    if count_mask is not None:
+        count_mask = np.asarray(count_mask, dtype=bool)
+        if count_mask.shape != (Xm.shape[0], f.n_trees):
+            raise ValueError(f"count_mask must have shape (n_examples, n_trees) = "
+                             f"{(Xm.shape[0], f.n_trees)}, got {count_mask.shape}")
+    problem = build_problem(f, Xm, cls, n_classes, costs, mode=mode, evaluation=evaluation,
+                            leaf_class=leaf_class, count_mask=count_mask)
+    value = _node_distributions(f, problem.counts)
+    if leaf_values == "majority":
+        value = np.eye(n_classes)[np.argmax(value, axis=1)]
+    if original is not None:
+        value[f.feature < 0] = original[f.feature < 0]
+    problem.node_value = value
+    return problem, f, Xm, cls
+
+
+def solve(problem: ClosureProblem, lam: float) -> np.ndarray:
+    """An optimal closed set at ``lam``: the smallest for ``lam > 0``, the largest at 0 (so that
+    ``lam = 0`` prunes only what does not lower the error)."""
+    return min_weight_closure(problem.a + lam * problem.b, problem.tail, problem.head,
+                              largest=lam == 0.0)
+
+
+def objective(problem: ClosureProblem, chosen: np.ndarray, lam: float) -> float:
+    """Value of (IP3) (not scaled) of a closed set: ``error + lam * cost term``."""
+    NT = problem.n_examples * problem.n_trees
+    return float((problem.e_root + problem.a[chosen].sum() + lam * problem.b[chosen].sum()) / NT)
+
+
+def _breakpoints(problem: ClosureProblem, tick: Any) -> tuple[np.ndarray, int]:
+    """Lambda at which each node leaves the optimal set (``inf``: never)."""
+    a, b = problem.a, problem.b
+    n = problem.n_vars
+    leave = np.full(n, np.inf)
+    # The largest optimal set at lam = 0 contains every later solution; splits outside it
+    # raise the error (kept leaves voting worse than their parent) and go at once.
+    top = min_weight_closure(a, problem.tail, problem.head, largest=True)
+    tick(1)
+    leave[~top] = _HARMFUL
+    total_gain = -a[a < 0].sum()
+    positive = b[b > 0]
+    if positive.shape[0] == 0:  # nothing costs anything: no positive lambda prunes more
+        return leave, 1
+    # Beyond lam_max any priced node costs more than all error gains together.
+    lam_max = 2.0 * (total_gain + 1.0) / positive.min()
+    last = min_weight_closure(a + lam_max * b, problem.tail, problem.head)
+    n_cuts = 2
+    tick(1)
+    everything = np.arange(n)
+    edges = np.arange(problem.tail.shape[0])
+    # intervals: (nodes of the larger solution not in the smaller, edges among them,
+    #             (A, B) of the larger solution, (A, B) of the smaller)
+    A_top, B_top = a[top].sum(), b[top].sum()
+    A_last, B_last = a[last].sum(), b[last].sum()
+    free = everything[top & ~last]
+    keep_e = top[problem.tail] & ~last[problem.tail] & top[problem.head] & ~last[problem.head]
+    stack = [(free, edges[keep_e], (A_top, B_top), (A_last, B_last))]
+    local = np.full(n, -1, dtype=np.int64)
+    while stack:
+        free, sub_edges, (A1, B1), (A2, B2) = stack.pop()
+        if free.shape[0] == 0:
+            continue
+        if B1 - B2 <= 1e-12 * max(abs(B1), 1.0):
+            # same cost: the smaller solution is as cheap and no less accurate from lam = 0 on
+            leave[free] = 0.0
+            continue
+        lam = max((A2 - A1) / (B1 - B2), 0.0)
+        local[free] = np.arange(free.shape[0])
+        r = min_weight_closure(a[free] + lam * b[free], local[problem.tail[sub_edges]],
+                               local[problem.head[sub_edges]])
+        n_cuts += 1
+        tick(1)
+        gained = a[free[r]].sum() + lam * b[free[r]].sum()
+        A_mid, B_mid = A2 + a[free[r]].sum(), B2 + b[free[r]].sum()
+        line = A1 - A2 + lam * (B1 - B2)  # the larger solution's value above the smaller's
+        scale = abs(A1) + abs(A2) + lam * (abs(B1) + abs(B2)) + 1.0
+        if gained < min(line, 0.0) - 1e-9 * scale and 0 < r.sum() < free.shape[0]:
+            inner = free[r]
+            outer = free[~r]
+            in_r = np.zeros(n, dtype=bool)
+            in_r[inner] = True
+            t, h = problem.tail[sub_edges], problem.head[sub_edges]
+            stack.append((outer, sub_edges[~in_r[t] & ~in_r[h]], (A1, B1), (A_mid, B_mid)))
+            stack.append((inner, sub_edges[in_r[t] & in_r[h]], (A_mid, B_mid), (A2, B2)))
+        else:
+            leave[free] = lam
+    return leave, n_cuts
+
+
+def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> Any:
+    """The forest keeping the split nodes in ``chosen``; a leaf predicts ``problem.node_value``."""
+    from thrifty.forest.importers import ForestBuilder
+
+    n_classes = len(forest.classes)
+    dist = problem.node_value
+    keep = np.zeros(forest.n_nodes, dtype=bool)
+    keep[problem.split_node] = chosen[:problem.n_split]
+    width = n_classes if n_classes > 2 else 1
+    builder = ForestBuilder(width)
+    T = forest.n_trees
+    for t in range(T):
+        nodes, left, right = _kept_tree(int(forest.roots[t]), keep, forest.children_left,
+                                        forest.children_right)
+        split = left >= 0
+        cat_words = {}
+        for j in np.flatnonzero(split & (forest.cat_start[nodes] >= 0)):
+            s = forest.cat_start[nodes[j]]
+            cat_words[int(j)] = forest.cat_bitsets[s:s + forest.cat_size[nodes[j]]]
+        value = dist[nodes][:, 1] if n_classes == 2 else dist[nodes]
+        builder.add_tree(forest.feature[nodes], forest.threshold[nodes], left, right, value,
+                         missing_left=forest.missing_left[nodes],
+                         missing_type=forest.missing_type[nodes], cat_words=cat_words,
+                         weight=1.0 / T, tree_class=-1 if width > 1 else 0)
+    return builder.build(base_score=np.zeros(width), n_features=forest.n_features, link="proba",
+                         task="binary" if n_classes == 2 else "multiclass",
+                         classes=forest.classes, feature_names=forest.feature_names,
+                         categories=forest.categories, input_dtype=forest.input_dtype,
+                         aggregation="mean", source=f"budgetprune({forest.source})")
+
+
+def _kept_tree(root: int, keep: np.ndarray, children_left: np.ndarray,
+               children_right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Preorder nodes of the pruned tree with local children (``-1``: leaf)."""
+    nodes, left, right = [], [], []
+    stack = [(root, -1, 0)]
+    while stack:
+        node, parent, side = stack.pop()
+        j = len(nodes)
+        nodes.append(node)
+        left.append(-1)
+        right.append(-1)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = j
+        if keep[node]:
+            stack.append((int(children_right[node]), j, 1))
+            stack.append((int(children_left[node]), j, 0))
+    return np.asarray(nodes, dtype=np.int64), np.asarray(left), np.asarray(right)
+
+
+def _node_distributions(forest: Any, counts: np.ndarray) -> np.ndarray:
+    """Class distribution of each node's examples; an empty node inherits its parent's."""
+    total = counts.sum(axis=1, keepdims=True)
+    dist = counts / np.where(total == 0, 1, total)
+    n_classes = counts.shape[1]
+    for t in range(forest.n_trees):
+        stack = [int(forest.roots[t])]
+        if total[stack[0], 0] == 0:
+            dist[stack[0]] = 1.0 / n_classes
+        while stack:
+            node = stack.pop()
+            if forest.feature[node] < 0:
+                continue
+            for c in (int(forest.children_left[node]), int(forest.children_right[node])):
+                if total[c, 0] == 0:
+                    dist[c] = dist[node]
+                stack.append(c)
+    return dist
+
+
+@njit(cache=True)
+def _path_accuracy(X, cls, levels, keep_until, dist, roots, feature, fast_threshold, threshold,
+                   children_left, children_right, missing_left, missing_type, cat_start, cat_size,
+                   cat_bitsets):
+    """Accuracy of the averaged leaf distributions at each path level (a split is kept while
+    ``keep_until[node] > level``); ties of the average go to the first class, as argmax does."""
+    n = X.shape[0]
+    T = roots.shape[0]
+    K = levels.shape[0]
+    n_classes = dist.shape[1]
+    correct = np.zeros(K, dtype=np.int64)
+    prob = np.empty(n_classes)
+    w = 1.0 / T
+    for k in range(K):
+        lev = levels[k]
+        for i in range(n):
+            prob[:] = 0.0
+            for t in range(T):
+                node = roots[t]
+                while feature[node] >= 0 and keep_until[node] > lev:
+                    node = next_node(node, X[i, feature[node]], fast_threshold, threshold,
+                                     children_left, children_right, missing_left, missing_type,
+                                     cat_start, cat_size, cat_bitsets)
+                # summed as the runtime sums a mean-aggregated forest, so ties break alike
+                for c in range(n_classes):
+                    prob[c] += w * dist[node, c]
+            if n_classes == 2:
+                best = 1 if prob[1] > 0.5 else 0
+            else:
+                best = 0
+                for c in range(1, n_classes):
+                    if prob[c] > prob[best]:
+                        best = c
+            if best == cls[i]:
+                correct[k] += 1
+    return correct / max(n, 1)
+
+
+def _check_number(value: Any, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+    if not np.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return v
+
+
+def as_forest(model: Any) -> Any:
+    """The Forest of a model: a thrifty estimator's ``forest_``, else ``Forest.from_model``."""
+    from sklearn.exceptions import NotFittedError
+
+    from thrifty.forest import Forest
+
+    if isinstance(model, Forest):
+        return model
+    if type(model).__module__.startswith("thrifty."):
+        if not isinstance(getattr(model, "forest_", None), Forest):
+            raise NotFittedError(f"{type(model).__name__} is not fitted yet; call fit first")
+        return model.forest_
+    return Forest.from_model(model)
+
+
+def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str) -> tuple:
+    """Validated forest, feature matrix, class indices and cost model."""
+    from thrifty.costs import CostModel
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if leaf_values not in LEAF_VALUES:
+        raise ValueError(f"leaf_values must be one of {LEAF_VALUES}, got {leaf_values!r}")
+    f = as_forest(forest)
+    if not f.is_classifier:
+        raise ValueError(f"BudgetPrune prunes classifiers (errors are counted against labels); "
+                         f"this forest's task is {f.task!r}")
+    if f.classes is None:
+        f = copy.copy(f)  # never relabel the caller's forest
+        f.classes = np.arange(max(2, f.n_outputs))
+    Xm = f._as_matrix(X)
+    if Xm.shape[1] != f.n_features:
+        raise ValueError(f"X has {Xm.shape[1]} features but the forest uses {f.n_features}")
+    y = np.asarray(y).reshape(-1)
+    if y.shape[0] != Xm.shape[0]:
+        raise ValueError(f"X has {Xm.shape[0]} rows but y has {y.shape[0]} labels")
+    if Xm.shape[0] == 0:
+        raise ValueError("BudgetPrune needs at least one labelled example")
+    classes = np.asarray(f.classes)
+    order = np.argsort(classes, kind="stable")
+    pos = np.searchsorted(classes[order], y)
+    pos = np.clip(pos, 0, len(classes) - 1)
+    cls = order[pos]
+    unknown = classes[cls] != y
+    if np.any(unknown):
+        raise ValueError(f"y holds label(s) {np.unique(y[unknown])[:5].tolist()} that are not among "
+                         f"the forest's classes {classes.tolist()}")
+    if costs is None:
+        costs = CostModel.uniform(f.n_features)
+    elif not isinstance(costs, CostModel):
+        costs = CostModel(costs)
+    costs = costs.for_features(f.feature_names, f.n_features)
+    return f, Xm, cls.astype(np.int64), costs

@@ -1,0 +1,223 @@
+"""``BudgetPrunedClassifier``: a scikit-learn meta-estimator pruning a fitted forest to a budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from thrifty.prune.budgetprune import (
+    LEAF_VALUES,
+    MODES,
+    _check_number,
+    as_forest,
+    budget_prune_path,
+    prepare,
+    pruned_forest,
+    solve,
+)
+
+
+class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
+    """A tree ensemble pruned to trade accuracy against feature cost, optimally (BudgetPrune).
+
+    ``fit(X, y)`` solves (IP3) of Nan, Wang & Saligrama, "Optimally Pruning Decision Tree
+    Ensembles With Feature Cost" (2016) on ``(X, y)``: with ``budget=`` it computes the whole
+    lambda path and keeps the most accurate pruning on ``(X, y)`` whose mean cost per example
+    on ``X`` is within the budget; with ``lam=`` it solves once at that trade-off. Leaves of the
+    pruned forest predict the class distribution of the ``(X, y)`` examples reaching them. Use
+    data the forest was not trained on (a validation split) when you can: training error
+    rarely rises when pruning.
+
+    Parameters
+    ----------
+    estimator : fitted tree classifier or Forest
+        BudgetRF, scikit-learn trees / random forests / extra-trees, LightGBM (e.g. in random
+        forest mode), XGBoost: anything ``Forest.from_model`` imports; or a thrifty Forest; or
+        either wrapped in ``sklearn.frozen.FrozenEstimator``. An *unfitted* estimator is fitted
+        on ``(X, y)`` first (a clone, kept as ``estimator_``).
+    costs : CostModel or array-like of shape (n_features,), optional
+        Feature prices (default 1 per feature).
+    budget : float, optional
+        Largest mean cost per example on the fit data.
+    lam : float >= 0, optional
+        The trade-off of (IP3) instead of a budget (one of the two is required).
+    mode : {"ensemble", "individual"}, default="ensemble"
+        ``"individual"``: prune each tree as if no feature were shared (the paper's baseline).
+    evaluation : bool, default=False
+        Charge the cost model's ``split_cost`` per split visited too.
+    leaf_values : {"auto", "keep", "distribution", "majority"}, default="auto"
+        What leaves predict (see ``budget_prune``): by default the original leaves of a
+        random forest keep their class distributions and leaves made by pruning predict the
+        class distribution of the ``(X, y)`` examples reaching them.
+    out_of_bag : bool, default=False
+        ``X`` holds the rows the forest was fitted on (in that order): each tree counts its
+        errors on its out-of-bag rows only, and its in-bag rows decide what a node votes for
+        (as the authors' code does). Needs a forest that records its bootstrap samples
+        (BudgetRF, scikit-learn random forests with ``bootstrap=True``).
+    progress : bool, default=True
+        Progress bar along the lambda path (only when stderr is a TTY).
+
+    Attributes
+    ----------
+    estimator_ : object
+    forest_ : Forest
+        The pruned forest (``thrifty.evaluate(forest_, X, costs)`` measures its cost).
+    path_ : PrunePath or None
+        The lambda path (with ``budget=``).
+    lam_ : float
+        The trade-off of the chosen pruning (where its optimality interval starts).
+    fit_cost_ : float
+        Mean cost per example of the pruned forest on the fit data.
+    classes_ : ndarray
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has column names.
+    """
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
+        return tags
+
+    def __init__(self, estimator: Any, costs: Any = None, *, budget: float | None = None,
+                 lam: float | None = None, mode: str = "ensemble", evaluation: bool = False,
+                 leaf_values: str = "auto", out_of_bag: bool = False,
+                 progress: bool = True) -> None:
+        self.estimator = estimator
+        self.costs = costs
+        self.budget = budget
+        self.lam = lam
+        self.mode = mode
+        self.evaluation = evaluation
+        self.leaf_values = leaf_values
+        self.out_of_bag = out_of_bag
+        self.progress = progress
+
+    def fit(self, X: Any, y: Any) -> BudgetPrunedClassifier:
+        """Prune the estimator's forest on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, n_features)
+        y : array-like of shape (n,)
+
+        Returns
+        -------
+        self
+        """
+        from sklearn.utils.multiclass import check_classification_targets
+
+        if (self.lam is None) == (self.budget is None):
+            raise ValueError("give exactly one of budget= (a mean cost per example) or lam= (the "
+                             "(IP3) trade-off)")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.leaf_values not in LEAF_VALUES:
+            raise ValueError(f"leaf_values must be one of {LEAF_VALUES}, got {self.leaf_values!r}")
+        for name in ("evaluation", "out_of_bag", "progress"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        X, y = _validate(self, X, y)
+        check_classification_targets(y)
+        if np.unique(y).shape[0] < 2:
+            raise ValueError("BudgetPrunedClassifier needs at least 2 classes in y; got 1 class")
+
+        model = self.estimator.estimator if _is_frozen(self.estimator) else self.estimator
+        try:
+            forest = as_forest(model)
+        except NotFittedError:
+            model = clone(model).fit(X, y)
+            forest = as_forest(model)
+        if X.shape[1] != forest.n_features:
+            raise ValueError(f"X has {X.shape[1]} features but the estimator was fitted on "
+                             f"{forest.n_features}")
+        mask = _oob_mask(model, X.shape[0], forest.n_trees) if self.out_of_bag else None
+        if self.budget is not None:
+            budget = _check_number(self.budget, "budget")
+            path = budget_prune_path(forest, X, y, self.costs, mode=self.mode,
+                                     evaluation=bool(self.evaluation), leaf_values=self.leaf_values,
+                                     count_mask=mask, progress=bool(self.progress))
+            k = path.best_within(budget)
+            self.forest_ = path.forest(k)
+            self.path_ = path
+            self.lam_ = float(path.lambdas[k])
+            self.fit_cost_ = float(path.cost[k])
+        else:
+            lam = _check_number(self.lam, "lam")
+            problem, f, _, _ = prepare(forest, X, y, self.costs, mode=self.mode,
+                                       evaluation=bool(self.evaluation), leaf_values=self.leaf_values,
+                                       count_mask=mask)
+            chosen = solve(problem, lam)
+            self.forest_ = pruned_forest(f, problem, chosen)
+            self.path_ = None
+            self.lam_ = lam
+            self.fit_cost_ = problem.mean_cost(chosen)
+        self.estimator_ = model
+        self.classes_ = np.asarray(self.forest_.classes)
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def _matrix(self, X: Any) -> Any:
+        check_is_fitted(self, "forest_")
+        return _validate(self, X)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Mean of the pruned trees' leaf class distributions, shape (n, n_classes)."""
+        X = self._matrix(X)
+        return self.forest_.predict_proba(X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Labels of the pruned forest."""
+        X = self._matrix(X)
+        return self.forest_.predict(X)
+
+    def cost_report(self, X: Any, costs: Any = None) -> Any:
+        """The per-example ``CostReport`` of predicting ``X`` (default: the fit's ``costs``)."""
+        from thrifty.costs import CostModel
+        from thrifty.runtime.evaluate import evaluate
+
+        X = self._matrix(X)
+        if costs is None and self.costs is not None:
+            costs = self.costs if isinstance(self.costs, CostModel) else CostModel(self.costs)
+        return evaluate(self.forest_, X, costs).cost
+
+
+def _validate(est: BudgetPrunedClassifier, X: Any, y: Any = "no_validation") -> Any:
+    """scikit-learn's input checks; DataFrames pass as they are (categorical columns are coded
+    by the forest) with their column names and count recorded or checked."""
+    from sklearn.utils.validation import validate_data
+
+    reset = not isinstance(y, str)
+    frame = hasattr(X, "columns") and hasattr(X, "iloc")
+    out = validate_data(est, X, y, reset=reset, skip_check_array=frame, ensure_all_finite="allow-nan",
+                        dtype=None if frame else np.float64)
+    if frame and reset:
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        return X, y
+    return out
+
+
+def _oob_mask(model: Any, n: int, n_trees: int) -> np.ndarray:
+    """Out-of-bag mask (n, n_trees) of a forest fitted on the n rows being pruned on."""
+    samples = getattr(model, "estimators_samples_", None)
+    if samples is None or len(samples) != n_trees:
+        raise ValueError(f"out_of_bag=True needs a forest that records its bootstrap samples "
+                         f"(BudgetRF, scikit-learn random forests); {type(model).__name__} does not")
+    mask = np.ones((n, n_trees), dtype=bool)
+    for t, rows in enumerate(samples):
+        rows = np.asarray(rows)
+        if rows.size and rows.max() >= n:
+            raise ValueError(f"out_of_bag=True: tree {t} was grown on row {int(rows.max())} but X "
+                             f"has {n} rows; pass the rows the forest was fitted on")
+        mask[rows, t] = False
+    return mask
+
+
+def _is_frozen(est: Any) -> bool:
+    return type(est).__name__ == "FrozenEstimator" and hasattr(est, "estimator")

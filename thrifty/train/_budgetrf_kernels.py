@@ -1,0 +1,207 @@
+"""Njitted routines growing one BudgetRF tree: admissible impurities and the cost-weighted split.
+
+The split rule of Nan, Wang & Saligrama, "Feature-budgeted random forest" (ICML 2015), Alg. 1:
+at a node with impurity ``F(G)``, for each candidate feature ``f`` take the threshold minimising
+the children's impurity -- ``max(F(G_l), F(G_r))`` (``minmax``, the worst case the paper's
+guarantee is about) or ``(|G_l| F(G_l) + |G_r| F(G_r)) / |G|`` (``expected``) -- then pick the
+feature minimising ``c_f / (F(G) - that impurity)``. A node whose impurity is 0 is a leaf.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+IMPURITY_CODES = {"pairs": 0, "entropy": 1, "powers": 2}
+SPLIT_CODES = {"minmax": 0, "expected": 1}
+
+# Impurity reductions below this are rounding noise, not a split worth paying for.
+_MIN_REDUCTION = 1e-7
+
+
+@njit(cache=True)
+def impurity(counts, kind, alpha, power):
+    """Admissible impurity of a node with class ``counts`` (Nan et al. 2015, Section 3.2).
+
+    * ``pairs`` (threshold-Pairs): ``sum_{i<j} [[n_i - alpha]_+ [n_j - alpha]_+ - alpha^2]_+``;
+      with ``alpha = 0`` the number of pairs of differently labelled examples.
+    * ``entropy``: ``-sum_i p_i log p_i`` of the class frequencies, 0 when below ``alpha``.
+    * ``powers``: ``(sum_i m_i)^power - sum_i m_i^power`` with ``m_i = [n_i - alpha]_+``
+      (twice ``pairs`` for ``power=2, alpha=0``).
+    """
+    n_classes = counts.shape[0]
+    if kind == 0:
+        out = 0.0
+        for i in range(n_classes - 1):
+            a = counts[i] - alpha
+            if a <= 0.0:
+                continue
+            for j in range(i + 1, n_classes):
+                b = counts[j] - alpha
+                if b > 0.0:
+                    v = a * b - alpha * alpha
+                    if v > 0.0:
+                        out += v
+        return out
+    if kind == 1:
+        total = 0.0
+        for i in range(n_classes):
+            total += counts[i]
+        if total <= 0.0:
+            return 0.0
+        h = 0.0
+        for i in range(n_classes):
+            if counts[i] > 0.0:
+                p = counts[i] / total
+                h -= p * np.log(p)
+        return h if h >= alpha else 0.0
+    s = 0.0
+    sp = 0.0
+    for i in range(n_classes):
+        m = counts[i] - alpha
+        if m > 0.0:
+            s += m
+            sp += m ** power
+    v = s ** power - sp
+    return v if v > 0.0 else 0.0
+
+
+@njit(cache=True)
+def grow_tree(X, y, n_classes, sample, feature_cost, kind, alpha, power, split_rule,
+              max_depth, min_samples_split, max_features, seed):
+    """Grow one tree on the rows ``sample`` (with repeats, e.g. a bootstrap).
+
+    Returns node arrays (root 0) ``feature`` (-1 at leaves), ``threshold``, ``left``, ``right``
+    and ``counts`` (class counts of the sample at each node).
+    """
+    np.random.seed(seed)
+    n = sample.shape[0]
+    n_features = X.shape[1]
+    cap = 2 * n + 1
+    feature = np.full(cap, -1, dtype=np.int64)
+    threshold = np.zeros(cap)
+    left = np.full(cap, -1, dtype=np.int64)
+    right = np.full(cap, -1, dtype=np.int64)
+    counts = np.zeros((cap, n_classes))
+    idx = sample.copy()
+    # work stack of (node, start, end, depth)
+    st_node = np.empty(cap, dtype=np.int64)
+    st_start = np.empty(cap, dtype=np.int64)
+    st_end = np.empty(cap, dtype=np.int64)
+    st_depth = np.empty(cap, dtype=np.int64)
+    top = 0
+    st_node[0] = 0
+    st_start[0] = 0
+    st_end[0] = n
+    st_depth[0] = 0
+    top = 1
+    n_nodes = 1
+    features = np.arange(n_features)
+    c_l = np.zeros(n_classes)
+    c_r = np.zeros(n_classes)
+    tmp = np.empty(n, dtype=np.int64)
+    while top > 0:
+        top -= 1
+        node = st_node[top]
+        start = st_start[top]
+        end = st_end[top]
+        depth = st_depth[top]
+        m = end - start
+        for k in range(start, end):
+            counts[node, y[idx[k]]] += 1.0
+        imp = impurity(counts[node], kind, alpha, power)
+        if imp <= 0.0 or depth >= max_depth or m < min_samples_split:
+            continue
+        # random candidate features: a partial Fisher-Yates shuffle
+        for k in range(max_features):
+            j = k + np.random.randint(n_features - k)
+            features[k], features[j] = features[j], features[k]
+        best_score = np.inf
+        best_red = 0.0
+        best_f = -1
+        best_t = 0.0
+        for kf in range(max_features):
+            f = features[kf]
+            vals = np.empty(m)
+            for k in range(m):
+                vals[k] = X[idx[start + k], f]
+            order = np.argsort(vals)
+            c_l[:] = 0.0
+            c_r[:] = counts[node]
+            best_crit = np.inf
+            t_f = 0.0
+            for k in range(m - 1):
+                c = y[idx[start + order[k]]]
+                c_l[c] += 1.0
+                c_r[c] -= 1.0
+                a = vals[order[k]]
+                b = vals[order[k + 1]]
+                if a == b:
+                    continue
+                il = impurity(c_l, kind, alpha, power)
+                ir = impurity(c_r, kind, alpha, power)
+                if split_rule == 0:
+                    crit = il if il > ir else ir
+                else:
+                    crit = ((k + 1) * il + (m - k - 1) * ir) / m
+                if crit < best_crit:
+                    best_crit = crit
+                    t = 0.5 * (a + b)
+                    # the midpoint of two adjacent doubles can round up to b
+                    t_f = t if t < b else a
+            red = imp - best_crit
+            if red <= _MIN_REDUCTION * (1.0 + imp):
+                continue
+            score = feature_cost[f] / red
+            if score < best_score or (score == best_score and red > best_red):
+                best_score = score
+                best_red = red
+                best_f = f
+                best_t = t_f
+        if best_f < 0:
+            continue
+        # stable partition of idx[start:end] by the chosen split
+        n_left = 0
+        n_right = 0
+        for k in range(start, end):
+            if X[idx[k], best_f] <= best_t:
+                idx[start + n_left] = idx[k]
+                n_left += 1
+            else:
+                tmp[n_right] = idx[k]
+                n_right += 1
+        for k in range(n_right):
+            idx[start + n_left + k] = tmp[k]
+        feature[node] = best_f
+        threshold[node] = best_t
+        lnode = n_nodes
+        rnode = n_nodes + 1
+        n_nodes += 2
+        left[node] = lnode
+        right[node] = rnode
+        # right pushed first so the left subtree is grown (and numbered) first
+        st_node[top] = rnode
+        st_start[top] = start + n_left
+        st_end[top] = end
+        st_depth[top] = depth + 1
+        top += 1
+        st_node[top] = lnode
+        st_start[top] = start
+        st_end[top] = start + n_left
+        st_depth[top] = depth + 1
+        top += 1
+    return (feature[:n_nodes].copy(), threshold[:n_nodes].copy(), left[:n_nodes].copy(),
+            right[:n_nodes].copy(), counts[:n_nodes].copy())
+
+
+@njit(cache=True)
+def tree_leaves(X, rows, feature, threshold, left, right):
+    """Local leaf reached by each of ``rows`` (NaN-free input)."""
+    out = np.empty(rows.shape[0], dtype=np.int64)
+    for k in range(rows.shape[0]):
+        node = 0
+        i = rows[k]
+        while feature[node] >= 0:
+            node = left[node] if X[i, feature[node]] <= threshold[node] else right[node]
+        out[k] = node
+    return out

@@ -1,0 +1,219 @@
+"""Budget search: the trade-off whose model's measured mean cost meets a budget (CEGB, GreedyMiser).
+
+A model trained with a larger trade-off ``lambda`` uses fewer and cheaper features, so its mean
+cost per example falls (roughly like a power of ``lambda``). The search brackets the budget in
+log space, then shrinks the bracket: the next trial is where the straight line through the two
+ends of the bracket in (log lambda, log cost) crosses the budget, clamped to the bracket's
+middle 80% so every step removes at least a fifth of it; after two steps moving the same end
+(the secant stalls on a step of the cost curve), or when the line is unusable, the next trial is
+the plain log-space midpoint (a safeguarded bisection). Cost is never assumed monotone:
+every trial is kept, and the answer is the feasible trial of highest cost seen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BudgetError", "SearchResult", "search_tradeoff"]
+
+# Bracket expansion: at most this factor per step (log-log extrapolation is clamped to it).
+_STEP = 100.0
+
+
+class BudgetError(ValueError):
+    """No model of the family meets the budget (even the cheapest one costs more)."""
+
+
+@dataclass
+class SearchResult:
+    """Outcome of :func:`search_tradeoff`.
+
+    Attributes
+    ----------
+    tradeoff : float
+        The trade-off of the returned model.
+    cost : float
+        Its mean cost per example on the calibration data.
+    model : object
+        What ``fit(tradeoff)`` returned for it.
+    n_fits : int
+        Models trained during the search.
+    history : list of (float, float)
+        ``(tradeoff, cost)`` of every trial, in order.
+    models : list
+        What ``fit`` returned for every trial, in the order of ``history``.
+    """
+
+    tradeoff: float
+    cost: float
+    model: Any
+    n_fits: int
+    history: list[tuple[float, float]] = field(default_factory=list)
+    models: list[Any] = field(default_factory=list)
+
+
+def search_tradeoff(fit: Callable[[float], tuple[Any, float]], budget: float, *, start: float,
+                    tolerance: float = 0.05, max_fits: int = 12, floor: float = 0.0,
+                    progress: bool = True, desc: str = "budget search") -> SearchResult:
+    """Find the smallest trade-off whose model's mean cost is within ``budget``.
+
+    Stops at the first model with ``(1 - tolerance) * budget <= cost <= budget``; otherwise,
+    after ``max_fits`` models or once the bracket's ends are within a factor ``1 + tolerance``
+    (a model's cost is a step function of the trade-off: it jumps when a feature enters or
+    leaves, so a finer trade-off rarely helps), returns the feasible model of highest cost
+    found. ``lambda = 0`` (no cost penalty at all) is tried when a model
+    comes in under the tolerance band, since no trade-off can buy more than it.
+
+    Parameters
+    ----------
+    fit : callable
+        ``fit(tradeoff) -> (model, mean_cost)``; the cost is measured on calibration data.
+    budget : float
+        Target mean cost per example (``> 0``, or ``>= floor``).
+    start : float
+        First trade-off tried (``> 0``); a good guess saves fits.
+    tolerance : float, default=0.05
+        Relative width of the acceptance band below the budget, and the relative width of
+        the trade-off bracket at which the search stops.
+    max_fits : int, default=12
+        Most models trained.
+    floor : float, default=0
+        Mean cost of the cheapest model of the family (no features: only the evaluation cost
+        of its constant trees); a budget below it raises :class:`BudgetError` before any fit.
+    progress : bool, default=True
+        Progress bar over the fits (shown only when stderr is a terminal).
+    desc : str
+        Label of the progress bar.
+
+    Returns
+    -------
+    SearchResult
+
+    Raises
+    ------
+    BudgetError
+        When the budget is below ``floor``, or no trial met it (the highest trade-off's model
+        still costs more than the budget).
+    """
+    from tqdm.auto import tqdm
+
+    if not (budget > 0 and math.isfinite(budget)):
+        raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
+    if not 0 < tolerance < 1:
+        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
+    if int(max_fits) < 2:
+        raise ValueError(f"max_fits must be >= 2, got {max_fits!r}")
+    if not (start > 0 and math.isfinite(start)):
+        raise ValueError(f"start must be a finite number > 0, got {start!r}")
+    if budget < floor:
+        raise BudgetError(f"budget {budget:g} is below {floor:g}, the mean cost of the cheapest "
+                          "possible model (no features, only the evaluation cost of its trees); "
+                          "raise the budget or lower the tree/split costs or the number of trees")
+    lower_band = (1.0 - tolerance) * budget
+    history: list[tuple[float, float]] = []
+    models: list[Any] = []
+
+    def trial(lam: float) -> float:
+        model, cost = fit(lam)
+        history.append((lam, float(cost)))
+        models.append(model)
+        bar.update()
+        bar.set_postfix_str(f"lambda={lam:.3g} cost={cost:.4g} budget={budget:.4g}")
+        return float(cost)
+
+    def best() -> SearchResult | None:
+        feasible = [i for i, (_, c) in enumerate(history) if c <= budget]
+        if not feasible:
+            return None
+        # highest cost within budget; the smaller trade-off among equal costs
+        i = max(feasible, key=lambda j: (history[j][1], -history[j][0]))
+        return SearchResult(history[i][0], history[i][1], models[i], len(history), list(history),
+                            list(models))
+
+    # disable=None hides the bar when stderr is not a terminal (logs, CI).
+    with tqdm(total=int(max_fits), desc=desc, unit="fit", disable=None if progress else True,
+              leave=False) as bar:
+        cost = trial(start)
+        tried_zero = False
+        sides: list[bool] = []   # per bracket step: did the trial come in over budget?
+        while len(history) < max_fits and not lower_band <= cost <= budget:
+            lo, hi = _bracket(history, budget)
+            if lo is None and hi is not None and not tried_zero:
+                # Every trial is under the band: the unpenalised model may fit the budget.
+                tried_zero = True
+                if trial(0.0) <= budget:
+                    break
+                continue
+            if lo is None:       # every trial is feasible and under the band: go down
+                lam = _extrapolate(hi, history, budget, down=True)
+            elif hi is None:     # every trial is over budget: go up
+                lam = _extrapolate(lo, history, budget, down=False)
+            elif hi[0] / lo[0] < 1.0 + tolerance:
+                break
+            else:
+                # Two steps in a row moving the same end: the secant is stalling on a
+                # step of the cost curve, so bisect plainly.
+                stalled = len(sides) >= 2 and sides[-1] == sides[-2]
+                lam = _split(lo, hi, budget, secant=not stalled)
+                cost = trial(lam)
+                sides.append(cost > budget)
+                continue
+            cost = trial(lam)
+    result = best()
+    if result is None:
+        top = max(history)
+        raise BudgetError(f"no model met the budget {budget:g}: the highest trade-off tried "
+                          f"({top[0]:.3g}) still costs {top[1]:.4g} per example after {len(history)} "
+                          "fits; raise the budget or max_fits, or lower the number of trees")
+    return result
+
+
+def _bracket(history: list[tuple[float, float]], budget: float
+             ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """``(lo, hi)``: the over-budget trial of largest trade-off, and the feasible trial of
+    smallest trade-off above it. Rebuilt from every trial, so a non-monotone step (a feasible
+    trial below an infeasible one) cannot invert the bracket: the search stays above the
+    largest trade-off known to miss the budget."""
+    pts = [(lam, c) for lam, c in history if lam > 0]
+    over = [p for p in pts if p[1] > budget]
+    lo = max(over) if over else None
+    feasible = [p for p in pts if p[1] <= budget and (lo is None or p[0] > lo[0])]
+    hi = min(feasible) if feasible else None
+    return lo, hi
+
+
+def _positive(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    return [(lam, c) for lam, c in points if lam > 0 and c > 0]
+
+
+def _extrapolate(anchor: tuple[float, float], history: list[tuple[float, float]], budget: float,
+                 down: bool) -> float:
+    """Next trade-off outside the bracket: along the log-log slope of the two nearest trials,
+    at most a factor ``_STEP`` away (a factor 10 when no slope is known)."""
+    lam, cost = anchor
+    pts = sorted(_positive(history), key=lambda p: abs(math.log(p[0] / lam)))
+    factor = 10.0
+    others = [p for p in pts if p[0] != lam and p[1] != cost]
+    if others and cost > 0:
+        slope = math.log(others[0][1] / cost) / math.log(others[0][0] / lam)
+        if slope < -0.05:  # cost falls with lambda, as it should
+            factor = math.exp(min(math.log(_STEP), abs(math.log(budget / cost) / slope)))
+            factor = max(factor, 2.0)
+    return lam / factor if down else lam * factor
+
+
+def _split(lo: tuple[float, float], hi: tuple[float, float], budget: float, secant: bool = True) -> float:
+    """A point inside ``(lo, hi)`` in log space: the log-log secant's crossing of the budget,
+    clamped to the middle 80% of the bracket (its midpoint when the secant is unusable)."""
+    a, b = math.log(lo[0]), math.log(hi[0])
+    t = 0.5
+    if secant and lo[1] > 0 and hi[1] > 0 and lo[1] != hi[1]:
+        # fraction of the way from lo to hi where log cost reaches log budget
+        t = math.log(lo[1] / budget) / math.log(lo[1] / hi[1])
+        if not math.isfinite(t):
+            t = 0.5
+    t = min(0.8, max(0.2, t))
+    return math.exp(a + t * (b - a))

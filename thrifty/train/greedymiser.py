@@ -1,0 +1,282 @@
+"""GreedyMiser (Xu, Weinberger and Chapelle, ICML 2012) as the special case of CEGB of Peter et
+al. (2017, Sec. 4.3): first-order boosting, depth-4 trees of 16 leaves, coupled feature costs.
+
+Each tree is a least-squares fit of the negative gradient (unit hessian: a custom LightGBM
+objective returning the gradient and ones), grown to depth ``max_depth`` with
+``2 ** max_depth`` leaves. A feature's cost is *coupled*: it is charged once per model, the
+first time any tree uses it, as if it were "computed for all inputs at once". Charging it to
+every one of the ``N`` training examples, the coupled penalty is ``N * c_f`` with the same
+trade-off lambda as CEGB's (see :mod:`thrifty.train.cegb`), so both methods minimise Eq. (7)
+of Peter et al. with the same lambda. A tree's evaluation cost is a constant per tree in
+GreedyMiser, which does not change which split is best: training has no split penalty, and the
+number of trees bounds the evaluation cost (``n_estimators``; with ``budget=``, boosting may
+also stop where the budget runs out, GreedyMiser's own stopping rule, see ``truncate``).
+
+LightGBM grows trees best-first; with a depth limit of 4 and 16 leaves every node that can
+split is split, so a tree is the complete depth-4 tree breadth-first growth gives (only the
+order in which nodes are split differs, which decides when a feature's coupled cost is first
+paid within a tree).
+
+The model is a thrifty :class:`~thrifty.Forest` whose raw scores are the booster's raw scores
+plus the initial score (``init_score_``: the log-odds, log-priors or mean of the training
+labels), which the custom objective leaves out of the booster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
+
+from thrifty.costs import CostModel
+from thrifty.train._cegb_base import CostAwareBoosting, tradeoff_scale
+from thrifty.train.cegb import GAIN_SCALE, run_frontier
+
+__all__ = ["GreedyMiserClassifier", "GreedyMiserRegressor", "greedymiser_frontier", "greedymiser_params"]
+
+
+def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: int) -> dict[str, Any]:
+    """LightGBM parameters of GreedyMiser's coupled penalty (Eq. (13) with ``beta = alpha = 0``).
+
+    Parameters
+    ----------
+    costs : CostModel
+    tradeoff : float >= 0
+        The paper's lambda (``cegb_tradeoff = 2 * tradeoff``, as for CEGB).
+    n_rows : int
+        Training rows: a feature's first use is charged as if every example acquired it.
+
+    Returns
+    -------
+    dict
+        ``{}`` for ``tradeoff == 0``, else ``cegb_tradeoff`` and
+        ``cegb_penalty_feature_coupled`` (``n_rows * acquisition cost + fixed cost``).
+    """
+    if not tradeoff:
+        return {}
+    coupled = [n_rows * costs.acquisition_cost([f]) + float(costs.fixed_costs[f])
+               for f in range(costs.n_features)]
+    return {"cegb_tradeoff": GAIN_SCALE * float(tradeoff), "cegb_penalty_feature_coupled": coupled}
+
+
+class _GreedyMiserBase(CostAwareBoosting):
+    _task = "regression"
+
+    def __init__(self, *, costs: Any = None, tradeoff: float | None = None, budget: float | None = None,
+                 n_estimators: int = 100, learning_rate: float = 0.1, max_depth: int = 4,
+                 min_child_samples: int = 20, lgbm_params: dict | None = None, tolerance: float = 0.05,
+                 max_fits: int = 12, truncate: bool = True, random_state: int | None = None,
+                 n_jobs: int | None = None, progress: bool = True) -> None:
+        self.costs = costs
+        self.tradeoff = tradeoff
+        self.budget = budget
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.min_child_samples = min_child_samples
+        self.lgbm_params = lgbm_params
+        self.tolerance = tolerance
+        self.max_fits = max_fits
+        self.truncate = truncate
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.progress = progress
+
+    def _params(self, tradeoff: float, n_rows: int) -> dict[str, Any]:
+        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
+            raise ValueError(f"max_depth must be an integer in [1, 16], got {self.max_depth!r}")
+        params = {"learning_rate": float(self.learning_rate), "max_depth": int(self.max_depth),
+                  "num_leaves": 2 ** int(self.max_depth), "min_data_in_leaf": int(self.min_child_samples),
+                  "verbose": -1, "seed": self.random_state, "boost_from_average": False}
+        if self.n_jobs is not None:
+            params["num_threads"] = int(self.n_jobs)
+        if self.random_state is None:
+            del params["seed"]
+        params.update(self.lgbm_params or {})
+        params.update(greedymiser_params(self.costs_, tradeoff, n_rows))
+        return params
+
+    def _start(self, y: np.ndarray, budget: float) -> float:
+        return 0.1 * tradeoff_scale(y, self._task) / budget
+
+    def _train(self, X: Any, y: np.ndarray, sample_weight: Any, tradeoff: float,
+               fit_params: dict) -> tuple[Any, Any]:
+        import lightgbm
+
+        n = X.shape[0]
+        params = self._params(tradeoff, n)
+        target, init, objective, n_out = self._objective(y, sample_weight)
+        params["objective"] = objective
+        if n_out > 1:
+            params["num_class"] = n_out
+        init_score = np.broadcast_to(init, (n, n_out)) if n_out > 1 else np.full(n, init[0])
+        # Without pre-filtering: a custom objective on a dataset whose every feature was
+        # filtered out (too few rows for min_data_in_leaf) is a LightGBM fatal error.
+        data = lightgbm.Dataset(X, target, weight=sample_weight, init_score=init_score,
+                                params={"feature_pre_filter": False})
+        booster = lightgbm.train(params, data, num_boost_round=int(self.n_estimators))
+        return self._forest(booster, init), booster
+
+    def _forest(self, booster: Any, init: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions of the fitted forest."""
+        X = self._check_X(X)
+        return self.forest_.predict(X)
+
+
+def _unit_hessian(link: str, weight: Any) -> Any:
+    """A LightGBM objective returning the log-loss gradient and a unit hessian (first order)."""
+    w = None if weight is None else np.asarray(weight, dtype=np.float64)
+
+    def objective(raw: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
+        label = data.get_label()
+        if link == "sigmoid":
+            grad = 1.0 / (1.0 + np.exp(-raw)) - label
+        else:
+            z = np.exp(raw - raw.max(axis=1, keepdims=True))
+            grad = z / z.sum(axis=1, keepdims=True)
+            grad[np.arange(len(label)), label.astype(np.int64)] -= 1.0
+        hess = np.ones_like(grad)
+        if w is not None:
+            scale = w if grad.ndim == 1 else w[:, None]
+            grad, hess = grad * scale, hess * scale
+        return grad, hess
+
+    return objective
+
+
+class GreedyMiserClassifier(ClassifierMixin, _GreedyMiserBase):
+    """GreedyMiser classifier (Xu et al. 2012) as the CEGB special case (Peter et al. 2017, 4.3).
+
+    Parameters
+    ----------
+    costs : CostModel or array-like of shape (n_features,), optional
+        Feature prices (default: 1 per feature).
+    tradeoff : float >= 0, optional
+        The lambda of Peter et al.'s Eq. (2) (same meaning as in :class:`CEGBClassifier`).
+        Default 0.01 when ``budget`` is not given either.
+    budget : float > 0, optional
+        Target mean cost per example; the trade-off is searched as in :class:`CEGBClassifier`.
+    n_estimators : int, default=100
+        Trees (per class); their evaluation cost is not penalised during training.
+    learning_rate : float, default=0.1
+    max_depth : int, default=4
+        Depth of every tree (``2 ** max_depth`` leaves).
+    min_child_samples : int, default=20
+    lgbm_params : dict, optional
+        Other LightGBM parameters, passed through.
+    tolerance, max_fits, truncate, random_state, n_jobs, progress
+        As in :class:`CEGBClassifier`.
+
+    Attributes
+    ----------
+    forest_ : Forest
+        The model; ``forest_.predict_raw(X)`` equals ``booster_.predict(X, raw_score=True)``
+        plus ``init_score_``.
+    booster_ : lightgbm.Booster
+    init_score_ : ndarray of shape (n_outputs,)
+    costs_, tradeoff_, n_fits_, calibration_cost_, search_history_, n_estimators_, truncated_,
+    classes_, n_features_in_, feature_names_in_
+        As in :class:`CEGBClassifier`.
+    """
+
+    _task = "binary"
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
+            eval_set: Any = None) -> GreedyMiserClassifier:
+        """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
+        y = column_or_1d(np.asarray(y), warn=True)
+        if len(y) == 0:
+            raise ValueError("y is empty (0 samples); fit needs at least 2 examples")
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"y has one class only ({self.classes_[0]!r}); a classifier needs at "
+                             "least 2 classes")
+        self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
+        return self._fit(X, codes, sample_weight, eval_set, {})
+
+    def _objective(self, codes: np.ndarray, weight: Any) -> tuple[np.ndarray, np.ndarray, Any, int]:
+        w = np.ones(len(codes)) if weight is None else np.asarray(weight, dtype=np.float64)
+        k = len(self.classes_)
+        prior = np.bincount(codes, weights=w, minlength=k) / w.sum()
+        prior = np.clip(prior, 1e-12, 1.0)
+        if k == 2:
+            init = np.array([np.log(prior[1] / prior[0])])
+            return codes.astype(np.float64), init, _unit_hessian("sigmoid", weight), 1
+        return codes.astype(np.float64), np.log(prior), _unit_hessian("softmax", weight), k
+
+    def _forest(self, booster: Any, init: np.ndarray) -> Any:
+        import lightgbm
+
+        from thrifty.forest import Forest
+
+        k = len(self.classes_)
+        objective = "binary sigmoid:1" if k == 2 else f"multiclass num_class:{k}"
+        # The custom objective leaves no link in the model file; declare the one it trained
+        # (the trees are untouched) so the importer reads classification trees.
+        lines = booster.model_to_string().splitlines()
+        at = next(i for i, line in enumerate(lines) if line.startswith("max_feature_idx=")) + 1
+        declared = lightgbm.Booster(model_str="\n".join(lines[:at] + [f"objective={objective}"]
+                                                        + lines[at:]) + "\n")
+        forest = Forest.from_model(declared)
+        self.init_score_ = np.asarray(init, dtype=np.float64)
+        return dataclasses.replace(forest, base_score=forest.base_score + init, classes=self.classes_)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities, shape (n, n_classes)."""
+        X = self._check_X(X)
+        return self.forest_.predict_proba(X)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Raw scores: shape (n,) for binary, (n, n_classes) for multiclass."""
+        X = self._check_X(X)
+        raw = self.forest_.predict_raw(X)
+        return raw[:, 0] if raw.ndim == 2 and raw.shape[1] == 1 else raw
+
+
+class GreedyMiserRegressor(RegressorMixin, _GreedyMiserBase):
+    """GreedyMiser regressor (squared loss, whose hessian is already 1); parameters and
+    attributes as :class:`GreedyMiserClassifier` (no ``classes_``)."""
+
+    _task = "regression"
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
+            eval_set: Any = None) -> GreedyMiserRegressor:
+        """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
+        y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity; regression targets must be finite")
+        self._n_outputs = 1
+        return self._fit(X, y, sample_weight, eval_set, {})
+
+    def _objective(self, y: np.ndarray, weight: Any) -> tuple[np.ndarray, np.ndarray, Any, int]:
+        init = np.array([np.average(y, weights=weight)])
+        return y, init, "regression", 1
+
+    def _forest(self, booster: Any, init: np.ndarray) -> Any:
+        from thrifty.forest import Forest
+
+        forest = Forest.from_model(booster)
+        self.init_score_ = np.asarray(init, dtype=np.float64)
+        return dataclasses.replace(forest, base_score=forest.base_score + init)
+
+
+def greedymiser_frontier(X: Any, y: Any, costs: CostModel | None, *, budgets: Sequence[float],
+                         eval_set: Any = None, test: tuple | None = None, metric: str | None = None,
+                         return_models: bool = False, **params: Any) -> Any:
+    """One GreedyMiser model per budget, evaluated into a frontier table (see
+    :func:`thrifty.train.cegb.cegb_frontier`; ``method`` is "GreedyMiser")."""
+    from sklearn.utils.multiclass import type_of_target
+
+    factory = (GreedyMiserClassifier if type_of_target(np.asarray(y)) in ("binary", "multiclass")
+               else GreedyMiserRegressor)
+    return run_frontier(factory, "GreedyMiser", X, y, costs, budgets=budgets, eval_set=eval_set,
+                        test=test, qid=None, metric=metric, return_models=return_models, params=params)

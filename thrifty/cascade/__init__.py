@@ -1,0 +1,10 @@
+"""Cascades of early-reject stages over an ensemble's trees: Cronus and early-exit baselines."""
+
+from thrifty.cascade.cronus import CronusResult, cascade_scores, cronus, lambda_max
+from thrifty.cascade.early_exit import RankingEarlyExit, ranking_early_exit, truncate
+from thrifty.cascade.estimator import CronusClassifier
+from thrifty.cascade.reweight import reweight
+from thrifty.order.margin import margin_early_exit
+
+__all__ = ["CronusClassifier", "CronusResult", "RankingEarlyExit", "cascade_scores", "cronus",
+           "lambda_max", "margin_early_exit", "ranking_early_exit", "reweight", "truncate"]

@@ -1,0 +1,169 @@
+"""Early-exit baselines of the Cronus paper, run on thrifty's runtime so costs compare exactly.
+
+* :func:`truncate`: the GBRT itself cut after its first ``k`` trees.
+* :func:`ranking_early_exit`: Cambazoglu et al. (WSDM 2010), "early exits using proximity
+  threshold" as Chen et al. (2012) ran it: an exit every ``every`` trees; at the ``i``-th exit
+  (``i = 1..n_exits``) a document is dropped when its partial score is at least
+  ``(n_exits - i) / (n_exits - 1) * s`` below the ``k``-th best partial score of the documents
+  of its query still being scored.
+* The margin early exit for classification is :func:`thrifty.order.margin_early_exit`
+  (LightGBM's ``pred_early_stop``).
+
+The ranking rule compares documents of a query with each other, so it is not a per-example
+plan: :func:`ranking_early_exit` decides each document's exit from partial scores, then
+measures the cost exactly by evaluating, for each exit point, the prefix forest on the
+documents that stopped there (``thrifty.evaluate``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from thrifty.costs import CostModel, CostReport
+from thrifty.forest import Forest
+from thrifty.runtime.plans import Full
+
+__all__ = ["RankingEarlyExit", "ranking_early_exit", "truncate"]
+
+
+def truncate(forest: Any, k: int) -> Full:
+    """The ensemble cut after its first ``k`` trees (the paper's GBRT curve)."""
+    from thrifty.cascade.cronus import _as_forest
+
+    forest = _as_forest(forest)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= forest.n_trees:
+        raise ValueError(f"k must be an integer in [1, {forest.n_trees}], got {k!r}")
+    return Full(forest.subset(range(int(k))))
+
+
+@dataclass
+class RankingEarlyExit:
+    """Outcome of :func:`ranking_early_exit`.
+
+    Attributes
+    ----------
+    score : ndarray of shape (n,)
+        Ranking score: documents dropped at a later exit rank above those dropped earlier,
+        survivors above all; within an exit, by partial score.
+    n_trees : ndarray of int, shape (n,)
+        Trees evaluated for each document.
+    partial : ndarray of shape (n,)
+        Partial raw score at the document's exit (its full score if it never exited).
+    cost : CostReport
+        Measured by ``thrifty.evaluate`` on the prefix forest of each document's exit.
+    """
+
+    score: np.ndarray
+    n_trees: np.ndarray
+    partial: np.ndarray
+    cost: CostReport
+
+
+def ranking_early_exit(forest: Any, X: Any, qid: Any, s: float, costs: CostModel | None = None, *,
+                       every: int = 10, k: int = 5) -> RankingEarlyExit:
+    """Cambazoglu et al.'s early exits using a proximity threshold, per query.
+
+    Parameters
+    ----------
+    forest : Forest or fitted single-output tree ensemble
+        The ranker (trees run in training order).
+    X : array-like of shape (n, n_features)
+    qid : array-like of shape (n,)
+        Query of each document.
+    s : float
+        Proximity scale (>= 0): at exit ``i`` of ``n_exits`` a document is dropped when its
+        partial score is at least ``(n_exits - i) / (n_exits - 1) * s`` below the ``k``-th best
+        of its query's remaining documents. ``s = inf`` never drops anything.
+    costs : CostModel, optional
+        Prices for the cost report (default: 1 per feature).
+    every : int, default=10
+        Trees between exits (exits after ``every``, ``2 every``, ... trees, the last one before
+        the final tree).
+    k : int, default=5
+        Rank of the reference document (the paper's fifth best).
+
+    Returns
+    -------
+    RankingEarlyExit
+    """
+    from thrifty.cascade.cronus import _as_forest
+    from thrifty.order._scores import tree_scores
+    from thrifty.runtime.evaluate import evaluate
+
+    forest = _as_forest(forest)
+    if forest.n_outputs != 1:
+        raise ValueError("ranking early exits need a single-output ranker or regressor")
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+        raise ValueError(f"every must be an integer >= 1, got {every!r}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    s = float(s)
+    if np.isnan(s) or s < 0:
+        raise ValueError(f"s must be >= 0 (inf disables the exits), got {s!r}")
+    qid = np.asarray(qid).reshape(-1)
+    n = qid.shape[0]
+    if np.shape(X)[0] != n:
+        raise ValueError(f"X has {np.shape(X)[0]} rows but qid has {n}")
+    T = forest.n_trees
+    contrib = tree_scores(forest, X)
+    exits = np.arange(every, T, every)  # trees evaluated at each exit (none after the last tree)
+    n_exits = len(exits)
+    g = np.full(n, float(forest.base_score[0]))
+    alive = np.ones(n, dtype=bool)
+    stop = np.full(n, T, dtype=np.int64)
+    partial = np.empty(n)
+    stage = np.full(n, n_exits, dtype=np.int64)
+    _, q = np.unique(qid, return_inverse=True)
+    done = 0
+    for i, m in enumerate(exits, start=1):
+        g = g + contrib[:, done:m].sum(axis=1)
+        done = m
+        margin = s * (n_exits - i) / (n_exits - 1) if n_exits > 1 else 0.0
+        kth = _kth_best(g, q, alive, k)
+        drop = alive & np.isfinite(kth) & (g <= kth - margin)
+        stop[drop] = m
+        partial[drop] = g[drop]
+        stage[drop] = i - 1
+        alive &= ~drop
+    g = g + contrib[:, done:].sum(axis=1)
+    partial[alive] = g[alive]
+    score = stage + 0.5 + np.arctan(partial) / np.pi
+    cost = _measure(forest, X, stop, costs, evaluate)
+    return RankingEarlyExit(score=score, n_trees=stop, partial=partial, cost=cost)
+
+
+def _kth_best(g: np.ndarray, q: np.ndarray, alive: np.ndarray, k: int) -> np.ndarray:
+    """Per document: the k-th largest partial score among its query's alive documents (NaN
+    when fewer than k are alive, so nothing is dropped)."""
+    idx = np.flatnonzero(alive)
+    out = np.full(q.max() + 1 if len(q) else 0, np.nan)
+    if len(idx):
+        order = idx[np.lexsort((-g[idx], q[idx]))]
+        qs = q[order]
+        starts = np.flatnonzero(np.r_[True, qs[1:] != qs[:-1]])
+        sizes = np.diff(np.r_[starts, len(qs)])
+        ok = sizes >= k
+        out[qs[starts[ok]]] = g[order[starts[ok] + k - 1]]
+    return out[q]
+
+
+def _measure(forest: Forest, X: Any, stop: np.ndarray, costs: CostModel | None, evaluate) -> CostReport:
+    """Cost of evaluating each document's first ``stop[i]`` trees, measured by the runtime."""
+    n = len(stop)
+    parts: dict[str, np.ndarray] = {}
+    for m in np.unique(stop):
+        rows = np.flatnonzero(stop == m)
+        Xm = X.iloc[rows] if hasattr(X, "iloc") else np.asarray(X)[rows]
+        rep = evaluate(Full(forest.subset(range(int(m)))), Xm, costs).cost
+        for name in ("feature", "evaluation", "total", "n_trees", "n_nodes", "acquired"):
+            arr = getattr(rep, name)
+            if name not in parts:
+                parts[name] = np.zeros((n,) + arr.shape[1:], dtype=arr.dtype)
+            parts[name][rows] = arr
+        names, fixed = rep.feature_names, rep.fixed  # the longest prefix (np.unique sorts)
+    return CostReport(feature=parts["feature"], evaluation=parts["evaluation"], total=parts["total"],
+                      n_trees=parts["n_trees"], n_nodes=parts["n_nodes"], acquired=parts["acquired"],
+                      fixed=fixed, feature_names=names)

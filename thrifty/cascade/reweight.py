@@ -1,0 +1,71 @@
+"""Single-stage re-weighting of an ensemble's trees (Cronus, Section 3.1, eq. 7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from thrifty.cascade._cronus_init import lambda_max as _lambda_max
+from thrifty.cascade._cronus_init import solve_stage, stage_gram
+from thrifty.cascade._problem import build_problem
+from thrifty.cascade.cronus import _as_forest
+from thrifty.costs import CostModel
+from thrifty.runtime.plans import Cascade
+
+__all__ = ["reweight"]
+
+
+def reweight(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, lam: float | None = None,
+             rho: float = 1e-3, class_weight: Any = 3.5, max_iter: int = 500,
+             n_threads: int | None = 1) -> Cascade:
+    """Re-weight the trees of ``forest`` to trade accuracy for cost, eq. (7).
+
+    Minimises ``1/2 sum_i omega_i (beta^T h(x_i) - y_i)^2 + rho |beta|_1 + lam (sum_t e_t |beta_t|
+    + sum_a c_a ||(F_at beta_t)_t||_2)`` over the tree weights and a constant, with ``y`` in
+    {-1, +1}, by the closed-form reweighting of eqs. (11)-(14) with one stage (it converges to
+    the global minimum of this convex problem). Trees whose weight ends at zero are never
+    evaluated.
+
+    Parameters
+    ----------
+    forest : Forest or fitted single-output tree ensemble
+    X : array-like of shape (n, n_features)
+    y : array-like of shape (n,)
+        Binary targets.
+    costs : CostModel, optional
+        Feature costs ``c`` and tree cost ``e_t`` (see :func:`thrifty.cascade.cronus`).
+    lam : float, optional
+        Cost trade-off (default: ``lambda_max(..., exact=False) / 16``, see
+        :func:`thrifty.cascade.lambda_max`).
+    rho : float
+        l1 trade-off (``lam = rho = 0`` is weighted least squares on the trees).
+    class_weight : float, dict or None, default=3.5
+        Loss weight of positives.
+    max_iter : int
+        Reweighting steps at most.
+    n_threads : int or None, default=1
+        BLAS threads during the fit (None: the library's own setting).
+
+    Returns
+    -------
+    Cascade
+        One stage; its decision threshold is 0.
+    """
+    for name, v in (("lam", 0.0 if lam is None else lam), ("rho", rho)):
+        if not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) or v < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+    from threadpoolctl import threadpool_limits
+
+    forest = _as_forest(forest)
+    prob, _ = build_problem(forest, X, y, costs, class_weight)
+    if lam is None:
+        lam = _lambda_max(prob, exact=False) / 16.0
+        if not np.isfinite(lam):
+            raise ValueError("some trees cost nothing (no priced feature, tree_cost 0), so lam has no "
+                             "scale; pass lam= or give trees a cost (CostModel(..., tree_cost=1))")
+    with threadpool_limits(n_threads):
+        G, r, c0 = stage_gram(prob, prob.omega)
+        beta, _ = solve_stage(prob, G, r, c0, np.zeros((0, prob.n_trees + 1)), np.zeros(0), 1.0,
+                              lam=float(lam), rho=float(rho), max_iter=max_iter)
+    return Cascade(forest, beta[None, :-1], [0.0], [beta[-1]])

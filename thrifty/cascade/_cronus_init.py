@@ -172,6 +172,15 @@ def initialize(prob: Problem, n_stages: int, *, lam: float, rho: np.ndarray, del
     return B, theta
 
 
+def default_lam(prob: Problem) -> float:
+    """The default trade-off: the closed-form lower bound of ``lambda_max`` divided by 16."""
+    lam = lambda_max(prob, exact=False) / 16.0
+    if not np.isfinite(lam):
+        raise ValueError("some trees cost nothing (no priced feature, tree_cost 0), so lam has no "
+                         "scale; pass lam= or give trees a cost (CostModel(..., tree_cost=1))")
+    return lam
+
+
 def lambda_max(prob: Problem, rho: float = 0.0, rel_tol: float = 0.05, exact: bool = True) -> float:
     """The smallest ``lambda`` (within ``rel_tol``) at which one stage (eq. 7) keeps no tree.
 

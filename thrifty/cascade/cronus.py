@@ -182,12 +182,9 @@ def cronus(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, n_sta
     forest = _as_forest(forest)
     prob, _ = build_problem(forest, X, y, costs, class_weight)
     if lam is None:
-        from thrifty.cascade._cronus_init import lambda_max as _lambda_max
+        from thrifty.cascade._cronus_init import default_lam
 
-        lam = _lambda_max(prob, exact=False) / 16.0
-        if not np.isfinite(lam):
-            raise ValueError("some trees cost nothing (no priced feature, tree_cost 0), so lam has no "
-                             "scale; pass lam= or give trees a cost (CostModel(..., tree_cost=1))")
+        lam = default_lam(prob)
     K = int(n_stages)
     total = K * (1 if init_only else 1 + max_cycles)
     bar = tqdm(total=total, desc="Cronus stages", unit="stage", disable=None if progress else True)

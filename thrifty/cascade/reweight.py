@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from thrifty.cascade._cronus_init import lambda_max as _lambda_max
-from thrifty.cascade._cronus_init import solve_stage, stage_gram
+from thrifty.cascade._cronus_init import default_lam, solve_stage, stage_gram
 from thrifty.cascade._problem import build_problem
 from thrifty.cascade.cronus import _as_forest
 from thrifty.costs import CostModel
@@ -60,10 +59,7 @@ def reweight(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, lam
     forest = _as_forest(forest)
     prob, _ = build_problem(forest, X, y, costs, class_weight)
     if lam is None:
-        lam = _lambda_max(prob, exact=False) / 16.0
-        if not np.isfinite(lam):
-            raise ValueError("some trees cost nothing (no priced feature, tree_cost 0), so lam has no "
-                             "scale; pass lam= or give trees a cost (CostModel(..., tree_cost=1))")
+        lam = default_lam(prob)
     with threadpool_limits(n_threads):
         G, r, c0 = stage_gram(prob, prob.omega)
         beta, _ = solve_stage(prob, G, r, c0, np.zeros((0, prob.n_trees + 1)), np.zeros(0), 1.0,

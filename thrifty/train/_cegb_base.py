@@ -75,6 +75,21 @@ def _names(X: Any) -> list[str] | None:
     return None
 
 
+class ClassifierOutputs:
+    """``predict_proba`` and ``decision_function`` of a fitted boosted classifier's ``forest_``."""
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities, shape (n, n_classes)."""
+        X = self._check_X(X)
+        return self.forest_.predict_proba(X)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Raw scores: shape (n,) for binary, (n, n_classes) for multiclass."""
+        X = self._check_X(X)
+        raw = self.forest_.predict_raw(X)
+        return raw[:, 0] if raw.ndim == 2 and raw.shape[1] == 1 else raw
+
+
 class CostAwareBoosting(BaseEstimator):
     """Base of the CEGB and GreedyMiser estimators: subclasses say how one model is trained.
 

@@ -39,7 +39,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from thrifty.costs import CostModel
-from thrifty.train._cegb_base import CostAwareBoosting, tradeoff_scale
+from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
 from thrifty.train._search import BudgetError
 
 __all__ = ["BudgetError", "CEGBClassifier", "CEGBRanker", "CEGBRegressor", "cegb_frontier",
@@ -150,7 +150,7 @@ class _CEGBBase(CostAwareBoosting):
         return self.forest_.predict(X)
 
 
-class CEGBClassifier(ClassifierMixin, _CEGBBase):
+class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
     """Cost-efficient gradient boosting classifier (Peter et al. 2017) with a budget search.
 
     Trains LightGBM's best-first trees with the paper's cost penalty: a split is chosen to
@@ -251,17 +251,6 @@ class CEGBClassifier(ClassifierMixin, _CEGBBase):
                              "least 2 classes")
         self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
         return self._fit(X, y, sample_weight, eval_set, {})
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities, shape (n, n_classes)."""
-        X = self._check_X(X)
-        return self.forest_.predict_proba(X)
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """Raw scores: shape (n,) for binary, (n, n_classes) for multiclass."""
-        X = self._check_X(X)
-        raw = self.forest_.predict_raw(X)
-        return raw[:, 0] if raw.ndim == 2 and raw.shape[1] == 1 else raw
 
 
 class CEGBRegressor(RegressorMixin, _CEGBBase):

@@ -34,7 +34,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from thrifty.costs import CostModel
-from thrifty.train._cegb_base import CostAwareBoosting, tradeoff_scale
+from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
 from thrifty.train.cegb import GAIN_SCALE, run_frontier
 
 __all__ = ["GreedyMiserClassifier", "GreedyMiserRegressor", "greedymiser_frontier", "greedymiser_params"]
@@ -152,7 +152,7 @@ def _unit_hessian(link: str, weight: Any) -> Any:
     return objective
 
 
-class GreedyMiserClassifier(ClassifierMixin, _GreedyMiserBase):
+class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase):
     """GreedyMiser classifier (Xu et al. 2012) as the CEGB special case (Peter et al. 2017, 4.3).
 
     Parameters
@@ -229,17 +229,6 @@ class GreedyMiserClassifier(ClassifierMixin, _GreedyMiserBase):
         forest = Forest.from_model(declared)
         self.init_score_ = np.asarray(init, dtype=np.float64)
         return dataclasses.replace(forest, base_score=forest.base_score + init, classes=self.classes_)
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities, shape (n, n_classes)."""
-        X = self._check_X(X)
-        return self.forest_.predict_proba(X)
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """Raw scores: shape (n,) for binary, (n, n_classes) for multiclass."""
-        X = self._check_X(X)
-        raw = self.forest_.predict_raw(X)
-        return raw[:, 0] if raw.ndim == 2 and raw.shape[1] == 1 else raw
 
 
 class GreedyMiserRegressor(RegressorMixin, _GreedyMiserBase):

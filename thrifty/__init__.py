@@ -1,12 +1,26 @@
 """thrifty: tree-ensemble predictions that pay only for the features and trees they need."""
 
+from thrifty.cascade import CronusClassifier, cronus
 from thrifty.comparison import Comparison, compare
 from thrifty.costs import CostModel, CostReport
 from thrifty.forest import Forest
 from thrifty.io import load, save
+from thrifty.order import QWYCClassifier, qwyc
+from thrifty.prune import BudgetPrunedClassifier, budget_prune
 from thrifty.runtime import Cascade, Evaluation, Full, Gated, Linear, Sequential, evaluate
+from thrifty.train import (
+    BudgetRFClassifier,
+    CEGBClassifier,
+    CEGBRanker,
+    CEGBRegressor,
+    GreedyMiserClassifier,
+    GreedyMiserRegressor,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["Cascade", "Comparison", "CostModel", "CostReport", "Evaluation", "Forest", "Full", "Gated",
-           "Linear", "Sequential", "compare", "evaluate", "load", "save", "__version__"]
+__all__ = ["BudgetPrunedClassifier", "BudgetRFClassifier", "CEGBClassifier", "CEGBRanker",
+           "CEGBRegressor", "Cascade", "Comparison", "CostModel", "CostReport", "CronusClassifier",
+           "Evaluation", "Forest", "Full", "Gated", "GreedyMiserClassifier", "GreedyMiserRegressor",
+           "Linear", "QWYCClassifier", "Sequential", "budget_prune", "compare", "cronus", "evaluate",
+           "load", "qwyc", "save", "__version__"]

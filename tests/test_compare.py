@@ -160,3 +160,22 @@ def test_cli_on_a_csv_with_categories_missing_values_and_a_cost_file(tmp_path):
 def test_cli_lists_methods():
     code, out, _ = run_cli(["compare", "--list"])
     assert code == 0 and all(name in out for name in METHODS)
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_every_method_and_composition_runs(task):
+    """All registered methods on small data: each gives models or says why it skipped."""
+    rng = np.random.default_rng(5)
+    n = 500
+    X = rng.normal(size=(n, 5))
+    score = X[:, 0] + 0.7 * X[:, 1] - 0.5 * X[:, 3]
+    y = (score > 0).astype(int) if task == "binary" else np.digitize(score, [-0.6, 0.6])
+    costs = CostModel([1.0, 5.0, 0.5, 20.0, 2.0])
+    cmp = compare(X, y, costs, quick=True, progress=False, lightgbm_params=FAST)
+    # Budgets from 10% of the plain model's cost up are all feasible here: nothing is skipped.
+    assert cmp.skipped == []
+    assert set(cmp.table["method"]) == {m.name for m in METHODS.values() if task in m.tasks}
+    assert {"composition", "train", "post-hoc", "reference"} <= set(cmp.table["family"])
+    # Every cost is what the runtime measures, so no model costs more than every feature.
+    assert (cmp.table["mean_cost"] <= costs.feature_costs.sum() + 1e-9).all()
+    assert cmp.table["fit_seconds"].ge(0).all()

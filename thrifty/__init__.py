@@ -9,6 +9,7 @@ from thrifty.order import QWYCClassifier, qwyc
 from thrifty.prune import BudgetPrunedClassifier, budget_prune
 from thrifty.runtime import Cascade, Evaluation, Full, Gated, Linear, Sequential, evaluate
 from thrifty.train import (
+    ADAPTClassifier,
     BudgetRFClassifier,
     CEGBClassifier,
     CEGBRanker,
@@ -19,7 +20,7 @@ from thrifty.train import (
 
 __version__ = "0.1.0"
 
-__all__ = ["BudgetPrunedClassifier", "BudgetRFClassifier", "CEGBClassifier", "CEGBRanker",
+__all__ = ["ADAPTClassifier", "BudgetPrunedClassifier", "BudgetRFClassifier", "CEGBClassifier", "CEGBRanker",
            "CEGBRegressor", "Cascade", "Comparison", "CostModel", "CostReport", "CronusClassifier",
            "Evaluation", "Forest", "Full", "Gated", "GreedyMiserClassifier", "GreedyMiserRegressor",
            "Linear", "QWYCClassifier", "Sequential", "budget_prune", "compare", "cronus", "evaluate",

@@ -248,7 +248,7 @@ def _cheapest(ctx: Context) -> Iterator[Candidate]:
             continue
         keep = [names[i] for i in order[:k]]
         yield timed(f"k={k}", lambda keep=keep: Forest.from_model(ctx.fit_lightgbm(_only(ctx.X_train, keep))),
-                    k=k, features=", ".join(keep), price=ctx.costs.acquisition_cost(keep))
+                    k=k, features=", ".join(keep), price=ctx.costs.acquisition_cost(order[:k].tolist()))
 
 
 def _only(X: Any, keep: list[str]) -> Any:
@@ -414,6 +414,42 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
                         base.fit_seconds + cand.fit_seconds)
 
 
+# ---------------------------------------------------------------------- ADAPT
+ADAPT_GRID = {"gbrt": [(0.1, 1e-2), (0.3, 1e-2), (0.3, 3e-3), (0.3, 1e-3), (0.5, 1e-3)],
+              "lin": [(0.1, 1e-1), (0.3, 3e-2), (0.3, 1e-2), (0.5, 1e-3)]}
+ADAPT_QUICK = {"gbrt": [(0.3, 1e-2), (0.3, 1e-3)], "lin": [(0.3, 3e-2), (0.3, 1e-3)]}
+
+
+def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
+    """ADAPT gates and low-cost models in front of ``hpc`` over a grid of (p_full, gamma).
+
+    The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
+    model and hpc read the same columns alike."""
+    from thrifty.forest._inputs import to_matrix
+    from thrifty.train.adapt import ADAPTClassifier
+
+    X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
+    for p_full, gamma in (ADAPT_QUICK if ctx.quick else ADAPT_GRID)[kind]:
+        yield timed(f"p_full={p_full:g}, gamma={gamma:g}",
+                    lambda p=p_full, g=gamma: ADAPTClassifier(
+                        hpc, ctx.costs, method=kind, p_full=p, gamma=g, random_state=ctx.random_state,
+                        progress=False).fit(X, ctx.y_train).plan_,
+                    p_full=p_full, gamma=gamma)
+
+
+@method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass"))
+def _adapt_gbrt(ctx: Context) -> Iterator[Candidate]:
+    """ADAPT-GBRT (Nan and Saligrama 2017): a boosted gate and low-cost model in front of the
+    plain model, which answers only the examples the gate sends on."""
+    yield from _gated(ctx, ctx.lightgbm(), "gbrt")
+
+
+@method("adapt-lin", "ADAPT-LIN", "train", ("binary", "multiclass"))
+def _adapt_lin(ctx: Context) -> Iterator[Candidate]:
+    """ADAPT-LIN: a linear gate and low-cost model (group-sparse) in front of the plain model."""
+    yield from _gated(ctx, ctx.lightgbm(), "lin")
+
+
 # ---------------------------------------------------------------------- post-hoc, on a random forest
 @method("budgetprune", "BudgetPrune (random forest)", "post-hoc", ("binary", "multiclass"))
 def _budgetprune(ctx: Context) -> Iterator[Candidate]:
@@ -468,7 +504,26 @@ def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
     yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx))
 
 
+def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:
+    if "budgetrf+prune" not in ctx._cache:
+        ctx._cache["budgetrf+prune"] = list(_pruned(ctx, _budgetrf(ctx)))
+    yield from ctx._cache["budgetrf+prune"]
+
+
 @method("budgetrf+prune", "BudgetRF pruned by BudgetPrune", "composition", ("binary", "multiclass"))
 def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
     """BudgetRF's forest pruned by BudgetPrune: the pairing of the BudgetPrune paper."""
-    yield from _pruned(ctx, _budgetrf(ctx))
+    yield from _budgetrf_pruned_models(ctx)
+
+
+@method("budgetrf+prune+adapt", "BudgetRF, pruned, gated by ADAPT", "composition", ("binary", "multiclass"))
+def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
+    """The most accurate pruned BudgetRF forest (largest budget) as ADAPT's expensive model f0,
+    behind an ADAPT-GBRT gate and low-cost model."""
+    pruned = [c for c in _budgetrf_pruned_models(ctx) if c.model is not None]
+    if not pruned:
+        return
+    base = pruned[-1]
+    for cand in _gated(ctx, base.model, "gbrt"):
+        yield Candidate(f"{base.name}, {cand.name}", cand.model, {**base.params, **cand.params},
+                        base.fit_seconds + cand.fit_seconds)

@@ -2,6 +2,15 @@
 BudgetRF, ADAPT)."""
 
 from thrifty.train._search import BudgetError
+from thrifty.train.adapt import (
+    ADAPTClassifier,
+    ADAPTFit,
+    ADAPTProblem,
+    adapt_gbrt,
+    adapt_lin,
+    l1_baseline,
+    q_step,
+)
 from thrifty.train.budgetrf import BudgetRFClassifier
 from thrifty.train.cegb import (
     CEGBClassifier,
@@ -13,6 +22,7 @@ from thrifty.train.cegb import (
 )
 from thrifty.train.greedymiser import GreedyMiserClassifier, GreedyMiserRegressor, greedymiser_frontier
 
-__all__ = ["BudgetError", "BudgetRFClassifier", "CEGBClassifier", "CEGBRanker", "CEGBRegressor",
-           "GreedyMiserClassifier", "GreedyMiserRegressor", "cegb_frontier", "cegb_params",
-           "cegb_penalties", "greedymiser_frontier"]
+__all__ = ["ADAPTClassifier", "ADAPTFit", "ADAPTProblem", "BudgetError", "BudgetRFClassifier",
+           "CEGBClassifier", "CEGBRanker", "CEGBRegressor", "GreedyMiserClassifier",
+           "GreedyMiserRegressor", "adapt_gbrt", "adapt_lin", "cegb_frontier", "cegb_params",
+           "cegb_penalties", "greedymiser_frontier", "l1_baseline", "q_step"]

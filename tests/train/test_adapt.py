@@ -1,0 +1,282 @@
+"""ADAPT: the q-step, the three methods, exact costs of the fitted Gated plan, the estimator."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.svm import SVC
+from sklearn.tree import DecisionTreeClassifier
+
+from thrifty.costs import CostModel
+from thrifty.forest import Forest
+from thrifty.runtime import Gated, Linear, array_provider, evaluate, plan_from_dict
+from thrifty.train.adapt import ADAPTClassifier, q_step
+
+# ------------------------------------------------------------------------------------ q-step
+
+
+def _opt1(q, A, B):
+    """(OPT1)'s objective: (1/N) sum (1 - q) A + q B - H(q)."""
+    q = np.clip(q, 1e-15, 1 - 1e-15)
+    H = -(q * np.log(q) + (1 - q) * np.log(1 - q))
+    return float(np.mean((1 - q) * A + q * B - H))
+
+
+def _opt1_grad(q, A, B):
+    q = np.clip(q, 1e-15, 1 - 1e-15)
+    return (B - A + np.log(q / (1 - q))) / len(q)
+
+
+@pytest.mark.parametrize("p_full,seed", [(0.05, 0),  # tight budget
+                                         (0.3, 1),  # binding
+                                         (0.9, 0)])  # loose: beta = 0 when the constraint is slack
+def test_q_step_equals_numerical_minimisation(p_full, seed):
+    rng = np.random.default_rng(seed)
+    n = 25
+    A = rng.gamma(2.0, 0.7, n)
+    B = rng.gamma(2.0, 0.3, n)  # f0 is usually better: the constraint binds
+    q, beta = q_step(A, B, p_full)
+    res = minimize(_opt1, np.full(n, min(p_full, 0.5) * 0.9), args=(A, B), method="SLSQP",
+                   jac=_opt1_grad, bounds=[(1e-9, 1 - 1e-9)] * n,
+                   constraints=[{"type": "ineq", "fun": lambda v: p_full - v.mean(),
+                                 "jac": lambda v: -np.ones_like(v) / len(v)}],
+                   options={"ftol": 1e-14, "maxiter": 2000})
+    assert res.success, res.message
+    assert beta >= 0
+    assert q.mean() <= p_full + 1e-12
+    assert _opt1(q, A, B) <= _opt1(res.x, A, B) + 1e-8
+    np.testing.assert_allclose(q, res.x, atol=2e-4)
+
+
+def test_q_step_inactive_constraint_has_zero_beta():
+    A = np.array([0.1, 0.2, 0.3])
+    B = np.array([2.0, 3.0, 1.0])  # f1 better everywhere: few examples want f0
+    q, beta = q_step(A, B, 0.9)
+    assert beta == 0.0
+    np.testing.assert_allclose(q, 1 / (1 + np.exp(B - A)))
+
+
+def test_q_step_p_full_zero():
+    q, beta = q_step(np.ones(5), np.zeros(5), 0.0)
+    assert np.all(q == 0) and beta == np.inf
+
+
+# ------------------------------------------------------------------------------------ data
+
+
+def _binary(n=600, seed=0, n_features=6):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=n, n_features=n_features, n_informative=4, random_state=seed)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def binary():
+    X, y = _binary(900)
+    hpc = RandomForestClassifier(n_estimators=30, max_depth=8, random_state=0, n_jobs=1).fit(X[:600], y[:600])
+    return X[:600], y[:600], X[600:], y[600:], hpc
+
+
+FAST = {"n_estimators": 15, "n_iter": 3, "progress": False}
+
+
+# ------------------------------------------------------------------------------- behaviour
+@pytest.mark.parametrize("method", ["gbrt", "lin"])
+def test_p_full_zero_routes_everything_to_f1(binary, method):
+    X, y, Xt, _, hpc = binary
+    est = ADAPTClassifier(hpc, method=method, p_full=0.0, **FAST).fit(X, y)
+    assert np.all(est.fit_.q == 0)
+    for data in (X, Xt):
+        ev = evaluate(est.plan_, data)
+        assert np.all(ev.exit == 0)
+        np.testing.assert_array_equal(est.predict(data), evaluate(est.low_, data).labels)
+
+
+def test_l1_baseline_p_full_zero_routes_everything_to_f1(binary):
+    X, y, _, _, hpc = binary
+    est = ADAPTClassifier(hpc, method="l1", p_full=0.0, gamma=0.01).fit(X, y)
+    assert np.all(est.route(X) == 0)
+
+
+@pytest.mark.parametrize("method", ["gbrt", "lin", "l1"])
+def test_plan_is_gated_and_routes_by_gate_sign(binary, method):
+    X, y, Xt, _, hpc = binary
+    est = ADAPTClassifier(hpc, method=method, p_full=0.3, **({} if method == "l1" else FAST)).fit(X, y)
+    assert isinstance(est.plan_, Gated)
+    gate_raw = np.asarray(evaluate(est.gate_, Xt).raw).reshape(-1)
+    np.testing.assert_array_equal(est.route(Xt), (gate_raw > 0).astype(int))
+    high = est.route(Xt) == 1
+    expect = np.where(high, hpc.predict(Xt), evaluate(est.low_, Xt).labels)
+    np.testing.assert_array_equal(est.predict(Xt), expect)
+    assert est.predict_proba(Xt).shape == (len(Xt), 2)
+    # the oracle q honours the constraint
+    if method != "l1":
+        assert est.fit_.q.mean() <= 0.3 + 1e-9
+
+
+def test_larger_gamma_uses_fewer_features(binary):
+    X, y, _, _, hpc = binary
+    used = []
+    for gamma in (1e-5, 1e-3, 3e-2):
+        est = ADAPTClassifier(hpc, p_full=0.2, gamma=gamma, **FAST).fit(X, y)
+        used.append(int((est.gate_.feature_usage() | est.low_.feature_usage()).astype(bool).sum()))
+    assert used[0] >= used[1] >= used[2]
+    assert used[0] > used[2]
+
+
+def test_gbrt_prefers_the_cheap_equivalent_feature():
+    rng = np.random.default_rng(3)
+    n = 800
+    z = rng.standard_normal(n)
+    X = np.column_stack([z + 0.01 * rng.standard_normal(n), z + 0.01 * rng.standard_normal(n),
+                         rng.standard_normal(n)])
+    y = (z > 0).astype(int)
+    hpc = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, y)
+    costs = CostModel([100.0, 1.0, 1.0])
+    est = ADAPTClassifier(hpc, costs, p_full=0.1, gamma=1e-3, **FAST).fit(X, y)
+    used = est.gate_.feature_usage() + est.low_.feature_usage()
+    assert used[1] > 0 and used[0] == 0
+
+
+# ------------------------------------------------------------------------------ exact costs
+def _path_features(forest: Forest, x: np.ndarray) -> set[int]:
+    """Features tested on x's path in every tree (plain traversal, independent of the runtime)."""
+    out = set()
+    for root in forest.roots:
+        node = int(root)
+        while forest.feature[node] >= 0:
+            f = int(forest.feature[node])
+            out.add(f)
+            v = x[f]
+            left = forest.missing_left[node] if np.isnan(v) else v <= forest.threshold[node]
+            node = int(forest.children_left[node] if left else forest.children_right[node])
+    return out
+
+
+def _features(model, x) -> set[int]:
+    if isinstance(model, Linear):
+        return set(np.flatnonzero(model.coef.any(axis=1)).tolist())
+    return _path_features(model, x)
+
+
+@pytest.mark.parametrize("method", ["gbrt", "lin"])
+def test_reported_cost_equals_cost_recomputed_by_hand(method):
+    X, y = _binary(500, seed=4, n_features=7)
+    names = [f"f{i}" for i in range(7)]
+    # a group (one lab panel) and a derived feature needing two others
+    costs = CostModel({"f0": 1.0, "f1": 2.0, "f2": 0.5, "f3": 4.0, "f4": 3.0, "f5": 0.0, "panel": 6.0},
+                      feature_names=names, groups={"panel": ["f4", "f6"]}, dependencies={"f5": ["f1", "f2"]})
+    hpc = RandomForestClassifier(n_estimators=8, max_depth=5, random_state=1, n_jobs=1).fit(X, y)
+    est = ADAPTClassifier(hpc, costs, method=method, p_full=0.4, gamma=1e-4 if method == "gbrt" else 0.05,
+                          **FAST).fit(X, y)
+    ev = evaluate(est.plan_, X, costs)
+    high = Forest.from_model(hpc)
+    gate_raw = np.asarray(evaluate(est.gate_, X).raw).reshape(-1)
+    for i in range(len(X)):
+        feats = _features(est.gate_, X[i])
+        feats |= _features(high, X[i]) if gate_raw[i] > 0 else _features(est.low_, X[i])
+        units = set()
+        for f in feats:
+            units.update(costs.closure_units[costs.closure_ptr[f]:costs.closure_ptr[f + 1]].tolist())
+        assert ev.cost.feature[i] == pytest.approx(sum(costs.unit_cost[u] for u in units)), i
+    assert ev.cost.mean == pytest.approx(est.cost_report(X).mean)
+    assert 0 < ev.cost.mean < costs.acquisition_cost(names)
+
+
+def test_dense_and_lazy_evaluation_agree(binary):
+    X, y, Xt, _, hpc = binary
+    est = ADAPTClassifier(hpc, p_full=0.3, **FAST).fit(X, y)
+    dense = evaluate(est.plan_, Xt)
+    lazy = evaluate(est.plan_, array_provider(Xt), n_rows=len(Xt))
+    np.testing.assert_array_equal(dense.labels, lazy.labels)
+    np.testing.assert_allclose(dense.cost.total, lazy.cost.total)
+
+
+def test_plan_json_round_trip(binary):
+    X, y, Xt, _, hpc = binary
+    est = ADAPTClassifier(hpc, p_full=0.3, **FAST).fit(X, y)
+    back = plan_from_dict(json.loads(est.plan_.to_json()))
+    a, b = evaluate(est.plan_, Xt), evaluate(back, Xt)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_allclose(a.cost.total, b.cost.total)
+
+
+# ------------------------------------------------------------------------------ hpc kinds
+def test_unfitted_hpc_is_cloned_and_fitted(binary):
+    X, y, _, _, _ = binary
+    proto = DecisionTreeClassifier(max_depth=3, random_state=0)
+    est = ADAPTClassifier(proto, p_full=0.2, **FAST).fit(X, y)
+    assert not hasattr(proto, "tree_")
+    assert est.hpc_exact_ and hasattr(est.hpc_, "tree_")
+
+
+def test_black_box_hpc_is_charged_its_features(binary):
+    X, y, Xt, _, _ = binary
+    svc = SVC(random_state=0).fit(X, y)
+    svc.predict_proba = lambda Z: np.column_stack([1 - (svc.decision_function(Z) > 0),
+                                                   (svc.decision_function(Z) > 0)]).astype(float)
+    est = ADAPTClassifier(svc, p_full=0.5, hpc_features=[0, 2, 3], **{**FAST, "n_iter": 8}).fit(X, y)
+    assert not est.hpc_exact_
+    ev = evaluate(est.plan_, Xt)
+    high = ev.exit == 1
+    assert high.any()
+    assert np.all(ev.cost.acquired[high][:, [0, 2, 3]])
+    np.testing.assert_array_equal(est.predict(Xt)[high], svc.predict(Xt[high]))
+
+
+def test_errors_name_the_problem(binary):
+    X, y, _, _, hpc = binary
+    with pytest.raises(ValueError, match="costs has 3 prices but X has 6 features"):
+        ADAPTClassifier(hpc, [1.0, 2.0, 3.0], **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="cost of feature"):
+        ADAPTClassifier(hpc, [1.0, -2.0, 3.0, 1, 1, 1], **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="method must be one of"):
+        ADAPTClassifier(hpc, method="svm").fit(X, y)
+    with pytest.raises(TypeError, match="no predict_proba"):
+        ADAPTClassifier(object(), **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="hpc predicts classes"):
+        ADAPTClassifier(hpc, **FAST).fit(X, y + 5)
+    est = ADAPTClassifier(hpc, **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :4])
+
+
+# ------------------------------------------------------------------------------ budget
+def test_budget_picks_the_most_accurate_system_within_budget(binary):
+    X, y, Xt, yt, hpc = binary
+    kw = {"p_full_grid": (0.1, 0.3), "gamma_grid": (1e-2, 1e-3), "random_state": 0, **FAST}
+    loose = ADAPTClassifier(hpc, budget=6.0, **kw).fit(X, y)
+    tight = ADAPTClassifier(hpc, budget=2.5, **kw).fit(X, y)
+    for est in (loose, tight):
+        assert len(est.sweep_) == 4
+        ok = [r for r in est.sweep_ if r["mean_cost"] <= est.budget]
+        best = max(r["accuracy"] for r in ok)
+        chosen = [r for r in ok if r["p_full"] == est.best_params_["p_full"]
+                  and r["gamma"] == est.best_params_["gamma"]][0]
+        assert chosen["accuracy"] == best
+    with pytest.raises(ValueError, match="below the cheapest system"):
+        ADAPTClassifier(hpc, budget=0.0, **{**kw, "gamma_grid": (1e-5,)}).fit(X, y)
+
+
+def test_budget_with_calibration_set(binary):
+    X, y, Xt, yt, hpc = binary
+    est = ADAPTClassifier(hpc, method="lin", budget=4.0, p_full_grid=(0.2,), gamma_grid=(0.1, 0.01),
+                          **FAST).fit(X, y, calibration=(Xt, yt))
+    assert est.cost_report(Xt).mean <= 4.0 + 1e-9
+
+
+def test_function_layer_on_arrays(binary):
+    from thrifty.train.adapt import ADAPTProblem, adapt_gbrt, adapt_lin
+
+    X, y, Xt, _, hpc = binary
+    prob = ADAPTProblem.build(X, y, hpc.predict_proba(X))
+    for fit in (adapt_gbrt(prob, p_full=0.2, gamma=1e-3, n_estimators=10, n_iter=2),
+                adapt_lin(prob, p_full=0.2, gamma=0.01, n_iter=2)):
+        assert fit.q.mean() <= 0.2 + 1e-9 and len(fit.history) == 2
+        plan = Gated(fit.gate, fit.low, Forest.from_model(hpc))
+        assert evaluate(plan, Xt).labels.shape == (len(Xt),)
+    with pytest.raises(ValueError, match="one column per class"):
+        ADAPTProblem.build(X, y, hpc.predict_proba(X)[:, :1])

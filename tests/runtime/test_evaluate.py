@@ -364,3 +364,19 @@ def test_multiclass_sequential_exits_on_the_margin(seed, n):
     np.testing.assert_array_equal(ev.labels, [int(np.argmax(r[0])) for r in ref])
     check_costs(ev, [r[3] for r in ref], [r[4] for r in ref], [r[1] for r in ref], cost_model())
     check_lazy(plan, X, cost_model(), ev, [r[3] for r in ref])
+
+
+def test_gated_classes_must_agree_and_come_from_either_model():
+    rng = np.random.default_rng(0)
+    gate = random_forest(rng, N_FEATURES, n_trees=1)
+    coef = np.zeros(N_FEATURES)
+    coef[0] = 1.0
+    low = Linear(coef, link="sigmoid", task="binary", classes=["no", "yes"])
+    high = Linear(-coef, link="sigmoid", task="binary", classes=["yes", "no"])
+    with pytest.raises(ValueError, match="same classes in the same order"):
+        Gated(gate, low, high)
+    # A high model that does not name its classes takes low's: the labels are strings.
+    plan = Gated(gate, low, Linear(-coef, link="sigmoid", task="binary"))
+    assert list(plan.classes) == ["no", "yes"]
+    labels = evaluate(plan, rng.normal(size=(20, N_FEATURES))).labels
+    assert set(labels) <= {"no", "yes"}

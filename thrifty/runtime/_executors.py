@@ -249,7 +249,16 @@ class _GatedExecutor(Executor):
         return self._pick(self.low.proba(), self.high.proba())
 
     def labels(self) -> np.ndarray | None:
-        return self._pick(self.low.labels(), self.high.labels())
+        # A model that does not name its classes labels by class index: name them as the plan
+        # does (Gated checks that named classes agree).
+        classes = self.plan.classes
+        parts = []
+        for ex, model in ((self.low, self.plan.low), (self.high, self.plan.high)):
+            lab = ex.labels()
+            if lab is not None and classes is not None and model.classes is None:
+                lab = np.asarray(classes)[lab.astype(np.int64)]
+            parts.append(lab)
+        return self._pick(*parts)
 
 
 def _round32(X: np.ndarray) -> np.ndarray:

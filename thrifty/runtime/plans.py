@@ -382,6 +382,16 @@ class Gated(Plan):
                              f"{self.gate.n_features}, {self.low.n_features} and {self.high.n_features}")
         if self.low.n_outputs != self.high.n_outputs or self.low.task != self.high.task:
             raise ValueError("low and high must solve the same task with the same outputs")
+        lc, hc = self.low.classes, self.high.classes
+        if lc is not None and hc is not None and not np.array_equal(np.asarray(lc), np.asarray(hc)):
+            # Labels of the two models would mix silently: class j must mean the same in both.
+            raise ValueError(f"low and high must predict the same classes in the same order; low has "
+                             f"{list(lc)[:10]}, high has {list(hc)[:10]}")
+
+    @property
+    def classes(self) -> np.ndarray | None:
+        """The classes of ``high``, or of ``low`` when ``high`` does not name them."""
+        return self.high.classes if self.high.classes is not None else self.low.classes
 
     @property
     def _lead(self) -> Plan:  # type: ignore[override]

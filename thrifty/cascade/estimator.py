@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from thrifty._validation import validate_frame
 from thrifty.cascade.cronus import _check, cronus
 
 _HALVINGS = 2.0  # the budget sweep tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
@@ -130,7 +131,7 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
             raise TypeError(f"costs must be a thrifty CostModel, got {type(self.costs).__name__}")
         from sklearn.utils.multiclass import type_of_target
 
-        X, y = _validate(self, X, y)
+        X, y = validate_frame(self, X, y)
         if len(np.unique(y)) < 2:
             raise ValueError(f"CronusClassifier needs both classes in y; it has only one class "
                              f"({np.unique(y).tolist()})")
@@ -203,7 +204,7 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         from thrifty.runtime.evaluate import evaluate
 
         check_is_fitted(self, "plan_")
-        return evaluate(self.plan_, _validate(self, X), costs)
+        return evaluate(self.plan_, validate_frame(self, X), costs)
 
     def _decision(self, ev: Any) -> np.ndarray:
         raw = np.asarray(ev.raw, dtype=np.float64).reshape(-1)
@@ -253,24 +254,6 @@ def _class_weight(class_weight: Any, y: np.ndarray, classes: np.ndarray) -> Any:
         return {-1: float(class_weight.get(classes[0], 1.0)), 1: float(class_weight.get(classes[1], 1.0))}
     return class_weight
 
-
-def _validate(est: CronusClassifier, X: Any, y: Any = "no_validation") -> Any:
-    """scikit-learn's input checks; DataFrames pass as they are (the forest codes categorical
-    columns) with their column names and count recorded (fit) or checked (predict)."""
-    from sklearn.utils.validation import validate_data
-
-    reset = not isinstance(y, str)
-    frame = hasattr(X, "columns") and hasattr(X, "iloc")
-    out = validate_data(est, X, y, reset=reset, skip_check_array=frame, ensure_all_finite="allow-nan",
-                        dtype=None if frame else np.float64)
-    if frame and reset:
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
-        if y.ndim != 1 or len(y) != X.shape[0]:
-            raise ValueError(f"y must be 1-d with one label per row of X ({X.shape[0]}), got shape {y.shape}")
-        return X, y
-    return out
 
 
 def _platt_slope(d: np.ndarray, positive: np.ndarray) -> float:

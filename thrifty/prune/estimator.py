@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from thrifty._validation import validate_frame
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
     MODES,
@@ -121,7 +122,7 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         for name in ("evaluation", "out_of_bag", "progress"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        X, y = _validate(self, X, y)
+        X, y = validate_frame(self, X, y)
         check_classification_targets(y)
         if np.unique(y).shape[0] < 2:
             raise ValueError("BudgetPrunedClassifier needs at least 2 classes in y; got 1 class")
@@ -163,7 +164,7 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ prediction
     def _matrix(self, X: Any) -> Any:
         check_is_fitted(self, "forest_")
-        return _validate(self, X)
+        return validate_frame(self, X)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Mean of the pruned trees' leaf class distributions, shape (n, n_classes)."""
@@ -185,22 +186,6 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
             costs = self.costs if isinstance(self.costs, CostModel) else CostModel(self.costs)
         return evaluate(self.forest_, X, costs).cost
 
-
-def _validate(est: BudgetPrunedClassifier, X: Any, y: Any = "no_validation") -> Any:
-    """scikit-learn's input checks; DataFrames pass as they are (categorical columns are coded
-    by the forest) with their column names and count recorded or checked."""
-    from sklearn.utils.validation import validate_data
-
-    reset = not isinstance(y, str)
-    frame = hasattr(X, "columns") and hasattr(X, "iloc")
-    out = validate_data(est, X, y, reset=reset, skip_check_array=frame, ensure_all_finite="allow-nan",
-                        dtype=None if frame else np.float64)
-    if frame and reset:
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
-        return X, y
-    return out
 
 
 def _oob_mask(model: Any, n: int, n_trees: int) -> np.ndarray:

@@ -48,6 +48,7 @@ def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes
     matplotlib Axes
         Series are in ``ax.lines``, in order, the front (if drawn) last.
     """
+    import matplotlib
     import pandas as pd
 
     from thrifty.frontier import pareto_front
@@ -57,14 +58,19 @@ def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots(figsize=(7, 4.5))
-    for label, table in series.items():
+    # Past ten series the default colour cycle repeats: take tab20's colours and vary markers.
+    many = len(series) > 10
+    colours = [matplotlib.colormaps["tab20"](i % 20) for i in range(len(series))] if many else None
+    for i, (label, table) in enumerate(series.items()):
         _check_columns(table, (cost, value))
         t = table.sort_values(cost)
         # A lone point (a baseline) gets a large marker so the lines do not hide it.
         single = len(t) == 1
-        ax.plot(t[cost].to_numpy(float), t[value].to_numpy(float), marker="*" if single else "o",
+        style = {"color": colours[i]} if many else {}
+        ax.plot(t[cost].to_numpy(float), t[value].to_numpy(float),
+                marker="*" if single else "os^vD<>"[i % 7 if many else 0],
                 markersize=12 if single else 4, linewidth=1.2, alpha=0.85, label=label,
-                zorder=4 if single else 2)
+                zorder=4 if single else 2, **style)
     if pareto and series:
         front = pareto_front(pd.concat(list(series.values()), ignore_index=True), cost=cost,
                              value=value, higher_is_better=higher_is_better)
@@ -79,7 +85,7 @@ def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes
     ax.set_xlabel(f"{cost.replace('_', ' ')} per example{unit}")
     ax.set_ylabel(value_label or _metric_name(series.values()) or value)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7 if many else 8, ncol=2 if len(series) > 12 else 1)
     return ax
 
 

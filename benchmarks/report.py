@@ -175,7 +175,15 @@ def section(spec: dict) -> list[str]:
     for label, derive, target in spec.get("derived", []):
         lines.append(f"| {label} (derived) | {fmt(derive(figures))} | {target or '-'} |")
     lines += ["", f"Setting: {spec['differs']}", f"Reproduce: `{spec['command']}`.", ""]
+    lines += images(f"{spec['bench']}_*.png")
     return lines
+
+
+def images(pattern: str) -> list[str]:
+    """Markdown image links to the benchmark figures matching ``pattern`` (full runs only)."""
+    found = sorted(p for p in RESULTS.glob(pattern) if "quick" not in p.name)
+    out = [f"![{p.stem}](../benchmarks/results/{p.name})" for p in found]
+    return out + [""] if out else []
 
 
 def compare_section() -> list[str]:
@@ -202,6 +210,7 @@ def compare_section() -> list[str]:
                      f"| {methods} |")
     lines += ["", f"Reproduce: `{COMPARE['command']}`; tables in "
               "`benchmarks/results/compare_<dataset>.csv`.", ""]
+    lines += images("compare_*.png")
     return lines
 
 

@@ -83,7 +83,7 @@ class Comparison:
         Returns
         -------
         DataFrame
-            ``budget``, then the front row of the best value whose mean cost is within it
+            ``for_budget``, then the front row of the best value whose mean cost is within it
             (no row when nothing is).
         """
         if budgets is None:
@@ -93,7 +93,8 @@ class Comparison:
             within = self.front[self.front["mean_cost"] <= b + 1e-12]
             if len(within):
                 best = within.loc[within["value"].idxmax()]
-                rows.append({"budget": float(b), **best.to_dict()})
+                # The table's own "budget" column (what a method was asked for) stays as it is.
+                rows.append({"for_budget": float(b), **best.to_dict()})
         return pd.DataFrame(rows)
 
     def model(self, method: str, name: str) -> Any:

@@ -24,7 +24,7 @@ def answer(row: pd.Series, unit: str | None = None) -> str:
                                                                                ).startswith("precision") \
         else f"{value:.4g}"
     return (f"for {money(float(row['mean_cost']), unit)} per example (budget "
-            f"{money(float(row['budget']), unit)}) you get {shown} {row.get('metric', 'value')} "
+            f"{money(float(row['for_budget']), unit)}) you get {shown} {row.get('metric', 'value')} "
             f"with {row['method']} ({row['name']})")
 
 

@@ -9,6 +9,10 @@ split by thrifty's runtime. Figures:
   between the overall Pareto front's step function and that of plain LightGBM truncated after k
   trees, over their common cost range (``thrifty.frontier.frontier_gap``), in units of the
   metric (accuracy; precision@5 for rank_small). Positive: the front lies above plain LightGBM.
+  The overall front contains plain LightGBM's own points, so this is never negative; it is
+  positive where other methods add something.
+* ``other_methods_front_vs_lightgbm``: the same gap for the front of every method but plain
+  LightGBM (negative where LightGBM alone is better).
 * ``composition_on_front`` (per dataset): Pareto points that come from compositions.
 
 Full run: heart and thyroid with every budget and point, adult, letter, higgs_small and rank_small
@@ -63,7 +67,9 @@ def run_one(name: str, data_home: str | None, quick: bool, time_limit: float) ->
     fig.savefig(RESULTS / f"compare_{name}.png", dpi=110)
     lgb = table[table["method"] == "LightGBM, first k trees"]
     on_front = int((cmp.front["family"] == "composition").sum())
-    return {"gap": frontier_gap(table, lgb), "composition_on_front": on_front,
+    others = table[table["method"] != "LightGBM, first k trees"]
+    return {"gap": frontier_gap(table, lgb), "gap_others": frontier_gap(others, lgb),
+            "composition_on_front": on_front,
             "front_methods": sorted(set(cmp.front["method"])), "models": len(table),
             "stopped_early": cmp.stopped_early, "seconds": round(seconds, 1), "skipped": len(cmp.skipped)}
 
@@ -78,16 +84,21 @@ def main() -> None:
     names = QUICK if args.quick else FULL
     limit = args.time_limit if args.time_limit is not None else (20.0 if args.quick else 300.0)
     out: dict = {"bench": "compare", "quick": args.quick, "time_limit": limit}
-    gaps, comps = {}, {}
+    gaps, others, comps = {}, {}, {}
     for name in names:
         r = run_one(name, args.data_home, args.quick or name in LARGE, limit)
         gaps[name], comps[name] = round(r["gap"], 4), r["composition_on_front"]
+        others[name] = round(r["gap_others"], 4)
         print(f"{name}: {r['models']} models in {r['seconds']} s"
               f"{' (time limit reached)' if r['stopped_early'] else ''}; front from {r['front_methods']}; "
               f"mean gap above plain LightGBM {r['gap']:+.4f}; {r['skipped']} candidates skipped")
+    # The overall front contains plain LightGBM's points, so its gap is >= 0 by construction;
+    # it is strictly above where other methods add something. The front of the other methods
+    # alone can also fall below.
     out["best_front_vs_lightgbm"] = gaps
+    out["other_methods_front_vs_lightgbm"] = others
     out["composition_on_front"] = comps
-    out["front_above_lightgbm_everywhere"] = all(g >= 0 for g in gaps.values())
+    out["front_above_lightgbm_everywhere"] = all(g > 0 for g in gaps.values())
     emit(out, args.quick)
 
 

@@ -42,7 +42,7 @@ LARGE = ("adult", "letter", "higgs_small", "rank_small")
 QUICK = ("heart", "thyroid")
 
 
-def run_one(name: str, data_home: str | None, quick: bool, time_limit: float) -> dict:
+def run_one(name: str, data_home: str | None, quick: bool, time_limit: float, quick_run: bool) -> dict:
     from matplotlib.figure import Figure
 
     from thrifty import datasets
@@ -60,11 +60,13 @@ def run_one(name: str, data_home: str | None, quick: bool, time_limit: float) ->
                   progress=sys.stderr.isatty(), **splits)
     seconds = time.perf_counter() - start
     table = cmp.table.assign(dataset=name)
-    table.to_csv(RESULTS / f"compare_{name}.csv", index=False)
+    # --quick writes beside the full run's files, never over them.
+    stem = f"compare_quick_{name}" if quick_run else f"compare_{name}"
+    table.to_csv(RESULTS / f"{stem}.csv", index=False)
     fig = Figure(figsize=(9, 5.5), layout="constrained")
     ax = cmp.plot(fig.add_subplot())
     ax.set_title(f"{name}: every method, test {table['metric'].iloc[0]} against mean cost per example")
-    fig.savefig(RESULTS / f"compare_{name}.png", dpi=110)
+    fig.savefig(RESULTS / f"{stem}.png", dpi=110)
     lgb = table[table["method"] == "LightGBM, first k trees"]
     on_front = int((cmp.front["family"] == "composition").sum())
     others = table[table["method"] != "LightGBM, first k trees"]
@@ -86,7 +88,7 @@ def main() -> None:
     out: dict = {"bench": "compare", "quick": args.quick, "time_limit": limit}
     gaps, others, comps = {}, {}, {}
     for name in names:
-        r = run_one(name, args.data_home, args.quick or name in LARGE, limit)
+        r = run_one(name, args.data_home, args.quick or name in LARGE, limit, args.quick)
         gaps[name], comps[name] = round(r["gap"], 4), r["composition_on_front"]
         others[name] = round(r["gap_others"], 4)
         print(f"{name}: {r['models']} models in {r['seconds']} s"

@@ -97,8 +97,8 @@ def q_step(A: np.ndarray, B: np.ndarray, p_full: float) -> tuple[np.ndarray, flo
     beta = brentq(excess, 0.0, hi, xtol=1e-12, rtol=1e-12, maxiter=500)
     q = expit(d - beta)
     # brentq stops within xtol of the root, possibly on its infeasible side
-    while q.mean() > p_full:
-        beta = np.nextafter(beta, np.inf) if beta > 1 else beta + 1e-12
+    while q.mean() > p_full:  # a step of brentq's tolerance crosses it in one or two tries
+        beta += max(1e-12, abs(beta) * 1e-12)
         q = expit(d - beta)
     return q, float(beta)
 

@@ -280,3 +280,54 @@ def test_function_layer_on_arrays(binary):
         assert evaluate(plan, Xt).labels.shape == (len(Xt),)
     with pytest.raises(ValueError, match="one column per class"):
         ADAPTProblem.build(X, y, hpc.predict_proba(X)[:, :1])
+
+
+# ------------------------------------------------------------------- ADAPT-LIN support cut
+def test_truncate_lin_keeps_the_strongest_features_exactly(binary):
+    from thrifty.train.adapt import ADAPTProblem, adapt_lin, lin_objective, truncate_lin
+
+    X, y, _, _, hpc = binary
+    prob = ADAPTProblem.build(X, y, hpc.predict_proba(X))
+    fit = adapt_lin(prob, p_full=0.2, gamma=1e-3, n_iter=5)
+    norms = np.linalg.norm(fit.state[:-1], axis=1)
+    assert np.count_nonzero(norms) > 2
+    cut = truncate_lin(prob, fit, 2, p_full=0.2, gamma=1e-3, n_iter=5)
+    kept = np.linalg.norm(cut.state[:-1], axis=1) > 0
+    assert kept.sum() <= 2
+    # only features among the two strongest (uniform prices) may stay, and none else is paid
+    assert set(np.flatnonzero(kept)) <= set(np.argsort(-norms)[:2])
+    used = (cut.gate.feature_usage() | cut.low.feature_usage()).astype(bool)
+    assert np.array_equal(used, kept)
+    assert cut.q.mean() <= 0.2 + 1e-9
+    # a fit already within the limit comes back unchanged
+    assert truncate_lin(prob, cut, 2, p_full=0.2, gamma=1e-3) is cut
+    # the refit kept the better of its two starts, so no worse than the plain cut restarted
+    assert np.isfinite(lin_objective(prob, cut.state, 0.2, 1e-3))
+
+
+def test_lin_objective_matches_its_formula(binary):
+    from thrifty.train._adapt_linear import Standardizer
+    from thrifty.train.adapt import ADAPTProblem, _losses, adapt_lin, lin_objective
+
+    X, y, _, _, hpc = binary
+    prob = ADAPTProblem.build(X, y, hpc.predict_proba(X))
+    fit = adapt_lin(prob, p_full=0.3, gamma=1e-2, n_iter=3)
+    P = fit.state
+    S = Standardizer(X).transform(X) @ P[:-1] + P[-1]
+    A, B = _losses(S[:, 0], S[:, 1:], prob.y, prob.nll0)
+    q, _ = q_step(A, B, 0.3)
+    expected = _opt1(q, A, B) + 1e-2 * np.sum(prob.feature_prices() * np.linalg.norm(P[:-1], axis=1))
+    assert lin_objective(prob, P, 0.3, 1e-2) == pytest.approx(expected, rel=1e-9)
+    # and q at its optimum: any other feasible q gives a larger (OPT1) value
+    other = np.clip(q * 0.5, 0, 1)
+    assert _opt1(other, A, B) > _opt1(q, A, B)
+
+
+def test_max_features_applies_to_lin_only(binary):
+    X, y, _, _, hpc = binary
+    with pytest.raises(ValueError, match="max_features applies to method='lin' only"):
+        ADAPTClassifier(hpc, method="gbrt", max_features=2, **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="max_features must be an integer >= 1"):
+        ADAPTClassifier(hpc, method="lin", max_features=0, **FAST).fit(X, y)
+    est = ADAPTClassifier(hpc, method="lin", gamma=1e-3, max_features=1, **FAST).fit(X, y)
+    assert (est.gate_.feature_usage() | est.low_.feature_usage()).astype(bool).sum() == 1

@@ -10,6 +10,7 @@ from thrifty.train.adapt import (
     adapt_lin,
     l1_baseline,
     q_step,
+    truncate_lin,
 )
 from thrifty.train.budgetrf import BudgetRFClassifier
 from thrifty.train.cegb import (
@@ -25,4 +26,4 @@ from thrifty.train.greedymiser import GreedyMiserClassifier, GreedyMiserRegresso
 __all__ = ["ADAPTClassifier", "ADAPTFit", "ADAPTProblem", "BudgetError", "BudgetRFClassifier",
            "CEGBClassifier", "CEGBRanker", "CEGBRegressor", "GreedyMiserClassifier",
            "GreedyMiserRegressor", "adapt_gbrt", "adapt_lin", "cegb_frontier", "cegb_params",
-           "cegb_penalties", "greedymiser_frontier", "l1_baseline", "q_step"]
+           "cegb_penalties", "greedymiser_frontier", "l1_baseline", "q_step", "truncate_lin"]

@@ -40,9 +40,10 @@ thread) on 50,000 synthetic rows (``make_classification``, 20 features, seed 0) 
 LightGBM; with --quick on 5,000 rows and 100 trees (``fit_size`` names the sizes).
 
 Sizes: full run - rank_small 1,000 trees x 3,005 training rows, 10 lam values; adult and
-higgs_small 300 trees x 10,000 / 6,000 rows (x 5 folds), 10 lam values; the 50,000 x 1,000 timing (its score
-matrix is 400 MB); about 15 minutes on a quiet 2-core machine. --quick: rank_small with 100 trees
-and 3 lam values, higgs_small only with 60 trees and 3 lam values, the timing on 5,000 x 100.
+higgs_small 300 trees x 10,000 / 6,000 rows (x 5 folds), 10 lam values; the 50,000 x 1,000
+timing (its score matrix is 400 MB); about 6 minutes on a quiet 2-core machine, 20 on a busy
+one. --quick: rank_small with 100 trees and 3 lam values, higgs_small only (its own split) with
+60 trees and 3 lam values, the timing on 5,000 x 100.
 
 JSON: ``cost_reduction_at_1pct`` (full GBRT's mean cost / Cronus's lowest mean cost whose
 precision@5 is within 1% relative of the full GBRT's), ``cronus_beats_early_exit`` and

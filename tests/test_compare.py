@@ -237,6 +237,14 @@ def test_other_tasks(task):
 
 def test_bad_inputs_name_the_fix():
     X, y = binary_data(100)
+    with pytest.raises(ValueError, match="budgets must be positive"):
+        compare(X, y, budgets=[0.0, 5.0], progress=False)
+    with pytest.raises(ValueError, match="time_limit must be a positive"):
+        compare(X, y, time_limit=-1, progress=False)
+    with pytest.raises(ValueError, match="single class"):
+        compare(X, np.ones_like(y), progress=False)
+    with pytest.raises(ValueError, match="2 missing label"):
+        compare(X, np.r_[np.nan, y[1:-1], np.nan], progress=False)
     with pytest.raises(ValueError, match="unknown method"):
         compare(X, y, methods=["nope"], progress=False)
     with pytest.raises(ValueError, match="do not support"):
@@ -300,3 +308,47 @@ def test_every_method_and_composition_runs(task):
     # Every cost is what the runtime measures, so no model costs more than every feature.
     assert (cmp.table["mean_cost"] <= costs.feature_costs.sum() + 1e-9).all()
     assert cmp.table["fit_seconds"].ge(0).all()
+
+
+@pytest.fixture
+def small_csv(tmp_path):
+    X, y = binary_data(120)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)]).assign(label=y)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    return tmp_path, frame
+
+
+@pytest.mark.parametrize("option, problem", [
+    (["--budgets", "0"], "--budgets '0': 0 is not a positive cost"),
+    (["--budgets=-5"], "--budgets '-5': -5 is not a positive cost"),
+    (["--budgets", "5,ten"], "'ten' is not a number"),
+    (["--time-limit", "-1"], "--time-limit '-1' is not a positive number of seconds"),
+    (["--time-limit", "0"], "--time-limit '0' is not a positive number of seconds"),
+])
+def test_cli_rejects_bad_budgets_and_time_limits_in_one_line(small_csv, option, problem):
+    tmp, _ = small_csv
+    code, out, err = run_cli(["compare", str(tmp / "data.csv"), "--target", "label",
+                              "--out", str(tmp / "out"), *option])
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and problem in err and "e.g." in err
+
+
+@pytest.mark.parametrize("labels, problem", [
+    (lambda y: np.zeros_like(y), "single class"),
+    (lambda y: np.where(np.arange(len(y)) % 7 == 0, np.nan, y), "missing label"),
+])
+def test_cli_rejects_one_class_and_missing_labels_in_one_line(small_csv, labels, problem):
+    tmp, frame = small_csv
+    frame.assign(label=labels(frame["label"].to_numpy(float))).to_csv(tmp / "bad.csv", index=False)
+    code, out, err = run_cli(["compare", str(tmp / "bad.csv"), "--target", "label",
+                              "--out", str(tmp / "out")])
+    assert code == 2 and out == "" and err.count("\n") == 1 and problem in err
+
+
+def test_absurd_costs_are_an_error_not_inf(small_csv):
+    tmp, _ = small_csv
+    (tmp / "costs.json").write_text(json.dumps({f"f{i}": 1e308 for i in range(6)}))
+    code, out, err = run_cli(["compare", str(tmp / "data.csv"), "--target", "label", "--costs",
+                              str(tmp / "costs.json"), "--methods", "lightgbm", "--out", str(tmp / "out")])
+    assert code == 2 and "inf per example" not in out and err.count("\n") == 1
+    assert "rescale" in err or "cost" in err

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thrifty.comparison.methods import METHODS, Context
+from thrifty.comparison.methods import METHODS, Context, _rounds
 from thrifty.comparison.selection import confirm, eligible_front, select
 from thrifty.comparison.sweep import (FitTask, Reporter, fold_indices, run_tasks, split_rows, take,
                                       workers_of)
@@ -137,6 +137,17 @@ class Comparison:
         label = f"{self.table['metric'].iloc[0]} ({self.selection})" if len(self.table) else None
         ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit, value_label=label,
                            front=self.front)
+        done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
+        if len(done):
+            # The front's models as confirmed on the test rows, at their test cost.
+            value = done["test_value"].to_numpy(float)
+            ax.errorbar(done["test_mean_cost"].to_numpy(float), value,
+                        yerr=[value - done["test_low"].to_numpy(float),
+                              done["test_high"].to_numpy(float) - value],
+                        fmt="D", color="tab:red", markersize=4, elinewidth=0.8, capsize=2,
+                        alpha=0.8, zorder=6, label=f"front confirmed on {self.n_test} test rows "
+                        "(95% interval)")
+            ax.legend(fontsize=7, ncol=2 if self.table["method"].nunique() > 12 else 1)
         costs = self.table["mean_cost"].to_numpy(float) if len(self.table) else np.zeros(0)
         if len(costs) and costs.max() > 20 * max(costs[costs > 0].min(initial=np.inf), 1e-12):
             ax.set_xscale("symlog", linthresh=float(costs[costs > 0].min(initial=1.0)))
@@ -309,9 +320,18 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     models: dict[tuple[str, str], Any] = {}
     by_name = {m.name: m.key for m in chosen}
     if k:
+        # The plain model is the final context's own (same rows, same parameters).
+        whole = f"k={_rounds(ctx.lightgbm())}"
+        if whole in wanted.get(REFERENCE, []):
+            models[REFERENCE, whole] = ctx.lightgbm()
+            wanted[REFERENCE].remove(whole)
         refits = [FitTask(by_name[method], -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(names),
-                          **common) for method, names in wanted.items()]
-        done = _run(refits, executor, wall_end, progress, "refit")
+                          **common) for method, names in wanted.items() if names]
+        # Without its refit a chosen model cannot be confirmed: the refit may use up to 5% of
+        # the allowance beyond it (the selection stage kept a share for it, but its last
+        # candidates can overrun).
+        refit_end = None if wall_end is None else wall_end + 0.05 * float(time_limit)
+        done = _run(refits, executor, refit_end, progress, "refit")
         stopped |= any(r.stopped or not r.started for r in done)
         found = {(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()}
     else:

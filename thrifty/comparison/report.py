@@ -95,8 +95,8 @@ def markdown_report(cmp: Comparison, rec: pd.DataFrame, saved: dict[tuple[str, s
     else:
         lines.append("- no model fits the budgets")
     lines += ["", "## Pareto front", "", "No other model is cheaper on average and at least as good "
-              "(validation figures):", "", _markdown(_columns(cmp.front), fmt), "",
-              "## Every model", "", _markdown(_columns(cmp.table, ["parameters"]), fmt), ""]
+              "(validation figures):", "", markdown_table(_columns(cmp.front), fmt), "",
+              "## Every model", "", markdown_table(_columns(cmp.table, ["parameters"]), fmt), ""]
     if cmp.skipped:
         lines += ["## Skipped", ""] + [f"- {m} {n}: {why}" for m, n, why in cmp.skipped] + [""]
     lines += ["![frontier](frontier.png)", ""]
@@ -107,7 +107,10 @@ def _columns(df: pd.DataFrame, extra: list[str] | None = None) -> pd.DataFrame:
     return df[[c for c in COLUMNS + (extra or []) if c in df.columns]]
 
 
-def _markdown(df: pd.DataFrame, fmt: dict[str, Any]) -> str:
+def markdown_table(df: pd.DataFrame, fmt: dict[str, Any] | None = None) -> str:
+    """A GitHub-flavoured markdown table (pandas' own needs the optional ``tabulate``);
+    ``fmt`` formats columns by name, missing values are left blank."""
+    fmt = fmt or {}
     header = "| " + " | ".join(str(c) for c in df.columns) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
     body = ["| " + " | ".join(fmt[c](v) if c in fmt and pd.notna(v) else ("" if pd.isna(v) else str(v))

@@ -104,7 +104,7 @@ def main() -> None:
         for _, r in t.iterrows():
             print(f"{name}: {r['method']} ({r['name']}): selected {r['selected']:.1%} on "
                   f"{r['selection']}; confirmed {r['confirmed']:.1%} [{r['low']:.1%}, {r['high']:.1%}] "
-                  f"on {int(r["test_rows"])} test rows; fresh {r['fresh']:.1%} on {r['fresh_rows']} rows")
+                  f"on {int(r['test_rows'])} test rows; fresh {r['fresh']:.1%} on {r['fresh_rows']} rows")
         if len(t):
             print(f"{name}: {t['methods'].iloc[0]} methods, {t['models'].iloc[0]} models in "
                   f"{t['seconds'].iloc[0]} s{' (time allowance reached)' if t['stopped_early'].iloc[0] else ''}")

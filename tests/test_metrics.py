@@ -267,3 +267,49 @@ def test_score_per_task():
         metrics.score("clustering", y, y)
     with pytest.raises(ValueError, match="labels"):
         metrics.score("binary", y, _evaluation([0.0, 1.0, 0.0, 1.0]))
+
+
+def test_balanced_accuracy_and_macro_auc_match_scikit_learn():
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    from thrifty.metrics import balanced_accuracy, macro_auc
+
+    rng = np.random.default_rng(4)
+    y = rng.choice([3, 5, 7], size=200, p=[0.7, 0.2, 0.1])
+    proba = rng.dirichlet(np.ones(3), size=200)
+    pred = np.array([3, 5, 7])[proba.argmax(axis=1)]
+    assert balanced_accuracy(y, pred) == pytest.approx(balanced_accuracy_score(y, pred))
+    assert balanced_accuracy(y, np.full(200, 3)) == pytest.approx(1 / 3)  # constant: 1/n_classes
+    assert macro_auc(y, proba, [3, 5, 7]) == pytest.approx(
+        roc_auc_score(y, proba, multi_class="ovr", average="macro", labels=[3, 5, 7]))
+    binary = (y == 3).astype(int)
+    assert macro_auc(binary, proba[:, [1, 0]]) == pytest.approx(roc_auc_score(binary, proba[:, 0]))
+    assert np.isnan(macro_auc(np.zeros(5), np.full((5, 2), 0.5)))
+
+
+def test_wilson_interval_matches_scipy():
+    from scipy.stats import binomtest
+
+    from thrifty.metrics import wilson_interval
+
+    for k, n in [(0, 10), (7, 10), (91, 91), (400, 1000)]:
+        ci = binomtest(k, n).proportion_ci(0.95, method="wilson")
+        assert wilson_interval(k, n) == pytest.approx((ci.low, ci.high))
+    assert all(np.isnan(wilson_interval(0, 0)))
+
+
+def test_bootstrap_interval_brackets_the_statistic_and_resamples_groups():
+    from thrifty.metrics import bootstrap_interval
+
+    x = np.random.default_rng(0).normal(size=400)
+    low, high = bootstrap_interval(lambda idx: x[idx].mean(), len(x))
+    # The normal-theory interval of a mean: about +-1.96 standard errors.
+    se = x.std() / np.sqrt(len(x))
+    assert low < x.mean() < high
+    assert high - low == pytest.approx(2 * 1.96 * se, rel=0.15)
+    groups = np.repeat(np.arange(40), 10)
+    values = np.repeat(np.random.default_rng(1).normal(size=40), 10)  # constant within groups
+    low, high = bootstrap_interval(lambda idx: values[idx].mean(), 400, groups=groups)
+    # Resampling whole groups: the width of 40 independent values, not of 400.
+    se = values[::10].std() / np.sqrt(40)
+    assert high - low == pytest.approx(2 * 1.96 * se, rel=0.2)

@@ -55,6 +55,22 @@ def test_frontier_one_series_per_method_plus_front(tmp_path):
     assert (tmp_path / "frontier.png").stat().st_size > 0
 
 
+def test_frontier_joins_each_method_by_cost_and_draws_the_front_boldly():
+    # Rows out of cost order, with a tie in cost: the line must still run left to right.
+    table = pd.concat([_table([9, 1, 5, 5], [0.8, 0.6, 0.75, 0.7], "a"),
+                       _table([3, 2], [0.72, 0.65], "b")])
+    given = table.iloc[[1, 5]]
+    ax = plot_frontier(table, front=given)
+    *methods, front = ax.lines
+    for line in methods:
+        x, y = line.get_xdata(), line.get_ydata()
+        assert np.all(np.diff(x) >= 0)
+        assert np.all(np.diff(y)[np.diff(x) == 0] >= 0)  # ties by value: no doubling back
+        assert line.get_alpha() < 0.5 and line.get_linewidth() < front.get_linewidth()
+    assert list(front.get_xdata()) == [1, 2]  # the front given, not recomputed
+    assert front.get_alpha() is None or front.get_alpha() == 1
+
+
 def test_frontier_from_one_table():
     both = pd.concat([_table([1, 2], [0.5, 0.6], "a"), _table([3], [0.9], "b")])
     assert len(plot_frontier(both).lines) == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -309,7 +309,7 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
                           qid_eval=qe, keep_models=not k, **common) for m in chosen]
     # Under cross-validation a share of the allowance is kept for the final refit.
     select_end = None if wall_end is None else wall_end - (time_limit / (k + 1) if k else 0.0)
-    results = _run(tasks, executor, select_end, progress, "selection")
+    results = _sweep(tasks, executor, select_end, progress)
     table = select(results, METHODS)
     skipped = _skipped(results)
     stopped = any(r.stopped or not r.started for r in results)
@@ -393,6 +393,19 @@ def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: 
                          on_done=reporter)
     finally:
         reporter.close()
+
+
+def _sweep(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool) -> list:
+    """The selection tasks. Under a time allowance, a first pass fits each method's first
+    candidate on every fold, so that every method is scored on all folds before any is
+    refined; the full pass then replaces a first-pass result wherever it got as far."""
+    if deadline is None:
+        return _run(tasks, executor, deadline, progress, "selection")
+    first = _run([replace(t, max_candidates=1) for t in tasks], executor, deadline, progress,
+                 "selection, first candidates")
+    full = _run(tasks, executor, deadline, progress, "selection, refinements")
+    return [b if b.started and len(b.rows) + len(b.skipped) >= len(a.rows) + len(a.skipped) else a
+            for a, b in zip(first, full)]
 
 
 def _skipped(results: list) -> list[tuple[str, str, str]]:

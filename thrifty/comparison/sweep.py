@@ -53,6 +53,8 @@ class FitTask:
     keep_models : bool
         Return the fitted models (the final refit, or a single validation split whose models
         are the final ones).
+    max_candidates : int, optional
+        Stop after this many candidates (the first pass of a time-limited sweep).
     """
 
     method: str
@@ -74,6 +76,7 @@ class FitTask:
     deadline: float | None = None
     only: tuple[str, ...] | None = None
     keep_models: bool = False
+    max_candidates: int | None = None
 
 
 @dataclass
@@ -129,7 +132,7 @@ def run_task(t: FitTask) -> TaskResult:
     runner = METHODS[t.method].run(ctx)
     wanted = None if t.only is None else set(t.only)
     tried = 0
-    while wanted is None or wanted:
+    while (wanted is None or wanted) and (t.max_candidates is None or tried < t.max_candidates):
         over = (t.seconds is not None and time.perf_counter() - start >= t.seconds) or (
             t.deadline is not None and time.time() >= t.deadline)
         if tried and over:

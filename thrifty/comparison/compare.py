@@ -25,6 +25,9 @@ __all__ = ["Comparison", "compare"]
 BUDGET_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75)
 QUICK_BUDGET_FRACTIONS = (0.1, 0.3, 0.6)
 RECOMMEND_FRACTIONS = (0.1, 0.25, 0.5, 1.0)
+#: Without its refit a chosen model cannot be confirmed: the refit may run this fraction of the
+#: allowance past it (the selection kept a share for it, but its last candidates can overrun).
+REFIT_GRACE = 0.05
 #: Below this many rows (besides the test rows) the choice is made by K-fold cross-validation,
 #: so every row informs it; above, on one validation split.
 CV_BELOW = 5000
@@ -301,7 +304,7 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     common = dict(task=task, costs=costs, budgets=budgets, lightgbm_params=params, n_jobs=n_jobs,
                   random_state=random_state, quick=quick)
     # Fold by fold, each method in turn: should the allowance run out, every method has had
-    # its first fold (and its first candidate there) before any has a second.
+    # its first fold before any has a second (and see _sweep's first pass).
     tasks = []
     for f, (fit, held) in enumerate(folds):
         (Xf, yf, qf), (Xe, ye, qe) = take(X, y, qid, fit), take(X, y, qid, held)
@@ -317,27 +320,14 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     front = eligible_front(table, baseline_value)
     wanted = _chosen_rows(table, front)
 
-    models: dict[tuple[str, str], Any] = {}
-    by_name = {m.name: m.key for m in chosen}
     if k:
-        # The plain model is the final context's own (same rows, same parameters).
-        whole = f"k={_rounds(ctx.lightgbm())}"
-        if whole in wanted.get(REFERENCE, []):
-            models[REFERENCE, whole] = ctx.lightgbm()
-            wanted[REFERENCE].remove(whole)
-        refits = [FitTask(by_name[method], -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(names),
-                          **common) for method, names in wanted.items() if names]
-        # Without its refit a chosen model cannot be confirmed: the refit may use up to 5% of
-        # the allowance beyond it (the selection stage kept a share for it, but its last
-        # candidates can overrun).
-        refit_end = None if wall_end is None else wall_end + 0.05 * float(time_limit)
-        done = _run(refits, executor, refit_end, progress, "refit")
-        stopped |= any(r.stopped or not r.started for r in done)
-        found = {(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()}
-    else:
-        found = {(METHODS[r.method].name, n): mdl for r in results for n, mdl in r.models.items()}
-    for method, names_ in wanted.items():
-        models.update({(method, n): found[method, n] for n in names_ if (method, n) in found})
+        refit_end = None if wall_end is None else wall_end + REFIT_GRACE * float(time_limit)
+        models, refit_stopped = _refit(wanted, chosen, ctx, (X, y, qid), common, executor,
+                                       refit_end, progress)
+        stopped |= refit_stopped
+    else:  # the validation split's models are the final ones
+        models = {(METHODS[r.method].name, n): mdl for r in results for n, mdl in r.models.items()
+                  if n in wanted.get(METHODS[r.method].name, [])}
     if len(table):
         for i, row in table.iterrows():
             key = (row["method"], row["name"])
@@ -393,6 +383,27 @@ def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: 
                          on_done=reporter)
     finally:
         reporter.close()
+
+
+def _refit(wanted: dict[str, list[str]], chosen: list, ctx: Context, rows: tuple,
+           common: dict[str, Any], executor: Any, deadline: float | None,
+           progress: bool) -> tuple[dict[tuple[str, str], Any], bool]:
+    """The chosen candidates refitted on every row but the test rows: (models, whether the
+    time allowance cut a refit short)."""
+    wanted = {method: list(names) for method, names in wanted.items()}
+    models: dict[tuple[str, str], Any] = {}
+    # The plain model is the final context's own (same rows, same parameters).
+    whole = f"k={_rounds(ctx.lightgbm())}"
+    if whole in wanted.get(REFERENCE, []):
+        models[REFERENCE, whole] = ctx.lightgbm()
+        wanted[REFERENCE].remove(whole)
+    key = {m.name: m.key for m in chosen}
+    X, y, qid = rows
+    refits = [FitTask(key[method], -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(names), **common)
+              for method, names in wanted.items() if names]
+    done = _run(refits, executor, deadline, progress, "refit")
+    models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
+    return models, any(r.stopped or not r.started for r in done)
 
 
 def _sweep(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool) -> list:

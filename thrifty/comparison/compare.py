@@ -321,7 +321,10 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     wanted = _chosen_rows(table, front)
 
     if k:
-        refit_end = None if wall_end is None else wall_end + REFIT_GRACE * float(time_limit)
+        # The refit gets its reserved share even when the selection overran (a chosen model
+        # without its refit cannot be confirmed): the whole run then overruns by as much.
+        refit_end = None if wall_end is None else max(wall_end + REFIT_GRACE * float(time_limit),
+                                                      time.time() + float(time_limit) / (k + 1))
         models, refit_stopped = _refit(wanted, chosen, ctx, (X, y, qid), common, executor,
                                        refit_end, progress)
         stopped |= refit_stopped
@@ -397,10 +400,10 @@ def _refit(wanted: dict[str, list[str]], chosen: list, ctx: Context, rows: tuple
     if whole in wanted.get(REFERENCE, []):
         models[REFERENCE, whole] = ctx.lightgbm()
         wanted[REFERENCE].remove(whole)
-    key = {m.name: m.key for m in chosen}
     X, y, qid = rows
-    refits = [FitTask(key[method], -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(names), **common)
-              for method, names in wanted.items() if names]
+    # Cheapest first, as in the selection.
+    refits = [FitTask(m.key, -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(wanted[m.name]), **common)
+              for m in chosen if wanted.get(m.name)]
     done = _run(refits, executor, deadline, progress, "refit")
     models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
     return models, any(r.stopped or not r.started for r in done)

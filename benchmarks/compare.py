@@ -22,7 +22,7 @@ allowance), compare's ``quick`` settings, ``--time-limit`` seconds each (default
 row per recommended model) and ``compare_<dataset>.png``; the last stdout line is one JSON
 object.
 
-    python benchmarks/compare.py [--quick] [--data-home DIR] [--time-limit SECONDS]
+    python benchmarks/compare.py [--quick] [--data-home DIR] [--time-limit SECONDS] [--datasets A,B]
 """
 
 from __future__ import annotations
@@ -93,9 +93,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--data-home", default=os.environ.get("THRIFTY_DATA"))
     parser.add_argument("--time-limit", type=float, default=None)
+    parser.add_argument("--datasets", help="comma-separated subset of the datasets to run")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     names = QUICK if args.quick else FULL
+    if args.datasets:
+        names = tuple(n.strip() for n in args.datasets.split(",") if n.strip())
     limit = args.time_limit if args.time_limit is not None else (20.0 if args.quick else 120.0)
     tables = []
     for name in names:

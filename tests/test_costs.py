@@ -64,7 +64,7 @@ def test_group_and_dependency_combine():
      "more than one group"),
     (dict(feature_costs=[1.0, 1.0], tree_cost=-1), "tree_cost"),
     (dict(feature_costs=[1.0, 1.0], fixed_costs=[1.0]), "fixed_costs"),
-    (dict(feature_costs=[1.0, 1.0], feature_names=["a", "a"]), "duplicates"),
+    (dict(feature_costs=[1.0, 1.0], feature_names=["a", "a"]), r"duplicate name\(s\) \[.a.\]"),
 ])
 def test_validation_names_the_problem(kwargs, match):
     costs = kwargs.pop("feature_costs")

@@ -10,6 +10,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
 
 from thrifty.costs import CostModel
+from thrifty.forest._names import lightgbm_frame
+from thrifty.forest.importers import from_model
 from thrifty.train._search import SearchResult, search_tradeoff
 
 # Trade-off used when neither ``tradeoff`` nor ``budget`` is given: a mild penalty (a feature of
@@ -137,9 +139,13 @@ class CostAwareBoosting(BaseEstimator):
         if X_cal.shape[1] != X.shape[1]:
             raise ValueError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
         self.costs_ = costs
+        # LightGBM refuses or rewrites some names; it trains on names it keeps, and the forest
+        # reads the user's.
+        X_fit = lightgbm_frame(X)
 
         def fit_one(lam: float) -> tuple[Any, float]:
-            forest, booster = self._train(X, y, sample_weight, lam, fit_params)
+            forest, booster = self._train(X_fit, y, sample_weight, lam, fit_params)
+            forest = from_model(forest, feature_names=names)
             return (forest, booster), evaluate(forest, X_cal, costs).cost.mean
 
         if self.budget is None:

@@ -17,8 +17,9 @@ def as_matrix(X: Any, forest: Forest) -> np.ndarray:
 
     DataFrames are matched to ``forest.feature_names`` by column name when the forest has
     names (a LightGBM name such as ``blood_pressure`` matches the column ``blood pressure``
-    it was stored for; duplicated column names are an error); categorical columns are coded with the forest's stored categories (an unseen
-    category becomes NaN, as LightGBM does). Values are rounded to ``forest.input_dtype``.
+    it was stored for; duplicated column names are an error); categorical columns are coded
+    with the forest's stored categories (an unseen category becomes NaN, as LightGBM does).
+    Values are rounded to ``forest.input_dtype``.
     """
     return to_matrix(X, forest.n_features, forest.feature_names, forest.categories,
                      forest.input_dtype)

@@ -46,8 +46,8 @@ def is_generic(names: Sequence[str]) -> bool:
 def lightgbm_frame(X: Any) -> Any:
     """``X`` with column names LightGBM accepts and stores unchanged up to spaces.
 
-    A DataFrame whose names LightGBM would refuse (JSON characters, control characters,
-    names that collide once spaces become underscores) gets LightGBM's placeholder names
+    A DataFrame whose names LightGBM would refuse (empty names, JSON characters, control
+    characters, names that collide once spaces become underscores) gets LightGBM's placeholder names
     ``Column_0, ...``, which :func:`restore_names` accepts for any names; anything else is
     returned as is.
     """
@@ -55,7 +55,8 @@ def lightgbm_frame(X: Any) -> Any:
         return X
     names = [str(c) for c in X.columns]
     stored = [lightgbm_name(n) for n in names]
-    refused = any(ch in _LIGHTGBM_REFUSED or not ch.isprintable() for n in names for ch in n)
+    refused = any(not n or any(ch in _LIGHTGBM_REFUSED or not ch.isprintable() for ch in n)
+                  for n in names)
     if refused or duplicates(stored):
         return X.set_axis([f"Column_{i}" for i in range(len(names))], axis=1)
     return X

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 import thrifty
+from tests.forest.test_names import LIGHTGBM_OK, NASTY
 from thrifty import cli
 from thrifty.cli import main
-from tests.forest.test_names import LIGHTGBM_OK, NASTY
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 import thrifty
+from tests.forest.test_names import NASTY
 from thrifty import (
     ADAPTClassifier,
     BudgetPrunedClassifier,
@@ -19,7 +20,6 @@ from thrifty import (
     GreedyMiserClassifier,
     QWYCClassifier,
 )
-from tests.forest.test_names import NASTY
 
 rng = np.random.default_rng(0)
 X_ARRAY = rng.normal(size=(160, len(NASTY)))

@@ -64,7 +64,7 @@ def test_group_and_dependency_combine():
      "more than one group"),
     (dict(feature_costs=[1.0, 1.0], tree_cost=-1), "tree_cost"),
     (dict(feature_costs=[1.0, 1.0], fixed_costs=[1.0]), "fixed_costs"),
-    (dict(feature_costs=[1.0, 1.0], feature_names=["a", "a"]), "duplicates"),
+    (dict(feature_costs=[1.0, 1.0], feature_names=["a", "a"]), r"duplicate name\(s\) \[.a.\]"),
 ])
 def test_validation_names_the_problem(kwargs, match):
     costs = kwargs.pop("feature_costs")
@@ -131,3 +131,15 @@ def test_cost_report_summaries():
     assert s["mean_trees"] == 2.5 and s["q99"] <= 10.0
     assert r.to_frame().shape == (4, 5 + 3)
     np.testing.assert_allclose(r.acquisition_rate(), [0.25, 0.25, 0.25])
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(feature_costs=[1e308] * 3),  # each finite, the sum overflows to inf
+    dict(feature_costs=[1e300, 1e300]),  # finite sum, beyond what sums over rows hold
+    dict(feature_costs=[1.0], tree_cost=1e301),  # evaluation cost alone
+])
+def test_absurd_costs_are_refused_at_construction(kwargs):
+    costs = kwargs.pop("feature_costs")
+    with pytest.raises(ValueError, match=r"the costs add up to .*express them in a larger unit"):
+        CostModel(costs, **kwargs)
+    CostModel(np.full(3, 1e200))  # large but summable

@@ -1,10 +1,62 @@
-"""Input checks shared by the meta-estimators that wrap a forest (BudgetPrune, Cronus)."""
+"""Input checks shared by the estimators: labels, frames, and X's width against costs and models."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+
+def class_labels(y: Any, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(y, classes, codes)`` of classification labels, with scikit-learn's errors.
+
+    NaN (or None) among the labels is "Input y contains NaN." whatever the labels' dtype; a
+    single class is an error naming it and ``who`` (the estimator).
+    """
+    import pandas as pd
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import column_or_1d
+
+    y = column_or_1d(np.asarray(y), warn=True)
+    if len(y) == 0:
+        raise ValueError("y is empty (0 samples); fit needs at least 2 examples")
+    if pd.isna(y).any():
+        raise ValueError("Input y contains NaN.")
+    check_classification_targets(y)
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        only = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
+        raise ValueError(f"y has one class only ({only!r}); {who} needs examples of at least 2 "
+                         "classes")
+    return y, classes, codes
+
+
+def check_width(n_columns: int, n_features: int, what: str) -> None:
+    """ValueError blaming X when it has not the ``n_features`` columns ``what`` is for."""
+    if n_columns != n_features:
+        raise ValueError(f"X has {n_columns} features, but {what} {n_features}; pass X with "
+                         f"those {n_features} columns, in the same order")
+
+
+def costs_for_X(costs: Any, names: list[str] | None, n_features: int) -> Any:
+    """An estimator's ``costs`` as a CostModel aligned to the columns of ``X``.
+
+    ``None`` prices every feature at 1; a sequence gives one price per column; a CostModel is
+    matched by name when it and ``X`` both have names, else by position.
+    """
+    from thrifty.costs import CostModel
+
+    if costs is None:
+        return CostModel.uniform(n_features, feature_names=names)
+    if isinstance(costs, CostModel):
+        if names is None or costs.feature_names is None:
+            check_width(n_features, costs.n_features, "the cost model prices")
+        return costs.for_features(names, n_features)
+    values = np.asarray(costs, dtype=object)
+    if values.ndim != 1:
+        raise ValueError(f"costs must be a CostModel or one cost per feature, got shape {values.shape}")
+    check_width(n_features, len(values), "costs= prices")
+    return CostModel(values, feature_names=names)
 
 
 def validate_frame(est: Any, X: Any, y: Any = "no_validation") -> Any:

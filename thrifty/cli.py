@@ -11,13 +11,16 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.forest._names import align, check_unique
 from thrifty.io import load
 from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import as_plan
 
 # Errors a user causes (a missing file, a bad cost file, a feature the model lacks): thrifty
 # raises these with a message that says what to fix, so the CLI shows the message alone.
-USER_ERRORS = (OSError, ValueError, TypeError, KeyError)
+# Anything else (a TypeError, KeyError, ... from thrifty's own code) is a bug and keeps its
+# traceback.
+USER_ERRORS = (OSError, ValueError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,8 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except USER_ERRORS as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"thrifty: error: {' '.join(str(message).split())}", file=sys.stderr)
+        print(f"thrifty: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 
 
@@ -272,7 +274,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         from thrifty import metrics
 
         name, value = metrics.score(plan.task, y, ev, qid=qid)
-        lines.append(f"{name}: {value:.4g}")
+        lines.append(f"{name}: {value:.4g} over the {len(y)} rows of {args.data}"
+                     + (" (its test split)" if not _is_file(args.data) else ""))
     lines.append(f"wrote {args.out}")
     print("\n".join(lines))
     return 0
@@ -281,24 +284,43 @@ def _evaluate(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- inputs
 def _data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
     """Features, labels, query ids and cost model for a DATA argument."""
-    path = Path(args.data)
     dataset_costs = None
-    if path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq"):
-        X, y, qid = _read_table(path, args.target)
+    if _is_file(args.data):
+        X, y, qid = _read_table(Path(args.data), args.target)
     else:
         from thrifty import datasets
 
         ds = datasets.load(args.data)
+        if "test" not in ds.splits:
+            raise ValueError(f"dataset {ds.name!r} has no test split; give a data file instead")
         X, y, qid = ds.subset("test")
         dataset_costs = ds.costs
-    names = plan.feature_names or [str(c) for c in X.columns]
     if args.costs is not None:
-        costs = CostModel.from_file(args.costs, names)
+        costs = CostModel.from_file(args.costs, _cost_names(plan, X))
     elif dataset_costs is not None:
         costs = dataset_costs
     else:
+        print("thrifty: warning: no --costs given, so every feature costs 1 and the costs "
+              "reported count features; give --costs FILE (JSON {\"name\": cost} or CSV "
+              "feature,cost) for real prices", file=sys.stderr)
         costs = CostModel.uniform(plan.n_features, feature_names=plan.feature_names)
     return X, y, qid, costs
+
+
+def _cost_names(plan: Any, X: Any) -> list[str]:
+    """The model's features under the names the data file spells them (a cost file is
+    written against the data's header; LightGBM may have stored ``a b`` as ``a_b``)."""
+    columns = [str(c) for c in X.columns]
+    if plan.feature_names is None:
+        return columns
+    order = align(plan.feature_names, columns)
+    return plan.feature_names if order is None else [columns[j] for j in order]
+
+
+def _is_file(data: str) -> bool:
+    """True when DATA names a data file rather than a shared dataset."""
+    path = Path(data)
+    return path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq")
 
 
 def _read_table(path: Path, target: str) -> tuple[Any, Any, Any]:
@@ -313,7 +335,11 @@ def _read_table(path: Path, target: str) -> tuple[Any, Any, Any]:
             raise ValueError(f"reading {str(path)!r} needs a Parquet engine (pip install "
                              "pyarrow); or give a CSV file") from exc
     else:
+        # pandas renames a repeated header name ("mass" -> "mass.1"): check the raw header.
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+        check_unique([str(c) for c in header.iloc[0]] if len(header) else [], f"{str(path)!r}")
         df = pd.read_csv(path)
+    check_unique([str(c) for c in df.columns], f"{str(path)!r}")
     y = df.pop(target).to_numpy() if target in df.columns else None
     qid = df.pop("qid").to_numpy() if "qid" in df.columns else None
     return df, y, qid

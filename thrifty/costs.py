@@ -12,7 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.forest._names import align, check_unique, is_generic
+
 Key = int | str
+# Largest total price accepted: what an example pays for every feature plus one tree and one
+# split, so that sums over trees, nodes and rows stay finite (float64 overflows near 1.8e308).
+MAX_TOTAL_COST = 1e300
 
 
 class CostModel:
@@ -59,8 +64,8 @@ class CostModel:
                  tree_cost: float = 0.0, split_cost: float = 0.0,
                  fixed_costs: Any = None) -> None:
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
-        if self.feature_names is not None and len(set(self.feature_names)) != len(self.feature_names):
-            raise ValueError("feature_names contains duplicates")
+        if self.feature_names is not None:
+            check_unique(self.feature_names, "feature_names")
         group_prices: dict[str, float] = {}
         if isinstance(feature_costs, Mapping):
             if self.feature_names is None:
@@ -103,6 +108,7 @@ class CostModel:
                              for d, inputs in (dependencies or {}).items()}
         self._group_prices = group_prices
         self._compile()
+        self._check_total()
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -209,24 +215,32 @@ class CostModel:
         return float(self.fixed_costs[np.asarray(used, dtype=bool)].sum())
 
     def for_features(self, names: Sequence[str] | None, n_features: int) -> CostModel:
-        """This cost model aligned to a model's features (by name when both have names)."""
+        """This cost model aligned to a model's features (by name when both have names).
+
+        A LightGBM name matches the name it was stored for (``blood_pressure`` finds the cost
+        of ``blood pressure``) when no other name is stored the same way.
+        """
         if names is None or self.feature_names is None or list(names) == self.feature_names:
             if n_features != self.n_features:
                 raise ValueError(f"the cost model prices {self.n_features} features but the model "
                                  f"uses {n_features}; give one cost per model feature")
             return self
-        unknown = [n for n in names if n not in self.feature_names]
-        if unknown:
-            if n_features == self.n_features and all(n.startswith("Column_") for n in names):
+        order = align(names, self.feature_names)
+        if order is None:
+            if n_features == self.n_features and is_generic(names):
                 return self
+            unknown = [n for n in names if n not in self.feature_names]
             raise ValueError(f"the cost model has no cost for the model's feature(s) {unknown[:10]}; "
                              f"its features are {self.feature_names[:10]}")
-        order = [self.feature_names.index(n) for n in names]
         if sorted(order) != list(range(self.n_features)):
-            extra = sorted(set(self.feature_names) - set(names))
+            extra = [self.feature_names[i] for i in sorted(set(range(self.n_features)) - set(order))]
             raise ValueError(f"the cost model prices feature(s) {extra[:10]} that the model does "
                              "not have; build the cost model for the model's features")
         d = self.to_dict()
+        renamed = dict(zip((self.feature_names[i] for i in order), names))
+        d["costs"] = {renamed[k]: v for k, v in d["costs"].items()}
+        d["groups"] = {g: [renamed[m] for m in ms] for g, ms in d["groups"].items()}
+        d["dependencies"] = {renamed[k]: [renamed[m] for m in ms] for k, ms in d["dependencies"].items()}
         d["feature_names"] = list(names)
         d["fixed_costs"] = [d["fixed_costs"][i] for i in order]
         return CostModel._from_saved(d)
@@ -310,6 +324,14 @@ class CostModel:
         self.closure_ptr = np.zeros(n + 1, dtype=np.int64)
         self.closure_ptr[1:] = np.cumsum([len(c) for c in closures])
         self.closure_units = np.asarray([u for c in closures for u in c], dtype=np.int64)
+
+    def _check_total(self) -> None:
+        with np.errstate(over="ignore"):
+            total = float(self.unit_cost.sum() + self.fixed_costs.sum()) + self.tree_cost + self.split_cost
+        if not total <= MAX_TOTAL_COST:
+            raise ValueError(f"the costs add up to {total:.3g}, beyond what float64 sums hold "
+                             f"(at most {MAX_TOTAL_COST:g}); express them in a larger unit "
+                             "(e.g. divide every cost by 1e6)")
 
     def _feature_closure(self, f: int) -> list[int]:
         units: set[int] = set()

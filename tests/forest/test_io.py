@@ -227,3 +227,24 @@ def test_truncated_json_raises_value_error(document):
 def test_malformed_documents_raise_value_error(document, edit):
     with pytest.raises(ValueError):
         Forest.from_json(_broken(document, edit))
+
+
+@pytest.mark.parametrize(("array", "value", "where", "message"), [
+    ("threshold", np.nan, "internal", "has a NaN threshold"),
+    ("value", np.inf, "leaf", "has a NaN or infinite leaf value"),
+    ("missing_type", 7, "internal", "has an unknown missing_type"),
+    ("tree_weight", np.nan, None, "tree_weight holds NaN or infinity"),
+])
+def test_invalid_node_data_is_rejected_naming_the_node(array, value, where, message):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    forest = Forest.from_model(lgb.LGBMClassifier(n_estimators=3, verbose=-1).fit(X, X[:, 0] > 0))
+    d = json.loads(forest.to_json())
+    a = decode_array(d["arrays"][array])
+    nodes = {"internal": np.flatnonzero(forest.feature >= 0), "leaf": np.flatnonzero(forest.feature < 0)}
+    node = int(nodes[where][-1]) if where else 0
+    a[node] = value
+    d["arrays"][array] = encode_array(a)
+    expected = rf"node {node} \(tree {forest.n_trees - 1}\) {message}" if where else message
+    with pytest.raises(ValueError, match=expected):
+        Forest.from_json(json.dumps(d))

@@ -1,5 +1,7 @@
 """BudgetPrunedClassifier: the scikit-learn meta-estimator around budget_prune."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
@@ -120,3 +122,23 @@ def test_regression_forests_are_rejected(data):
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_a_budget_between_two_path_points_warns_naming_both(data):
+    X, y, _, _, costs = data
+    rf = RandomForestClassifier(n_estimators=10, max_depth=6, random_state=0).fit(X[:300], y[:300])
+    path = BudgetPrunedClassifier(rf, costs, budget=1e9, progress=False).fit(X[300:], y[300:]).path_
+    acc, cost = path.accuracy(), path.cost
+    levels = np.unique(cost)
+    # A gap whose upper point is more accurate than the best pruning within its midpoint.
+    gaps = [((lo + hi) / 2, hi) for lo, hi in zip(levels[:-1], levels[1:])
+            if hi > 1.25 * lo and acc[cost == hi].max() > acc[path.best_within((lo + hi) / 2)]]
+    assert gaps, "the forest's path has no gap to test"
+    budget, above = gaps[0]
+    with pytest.warns(UserWarning, match=rf"budget={budget:.4g} falls between two prunings.*"
+                                         rf"mean cost {above:.4g}.*give budget={above:.4g}"):
+        clf = BudgetPrunedClassifier(rf, costs, budget=budget, progress=False).fit(X[300:], y[300:])
+    assert clf.fit_cost_ == pytest.approx(cost[path.best_within(budget)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a budget on a path point has nothing to warn about
+        BudgetPrunedClassifier(rf, costs, budget=above, progress=False).fit(X[300:], y[300:])

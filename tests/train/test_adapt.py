@@ -229,7 +229,7 @@ def test_black_box_hpc_is_charged_its_features(binary):
 
 def test_errors_name_the_problem(binary):
     X, y, _, _, hpc = binary
-    with pytest.raises(ValueError, match="costs has 3 prices but X has 6 features"):
+    with pytest.raises(ValueError, match="X has 6 features, but costs= prices 3"):
         ADAPTClassifier(hpc, [1.0, 2.0, 3.0], **FAST).fit(X, y)
     with pytest.raises(ValueError, match="cost of feature"):
         ADAPTClassifier(hpc, [1.0, -2.0, 3.0, 1, 1, 1], **FAST).fit(X, y)

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from thrifty._validation import validate_frame
+from thrifty._validation import check_width, class_labels, validate_frame
 from thrifty.cascade.cronus import _check, cronus
 
 _HALVINGS = 2.0  # the budget sweep tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
@@ -131,10 +131,8 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
             raise TypeError(f"costs must be a thrifty CostModel, got {type(self.costs).__name__}")
         from sklearn.utils.multiclass import type_of_target
 
+        y = class_labels(y, type(self).__name__)[0]
         X, y = validate_frame(self, X, y)
-        if len(np.unique(y)) < 2:
-            raise ValueError(f"CronusClassifier needs both classes in y; it has only one class "
-                             f"({np.unique(y).tolist()})")
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             raise ValueError(f"Only binary classification is supported. The type of the target is {y_type} "
@@ -150,9 +148,7 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"CronusClassifier needs a binary classifier; the estimator's task is "
                              f"{forest.task!r} (use thrifty.cascade.cronus for rankers and regressors "
                              "with binary targets)")
-        if X.shape[1] != forest.n_features:
-            raise ValueError(f"X has {X.shape[1]} features but the estimator was fitted on "
-                             f"{forest.n_features}")
+        check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
         classes = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         unknown = np.setdiff1d(np.unique(y), classes)
         if len(unknown):

@@ -19,6 +19,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.forest import Forest
+from thrifty.forest._names import lightgbm_frame
 
 __all__ = ["METHODS", "Candidate", "Context", "Method", "method"]
 
@@ -86,7 +87,7 @@ class Context:
     def lightgbm(self) -> Forest:
         """The plain LightGBM model on the training split, as a Forest (fitted once)."""
         if "lightgbm" not in self._cache:
-            self._cache["lightgbm"] = Forest.from_model(self.fit_lightgbm())
+            self._cache["lightgbm"] = Forest.from_model(self.fit_lightgbm(), feature_names=self.feature_names)
         return self._cache["lightgbm"]
 
     def fit_lightgbm(self, X: Any = None, **overrides: Any) -> Any:
@@ -95,7 +96,7 @@ class Context:
         import lightgbm
 
         params = {**self.lightgbm_params, **overrides}
-        X = self.X_train if X is None else X
+        X = lightgbm_frame(self.X_train if X is None else X)  # names LightGBM accepts
         if self.task == "ranking":
             return lightgbm.LGBMRanker(**params).fit(X, self.y_train, group=_group_sizes(self.qid_train))
         cls = lightgbm.LGBMRegressor if self.task == "regression" else lightgbm.LGBMClassifier
@@ -249,7 +250,8 @@ def _cheapest(ctx: Context) -> Iterator[Candidate]:
         if k >= n:
             continue
         keep = [names[i] for i in order[:k]]
-        yield timed(f"k={k}", lambda keep=keep: Forest.from_model(ctx.fit_lightgbm(_only(ctx.X_train, keep))),
+        yield timed(f"k={k}", lambda keep=keep: Forest.from_model(ctx.fit_lightgbm(_only(ctx.X_train, keep)),
+                                                                       feature_names=names),
                     k=k, features=", ".join(keep), price=ctx.costs.acquisition_cost(order[:k].tolist()))
 
 

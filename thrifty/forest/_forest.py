@@ -307,11 +307,13 @@ class Forest:
         return forest_from_json(text)
 
     @classmethod
-    def from_model(cls, model: Any) -> Forest:
-        """Import a fitted LightGBM, XGBoost or scikit-learn tree model (see ``thrifty.forest``)."""
+    def from_model(cls, model: Any, *, feature_names: Sequence[Any] | None = None) -> Forest:
+        """Import a fitted LightGBM, XGBoost or scikit-learn tree model (see
+        ``thrifty.forest.importers.from_model``; ``feature_names`` restores the training
+        columns' names where the library changed them)."""
         from thrifty.forest.importers import from_model
 
-        return from_model(model)
+        return from_model(model, feature_names=feature_names)
 
     def __repr__(self) -> str:
         return (f"Forest(n_trees={self.n_trees}, n_nodes={self.n_nodes}, n_features={self.n_features}, "

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from thrifty.forest._names import align, check_unique, is_generic
+
 if TYPE_CHECKING:
     from thrifty.forest._forest import Forest
 
@@ -14,8 +16,10 @@ def as_matrix(X: Any, forest: Forest) -> np.ndarray:
     """Float64 C-contiguous ``(n, n_features)`` matrix of ``X`` for ``forest``.
 
     DataFrames are matched to ``forest.feature_names`` by column name when the forest has
-    names; categorical columns are coded with the forest's stored categories (an unseen
-    category becomes NaN, as LightGBM does). Values are rounded to ``forest.input_dtype``.
+    names (a LightGBM name such as ``blood_pressure`` matches the column ``blood pressure``
+    it was stored for; duplicated column names are an error); categorical columns are coded
+    with the forest's stored categories (an unseen category becomes NaN, as LightGBM does).
+    Values are rounded to ``forest.input_dtype``.
     """
     return to_matrix(X, forest.n_features, forest.feature_names, forest.categories,
                      forest.input_dtype)
@@ -58,9 +62,11 @@ def _frame_to_matrix(df: Any, n_features: int, feature_names: list[str] | None,
     import pandas as pd
 
     columns = [str(c) for c in df.columns]
-    if feature_names is not None and set(feature_names) <= set(columns):
-        df = df[[df.columns[columns.index(name)] for name in feature_names]]
-    elif feature_names is not None and len(columns) == n_features and not _generic(feature_names):
+    check_unique(columns)
+    order = None if feature_names is None else align(feature_names, columns)
+    if order is not None:
+        df = df.iloc[:, order]
+    elif feature_names is not None and len(columns) == n_features and not is_generic(feature_names):
         missing = [n for n in feature_names if n not in columns]
         raise ValueError(f"X lacks the model's feature(s) {missing[:5]}; "
                          f"its columns are {columns[:5]}{'...' if len(columns) > 5 else ''}")
@@ -89,7 +95,3 @@ def _frame_to_matrix(df: Any, n_features: int, feature_names: list[str] | None,
                              "categories for it; give it a pandas 'category' dtype or encode it")
     return out
 
-
-def _generic(names: list[str]) -> bool:
-    """True for LightGBM's placeholder names (Column_0, ...) given to unnamed training data."""
-    return all(n.startswith("Column_") and n[7:].isdigit() for n in names)

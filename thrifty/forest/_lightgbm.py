@@ -62,8 +62,7 @@ def from_lightgbm(model: Any) -> Forest:
         booster = model
     else:
         raise unsupported(model)
-    # dump_model() defaults to best_iteration, exactly as predict() does.
-    dump = booster.dump_model()
+    dump = _dump(booster)
     task, link, n_outputs = _objective(dump, classes is not None)
     n_per_iter = int(dump["num_tree_per_iteration"])
     infos = dump["tree_info"]
@@ -73,13 +72,37 @@ def from_lightgbm(model: Any) -> Forest:
     builder = ForestBuilder()
     for t, info in enumerate(infos):
         _add_tree(builder, info["tree_structure"], weight, t % n_per_iter if n_outputs > 1 else 0)
-    names = list(dump.get("feature_names") or [])
+    # The Booster's own list: the dump's JSON mangles backslashes in names.
+    names = list(booster.feature_name())
     n_features = int(dump["max_feature_idx"]) + 1
     return builder.build(
         base_score=np.zeros(n_outputs), n_features=n_features, link=link, task=task,
         classes=classes, feature_names=names if len(names) == n_features else None,
         categories=_pandas_categories(booster, dump), input_dtype="float64",
         aggregation="mean" if dump.get("average_output") else "sum", source="lightgbm")
+
+
+def _dump(booster: Any) -> dict:
+    """``booster.dump_model()``, also for feature names LightGBM writes into invalid JSON.
+
+    The dump embeds the names unescaped, so a name holding a control character (a tab) makes
+    it unreadable; the dump of a copy with placeholder names then gives the same trees.
+    ``dump_model()`` defaults to ``best_iteration``, exactly as ``predict()`` does.
+    """
+    import json
+
+    import lightgbm
+
+    try:
+        return booster.dump_model()
+    except json.JSONDecodeError:
+        lines = booster.model_to_string().splitlines()
+        at = next(i for i, line in enumerate(lines) if line.startswith("feature_names="))
+        n = len(booster.feature_name())
+        lines[at] = "feature_names=" + " ".join(f"Column_{i}" for i in range(n))
+        copy = lightgbm.Booster(model_str="\n".join(lines) + "\n")
+        best = booster.best_iteration
+        return copy.dump_model(num_iteration=best if best > 0 else None)
 
 
 def _objective(dump: dict, is_classifier: bool) -> tuple[str, str, int]:

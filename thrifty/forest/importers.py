@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from thrifty.forest._forest import MISSING_NAN, Forest
+from thrifty.forest._names import restore_names
 
 SUPPORTED = (
     "lightgbm: Booster, LGBMClassifier, LGBMRegressor, LGBMRanker",
@@ -18,14 +20,19 @@ SUPPORTED = (
 )
 
 
-def from_model(model: Any) -> Forest:
+def from_model(model: Any, *, feature_names: Sequence[Any] | None = None) -> Forest:
     """Convert a fitted tree-ensemble model into a :class:`Forest`.
 
     Parameters
     ----------
     model : object
         A fitted LightGBM, XGBoost or scikit-learn tree model (see ``SUPPORTED``); a
-        ``Forest`` is returned as is.
+        ``Forest`` is returned as is (renamed when ``feature_names`` is given).
+    feature_names : sequence of str, optional
+        The names of the columns the model was trained on, in order. LightGBM keeps only its
+        own form of a name (spaces become underscores), so a LightGBM model trained on
+        ``"blood pressure"`` reads ``"blood_pressure"`` unless its names are given here; each
+        name must equal the model's stored name or LightGBM's form of it.
 
     Returns
     -------
@@ -39,10 +46,21 @@ def from_model(model: Any) -> Forest:
         If ``model`` is not of a supported type.
     ValueError
         If the model is of a supported type but uses something the forest cannot represent
-        (an unsupported objective or link, linear trees, multi-output targets, ...).
+        (an unsupported objective or link, linear trees, multi-output targets, ...), or if
+        ``feature_names`` do not match its features.
     """
+    forest = _import(model)
+    if feature_names is None:
+        return forest
+    names = restore_names(forest.feature_names, feature_names, forest.n_features)
+    return dataclasses.replace(forest, feature_names=names)
+
+
+def _import(model: Any) -> Forest:
     if isinstance(model, Forest):
         return model
+    if isinstance(getattr(model, "forest_", None), Forest):  # a fitted thrifty estimator
+        return model.forest_
     # Dispatch on the defining module rather than isinstance so that thrifty never imports a
     # library the user does not have (xgboost is optional); the MRO also catches subclasses.
     roots = [cls.__module__.split(".")[0] for cls in type(model).__mro__]

@@ -78,6 +78,7 @@ def forest_from_dict(d: dict[str, Any]) -> Forest:
         arrays = {name: decode_array(d["arrays"][name]).astype(dtype) for name, dtype in _ARRAYS.items()}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"forest document has a malformed array: {exc}") from exc
+    _check_values(arrays)
     return Forest(**arrays, n_features=d["n_features"], link=d["link"], task=d["task"],
                   classes=None if d.get("classes") is None else np.asarray(d["classes"]),
                   feature_names=d.get("feature_names"),
@@ -85,6 +86,45 @@ def forest_from_dict(d: dict[str, Any]) -> Forest:
                   input_dtype=d.get("input_dtype", "float64"),
                   accumulate=d.get("accumulate", "float64"),
                   aggregation=d.get("aggregation", "sum"), source=d.get("source", ""))
+
+
+def _check_values(a: dict[str, np.ndarray]) -> None:
+    """ValueError naming the first node (and its tree) whose stored numbers cannot be right.
+
+    A NaN threshold sends every example right, a NaN or infinite leaf value poisons every
+    score, and a category set outside the bitsets reads other nodes' memory; none can come
+    from a fitted model, so a document holding one was damaged or hand-edited.
+    """
+    n = a["feature"].shape[0]
+    if any(a[k].shape[:1] != (n,) for k in ("threshold", "missing_type", "cat_start", "cat_size", "value")):
+        return  # Forest's own shape checks name the array
+    internal = a["feature"] >= 0
+    numerical = internal & (a["cat_start"] < 0)
+    categorical = internal & (a["cat_start"] >= 0)
+    leaf_bad = ~internal & ~np.isfinite(a["value"].reshape(n, -1)).all(axis=1)
+    end = a["cat_start"].astype(np.int64) + a["cat_size"]
+    problems = [
+        (numerical & np.isnan(a["threshold"]), "has a NaN threshold"),
+        (leaf_bad, "has a NaN or infinite leaf value"),
+        (internal & ~np.isin(a["missing_type"], (0, 1, 2)), "has an unknown missing_type"),
+        (categorical & ((a["cat_size"] < 1) | (end > a["cat_bitsets"].shape[0])),
+         "has a category set outside cat_bitsets"),
+    ]
+    for bad, what in problems:
+        if bad.any():
+            node = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"forest document is invalid: node {node} ({_tree_of(a['roots'], node)}) "
+                             f"{what}; re-save the model from its source")
+    for name in ("tree_weight", "base_score"):
+        if not np.isfinite(a[name]).all():
+            raise ValueError(f"forest document is invalid: {name} holds NaN or infinity; re-save "
+                             "the model from its source")
+
+
+def _tree_of(roots: np.ndarray, node: int) -> str:
+    """The tree holding ``node``, assuming trees are stored contiguously from their roots."""
+    before = np.flatnonzero(roots <= node)
+    return f"tree {int(before[np.argmax(roots[before])])}" if before.size else "no tree"
 
 
 def forest_to_json(forest: Forest) -> str:

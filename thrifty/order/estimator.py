@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from thrifty._validation import check_width, class_labels
 from thrifty.order.orderings import LABELLED_ORDERINGS
 from thrifty.order.qwyc import _check_options, qwyc
 
@@ -95,6 +96,8 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
         if self.ordering in LABELLED_ORDERINGS and y is None:
             raise ValueError(f"ordering={self.ordering!r} needs labels: call fit(X, y); the orderings "
                              "'optimize', 'given' and 'random' need none")
+        if y is not None:
+            y = class_labels(y, type(self).__name__)[0]
         _check_options(self.alpha, self.mode, self.ordering, y)
         if not isinstance(self.progress, (bool, np.bool_)):
             raise ValueError(f"progress must be True or False, got {self.progress!r}")
@@ -116,9 +119,7 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
         if forest.task not in ("binary", "multiclass"):
             raise ValueError(f"QWYCClassifier needs a classifier; the estimator's task is "
                              f"{forest.task!r}")
-        if X.shape[1] != forest.n_features:
-            raise ValueError(f"X has {X.shape[1]} features but the estimator was fitted on "
-                             f"{forest.n_features}")
+        check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
 
         plan, res = qwyc(forest, X, y, alpha=self.alpha, costs=self.costs, mode=self.mode,
                          ordering=self.ordering, random_state=self.random_state,

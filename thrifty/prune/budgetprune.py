@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from thrifty._validation import check_width
 from thrifty.forest._traverse import next_node
 from thrifty.prune._closure import min_weight_closure
 from thrifty.prune._problem import ClosureProblem, build_problem
@@ -496,12 +497,18 @@ def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str
     if not f.is_classifier:
         raise ValueError(f"BudgetPrune prunes classifiers (errors are counted against labels); "
                          f"this forest's task is {f.task!r}")
+    if f.aggregation == "sum" and f.n_trees > f.n_outputs:
+        raise ValueError(
+            f"BudgetPrune prunes averaging ensembles (random forests, extra-trees, BudgetRF, "
+            f"LightGBM boosting='rf'), whose every tree votes a class distribution; this "
+            f"{f.source or 'forest'} model is boosted (its {f.n_trees} trees add up to one score), "
+            "so a pruning of it would not predict like it: prune a random forest, or make a "
+            "boosted model cheaper with QWYCClassifier or CronusClassifier")
     if f.classes is None:
         f = copy.copy(f)  # never relabel the caller's forest
         f.classes = np.arange(max(2, f.n_outputs))
     Xm = f._as_matrix(X)
-    if Xm.shape[1] != f.n_features:
-        raise ValueError(f"X has {Xm.shape[1]} features but the forest uses {f.n_features}")
+    check_width(Xm.shape[1], f.n_features, "the forest was fitted on")
     y = np.asarray(y).reshape(-1)
     if y.shape[0] != Xm.shape[0]:
         raise ValueError(f"X has {Xm.shape[0]} rows but y has {y.shape[0]} labels")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from thrifty._validation import validate_frame
+from thrifty._validation import check_width, class_labels, validate_frame
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
     MODES,
@@ -110,7 +111,6 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        from sklearn.utils.multiclass import check_classification_targets
 
         if (self.lam is None) == (self.budget is None):
             raise ValueError("give exactly one of budget= (a mean cost per example) or lam= (the "
@@ -122,10 +122,8 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         for name in ("evaluation", "out_of_bag", "progress"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        y = class_labels(y, type(self).__name__)[0]
         X, y = validate_frame(self, X, y)
-        check_classification_targets(y)
-        if np.unique(y).shape[0] < 2:
-            raise ValueError("BudgetPrunedClassifier needs at least 2 classes in y; got 1 class")
 
         model = self.estimator.estimator if _is_frozen(self.estimator) else self.estimator
         try:
@@ -133,9 +131,7 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         except NotFittedError:
             model = clone(model).fit(X, y)
             forest = as_forest(model)
-        if X.shape[1] != forest.n_features:
-            raise ValueError(f"X has {X.shape[1]} features but the estimator was fitted on "
-                             f"{forest.n_features}")
+        check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
         mask = _oob_mask(model, X.shape[0], forest.n_trees) if self.out_of_bag else None
         if self.budget is not None:
             budget = _check_number(self.budget, "budget")
@@ -143,6 +139,7 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
                                      evaluation=bool(self.evaluation), leaf_values=self.leaf_values,
                                      count_mask=mask, progress=bool(self.progress))
             k = path.best_within(budget)
+            _warn_between(path, k, budget)
             self.forest_ = path.forest(k)
             self.path_ = path
             self.lam_ = float(path.lambdas[k])
@@ -206,3 +203,30 @@ def _oob_mask(model: Any, n: int, n_trees: int) -> np.ndarray:
 
 def _is_frozen(est: Any) -> bool:
     return type(est).__name__ == "FrozenEstimator" and hasattr(est, "estimator")
+
+
+def _warn_between(path: Any, k: int, budget: float) -> None:
+    """Warn when the budget falls between two points of the lambda path and the point above
+    it is more accurate than the one taken.
+
+    The path is a staircase: no pruning lies between two consecutive points, so a budget in a
+    gap gets the most accurate pruning within it (point ``k``), which may spend far less than
+    the budget; naming the points on either side lets the user move the budget to one.
+    """
+    over = path.cost > budget * (1 + 1e-12) + 1e-12
+    above, within = np.flatnonzero(over), np.flatnonzero(~over)
+    acc = path.accuracy()
+    if path.cost[k] >= 0.9 * budget or not above.shape[0]:
+        return
+    j = int(above[np.argmin(path.cost[above])])
+    if acc[j] <= acc[k]:
+        return
+    i = int(within[np.argmax(path.cost[within])])
+    taken = ("the one below was taken, as the most accurate within the budget" if i == k else
+             f"the most accurate within the budget was taken: mean cost {path.cost[k]:.4g} "
+             f"(accuracy {acc[k]:.4f})")
+    warnings.warn(
+        f"budget={budget:.4g} falls between two prunings of the lambda path, mean cost "
+        f"{path.cost[i]:.4g} (accuracy {acc[i]:.4f} on the fit data) and mean cost "
+        f"{path.cost[j]:.4g} (accuracy {acc[j]:.4f}); {taken}; give budget={path.cost[j]:.4g} "
+        "for the more accurate one above", UserWarning, stacklevel=3)

@@ -9,7 +9,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
 
+from thrifty._validation import costs_for_X
 from thrifty.costs import CostModel
+from thrifty.forest._names import lightgbm_frame
+from thrifty.forest.importers import from_model
 from thrifty.train._search import SearchResult, search_tradeoff
 
 # Trade-off used when neither ``tradeoff`` nor ``budget`` is given: a mild penalty (a feature of
@@ -23,21 +26,6 @@ def as_frame_or_array(X: Any) -> Any:
     if hasattr(X, "columns") and hasattr(X, "iloc"):
         return X
     return check_array(X, dtype=np.float64, ensure_all_finite="allow-nan")
-
-
-def check_costs(costs: Any, names: list[str] | None, n_features: int) -> CostModel:
-    """The estimator's ``costs`` as a CostModel aligned to the columns of ``X``."""
-    if costs is None:
-        return CostModel.uniform(n_features, feature_names=names)
-    if isinstance(costs, CostModel):
-        return costs.for_features(names, n_features)
-    values = np.asarray(costs, dtype=object)
-    if values.ndim != 1:
-        raise ValueError(f"costs must be a CostModel or one cost per feature, got shape {values.shape}")
-    if len(values) != n_features:
-        raise ValueError(f"costs has {len(values)} values but X has {n_features} features; "
-                         "give one cost per column of X (or a CostModel)")
-    return CostModel(values, feature_names=names)
 
 
 def calibration_X(eval_set: Any, X: Any) -> Any:
@@ -132,14 +120,18 @@ class CostAwareBoosting(BaseEstimator):
             raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels; give one label per row")
         sample_weight = _check_weight(sample_weight, X.shape[0])
         names = _names(X)
-        costs = check_costs(self.costs, names, X.shape[1])
+        costs = costs_for_X(self.costs, names, X.shape[1])
         X_cal = calibration_X(eval_set, X)
         if X_cal.shape[1] != X.shape[1]:
             raise ValueError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
         self.costs_ = costs
+        # LightGBM refuses or rewrites some names; it trains on names it keeps, and the forest
+        # reads the user's.
+        X_fit = lightgbm_frame(X)
 
         def fit_one(lam: float) -> tuple[Any, float]:
-            forest, booster = self._train(X, y, sample_weight, lam, fit_params)
+            forest, booster = self._train(X_fit, y, sample_weight, lam, fit_params)
+            forest = from_model(forest, feature_names=names)
             return (forest, booster), evaluate(forest, X_cal, costs).cost.mean
 
         if self.budget is None:

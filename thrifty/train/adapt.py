@@ -35,6 +35,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from thrifty._validation import class_labels, costs_for_X
 from thrifty.costs import CostModel
 from thrifty.forest import Forest
 from thrifty.runtime.plans import Gated, Linear, Plan, as_plan
@@ -775,16 +776,12 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         self._check_params()
+        y, classes, codes = class_labels(y, type(self).__name__)
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan" if self.method == "gbrt" else True,
                              dtype=np.float64)
-        from sklearn.utils.multiclass import check_classification_targets
-
-        check_classification_targets(y)
-        classes, codes = np.unique(y, return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(f"y has 1 class ({classes[0]!r}); ADAPT needs examples of at least two classes")
         self.classes_ = classes
-        costs = self._cost_model(X.shape[1])
+        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
+        costs = costs_for_X(self.costs, names, X.shape[1])
         self.costs_ = costs
         if self.budget is None:
             self._fit_one(X, codes, self.p_full, self._gamma(), warm=self.warm_start)
@@ -837,18 +834,6 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
 
     def _gamma(self) -> float:
         return DEFAULT_GAMMA[self.method] if self.gamma is None else float(self.gamma)
-
-    def _cost_model(self, n_features: int) -> CostModel:
-        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        if self.costs is None:
-            return CostModel.uniform(n_features, feature_names=names)
-        if isinstance(self.costs, CostModel):
-            return self.costs.for_features(names, n_features)
-        arr = np.asarray(self.costs, dtype=np.float64).reshape(-1)
-        if arr.shape[0] != n_features:
-            raise ValueError(f"costs has {arr.shape[0]} prices but X has {n_features} features; "
-                             "give one cost per feature (or a CostModel)")
-        return CostModel(arr, feature_names=names)
 
     def _hpc(self, X: np.ndarray, codes: np.ndarray) -> None:
         """Fit (if needed) and import the expensive model; set hpc_, high_, hpc_exact_."""

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from thrifty._validation import class_labels, costs_for_X
 from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, grow_tree, tree_leaves
 
 
@@ -111,13 +111,9 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         from thrifty.forest.importers import ForestBuilder
 
         self._check_params()
+        y, self.classes_, y_idx = class_labels(y, type(self).__name__)
         X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
         self.n_classes_ = len(self.classes_)
-        if self.n_classes_ < 2:
-            raise ValueError(f"BudgetRF needs at least 2 classes in y; got 1 class "
-                             f"({self.classes_[0]!r})")
         n, d = X.shape
         self.n_fit_rows_ = n
         self.feature_costs_ = self._feature_costs(d)
@@ -231,14 +227,8 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("oob_score=True needs bootstrap=True (no row is out of bag otherwise)")
 
     def _feature_costs(self, d: int) -> np.ndarray:
-        from thrifty.costs import CostModel
-
-        if self.costs is None:
-            return np.ones(d)
-        costs = self.costs if isinstance(self.costs, CostModel) else CostModel(self.costs)
-        if costs.n_features != d:
-            raise ValueError(f"costs prices {costs.n_features} features but X has {d}; give one "
-                             "cost per column of X")
+        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
+        costs = costs_for_X(self.costs, names, d)
         return np.array([costs.acquisition_cost([f]) for f in range(d)], dtype=np.float64)
 
     def _max_features(self, d: int) -> int:

@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
+from thrifty._validation import class_labels
 from thrifty.costs import CostModel
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
 from thrifty.train._search import BudgetError
@@ -241,14 +241,7 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
         -------
         self
         """
-        y = column_or_1d(np.asarray(y), warn=True)
-        if len(y) == 0:
-            raise ValueError("y is empty (0 samples); fit needs at least 2 examples")
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has one class only ({self.classes_[0]!r}); a classifier needs at "
-                             "least 2 classes")
+        y, self.classes_, _ = class_labels(y, type(self).__name__)
         self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
         return self._fit(X, y, sample_weight, eval_set, {})
 

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
+from thrifty._validation import class_labels
 from thrifty.costs import CostModel
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
 from thrifty.train.cegb import GAIN_SCALE, run_frontier
@@ -192,14 +192,7 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
             eval_set: Any = None) -> GreedyMiserClassifier:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
-        y = column_or_1d(np.asarray(y), warn=True)
-        if len(y) == 0:
-            raise ValueError("y is empty (0 samples); fit needs at least 2 examples")
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has one class only ({self.classes_[0]!r}); a classifier needs at "
-                             "least 2 classes")
+        _, self.classes_, codes = class_labels(y, type(self).__name__)
         self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
         return self._fit(X, codes, sample_weight, eval_set, {})
 

@@ -13,16 +13,21 @@ PRICES = [1.0, 2.0, 7.5, 3.0, 11.0, 40.0]
 
 @pytest.fixture(scope="session")
 def small_model():
-    """(QWYC plan over a 12-tree LightGBM model, X with NaNs, costs); the plan exits early."""
+    """(QWYC plan over a 12-tree LightGBM model, X with NaNs, costs).
+
+    The plan exits after 1 to 10 trees; its rounds of lazy evaluation need up to 4 features.
+    """
     lgb = pytest.importorskip("lightgbm")
     pd = pytest.importorskip("pandas")
     from thrifty import Forest, qwyc
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(300, len(NAMES)))
-    y = (X[:, 0] + 0.5 * X[:, 4] - 0.8 * X[:, 5] + 0.3 * rng.normal(size=300) > 0).astype(int)
+    y = (X[:, 0] + 0.5 * X[:, 4] - 0.8 * X[:, 5] + 0.7 * X[:, 1] * X[:, 3] + 0.4 * X[:, 2]
+         + 0.5 * rng.normal(size=300) > 0).astype(int)
     X[rng.random(X.shape) < 0.05] = np.nan
-    model = lgb.LGBMClassifier(n_estimators=12, num_leaves=6, verbose=-1).fit(pd.DataFrame(X, columns=NAMES), y)
+    model = lgb.LGBMClassifier(n_estimators=12, num_leaves=8, min_child_samples=5,
+                               verbose=-1).fit(pd.DataFrame(X, columns=NAMES), y)
     plan = qwyc(Forest.from_model(model), X, alpha=0.002)
     costs = CostModel(dict(zip(NAMES, PRICES)), feature_names=NAMES, tree_cost=0.25)
     return plan, X, costs

@@ -8,6 +8,7 @@ import pytest
 from tests.providers.conftest import NAMES
 from thrifty import evaluate
 from thrifty.providers import sql_provider
+from thrifty.runtime.lazy import lazy_rounds
 
 sa = pytest.importorskip("sqlalchemy")
 
@@ -60,13 +61,26 @@ def pairs_read(engine, statements, keys: list[str]) -> set[tuple[int, int]]:
     return out
 
 
+def n_rounds(plan, X, costs) -> int:
+    gen, count = lazy_rounds(plan, costs, n_rows=len(X)), 0
+    try:
+        requests = next(gen)
+        while True:
+            count += 1
+            requests = gen.send([X[rows, f] for f, rows in requests])
+    except StopIteration:
+        return count
+
+
 def test_lazy_sql_equals_dense_and_reads_exactly_the_acquired_pairs(small_model, url):
     plan, X, costs = small_model
     keys = [f"patient-{i:04d}" for i in range(len(X))]
     engine = store(url, X, keys, NAMES)
-    statements = capture(engine)
+    provider = sql_provider(engine, "patients", "pid", keys, model=plan)
     dense = evaluate(plan, X, costs)
-    lazy = evaluate(plan, sql_provider(engine, "patients", "pid", keys, model=plan), costs, n_rows=len(X))
+    statements = capture(engine)
+    lazy = evaluate(plan, provider, costs, n_rows=len(X))
+    statements = list(statements)
     np.testing.assert_array_equal(lazy.raw, dense.raw)
     np.testing.assert_array_equal(lazy.labels, dense.labels)
     np.testing.assert_array_equal(lazy.cost.total, dense.cost.total)
@@ -76,6 +90,7 @@ def test_lazy_sql_equals_dense_and_reads_exactly_the_acquired_pairs(small_model,
     assert len(acquired) < 0.8 * X.size
     assert pairs_read(engine, statements, keys) == acquired
     assert not any("patient-" in s for s, _ in statements)
+    assert len(statements) == n_rounds(plan, X, costs), "one query per round"
 
 
 def test_one_query_per_round_and_chunked_keys(small_model, tmp_path):

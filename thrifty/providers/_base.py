@@ -1,28 +1,11 @@
-"""What every feature provider shares: the round protocol, keys per row, feature columns."""
+"""What every feature provider shares: keys per row, the store's name of each feature."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
-
-# One round of lazy evaluation: (feature_id, row_ids) pairs, each fetchable concurrently.
-Requests = list[tuple[int, np.ndarray]]
-
-
-@runtime_checkable
-class RoundProvider(Protocol):
-    """A provider that fetches a whole round of lazy evaluation in one call.
-
-    ``fetch(requests)`` receives a list of ``(feature_id, row_ids)`` pairs (``row_ids`` are the
-    rows blocked on that feature) and returns one float64 array per pair, aligned with its
-    ``row_ids``. It may be ``async``; ``thrifty.evaluate_async`` awaits it, ``thrifty.evaluate``
-    needs a synchronous one. Plain callables ``provider(feature_ids, row_ids)`` are still
-    accepted everywhere and are asked one feature at a time.
-    """
-
-    def fetch(self, requests: Requests) -> Any: ...
 
 
 def missing_extra(package: str, extra: str) -> ImportError:
@@ -57,22 +40,3 @@ def as_keys(keys: Any) -> np.ndarray:
 def plain_key(key: Any) -> Any:
     """A key as a plain Python value (drivers and JSON reject numpy scalars)."""
     return key.item() if isinstance(key, np.generic) else key
-
-
-def check_answers(answers: Sequence[Any], requests: Requests) -> list[np.ndarray]:
-    """A round provider's answers as float64 arrays, one per request, with the right lengths."""
-    if len(answers) != len(requests):
-        raise ValueError(f"the feature provider answered {len(answers)} request(s) for a round of "
-                         f"{len(requests)}; return one array per (feature, rows) request")
-    out = []
-    for (f, rows), values in zip(requests, answers):
-        try:
-            v = np.asarray(values, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"the feature provider returned non-numeric values for feature {f}; "
-                             "return numbers (category codes for categorical features)") from exc
-        if len(v) != len(rows):
-            raise ValueError(f"the feature provider returned {len(v)} values of feature {f} for "
-                             f"{len(rows)} rows; return one value per row asked")
-        out.append(v)
-    return out

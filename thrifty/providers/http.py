@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from thrifty.providers._base import Requests, as_keys, feature_columns, missing_extra, plain_key
+from thrifty.providers._base import as_keys, feature_columns, missing_extra, plain_key
+from thrifty.runtime.rounds import Requests
 
 
 class HTTPProvider:

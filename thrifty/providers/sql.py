@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from thrifty.providers._base import Requests, as_keys, feature_columns, missing_extra, plain_key
+from thrifty.providers._base import as_keys, feature_columns, missing_extra, plain_key
+from thrifty.runtime.rounds import Requests
 
 # SQLite refuses compound SELECTs of more than 500 terms; other databases have larger limits.
 _MAX_TERMS = 400

@@ -13,6 +13,7 @@ from thrifty.forest._inputs import to_matrix
 from thrifty.forest._predict import threads
 from thrifty.runtime._executors import Context, executor
 from thrifty.runtime.plans import Cascade, Gated, Plan, as_plan
+from thrifty.runtime.rounds import check_answers
 
 Provider = Callable[[np.ndarray, np.ndarray], Any]
 
@@ -63,7 +64,9 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
         Dense mode: every feature value (cost is accounted, not saved). Lazy mode: a feature
         provider ``provider(feature_ids, row_ids) -> values`` returning an array of shape
         ``(len(row_ids), len(feature_ids))``; it is called in batched rounds, only for
-        features some evaluated tree needs, never twice for the same (row, feature).
+        features some evaluated tree needs, never twice for the same (row, feature). A
+        provider with a ``fetch(requests)`` method (``thrifty.providers.RoundProvider``, e.g.
+        ``sql_provider``) is asked once per round for all its ``(feature_id, row_ids)`` pairs.
     costs : CostModel, optional
         Prices; default: every feature costs 1, evaluation is free.
     n_rows : int
@@ -79,7 +82,7 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
     """
     plan = as_plan(model)
     costs = _costs_for(plan, costs)
-    lazy = callable(X) and not hasattr(X, "shape")
+    lazy = (callable(X) or hasattr(X, "fetch")) and not hasattr(X, "shape")
     if lazy:
         if n_rows is None:
             raise ValueError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
@@ -149,10 +152,14 @@ def _run_lazy(plan: Plan, provider: Provider, costs: CostModel, lo: int, hi: int
         if not len(active):
             break
         features = ctx.blocked[active]
-        for f in np.unique(features):
-            rows = active[features == f]
-            values = _call_provider(provider, np.array([f], dtype=np.int64), rows + lo)
-            ctx.X[rows, f] = values[:, 0]
+        wanted = [(int(f), active[features == f]) for f in np.unique(features)]
+        if hasattr(provider, "fetch"):
+            answers = check_answers(provider.fetch([(f, rows + lo) for f, rows in wanted]), wanted)
+        else:
+            answers = [_call_provider(provider, np.array([f], dtype=np.int64), rows + lo)[:, 0]
+                       for f, rows in wanted]
+        for (f, rows), values in zip(wanted, answers):
+            ctx.X[rows, f] = values
             ctx.known[rows, f] = True
     return ctx, ex
 

@@ -16,7 +16,7 @@ class FeatureService:
     """Serves ``POST /`` ``{"feature", "keys"}`` -> ``{"values"}`` from a matrix, with per-feature delays.
 
     Logs every (feature, key) it was asked for and the most requests it had in flight at once.
-    A feature listed in ``fail`` answers 500.
+    A feature listed in ``fail`` answers 500. ``delays`` and ``fail`` may be changed while it runs.
     """
 
     def __init__(self, X: np.ndarray, names: list[str], keys: list, delays: Mapping[str, float] | None = None,
@@ -27,6 +27,7 @@ class FeatureService:
 
         self.columns = {n: dict(zip(keys, X[:, j].tolist())) for j, n in enumerate(names)}
         self.delays = dict(delays or {})
+        self.fail = tuple(fail)
         self.asked: list[tuple[str, object]] = []
         self.in_flight = self.most_in_flight = 0
 
@@ -37,7 +38,7 @@ class FeatureService:
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
             try:
                 await asyncio.sleep(self.delays.get(name, 0.0))
-                if name in fail:
+                if name in self.fail:
                     return JSONResponse({"error": "extractor crashed"}, status_code=500)
                 self.asked.extend((name, k) for k in body["keys"])
                 column = self.columns[name]

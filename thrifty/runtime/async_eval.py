@@ -7,8 +7,6 @@ It also measures each example's wall latency when features fetched together over
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Generator
 from typing import Any
 
@@ -18,7 +16,7 @@ from thrifty.costs import CostModel
 from thrifty.runtime.evaluate import Evaluation, _costs_for
 from thrifty.runtime.lazy import lazy_rounds
 from thrifty.runtime.plans import Full, as_plan
-from thrifty.runtime.rounds import Requests, check_answers
+from thrifty.runtime.rounds import Requests, async_fetcher, check_answers
 from thrifty.runtime.tree_rounds import tree_rounds
 
 _LATENCY = ("max", "sum")
@@ -65,7 +63,7 @@ async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = No
         raise ValueError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
     plan = as_plan(model)
     costs = _costs_for(plan, costs)
-    fetch = _round_fetcher(provider)
+    fetch = async_fetcher(provider)
     if trees == "parallel":
         if not isinstance(plan, Full):
             raise ValueError(f"trees='parallel' needs a Full plan (every tree evaluated), got "
@@ -89,33 +87,6 @@ async def _drive(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: 
             requests = gen.send(answers)
     except StopIteration as stop:
         return stop.value
-
-
-def _round_fetcher(provider: Any) -> Any:
-    """An ``async fetch(requests)`` for any kind of provider."""
-    if hasattr(provider, "fetch"):
-        if inspect.iscoroutinefunction(provider.fetch):
-            return provider.fetch
-
-        async def threaded(requests: Requests) -> Any:
-            return await asyncio.to_thread(provider.fetch, requests)
-
-        return threaded
-    if not callable(provider):
-        raise TypeError(f"provider must have a fetch(requests) method or be a callable "
-                        f"provider(feature_ids, row_ids), got {type(provider).__name__}")
-    # An object whose __call__ is a coroutine function is async too.
-    is_async = inspect.iscoroutinefunction(provider) or inspect.iscoroutinefunction(type(provider).__call__)
-
-    async def one(f: int, rows: np.ndarray) -> np.ndarray:
-        ids = np.array([f], dtype=np.int64)
-        values = await provider(ids, rows) if is_async else await asyncio.to_thread(provider, ids, rows)
-        return np.asarray(values, dtype=np.float64).reshape(-1)
-
-    async def per_feature(requests: Requests) -> list[np.ndarray]:
-        return list(await asyncio.gather(*(one(f, rows) for f, rows in requests)))
-
-    return per_feature
 
 
 class _Latency:

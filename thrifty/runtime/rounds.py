@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -42,3 +44,30 @@ def check_answers(answers: Sequence[Any], requests: Requests) -> list[np.ndarray
                              f"{len(rows)} rows; return one value per row asked")
         out.append(v)
     return out
+
+
+def async_fetcher(provider: Any) -> Callable[[Requests], Awaitable[Any]]:
+    """An ``async fetch(requests)`` for any kind of provider."""
+    if hasattr(provider, "fetch"):
+        if inspect.iscoroutinefunction(provider.fetch):
+            return provider.fetch
+
+        async def threaded(requests: Requests) -> Any:
+            return await asyncio.to_thread(provider.fetch, requests)
+
+        return threaded
+    if not callable(provider):
+        raise TypeError(f"provider must have a fetch(requests) method or be a callable "
+                        f"provider(feature_ids, row_ids), got {type(provider).__name__}")
+    # An object whose __call__ is a coroutine function is async too.
+    is_async = inspect.iscoroutinefunction(provider) or inspect.iscoroutinefunction(type(provider).__call__)
+
+    async def one(f: int, rows: np.ndarray) -> np.ndarray:
+        ids = np.array([f], dtype=np.int64)
+        values = await provider(ids, rows) if is_async else await asyncio.to_thread(provider, ids, rows)
+        return np.asarray(values, dtype=np.float64).reshape(-1)
+
+    async def per_feature(requests: Requests) -> list[np.ndarray]:
+        return list(await asyncio.gather(*(one(f, rows) for f, rows in requests)))
+
+    return per_feature

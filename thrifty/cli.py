@@ -138,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--trees", choices=("in-order", "parallel"), default="in-order",
                      help="'parallel' lets the trees of a Full plan fetch their features in the same "
                      "rounds (default: %(default)s)")
+    srv.add_argument("--threads", type=int, default=1, metavar="N",
+                     help="kernel threads per request (default: %(default)s; more only pays for large "
+                     "requests)")
     srv.set_defaults(run=_serve)
     return parser
 
@@ -313,7 +316,8 @@ def _serve(args: argparse.Namespace) -> int:
     provider = store_provider(args.provider, plan, table=args.table, key_column=args.key_column,
                               timeout=args.timeout)
     app = create_app(plan, provider, costs=costs, key=args.key, max_rows=args.max_rows,
-                     max_body=args.max_body, timeout=args.timeout, trees=args.trees)
+                     max_body=args.max_body, timeout=args.timeout, trees=args.trees,
+                     n_threads=args.threads)
     print(f"thrifty serve: {args.model} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
                 limit_concurrency=args.max_concurrency, timeout_keep_alive=5)

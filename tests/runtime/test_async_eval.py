@@ -42,8 +42,12 @@ def test_sync_async_and_round_providers_agree_with_dense(small_model):
             self.rounds.append(requests)
             return [X[rows, f] for f, rows in requests]
 
+    class SyncRounds:
+        def fetch(self, requests):
+            return [X[rows, f] for f, rows in requests]
+
     rounds = Rounds()
-    for provider in (sync, async_call, rounds):
+    for provider in (sync, async_call, rounds, SyncRounds()):
         ev = run(evaluate_async(plan, provider, costs, n_rows=len(X), chunk_size=128))
         same(ev, dense)
         # Fetches of one example are one after another under "sum": latency is the feature cost.

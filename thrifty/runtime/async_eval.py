@@ -7,6 +7,8 @@ It also measures each example's wall latency when features fetched together over
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Generator
 from typing import Any
 
@@ -31,8 +33,8 @@ async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = No
     ----------
     model : Plan, Forest or fitted model
     provider : provider object or callable
-        An object whose ``fetch(requests)`` answers a whole round (it may be ``async``; a
-        synchronous one runs in a worker thread), or a callable
+        An object whose ``fetch(requests)`` answers a whole round (it may be ``async``; with a
+        synchronous one the whole evaluation runs in a worker thread), or a callable
         ``provider(feature_ids, row_ids)`` (``async`` or not), then called once per
         feature of the round, concurrently.
     costs : CostModel, optional
@@ -63,7 +65,6 @@ async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = No
         raise ValueError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
     plan = as_plan(model)
     costs = _costs_for(plan, costs)
-    fetch = async_fetcher(provider)
     if trees == "parallel":
         if not isinstance(plan, Full):
             raise ValueError(f"trees='parallel' needs a Full plan (every tree evaluated), got "
@@ -72,7 +73,11 @@ async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = No
     else:
         gen = lazy_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     clock = _Latency(costs, int(n_rows), latency)
-    result = await _drive(gen, fetch, clock)
+    if hasattr(provider, "fetch") and not inspect.iscoroutinefunction(provider.fetch):
+        # One worker thread runs the whole evaluation: one hand-off per call, not one per round.
+        result = await asyncio.to_thread(_drive_sync, gen, provider.fetch, clock)
+    else:
+        result = await _drive(gen, async_fetcher(provider), clock)
     result.cost.latency = clock.latency
     return result
 
@@ -83,6 +88,18 @@ async def _drive(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: 
         requests = next(gen)
         while True:
             answers = check_answers(await fetch(requests), requests)
+            clock.add(requests)
+            requests = gen.send(answers)
+    except StopIteration as stop:
+        return stop.value
+
+
+def _drive_sync(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: Any,
+                clock: _Latency) -> Evaluation:
+    try:
+        requests = next(gen)
+        while True:
+            answers = check_answers(fetch(requests), requests)
             clock.add(requests)
             requests = gen.send(answers)
     except StopIteration as stop:

@@ -68,5 +68,6 @@ def lazy_rounds(model: Any, costs: CostModel | None = None, *, n_rows: int, chun
             for (f, rows), values in zip(wanted, answers):
                 ctx.X[rows, f] = values
                 ctx.known[rows, f] = True
-        out.add(lo, hi, ctx, ex)
+        with threads(n_threads):
+            out.add(lo, hi, ctx, ex)
     return out.result()

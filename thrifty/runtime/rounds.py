@@ -47,15 +47,16 @@ def check_answers(answers: Sequence[Any], requests: Requests) -> list[np.ndarray
 
 
 def async_fetcher(provider: Any) -> Callable[[Requests], Awaitable[Any]]:
-    """An ``async fetch(requests)`` for any kind of provider."""
+    """An ``async fetch(requests)`` for an async round provider or any provider callable.
+
+    A plain callable is called once per feature of the round, concurrently (a synchronous
+    one in worker threads).
+    """
     if hasattr(provider, "fetch"):
-        if inspect.iscoroutinefunction(provider.fetch):
-            return provider.fetch
-
-        async def threaded(requests: Requests) -> Any:
-            return await asyncio.to_thread(provider.fetch, requests)
-
-        return threaded
+        if not inspect.iscoroutinefunction(provider.fetch):
+            raise TypeError("this driver needs an async fetch(requests); run a synchronous round "
+                            "provider in one worker thread instead")
+        return provider.fetch
     if not callable(provider):
         raise TypeError(f"provider must have a fetch(requests) method or be a callable "
                         f"provider(feature_ids, row_ids), got {type(provider).__name__}")

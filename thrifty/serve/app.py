@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import inspect
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,13 +17,13 @@ from thrifty.providers._base import missing_extra
 from thrifty.runtime.async_eval import evaluate_async
 from thrifty.runtime.evaluate import Evaluation, _costs_for, evaluate
 from thrifty.runtime.plans import Full, Plan, as_plan
-from thrifty.runtime.rounds import Requests, async_fetcher, check_answers
+from thrifty.runtime.rounds import Requests, check_answers
 from thrifty.serve.rows import BadRequest, RowReader
 
 
 def create_app(model: Any, provider: Any = None, *, costs: CostModel | None = None, key: str = "id",
                max_rows: int = 1000, max_body: int = 1 << 20, timeout: float = 10.0,
-               trees: str = "in-order") -> Any:
+               trees: str = "in-order", n_threads: int = 1) -> Any:
     """A Starlette application predicting with ``model``, fetching missing features lazily.
 
     ``POST /predict`` with ``{"rows": [{"id": ..., "feature": value, ...}, ...]}`` answers
@@ -50,6 +51,9 @@ def create_app(model: Any, provider: Any = None, *, costs: CostModel | None = No
         Seconds one request may take (504 after).
     trees : {"in-order", "parallel"}
         As for :func:`thrifty.evaluate_async` (``"parallel"`` for Full plans).
+    n_threads : int, default=1
+        Kernel threads per request. One suits small requests: waking a thread pool costs more
+        than a few rows take, and concurrent requests already share the cores.
     """
     try:
         from starlette.applications import Starlette
@@ -65,7 +69,7 @@ def create_app(model: Any, provider: Any = None, *, costs: CostModel | None = No
     if trees == "parallel" and not isinstance(plan, Full):
         raise ValueError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
     service = _Service(plan, provider, costs, key, int(max_rows), int(max_body), float(timeout),
-                       trees)
+                       trees, n_threads)
     return Starlette(routes=[Route("/predict", service.predict, methods=["POST"]),
                              Route("/health", service.health, methods=["GET"])],
                      lifespan=service.lifespan)
@@ -95,12 +99,13 @@ def store_provider(url: str | None, model: Any, *, table: str | None = None,
 
 class _Service:
     def __init__(self, plan: Plan, provider: Any, costs: CostModel | None, key: str, max_rows: int,
-                 max_body: int, timeout: float, trees: str) -> None:
+                 max_body: int, timeout: float, trees: str, n_threads: int) -> None:
         self.plan, self.provider = plan, provider
         self.costs = _costs_for(plan, costs)
         self.names = plan.feature_names or [f"Column_{j}" for j in range(plan.n_features)]
         self.reader = RowReader(self.names, plan.categories, key, max_rows)
         self.key, self.max_body, self.timeout, self.trees = key, max_body, timeout, trees
+        self.n_threads = n_threads
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -122,10 +127,10 @@ class _Service:
     async def _warm_up(self) -> None:
         """Compile the kernels before the first request (numba loads them from its cache)."""
         row = np.full((1, self.plan.n_features), np.nan)
-        evaluate(self.plan, row, self.costs)
+        evaluate(self.plan, row, self.costs, n_threads=self.n_threads)
         given = np.ones_like(row, dtype=np.bool_)
         await evaluate_async(self.plan, _RequestProvider(row, given, [None], None, self), self.costs,
-                             n_rows=1, trees=self.trees)
+                             n_rows=1, trees=self.trees, n_threads=self.n_threads)
 
     async def health(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -173,14 +178,17 @@ class _Service:
 
     async def _evaluate(self, keys: list[Any], values: np.ndarray, given: np.ndarray) -> Evaluation:
         if given.all():
-            ev = evaluate(self.plan, values, self.costs)
+            ev = evaluate(self.plan, values, self.costs, n_threads=self.n_threads)
             ev.cost.latency = np.zeros(len(keys))
             return ev
-        store = None
+        store, kind = None, _RequestProvider
         if self.provider is not None:
-            store = async_fetcher(self.provider.with_keys(["" if k is None else k for k in keys]))
-        return await evaluate_async(self.plan, _RequestProvider(values, given, keys, store, self),
-                                    self.costs, n_rows=len(keys), trees=self.trees)
+            store = self.provider.with_keys(["" if k is None else k for k in keys]).fetch
+            if inspect.iscoroutinefunction(store):
+                kind = _AsyncRequestProvider
+        return await evaluate_async(self.plan, kind(values, given, keys, store, self),
+                                    self.costs, n_rows=len(keys), trees=self.trees,
+                                    n_threads=self.n_threads)
 
     def _results(self, keys: list[Any], ev: Evaluation) -> list[dict[str, Any]]:
         c = ev.cost
@@ -197,38 +205,61 @@ class _Service:
 
 
 class _RequestProvider:
-    """Values the request gives first; the others from the store, for the request's keys."""
+    """Values the request gives first; the others from the store, for the request's keys.
+
+    Synchronous, for a synchronous store (SQL) or none: the evaluation then runs in one worker
+    thread (see ``evaluate_async``).
+    """
 
     def __init__(self, values: np.ndarray, given: np.ndarray, keys: list[Any], store: Any,
                  service: _Service) -> None:
         self.values, self.given, self.keys, self.store, self.service = values, given, keys, store, service
 
-    async def fetch(self, requests: Requests) -> list[np.ndarray]:
-        out, forward, masks = [], [], []
+    def fetch(self, requests: Requests) -> list[np.ndarray]:
+        out, forward, slots = self._split(requests)
+        if forward:
+            self._merge(out, slots, self.store(forward), forward)
+        return out
+
+    def _split(self, requests: Requests) -> tuple[list[np.ndarray], Requests, list[Any]]:
+        """Given values per request, what to ask the store, and where its answers go."""
+        out, forward, slots = [], [], []
         for f, rows in requests:
             out.append(self.values[rows, f].copy())
             lacking = ~self.given[rows, f]
             if lacking.any():
                 forward.append((f, rows[lacking]))
-                masks.append((len(out) - 1, lacking))
+                slots.append((len(out) - 1, lacking))
         if forward:
             self._check(forward)
-            answers = check_answers(await self.store(forward), forward)
-            for (i, lacking), values in zip(masks, answers):
-                out[i][lacking] = values
-        return out
+        return out, forward, slots
+
+    @staticmethod
+    def _merge(out: list[np.ndarray], slots: list[Any], answers: Any, forward: Requests) -> None:
+        for (i, lacking), values in zip(slots, check_answers(answers, forward)):
+            out[i][lacking] = values
 
     def _check(self, forward: Requests) -> None:
         f, rows = forward[0]
-        name = self.service.names[f]
         if self.store is None:
-            raise BadRequest(f"row {rows[0]} needs feature {name!r}, which the request does not give, "
-                             "and the server has no feature provider (start it with --provider)")
+            raise BadRequest(f"row {rows[0]} needs feature {self.service.names[f]!r}, which the request "
+                             "does not give, and the server has no feature provider (start it with "
+                             "--provider)")
         for f, rows in forward:
             unkeyed = [int(r) for r in rows if self.keys[r] is None]
             if unkeyed:
                 raise BadRequest(f"row {unkeyed[0]} needs feature {self.service.names[f]!r} from the "
                                  f"feature provider but has no {self.service.key!r}")
+
+
+class _AsyncRequestProvider(_RequestProvider):
+    """The same over an async store (an HTTP feature service): rounds are awaited."""
+
+    async def fetch(self, requests: Requests) -> list[np.ndarray]:  # type: ignore[override]
+        out, forward, slots = self._split(requests)
+        if forward:
+            self._merge(out, slots, await self.store(forward), forward)
+        return out
 
 
 def _plain(value: Any) -> Any:

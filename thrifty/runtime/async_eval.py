@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
-from thrifty.runtime.evaluate import Evaluation, _costs_for
+from thrifty.runtime._results import Evaluation, costs_for
 from thrifty.runtime.lazy import lazy_rounds
 from thrifty.runtime.plans import Full, as_plan
-from thrifty.runtime.rounds import Requests, async_fetcher, check_answers
+from thrifty.runtime.rounds import Requests, async_fetcher
 from thrifty.runtime.tree_rounds import tree_rounds
 
 _LATENCY = ("max", "sum")
@@ -64,7 +64,7 @@ async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = No
     if trees not in ("in-order", "parallel"):
         raise ValueError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
     plan = as_plan(model)
-    costs = _costs_for(plan, costs)
+    costs = costs_for(plan, costs)
     if trees == "parallel":
         if not isinstance(plan, Full):
             raise ValueError(f"trees='parallel' needs a Full plan (every tree evaluated), got "
@@ -87,7 +87,7 @@ async def _drive(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: 
     try:
         requests = next(gen)
         while True:
-            answers = check_answers(await fetch(requests), requests)
+            answers = await fetch(requests)
             clock.add(requests)
             requests = gen.send(answers)
     except StopIteration as stop:
@@ -99,7 +99,7 @@ def _drive_sync(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: A
     try:
         requests = next(gen)
         while True:
-            answers = check_answers(fetch(requests), requests)
+            answers = fetch(requests)
             clock.add(requests)
             requests = gen.send(answers)
     except StopIteration as stop:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -25,25 +25,6 @@ class RoundProvider(Protocol):
     """
 
     def fetch(self, requests: Requests) -> Any: ...
-
-
-def check_answers(answers: Sequence[Any], requests: Requests) -> list[np.ndarray]:
-    """A round provider's answers as float64 arrays, one per request, with the right lengths."""
-    if len(answers) != len(requests):
-        raise ValueError(f"the feature provider answered {len(answers)} request(s) for a round of "
-                         f"{len(requests)}; return one array per (feature, rows) request")
-    out = []
-    for (f, rows), values in zip(requests, answers):
-        try:
-            v = np.asarray(values, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"the feature provider returned non-numeric values for feature {f}; "
-                             "return numbers (category codes for categorical features)") from exc
-        if len(v) != len(rows):
-            raise ValueError(f"the feature provider returned {len(v)} values of feature {f} for "
-                             f"{len(rows)} rows; return one value per row asked")
-        out.append(v)
-    return out
 
 
 def async_fetcher(provider: Any) -> Callable[[Requests], Awaitable[Any]]:

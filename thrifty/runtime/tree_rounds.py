@@ -15,8 +15,8 @@ import numpy as np
 from thrifty.costs import CostModel
 from thrifty.forest._predict import threads
 from thrifty.runtime._executors import Context, executor
-from thrifty.runtime.evaluate import Evaluation
-from thrifty.runtime.lazy import Round, lazy_rounds
+from thrifty.runtime._results import Evaluation
+from thrifty.runtime.lazy import Round, _column, lazy_rounds
 from thrifty.runtime.plans import Full, Sequential
 
 # Rows discovered at once: each tree keeps its own per-row state.
@@ -57,8 +57,11 @@ def tree_rounds(plan: Full, costs: CostModel, *, n_rows: int, chunk_size: int | 
             pairs = np.unique(np.column_stack([np.concatenate(feats), np.concatenate(rows)]), axis=0)
             wanted = [(int(f), pairs[pairs[:, 0] == f, 1]) for f in np.unique(pairs[:, 0])]
             answers = yield [(f, r + lo) for f, r in wanted]
+            if answers is None or len(answers) != len(wanted):
+                raise ValueError(f"send one array of values per requested (feature, rows) pair: "
+                                 f"{len(wanted)} were requested")
             for (f, r), values in zip(wanted, answers):
-                X[r + lo, f] = values
+                X[r + lo, f] = _column(values, len(r), f)
                 known[r + lo, f] = True
     # Every value the in-order evaluation asks for has been fetched; it runs from them.
     gen = lazy_rounds(plan, costs, n_rows=n, chunk_size=chunk_size, n_threads=n_threads)

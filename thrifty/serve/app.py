@@ -14,10 +14,11 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.providers._base import missing_extra
+from thrifty.runtime._results import Evaluation, costs_for
 from thrifty.runtime.async_eval import evaluate_async
-from thrifty.runtime.evaluate import Evaluation, _costs_for, evaluate
+from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Full, Plan, as_plan
-from thrifty.runtime.rounds import Requests, check_answers
+from thrifty.runtime.rounds import Requests
 from thrifty.serve.rows import BadRequest, RowReader
 
 
@@ -101,7 +102,7 @@ class _Service:
     def __init__(self, plan: Plan, provider: Any, costs: CostModel | None, key: str, max_rows: int,
                  max_body: int, timeout: float, trees: str, n_threads: int) -> None:
         self.plan, self.provider = plan, provider
-        self.costs = _costs_for(plan, costs)
+        self.costs = costs_for(plan, costs)
         self.names = plan.feature_names or [f"Column_{j}" for j in range(plan.n_features)]
         self.reader = RowReader(self.names, plan.categories, key, max_rows)
         self.key, self.max_body, self.timeout, self.trees = key, max_body, timeout, trees
@@ -218,7 +219,7 @@ class _RequestProvider:
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         out, forward, slots = self._split(requests)
         if forward:
-            self._merge(out, slots, self.store(forward), forward)
+            self._merge(out, slots, self.store(forward))
         return out
 
     def _split(self, requests: Requests) -> tuple[list[np.ndarray], Requests, list[Any]]:
@@ -235,8 +236,8 @@ class _RequestProvider:
         return out, forward, slots
 
     @staticmethod
-    def _merge(out: list[np.ndarray], slots: list[Any], answers: Any, forward: Requests) -> None:
-        for (i, lacking), values in zip(slots, check_answers(answers, forward)):
+    def _merge(out: list[np.ndarray], slots: list[Any], answers: list[np.ndarray]) -> None:
+        for (i, lacking), values in zip(slots, answers):
             out[i][lacking] = values
 
     def _check(self, forward: Requests) -> None:
@@ -258,7 +259,7 @@ class _AsyncRequestProvider(_RequestProvider):
     async def fetch(self, requests: Requests) -> list[np.ndarray]:  # type: ignore[override]
         out, forward, slots = self._split(requests)
         if forward:
-            self._merge(out, slots, await self.store(forward), forward)
+            self._merge(out, slots, await self.store(forward))
         return out
 
 

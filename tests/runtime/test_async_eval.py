@@ -119,6 +119,13 @@ def test_tree_parallel_with_groups_and_dependencies(seed):
             assert np.all(ev.cost.latency <= dense.cost.feature + 1e-9)
 
 
-def test_bad_arguments():
+def test_bad_arguments(small_model):
+    plan, X, costs = small_model
     with pytest.raises(ValueError, match="latency"):
-        run(evaluate_async(None, None, n_rows=1, latency="mean"))
+        run(evaluate_async(plan, array_provider(X), n_rows=1, latency="mean"))
+
+    async def async_call(features, rows):
+        return X[np.ix_(rows, features)]
+
+    with pytest.raises(TypeError, match="evaluate_async"):
+        evaluate(plan, async_call, costs, n_rows=len(X))

@@ -30,7 +30,9 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
         provider ``provider(feature_ids, row_ids) -> values`` returning an array of shape
         ``(len(row_ids), len(feature_ids))``; it is called in batched rounds, only for
         features some evaluated tree needs, never twice for the same (row, feature)
-        (see ``thrifty.runtime.lazy.lazy_rounds`` to drive the rounds yourself).
+        (see ``thrifty.runtime.lazy.lazy_rounds`` to drive the rounds yourself). A provider
+        with a ``fetch(requests)`` method (``thrifty.providers.sql_provider``) is asked once
+        per round; an async one needs ``thrifty.evaluate_async``.
     costs : CostModel, optional
         Prices; default: every feature costs 1, evaluation is free.
     n_rows : int

@@ -8,6 +8,7 @@ round-batched) build on the same generator, so every mode shares one exact seman
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -129,8 +130,10 @@ def run_lazy(model: Any, provider: Provider, costs: CostModel | None = None, *, 
     of shape ``(len(row_ids), 1)`` (or ``(len(row_ids),)``). A provider with a
     ``fetch(requests)`` method (``thrifty.providers.RoundProvider``) is asked once per round.
     """
-    rounds = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     fetch = getattr(provider, "fetch", None)
+    if inspect.iscoroutinefunction(fetch) or inspect.iscoroutinefunction(provider):
+        raise TypeError("the feature provider is async; use `await thrifty.evaluate_async(...)`")
+    rounds = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     try:
         request = next(rounds)
         while True:

@@ -114,16 +114,14 @@ def in_process(plan, store: Path, ids: list[int], costs) -> dict:
 
 
 def write_store(path: Path, names: list[str], M: np.ndarray) -> None:
+    """The test rows as a SQLite table ``adult`` keyed by ``id`` (NaN stored as NULL)."""
+    import pandas as pd
     import sqlalchemy as sa
 
     engine = sa.create_engine(f"sqlite:///{path}")
-    meta = sa.MetaData()
-    table = sa.Table("adult", meta, sa.Column("id", sa.Integer, primary_key=True),
-                     *(sa.Column(n, sa.Double) for n in names))
-    meta.create_all(engine)
-    with engine.begin() as conn:
-        conn.execute(table.insert(), [{"id": i, **{n: None if np.isnan(v) else float(v)
-                                                   for n, v in zip(names, row)}} for i, row in enumerate(M)])
+    frame = pd.DataFrame(M, columns=names)
+    frame.insert(0, "id", np.arange(len(M)))
+    frame.to_sql("adult", engine, index=False)
     engine.dispose()
 
 

@@ -31,3 +31,22 @@ def small_model():
     plan = qwyc(Forest.from_model(model), X, alpha=0.002)
     costs = CostModel(dict(zip(NAMES, PRICES)), feature_names=NAMES, tree_cost=0.25)
     return plan, X, costs
+
+
+def write_store(url: str, X: np.ndarray, keys: list, columns: list[str], table: str = "patients") -> object:
+    """A SQL table of one record per row (in shuffled order): key ``pid``, the feature columns
+    (NaN stored as NULL) and a text column ``note``. Returns the SQLAlchemy engine."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    meta = sa.MetaData()
+    key_type = sa.String if isinstance(keys[0], str) else sa.Integer
+    tbl = sa.Table(table, meta, sa.Column("pid", key_type, primary_key=True),
+                   *(sa.Column(c, sa.Double) for c in columns), sa.Column("note", sa.String))
+    meta.create_all(engine)
+    order = np.random.default_rng(0).permutation(len(keys))
+    records = [{"pid": keys[i], "note": "x", **{c: None if np.isnan(v) else float(v)
+                                                 for c, v in zip(columns, X[i])}} for i in order]
+    with engine.begin() as conn:
+        conn.execute(tbl.insert(), records)
+    return engine

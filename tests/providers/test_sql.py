@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.providers.conftest import NAMES
+from tests.providers.conftest import write_store as store
 from thrifty import evaluate
 from thrifty.providers import sql_provider
 from thrifty.runtime.lazy import lazy_rounds
@@ -13,21 +14,6 @@ from thrifty.runtime.lazy import lazy_rounds
 sa = pytest.importorskip("sqlalchemy")
 
 HOSTILE = 'st"; DROP TABLE patients; --'
-
-
-def store(url: str, X: np.ndarray, keys: list[str], columns: list[str]) -> object:
-    """A table ``patients`` with one record per row (in shuffled order), NaN stored as NULL."""
-    engine = sa.create_engine(url)
-    meta = sa.MetaData()
-    table = sa.Table("patients", meta, sa.Column("pid", sa.String, primary_key=True),
-                     *(sa.Column(c, sa.Double) for c in columns), sa.Column("note", sa.String))
-    meta.create_all(engine)
-    order = np.random.default_rng(0).permutation(len(keys))
-    records = [{"pid": keys[i], "note": "x", **{c: None if np.isnan(v) else float(v)
-                                                 for c, v in zip(columns, X[i])}} for i in order]
-    with engine.begin() as conn:
-        conn.execute(table.insert(), records)
-    return engine
 
 
 @pytest.fixture(params=["sqlite", "duckdb"])
@@ -116,14 +102,7 @@ def test_hostile_column_name_is_quoted_never_executed(small_model, tmp_path):
     plan, X, costs = small_model
     keys = list(range(len(X)))
     columns = [*NAMES[:4], HOSTILE, NAMES[5]]
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'f.db'}")
-    meta = sa.MetaData()
-    table = sa.Table("patients", meta, sa.Column("pid", sa.Integer, primary_key=True),
-                     *(sa.Column(c, sa.Double) for c in columns))
-    meta.create_all(engine)
-    with engine.begin() as conn:
-        conn.execute(table.insert(), [{"pid": i, **{c: None if np.isnan(v) else float(v)
-                                                   for c, v in zip(columns, X[i])}} for i in keys])
+    engine = store(f"sqlite:///{tmp_path / 'f.db'}", X, keys, columns)
     lazy = evaluate(plan, sql_provider(engine, "patients", "pid", keys, columns=columns), costs,
                     n_rows=len(X))
     np.testing.assert_array_equal(lazy.raw, evaluate(plan, X, costs).raw)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.providers.conftest import NAMES
+from tests.providers.conftest import NAMES, write_store
 from thrifty import CostModel, evaluate, save
 
 httpx = pytest.importorskip("httpx")
@@ -72,15 +72,7 @@ def files(small_model, tmp_path_factory):
     d = tmp_path_factory.mktemp("serve")
     save(plan, d / "plan.json")
     (d / "costs.json").write_text(json.dumps(costs.to_dict()))
-    engine = sa.create_engine(f"sqlite:///{d / 'store.db'}")
-    meta = sa.MetaData()
-    table = sa.Table("features", meta, sa.Column("pid", sa.Integer, primary_key=True),
-                     *(sa.Column(n, sa.Double) for n in NAMES))
-    meta.create_all(engine)
-    with engine.begin() as conn:
-        conn.execute(table.insert(), [{"pid": i, **{n: None if np.isnan(v) else float(v)
-                                                   for n, v in zip(NAMES, x)}} for i, x in enumerate(X)])
-    engine.dispose()
+    write_store(f"sqlite:///{d / 'store.db'}", X, list(range(len(X))), NAMES, table="features").dispose()
     return d
 
 

@@ -8,7 +8,16 @@ from thrifty.forest import Forest
 from thrifty.io import load, save
 from thrifty.order import QWYCClassifier, qwyc
 from thrifty.prune import BudgetPrunedClassifier, budget_prune
-from thrifty.runtime import Cascade, Evaluation, Full, Gated, Linear, Sequential, evaluate
+from thrifty.runtime import (
+    Cascade,
+    Evaluation,
+    Full,
+    Gated,
+    Linear,
+    Sequential,
+    evaluate,
+    evaluate_async,
+)
 from thrifty.train import (
     ADAPTClassifier,
     BudgetRFClassifier,
@@ -23,4 +32,4 @@ __all__ = ["ADAPTClassifier", "BudgetPrunedClassifier", "BudgetRFClassifier", "C
            "CEGBRegressor", "Cascade", "Comparison", "CostModel", "CostReport", "CronusClassifier",
            "Evaluation", "Forest", "Full", "Gated", "GreedyMiserClassifier", "GreedyMiserRegressor",
            "Linear", "QWYCClassifier", "Sequential", "budget_prune", "compare", "cronus", "evaluate",
-           "load", "qwyc", "save", "__version__"]
+           "evaluate_async", "load", "qwyc", "save", "__version__"]

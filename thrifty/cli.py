@@ -1,4 +1,4 @@
-"""The ``thrifty`` command: ``demo``, ``compare``, ``info`` and ``evaluate``."""
+"""The ``thrifty`` command: ``demo``, ``compare``, ``info``, ``evaluate`` and ``serve``."""
 
 from __future__ import annotations
 
@@ -113,6 +113,38 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", type=Path, default=Path("cost_report.csv"),
                     help="CSV file for the per-example report (default: %(default)s)")
     ev.set_defaults(run=_evaluate)
+
+    srv = sub.add_parser("serve", help="serve a model over HTTP, fetching missing features lazily",
+                         description="Answer POST /predict with predictions and what each cost; "
+                         "features a request row does not give are fetched from --provider, only "
+                         "when a tree needs them. GET /health describes the model.")
+    srv.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    srv.add_argument("--provider", metavar="URL",
+                     help="where missing features come from: a feature service (http://...) or a "
+                     "database URL (sqlite:///features.db, duckdb:///..., postgresql://...)")
+    srv.add_argument("--table", metavar="NAME", help="database table of features (one record per key)")
+    srv.add_argument("--key-column", metavar="NAME", help="the table's column of keys")
+    srv.add_argument("--key", default="id", metavar="FIELD",
+                     help="field of a request row holding its key (default: %(default)s)")
+    srv.add_argument("--costs", type=Path, metavar="FILE",
+                     help="feature costs: JSON {\"name\": cost} or CSV feature,cost (default: 1 each)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    srv.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    srv.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                     help="most time one request may take (default: %(default)s)")
+    srv.add_argument("--max-rows", type=int, default=1000,
+                     help="most rows per request (default: %(default)s)")
+    srv.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
+                     help="largest request body (default: %(default)s)")
+    srv.add_argument("--max-concurrency", type=int, default=64, metavar="N",
+                     help="connections served at once; more are answered 503 (default: %(default)s)")
+    srv.add_argument("--trees", choices=("in-order", "parallel"), default="in-order",
+                     help="'parallel' lets the trees of a Full plan fetch their features in the same "
+                     "rounds (default: %(default)s)")
+    srv.add_argument("--threads", type=int, default=1, metavar="N",
+                     help="kernel threads per request (default: %(default)s; more only pays for large "
+                     "requests)")
+    srv.set_defaults(run=_serve)
     return parser
 
 
@@ -321,6 +353,28 @@ def _is_file(data: str) -> bool:
     """True when DATA names a data file rather than a shared dataset."""
     path = Path(data)
     return path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from thrifty.serve import create_app, store_provider
+
+    try:
+        import uvicorn
+    except ImportError:
+        print("thrifty: error: uvicorn is not installed; install it with: pip install 'thrifty[serve]'",
+              file=sys.stderr)
+        return 2
+    plan = as_plan(load(args.model))
+    costs = CostModel.from_file(args.costs, feature_names=plan.feature_names) if args.costs else None
+    provider = store_provider(args.provider, plan, table=args.table, key_column=args.key_column,
+                              timeout=args.timeout)
+    app = create_app(plan, provider, costs=costs, key=args.key, max_rows=args.max_rows,
+                     max_body=args.max_body, timeout=args.timeout, trees=args.trees,
+                     n_threads=args.threads)
+    print(f"thrifty serve: {args.model} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
+                limit_concurrency=args.max_concurrency, timeout_keep_alive=5)
+    return 0
 
 
 def _read_table(path: Path, target: str) -> tuple[Any, Any, Any]:

@@ -400,6 +400,9 @@ class CostReport:
     fixed : float
         Once-per-model cost of the features the model uses (``CostModel.fixed_costs``).
     feature_names : list of str or None
+    latency : ndarray of shape (n,) or None
+        Wall latency of each example's feature fetches when those of one round overlap
+        (``thrifty.evaluate_async``; None elsewhere).
     """
 
     feature: np.ndarray
@@ -410,6 +413,7 @@ class CostReport:
     acquired: np.ndarray
     fixed: float = 0.0
     feature_names: list[str] | None = None
+    latency: np.ndarray | None = None
 
     @property
     def n_examples(self) -> int:
@@ -454,6 +458,8 @@ class CostReport:
         df = pd.DataFrame({"total": self.total, "feature": self.feature,
                            "evaluation": self.evaluation, "n_trees": self.n_trees,
                            "n_nodes": self.n_nodes})
+        if self.latency is not None:
+            df["latency"] = self.latency
         acq = pd.DataFrame(self.acquired.astype(np.int8), columns=[f"acquired:{n}" for n in names])
         return pd.concat([df, acq], axis=1)
 

@@ -30,7 +30,9 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
         provider ``provider(feature_ids, row_ids) -> values`` returning an array of shape
         ``(len(row_ids), len(feature_ids))``; it is called in batched rounds, only for
         features some evaluated tree needs, never twice for the same (row, feature)
-        (see ``thrifty.runtime.lazy.lazy_rounds`` to drive the rounds yourself).
+        (see ``thrifty.runtime.lazy.lazy_rounds`` to drive the rounds yourself). A provider
+        with a ``fetch(requests)`` method (``thrifty.providers.sql_provider``) is asked once
+        per round; an async one needs ``thrifty.evaluate_async``.
     costs : CostModel, optional
         Prices; default: every feature costs 1, evaluation is free.
     n_rows : int
@@ -46,7 +48,7 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
     Evaluation
     """
     plan = as_plan(model)
-    if callable(X) and not hasattr(X, "shape"):
+    if (callable(X) or hasattr(X, "fetch")) and not hasattr(X, "shape"):
         return run_lazy(plan, X, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     costs = costs_for(plan, costs)
     if X is None:

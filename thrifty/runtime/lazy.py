@@ -8,6 +8,7 @@ round-batched) build on the same generator, so every mode shares one exact seman
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -126,12 +127,19 @@ def run_lazy(model: Any, provider: Provider, costs: CostModel | None = None, *, 
     """Drive ``lazy_rounds`` with a synchronous ``provider(feature_ids, row_ids) -> values``.
 
     The provider is called once per requested pair, with one feature id, and returns an array
-    of shape ``(len(row_ids), 1)`` (or ``(len(row_ids),)``).
+    of shape ``(len(row_ids), 1)`` (or ``(len(row_ids),)``). A provider with a
+    ``fetch(requests)`` method (``thrifty.providers.RoundProvider``) is asked once per round.
     """
+    fetch = getattr(provider, "fetch", None)
+    if inspect.iscoroutinefunction(fetch) or inspect.iscoroutinefunction(provider):
+        raise TypeError("the feature provider is async; use `await thrifty.evaluate_async(...)`")
     rounds = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     try:
         request = next(rounds)
         while True:
+            if fetch is not None:
+                request = rounds.send(fetch(request))
+                continue
             request = rounds.send([_call_provider(provider, np.array([f], dtype=np.int64), rows)[:, 0]
                                    for f, rows in request])
     except StopIteration as stop:

@@ -1,0 +1,179 @@
+"""`thrifty serve` run for real in a subprocess on 127.0.0.1: SQL and HTTP providers, every error path."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.providers.conftest import NAMES, write_store
+from thrifty import CostModel, evaluate, save
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("uvicorn")
+pytest.importorskip("starlette")
+sa = pytest.importorskip("sqlalchemy")
+
+from tests.providers.feature_service import FeatureService, serving  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def thrifty_serve(*args: str, startup: float = 90.0):
+    """``python -m thrifty serve ...`` on a free port; yields its URL; always stops the process."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "thrifty", "serve", *args, "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"thrifty serve exited: {proc.stderr.read()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("thrifty serve did not start in time")
+            time.sleep(0.1)
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def files(small_model, tmp_path_factory):
+    """The plan saved as JSON, its costs as JSON, and a SQLite store of every row's features."""
+    plan, X, costs = small_model
+    d = tmp_path_factory.mktemp("serve")
+    save(plan, d / "plan.json")
+    (d / "costs.json").write_text(json.dumps(costs.to_dict()))
+    write_store(f"sqlite:///{d / 'store.db'}", X, list(range(len(X))), NAMES, table="features").dispose()
+    return d
+
+
+@pytest.fixture(scope="module")
+def sql_server(files):
+    with thrifty_serve(str(files / "plan.json"), "--provider", f"sqlite:///{files / 'store.db'}",
+                       "--table", "features", "--key-column", "pid", "--costs", str(files / "costs.json"),
+                       "--max-rows", "100", "--max-body", "20000", "--timeout", "20") as (url, proc):
+        yield url, proc
+
+
+def post(url: str, body, **kw):
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return httpx.post(f"{url}/predict", content=data, timeout=CLIENT_TIMEOUT,
+                      headers={"content-type": "application/json"}, **kw)
+
+
+def check_against_dense(results, plan, X, costs, rows):
+    dense = evaluate(plan, X[rows], costs)
+    assert [r["prediction"] for r in results] == dense.labels.tolist()
+    np.testing.assert_allclose([r["probabilities"] for r in results], dense.proba, rtol=1e-12)
+    np.testing.assert_allclose([r["cost"] for r in results], dense.cost.total, rtol=1e-12)
+    assert [r["trees"] for r in results] == dense.cost.n_trees.tolist()
+    assert [r["acquired"] for r in results] == [[NAMES[j] for j in np.flatnonzero(a)]
+                                                for a in dense.cost.acquired]
+
+
+def test_predict_fetches_missing_features_from_sqlite(sql_server, small_model):
+    url, _ = sql_server
+    plan, X, costs = small_model
+    rows = list(range(0, 300, 4))
+    r = post(url, {"rows": [{"id": i} for i in rows]})
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert [x["id"] for x in results] == rows
+    check_against_dense(results, plan, X, costs, rows)
+    # Values given in the request are used instead of the store's.
+    X2 = X.copy()
+    X2[rows, 0] = 3.0
+    X2[rows, 5] = np.nan
+    r = post(url, {"rows": [{"id": i, "age": 3.0, "ca": None} for i in rows]})
+    assert r.status_code == 200, r.text
+    check_against_dense(r.json()["results"], plan, X2, costs, rows)
+    # Rows giving every feature need no id.
+    full = [dict(zip(NAMES, [None if np.isnan(v) else v for v in X[i]])) for i in rows[:5]]
+    r = post(url, {"rows": full})
+    assert r.status_code == 200, r.text
+    check_against_dense(r.json()["results"], plan, X, costs, rows[:5])
+    health = httpx.get(f"{url}/health", timeout=CLIENT_TIMEOUT).json()
+    assert health["status"] == "ok" and health["features"] == NAMES
+
+
+@pytest.mark.parametrize("body, status, message", [
+    (b'{"rows": [{"id": 1,', 400, "malformed JSON"),
+    (b'[1, 2]', 400, "must be a JSON object"),
+    ({"rows": [{"id": 1, "wbc": 3}]}, 422, "unknown feature 'wbc'"),
+    ({"rows": [{"id": 1, "age": "old"}]}, 422, "feature 'age' of row 0 must be a number or null"),
+    ({"rows": [{"id": 1, "age": True}]}, 422, "must be a number"),
+    ({"rows": [7]}, 422, "row 0 must be a JSON object"),
+    ({"rows": [{"id": 1}] * 101}, 413, "at most 100"),
+    (b'{"rows": [' + b'{"id": 1},' * 3000 + b'{"id": 1}]}', 413, "at most 20000"),
+    ({"rows": [{"id": 123456}]}, 404, "no record with pid in [123456]"),
+    ({"rows": [{"age": 1.0}]}, 422, "has no 'id'"),
+])
+def test_bad_requests_get_a_one_line_reason(sql_server, body, status, message):
+    url, proc = sql_server
+    r = post(url, body)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert message in error and "\n" not in error
+    assert proc.poll() is None
+    assert httpx.get(f"{url}/health", timeout=CLIENT_TIMEOUT).status_code == 200
+
+
+def test_slow_and_failing_feature_service(files, small_model):
+    plan, X, costs = small_model
+    keys = list(range(len(X)))
+    service = FeatureService(X, NAMES, keys)
+    with serving(service.app) as features_url, \
+            thrifty_serve(str(files / "plan.json"), "--provider", features_url,
+                          "--timeout", "1.0") as (url, proc):
+        r = post(url, {"rows": [{"id": i} for i in range(20)]})
+        assert r.status_code == 200, r.text
+        uniform = CostModel.uniform(plan.n_features, feature_names=NAMES)
+        check_against_dense(r.json()["results"], plan, X, uniform, list(range(20)))
+        service.delays["age"] = 2.0
+        start = time.monotonic()
+        r = post(url, {"rows": [{"id": 1}]})
+        assert r.status_code == 504 and "did not" in r.json()["error"], r.text
+        assert time.monotonic() - start < CLIENT_TIMEOUT
+        service.delays.clear()
+        service.fail = ("age",)
+        r = post(url, {"rows": [{"id": 1}]})
+        assert r.status_code == 502 and "answered 500 for feature 'age'" in r.json()["error"], r.text
+        assert proc.poll() is None
+        assert httpx.get(f"{url}/health", timeout=CLIENT_TIMEOUT).status_code == 200
+
+
+def test_serve_refuses_a_bad_configuration(files):
+    from thrifty.cli import main
+
+    assert main(["serve", str(files / "plan.json"), "--provider", f"sqlite:///{files / 'store.db'}"]) == 2
+    assert main(["serve", str(files / "plan.json"), "--provider", f"sqlite:///{files / 'store.db'}",
+                 "--table", "nope", "--key-column", "pid"]) == 2

@@ -1,0 +1,8 @@
+"""Feature providers for lazy evaluation: in-memory arrays, SQL tables, HTTP feature services."""
+
+from thrifty.providers.http import HTTPProvider, http_provider
+from thrifty.providers.sql import SQLProvider, sql_provider
+from thrifty.runtime.lazy import array_provider
+from thrifty.runtime.rounds import RoundProvider
+
+__all__ = ["HTTPProvider", "RoundProvider", "SQLProvider", "array_provider", "http_provider", "sql_provider"]

@@ -1,0 +1,109 @@
+"""An async feature provider asking an HTTP feature service, one request per feature of a round."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from thrifty.providers._base import as_keys, feature_columns, missing_extra, plain_key
+from thrifty.runtime.rounds import Requests
+
+
+class HTTPProvider:
+    """Features served over HTTP: ``POST url`` with ``{"feature": name, "keys": [...]}``.
+
+    The service answers ``{"values": [...]}``, one number (or ``null`` for missing) per key, in
+    the order asked. Built by :func:`http_provider`; ``fetch`` is a coroutine, for
+    ``thrifty.evaluate_async``.
+    """
+
+    def __init__(self, url: str, names: list[str], keys: np.ndarray, timeout: float,
+                 client: Any) -> None:
+        self.url, self.names, self.keys = url, names, keys
+        self.timeout, self.client = timeout, client
+
+    def with_keys(self, keys: Any) -> HTTPProvider:
+        """The same service for other rows: row ``i`` is the record whose key is ``keys[i]``."""
+        other = copy.copy(self)
+        other.keys = as_keys(keys)
+        return other
+
+    async def fetch(self, requests: Requests) -> list[np.ndarray]:
+        """Values of each requested (feature, rows) pair, the features fetched concurrently."""
+        import httpx
+
+        if self.client is not None:
+            return list(await asyncio.gather(*(self._one(self.client, f, r) for f, r in requests)))
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            return list(await asyncio.gather(*(self._one(client, f, r) for f, r in requests)))
+
+    async def _one(self, client: Any, feature: int, rows: np.ndarray) -> np.ndarray:
+        import httpx
+
+        name = self.names[int(feature)]
+        keys = [plain_key(k) for k in self.keys[np.asarray(rows, dtype=np.int64)]]
+        try:
+            response = await client.post(self.url, json={"feature": name, "keys": keys},
+                                         timeout=self.timeout)
+        except httpx.TimeoutException:
+            raise TimeoutError(f"the feature service {self.url} did not answer for feature {name!r} "
+                               f"within {self.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise ConnectionError(f"the feature service {self.url} failed for feature {name!r}: "
+                                  f"{type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            reason = " ".join(response.text.split())[:200]
+            raise ConnectionError(f"the feature service {self.url} answered {response.status_code} "
+                                  f"for feature {name!r}: {reason}")
+        try:
+            values = response.json()["values"]
+            out = np.array([math.nan if v is None else float(v) for v in values])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"the feature service {self.url} must answer {{\"values\": [numbers]}} "
+                             f"for feature {name!r}") from None
+        if len(out) != len(keys):
+            raise ValueError(f"the feature service {self.url} returned {len(out)} values of "
+                             f"{name!r} for {len(keys)} keys")
+        return out
+
+
+def http_provider(url: str, keys: Any = (), *, columns: Sequence[str] | None = None, model: Any = None,
+                  timeout: float = 10.0, client: Any = None) -> HTTPProvider:
+    """An async feature provider for a feature service over HTTP.
+
+    Each (feature, rows) request of a round is one ``POST url`` with JSON
+    ``{"feature": name, "keys": [...]}``, answered by ``{"values": [...]}`` (numbers, ``null``
+    for missing, category codes for categorical features). The requests of a round are sent
+    concurrently.
+
+    Parameters
+    ----------
+    url : str
+        The service's endpoint.
+    keys : sequence
+        ``keys[i]`` identifies row ``i`` for the service.
+    columns : sequence of str, optional
+        The service's name of each model feature, in model order (default: the model's names).
+    model : Plan, Forest or fitted model, optional
+        Supplies the feature names when ``columns`` is not given.
+    timeout : float, default=10
+        Seconds allowed for one request.
+    client : httpx.AsyncClient, optional
+        A client to reuse (connection pooling in a server); default: one per round.
+
+    Returns
+    -------
+    HTTPProvider
+    """
+    try:
+        import httpx  # noqa: F401
+    except ImportError:
+        raise missing_extra("httpx", "serve") from None
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    return HTTPProvider(str(url), feature_columns(columns, model), as_keys(keys), float(timeout), client)

@@ -1,0 +1,173 @@
+"""A feature provider reading a SQL table through SQLAlchemy: one query per round of lazy evaluation."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from thrifty.providers._base import as_keys, feature_columns, missing_extra, plain_key
+from thrifty.runtime.rounds import Requests
+
+# SQLite refuses compound SELECTs of more than 500 terms; other databases have larger limits.
+_MAX_TERMS = 400
+
+
+class SQLProvider:
+    """Features read from one table, one record per example, for the rows a round needs.
+
+    Built by :func:`sql_provider`; see there. ``fetch(requests)`` answers a round of lazy
+    evaluation; calling the provider as ``provider(feature_ids, row_ids)`` also works.
+    """
+
+    def __init__(self, engine: Any, table: Any, key: Any, columns: list[Any], keys: np.ndarray,
+                 max_params: int) -> None:
+        self.engine, self.table, self.key, self.columns = engine, table, key, columns
+        self.keys = keys
+        self.max_params = max_params
+
+    def with_keys(self, keys: Any) -> SQLProvider:
+        """The same store for other rows: row ``i`` is the record whose key is ``keys[i]``."""
+        other = copy.copy(self)
+        other.keys = as_keys(keys)
+        return other
+
+    def fetch(self, requests: Requests) -> list[np.ndarray]:
+        """Values of each requested (feature, rows) pair: one query for the whole round.
+
+        The query is a ``UNION ALL`` of one ``SELECT`` per requested feature, each reading that
+        feature's column for the keys of the rows blocked on it, so exactly the (row, feature)
+        pairs the round needs are read (selecting the union of the columns for the union of the
+        rows would read pairs no tree asked for). Keys are bound parameters; a round with more than
+        ``max_params`` keys (or 400 features) is split into several queries.
+        """
+        import sqlalchemy as sa
+
+        index: list[dict[Any, list[int]]] = []
+        parts: list[tuple[int, list[Any]]] = []
+        for f, rows in requests:
+            where: dict[Any, list[int]] = {}
+            for j, k in enumerate(self.keys[np.asarray(rows, dtype=np.int64)]):
+                where.setdefault(plain_key(k), []).append(j)
+            index.append(where)
+            wanted = list(where)
+            parts += [(int(f), wanted[i:i + self.max_params])
+                      for i in range(0, len(wanted), self.max_params)]
+        out = [np.full(len(rows), np.nan) for _, rows in requests]
+        seen = [set() for _ in requests]
+        slot = {int(f): i for i, (f, _) in enumerate(requests)}
+        for batch in _batches(parts, self.max_params):
+            selects = [sa.select(sa.literal(f, sa.Integer).label("f"), self.key.label("k"),
+                                 self.columns[f].label("v"))
+                       .where(self.key.in_(ks)) for f, ks in batch]
+            query = selects[0] if len(selects) == 1 else sa.union_all(*selects)
+            with self.engine.connect() as conn:
+                for f, k, v in conn.execute(query):
+                    i = slot[int(f)]
+                    if k in seen[i]:
+                        raise ValueError(f"{self.key.name} = {k!r} appears more than once in table "
+                                         f"{self.table.name!r}; the key column must be unique")
+                    seen[i].add(k)
+                    out[i][index[i].get(k, [])] = _number(v, self.columns[int(f)].name, k)
+        for i, where in enumerate(index):
+            if len(seen[i]) != len(where):
+                lost = [k for k in where if k not in seen[i]][:5]
+                raise LookupError(f"no record with {self.key.name} in {lost} in table "
+                                  f"{self.table.name!r}; every row needs a record")
+        return out
+
+    def __call__(self, feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
+        values = self.fetch([(int(f), row_ids) for f in np.asarray(feature_ids).reshape(-1)])
+        return np.column_stack(values) if values else np.zeros((len(row_ids), 0))
+
+
+def sql_provider(engine_or_url: Any, table: str, key_column: str, keys: Any, *,
+                 columns: Sequence[str] | None = None, model: Any = None, schema: str | None = None,
+                 max_params: int = 30_000) -> SQLProvider:
+    """A feature provider reading features from a SQL table, only where a tree needs them.
+
+    Each round of lazy evaluation is answered by one query that reads, for each feature some
+    blocked rows need, that feature's column for those rows only. Column names are checked
+    against the table (reflected once, here) and quoted by SQLAlchemy; keys are bound
+    parameters, so neither a feature name nor a key can inject SQL.
+
+    Parameters
+    ----------
+    engine_or_url : sqlalchemy.engine.Engine or str
+        The database (``"sqlite:///features.db"``, ``"duckdb:///features.duckdb"``, ...).
+    table : str
+        Table holding one record per example.
+    key_column : str
+        Column identifying a record (unique).
+    keys : sequence
+        ``keys[i]`` is the key of row ``i`` of the evaluation.
+    columns : sequence of str, optional
+        The table's column of each model feature, in the model's feature order (default: the
+        model's feature names, given ``model``).
+    model : Plan, Forest or fitted model, optional
+        Supplies the feature names when ``columns`` is not given.
+    schema : str, optional
+        Schema of the table.
+    max_params : int, default=30000
+        Most keys bound in one query (SQLite allows 32766 parameters).
+
+    Returns
+    -------
+    SQLProvider
+        For ``thrifty.evaluate(plan, provider, costs, n_rows=len(keys))`` or ``evaluate_async``.
+        Missing values (SQL ``NULL``) are read as NaN. Categorical features are stored as the
+        model's category codes.
+    """
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        raise missing_extra("sqlalchemy", "sql") from None
+    engine = sa.create_engine(engine_or_url) if isinstance(engine_or_url, str) else engine_or_url
+    names = feature_columns(columns, model)
+    existing = _columns_of(sa, engine, table, schema)
+    unknown = [c for c in [key_column, *names] if c not in existing]
+    if unknown:
+        raise ValueError(f"table {table!r} has no column(s) {unknown[:10]}; its columns are "
+                         f"{existing[:20]} (map model features with columns=[...])")
+    if int(max_params) < 1:
+        raise ValueError(f"max_params must be >= 1, got {max_params}")
+    tbl = sa.table(table, *(sa.column(c) for c in dict.fromkeys([key_column, *names])), schema=schema)
+    return SQLProvider(engine, tbl, tbl.c[key_column], [tbl.c[c] for c in names], as_keys(keys),
+                       int(max_params))
+
+
+def _columns_of(sa: Any, engine: Any, table: str, schema: str | None) -> list[str]:
+    """The table's column names, from an empty ``SELECT *`` (dialect reflection is not portable)."""
+    query = sa.select(sa.text("*")).select_from(sa.table(table, schema=schema)).where(sa.false())
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(query).keys())
+    except sa.exc.DBAPIError as exc:
+        raise ValueError(f"cannot read table {table!r} in {engine.url!r}: "
+                         f"{' '.join(str(exc.orig).split())[:200]}") from None
+
+
+def _number(value: Any, column: str, key: Any) -> float:
+    # Checked per value: SQLite columns are dynamically typed whatever their declared type.
+    if value is None:
+        return np.nan
+    if isinstance(value, (int, float, Decimal, np.number)):
+        return float(value)
+    raise ValueError(f"column {column!r} holds {value!r} (for key {key!r}), not a number; store "
+                     "numbers (category codes for categorical features) or NULL for missing")
+
+
+def _batches(parts: list[tuple[int, list[Any]]], max_params: int) -> list[list[tuple[int, list[Any]]]]:
+    """Consecutive parts packed into queries of at most ``max_params`` keys and 400 terms."""
+    batches: list[list[tuple[int, list[Any]]]] = []
+    size = 0
+    for part in parts:
+        if not batches or size + len(part[1]) > max_params or len(batches[-1]) >= _MAX_TERMS:
+            batches.append([])
+            size = 0
+        batches[-1].append(part)
+        size += len(part[1])
+    return batches

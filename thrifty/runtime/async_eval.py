@@ -1,0 +1,134 @@
+"""``evaluate_async``: lazy evaluation that awaits a provider, fetching each round concurrently.
+
+It also measures each example's wall latency when features fetched together overlap in time
+(beyond the papers, which price features as if fetched one after another): see
+``docs/deploy.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+
+from thrifty.costs import CostModel
+from thrifty.runtime._results import Evaluation, costs_for
+from thrifty.runtime.lazy import lazy_rounds
+from thrifty.runtime.plans import Full, as_plan
+from thrifty.runtime.rounds import Requests, async_fetcher
+from thrifty.runtime.tree_rounds import tree_rounds
+
+_LATENCY = ("max", "sum")
+
+
+async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = None, *, n_rows: int,
+                         latency: str = "max", trees: str = "in-order", chunk_size: int | None = None,
+                         n_threads: int | None = None) -> Evaluation:
+    """Evaluate a plan lazily on an async (or sync) feature provider, awaiting each round.
+
+    Parameters
+    ----------
+    model : Plan, Forest or fitted model
+    provider : provider object or callable
+        An object whose ``fetch(requests)`` answers a whole round (it may be ``async``; with a
+        synchronous one the whole evaluation runs in a worker thread), or a callable
+        ``provider(feature_ids, row_ids)`` (``async`` or not), then called once per
+        feature of the round, concurrently.
+    costs : CostModel, optional
+        Prices, read as the **latency** of acquiring each feature (or group) when
+        ``cost.latency`` is used; default: every feature costs 1.
+    n_rows : int
+        Number of examples.
+    latency : {"max", "sum"}, default="max"
+        How a round's fetches add up for an example: ``"max"``, they overlap (the round costs
+        the example its slowest fetch); ``"sum"``, one after another (then ``cost.latency``
+        equals ``cost.feature``).
+    trees : {"in-order", "parallel"}, default="in-order"
+        ``"parallel"`` (Full plans only, whose every tree is evaluated anyway): each tree of an
+        example advances on its own until it blocks, so one round can fetch several features
+        of the same example. Predictions and costs are unchanged; rounds and latency shrink.
+    chunk_size, n_threads
+        As for :func:`thrifty.evaluate`.
+
+    Returns
+    -------
+    Evaluation
+        As :func:`thrifty.evaluate` returns, with ``cost.latency``: per example, the sum over
+        the rounds in which it waited of the latency of what it waited for in that round.
+    """
+    if latency not in _LATENCY:
+        raise ValueError(f"latency must be one of {_LATENCY}, got {latency!r}")
+    if trees not in ("in-order", "parallel"):
+        raise ValueError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
+    plan = as_plan(model)
+    costs = costs_for(plan, costs)
+    if trees == "parallel":
+        if not isinstance(plan, Full):
+            raise ValueError(f"trees='parallel' needs a Full plan (every tree evaluated), got "
+                             f"{type(plan).__name__}; an early-exit plan must evaluate its trees in order")
+        gen = tree_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
+    else:
+        gen = lazy_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
+    clock = _Latency(costs, int(n_rows), latency)
+    if hasattr(provider, "fetch") and not inspect.iscoroutinefunction(provider.fetch):
+        # One worker thread runs the whole evaluation: one hand-off per call, not one per round.
+        result = await asyncio.to_thread(_drive_sync, gen, provider.fetch, clock)
+    else:
+        result = await _drive(gen, async_fetcher(provider), clock)
+    result.cost.latency = clock.latency
+    return result
+
+
+async def _drive(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: Any,
+                 clock: _Latency) -> Evaluation:
+    try:
+        requests = next(gen)
+        while True:
+            answers = await fetch(requests)
+            clock.add(requests)
+            requests = gen.send(answers)
+    except StopIteration as stop:
+        return stop.value
+
+
+def _drive_sync(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: Any,
+                clock: _Latency) -> Evaluation:
+    try:
+        requests = next(gen)
+        while True:
+            answers = fetch(requests)
+            clock.add(requests)
+            requests = gen.send(answers)
+    except StopIteration as stop:
+        return stop.value
+
+
+class _Latency:
+    """Per-example wall latency: sum over rounds of the (max or sum) latency it waited for.
+
+    Fetching feature ``f`` for an example costs the prices of the acquisition units of ``f``'s
+    closure (its group, its required inputs) that the example does not hold yet; the units of
+    one fetch, like the fetches of one round, overlap under ``"max"``.
+    """
+
+    def __init__(self, costs: CostModel, n: int, how: str) -> None:
+        self.costs, self.how = costs, how
+        self.held = np.zeros((n, len(costs.unit_cost)), dtype=np.bool_)
+        self.latency = np.zeros(n)
+
+    def add(self, requests: Requests) -> None:
+        c = self.costs
+        wait = np.zeros(len(self.latency))
+        for f, rows in requests:
+            units = c.closure_units[c.closure_ptr[f]:c.closure_ptr[f + 1]]
+            block = np.ix_(rows, units)
+            paid = np.where(self.held[block], 0.0, c.unit_cost[units])
+            self.held[block] = True
+            if self.how == "max":
+                np.maximum.at(wait, rows, paid.max(axis=1, initial=0.0))
+            else:
+                np.add.at(wait, rows, paid.sum(axis=1))
+        self.latency += wait

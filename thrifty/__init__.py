@@ -7,7 +7,17 @@ from thrifty.forest import Forest
 from thrifty.io import load, save
 from thrifty.order import QWYCClassifier, qwyc
 from thrifty.prune import BudgetPrunedClassifier, budget_prune
-from thrifty.runtime import Cascade, Evaluation, Full, Gated, Linear, Sequential, evaluate
+from thrifty.runtime import (
+    Cascade,
+    CompiledPlan,
+    Evaluation,
+    Full,
+    Gated,
+    Linear,
+    Sequential,
+    compile,  # noqa: A004 (thrifty.compile, like the builtin, turns a description into code)
+    evaluate,
+)
 from thrifty.train import (
     ADAPTClassifier,
     BudgetRFClassifier,
@@ -21,7 +31,7 @@ from thrifty.train import (
 __version__ = "0.1.0"
 
 __all__ = ["ADAPTClassifier", "BudgetPrunedClassifier", "BudgetRFClassifier", "CEGBClassifier", "CEGBRanker",
-           "CEGBRegressor", "Cascade", "Comparison", "CostModel", "CostReport", "CronusClassifier",
-           "Evaluation", "Forest", "Full", "Gated", "GreedyMiserClassifier", "GreedyMiserRegressor",
-           "Linear", "QWYCClassifier", "Sequential", "budget_prune", "compare", "cronus", "evaluate",
-           "load", "qwyc", "save", "__version__"]
+           "CEGBRegressor", "Cascade", "Comparison", "CompiledPlan", "CostModel", "CostReport",
+           "CronusClassifier", "Evaluation", "Forest", "Full", "Gated", "GreedyMiserClassifier",
+           "GreedyMiserRegressor", "Linear", "QWYCClassifier", "Sequential", "budget_prune", "compare",
+           "compile", "cronus", "evaluate", "load", "qwyc", "save", "__version__"]

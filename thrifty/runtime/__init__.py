@@ -1,5 +1,6 @@
 """The runtime: plans and the exact, fast, lazy evaluation that accounts their cost."""
 
+from thrifty.runtime.compiled import CompiledPlan, compile  # noqa: A004
 from thrifty.runtime.evaluate import Evaluation, evaluate
 from thrifty.runtime.lazy import array_provider, lazy_rounds
 from thrifty.runtime.plans import (
@@ -14,5 +15,5 @@ from thrifty.runtime.plans import (
     plan_from_dict,
 )
 
-__all__ = ["BinnedExits", "Cascade", "Evaluation", "Full", "Gated", "Linear", "Plan", "Sequential",
-           "array_provider", "as_plan", "evaluate", "lazy_rounds", "plan_from_dict"]
+__all__ = ["BinnedExits", "Cascade", "CompiledPlan", "Evaluation", "Full", "Gated", "Linear", "Plan",
+           "Sequential", "array_provider", "as_plan", "compile", "evaluate", "lazy_rounds", "plan_from_dict"]

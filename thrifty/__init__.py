@@ -1,5 +1,6 @@
 """thrifty: tree-ensemble predictions that pay only for the features and trees they need."""
 
+from thrifty._version import __version__
 from thrifty.cascade import CronusClassifier, cronus
 from thrifty.comparison import Comparison, compare
 from thrifty.costs import CostModel, CostReport
@@ -27,8 +28,6 @@ from thrifty.train import (
     GreedyMiserClassifier,
     GreedyMiserRegressor,
 )
-
-__version__ = "0.1.0"
 
 __all__ = ["ADAPTClassifier", "BudgetPrunedClassifier", "BudgetRFClassifier", "CEGBClassifier", "CEGBRanker",
            "CEGBRegressor", "Cascade", "Comparison", "CompiledPlan", "CostModel", "CostReport",

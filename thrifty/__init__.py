@@ -10,11 +10,13 @@ from thrifty.order import QWYCClassifier, qwyc
 from thrifty.prune import BudgetPrunedClassifier, budget_prune
 from thrifty.runtime import (
     Cascade,
+    CompiledPlan,
     Evaluation,
     Full,
     Gated,
     Linear,
     Sequential,
+    compile,  # noqa: A004 (thrifty.compile, like the builtin, turns a description into code)
     evaluate,
     evaluate_async,
 )
@@ -29,7 +31,7 @@ from thrifty.train import (
 )
 
 __all__ = ["ADAPTClassifier", "BudgetPrunedClassifier", "BudgetRFClassifier", "CEGBClassifier", "CEGBRanker",
-           "CEGBRegressor", "Cascade", "Comparison", "CostModel", "CostReport", "CronusClassifier",
-           "Evaluation", "Forest", "Full", "Gated", "GreedyMiserClassifier", "GreedyMiserRegressor",
-           "Linear", "QWYCClassifier", "Sequential", "budget_prune", "compare", "cronus", "evaluate",
-           "evaluate_async", "load", "qwyc", "save", "__version__"]
+           "CEGBRegressor", "Cascade", "Comparison", "CompiledPlan", "CostModel", "CostReport",
+           "CronusClassifier", "Evaluation", "Forest", "Full", "Gated", "GreedyMiserClassifier",
+           "GreedyMiserRegressor", "Linear", "QWYCClassifier", "Sequential", "budget_prune", "compare",
+           "compile", "cronus", "evaluate", "evaluate_async", "load", "qwyc", "save", "__version__"]

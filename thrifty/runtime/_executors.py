@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest._predict import SERIAL_ROWS, SWEEP, node_args
 from thrifty.runtime import _kernels
+from thrifty.runtime._native_kernels import RUN_NATIVE
+from thrifty.runtime.compiled import CHUNK, NATIVE_BLOCK, CompiledPlan, NativeSchedule
 from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Plan, Schedule, Sequential
 
 
@@ -54,15 +57,19 @@ class Executor:
         raise NotImplementedError
 
 
-def executor(plan: Plan, ctx: Context) -> Executor:
+def executor(plan: Plan, ctx: Context, compiled: CompiledPlan | None = None) -> Executor:
+    """The executor of ``plan``; with ``compiled`` (a ``CompiledPlan`` of ``plan``), forests run
+    natively where it compiled them."""
     if isinstance(plan, (Full, Sequential)):
+        if compiled is not None and compiled.schedule is not None:
+            return _NativeSequentialExecutor(plan.forest, plan.schedule, ctx, compiled.schedule)
         return _SequentialExecutor(plan.forest, plan.schedule, ctx)
     if isinstance(plan, Cascade):
         return _CascadeExecutor(plan, ctx)
     if isinstance(plan, Linear):
         return _LinearExecutor(plan, ctx)
     if isinstance(plan, Gated):
-        return _GatedExecutor(plan, ctx)
+        return _GatedExecutor(plan, ctx, compiled)
     raise TypeError(f"no executor for plan {type(plan).__name__}")
 
 
@@ -125,6 +132,36 @@ class _SequentialExecutor(_ForestOutputs):
             f.accumulate == "float32", self.bins.width, self.bins.ptr, self.bins.key,
             self.bins.pos, self.bins.neg, c.touched, c.n_nodes, c.n_trees, c.blocked,
             self.pos, self.cur, self.raw, self.done, self.decision, self.frozen)
+
+
+class _NativeSequentialExecutor(_SequentialExecutor):
+    """``_SequentialExecutor`` running the forest's native code in dense evaluation (lazy
+    evaluation, which resumes rows blocked on a feature, stays on the interpreter)."""
+
+    def __init__(self, forest: Forest, schedule: Schedule, ctx: Context, native: NativeSchedule) -> None:
+        super().__init__(forest, schedule, ctx)
+        self.native = native
+
+    def advance(self, rows: np.ndarray) -> None:
+        f, c, s = self.forest, self.ctx, self.native
+        if not (c.all_known and len(rows) == c.n and not self.done.any()):
+            super().advance(rows)
+            return
+        X = c.X if f.input_dtype == "float64" else _round32(c.X)
+        n = c.n
+        kernel = RUN_NATIVE.for_rows(n)
+        # Blocks of rows small enough that their leaf buffer stays in cache.
+        block = max(1, min(n, NATIVE_BLOCK if kernel is RUN_NATIVE.serial else
+                           max(64, min(NATIVE_BLOCK, -(-n // numba.get_num_threads())))))
+        n_blocks = -(-n // block) if n else 0
+        b = self.bins
+        kernel(s.native.leaves, X, self.order, s.stop, s.has_exit, f.value, f.tree_weight,
+               f.tree_class, s.depth, s.path_ptr, s.path_feat, s.path_mask, self.eps_pos, self.eps_neg,
+               f.accumulate == "float32", b.width, b.ptr, b.key, b.pos, b.neg, c.touched,
+               c.n_nodes, c.n_trees, self.pos, self.raw, self.done, self.decision, self.frozen,
+               np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint64),
+               np.empty(n_blocks * block * CHUNK, dtype=np.int32),
+               block, CHUNK)
 
 
 class _CascadeExecutor(_ForestOutputs):
@@ -190,11 +227,12 @@ class _LinearExecutor(Executor):
 class _GatedExecutor(Executor):
     """Gate first; as soon as an example's gate is done it continues in the model it picked."""
 
-    def __init__(self, plan: Gated, ctx: Context) -> None:
+    def __init__(self, plan: Gated, ctx: Context, compiled: CompiledPlan | None) -> None:
         self.plan, self.ctx = plan, ctx
-        self.gate = executor(plan.gate, ctx)
-        self.low = executor(plan.low, ctx)
-        self.high = executor(plan.high, ctx)
+        parts = compiled.parts if compiled is not None else (None, None, None)
+        self.gate = executor(plan.gate, ctx, parts[0])
+        self.low = executor(plan.low, ctx, parts[1])
+        self.high = executor(plan.high, ctx, parts[2])
         self.route = np.full(ctx.n, -1, dtype=np.int64)
 
     @property

@@ -11,6 +11,7 @@ from thrifty.forest._inputs import to_matrix
 from thrifty.forest._predict import threads
 from thrifty.runtime._executors import Context, executor
 from thrifty.runtime._results import Collector, Evaluation, chunk_rows, costs_for
+from thrifty.runtime.compiled import CompiledPlan
 from thrifty.runtime.lazy import Provider, array_provider, run_lazy
 from thrifty.runtime.plans import Plan, as_plan
 
@@ -24,7 +25,9 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
 
     Parameters
     ----------
-    model : Plan, Forest, fitted thrifty estimator, or LightGBM/XGBoost/scikit-learn model
+    model : Plan, CompiledPlan, Forest, fitted thrifty estimator, or LightGBM/XGBoost/scikit-learn model
+        A ``CompiledPlan`` (``thrifty.compile``) runs its native code in dense evaluation and
+        supplies its cost model when ``costs`` is None; ``evaluate`` never compiles on its own.
     X : array-like of shape (n, n_features), or callable
         Dense mode: every feature value (cost is accounted, not saved). Lazy mode: a feature
         provider ``provider(feature_ids, row_ids) -> values`` returning an array of shape
@@ -47,7 +50,10 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
     -------
     Evaluation
     """
-    plan = as_plan(model)
+    compiled = model if isinstance(model, CompiledPlan) else None
+    plan = compiled.plan if compiled is not None else as_plan(model)
+    if compiled is not None and costs is None:
+        costs = compiled.costs
     if (callable(X) or hasattr(X, "fetch")) and not hasattr(X, "shape"):
         return run_lazy(plan, X, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     costs = costs_for(plan, costs)
@@ -67,12 +73,13 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
             hi = min(n, lo + chunk)
             rows = X.iloc[lo:hi] if hasattr(X, "iloc") else X[lo:hi]
             M = to_matrix(rows, plan.n_features, plan.feature_names, plan.categories)
-            out.add(lo, hi, *_run_dense(plan, M, costs))
+            out.add(lo, hi, *_run_dense(plan, M, costs, compiled))
     return out.result()
 
 
-def _run_dense(plan: Plan, X: np.ndarray, costs: CostModel) -> tuple[Context, Any]:
+def _run_dense(plan: Plan, X: np.ndarray, costs: CostModel,
+               compiled: CompiledPlan | None) -> tuple[Context, Any]:
     ctx = Context(X, np.ones((1, 1), dtype=np.bool_), True, costs)
-    ex = executor(plan, ctx)
+    ex = executor(plan, ctx, compiled)
     ex.advance(np.arange(ctx.n, dtype=np.int64))
     return ctx, ex

@@ -85,6 +85,12 @@ class Plan:
         """The cost model used when none is given: every feature costs 1, evaluation is free."""
         return CostModel.uniform(self.n_features, feature_names=self.feature_names)
 
+    def compile(self, costs: CostModel | None = None) -> Any:
+        """This plan compiled to native code: ``thrifty.compile(self, costs)``."""
+        from thrifty.runtime.compiled import compile
+
+        return compile(self, costs)
+
     # -------------------------------------------------------------- prediction
     def predict_raw(self, X: Any) -> np.ndarray:
         from thrifty.runtime.evaluate import evaluate

@@ -41,24 +41,62 @@ def result():
                    lightgbm_params=FAST), X, y, costs
 
 
-def test_every_row_is_the_runtime_measure_on_the_test_split(result):
-    cmp, X, y, costs = result
-    assert set(cmp.table["method"]) == {METHODS[k].name for k in small_methods("binary")}
-    # The held-out test rows are not given back, so re-derive them the way compare does:
-    # 25% held out first, stratified, seed 0.
-    from sklearn.model_selection import train_test_split
+def frame_of(X, idx):
+    return pd.DataFrame(X[idx], columns=[f"f{i}" for i in range(X.shape[1])], index=idx)
 
-    _, test = train_test_split(np.arange(len(y)), test_size=0.25, random_state=0, stratify=y)
-    for _, row in cmp.table.sample(5, random_state=0).iterrows():
-        X_test = pd.DataFrame(X[test], columns=[f"f{i}" for i in range(6)])
-        ev = evaluate(cmp.model(row["method"], row["name"]), X_test, costs)
-        assert ev.cost.mean == pytest.approx(row["mean_cost"])
-        assert np.mean(ev.labels == y[test]) == pytest.approx(row["value"])
+
+def test_cv_figures_are_the_mean_over_folds_of_the_setting_refitted_per_fold(result):
+    """The plain model's row, recomputed by hand: LightGBM refitted on each fold's fitting rows
+    (less their calibration rows), scored on the fold's held-out rows, averaged."""
+    import lightgbm
+
+    from thrifty import Forest
+    from thrifty.comparison.compare import _lightgbm_params
+    from thrifty.comparison.sweep import CALIBRATION, fold_indices, holdout_indices
+
+    cmp, X, y, costs = result
+    pool, test = holdout_indices(y, None, "binary", 0.25, 0)
+    assert cmp.selection == f"5-fold cross-validation of {len(pool)} rows" and cmp.n_test == len(test)
+    params = _lightgbm_params(len(pool), "binary", 1, FAST)
+    values, spent = [], []
+    for fit, held in fold_indices(y[pool], None, "binary", 5, 0):
+        keep, _ = holdout_indices(y[pool][fit], None, "binary", CALIBRATION, 0)
+        rows = pool[fit][keep]
+        model = lightgbm.LGBMClassifier(**params).fit(frame_of(X, rows), y[rows])
+        ev = evaluate(Forest.from_model(model), frame_of(X, pool[held]), costs)
+        values.append(np.mean(ev.labels == y[pool[held]]))
+        spent.append(ev.cost.mean)
+    row = cmp.table[(cmp.table["method"] == METHODS["lightgbm"].name)
+                    & (cmp.table["name"] == f"k={FAST['n_estimators']}")].iloc[0]
+    assert row["folds"] == 5
+    assert row["value"] == pytest.approx(np.mean(values))
+    assert row["mean_cost"] == pytest.approx(np.mean(spent))
+
+
+def test_chosen_models_are_confirmed_once_on_the_untouched_test_rows(result):
+    from scipy.stats import binomtest
+
+    from thrifty.comparison.sweep import holdout_indices
+
+    cmp, X, y, costs = result
+    _, test = holdout_indices(y, None, "binary", 0.25, 0)
+    chosen = cmp.table[cmp.table["test_value"].notna()]
+    assert set(cmp.front.index) <= set(chosen.index)
+    for _, row in chosen.iterrows():
+        ev = evaluate(cmp.model(row["method"], row["name"]), frame_of(X, test), costs)
+        correct = int(np.sum(ev.labels == y[test]))
+        assert row["test_mean_cost"] == pytest.approx(ev.cost.mean)
+        assert row["test_value"] == pytest.approx(correct / len(test))
+        assert row["test_rows"] == len(test)
+        ci = binomtest(correct, len(test)).proportion_ci(0.95, method="wilson")
+        assert (row["test_low"], row["test_high"]) == pytest.approx((ci.low, ci.high))
+        assert row["test_balanced_accuracy"] == pytest.approx(
+            np.mean([np.mean(ev.labels[y[test] == c] == c) for c in (0, 1)]))
 
 
 def test_front_and_recommendations_agree_with_brute_force(result):
     cmp, *_ = result
-    t = cmp.table
+    t = cmp.table[cmp.table["single_class"] < 0.5]
     dominated = [any((t["mean_cost"][j] <= t["mean_cost"][i]) and (t["value"][j] >= t["value"][i])
                      and ((t["mean_cost"][j] < t["mean_cost"][i]) or (t["value"][j] > t["value"][i]))
                      for j in t.index) for i in t.index]
@@ -68,7 +106,8 @@ def test_front_and_recommendations_agree_with_brute_force(result):
         within = t[t["mean_cost"] <= r["for_budget"]]
         assert r["value"] == within["value"].max()
         assert r["mean_cost"] <= r["for_budget"]
-    # The plain model itself (all its trees) is in the table, as the reference.
+    # Balanced accuracy and AUC stand beside accuracy in every row.
+    assert cmp.table[["balanced_accuracy", "auc"]].notna().all().all()
     assert cmp.table["mean_trees"].max() == pytest.approx(FAST["n_estimators"])
 
 
@@ -78,7 +117,9 @@ def test_write_saves_report_plot_and_recommended_models(result, tmp_path):
     for name in ("table.csv", "front.csv", "frontier.png", "report.md"):
         assert (tmp_path / name).stat().st_size > 0
     report = (tmp_path / "report.md").read_text()
-    assert "per example (budget" in report and "## Pareto front" in report
+    assert "selected on 5-fold cross-validation of 450 rows" in report
+    assert "confirmed on 150 test rows" in report and "## Pareto front" in report
+    assert "class counts: selection rows 0: " in report
     saved = [f for f in files if f.suffix == ".json"]
     assert saved
     from thrifty import load
@@ -87,12 +128,92 @@ def test_write_saves_report_plot_and_recommended_models(result, tmp_path):
     assert evaluate(model, np.zeros((2, 6))).raw.shape[0] == 2
 
 
-def test_time_limit_stops_early_and_still_reports():
-    X, y = binary_data(300)
-    cmp = compare(X, y, methods=small_methods("binary"), time_limit=0.0, progress=False,
-                  lightgbm_params=FAST)
-    assert cmp.stopped_early
-    assert len(cmp.table) == 0 and cmp.summary()
+def test_known_best_model_is_chosen_and_its_fresh_score_lies_in_its_interval():
+    """One cheap feature decides the label (up to 10% flipped labels): every budget's choice
+    reads it alone, and its accuracy on 20,000 fresh rows lies in the reported interval. No
+    fit or selection step ever sees a test row (a spy on LightGBM's fit and on the tasks)."""
+    import lightgbm
+
+    from thrifty.comparison import sweep
+
+    def draw(n, seed):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(n, 4))
+        y = ((X[:, 0] > 0) ^ (rng.random(n) < 0.1)).astype(int)
+        return X, y
+
+    X, y = draw(400, 7)
+    costs = CostModel([1.0, 50.0, 50.0, 50.0])
+    frame = pd.DataFrame(X, columns=["cheap", "b", "c", "d"], index=np.arange(10_000, 10_400))
+    seen: list[set] = []
+    fit, run_task = lightgbm.LGBMModel.fit, sweep.run_task
+
+    def spy_fit(self, X, *args, **kwargs):
+        seen.append(set(X.index))
+        return fit(self, X, *args, **kwargs)
+
+    def spy_task(t):
+        seen.append(set(t.X_fit.index) | (set() if t.X_eval is None else set(t.X_eval.index)))
+        return run_task(t)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lightgbm.LGBMModel, "fit", spy_fit)
+        mp.setattr(sweep, "run_task", spy_task)
+        cmp = compare(frame, y, costs, methods=["lightgbm", "cheapest", "qwyc"], quick=True,
+                      progress=False, lightgbm_params=FAST)
+    from thrifty.comparison.sweep import holdout_indices
+
+    _, test = holdout_indices(y, None, "binary", 0.25, 0)
+    test_index = set(frame.index[test])
+    assert seen and all(not (s & test_index) for s in seen)
+    rec = cmp.recommend()
+    assert len(rec)
+    fresh_X, fresh_y = draw(20_000, 8)
+    fresh = pd.DataFrame(fresh_X, columns=["cheap", "b", "c", "d"])
+    for _, row in rec.iterrows():
+        assert row["mean_cost"] == pytest.approx(1.0) and row["test_mean_cost"] == pytest.approx(1.0)
+        score = np.mean(evaluate(cmp.model(row["method"], row["name"]), fresh, costs).labels == fresh_y)
+        assert row["test_low"] <= score <= row["test_high"]
+
+
+def test_single_class_models_are_flagged_and_not_recommended():
+    from thrifty.comparison.selection import eligible_front
+
+    table = pd.DataFrame({"method": ["a", "b", "c"], "name": ["x", "y", "z"],
+                          "mean_cost": [0.0, 1.0, 5.0], "value": [0.8, 0.85, 0.9],
+                          "single_class": [1.0, 0.0, 0.0]})
+    assert list(eligible_front(table, 0.9).index) == [1, 2]
+    # The plain model no better than the constant answer: the constant answer is honest.
+    assert list(eligible_front(table, 0.8).index) == [0, 1, 2]
+
+
+def test_time_allowance_is_shared_and_honoured():
+    """A behaviour bound, not a benchmark: every method fits a model, and the run ends within
+    10% of its allowance plus a fixed margin for start-up."""
+    import time
+
+    X, y = binary_data(400)
+    allowance = 3.0
+    start = time.perf_counter()
+    cmp = compare(X, y, methods=small_methods("binary") + ["cheapest"], time_limit=allowance,
+                  progress=False, lightgbm_params=FAST)
+    elapsed = time.perf_counter() - start
+    assert elapsed <= 1.1 * allowance + 2.0
+    assert set(cmp.table["method"]) == {METHODS[k].name for k in small_methods("binary") + ["cheapest"]}
+
+
+def test_executor_gives_the_sequential_result():
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    X, y = binary_data(200)
+    kw = dict(methods=["lightgbm", "qwyc"], quick=True, progress=False, lightgbm_params=FAST, cv=2)
+    alone = compare(X, y, **kw)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pooled = compare(X, y, executor=pool, **kw)
+    drop = ["fit_seconds"]
+    pd.testing.assert_frame_equal(alone.table.drop(columns=drop), pooled.table.drop(columns=drop))
+    assert sorted(alone.models) == sorted(pooled.models)
 
 
 @pytest.mark.parametrize("task", ["multiclass", "regression", "ranking"])
@@ -108,7 +229,7 @@ def test_other_tasks(task):
         qid = np.repeat(np.arange(48), 10)
         y = np.clip(np.round(X[:, 0] + 1.5), 0, 4).astype(int)
     cmp = compare(X, y, [1, 2, 3, 4], qid=qid, methods=small_methods(task), quick=True,
-                  progress=False, lightgbm_params=FAST)
+                  progress=False, lightgbm_params=FAST, cv=2)
     assert cmp.task == task
     assert len(cmp.table) >= 3 and cmp.table["value"].notna().all()
     assert len(pareto_front(cmp.table)) == len(cmp.front)
@@ -116,6 +237,14 @@ def test_other_tasks(task):
 
 def test_bad_inputs_name_the_fix():
     X, y = binary_data(100)
+    with pytest.raises(ValueError, match="budgets must be positive"):
+        compare(X, y, budgets=[0.0, 5.0], progress=False)
+    with pytest.raises(ValueError, match="time_limit must be a positive"):
+        compare(X, y, time_limit=-1, progress=False)
+    with pytest.raises(ValueError, match="single class"):
+        compare(X, np.ones_like(y), progress=False)
+    with pytest.raises(ValueError, match="2 missing label"):
+        compare(X, np.r_[np.nan, y[1:-1], np.nan], progress=False)
     with pytest.raises(ValueError, match="unknown method"):
         compare(X, y, methods=["nope"], progress=False)
     with pytest.raises(ValueError, match="do not support"):
@@ -145,7 +274,7 @@ def test_cli_on_a_csv_with_categories_missing_values_and_a_cost_file(tmp_path):
                               str(tmp_path / "costs.json"), "--methods", methods, "--quick",
                               "--out", str(tmp_path / "out")])
     assert code == 0, err
-    assert "you get" in out
+    assert "selected on 5-fold cross-validation" in out and "confirmed on 100 test rows" in out
     table = pd.read_csv(tmp_path / "out" / "table.csv")
     # The costliest a model can be is every feature: 13.5 per example.
     assert (table["mean_cost"] <= 13.5 + 1e-9).all() and (table["mean_cost"] > 0).any()
@@ -171,7 +300,7 @@ def test_every_method_and_composition_runs(task):
     score = X[:, 0] + 0.7 * X[:, 1] - 0.5 * X[:, 3]
     y = (score > 0).astype(int) if task == "binary" else np.digitize(score, [-0.6, 0.6])
     costs = CostModel([1.0, 5.0, 0.5, 20.0, 2.0])
-    cmp = compare(X, y, costs, quick=True, progress=False, lightgbm_params=FAST)
+    cmp = compare(X, y, costs, quick=True, progress=False, lightgbm_params=FAST, cv=0)
     # Budgets from 10% of the plain model's cost up are all feasible here: nothing is skipped.
     assert cmp.skipped == []
     assert set(cmp.table["method"]) == {m.name for m in METHODS.values() if task in m.tasks}
@@ -179,3 +308,47 @@ def test_every_method_and_composition_runs(task):
     # Every cost is what the runtime measures, so no model costs more than every feature.
     assert (cmp.table["mean_cost"] <= costs.feature_costs.sum() + 1e-9).all()
     assert cmp.table["fit_seconds"].ge(0).all()
+
+
+@pytest.fixture
+def small_csv(tmp_path):
+    X, y = binary_data(120)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)]).assign(label=y)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    return tmp_path, frame
+
+
+@pytest.mark.parametrize("option, problem", [
+    (["--budgets", "0"], "--budgets '0': 0 is not a positive cost"),
+    (["--budgets=-5"], "--budgets '-5': -5 is not a positive cost"),
+    (["--budgets", "5,ten"], "'ten' is not a number"),
+    (["--time-limit", "-1"], "--time-limit '-1' is not a positive number of seconds"),
+    (["--time-limit", "0"], "--time-limit '0' is not a positive number of seconds"),
+])
+def test_cli_rejects_bad_budgets_and_time_limits_in_one_line(small_csv, option, problem):
+    tmp, _ = small_csv
+    code, out, err = run_cli(["compare", str(tmp / "data.csv"), "--target", "label",
+                              "--out", str(tmp / "out"), *option])
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and problem in err and "e.g." in err
+
+
+@pytest.mark.parametrize("labels, problem", [
+    (lambda y: np.zeros_like(y), "single class"),
+    (lambda y: np.where(np.arange(len(y)) % 7 == 0, np.nan, y), "missing label"),
+])
+def test_cli_rejects_one_class_and_missing_labels_in_one_line(small_csv, labels, problem):
+    tmp, frame = small_csv
+    frame.assign(label=labels(frame["label"].to_numpy(float))).to_csv(tmp / "bad.csv", index=False)
+    code, out, err = run_cli(["compare", str(tmp / "bad.csv"), "--target", "label",
+                              "--out", str(tmp / "out")])
+    assert code == 2 and out == "" and err.count("\n") == 1 and problem in err
+
+
+def test_absurd_costs_are_an_error_not_inf(small_csv):
+    tmp, _ = small_csv
+    (tmp / "costs.json").write_text(json.dumps({f"f{i}": 1e308 for i in range(6)}))
+    code, out, err = run_cli(["compare", str(tmp / "data.csv"), "--target", "label", "--costs",
+                              str(tmp / "costs.json"), "--methods", "lightgbm", "--out", str(tmp / "out")])
+    assert code == 2 and "inf per example" not in out and err.count("\n") == 1
+    assert "rescale" in err or "cost" in err

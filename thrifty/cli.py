@@ -84,8 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--list", action="store_true", help="list the methods and exit")
     cmp.add_argument("--budgets", metavar="B1,B2,...",
                      help="mean costs per example (default: fractions of the plain model's cost)")
-    cmp.add_argument("--time-limit", type=float, metavar="SECONDS",
-                     help="stop starting new models after this long, and still report")
+    cmp.add_argument("--time-limit", metavar="SECONDS",
+                     help="time allowance for the whole run, shared by the methods (each "
+                     "fits its cheapest candidate first); nothing starts once it is spent")
     cmp.add_argument("--quick", action="store_true", help="fewer budgets and points per method")
     cmp.add_argument("--out", default="thrifty-compare", type=Path,
                      help="output folder (default: %(default)s)")
@@ -142,13 +143,43 @@ def _compare(args: argparse.Namespace) -> int:
         raise ValueError("compare needs DATA: a shared dataset name or a CSV/Parquet file")
     X, y, qid, splits, costs, unit = _compare_data(args)
     methods = "all" if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
-    budgets = None if not args.budgets else [float(b) for b in args.budgets.split(",")]
+    budgets = None if args.budgets is None else _budgets(args.budgets)
+    time_limit = None if args.time_limit is None else _time_limit(args.time_limit)
     result = compare(X, y, costs, task=args.task, methods=methods, budgets=budgets,
-                     time_limit=args.time_limit, quick=args.quick, qid=qid, **splits)
+                     time_limit=time_limit, quick=args.quick, qid=qid, **splits)
     files = result.write(args.out, cost_unit=unit, title=f"thrifty compare: {args.data}")
     print(result.summary(unit))
     print(f"wrote {', '.join(f.name for f in files if f.parent == args.out)} to {args.out}/")
     return 0
+
+
+def _budgets(text: str) -> list[float]:
+    """``--budgets``: positive mean costs per example, comma-separated."""
+    out = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"--budgets {text!r}: {part.strip()!r} is not a number; give positive "
+                             "mean costs per example, e.g. --budgets 5,10,20") from None
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"--budgets {text!r}: {part.strip()} is not a positive cost; give "
+                             "positive mean costs per example, e.g. --budgets 5,10,20 (or leave "
+                             "--budgets out)")
+        out.append(value)
+    return out
+
+
+def _time_limit(text: str) -> float:
+    """``--time-limit``: positive seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"--time-limit {text!r} is not a positive number of seconds; e.g. "
+                         "--time-limit 120 (or leave it out for no limit)")
+    return value
 
 
 def _compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str | None]:

@@ -14,7 +14,7 @@ from thrifty.runtime.plans import as_plan
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["frontier", "frontier_gap", "pareto_front"]
+__all__ = ["cost_columns", "frontier", "frontier_gap", "pareto_front"]
 
 Metric = Callable[[Any, Evaluation], float]
 
@@ -91,18 +91,23 @@ def frontier(models: Sequence[Any] | Mapping[str, Any], X: Any, y: Any, costs: C
         plan = as_plan(model)
         ev = evaluate(plan, X, costs)
         metric_name, value = _score(metric, plan.task, ev, y, qid)
-        report = ev.cost
-        q = report.quantiles((0.5, 0.9))
-        rows.append({"name": name, "mean_cost": report.mean, "median_cost": q[0.5],
-                     "q90_cost": q[0.9], "max_cost": report.max,
-                     "mean_trees": float(report.n_trees.mean()) if report.n_examples else 0.0,
-                     "mean_features": float(report.acquired.sum(axis=1).mean())
-                     if report.n_examples else 0.0,
-                     "metric": metric_name, "value": float(value)})
+        rows.append({"name": name, **cost_columns(ev.cost), "metric": metric_name,
+                     "value": float(value)})
     table = pd.DataFrame(rows, columns=COLUMNS)
     for column, values in extra.items():
         table[column] = values
     return table
+
+
+def cost_columns(report: Any) -> dict[str, float]:
+    """The cost columns of a frontier row: mean, median, 90% quantile and max cost per
+    example, mean trees evaluated and mean features acquired per example."""
+    if not report.n_examples:
+        return dict.fromkeys(COLUMNS[1:7], 0.0)
+    q = report.quantiles((0.5, 0.9))
+    return {"mean_cost": report.mean, "median_cost": q[0.5], "q90_cost": q[0.9],
+            "max_cost": report.max, "mean_trees": float(report.n_trees.mean()),
+            "mean_features": float(report.acquired.sum(axis=1).mean())}
 
 
 def pareto_front(table: pd.DataFrame, *, cost: str = "mean_cost", value: str = "value",

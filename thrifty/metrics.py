@@ -7,8 +7,9 @@ from typing import Any, Literal
 import numpy as np
 from sklearn import metrics as _skm
 
-__all__ = ["accuracy", "auc", "cost_statistics", "disagreement", "log_loss", "ndcg_at_k",
-           "precision_at_k", "score"]
+__all__ = ["accuracy", "auc", "balanced_accuracy", "bootstrap_interval", "cost_statistics",
+           "disagreement", "log_loss", "macro_auc", "ndcg_at_k", "precision_at_k", "score",
+           "wilson_interval"]
 
 # The metric each task reports by default (``score``).
 _TASK_METRIC = {"binary": "accuracy", "multiclass": "accuracy", "ranking": "precision@5",
@@ -96,6 +97,127 @@ def auc(y: Any, score: Any) -> float:
         raise ValueError(f"auc needs both classes in y; found {len(np.unique(y))} distinct "
                          "label(s)")
     return float(_skm.roc_auc_score(y, s))
+
+
+def balanced_accuracy(y: Any, pred: Any) -> float:
+    """Mean over the true classes of the fraction of that class predicted correctly (recall).
+
+    A constant predictor scores ``1 / n_classes`` whatever the class balance, which is what
+    accuracy hides on imbalanced data.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+    pred : array-like of shape (n,) or Evaluation
+        Predicted labels.
+
+    Returns
+    -------
+    float
+    """
+    if _is_evaluation(pred):
+        pred = pred.predictions
+    y, pred = np.asarray(y), np.asarray(pred)
+    _check_lengths(y, pred)
+    classes = np.unique(y)
+    return float(np.mean([np.mean(pred[y == c] == c) for c in classes]))
+
+
+def macro_auc(y: Any, proba: Any, classes: Any = None) -> float:
+    """Area under the ROC curve: binary, or the mean one-vs-rest AUC over classes.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+    proba : array-like of shape (n, n_classes) or Evaluation
+        Class probabilities, columns in the order of ``classes``.
+    classes : array-like, optional
+        The label of each column (default: ``0 .. n_classes - 1``).
+
+    Returns
+    -------
+    float
+        NaN when a class of ``classes`` is absent from ``y`` (its one-vs-rest AUC is
+        undefined) or ``y`` has one class.
+    """
+    if _is_evaluation(proba):
+        proba = proba.proba
+    y, p = np.asarray(y), np.asarray(proba, dtype=np.float64)
+    _check_lengths(y, p)
+    classes = np.arange(p.shape[1]) if classes is None else np.asarray(classes)
+    present = [np.any(y == c) for c in classes]
+    if not all(present) or len(classes) < 2:
+        return float("nan")
+    if len(classes) == 2:
+        return float(_skm.roc_auc_score(y == classes[1], p[:, 1]))
+    return float(np.mean([_skm.roc_auc_score(y == c, p[:, j]) for j, c in enumerate(classes)]))
+
+
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (Wilson 1927; Agresti and Coull 1998, eq. 2).
+
+    Parameters
+    ----------
+    successes : float
+        Examples counted (e.g. correct predictions).
+    n : int
+        Examples in all.
+    confidence : float, default=0.95
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        ``(nan, nan)`` when ``n`` is 0.
+    """
+    from scipy.stats import norm
+
+    if n <= 0:
+        return float("nan"), float("nan")
+    z = float(norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def bootstrap_interval(statistic: Any, n: int, *, groups: Any = None, n_resamples: int = 1000,
+                       confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic(rows)`` over resampled rows (or groups).
+
+    Parameters
+    ----------
+    statistic : callable
+        ``statistic(idx) -> float`` on the rows ``idx`` (an int array, repeats allowed).
+    n : int
+        Rows.
+    groups : array-like of shape (n,), optional
+        Resample whole groups (queries of a ranking task) instead of rows.
+    n_resamples : int, default=1000
+    confidence : float, default=0.95
+    seed : int, default=0
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        Resamples where the statistic is undefined (NaN, e.g. one class drawn) are left out.
+    """
+    if n <= 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        draws = (rng.integers(0, n, n) for _ in range(n_resamples))
+    else:
+        _, inverse = np.unique(np.asarray(groups), return_inverse=True)
+        units = [np.flatnonzero(inverse == k) for k in range(inverse.max() + 1)]
+        draws = (np.concatenate([units[k] for k in rng.integers(0, len(units), len(units))])
+                 for _ in range(n_resamples))
+    values = np.array([statistic(idx) for idx in draws], dtype=np.float64)
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return float("nan"), float("nan")
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def log_loss(y: Any, proba: Any, labels: Any = None) -> float:

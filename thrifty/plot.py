@@ -19,8 +19,12 @@ __all__ = ["plot_cost_histogram", "plot_feature_acquisition", "plot_frontier", "
 def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes | None = None,
                   cost: str = "mean_cost", value: str = "value", pareto: bool = True,
                   higher_is_better: bool = True, cost_unit: str | None = None,
-                  value_label: str | None = None, annotate: str | None = None) -> Axes:
+                  value_label: str | None = None, annotate: str | None = None,
+                  front: pd.DataFrame | None = None) -> Axes:
     """Plot cost against quality, one series per method, with the Pareto front highlighted.
+
+    Each method's points are joined in order of cost (ties by value), drawn faded; the front
+    is drawn boldly over them.
 
     Parameters
     ----------
@@ -42,6 +46,9 @@ def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes
         y-axis label (default: the tables' ``metric`` column when it holds one name).
     annotate : str, optional
         A column whose value labels each point of the front (e.g. ``"name"``).
+    front : DataFrame, optional
+        The front to draw (default: the Pareto front of all the series' points), e.g. one
+        that leaves out single-class models.
 
     Returns
     -------
@@ -63,20 +70,23 @@ def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes
     colours = [matplotlib.colormaps["tab20"](i % 20) for i in range(len(series))] if many else None
     for i, (label, table) in enumerate(series.items()):
         _check_columns(table, (cost, value))
-        t = table.sort_values(cost)
+        # Joined in order of cost, ties by value, so a line never doubles back.
+        t = table.sort_values([cost, value], kind="stable")
         # A lone point (a baseline) gets a large marker so the lines do not hide it.
         single = len(t) == 1
         style = {"color": colours[i]} if many else {}
         ax.plot(t[cost].to_numpy(float), t[value].to_numpy(float),
                 marker="*" if single else "os^vD<>"[i % 7 if many else 0],
-                markersize=12 if single else 4, linewidth=1.2, alpha=0.85, label=label,
-                zorder=4 if single else 2, **style)
+                markersize=10 if single else 4, linewidth=1.0, alpha=0.4, label=label,
+                zorder=2, **style)
     if pareto and series:
-        front = pareto_front(pd.concat(list(series.values()), ignore_index=True), cost=cost,
-                             value=value, higher_is_better=higher_is_better)
+        if front is None:
+            front = pareto_front(pd.concat(list(series.values()), ignore_index=True), cost=cost,
+                                 value=value, higher_is_better=higher_is_better)
+        front = front.sort_values([cost, value], kind="stable")
         ax.step(front[cost].to_numpy(float), front[value].to_numpy(float), where="post",
-                color="black", linewidth=2, linestyle="--", marker="s", markersize=7,
-                markerfacecolor="none", label="Pareto front", zorder=3)
+                color="black", linewidth=2.5, marker="o", markersize=7, markerfacecolor="gold",
+                label="Pareto front", zorder=5)
         if annotate is not None:
             for _, row in front.iterrows():
                 ax.annotate(str(row[annotate]), (float(row[cost]), float(row[value])),

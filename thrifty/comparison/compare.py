@@ -1,4 +1,5 @@
-"""``thrifty.compare``: every method that applies, over budgets, on one frontier."""
+"""``thrifty.compare``: every method that applies, over budgets, on one frontier, chosen on
+validation rows and confirmed once on test rows."""
 
 from __future__ import annotations
 
@@ -11,52 +12,75 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thrifty.comparison.methods import METHODS, Candidate, Context
+from thrifty.comparison.methods import METHODS, Context, _rounds
+from thrifty.comparison.selection import confirm, eligible_front, select
+from thrifty.comparison.sweep import (FitTask, Reporter, fold_indices, run_tasks, split_rows, take,
+                                      workers_of)
 from thrifty.costs import CostModel
-from thrifty.frontier import frontier, pareto_front
 
 __all__ = ["Comparison", "compare"]
 
-#: Budgets (fractions of the plain LightGBM model's mean cost on the calibration split) the
+#: Budgets (fractions of the plain LightGBM model's mean cost on the calibration rows) the
 #: budgeted methods aim at, and the ones the report recommends a model for.
 BUDGET_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75)
 QUICK_BUDGET_FRACTIONS = (0.1, 0.3, 0.6)
 RECOMMEND_FRACTIONS = (0.1, 0.25, 0.5, 1.0)
+#: Below this many rows (besides the test rows) the choice is made by K-fold cross-validation,
+#: so every row informs it; above, on one validation split.
+CV_BELOW = 5000
+CV_FOLDS = 5
+TEST_FRACTION = 0.25
+VALIDATION_FRACTION = 0.2
 
 DEFAULT_LIGHTGBM = {"n_estimators": 200, "learning_rate": 0.05, "num_leaves": 16,
                     "random_state": 0, "deterministic": True,
                     "force_row_wise": True, "verbose": -1}
+REFERENCE = "LightGBM, first k trees"
 
 
 @dataclass
 class Comparison:
-    """What :func:`compare` measured.
+    """What :func:`compare` measured: chosen on validation rows, confirmed on test rows.
 
     Attributes
     ----------
     table : DataFrame
-        One row per model: ``method``, ``family``, ``name``, ``parameters``, the cost columns
-        of :func:`thrifty.frontier.frontier` (mean, median, 90% quantile, max per example),
-        ``metric``, ``value`` (on the test split, higher is better), ``fit_seconds``, then one
-        column per parameter any method reported (empty where a method has no such parameter).
+        One row per candidate (a method and a setting): ``method``, ``family``, ``name``,
+        ``parameters``; the cost columns of :func:`thrifty.frontier.frontier` (mean, median,
+        90% quantile and max cost per example, mean trees and features) and ``value`` (the
+        task's metric, higher is better), ``balanced_accuracy``, ``auc`` and ``single_class``
+        (share of folds where it gave every row one label) for classification, all measured on
+        the validation rows (the mean over the folds under cross-validation); ``folds``,
+        ``fit_seconds``; for the models on the front and the plain model, the same figures
+        on the test rows (``test_value``, ``test_low``, ``test_high`` - its 95% interval -,
+        ``test_mean_cost``, ...); then one column per parameter any method reported.
     front : DataFrame
-        The rows no other row dominates (cheaper on average and at least as good), by cost.
+        The rows no other row dominates on the validation figures (cheaper on average and at
+        least as good), by cost, single-class models left out unless the plain model is no
+        better; with their test figures.
     models : dict of (method, name) to model
+        The models of the front and the plain model, fitted on every row but the test rows.
     task : str
     full_cost : float
-        Mean cost of the plain LightGBM model on the calibration split (budgets are fractions
+        Mean cost of the plain LightGBM model on the calibration rows (budgets are fractions
         of it).
     budgets : list of float
     skipped : list of (method, name, reason)
-        Candidates a method could not produce (e.g. a budget below its cheapest model).
     stopped_early : bool
-        The time limit stopped the run before every method finished.
+        The time allowance cut some method's candidates short.
     seconds : float
     costs : CostModel
     baseline : Forest
         The plain LightGBM model the post-hoc methods start from.
     n_calibration : int
-        Rows of the calibration split.
+        Rows held out of the final fit to calibrate budgets and exits.
+    selection : str
+        Where the choice was made, e.g. ``"5-fold cross-validation of 212 rows"``.
+    n_test : int
+    class_counts : dict
+        ``{"selection": {label: rows}, "test": {label: rows}}`` (classification).
+    baseline_value : float or None
+        The plain model's validation figure.
     """
 
     table: pd.DataFrame
@@ -71,20 +95,25 @@ class Comparison:
     costs: CostModel | None = None
     baseline: Any = None
     n_calibration: int = 0
+    selection: str = ""
+    n_test: int = 0
+    class_counts: dict[str, dict[Any, int]] = field(default_factory=dict)
+    baseline_value: float | None = None
 
     def recommend(self, budgets: Sequence[float] | None = None) -> pd.DataFrame:
-        """The best model on the front within each budget (mean cost per example).
+        """The best model on the front within each budget, by the validation figures.
 
         Parameters
         ----------
         budgets : sequence of float, optional
-            Default: 10%, 25%, 50% and 100% of the plain LightGBM model's mean cost.
+            Mean costs per example. Default: 10%, 25%, 50% and 100% of the plain LightGBM
+            model's mean cost.
 
         Returns
         -------
         DataFrame
-            ``for_budget``, then the front row of the best value whose mean cost is within it
-            (no row when nothing is).
+            ``for_budget``, then the front row (validation and test figures) of the best
+            validation value whose validation mean cost is within it (no row when nothing is).
         """
         if budgets is None:
             budgets = [f * self.full_cost for f in RECOMMEND_FRACTIONS]
@@ -98,16 +127,28 @@ class Comparison:
         return pd.DataFrame(rows)
 
     def model(self, method: str, name: str) -> Any:
-        """The model of one table row."""
+        """The model of a row of the front (or of the plain model)."""
         return self.models[method, name]
 
     def plot(self, ax: Any = None, *, cost_unit: str | None = None) -> Any:
-        """Every method's frontier and the overall Pareto front (see ``thrifty.plot``)."""
+        """Every method's candidates joined by cost, the front drawn boldly (see ``thrifty.plot``)."""
         from thrifty.plot import plot_frontier
 
-        ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit,
-                           value_label=f"test {self.table['metric'].iloc[0]}" if len(self.table) else None)
-        costs = self.table["mean_cost"].to_numpy(float)
+        label = f"{self.table['metric'].iloc[0]} ({self.selection})" if len(self.table) else None
+        ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit, value_label=label,
+                           front=self.front)
+        done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
+        if len(done):
+            # The front's models as confirmed on the test rows, at their test cost.
+            value = done["test_value"].to_numpy(float)
+            ax.errorbar(done["test_mean_cost"].to_numpy(float), value,
+                        yerr=[value - done["test_low"].to_numpy(float),
+                              done["test_high"].to_numpy(float) - value],
+                        fmt="D", color="tab:red", markersize=4, elinewidth=0.8, capsize=2,
+                        alpha=0.8, zorder=6, label=f"front confirmed on {self.n_test} test rows "
+                        "(95% interval)")
+            ax.legend(fontsize=7, ncol=2 if self.table["method"].nunique() > 12 else 1)
+        costs = self.table["mean_cost"].to_numpy(float) if len(self.table) else np.zeros(0)
         if len(costs) and costs.max() > 20 * max(costs[costs > 0].min(initial=np.inf), 1e-12):
             ax.set_xscale("symlog", linthresh=float(costs[costs > 0].min(initial=1.0)))
         return ax
@@ -134,7 +175,7 @@ class Comparison:
         saved: dict[tuple[str, str], str] = {}
         for _, row in rec.iterrows():
             key = (row["method"], row["name"])
-            if key not in saved:
+            if key not in saved and key in self.models:
                 path = out / "models" / f"{_slug(key[0])}__{_slug(key[1])}.json"
                 save(self.models[key], path)
                 saved[key] = str(path.relative_to(out))
@@ -145,12 +186,10 @@ class Comparison:
 
     def summary(self, cost_unit: str | None = None) -> str:
         """A few lines for the terminal."""
-        from thrifty.comparison.report import answer
+        from thrifty.comparison.report import answer, headline
 
-        lines = [f"{len(self.table)} models from {self.table['method'].nunique()} methods in "
-                 f"{self.seconds:.1f} s; {len(self.front)} on the Pareto front"
-                 + (" (stopped early at the time limit)" if self.stopped_early else "")]
-        lines += [answer(row, cost_unit) for _, row in self.recommend().iterrows()]
+        lines = headline(self)
+        lines += [answer(row, self, cost_unit) for _, row in self.recommend().iterrows()]
         return "\n".join(lines)
 
 
@@ -160,18 +199,26 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
             qid: Any = None, qid_val: Any = None, qid_test: Any = None,
             lightgbm_params: Mapping[str, Any] | None = None, n_jobs: int = 1,
             time_limit: float | None = None, quick: bool = False, random_state: int = 0,
-            progress: bool = True) -> Comparison:
-    """Run every method that applies to the task over a sweep of budgets; one frontier.
+            progress: bool = True, cv: int | None = None, executor: Any = None) -> Comparison:
+    """Run every method that applies over a sweep of budgets; choose on validation rows and
+    confirm once on test rows.
 
     Training-time methods (CEGB, GreedyMiser, BudgetRF, ADAPT) get the budgets; post-hoc
     methods (QWYC, Fan, margin early exit, Cronus, BudgetPrune) start from a plain LightGBM
-    model or a plain random forest fitted on the training split; compositions chain them.
-    Budgets, thresholds and exits are fitted on the calibration split; every model is then
-    evaluated on the test split by thrifty's runtime, so all costs are measured alike.
+    model or a plain random forest; compositions chain them. A candidate is a method and a
+    setting (a budget, an alpha...). Each candidate is fitted without the test rows (budgets,
+    thresholds and exits on calibration rows held out of its fitting rows) and scored on
+    validation rows: under K-fold cross-validation (the default below 5,000 rows, so every row
+    informs the choice) its figures are the means over the folds of the setting refitted per
+    fold; otherwise one validation split. The Pareto front and the recommendations are chosen
+    on these figures; the chosen settings are then refitted on every row but the test rows
+    (cross-validation; the validation split's models are used as they are) and scored once
+    on the test rows, with a 95% interval. Every cost is the mean per example measured by
+    thrifty's runtime, on validation and on test rows alike.
 
     Parameters
     ----------
-    X, y : training data (array or DataFrame; categorical columns as pandas ``category``)
+    X, y : rows and labels (array or DataFrame; categorical columns as pandas ``category``)
     costs : CostModel, mapping of feature name to cost, sequence, path, or None
         Feature prices (None: 1 per feature). A path is read with ``CostModel.from_file``.
     task : {"binary", "multiclass", "ranking", "regression"}, optional
@@ -180,11 +227,12 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
         Keys of ``thrifty.comparison.METHODS`` (``thrifty compare --list``) or their names;
         methods that do not support the task are left out of "all" and rejected when named.
     budgets : sequence of float, optional
-        Mean costs per example for the budgeted methods. Default: 5%, 10%, 20%, 30%, 50% and
-        75% of the plain LightGBM model's mean cost on the calibration split.
-    X_val, y_val : calibration split, optional
-        Default: 20% of the training rows (by query for ranking, stratified otherwise).
-    X_test, y_test : test split, optional
+        Positive mean costs per example for the budgeted methods. Default: 5%, 10%, 20%,
+        30%, 50% and 75% of the plain LightGBM model's mean cost on the calibration rows.
+    X_val, y_val : validation rows, optional
+        Added to ``X`` under cross-validation; otherwise the validation split (default: 20%
+        of the rows, by query for ranking, stratified otherwise).
+    X_test, y_test : test rows, optional
         Default: 25% of the rows given, held out before anything is fitted.
     qid, qid_val, qid_test : query ids (ranking), rows of a query consecutive
     lightgbm_params : mapping, optional
@@ -192,89 +240,206 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     n_jobs : int, default=1
         Threads for LightGBM and the random forest.
     time_limit : float, optional
-        Seconds; once exceeded, no further candidate is started and the result says so.
+        Positive seconds for the whole run. The allowance is shared among the fit tasks
+        (cheapest methods first, each method's first candidate before its refinements); no
+        task starts, nor a further candidate, once it is spent.
     quick : bool, default=False
         Fewer budgets and fewer points per method.
     random_state : int, default=0
     progress : bool, default=True
-        A progress bar over the candidates (only when stderr is a terminal).
+        A progress bar over the methods in a terminal, else one line per finished method on
+        stderr.
+    cv : int, optional
+        Folds of the cross-validation (0: one validation split). Default: 5 below 5,000 rows
+        (besides the test rows), else 0.
+    executor : object with ``submit(fn, *args)``, optional
+        A ``concurrent.futures.Executor`` or a ``distributed.Client`` to run the fit tasks on;
+        the result is the same as run here (without a time limit).
 
     Returns
     -------
     Comparison
     """
-    from tqdm.auto import tqdm
-
     start = time.perf_counter()
-    deadline = None if time_limit is None else start + float(time_limit)
-    costs_in = costs
+    _check_positive(budgets, time_limit, cv)
+    wall_end = None if time_limit is None else time.time() + float(time_limit)
+    X, y, qid = _frame(X), _labels(y, "y"), None if qid is None else np.asarray(qid)
     task = _task(y, qid) if task is None else task
     if task not in ("binary", "multiclass", "ranking", "regression"):
         raise ValueError(f"unknown task {task!r}; expected binary, multiclass, ranking or regression")
-    X, y, qid = _frame(X), np.asarray(y), None if qid is None else np.asarray(qid)
+    _check_classes(y, task)
     if X_test is None:
-        (X, y, qid), (X_test, y_test, qid_test) = _split(X, y, qid, task, 0.25, random_state)
-    if X_val is None:
-        (X, y, qid), (X_val, y_val, qid_val) = _split(X, y, qid, task, 0.2, random_state)
-    X_val, X_test = _frame(X_val), _frame(X_test)
-    y_val, y_test = np.asarray(y_val), np.asarray(y_test)
+        (X, y, qid), (X_test, y_test, qid_test) = split_rows(X, y, qid, task, TEST_FRACTION, random_state)
+    X_test, y_test = _frame(X_test), _labels(y_test, "y_test")
+    qid_test = None if qid_test is None else np.asarray(qid_test)
     names = [str(c) for c in X.columns]
-    costs = _costs(costs_in, names)
+    costs = _costs(costs, names)
     chosen = _methods(methods, task)
+    n_given = len(y)
+    if X_val is not None:
+        X, y = _stack(X, _frame(X_val)), np.concatenate([y, _labels(y_val, "y_val")])
+        qid = None if qid is None else np.concatenate([qid, np.asarray(qid_val)])
+    k = (CV_FOLDS if len(y) < CV_BELOW else 0) if cv is None else cv
+    if k:
+        folds = fold_indices(y, qid, task, k, random_state)
+        final = np.arange(len(y))
+        selection = f"{k}-fold cross-validation of {len(y):,} rows"
+    else:
+        folds = [_holdout(y, qid, task, n_given if X_val is not None else None, random_state)]
+        final = folds[0][0]
+        selection = f"a validation split of {len(folds[0][1]):,} rows"
+    params = _lightgbm_params(len(final), task, n_jobs, lightgbm_params)
+    ctx = _final_context(take(X, y, qid, final), task, costs, params, n_jobs, random_state, quick)
+    full_cost = ctx.full_cost
+    if not np.isfinite(full_cost) or not np.isfinite(costs.feature_costs.sum()):
+        raise ValueError(f"the feature costs (up to {costs.feature_costs.max():.3g}) add up to more "
+                         "than a float holds (inf per example); rescale them, e.g. to thousands")
+    if budgets is None:
+        budgets = [f * full_cost for f in (QUICK_BUDGET_FRACTIONS if quick else BUDGET_FRACTIONS)]
+    budgets = sorted(float(b) for b in budgets)
+
+    common = dict(task=task, costs=costs, budgets=budgets, lightgbm_params=params, n_jobs=n_jobs,
+                  random_state=random_state, quick=quick)
+    # Fold by fold, each method in turn: should the allowance run out, every method has had
+    # its first fold (and its first candidate there) before any has a second.
+    tasks = []
+    for f, (fit, held) in enumerate(folds):
+        (Xf, yf, qf), (Xe, ye, qe) = take(X, y, qid, fit), take(X, y, qid, held)
+        tasks += [FitTask(m.key, f, X_fit=Xf, y_fit=yf, qid_fit=qf, X_eval=Xe, y_eval=ye,
+                          qid_eval=qe, keep_models=not k, **common) for m in chosen]
+    # Under cross-validation a share of the allowance is kept for the final refit.
+    select_end = None if wall_end is None else wall_end - (time_limit / (k + 1) if k else 0.0)
+    results = _run(tasks, executor, select_end, progress, "selection")
+    table = select(results, METHODS)
+    skipped = _skipped(results)
+    stopped = any(r.stopped or not r.started for r in results)
+    baseline_value = _baseline_value(table)
+    front = eligible_front(table, baseline_value)
+    wanted = _chosen_rows(table, front)
+
+    models: dict[tuple[str, str], Any] = {}
+    by_name = {m.name: m.key for m in chosen}
+    if k:
+        # The plain model is the final context's own (same rows, same parameters).
+        whole = f"k={_rounds(ctx.lightgbm())}"
+        if whole in wanted.get(REFERENCE, []):
+            models[REFERENCE, whole] = ctx.lightgbm()
+            wanted[REFERENCE].remove(whole)
+        refits = [FitTask(by_name[method], -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(names),
+                          **common) for method, names in wanted.items() if names]
+        # Without its refit a chosen model cannot be confirmed: the refit may use up to 5% of
+        # the allowance beyond it (the selection stage kept a share for it, but its last
+        # candidates can overrun).
+        refit_end = None if wall_end is None else wall_end + 0.05 * float(time_limit)
+        done = _run(refits, executor, refit_end, progress, "refit")
+        stopped |= any(r.stopped or not r.started for r in done)
+        found = {(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()}
+    else:
+        found = {(METHODS[r.method].name, n): mdl for r in results for n, mdl in r.models.items()}
+    for method, names_ in wanted.items():
+        models.update({(method, n): found[method, n] for n in names_ if (method, n) in found})
+    if len(table):
+        for i, row in table.iterrows():
+            key = (row["method"], row["name"])
+            if key in models:
+                for c, v in confirm(models[key], X_test, y_test, qid_test, costs, task).items():
+                    table.loc[i, c] = v
+        front = table.loc[front.index]
+    else:
+        table = pd.DataFrame(columns=["method", "family", "name", "parameters", "mean_cost",
+                                      "value", "fit_seconds"])
+        front = table
+    counts = {}
+    if task in ("binary", "multiclass"):
+        counts = {"selection": _counts(y), "test": _counts(y_test)}
+    return Comparison(table=table, front=front, models=models, task=task, full_cost=float(full_cost),
+                      budgets=budgets, skipped=skipped, stopped_early=stopped,
+                      seconds=time.perf_counter() - start, costs=costs, baseline=ctx.lightgbm(),
+                      n_calibration=len(ctx.y_val), selection=selection, n_test=len(y_test),
+                      class_counts=counts, baseline_value=baseline_value)
+
+
+# ---------------------------------------------------------------------- steps
+def _lightgbm_params(n: int, task: str, n_jobs: int,
+                     given: Mapping[str, Any] | None) -> dict[str, Any]:
     # LightGBM's default min_data_per_group=100 all but forbids categorical splits on a few
     # hundred rows; scale it (and the leaf size) with the data.
-    small = {"min_data_per_group": int(np.clip(len(y) // 20, 5, 100)),
-             "min_child_samples": int(np.clip(len(y) // 50, 5, 20)), "cat_smooth": 1.0}
-    params = {**DEFAULT_LIGHTGBM, **small, "n_jobs": n_jobs, **(lightgbm_params or {})}
+    small = {"min_data_per_group": int(np.clip(n // 20, 5, 100)),
+             "min_child_samples": int(np.clip(n // 50, 5, 20)), "cat_smooth": 1.0}
+    params = {**DEFAULT_LIGHTGBM, **small, "n_jobs": n_jobs, **(given or {})}
     if task == "multiclass":
         params.setdefault("objective", "multiclass")
-    ctx = Context(task=task, X_train=X, y_train=y, X_val=X_val, y_val=y_val, costs=costs,
-                  qid_train=qid, qid_val=None if qid_val is None else np.asarray(qid_val),
-                  lightgbm_params=params, n_jobs=n_jobs, random_state=random_state, quick=quick)
-    full_cost = ctx.full_cost
-    if budgets is None:
-        fractions = QUICK_BUDGET_FRACTIONS if quick else BUDGET_FRACTIONS
-        budgets = [f * full_cost for f in fractions]
-    ctx.budgets = sorted(float(b) for b in budgets)
-    qid_test = None if qid_test is None else np.asarray(qid_test)
+    return params
 
-    tables, models, skipped, stopped = [], {}, [], False
-    with tqdm(total=len(chosen), desc="thrifty compare", unit="method",
-              disable=None if progress else True) as bar:
-        for m in chosen:
-            bar.set_postfix_str(m.key)
-            runner = m.run(ctx)
-            while True:
-                if deadline is not None and time.perf_counter() > deadline:
-                    stopped = True
-                    break
-                try:
-                    cand: Candidate = next(runner)
-                except StopIteration:
-                    break
-                except ValueError as exc:  # e.g. a budget below the method's cheapest model
-                    skipped.append((m.name, "", " ".join(str(exc).split())))
-                    break
-                if cand.model is None:  # the method could not meet this candidate's target
-                    skipped.append((m.name, cand.name, str(cand.params.get("reason", ""))))
-                    continue
-                row = frontier({cand.name: cand.model}, X_test, y_test, costs, qid=qid_test,
-                               params={k: [v] for k, v in cand.params.items()}, progress=False)
-                row.insert(0, "family", m.family)
-                row.insert(0, "method", m.name)
-                row.insert(3, "parameters", _describe(cand.params))
-                row["fit_seconds"] = cand.fit_seconds
-                tables.append(row)
-                models[m.name, cand.name] = cand.model
-            bar.update()
-            if stopped:
-                break
-    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(
-        columns=["method", "family", "name", "parameters", "mean_cost", "value", "fit_seconds"])
-    return Comparison(table=table, front=pareto_front(table) if len(table) else table,
-                      models=models, task=task, full_cost=float(full_cost), budgets=ctx.budgets,
-                      skipped=skipped, stopped_early=stopped, seconds=time.perf_counter() - start,
-                      costs=costs, baseline=ctx.lightgbm(), n_calibration=len(y_val))
+
+def _final_context(rows: tuple, task: str, costs: CostModel, params: dict[str, Any], n_jobs: int,
+                   random_state: int, quick: bool) -> Context:
+    """The context of the final fit (every row but the test rows, or the validation split's
+    fitting rows): its plain model prices the budgets and is the baseline."""
+    from thrifty.comparison.sweep import CALIBRATION
+
+    (Xt, yt, qt), (Xc, yc, qc) = split_rows(*rows, task, CALIBRATION, random_state)
+    return Context(task=task, X_train=Xt, y_train=yt, X_val=Xc, y_val=yc, costs=costs, qid_train=qt,
+                   qid_val=qc, lightgbm_params=params, n_jobs=n_jobs, random_state=random_state,
+                   quick=quick)
+
+
+def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool,
+         stage: str) -> list:
+    names = {m.key: m.name for m in METHODS.values()}
+    reporter = Reporter(tasks, names, progress, stage)
+    try:
+        return run_tasks(tasks, executor=executor, deadline=deadline, workers=workers_of(executor),
+                         on_done=reporter)
+    finally:
+        reporter.close()
+
+
+def _skipped(results: list) -> list[tuple[str, str, str]]:
+    out: dict[tuple[str, str], str] = {}
+    for r in results:
+        name = METHODS[r.method].name
+        if not r.started:
+            out.setdefault((name, ""), "the time allowance ran out before it started")
+        for cand, reason in r.skipped:
+            out.setdefault((name, cand), reason)
+    return [(m, n, why) for (m, n), why in out.items()]
+
+
+def _baseline_value(table: pd.DataFrame) -> float | None:
+    """The validation figure of the plain model (all its trees), if it ran."""
+    if not len(table) or "k" not in table.columns:
+        return None
+    ref = table[table["method"] == REFERENCE]
+    return None if not len(ref) else float(ref.loc[ref["k"].astype(float).idxmax(), "value"])
+
+
+def _chosen_rows(table: pd.DataFrame, front: pd.DataFrame) -> dict[str, list[str]]:
+    """Per method, the candidates to confirm: the front and the plain model."""
+    rows = list(front.index)
+    if len(table) and "k" in table.columns:
+        ref = table[table["method"] == REFERENCE]
+        if len(ref):
+            rows.append(ref["k"].astype(float).idxmax())
+    wanted: dict[str, list[str]] = {}
+    for i in dict.fromkeys(rows):
+        wanted.setdefault(table.loc[i, "method"], []).append(table.loc[i, "name"])
+    return wanted
+
+
+def _holdout(y: np.ndarray, qid: np.ndarray | None, task: str, n_given: int | None,
+             seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(fitting rows, validation rows): the rows given as X_val, else a held-out fraction."""
+    from thrifty.comparison.sweep import holdout_indices
+
+    if n_given is not None:
+        return np.arange(n_given), np.arange(n_given, len(y))
+    return holdout_indices(y, qid, task, VALIDATION_FRACTION, seed)
+
+
+def _counts(y: np.ndarray) -> dict[Any, int]:
+    labels, counts = np.unique(y, return_counts=True)
+    return {lab.item() if hasattr(lab, "item") else lab: int(c) for lab, c in zip(labels, counts)}
 
 
 # ---------------------------------------------------------------------- inputs
@@ -291,6 +456,53 @@ def _task(y: Any, qid: Any) -> str:
     if kind == "continuous":
         return "regression"
     raise ValueError(f"cannot tell the task from y (scikit-learn calls it {kind!r}); pass task=")
+
+
+def _labels(y: Any, name: str) -> np.ndarray:
+    """``y`` as an array, refusing missing labels."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional (one label per row), got shape {y.shape}")
+    missing = pd.isna(y)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        raise ValueError(f"{name} has {len(rows)} missing label(s) (NaN/None), e.g. in row(s) "
+                         f"{rows[:5].tolist()}; drop those rows or fill in their labels")
+    return y
+
+
+def _check_classes(y: np.ndarray, task: str) -> None:
+    if task in ("binary", "multiclass") and len(np.unique(y)) < 2:
+        raise ValueError(f"y has a single class ({np.unique(y)[:1].tolist()}); classification "
+                         "needs at least two classes - check the label column (--target), or "
+                         "pass task='regression' for a numeric target")
+
+
+def _check_positive(budgets: Sequence[float] | None, time_limit: float | None, cv: int | None) -> None:
+    if budgets is not None:
+        bad = [b for b in budgets if not (np.isfinite(float(b)) and float(b) > 0)]
+        if bad or not len(budgets):
+            raise ValueError(f"budgets must be positive mean costs per example, got {list(budgets)}; "
+                             "e.g. budgets=[5, 10, 20] (or leave them out for fractions of the "
+                             "plain model's cost)")
+    if time_limit is not None and not (np.isfinite(float(time_limit)) and float(time_limit) > 0):
+        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit}; "
+                         "e.g. time_limit=120 (or None for no limit)")
+    if cv is not None and (cv == 1 or cv < 0):
+        raise ValueError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
+
+
+def _stack(X: pd.DataFrame, X_val: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``X`` then ``X_val`` (categories united, so neither loses its codes)."""
+    if list(X.columns) != list(X_val.columns):
+        raise ValueError("X_val must have the columns of X, in the same order")
+    both = pd.concat([X, X_val], ignore_index=True)
+    for c in X.columns:
+        if isinstance(X[c].dtype, pd.CategoricalDtype) and not isinstance(both[c].dtype, pd.CategoricalDtype):
+            cats = list(dict.fromkeys([*X[c].cat.categories, *pd.Series(X_val[c]).astype("category")
+                                       .cat.categories]))
+            both[c] = pd.Categorical(both[c], categories=cats)
+    return both
 
 
 def _frame(X: Any) -> pd.DataFrame:
@@ -314,31 +526,6 @@ def _costs(costs: Any, names: list[str]) -> CostModel:
     return CostModel(costs, feature_names=names)
 
 
-def _split(X: pd.DataFrame, y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float,
-           seed: int) -> tuple[tuple, tuple]:
-    """Hold out ``fraction`` of the rows: whole queries for ranking, stratified otherwise."""
-    from sklearn.model_selection import GroupShuffleSplit, train_test_split
-
-    n = len(y)
-    if n < 8:
-        raise ValueError(f"{n} rows are too few to hold out calibration and test rows; "
-                         "give X_val/y_val and X_test/y_test")
-    if task == "ranking":
-        if qid is None:
-            raise ValueError("a ranking task needs qid")
-        keep, held = next(GroupShuffleSplit(1, test_size=fraction, random_state=seed).split(X, y, qid))
-        keep, held = np.sort(keep), np.sort(held)
-    else:
-        classes = task in ("binary", "multiclass") and np.unique(y, return_counts=True)[1].min() >= 2
-        keep, held = train_test_split(np.arange(n), test_size=fraction, random_state=seed,
-                                      stratify=y if classes else None)
-
-    def part(idx: np.ndarray) -> tuple:
-        return X.iloc[idx], y[idx], None if qid is None else qid[idx]
-
-    return part(keep), part(held)
-
-
 def _methods(methods: str | Sequence[str], task: str) -> list:
     if isinstance(methods, str) and methods == "all":
         # Cheapest families first, so that a time limit still leaves the post-hoc methods on
@@ -355,10 +542,6 @@ def _methods(methods: str | Sequence[str], task: str) -> list:
     if wrong:
         raise ValueError(f"method(s) {wrong} do not support the task {task!r}")
     return chosen
-
-
-def _describe(params: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
 def _slug(text: str) -> str:

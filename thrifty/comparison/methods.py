@@ -225,7 +225,9 @@ def _truncated(ctx: Context) -> Iterator[Candidate]:
     per_round = max(1, forest.n_trees // max(1, _rounds(forest)))
     rounds = _rounds(forest)
     grid = sorted({int(k) for k in np.unique(np.geomspace(1, rounds, 6 if ctx.quick else 12).round())})
-    for k in grid:
+    # The whole model first: it is the baseline every report compares with, so a time
+    # allowance that stops the method early still leaves it.
+    for k in [grid[-1], *grid[:-1]]:
         yield Candidate(f"k={k}", forest.subset(range(k * per_round)), {"k": k})
 
 
@@ -409,8 +411,10 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     if not models:
         return
     base = models[-1]
+    # Named by the cascade's setting alone: which budget is the largest feasible one can vary
+    # between the folds of the selection, and a candidate must keep its name across them.
     for cand in _cascades(ctx, base.model, (2, 4) if ctx.quick else (1, 2, 3, 4, 6)):
-        yield Candidate(f"{base.name}, {cand.name}", cand.model, {**base.params, **cand.params},
+        yield Candidate(f"largest budget, {cand.name}", cand.model, {**base.params, **cand.params},
                         base.fit_seconds + cand.fit_seconds)
 
 
@@ -524,6 +528,6 @@ def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
     if not pruned:
         return
     base = pruned[-1]
-    for cand in _gated(ctx, base.model, "gbrt"):
-        yield Candidate(f"{base.name}, {cand.name}", cand.model, {**base.params, **cand.params},
+    for cand in _gated(ctx, base.model, "gbrt"):  # named by the gate's setting (see above)
+        yield Candidate(f"largest budget, {cand.name}", cand.model, {**base.params, **cand.params},
                         base.fit_seconds + cand.fit_seconds)

@@ -1,0 +1,132 @@
+"""Choosing on validation rows, confirming once on test rows.
+
+:func:`select` turns the fold results of the sweep into one row per candidate (a method and a
+setting) scored by its mean over the folds; :func:`eligible_front` keeps the Pareto front of
+the candidates a user may be offered; :func:`confirm` scores a chosen model once on the test
+rows, with a 95% interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from thrifty.comparison.sweep import TaskResult, measure
+from thrifty.costs import CostModel
+from thrifty.frontier import COLUMNS, pareto_front
+
+__all__ = ["CONFIDENCE", "confirm", "eligible_front", "select"]
+
+CONFIDENCE = 0.95
+#: Columns averaged over the folds.
+AVERAGED = [*COLUMNS[1:7], "value", "balanced_accuracy", "auc"]
+
+
+def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFrame:
+    """One row per candidate seen on every fold its method ran, scored by the mean over folds.
+
+    A candidate a method offered on some folds only (its time ran out, or a budget it could
+    not meet there) has no comparable score and is left out. ``single_class`` is the share of
+    folds on which it gave every row the same label.
+
+    Parameters
+    ----------
+    results : sequence of TaskResult
+        The selection tasks (one per method and fold).
+    methods : dict of key to Method
+
+    Returns
+    -------
+    DataFrame
+        ``method``, ``family``, ``name``, ``parameters``, the averaged columns, ``metric``,
+        ``single_class``, ``folds``, ``fit_seconds`` (mean per fold), then one column per
+        parameter.
+    """
+    by_method: dict[str, list[TaskResult]] = {}
+    for r in results:
+        if r.started:
+            by_method.setdefault(r.method, []).append(r)
+    rows = []
+    for key, done in by_method.items():
+        m = methods[key]
+        names = [row["name"] for row in done[0].rows]
+        for name in names:
+            per_fold = [next((row for row in r.rows if row["name"] == name), None) for r in done]
+            if any(row is None for row in per_fold):
+                continue
+            first = per_fold[0]
+            row = {"method": m.name, "family": m.family, "name": name,
+                   "parameters": describe(first["params"]), "metric": first["metric"]}
+            for c in AVERAGED:
+                if c in first:
+                    row[c] = float(np.mean([p[c] for p in per_fold]))
+            if "single_class" in first:
+                row["single_class"] = float(np.mean([p["single_class"] for p in per_fold]))
+            row["folds"] = len(per_fold)
+            row["fit_seconds"] = float(np.mean([p["fit_seconds"] for p in per_fold]))
+            row.update({k: v for k, v in first["params"].items() if k not in row})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def eligible_front(table: pd.DataFrame, baseline_value: float | None) -> pd.DataFrame:
+    """The Pareto front of the candidates a user may be offered.
+
+    A candidate that predicts a single class on at least half its folds is left out unless
+    the plain model (``baseline_value``) is no better than it: a constant answer is then
+    honestly the best buy.
+    """
+    if not len(table):
+        return table
+    ok = np.ones(len(table), bool)
+    if "single_class" in table.columns:
+        constant = table["single_class"].fillna(0).to_numpy(float) >= 0.5
+        allowed = baseline_value is not None and table["value"].to_numpy(float) >= baseline_value
+        ok = ~constant | allowed
+    return pareto_front(table[ok])
+
+
+def confirm(model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel,
+            task: str) -> dict[str, Any]:
+    """Score ``model`` once on the test rows, with a 95% interval for its metric.
+
+    The interval is Wilson's for accuracy (a proportion of rows) and a percentile bootstrap
+    over rows (over queries for ranking; 1,000 resamples) for every other metric.
+
+    Returns
+    -------
+    dict
+        ``test_<column>`` for each column of :func:`~thrifty.comparison.sweep.measure`, and
+        ``test_low``, ``test_high``.
+    """
+    from thrifty import metrics
+
+    columns, ev = measure(model, X, y, qid, costs, task)
+    n = len(y)
+    if columns["metric"] == "accuracy":
+        low, high = metrics.wilson_interval(float(np.sum(ev.labels == y)), n, CONFIDENCE)
+    else:
+        def statistic(idx: np.ndarray) -> float:
+            sub = _rows(ev, idx)
+            return metrics.score(task, y[idx], sub, qid=None if qid is None else qid[idx])[1]
+
+        low, high = metrics.bootstrap_interval(statistic, n, groups=qid, confidence=CONFIDENCE)
+    out = {f"test_{k}": v for k, v in columns.items() if k != "metric"}
+    out.update(test_low=low, test_high=high, test_rows=n)
+    return out
+
+
+def _rows(ev: Any, idx: np.ndarray) -> Any:
+    """The predictions of ``ev`` on rows ``idx`` (what :func:`thrifty.metrics.score` reads)."""
+    from types import SimpleNamespace
+
+    labels = None if ev.labels is None else ev.labels[idx]
+    return SimpleNamespace(raw=ev.raw[idx], labels=labels, predictions=labels if labels is not None
+                           else ev.raw[idx], cost=None, proba=None)
+
+
+def describe(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())

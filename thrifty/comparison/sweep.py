@@ -1,0 +1,373 @@
+"""The sweep of :func:`thrifty.compare` as independent, picklable fit tasks.
+
+A :class:`FitTask` is one method fitted on one set of rows: a fold of the cross-validation
+(its models scored on the fold's held-out rows) or the final refit of the chosen settings. It
+carries plain data only, and :func:`run_task` is a module-level function, so tasks run alike
+in this process, in a ``concurrent.futures`` pool or on Dask workers (:func:`run_tasks`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from thrifty.costs import CostModel
+
+__all__ = ["FitTask", "TaskResult", "fold_indices", "holdout_indices", "measure", "run_task", "run_tasks",
+           "split_rows"]
+
+#: Fraction of a task's fitting rows held out to calibrate budgets, thresholds and exits.
+CALIBRATION = 0.2
+
+
+@dataclass
+class FitTask:
+    """One method fitted on one set of rows.
+
+    Attributes
+    ----------
+    method : str
+        Key of ``thrifty.comparison.METHODS``.
+    fold : int
+        Fold of the selection (0, 1, ...), or -1 for the final refit.
+    task : str
+    X_fit, y_fit, qid_fit : the rows the method fits on; :data:`CALIBRATION` of them are held
+        out (stratified, or by query) to calibrate budgets, thresholds and exits.
+    X_eval, y_eval, qid_eval : the rows its models are scored on (None: not scored).
+    costs : CostModel
+    budgets : list of float
+    lightgbm_params : dict
+    n_jobs, random_state, quick : as in :func:`thrifty.compare`
+    seconds : float, optional
+        Its share of the time allowance: no candidate after the first starts once it is spent.
+    deadline : float, optional
+        Wall-clock time (``time.time()``) after which the task does not start, nor starts a
+        further candidate.
+    only : tuple of str, optional
+        The candidate names wanted (the final refit): the method stops once it has them all.
+    keep_models : bool
+        Return the fitted models (the final refit, or a single validation split whose models
+        are the final ones).
+    """
+
+    method: str
+    fold: int
+    task: str
+    X_fit: Any
+    y_fit: np.ndarray
+    qid_fit: np.ndarray | None
+    costs: CostModel
+    budgets: list[float]
+    lightgbm_params: dict[str, Any]
+    X_eval: Any = None
+    y_eval: np.ndarray | None = None
+    qid_eval: np.ndarray | None = None
+    n_jobs: int = 1
+    random_state: int = 0
+    quick: bool = False
+    seconds: float | None = None
+    deadline: float | None = None
+    only: tuple[str, ...] | None = None
+    keep_models: bool = False
+
+
+@dataclass
+class TaskResult:
+    """What one :class:`FitTask` produced.
+
+    Attributes
+    ----------
+    method : str
+    fold : int
+    rows : list of dict
+        One per candidate: ``name``, ``params``, ``fit_seconds`` and, when the task had rows
+        to score on, the columns of :func:`measure`.
+    models : dict of str to model
+        When the task kept them.
+    skipped : list of (name, reason)
+    started : bool
+        False when the deadline had passed before the task started (or it was cancelled).
+    stopped : bool
+        Its share of the time allowance or the deadline cut its candidates short.
+    seconds : float
+    """
+
+    method: str
+    fold: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    models: dict[str, Any] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    started: bool = True
+    stopped: bool = False
+    seconds: float = 0.0
+
+
+def run_task(t: FitTask) -> TaskResult:
+    """Fit ``t.method``'s candidates on ``t``'s rows, in order, while its time lasts.
+
+    The first candidate is always fitted once the task has started (so every method that
+    starts offers a model); later ones only while the task's share and the deadline last.
+    """
+    from thrifty.comparison.methods import METHODS, Context
+
+    start = time.perf_counter()
+    result = TaskResult(t.method, t.fold)
+    if t.deadline is not None and time.time() >= t.deadline:
+        result.started = False
+        return result
+    (X, y, qid), (X_cal, y_cal, qid_cal) = split_rows(t.X_fit, t.y_fit, t.qid_fit, t.task,
+                                                      CALIBRATION, t.random_state)
+    ctx = Context(task=t.task, X_train=X, y_train=y, X_val=X_cal, y_val=y_cal, costs=t.costs,
+                  budgets=list(t.budgets), qid_train=qid, qid_val=qid_cal,
+                  lightgbm_params=dict(t.lightgbm_params), n_jobs=t.n_jobs,
+                  random_state=t.random_state, quick=t.quick)
+    runner = METHODS[t.method].run(ctx)
+    wanted = None if t.only is None else set(t.only)
+    tried = 0
+    while wanted is None or wanted:
+        over = (t.seconds is not None and time.perf_counter() - start >= t.seconds) or (
+            t.deadline is not None and time.time() >= t.deadline)
+        if tried and over:
+            result.stopped = True
+            break
+        try:
+            cand = next(runner)
+        except StopIteration:
+            break
+        except ValueError as exc:  # e.g. every budget below the method's cheapest model
+            result.skipped.append(("", " ".join(str(exc).split())))
+            break
+        tried += 1
+        if cand.model is None:  # the method could not meet this candidate's target
+            result.skipped.append((cand.name, str(cand.params.get("reason", ""))))
+            continue
+        if wanted is not None:
+            if cand.name not in wanted:
+                continue
+            wanted.discard(cand.name)
+        row = {"name": cand.name, "params": dict(cand.params), "fit_seconds": cand.fit_seconds}
+        if t.X_eval is not None:
+            row.update(measure(cand.model, t.X_eval, t.y_eval, t.qid_eval, t.costs, t.task)[0])
+        result.rows.append(row)
+        if t.keep_models or wanted is not None:
+            result.models[cand.name] = cand.model
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def measure(model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel,
+            task: str) -> tuple[dict[str, Any], Any]:
+    """Cost and quality of ``model`` on the rows ``X``, measured by thrifty's runtime.
+
+    Returns
+    -------
+    (columns, evaluation)
+        ``columns``: the cost columns of :func:`thrifty.frontier.cost_columns`, ``metric``
+        and ``value`` (the task's metric, :func:`thrifty.metrics.score`), and for
+        classification ``balanced_accuracy``, ``auc`` and ``single_class`` (every row got
+        the same label).
+    """
+    from thrifty import metrics
+    from thrifty.frontier import cost_columns
+    from thrifty.runtime.evaluate import evaluate
+    from thrifty.runtime.plans import as_plan
+
+    plan = as_plan(model)
+    ev = evaluate(plan, X, costs)
+    name, value = metrics.score(task, y, ev, qid=qid)
+    out: dict[str, Any] = {**cost_columns(ev.cost), "metric": name, "value": float(value)}
+    if task in ("binary", "multiclass"):
+        out["balanced_accuracy"] = metrics.balanced_accuracy(y, ev.labels)
+        out["auc"] = metrics.macro_auc(y, ev.proba, plan.classes)
+        out["single_class"] = bool(len(np.unique(ev.labels)) == 1)
+    return out, ev
+
+
+# ---------------------------------------------------------------------- running many
+Progress = Callable[[TaskResult], None]
+
+
+def run_tasks(tasks: Sequence[FitTask], *, executor: Any = None, deadline: float | None = None,
+              workers: int = 1, on_done: Progress | None = None) -> list[TaskResult]:
+    """Run ``tasks``; results in the order of ``tasks`` whatever order they finish in.
+
+    Parameters
+    ----------
+    tasks : sequence of FitTask
+        In order of priority (the cheapest methods first).
+    executor : object with ``submit(fn, *args)``, optional
+        A ``concurrent.futures.Executor`` or a ``distributed.Client``; None runs the tasks
+        here, one after the other.
+    deadline : float, optional
+        Wall-clock time (``time.time()``) the whole run should end by. The allowance left is
+        shared: run here, each task gets an equal part of what remains when it starts (a task
+        that finishes early leaves its time to the next); submitted, each gets an equal part
+        of ``workers`` times the allowance. Tasks not started by the deadline are cancelled.
+    workers : int, default=1
+        How many tasks the executor runs at once (sizes the shares).
+    on_done : callable, optional
+        Called with each result as it arrives.
+
+    Returns
+    -------
+    list of TaskResult
+    """
+    results: list[TaskResult | None] = [None] * len(tasks)
+    if executor is None:
+        for i, t in enumerate(tasks):
+            if deadline is not None:
+                t.deadline = deadline
+                t.seconds = max(0.0, deadline - time.time()) / (len(tasks) - i)
+            results[i] = run_task(t)
+            if on_done is not None:
+                on_done(results[i])
+        return results  # type: ignore[return-value]
+    if deadline is not None:
+        share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, len(tasks))
+        for t in tasks:
+            t.deadline, t.seconds = deadline, share
+    futures = {executor.submit(run_task, t): i for i, t in enumerate(tasks)}
+    for future in _as_completed(list(futures)):
+        i = futures[future]
+        results[i] = _result(future, tasks[i])
+        if deadline is not None and time.time() >= deadline:
+            for f in futures:  # not started by the deadline: never started at all
+                if not f.done():
+                    f.cancel()
+        if on_done is not None:
+            on_done(results[i])
+    return [r if r is not None else TaskResult(t.method, t.fold, started=False)
+            for r, t in zip(results, tasks)]
+
+
+def _as_completed(futures: list[Any]) -> Any:
+    """Futures as they complete: Dask's own iterator for Dask futures."""
+    if futures and type(futures[0]).__module__.startswith("distributed"):
+        from distributed import as_completed
+
+        return as_completed(futures)
+    from concurrent.futures import as_completed
+
+    return as_completed(futures)
+
+
+def _result(future: Any, t: FitTask) -> TaskResult:
+    if future.cancelled():
+        return TaskResult(t.method, t.fold, started=False)
+    return future.result()
+
+
+def workers_of(executor: Any) -> int:
+    """How many tasks ``executor`` runs at once (1 when it does not say)."""
+    if executor is None:
+        return 1
+    if hasattr(executor, "nthreads"):  # a distributed.Client
+        try:
+            return max(1, sum(executor.nthreads().values()))
+        except Exception:  # noqa: BLE001 - a client that cannot answer runs at least one
+            return 1
+    return max(1, int(getattr(executor, "_max_workers", 1) or 1))
+
+
+# ---------------------------------------------------------------------- rows
+def take(X: Any, y: np.ndarray, qid: np.ndarray | None, idx: np.ndarray) -> tuple:
+    """Rows ``idx`` of ``X`` (a DataFrame), ``y`` and ``qid``."""
+    return X.iloc[idx], y[idx], None if qid is None else qid[idx]
+
+
+def split_rows(X: Any, y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float,
+               seed: int) -> tuple[tuple, tuple]:
+    """Hold out ``fraction`` of the rows: whole queries for ranking, stratified otherwise."""
+    keep, held = holdout_indices(y, qid, task, fraction, seed)
+    return take(X, y, qid, keep), take(X, y, qid, held)
+
+
+def holdout_indices(y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float,
+                    seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(kept rows, held-out rows) of :func:`split_rows`, sorted."""
+    from sklearn.model_selection import GroupShuffleSplit, train_test_split
+
+    n = len(y)
+    if n < 8:
+        raise ValueError(f"{n} rows are too few to hold out calibration and test rows; "
+                         "give more rows, or X_val/y_val and X_test/y_test")
+    if task == "ranking":
+        if qid is None:
+            raise ValueError("a ranking task needs qid")
+        keep, held = next(GroupShuffleSplit(1, test_size=fraction, random_state=seed)
+                          .split(np.zeros((n, 1)), y, qid))
+    else:
+        keep, held = train_test_split(np.arange(n), test_size=fraction, random_state=seed,
+                                      stratify=y if _stratifiable(y, task, 2) else None)
+    return np.sort(keep), np.sort(held)
+
+
+def fold_indices(y: np.ndarray, qid: np.ndarray | None, task: str, k: int,
+                 seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``k`` folds as (fit rows, held-out rows), sorted: by query for ranking, stratified
+    for classification when every class has ``k`` rows."""
+    from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
+
+    rows = np.zeros((len(y), 1))
+    if task == "ranking":
+        splits = GroupKFold(k).split(rows, y, qid)
+    elif _stratifiable(y, task, k):
+        splits = StratifiedKFold(k, shuffle=True, random_state=seed).split(rows, y)
+    else:
+        splits = KFold(k, shuffle=True, random_state=seed).split(rows)
+    return [(np.sort(a), np.sort(b)) for a, b in splits]
+
+
+def _stratifiable(y: np.ndarray, task: str, k: int) -> bool:
+    return task in ("binary", "multiclass") and np.unique(y, return_counts=True)[1].min() >= k
+
+
+class Reporter:
+    """Progress: a tqdm bar over the tasks in a terminal; otherwise one line on stderr as
+    each method finishes all its tasks, and one as each fold is done for every method."""
+
+    def __init__(self, tasks: Sequence[FitTask], names: dict[str, str], enabled: bool,
+                 stage: str) -> None:
+        from collections import Counter
+
+        from tqdm.auto import tqdm
+
+        self.left = Counter(t.method for t in tasks)
+        self.fold_left = Counter(t.fold for t in tasks)
+        self.n_methods, self.n_folds = len(self.left), len(self.fold_left)
+        self.rows: Counter[str] = Counter()
+        self.seconds: Counter[str] = Counter()
+        self.names, self.stage, self.done = names, stage, 0
+        self.start = time.perf_counter()
+        self.terminal = enabled and sys.stderr.isatty()
+        self.lines = enabled and not self.terminal
+        self.bar = tqdm(total=len(tasks), desc=f"thrifty compare ({stage})", unit="fit",
+                        disable=not self.terminal, leave=False)
+
+    def __call__(self, r: TaskResult) -> None:
+        self.left[r.method] -= 1
+        self.fold_left[r.fold] -= 1
+        self.rows[r.method] += len(r.rows)
+        self.seconds[r.method] += r.seconds
+        self.bar.update()
+        self.bar.set_postfix_str(self.names[r.method])
+        if self.lines and not self.fold_left[r.fold] and self.n_folds > 1:
+            self._say(f"fold {r.fold + 1} of {self.n_folds} done for every method")
+        if self.left[r.method]:
+            return
+        self.done += 1
+        if self.lines:
+            self._say(f"[{self.done}/{self.n_methods}] {self.names[r.method]}: "
+                      f"{self.rows[r.method]} models in {self.seconds[r.method]:.1f} s")
+
+    def _say(self, text: str) -> None:
+        print(f"thrifty compare ({self.stage}, {time.perf_counter() - self.start:.0f} s): {text}",
+              file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -14,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("thrifty.dask needs Dask: install the extra with "
                       "`pip install 'thrifty[dask]'` (dask[dataframe] and distributed)") from exc
 
+from thrifty.dask._cluster import cluster_client
 from thrifty.dask._scoring import CostSummary, PartitionInfo, cost_summary, evaluate
 
-__all__ = ["CostSummary", "PartitionInfo", "cost_summary", "evaluate"]
+__all__ = ["CostSummary", "PartitionInfo", "cluster_client", "cost_summary", "evaluate"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="time allowance for the whole run, shared by the methods (each "
                      "fits its cheapest candidate first); nothing starts once it is spent")
     cmp.add_argument("--quick", action="store_true", help="fewer budgets and points per method")
+    where = cmp.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="run the fits as tasks on a local Dask cluster of N worker processes "
+                       "(needs thrifty[dask]); the output is the same as without it")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the fits on a running Dask cluster (e.g. tcp://host:8786; its "
+                       "workers need thrifty installed)")
     cmp.add_argument("--out", default="thrifty-compare", type=Path,
                      help="output folder (default: %(default)s)")
     cmp.set_defaults(run=_compare)
@@ -179,12 +187,26 @@ def _compare(args: argparse.Namespace) -> int:
     methods = "all" if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
     budgets = None if args.budgets is None else _budgets(args.budgets)
     time_limit = None if args.time_limit is None else _time_limit(args.time_limit)
-    result = compare(X, y, costs, task=args.task, methods=methods, budgets=budgets,
-                     time_limit=time_limit, quick=args.quick, qid=qid, **splits)
+    with _executor(args) as executor:
+        result = compare(X, y, costs, task=args.task, methods=methods, budgets=budgets,
+                         time_limit=time_limit, quick=args.quick, qid=qid, executor=executor, **splits)
     files = result.write(args.out, cost_unit=unit, title=f"thrifty compare: {args.data}")
     print(result.summary(unit))
     print(f"wrote {', '.join(f.name for f in files if f.parent == args.out)} to {args.out}/")
     return 0
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    """``--workers`` / ``--scheduler``: a Dask client to run compare's fits on (else nothing)."""
+    if args.workers is None and args.scheduler is None:
+        return contextlib.nullcontext()
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers {args.workers} must be at least 1")
+    try:
+        from thrifty.dask import cluster_client
+    except ImportError as exc:
+        raise ValueError(f"{exc}; or leave --workers/--scheduler out to run here") from None
+    return cluster_client(workers=args.workers, scheduler=args.scheduler)
 
 
 def _budgets(text: str) -> list[float]:

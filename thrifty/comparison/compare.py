@@ -14,8 +14,7 @@ import pandas as pd
 
 from thrifty.comparison.methods import METHODS, Context, _rounds
 from thrifty.comparison.selection import confirm, eligible_front, select
-from thrifty.comparison.sweep import (FitTask, Reporter, fold_indices, run_tasks, split_rows, take,
-                                      workers_of)
+from thrifty.comparison.sweep import FitTask, Reporter, fold_indices, run_tasks, split_rows, take, workers_of
 from thrifty.costs import CostModel
 
 __all__ = ["Comparison", "compare"]

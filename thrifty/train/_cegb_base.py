@@ -129,11 +129,57 @@ class CostAwareBoosting(BaseEstimator):
         # reads the user's.
         X_fit = lightgbm_frame(X)
 
+        def measure(forest: Any) -> float:
+            return evaluate(forest, X_cal, costs).cost.mean
+
         def fit_one(lam: float) -> tuple[Any, float]:
             forest, booster = self._train(X_fit, y, sample_weight, lam, fit_params)
             forest = from_model(forest, feature_names=names)
-            return (forest, booster), evaluate(forest, X_cal, costs).cost.mean
+            return (forest, booster), measure(forest)
 
+        return self._search(fit_one, measure, costs, y)
+
+    def _fit_dask(self, X: Any, y: Any, sample_weight: Any, eval_set: Any) -> Any:
+        """``fit`` on Dask collections: trains through ``lightgbm.dask`` on the current
+        ``distributed.Client``; budgets are measured with :func:`thrifty.dask.evaluate`."""
+        from sklearn.base import is_classifier
+
+        from thrifty.train import _cegb_dask as dk
+
+        self._validate_common()
+        if self._task == "ranking":
+            raise ValueError("ranking on Dask collections is not supported; fit CEGBRanker in memory")
+        X, y, sample_weight, X_cal = dk.check_dask_inputs(X, y, sample_weight, eval_set)
+        client = dk.dask_client()
+        names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+        self.n_features_in_ = int(X.shape[1])
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self._n_outputs = 1
+        if is_classifier(self):
+            self.classes_ = dk.dask_labels(y)
+            if len(self.classes_) < 2:
+                raise ValueError(f"y has one class only ({self.classes_[0]!r}); a classifier needs at "
+                                 "least 2 classes")
+            self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
+        costs = costs_for_X(self.costs, names, X.shape[1])
+        self.costs_ = costs
+        n_rows = int(len(y))
+
+        def measure(forest: Any) -> float:
+            return dk.mean_cost(forest, X_cal, costs)
+
+        def fit_one(lam: float) -> tuple[Any, float]:
+            forest, booster = self._train_dask(client, X, y, sample_weight, lam, n_rows)
+            return (forest, booster), measure(forest)
+
+        return self._search(fit_one, measure, costs, y)
+
+    def _search(self, fit_one: Any, measure: Any, costs: CostModel, y: Any) -> Any:
+        """Train at the given trade-off, or search the one meeting the budget (``fit_one(lam) ->
+        ((forest, booster), mean cost)``; ``measure(forest)`` is a model's mean cost)."""
         if self.budget is None:
             lam = DEFAULT_TRADEOFF if self.tradeoff is None else float(self.tradeoff)
             (forest, booster), cost = fit_one(lam)
@@ -153,7 +199,7 @@ class CostAwareBoosting(BaseEstimator):
             if over:
                 lam, i = max(over)
                 big_forest, big_booster = result.models[i]
-                cut, cut_cost = _truncate(big_forest, X_cal, costs, float(self.budget))
+                cut, cut_cost = _truncate(big_forest, measure, float(self.budget))
                 if cut is not None and cut_cost > cost:
                     forest, booster, tradeoff, cost = cut, big_booster, lam, cut_cost
                     self.truncated_ = True
@@ -191,12 +237,10 @@ class CostAwareBoosting(BaseEstimator):
         return tags
 
 
-def _truncate(forest: Any, X_cal: Any, costs: CostModel, budget: float) -> tuple[Any, float]:
-    """The longest prefix of boosting iterations whose mean cost on ``X_cal`` is within
-    ``budget`` (cost never falls as trees are added, so bisect on the prefix length), and its
-    cost; ``(None, 0.0)`` when even one iteration costs more."""
-    from thrifty.runtime.evaluate import evaluate
-
+def _truncate(forest: Any, measure: Any, budget: float) -> tuple[Any, float]:
+    """The longest prefix of boosting iterations whose mean cost (``measure(forest)``, on the
+    calibration rows) is within ``budget`` (cost never falls as trees are added, so bisect on
+    the prefix length), and its cost; ``(None, 0.0)`` when even one iteration costs more."""
     per_iter = max(1, forest.n_outputs)
     n_iter = forest.n_trees // per_iter
 
@@ -206,7 +250,7 @@ def _truncate(forest: Any, X_cal: Any, costs: CostModel, budget: float) -> tuple
     lo, hi, best = 0, n_iter, (None, 0.0)
     while lo < hi:
         k = (lo + hi + 1) // 2
-        c = evaluate(prefix(k), X_cal, costs).cost.mean
+        c = measure(prefix(k))
         if c <= budget:
             lo, best = k, (prefix(k), c)
         else:
@@ -221,5 +265,7 @@ def tradeoff_scale(y: np.ndarray, task: str) -> float:
     prior, averaged) for the log-losses and ranking.
     """
     if task == "regression":
+        if hasattr(y, "__dask_graph__"):   # a Dask collection: its variance, on the cluster
+            return max(0.5 * float(y.astype(np.float64).var().compute()), 1e-12)
         return max(0.5 * float(np.var(np.asarray(y, dtype=np.float64))), 1e-12)
     return 0.5

@@ -40,6 +40,7 @@ from sklearn.utils.validation import column_or_1d
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
+from thrifty.train._cegb_dask import is_dask
 from thrifty.train._search import BudgetError
 
 __all__ = ["BudgetError", "CEGBClassifier", "CEGBRanker", "CEGBRegressor", "cegb_frontier",
@@ -140,6 +141,22 @@ class _CEGBBase(CostAwareBoosting):
         model = self._lgbm(tradeoff).fit(X, y, sample_weight=sample_weight, **fit_params)
         return Forest.from_model(model), model.booster_
 
+    def _train_dask(self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float,
+                    n_rows: int) -> tuple[Any, Any]:
+        """One model trained through ``lightgbm.dask`` (lazy penalties scaled per worker, see
+        :mod:`thrifty.train._cegb_dask`)."""
+        import lightgbm.dask as lgb_dask
+
+        from thrifty.forest import Forest
+        from thrifty.train._cegb_dask import lazy_scale, scaled_lazy, warn_coupled
+
+        n_workers = lazy_scale(client)
+        params = scaled_lazy(self._lgbm(tradeoff).get_params(), n_workers)
+        warn_coupled(params, n_workers)
+        cls = {"binary": lgb_dask.DaskLGBMClassifier, "regression": lgb_dask.DaskLGBMRegressor}[self._task]
+        model = cls(client=client, **params).fit(X, y, sample_weight=sample_weight).to_local()
+        return Forest.from_model(model), model.booster_
+
     def _start(self, y: np.ndarray, budget: float) -> float:
         return 0.1 * tradeoff_scale(y, self._task) / budget
 
@@ -230,8 +247,12 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n, n_features)
-            DataFrame ``category`` columns are LightGBM categorical features.
+        X : array-like or DataFrame of shape (n, n_features), or a Dask DataFrame or Array
+            DataFrame ``category`` columns are LightGBM categorical features. A Dask
+            collection (with ``y``, ``sample_weight`` and ``eval_set`` as Dask collections
+            partitioned like it) trains through ``lightgbm.dask`` on the current
+            ``distributed.Client``, and the budget is measured on the cluster (see
+            docs/scale.md for how the lazy penalties are scaled per worker).
         y : array-like of shape (n,)
         sample_weight : array-like of shape (n,), optional
         eval_set : array-like, (X_cal, y_cal) or [(X_cal, y_cal)], optional
@@ -241,6 +262,8 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
         -------
         self
         """
+        if is_dask(X):
+            return self._fit_dask(X, y, sample_weight, eval_set)
         y, self.classes_, _ = class_labels(y, type(self).__name__)
         self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
         return self._fit(X, y, sample_weight, eval_set, {})
@@ -254,6 +277,8 @@ class CEGBRegressor(RegressorMixin, _CEGBBase):
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None) -> CEGBRegressor:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
+        if is_dask(X):
+            return self._fit_dask(X, y, sample_weight, eval_set)
         y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinity; regression targets must be finite")

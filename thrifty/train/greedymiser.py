@@ -35,6 +35,7 @@ from sklearn.utils.validation import column_or_1d
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
+from thrifty.train._cegb_dask import is_dask
 from thrifty.train.cegb import GAIN_SCALE, run_frontier
 
 __all__ = ["GreedyMiserClassifier", "GreedyMiserRegressor", "greedymiser_frontier", "greedymiser_params"]
@@ -122,6 +123,37 @@ class _GreedyMiserBase(CostAwareBoosting):
         booster = lightgbm.train(params, data, num_boost_round=int(self.n_estimators))
         return self._forest(booster, init), booster
 
+    def _train_dask(self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float,
+                    n_rows: int) -> tuple[Any, Any]:
+        """One model trained through ``lightgbm.dask`` (binary and regression): the same
+        parameters as in memory, the unit-hessian objective and the initial score per row."""
+        import lightgbm.dask as lgb_dask
+
+        from thrifty.train._cegb_dask import warn_coupled
+
+        if self._n_outputs > 1:
+            raise ValueError("multiclass GreedyMiser on Dask collections is not supported; "
+                             "fit it in memory, or use CEGBClassifier")
+        params = self._params(tradeoff, n_rows)
+        warn_coupled(params, len(client.scheduler_info()["workers"]))
+        if self._task == "binary":
+            target = (y == self.classes_[1]).astype(np.float64)
+            w = 1.0 if sample_weight is None else sample_weight
+            p = float((w * target).sum().compute() / (w * (target * 0 + 1)).sum().compute())
+            init = np.array([np.log(max(p, 1e-12) / max(1 - p, 1e-12))])
+            params["objective"] = _sigmoid_unit_hessian
+        else:
+            target = y.astype(np.float64)
+            w = 1.0 if sample_weight is None else sample_weight
+            init = np.array([float((w * target).sum().compute() / (w * (target * 0 + 1)).sum().compute())])
+            params["objective"] = "regression"
+        params.pop("verbose", None)
+        model = lgb_dask.DaskLGBMRegressor(client=client, n_estimators=int(self.n_estimators), verbose=-1,
+                                           feature_pre_filter=False, **params)
+        model.fit(X, target, sample_weight=sample_weight, init_score=target * 0 + init[0])
+        booster = model.to_local().booster_
+        return self._forest(booster, init), booster
+
     def _forest(self, booster: Any, init: np.ndarray) -> Any:
         raise NotImplementedError
 
@@ -129,6 +161,16 @@ class _GreedyMiserBase(CostAwareBoosting):
         """Predictions of the fitted forest."""
         X = self._check_X(X)
         return self.forest_.predict(X)
+
+
+def _sigmoid_unit_hessian(label: np.ndarray, raw: np.ndarray, weight: np.ndarray | None) -> tuple:
+    """The binary log-loss gradient with a unit hessian, as a scikit-learn-API objective
+    (picklable, for ``lightgbm.dask``'s workers)."""
+    grad = 1.0 / (1.0 + np.exp(-raw)) - label
+    hess = np.ones_like(grad)
+    if weight is not None:
+        grad, hess = grad * weight, hess * weight
+    return grad, hess
 
 
 def _unit_hessian(link: str, weight: Any) -> Any:
@@ -192,6 +234,8 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
             eval_set: Any = None) -> GreedyMiserClassifier:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
+        if is_dask(X):
+            return self._fit_dask(X, y, sample_weight, eval_set)
         _, self.classes_, codes = class_labels(y, type(self).__name__)
         self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
         return self._fit(X, codes, sample_weight, eval_set, {})
@@ -233,6 +277,8 @@ class GreedyMiserRegressor(RegressorMixin, _GreedyMiserBase):
     def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
             eval_set: Any = None) -> GreedyMiserRegressor:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
+        if is_dask(X):
+            return self._fit_dask(X, y, sample_weight, eval_set)
         y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinity; regression targets must be finite")

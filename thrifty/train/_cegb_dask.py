@@ -1,0 +1,115 @@
+"""CEGB and GreedyMiser on Dask collections: training through ``lightgbm.dask``, budgets measured
+with :func:`thrifty.dask.evaluate` on the cluster.
+
+LightGBM's data-parallel learner (the one ``lightgbm.dask`` runs) computes the CEGB penalty of a
+split on one worker only: the worker the feature's histogram is reduced to
+(``data_parallel_tree_learner.cpp``, ``FindBestSplitsFromHistograms``), and that worker counts
+the lazy penalty ``beta_f * #(rows of the leaf that have not acquired f)`` over its OWN rows
+(``CalculateOndemandCosts`` walks the local ``DataPartition``). With ``K`` workers holding equal
+shares of the rows, the lazy penalty is therefore about ``1/K`` of what one machine charges, so
+the same trade-off buys more features. This module multiplies the lazy penalties by the number
+of workers holding training rows, which makes the expected penalty equal to one machine's when
+the rows are spread evenly (the remaining difference, a sampling error of the owner's share of
+each leaf, is measured in ``benchmarks/scale.py`` and ``docs/scale.md``). The split penalty uses
+the global row count and needs no change. The coupled (once per model) penalty is global, but
+``UpdateLeafBestSplits`` credits it back to the cached splits of the owning worker only, so
+workers can disagree on the next leaf to split: GreedyMiser (coupled costs only) and CEGB with
+fixed costs are trained as LightGBM does it and their measured difference is documented.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["dask_client", "is_dask", "lazy_scale"]
+
+
+def is_dask(X: Any) -> bool:
+    """Whether ``X`` is a Dask collection (DataFrame, Series or Array)."""
+    return hasattr(X, "__dask_graph__") and hasattr(X, "dask")
+
+
+def dask_client() -> Any:
+    """The current ``distributed.Client`` (``lightgbm.dask`` trains on its workers)."""
+    try:
+        from distributed import default_client
+    except ImportError as exc:  # pragma: no cover - only without the extra
+        raise ImportError("fitting on Dask collections needs the extra thrifty[dask] "
+                          "(`pip install 'thrifty[dask]'`)") from exc
+    try:
+        return default_client()
+    except ValueError as exc:
+        raise ValueError("fitting on a Dask collection needs a distributed Client: create one first, "
+                         "e.g. `distributed.Client(scheduler_address)` or `Client(LocalCluster())`") from exc
+
+
+def lazy_scale(client: Any) -> int:
+    """The factor the lazy penalties are multiplied by: the workers training (see module docs)."""
+    return max(1, len(client.scheduler_info()["workers"]))
+
+
+def check_dask_inputs(X: Any, y: Any, sample_weight: Any, eval_set: Any) -> tuple[Any, Any, Any, Any]:
+    """``(X, y, sample_weight, X_cal)`` as Dask collections with matching rows per partition."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if not isinstance(X, (dd.DataFrame, da.Array)):
+        raise TypeError(f"a Dask X must be a Dask DataFrame or Array, got {type(X).__name__}")
+    if isinstance(X, da.Array) and X.ndim != 2:
+        raise ValueError(f"a Dask Array X must be 2-D (rows, features), got {X.ndim}-D")
+    if not is_dask(y):
+        raise TypeError("X is a Dask collection but y is not; give y as a Dask Series or Array "
+                        "partitioned like X")
+    if sample_weight is not None and not is_dask(sample_weight):
+        raise TypeError("X is a Dask collection but sample_weight is not; give it as a Dask Series "
+                        "or Array partitioned like X")
+    X_cal = X
+    if eval_set is not None:
+        if isinstance(eval_set, list):
+            if len(eval_set) != 1:
+                raise ValueError(f"eval_set holds {len(eval_set)} sets; give one calibration set")
+            eval_set = eval_set[0]
+        X_cal = eval_set[0] if isinstance(eval_set, tuple) else eval_set
+        if not is_dask(X_cal):
+            raise TypeError("X is a Dask collection but eval_set is not; give the calibration rows "
+                            "as a Dask collection too")
+        if X_cal.shape[1] != X.shape[1]:
+            raise ValueError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
+    return X, y, sample_weight, X_cal
+
+
+def mean_cost(forest: Any, X_cal: Any, costs: Any) -> float:
+    """Mean cost per example of ``forest`` on the Dask calibration rows, computed on the cluster."""
+    from thrifty.dask import cost_summary, evaluate
+
+    return float(cost_summary(evaluate(forest, X_cal, costs), quantiles=()).mean)
+
+
+def dask_labels(y: Any) -> np.ndarray:
+    """The sorted distinct labels of a Dask Series or Array (computed on the cluster)."""
+    if hasattr(y, "unique") and hasattr(y, "to_dask_array"):
+        values = y.unique().compute()
+    else:
+        import dask.array as da
+
+        values = da.unique(y).compute()
+    return np.sort(np.asarray(values))
+
+
+def scaled_lazy(params: dict[str, Any], scale: int) -> dict[str, Any]:
+    """``params`` with ``cegb_penalty_feature_lazy`` multiplied by ``scale``."""
+    if "cegb_penalty_feature_lazy" not in params or scale == 1:
+        return params
+    return {**params, "cegb_penalty_feature_lazy": [scale * v for v in params["cegb_penalty_feature_lazy"]]}
+
+
+def warn_coupled(params: dict[str, Any], n_workers: int) -> None:
+    """Warn that LightGBM's coupled penalty is inconsistent across data-parallel workers."""
+    if n_workers > 1 and any(params.get("cegb_penalty_feature_coupled") or []):
+        warnings.warn("once-per-model (coupled) feature costs on a Dask cluster of more than one worker: "
+                      "LightGBM's data-parallel learner credits them on one worker only, so the model "
+                      "can differ from one trained on one machine (see docs/scale.md)", UserWarning,
+                      stacklevel=4)

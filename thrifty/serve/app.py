@@ -14,6 +14,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.providers._base import missing_extra
+from thrifty.providers.http import HTTPProvider
 from thrifty.runtime._results import Evaluation, costs_for
 from thrifty.runtime.async_eval import evaluate_async
 from thrifty.runtime.evaluate import evaluate
@@ -111,7 +112,7 @@ class _Service:
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
         client = None
-        if getattr(self.provider, "client", "none") is None:
+        if isinstance(self.provider, HTTPProvider) and self.provider.client is None:
             import httpx
 
             # One connection pool for every request to the feature service.

@@ -300,6 +300,7 @@ def _info(args: argparse.Namespace) -> int:
     if args.data is not None:
         X, _, _, costs = _data(args, plan)
         s = evaluate(plan, X, costs).cost.summary()
+        _warn_unpriced(costs)
         rows += [
             ("data", f"{args.data} ({len(X)} examples)"),
             ("cost per example", (f"mean {s['mean']:.4g}, median {s['median']:.4g}, "
@@ -317,6 +318,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     plan = as_plan(load(args.model))
     X, y, qid, costs = _data(args, plan)
     ev = evaluate(plan, X, costs)
+    _warn_unpriced(costs)
     frame = _predictions(ev, plan)
     report = pd.concat([frame, ev.cost.to_frame()], axis=1)
     report.to_csv(args.out, index=False)
@@ -337,7 +339,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- inputs
 def _data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
-    """Features, labels, query ids and cost model for a DATA argument."""
+    """Features, labels, query ids and cost model (None: none given) for a DATA argument."""
     dataset_costs = None
     if _is_file(args.data):
         X, y, qid = _read_table(Path(args.data), args.target)
@@ -354,11 +356,15 @@ def _data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
     elif dataset_costs is not None:
         costs = dataset_costs
     else:
+        costs = None  # every feature costs 1; the command warns once it has evaluated
+    return X, y, qid, costs
+
+
+def _warn_unpriced(costs: Any) -> None:
+    if costs is None:
         print("thrifty: warning: no --costs given, so every feature costs 1 and the costs "
               "reported count features; give --costs FILE (JSON {\"name\": cost} or CSV "
               "feature,cost) for real prices", file=sys.stderr)
-        costs = CostModel.uniform(plan.n_features, feature_names=plan.feature_names)
-    return X, y, qid, costs
 
 
 def _cost_names(plan: Any, X: Any) -> list[str]:

@@ -138,7 +138,7 @@ def test_cost_model_is_found_by_lightgbm_names():
     assert aligned.acquisition_cost(["a_b"]) == 5.0  # the group is kept
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0,
                         max_size=6), min_size=2, max_size=4, unique=True))
 def test_any_unique_names_train_import_and_predict(names):

@@ -130,7 +130,7 @@ def test_oob_estimates_and_string_labels():
     ({"alpha": -1.0}, "alpha must be"),
     ({"max_features": 0}, "max_features"),
     ({"oob_score": True, "bootstrap": False}, "needs bootstrap"),
-    ({"costs": [1.0, 2.0]}, "prices 2 features"),
+    ({"costs": [1.0, 2.0]}, "X has 3 features, but costs= prices 2"),
 ])
 def test_errors(kwargs, match):
     X = np.random.default_rng(0).normal(size=(20, 3))

@@ -139,7 +139,7 @@ def test_forest_equals_booster_with_categorical_and_multiclass():
 
 def test_errors_name_the_problem():
     X, y = _binary(200)
-    with pytest.raises(ValueError, match="one cost per column"):
+    with pytest.raises(ValueError, match="X has 6 features, but costs= prices 2"):
         CEGBClassifier(costs=[1.0, 2.0], **FAST).fit(X, y)
     with pytest.raises(ValueError, match="not both"):
         CEGBClassifier(tradeoff=0.1, budget=3.0, **FAST).fit(X, y)

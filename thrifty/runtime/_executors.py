@@ -156,7 +156,7 @@ class _NativeSequentialExecutor(_SequentialExecutor):
         n_blocks = -(-n // block) if n else 0
         b = self.bins
         kernel(s.native.leaves, X, self.order, s.stop, s.has_exit, f.value, f.tree_weight,
-               f.tree_class, s.depth, s.path_ptr, s.path_feat, s.path_mask, self.eps_pos, self.eps_neg,
+               f.tree_class, s.leaf_rec, s.path_ptr, s.path_feat, self.eps_pos, self.eps_neg,
                f.accumulate == "float32", b.width, b.ptr, b.key, b.pos, b.neg, c.touched,
                c.n_nodes, c.n_trees, self.pos, self.raw, self.done, self.decision, self.frozen,
                np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint64),

@@ -17,8 +17,8 @@ from thrifty.runtime._kernels import _exit_after, _exit_score
 
 
 @njit(parallel=True, cache=True)
-def run_native(leaves, X, order, stop, has_exit, value, tree_weight, tree_class, depth, path_ptr,
-               path_feat, path_mask, eps_pos, eps_neg, acc32, bin_width, bin_ptr, bin_key, bin_pos,
+def run_native(leaves, X, order, stop, has_exit, value, tree_weight, tree_class, leaf_rec, path_ptr,
+               path_feat, eps_pos, eps_neg, acc32, bin_width, bin_ptr, bin_key, bin_pos,
                bin_neg, touched, n_nodes, n_trees, pos, raw, done, exit_dir, frozen, active, mask,
                buf, block, chunk):
     """Trees in ``order`` over every row of ``X``, with the exits of ``run_sequential``.
@@ -28,8 +28,10 @@ def run_native(leaves, X, order, stop, has_exit, value, tree_weight, tree_class,
     exit (``stop[p]``; ``native.plan_blocks`` cuts the same blocks), so no tree is evaluated
     after a row's exit. ``active`` (n,), ``mask`` (n,) and ``buf`` (n_blocks * block * chunk,)
     are work space.
-    With at most 64 features the features of each leaf's path are one bit mask
-    (``path_mask``), OR-ed per row and spread into ``touched`` at the end.
+    ``leaf_rec`` holds one record per node, read once per leaf reached: ``wv``, the tree's
+    weight times the leaf value (the product the interpreter forms, so sums agree bit for bit),
+    ``depth``, the splits on its path, and, with at most 64 features, ``mask``, the features
+    its path tests as bits, OR-ed per row and spread into ``touched`` at the end.
     """
     n, n_features = X.shape
     n_order = order.shape[0]
@@ -62,26 +64,40 @@ def run_native(leaves, X, order, stop, has_exit, value, tree_weight, tree_class,
                 nodes = 0
                 j = 0
                 while j < k:
-                    leaf = buf[out + j * m + a]
-                    t = order[p + j]
+                    leaf = buf[out + a * k + j]
+                    rec = leaf_rec[leaf]
                     if single:
-                        acc = add_leaf(acc, tree_weight[t], value[leaf, 0], acc32)
-                    elif tree_class[t] >= 0:
+                        acc = add_leaf(acc, 1.0, rec.wv, acc32)
+                        nodes += rec.depth
+                        if masked:
+                            bits |= rec.mask
+                        else:
+                            for e in range(path_ptr[leaf], path_ptr[leaf + 1]):
+                                touched[i, path_feat[e]] = True
+                        j += 1
+                        if has_exit[p + j - 1]:
+                            raw[i, 0] = acc
+                            if _exit_after(i, p + j - 1, acc, eps_pos, eps_neg, bin_width, bin_ptr,
+                                           bin_key, bin_pos, bin_neg, exit_dir, frozen):
+                                done[i] = True
+                                running = False
+                                break
+                        continue
+                    t = order[p + j]
+                    if tree_class[t] >= 0:
                         c = tree_class[t]
                         raw[i, c] = add_leaf(raw[i, c], tree_weight[t], value[leaf, 0], acc32)
                     else:
                         for o in range(width):
                             raw[i, o] = add_leaf(raw[i, o], tree_weight[t], value[leaf, o], acc32)
-                    nodes += depth[leaf]
+                    nodes += rec.depth
                     if masked:
-                        bits |= path_mask[leaf]
+                        bits |= rec.mask
                     else:
                         for e in range(path_ptr[leaf], path_ptr[leaf + 1]):
                             touched[i, path_feat[e]] = True
                     j += 1
                     if has_exit[p + j - 1]:
-                        if single:
-                            raw[i, 0] = acc
                         if _exit_after(i, p + j - 1, _exit_score(raw, i, width), eps_pos, eps_neg,
                                        bin_width, bin_ptr, bin_key, bin_pos, bin_neg, exit_dir, frozen):
                             done[i] = True

@@ -69,26 +69,12 @@ def run_native(leaves, X, rows, order, stop, has_exit, value, tree_weight, tree_
                     rec = leaf_rec[leaf]
                     if single:
                         acc = add_leaf(acc, 1.0, rec.wv, acc32)
-                        nodes += rec.depth
-                        if masked:
-                            bits |= rec.mask
-                        else:
-                            for e in range(path_ptr[leaf], path_ptr[leaf + 1]):
-                                touched[i, path_feat[e]] = True
-                        j += 1
-                        if has_exit[p + j - 1]:
-                            raw[i, 0] = acc
-                            if _exit_after(i, p + j - 1, acc, eps_pos, eps_neg, bin_width, bin_ptr,
-                                           bin_key, bin_pos, bin_neg, exit_dir, frozen):
-                                done[i] = True
-                                running = False
-                                break
-                        continue
-                    t = order[p + j]
-                    if tree_class[t] >= 0:
+                    elif tree_class[order[p + j]] >= 0:
+                        t = order[p + j]
                         c = tree_class[t]
                         raw[i, c] = add_leaf(raw[i, c], tree_weight[t], value[leaf, 0], acc32)
                     else:
+                        t = order[p + j]
                         for o in range(width):
                             raw[i, o] = add_leaf(raw[i, o], tree_weight[t], value[leaf, o], acc32)
                     nodes += rec.depth
@@ -99,6 +85,8 @@ def run_native(leaves, X, rows, order, stop, has_exit, value, tree_weight, tree_
                             touched[i, path_feat[e]] = True
                     j += 1
                     if has_exit[p + j - 1]:
+                        if single:
+                            raw[i, 0] = acc
                         if _exit_after(i, p + j - 1, _exit_score(raw, i, width), eps_pos, eps_neg,
                                        bin_width, bin_ptr, bin_key, bin_pos, bin_neg, exit_dir, frozen):
                             done[i] = True

@@ -1,9 +1,19 @@
-"""Runtime speed: thrifty's dense and lazy evaluation against LightGBM's and scikit-learn's predict.
+"""Runtime speed: thrifty's interpreter and compiled plans against LightGBM, XGBoost, tl2cgen and
+scikit-learn.
 
-On Adult: a LightGBM model of 500 trees of depth 5 and a scikit-learn random forest (300 trees;
-100 with --quick). Each ratio (ours / theirs) comes from the two sides timed alternately in this
-one process (median of the repeats), so a shared machine's drift hits both alike. A batch of
-10 million rows (1 million with --quick) checks that working memory stays bounded. Writes
+On Adult: a LightGBM model of 500 trees of depth 5 (100 with --quick), an XGBoost model of 500
+trees of depth 6 (100 with --quick) and a scikit-learn random forest (300 trees; 100 with
+--quick). Every engine runs on one thread and reads the same float64 matrix (category codes).
+Each ratio (ours / theirs) comes from the sides timed in turn in this one process (median of the
+repeats; one-row figures: mean of 1,000 calls per side, in alternating blocks), so a shared
+machine's drift hits both alike. thrifty's figures include exact cost accounting. The QWYC plan
+is QWYC* (``ordering="optimize"``) fitted on 16,000 training rows, the alpha whose test
+difference from the full model is nearest 0.5%. ``compile_seconds`` is a cold compile (empty
+cache) of the LightGBM model's Full plan; ``cache_load_seconds`` is unpickling that compiled plan
+in a fresh process (it loads the code from the disk cache), and ``first_call_seconds`` the first
+one-row evaluate there (numba's cached driver loads). A batch of 10 million rows (1 million with
+--quick) checks that working memory stays bounded. tl2cgen figures need the ``bench`` extra
+(treelite, tl2cgen) and a C compiler; without them, and with --quick, they are null. Writes
 benchmarks/results/runtime.csv and runtime.png; the last stdout line is one JSON object.
 
     python benchmarks/runtime.py [--quick] [--data-home DIR]
@@ -13,7 +23,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,8 +75,9 @@ def main(argv: list[str] | None = None) -> dict:
     n_cores = numba.config.NUMBA_NUM_THREADS
 
     print(f"adult: {len(X_tr)} train / {len(X_te)} test rows; {n_cores} cores; thrifty {thrifty.__version__}")
-    gbm = lgb.LGBMClassifier(n_estimators=500, max_depth=5, num_leaves=32, learning_rate=0.1,
-                             verbose=-1, random_state=0).fit(X_tr, y_tr)
+    n_trees = 100 if args.quick else 500
+    gbm = lgb.LGBMClassifier(n_estimators=n_trees, max_depth=5, num_leaves=32, learning_rate=0.1,
+                             verbose=-1, random_state=0, n_jobs=1).fit(X_tr, y_tr)
     forest = Forest.from_model(gbm)
     booster = gbm.booster_
     # Both sides get the same float matrix (category codes), so input conversion is alike.
@@ -94,6 +108,9 @@ def main(argv: list[str] | None = None) -> dict:
     t_dense_all, t_lazy_all = paired_times(lambda: evaluate(forest, M, costs),
                                            lambda: evaluate(forest, provider, costs, n_rows=len(M)),
                                            repeats)
+
+    compiled_figures, compiled_rows = compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs,
+                                                       repeats)
 
     n_rf = 100 if args.quick else 300
     rf = RandomForestClassifier(n_estimators=n_rf, min_samples_leaf=5, n_jobs=n_cores,
@@ -127,6 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     figures = {
         "bench": "runtime",
+        **compiled_figures,
         "quick": bool(args.quick),
         "rows": int(len(M)),
         "lightgbm_trees": forest.n_trees,
@@ -151,7 +169,8 @@ def main(argv: list[str] | None = None) -> dict:
             (f"thrifty predict_raw, {n_cores} threads", t_our_all),
             (f"thrifty evaluate (costs), {n_cores} threads", t_eval_all),
             (f"thrifty lazy evaluate, {n_cores} threads", t_lazy_all),
-            ("sklearn RF predict_proba, 1 thread", t_skl_1), ("thrifty RF predict_proba, 1 thread", t_rf_1)]
+            ("sklearn RF predict_proba, 1 thread", t_skl_1), ("thrifty RF predict_proba, 1 thread", t_rf_1),
+            *compiled_rows]
     RESULTS.mkdir(parents=True, exist_ok=True)
     with open(RESULTS / "runtime.csv", "w") as fh:
         fh.write("what,seconds\n")
@@ -161,6 +180,184 @@ def main(argv: list[str] | None = None) -> dict:
     _plot(rows, RESULTS / "runtime.png")
     emit(figures, bool(args.quick))
     return figures
+
+
+def one_row_means(fns: dict, X: np.ndarray, calls: int = 1000, block: int = 50) -> dict:
+    """Mean seconds per one-row call of each function, over ``calls`` rows of ``X`` taken in
+    turn; the functions alternate in blocks of ``block`` calls so drift hits all alike."""
+    rows = [X[i % len(X):i % len(X) + 1].copy() for i in range(calls)]
+    for fn in fns.values():
+        fn(rows[0])
+    total = dict.fromkeys(fns, 0.0)
+    for lo in range(0, calls, block):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for x in rows[lo:lo + block]:
+                fn(x)
+            total[name] += time.perf_counter() - t0
+    return {name: t / calls for name, t in total.items()}
+
+
+def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats) -> tuple[dict, list]:
+    """thrifty.compile against LightGBM, tl2cgen and XGBoost; QWYC compiled; compile and load times."""
+    import thrifty
+    from thrifty import evaluate
+    from thrifty.order import qwyc
+
+    one = 1
+    cache = tempfile.mkdtemp(prefix="thrifty-cache-")
+    os.environ["THRIFTY_CACHE_DIR"] = cache  # a cold cache: compile_seconds is a real compile
+    t0 = time.perf_counter()
+    full = thrifty.compile(forest, costs)
+    compile_seconds = time.perf_counter() - t0
+    assert full.native
+    ref = evaluate(forest, M, costs, n_threads=one)
+    got = full.evaluate(M, n_threads=one)
+    assert np.array_equal(ref.raw, got.raw) and np.array_equal(ref.cost.total, got.cost.total)
+    assert np.array_equal(got.raw, booster.predict(M, raw_score=True, num_threads=one))
+    load_seconds, first_call = _fresh_process_load(full, M[:1], cache)
+
+    t_lgb, t_comp, t_interp = _paired3(lambda: booster.predict(M, raw_score=True, num_threads=one),
+                                       lambda: full.evaluate(M, n_threads=one),
+                                       lambda: evaluate(forest, M, costs, n_threads=one), repeats)
+    # tl2cgen's C compile takes minutes on a shared machine: full runs only.
+    t_tl2 = None if args.quick else _tl2cgen_time(booster, M, full, repeats)
+
+    # QWYC*: the alpha nearest 0.5% test difference.
+    rng = np.random.default_rng(0)
+    M_tr = forest._as_matrix(X_tr)
+    fit_rows = M_tr[rng.choice(len(M_tr), size=min(16_000, len(M_tr)), replace=False)]
+    full_labels = ref.labels
+    best = None
+    for alpha in ((0.005,) if args.quick else (0.002, 0.005, 0.01)):
+        plan = qwyc(forest, fit_rows, alpha=alpha, ordering="optimize" if not args.quick else "given")
+        ev = evaluate(plan, M, costs)
+        diff = float(np.mean(ev.labels != full_labels))
+        if best is None or abs(diff - 0.005) < abs(best[1] - 0.005):
+            best = (plan, diff, float(ev.cost.n_trees.mean()))
+    qplan, qdiff, qtrees = best
+    qcomp = thrifty.compile(qplan, costs)
+    qref = evaluate(qplan, M, costs)
+    assert np.array_equal(qcomp.evaluate(M).raw, qref.raw)
+    t_full_b, t_q_b, _ = _paired3(lambda: full.evaluate(M, n_threads=one),
+                                  lambda: qcomp.evaluate(M, n_threads=one), None, repeats)
+    singles = one_row_means({
+        "lightgbm": lambda x: booster.predict(x, raw_score=True, num_threads=one),
+        "compiled_full": lambda x: full.evaluate(x, n_threads=one),
+        "compiled_qwyc": lambda x: qcomp.evaluate(x, n_threads=one),
+        "interpreter_full": lambda x: evaluate(forest, x, costs, n_threads=one),
+    }, M)
+
+    xgb_figs, xgb_rows = _xgboost_part(args, M_tr, y_tr, M, costs, repeats)
+    figures = {
+        "compiled_ratio_vs_lightgbm": round(t_comp / t_lgb, 3),
+        "interpreter_ratio_vs_lightgbm": round(t_interp / t_lgb, 3),
+        "compiled_ratio_vs_tl2cgen": None if t_tl2 is None else round(t_comp / t_tl2, 3),
+        "tl2cgen_ratio_vs_lightgbm": None if t_tl2 is None else round(t_tl2 / t_lgb, 3),
+        "compiled_ns_per_tree_row": round(t_comp / (forest.n_trees * len(M)) * 1e9, 2),
+        "single_row_ratio_vs_lightgbm": round(singles["compiled_full"] / singles["lightgbm"], 3),
+        "single_row_us": {k: round(v * 1e6, 1) for k, v in singles.items()},
+        "qwyc_single_row_ratio_vs_lightgbm": round(singles["compiled_qwyc"] / singles["lightgbm"], 3),
+        "qwyc_test_difference": round(qdiff, 4),
+        "qwyc_mean_trees": round(qtrees, 2),
+        "qwyc_compiled_speedup": round(t_full_b / t_q_b, 2),
+        "qwyc_compiled_speedup_efficiency": round((t_full_b / t_q_b) / (forest.n_trees / qtrees), 3),
+        "compile_seconds": round(compile_seconds, 2),
+        "compile_trees": forest.n_trees,
+        "cache_load_seconds": round(load_seconds, 3),
+        "first_call_seconds": round(first_call, 3),
+        **xgb_figs,
+    }
+    rows = [("lightgbm predict, 1 thread (compiled section)", t_lgb),
+            ("thrifty compiled evaluate (costs), 1 thread", t_comp),
+            ("thrifty interpreter evaluate (costs), 1 thread", t_interp),
+            ("thrifty compiled QWYC evaluate, 1 thread", t_q_b), *xgb_rows]
+    if t_tl2 is not None:
+        rows.append(("tl2cgen quantize=1 predict, 1 thread", t_tl2))
+    return figures, rows
+
+
+def _paired3(fa, fb, fc, repeats: int) -> tuple[float, float, float | None]:
+    """Median times of two or three functions timed in turn in each repeat."""
+    fns = [f for f in (fa, fb, fc) if f is not None]
+    for f in fns:
+        f()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for k, f in enumerate(fns):
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+    med = [float(np.median(t)) for t in times]
+    return med[0], med[1], (med[2] if len(med) > 2 else None)
+
+
+def _fresh_process_load(compiled, x1: np.ndarray, cache: str) -> tuple[float, float]:
+    """Seconds to unpickle ``compiled`` in a new process (code from the disk cache), and of its
+    first one-row evaluate there."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "plan.pkl"
+        path.write_bytes(pickle.dumps((compiled, x1)))
+        code = ("import pickle, time, sys, json, thrifty\n"
+                "t0 = time.perf_counter()\n"
+                f"plan, x = pickle.loads(open({str(path)!r}, 'rb').read())\n"
+                "t1 = time.perf_counter()\n"
+                "plan.evaluate(x, n_threads=1)\n"
+                "t2 = time.perf_counter()\n"
+                "assert plan.native and all(s.native.from_cache for s in [plan.schedule])\n"
+                "print(json.dumps([t1 - t0, t2 - t1]))\n")
+        env = {**os.environ, "THRIFTY_CACHE_DIR": cache, "PYTHONPATH": str(HERE.parent)}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                             check=True).stdout.strip().splitlines()[-1]
+    import json
+
+    load, first = json.loads(out)
+    return float(load), float(first)
+
+
+def _tl2cgen_time(booster, M: np.ndarray, compiled, repeats: int) -> float | None:
+    """Median seconds of tl2cgen's (quantize=1) one-thread batch predict, or None without it."""
+    try:
+        import tl2cgen
+        import treelite
+    except ImportError:
+        print("  tl2cgen/treelite not installed (pip install 'thrifty[bench]'): skipped")
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = str(Path(tmp) / "model.so")
+        model = treelite.frontend.from_lightgbm(booster)
+        tl2cgen.export_lib(model, toolchain="gcc", libpath=lib, params={"quantize": 1, "parallel_comp": 8})
+        predictor = tl2cgen.Predictor(lib, nthread=1)
+        dm = tl2cgen.DMatrix(M, dtype="float64")
+        out = np.asarray(predictor.predict(dm, pred_margin=True)).reshape(-1)
+        expected = booster.predict(M, raw_score=True)
+        assert np.allclose(out, expected, rtol=1e-6, atol=1e-6), np.max(np.abs(out - expected))
+        t_tl2, _, _ = _paired3(lambda: predictor.predict(dm, pred_margin=True),
+                               lambda: compiled.evaluate(M, n_threads=1), None, repeats)
+    return t_tl2
+
+
+def _xgboost_part(args, M_tr, y_tr, M, costs, repeats) -> tuple[dict, list]:
+    """XGBoost, 500 trees of depth 6 (100 with --quick): compiled evaluate against its predict."""
+    import xgboost as xgb
+
+    import thrifty
+    from thrifty import Forest
+
+    n = 100 if args.quick else 500
+    model = xgb.XGBClassifier(n_estimators=n, max_depth=6, learning_rate=0.1, n_jobs=1,
+                              tree_method="hist", random_state=0).fit(M_tr, y_tr)
+    forest = Forest.from_model(model)
+    compiled = thrifty.compile(forest, costs)
+    booster = model.get_booster()
+    booster.set_param({"nthread": 1})
+    theirs = booster.inplace_predict(M, predict_type="margin")
+    assert np.array_equal(compiled.evaluate(M).raw, theirs.astype(np.float64))
+    t_xgb, t_comp, _ = _paired3(lambda: booster.inplace_predict(M, predict_type="margin"),
+                                lambda: compiled.evaluate(M, n_threads=1), None, repeats)
+    return ({"xgboost_trees": n, "xgboost_compiled_ratio_vs_xgboost": round(t_comp / t_xgb, 3)},
+            [("xgboost inplace_predict, 1 thread", t_xgb),
+             ("thrifty compiled XGBoost evaluate, 1 thread", t_comp)])
 
 
 def _plot(rows: list[tuple[str, float]], path: Path) -> None:

@@ -84,6 +84,9 @@ def _plans(seed: int) -> dict[str, thrifty.runtime.Plan]:
         "sequential-multiclass": Sequential(multi, rng.permutation(9), np.full(9, 0.8)),
         "gated": Gated(Linear(coef), Sequential(forest32, rng.permutation(7), np.full(7, 1.0),
                                                 np.full(7, -1.0)), Full(forest)),
+        # Every part native: low and high run natively on the rows the gate routes to them.
+        "gated-forests": Gated(Full(forest32), Sequential(forest, order, np.full(9, 1.0), np.full(9, -1.0)),
+                               Full(forest)),
     }
 
 
@@ -102,7 +105,7 @@ def test_compiled_matches_interpreter_and_lazy(name, X):
 def test_many_rows_take_the_parallel_path():
     rng = np.random.default_rng(11)
     X = random_inputs(rng, 3000, N_FEATURES)
-    for name in ("full", "sequential", "sequential-bins", "full-multiclass"):
+    for name in ("full", "sequential", "sequential-bins", "full-multiclass", "gated-forests"):
         check(PLANS[name], X, cost_model(tree_cost=0.5))
 
 

@@ -343,7 +343,10 @@ def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
     """Probabilities of raw scores under ``link`` (binary models get two columns)."""
     if link == "sigmoid":
         p = _sigmoid(raw if raw.ndim == 1 else raw[:, 0])
-        return np.column_stack([1.0 - p, p])
+        out = np.empty((len(p), 2))
+        out[:, 0] = 1.0 - p
+        out[:, 1] = p
+        return out
     if link == "softmax":
         z = raw - raw.max(axis=1, keepdims=True)
         e = np.exp(z)
@@ -356,12 +359,9 @@ def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
-    out = np.empty_like(z, dtype=np.float64)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
-    e = np.exp(z[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
+    # 1 / (1 + exp(-z)) for z >= 0 and exp(z) / (1 + exp(z)) below: exp(-|z|) never overflows.
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def _rebuild(forest: Forest, node_lists: list[np.ndarray], roots: np.ndarray,

@@ -108,12 +108,18 @@ class threads:
         self.n = n
 
     def __enter__(self) -> None:
-        self.saved = numba.get_num_threads()
+        self.saved = None
         if self.n is not None:
-            numba.set_num_threads(max(1, min(int(self.n), numba.config.NUMBA_NUM_THREADS)))
+            # Setting the count costs microseconds: only when it changes (one-row calls count).
+            wanted = max(1, min(int(self.n), numba.config.NUMBA_NUM_THREADS))
+            current = numba.get_num_threads()
+            if wanted != current:
+                self.saved = current
+                numba.set_num_threads(wanted)
 
     def __exit__(self, *exc: object) -> None:
-        numba.set_num_threads(self.saved)
+        if self.saved is not None:
+            numba.set_num_threads(self.saved)
 
 
 def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) -> np.ndarray:

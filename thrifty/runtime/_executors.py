@@ -135,8 +135,9 @@ class _SequentialExecutor(_ForestOutputs):
 
 
 class _NativeSequentialExecutor(_SequentialExecutor):
-    """``_SequentialExecutor`` running the forest's native code in dense evaluation (lazy
-    evaluation, which resumes rows blocked on a feature, stays on the interpreter)."""
+    """``_SequentialExecutor`` running the forest's native code on rows not started yet in
+    dense evaluation (all rows, or those a gate routed here); lazy evaluation, which resumes
+    rows blocked on a feature, stays on the interpreter."""
 
     def __init__(self, forest: Forest, schedule: Schedule, ctx: Context, native: NativeSchedule) -> None:
         super().__init__(forest, schedule, ctx)
@@ -144,22 +145,22 @@ class _NativeSequentialExecutor(_SequentialExecutor):
 
     def advance(self, rows: np.ndarray) -> None:
         f, c, s = self.forest, self.ctx, self.native
-        if not (c.all_known and len(rows) == c.n and not self.done.any()):
+        if not (c.all_known and not np.any(self.pos[rows]) and not np.any(self.done[rows])):
             super().advance(rows)
             return
         X = c.X if f.input_dtype == "float64" else _round32(c.X)
-        n = c.n
+        n = len(rows)
         kernel = RUN_NATIVE.for_rows(n)
         # Blocks of rows small enough that their leaf buffer stays in cache.
         block = max(1, min(n, NATIVE_BLOCK if kernel is RUN_NATIVE.serial else
                            max(64, min(NATIVE_BLOCK, -(-n // numba.get_num_threads())))))
         n_blocks = -(-n // block) if n else 0
         b = self.bins
-        kernel(s.native.leaves, X, self.order, s.stop, s.has_exit, f.value, f.tree_weight,
-               f.tree_class, s.depth, s.path_ptr, s.path_feat, s.path_mask, self.eps_pos, self.eps_neg,
+        kernel(s.native.leaves, X, rows, self.order, s.stop, s.has_exit, f.value, f.tree_weight,
+               f.tree_class, s.leaf_rec, s.path_ptr, s.path_feat, self.eps_pos, self.eps_neg,
                f.accumulate == "float32", b.width, b.ptr, b.key, b.pos, b.neg, c.touched,
                c.n_nodes, c.n_trees, self.pos, self.raw, self.done, self.decision, self.frozen,
-               np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint64),
+               np.empty(n, dtype=np.int64), np.empty(c.n, dtype=np.uint64),
                np.empty(n_blocks * block * CHUNK, dtype=np.int32),
                block, CHUNK)
 

@@ -17,21 +17,25 @@ from thrifty.runtime._kernels import _exit_after, _exit_score
 
 
 @njit(parallel=True, cache=True)
-def run_native(leaves, X, order, stop, has_exit, value, tree_weight, tree_class, depth, path_ptr,
-               path_feat, path_mask, eps_pos, eps_neg, acc32, bin_width, bin_ptr, bin_key, bin_pos,
+def run_native(leaves, X, rows, order, stop, has_exit, value, tree_weight, tree_class, leaf_rec, path_ptr,
+               path_feat, eps_pos, eps_neg, acc32, bin_width, bin_ptr, bin_key, bin_pos,
                bin_neg, touched, n_nodes, n_trees, pos, raw, done, exit_dir, frozen, active, mask,
                buf, block, chunk):
-    """Trees in ``order`` over every row of ``X``, with the exits of ``run_sequential``.
+    """Trees in ``order`` over the rows ``rows`` of ``X`` (none started yet), with the exits of
+    ``run_sequential``.
 
     Rows go in blocks of ``block``; for the rows of a block still running, the native
     ``leaves`` runs a block of up to ``chunk`` positions, never past the next position with an
     exit (``stop[p]``; ``native.plan_blocks`` cuts the same blocks), so no tree is evaluated
-    after a row's exit. ``active`` (n,), ``mask`` (n,) and ``buf`` (n_blocks * block * chunk,)
-    are work space.
-    With at most 64 features the features of each leaf's path are one bit mask
-    (``path_mask``), OR-ed per row and spread into ``touched`` at the end.
+    after a row's exit. ``active`` (len(rows),), ``mask`` (len(X),) and ``buf``
+    (n_blocks * block * chunk,) are work space.
+    ``leaf_rec`` holds one record per node, read once per leaf reached: ``wv``, the tree's
+    weight times the leaf value (the product the interpreter forms, so sums agree bit for bit),
+    ``depth``, the splits on its path, and, with at most 64 features, ``mask``, the features
+    its path tests as bits, OR-ed per row and spread into ``touched`` at the end.
     """
-    n, n_features = X.shape
+    n = rows.shape[0]
+    n_features = X.shape[1]
     n_order = order.shape[0]
     width = value.shape[1]
     single = width == 1
@@ -46,9 +50,8 @@ def run_native(leaves, X, order, stop, has_exit, value, tree_weight, tree_class,
         m = hi - lo
         out = b * block * chunk
         for a in range(m):
-            active[lo + a] = lo + a
-        for a in range(m):
-            mask[lo + a] = 0
+            active[lo + a] = rows[lo + a]
+            mask[rows[lo + a]] = 0
         p = 0
         while p < n_order and m > 0:
             k = min(stop[p], p + chunk) - p
@@ -62,19 +65,21 @@ def run_native(leaves, X, order, stop, has_exit, value, tree_weight, tree_class,
                 nodes = 0
                 j = 0
                 while j < k:
-                    leaf = buf[out + j * m + a]
-                    t = order[p + j]
+                    leaf = buf[out + a * k + j]
+                    rec = leaf_rec[leaf]
                     if single:
-                        acc = add_leaf(acc, tree_weight[t], value[leaf, 0], acc32)
-                    elif tree_class[t] >= 0:
+                        acc = add_leaf(acc, 1.0, rec.wv, acc32)
+                    elif tree_class[order[p + j]] >= 0:
+                        t = order[p + j]
                         c = tree_class[t]
                         raw[i, c] = add_leaf(raw[i, c], tree_weight[t], value[leaf, 0], acc32)
                     else:
+                        t = order[p + j]
                         for o in range(width):
                             raw[i, o] = add_leaf(raw[i, o], tree_weight[t], value[leaf, o], acc32)
-                    nodes += depth[leaf]
+                    nodes += rec.depth
                     if masked:
-                        bits |= path_mask[leaf]
+                        bits |= rec.mask
                     else:
                         for e in range(path_ptr[leaf], path_ptr[leaf + 1]):
                             touched[i, path_feat[e]] = True
@@ -101,7 +106,8 @@ def run_native(leaves, X, order, stop, has_exit, value, tree_weight, tree_class,
         for a in range(m):
             done[active[lo + a]] = True
         if masked:
-            for i in range(lo, hi):
+            for a in range(hi - lo):
+                i = rows[lo + a]
                 bits = mask[i]
                 for f in range(n_features):
                     if (bits >> np.uint64(f)) & np.uint64(1):

@@ -107,11 +107,27 @@ class Collector:
             self.labels[lo:hi] = ex.labels()
 
     def result(self) -> Evaluation:
-        costs, plan = self.costs, self.plan
-        evaluation = costs.tree_cost * self.n_trees + costs.split_cost * self.n_nodes
-        report = CostReport(feature=self.feature, evaluation=evaluation, total=self.feature + evaluation,
-                            n_trees=self.n_trees, n_nodes=self.n_nodes, acquired=self.acquired,
-                            fixed=costs.fixed_cost(plan.feature_usage()),
-                            feature_names=costs.feature_names or plan.feature_names)
-        raw = self.raw[:, 0] if plan.n_outputs == 1 else self.raw
-        return Evaluation(raw=raw, proba=self.proba, labels=self.labels, exit=self.exit, cost=report)
+        return assemble(self.plan, self.costs, self.raw, self.proba, self.labels, self.exit,
+                        self.feature, self.acquired, self.n_nodes, self.n_trees)
+
+
+def evaluation_of(plan: Plan, costs: CostModel, ctx: Context, ex: Executor) -> Evaluation:
+    """The ``Evaluation`` of one chunk holding every row (no copy into a ``Collector``)."""
+    acquired, feature = ctx.settle()
+    proba = labels = None
+    if plan.is_classifier:
+        proba, labels = ex.proba(), ex.labels()
+    return assemble(plan, costs, ex.raw, proba, labels, ex.exit, feature, acquired, ctx.n_nodes,
+                    ctx.n_trees)
+
+
+def assemble(plan: Plan, costs: CostModel, raw: np.ndarray, proba: np.ndarray | None,
+             labels: np.ndarray | None, exit: np.ndarray, feature: np.ndarray, acquired: np.ndarray,
+             n_nodes: np.ndarray, n_trees: np.ndarray) -> Evaluation:
+    evaluation = costs.tree_cost * n_trees + costs.split_cost * n_nodes
+    report = CostReport(feature=feature, evaluation=evaluation, total=feature + evaluation,
+                        n_trees=n_trees, n_nodes=n_nodes, acquired=acquired,
+                        fixed=costs.fixed_cost(plan.feature_usage()),
+                        feature_names=costs.feature_names or plan.feature_names)
+    raw = raw[:, 0] if plan.n_outputs == 1 else raw
+    return Evaluation(raw=raw, proba=proba, labels=labels, exit=exit, cost=report)

@@ -25,15 +25,17 @@ CHUNK = 32
 NATIVE_BLOCK = 256
 
 
+LEAF_RECORD = np.dtype([("wv", np.float64), ("depth", np.int64), ("mask", np.uint64)])
+
+
 @dataclass(frozen=True)
 class NativeSchedule:
     """What the native driver needs besides the forest's code: leaf tables and exit stops."""
 
     native: NativeCode
-    depth: np.ndarray
+    leaf_rec: np.ndarray
     path_ptr: np.ndarray
     path_feat: np.ndarray
-    path_mask: np.ndarray
     stop: np.ndarray
     has_exit: np.ndarray
 
@@ -104,13 +106,18 @@ def _native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> Nati
         stop[p] = p + 1 if has_exit[p] else stop[p + 1]
     stop = stop[:n].copy()
     code = NativeCode(forest, schedule.order, stop, CHUNK, progress=progress)
-    # With at most 64 features, each node's path features as one bit mask.
-    path_mask = np.zeros(forest.n_nodes, dtype=np.uint64)
+    # One record per node (see _native_kernels.run_native): weight x value, depth, and with at
+    # most 64 features the path's features as bits.
+    rec = np.zeros(forest.n_nodes, dtype=LEAF_RECORD)
+    rec["depth"] = depth
+    for t in range(forest.n_trees):
+        nodes = forest._tree_nodes(t)
+        rec["wv"][nodes] = forest.tree_weight[t] * forest.value[nodes, 0]
     if forest.n_features <= 64:
         for node in range(forest.n_nodes):
             for feat in path_feat[path_ptr[node]:path_ptr[node + 1]]:
-                path_mask[node] |= np.uint64(1) << np.uint64(feat)
-    return NativeSchedule(code, depth, path_ptr, path_feat, path_mask, stop, has_exit)
+                rec["mask"][node] |= np.uint64(1) << np.uint64(feat)
+    return NativeSchedule(code, rec, path_ptr, path_feat, stop, has_exit)
 
 
 def compile(model: Any, costs: CostModel | None = None) -> CompiledPlan:  # noqa: A001

@@ -8,9 +8,9 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.forest._inputs import to_matrix
-from thrifty.forest._predict import threads
+from thrifty.forest._predict import SERIAL_ROWS, threads
 from thrifty.runtime._executors import Context, executor
-from thrifty.runtime._results import Collector, Evaluation, chunk_rows, costs_for
+from thrifty.runtime._results import Collector, Evaluation, chunk_rows, costs_for, evaluation_of
 from thrifty.runtime.compiled import CompiledPlan
 from thrifty.runtime.lazy import Provider, array_provider, run_lazy
 from thrifty.runtime.plans import Plan, as_plan
@@ -63,12 +63,17 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
         raise ValueError("n_rows= is only for lazy evaluation with a feature provider")
     if not hasattr(X, "shape"):
         X = np.asarray(X)
-    # Validate on an empty slice first: errors come before any work.
-    to_matrix(X[:0], plan.n_features, plan.feature_names, plan.categories)
     n = X.shape[0]
     chunk = chunk_rows(plan, costs, False, chunk_size)
-    out = Collector(plan, costs, n)
-    with threads(n_threads):
+    # Batches under SERIAL_ROWS run serial kernels: the thread count does not matter to them.
+    with threads(n_threads if n >= SERIAL_ROWS else None):
+        if n <= chunk:
+            # One chunk (every call of a service): no copy of its outputs.
+            M = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
+            return evaluation_of(plan, costs, *_run_dense(plan, M, costs, compiled))
+        # Validate on an empty slice first: errors come before any work.
+        to_matrix(X[:0], plan.n_features, plan.feature_names, plan.categories)
+        out = Collector(plan, costs, n)
         for lo in range(0, n, chunk):
             hi = min(n, lo + chunk)
             rows = X.iloc[lo:hi] if hasattr(X, "iloc") else X[lo:hi]

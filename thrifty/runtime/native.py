@@ -32,7 +32,7 @@ from thrifty.forest._forest import MISSING_AS_ZERO, MISSING_ZERO
 from thrifty.forest._traverse import _ZERO
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 2
+CODEGEN_VERSION = 3
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``leaves``: (X, stride, rows, n_rows, p, k, out) -> None.
@@ -92,7 +92,7 @@ class NativeCode:
         ``rows`` (int64) of the float64 matrix ``X`` (``stride`` values per row), runs the
         block of positions ``[p, p + k)`` (``p`` a block start, see ``plan_blocks``) and writes
         the global leaf index (int32) that row ``r`` reaches at position ``p + j`` to
-        ``out[j * n_rows + r]``.
+        ``out[r * k + j]``.
     key : str
         The cache key (``code_key``).
     compile_seconds : float
@@ -184,7 +184,7 @@ def _double(x: float) -> str:
 def _block_ir(forest: Forest, trees: np.ndarray, b: int, key: str) -> str:
     """Block ``b`` as ``void block(X, stride, rows, n_rows, out)``: for each listed row, every
     tree of the block in turn (their code inlined one after the other, so the CPU overlaps
-    independent trees), writing the leaf of tree ``j`` to ``out[j * n_rows + r]``."""
+    independent trees), writing the leaf of tree ``j`` to ``out[r * k + j]``."""
     head = [f"define void @block_{key}_{b}(ptr noalias %X, i64 %stride, ptr noalias %rows, i64 %m, "
             "ptr noalias %out) {",
             "entry:", "  br label %loop",
@@ -197,14 +197,15 @@ def _block_ir(forest: Forest, trees: np.ndarray, b: int, key: str) -> str:
     globals_: list[str] = []
     for j, t in enumerate(trees):
         after = f"%t{j + 1}_start" if j + 1 < len(trees) else "%next"
-        lines += _tree_body(forest, int(t), f"t{j}_", j, after, key, globals_)
+        lines += _tree_body(forest, int(t), f"t{j}_", j, len(trees), after, key, globals_)
     tail = ["next:", "  %r1 = add i64 %r, 1", "  br label %loop", "exit:", "  ret void", "}"]
     return "\n".join(globals_ + head + lines + tail)
 
 
-def _tree_body(f: Forest, t: int, x: str, j: int, after: str, key: str, globals_: list[str]) -> list[str]:
+def _tree_body(f: Forest, t: int, x: str, j: int, width: int, after: str, key: str,
+               globals_: list[str]) -> list[str]:
     """The code of tree ``t`` for the row at ``%row`` (names prefixed ``x``): it stores the
-    leaf reached to ``out[j * m + r]`` and branches to ``after``. The split rules mirror
+    leaf reached to ``out[r * width + j]`` and branches to ``after``. The split rules mirror
     ``thrifty.forest._traverse.next_node`` exactly."""
     lines = [f"{x}start:", f"  br label %{x}n{int(f.roots[t])}"]
     leaves: list[int] = []
@@ -270,8 +271,8 @@ def _tree_body(f: Forest, t: int, x: str, j: int, after: str, key: str, globals_
                   f"  br i1 %{n}le, label {left}, label {right}"]
     lines += [f"{x}leaf:",
               f"  %{x}id = phi i32 " + ", ".join(f"[{leaf}, %{x}n{leaf}]" for leaf in leaves),
-              f"  %{x}o = mul i64 %m, {j}",
-              f"  %{x}oo = add i64 %{x}o, %r",
+              f"  %{x}o = mul i64 %r, {width}",
+              f"  %{x}oo = add i64 %{x}o, {j}",
               f"  %{x}op = getelementptr i32, ptr %out, i64 %{x}oo",
               f"  store i32 %{x}id, ptr %{x}op",
               f"  br label {after}"]

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-# Characters LightGBM refuses in a feature name (Common::CheckAllowedJSON).
-_LIGHTGBM_REFUSED = frozenset('",:[]{}')
+# Characters LightGBM refuses in a feature name (Common::CheckAllowedJSON), and "=", which its
+# parser may cut away ("a=" is stored as "a", a name "=" fails).
+_LIGHTGBM_REFUSED = frozenset('",:[]{}=')
 
 
 def duplicates(names: Sequence[str]) -> list[str]:
@@ -47,8 +48,8 @@ def is_generic(names: Sequence[str]) -> bool:
 def lightgbm_frame(X: Any) -> Any:
     """``X`` with column names LightGBM accepts and stores unchanged up to spaces.
 
-    A DataFrame whose names LightGBM would refuse (empty names, JSON characters, control
-    characters, names that collide once spaces become underscores) gets LightGBM's placeholder names
+    A DataFrame whose names LightGBM would refuse or alter beyond spaces (empty names, JSON
+    characters, ``=``, control characters, names that collide once spaces become underscores) gets LightGBM's placeholder names
     ``Column_0, ...``, which :func:`restore_names` accepts for any names; anything else is
     returned as is.
     """

@@ -9,7 +9,7 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 import thrifty
-from tests.forest.test_names import NASTY
+from tests.forest.test_names import LIGHTGBM_OK, NASTY
 from thrifty import (
     ADAPTClassifier,
     BudgetPrunedClassifier,
@@ -30,12 +30,21 @@ PRICES = {n: float(i + 1) for i, n in enumerate(NASTY)}
 COSTS = CostModel(dict(reversed(PRICES.items())), feature_names=NASTY[::-1])
 
 
+_MODELS = {}
+
+
 def _rf(X):
-    return RandomForestClassifier(n_estimators=6, max_depth=4, random_state=0).fit(X, Y)
+    key = ("rf", isinstance(X, pd.DataFrame))  # one fit per kind of input, shared by the tests
+    if key not in _MODELS:
+        _MODELS[key] = RandomForestClassifier(n_estimators=6, max_depth=4, random_state=0).fit(X, Y)
+    return _MODELS[key]
 
 
 def _cegb(X):
-    return CEGBClassifier(n_estimators=8, progress=False).fit(X, Y)
+    key = ("cegb", isinstance(X, pd.DataFrame))
+    if key not in _MODELS:
+        _MODELS[key] = CEGBClassifier(n_estimators=8, progress=False).fit(X, Y)
+    return _MODELS[key]
 
 
 # name -> (estimator given X and costs); one row per estimator.
@@ -108,3 +117,22 @@ def test_budget_prune_refuses_a_boosted_model_and_says_what_to_use():
         BudgetPrunedClassifier(boosted, budget=3.0, progress=False).fit(X_ARRAY, Y)
     with pytest.raises(ValueError, match="boosted"):
         thrifty.budget_prune(boosted, X_ARRAY, Y, lam=0.1)
+
+
+@pytest.mark.parametrize("make", [
+    # a LightGBM random forest, which BudgetPrune prunes
+    lambda m, c: BudgetPrunedClassifier(m["rf"], c, lam=0.01, progress=False),
+    lambda m, c: CronusClassifier(m["gbdt"], c, n_stages=2, n_lams=2, progress=False),
+    lambda m, c: QWYCClassifier(m["gbdt"], costs=c, progress=False),
+], ids=["BudgetPrune", "Cronus", "QWYC"])
+def test_wrapped_lightgbm_models_report_the_names_users_wrote(make):
+    X = X_FRAME.set_axis(LIGHTGBM_OK, axis=1)  # LightGBM stores "blood pressure" as blood_pressure
+    costs = CostModel({n: float(i + 1) for i, n in enumerate(LIGHTGBM_OK)}, feature_names=LIGHTGBM_OK)
+    models = {"gbdt": lightgbm.LGBMClassifier(n_estimators=8, verbose=-1).fit(X, Y),
+              "rf": lightgbm.LGBMClassifier(boosting_type="rf", n_estimators=8, subsample=0.7,
+                                            subsample_freq=1, verbose=-1).fit(X, Y)}
+    est = _fit(lambda X_, c: make(models, c), X, Y, costs)
+    assert est.forest_.feature_names == LIGHTGBM_OK
+    report = thrifty.evaluate(est, X, costs).cost
+    assert report.feature_names == LIGHTGBM_OK
+    np.testing.assert_allclose(report.feature, report.acquired @ np.arange(1.0, len(LIGHTGBM_OK) + 1))

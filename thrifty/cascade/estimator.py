@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels, validate_frame
 from thrifty.cascade.cronus import _check, cronus
+from thrifty.forest._names import named_as
 
 _HALVINGS = 2.0  # the budget sweep tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
 
@@ -144,6 +145,7 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         except NotFittedError:
             model = clone(model).fit(X, y)
             forest = Forest.from_model(model)
+        forest = named_as(forest, X)
         if forest.task != "binary":
             raise ValueError(f"CronusClassifier needs a binary classifier; the estimator's task is "
                              f"{forest.task!r} (use thrifty.cascade.cronus for rankers and regressors "

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-# Characters LightGBM refuses in a feature name (Common::CheckAllowedJSON).
-_LIGHTGBM_REFUSED = frozenset('",:[]{}')
+# Characters LightGBM refuses in a feature name (Common::CheckAllowedJSON), and "=", which its
+# parser may cut away ("a=" is stored as "a", a name "=" fails).
+_LIGHTGBM_REFUSED = frozenset('",:[]{}=')
 
 
 def duplicates(names: Sequence[str]) -> list[str]:
@@ -46,8 +48,8 @@ def is_generic(names: Sequence[str]) -> bool:
 def lightgbm_frame(X: Any) -> Any:
     """``X`` with column names LightGBM accepts and stores unchanged up to spaces.
 
-    A DataFrame whose names LightGBM would refuse (empty names, JSON characters, control
-    characters, names that collide once spaces become underscores) gets LightGBM's placeholder names
+    A DataFrame whose names LightGBM would refuse or alter beyond spaces (empty names, JSON
+    characters, ``=``, control characters, names that collide once spaces become underscores) gets LightGBM's placeholder names
     ``Column_0, ...``, which :func:`restore_names` accepts for any names; anything else is
     returned as is.
     """
@@ -103,3 +105,17 @@ def restore_names(stored: Sequence[str] | None, names: Sequence[Any], n_features
             raise ValueError(f"feature_names[{i}] is {n!r} but the model's feature {i} is {s!r}; "
                              "give the names of the columns the model was trained on, in order")
     return names
+
+
+def named_as(forest: Any, X: Any) -> Any:
+    """``forest`` under the names ``X``'s columns give its features, when ``X`` is a DataFrame
+    whose columns a LightGBM model stored differently (``blood pressure`` as ``blood_pressure``).
+    """
+    if forest.feature_names is None or not (hasattr(X, "columns") and hasattr(X, "iloc")):
+        return forest
+    columns = [str(c) for c in X.columns]
+    order = align(forest.feature_names, columns)
+    if order is None:
+        return forest
+    names = [columns[j] for j in order]
+    return forest if names == forest.feature_names else replace(forest, feature_names=names)

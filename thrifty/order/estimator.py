@@ -10,6 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels
+from thrifty.forest._names import named_as
 from thrifty.order.orderings import LABELLED_ORDERINGS
 from thrifty.order.qwyc import _check_options, qwyc
 
@@ -116,6 +117,7 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
                                  "or labels (fit(X, y)) to fit a clone of it first") from None
             model = clone(model).fit(X, y)
             forest = Forest.from_model(model)
+        forest = named_as(forest, X)
         if forest.task not in ("binary", "multiclass"):
             raise ValueError(f"QWYCClassifier needs a classifier; the estimator's task is "
                              f"{forest.task!r}")

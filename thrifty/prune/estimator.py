@@ -11,6 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels, validate_frame
+from thrifty.forest._names import named_as
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
     MODES,
@@ -131,6 +132,7 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         except NotFittedError:
             model = clone(model).fit(X, y)
             forest = as_forest(model)
+        forest = named_as(forest, X)
         check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
         mask = _oob_mask(model, X.shape[0], forest.n_trees) if self.out_of_bag else None
         if self.budget is not None:

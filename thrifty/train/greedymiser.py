@@ -180,15 +180,13 @@ def _unit_hessian(link: str, weight: Any) -> Any:
     def objective(raw: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         label = data.get_label()
         if link == "sigmoid":
-            grad = 1.0 / (1.0 + np.exp(-raw)) - label
-        else:
-            z = np.exp(raw - raw.max(axis=1, keepdims=True))
-            grad = z / z.sum(axis=1, keepdims=True)
-            grad[np.arange(len(label)), label.astype(np.int64)] -= 1.0
+            return _sigmoid_unit_hessian(label, raw, w)
+        z = np.exp(raw - raw.max(axis=1, keepdims=True))
+        grad = z / z.sum(axis=1, keepdims=True)
+        grad[np.arange(len(label)), label.astype(np.int64)] -= 1.0
         hess = np.ones_like(grad)
         if w is not None:
-            scale = w if grad.ndim == 1 else w[:, None]
-            grad, hess = grad * scale, hess * scale
+            grad, hess = grad * w[:, None], hess * w[:, None]
         return grad, hess
 
     return objective

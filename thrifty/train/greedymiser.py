@@ -129,13 +129,13 @@ class _GreedyMiserBase(CostAwareBoosting):
         parameters as in memory, the unit-hessian objective and the initial score per row."""
         import lightgbm.dask as lgb_dask
 
-        from thrifty.train._cegb_dask import warn_coupled
+        from thrifty.train._cegb_dask import warn_data_parallel
 
         if self._n_outputs > 1:
             raise ValueError("multiclass GreedyMiser on Dask collections is not supported; "
                              "fit it in memory, or use CEGBClassifier")
         params = self._params(tradeoff, n_rows)
-        warn_coupled(params, len(client.scheduler_info()["workers"]))
+        warn_data_parallel(params, len(client.scheduler_info()["workers"]))
         if self._task == "binary":
             target = (y == self.classes_[1]).astype(np.float64)
             w = 1.0 if sample_weight is None else sample_weight

@@ -143,26 +143,24 @@ def cegb(n_rows: int, n_estimators: int) -> dict:
 
     start = time.perf_counter()
     record("one_machine", CEGBClassifier(n_jobs=2, **params).fit(X, y), time.perf_counter() - start)
-    cluster, client = local_cluster()
-    with cluster, client:
-        dX = dd.from_pandas(X, npartitions=8).persist()
-        dy = dd.from_pandas(pd.Series(y), npartitions=8).persist()
+    dX = dd.from_pandas(X, npartitions=8).persist()
+    dy = dd.from_pandas(pd.Series(y), npartitions=8).persist()
+    start = time.perf_counter()
+    record("two_workers", CEGBClassifier(n_jobs=1, **params).fit(dX, dy), time.perf_counter() - start)
+    translate = cegb_module.cegb_params
+
+    def doubled(*args, **kwargs):
+        out = translate(*args, **kwargs)
+        out["cegb_penalty_feature_lazy"] = [2 * v for v in out["cegb_penalty_feature_lazy"]]
+        return out
+
+    cegb_module.cegb_params = doubled
+    try:
         start = time.perf_counter()
-        record("two_workers", CEGBClassifier(n_jobs=1, **params).fit(dX, dy), time.perf_counter() - start)
-        translate = cegb_module.cegb_params
-
-        def doubled(*args, **kwargs):
-            out = translate(*args, **kwargs)
-            out["cegb_penalty_feature_lazy"] = [2 * v for v in out["cegb_penalty_feature_lazy"]]
-            return out
-
-        cegb_module.cegb_params = doubled
-        try:
-            start = time.perf_counter()
-            est = CEGBClassifier(n_jobs=1, **params).fit(dX, dy)
-            record("two_workers_lazy_doubled", est, time.perf_counter() - start)
-        finally:
-            cegb_module.cegb_params = translate
+        est = CEGBClassifier(n_jobs=1, **params).fit(dX, dy)
+        record("two_workers_lazy_doubled", est, time.perf_counter() - start)
+    finally:
+        cegb_module.cegb_params = translate
     out["fit_time_ratio"] = round(out["two_workers"]["fit_seconds"] / out["one_machine"]["fit_seconds"], 3)
     return out
 
@@ -183,19 +181,17 @@ def sample_sizes(sizes: list[int], n_test: int) -> dict:
     per = min(PARTITION_ROWS, n_test)
     labels = np.concatenate([adult_like(s, per)[1] for s in test_seeds])
     out = {}
-    cluster, client = local_cluster()
-    with cluster, client:
-        frame = dd.from_map(rows_of, test_seeds, [per] * len(test_seeds), meta=rows_of(0, 0))
-        for size in sizes:
-            Xs, _ = adult_like(30_000 + size, size)
-            qwyc = QWYCClassifier(model, alpha=0.01, progress=False).fit(Xs)
-            scored = tdask.evaluate(qwyc, frame, costs)
-            pred = scored["prediction"].compute().to_numpy()
-            summary = tdask.cost_summary(scored, quantiles=())
-            acc = float(np.mean(pred == labels))
-            lo, hi = wilson(acc, len(labels))
-            out[str(size)] = {"accuracy": round(acc, 4), "accuracy_95": [round(lo, 4), round(hi, 4)],
-                              "mean_cost": round(summary.mean, 3), "test_rows": len(labels)}
+    frame = dd.from_map(rows_of, test_seeds, [per] * len(test_seeds), meta=rows_of(0, 0))
+    for size in sizes:
+        Xs, _ = adult_like(30_000 + size, size)
+        qwyc = QWYCClassifier(model, alpha=0.01, progress=False).fit(Xs)
+        scored = tdask.evaluate(qwyc, frame, costs)
+        pred = scored["prediction"].compute().to_numpy()
+        summary = tdask.cost_summary(scored, quantiles=())
+        acc = float(np.mean(pred == labels))
+        lo, hi = wilson(acc, len(labels))
+        out[str(size)] = {"accuracy": round(acc, 4), "accuracy_95": [round(lo, 4), round(hi, 4)],
+                          "mean_cost": round(summary.mean, 3), "test_rows": len(labels)}
     return out
 
 
@@ -205,7 +201,7 @@ def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def compare_heart(data_home: str | None, quick: bool) -> dict:
+def compare_heart(client, data_home: str | None, quick: bool) -> dict:
     """compare on heart: sequential, then its fits on 2 workers; the two outputs are equal."""
     from thrifty import datasets
     from thrifty.comparison import compare
@@ -219,12 +215,10 @@ def compare_heart(data_home: str | None, quick: bool) -> dict:
     start = time.perf_counter()
     alone = compare(X, y, ds.costs, **kw)
     sequential = time.perf_counter() - start
-    cluster, client = local_cluster()
-    with cluster, client:
-        client.run(lambda: __import__("thrifty.comparison"))   # imports, as a warm cluster has them
-        start = time.perf_counter()
-        parallel = compare(X, y, ds.costs, executor=client, **kw)
-        wall = time.perf_counter() - start
+    client.run(lambda: __import__("thrifty.comparison"))   # imports, as a warm cluster has them
+    start = time.perf_counter()
+    parallel = compare(X, y, ds.costs, executor=client, **kw)
+    wall = time.perf_counter() - start
     drop = ["fit_seconds"]
     pd.testing.assert_frame_equal(alone.table.drop(columns=drop), parallel.table.drop(columns=drop))
     return {"sequential_seconds": round(sequential, 2), "two_workers_seconds": round(wall, 2),
@@ -256,18 +250,21 @@ def main() -> None:
         figures["rows_per_second_cluster"] = runs[-1]["cluster_rows_per_second"]
         figures["rows_per_second_single"] = runs[-1]["single_rows_per_second"]
         figures["worker_peak_mib"] = {r["rows"]: r["worker_peak_mib"] for r in runs}
-    if "cegb" in parts:
-        figures["cegb"] = cegb(10_000 if args.quick else 40_000, 20 if args.quick else 60)
-        print(figures["cegb"], file=sys.stderr)
-    if "sample" in parts:
-        figures["sample"] = sample_sizes([500, 5_000] if args.quick else [500, 2_000, 10_000, 50_000],
-                                         100_000 if args.quick else 2_000_000)
-        print(figures["sample"], file=sys.stderr)
-    if "compare" in parts and args.data_home:
-        figures["compare"] = compare_heart(args.data_home, args.quick)
-        figures["compare_speedup"] = figures["compare"]["compare_speedup"]
-    elif "compare" in parts:
-        figures["compare"] = "skipped: set THRIFTY_DATA or --data-home for heart"
+    # One cluster (the default client) for the other parts: starting one costs seconds of imports.
+    cluster, client = local_cluster()
+    with cluster, client:
+        if "cegb" in parts:
+            figures["cegb"] = cegb(10_000 if args.quick else 40_000, 20 if args.quick else 60)
+            print(figures["cegb"], file=sys.stderr)
+        if "sample" in parts:
+            sizes = [500, 5_000] if args.quick else [500, 2_000, 10_000, 50_000]
+            figures["sample"] = sample_sizes(sizes, 100_000 if args.quick else 2_000_000)
+            print(figures["sample"], file=sys.stderr)
+        if "compare" in parts and args.data_home:
+            figures["compare"] = compare_heart(client, args.data_home, args.quick)
+            figures["compare_speedup"] = figures["compare"]["compare_speedup"]
+        elif "compare" in parts:
+            figures["compare"] = "skipped: set THRIFTY_DATA or --data-home for heart"
     if parts != {"scoring", "cegb", "sample", "compare"}:
         figures["bench"] = "scale_" + "_".join(sorted(parts))
     emit(figures, args.quick)

@@ -107,22 +107,12 @@ class Forest:
     source: str = ""
 
     def __post_init__(self) -> None:
-        self.feature = np.ascontiguousarray(self.feature, dtype=np.int32)
-        n = self.feature.shape[0]
-        self.threshold = np.ascontiguousarray(self.threshold, dtype=np.float64)
-        self.children_left = np.ascontiguousarray(self.children_left, dtype=np.int32)
-        self.children_right = np.ascontiguousarray(self.children_right, dtype=np.int32)
-        self.missing_left = np.ascontiguousarray(self.missing_left, dtype=np.bool_)
-        self.missing_type = np.ascontiguousarray(self.missing_type, dtype=np.int8)
-        self.cat_start = np.ascontiguousarray(self.cat_start, dtype=np.int32)
-        self.cat_size = np.ascontiguousarray(self.cat_size, dtype=np.int32)
-        self.cat_bitsets = np.ascontiguousarray(self.cat_bitsets, dtype=np.uint32)
+        n = np.asarray(self.feature).shape[0]
         value = np.asarray(self.value, dtype=np.float64)
-        self.value = np.ascontiguousarray(value.reshape(n, -1) if value.ndim == 1 else value)
-        self.roots = np.ascontiguousarray(self.roots, dtype=np.int32)
-        self.tree_weight = np.ascontiguousarray(self.tree_weight, dtype=np.float64)
-        self.tree_class = np.ascontiguousarray(self.tree_class, dtype=np.int32)
-        self.base_score = np.ascontiguousarray(np.atleast_1d(self.base_score), dtype=np.float64)
+        self.value = value.reshape(n, -1) if value.ndim == 1 else value
+        self.base_score = np.atleast_1d(self.base_score)
+        for name, dtype in _ARRAYS.items():
+            setattr(self, name, _frozen(getattr(self, name), dtype))
         self.n_features = int(self.n_features)
         if self.classes is not None:
             self.classes = np.asarray(self.classes)
@@ -130,17 +120,28 @@ class Forest:
             self.feature_names = [str(f) for f in self.feature_names]
         self.categories = {int(k): list(v) for k, v in (self.categories or {}).items()}
         self._validate()
+        self._derive()
 
-    @property
-    def _fast_threshold(self) -> np.ndarray:
-        """Derived thresholds of the kernels' fast path (see ``_traverse.fast_thresholds``)."""
+    def _derive(self) -> None:
+        """Arrays derived from the (read-only) node arrays, computed once at construction."""
         from thrifty.forest._traverse import fast_thresholds
 
-        key = (id(self.threshold), id(self.missing_type), id(self.cat_start))
-        if getattr(self, "_fast_key", None) != key:
-            self._fast = fast_thresholds(self.threshold, self.missing_type, self.cat_start)
-            self._fast_key = key
-        return self._fast
+        # Thresholds of the kernels' fast path (see ``_traverse.fast_thresholds``).
+        self._fast_threshold = _frozen(fast_thresholds(self.threshold, self.missing_type,
+                                                       self.cat_start), np.float64)
+        self._usage = _frozen(np.bincount(self.feature[self.feature >= 0], minlength=self.n_features),
+                              np.int64)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Derived data (and the Full plan ``as_plan`` caches here) is rebuilt, not pickled.
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled arrays come back writable: freeze them again.
+        self.__dict__.update(state)
+        for name, dtype in _ARRAYS.items():
+            setattr(self, name, _frozen(getattr(self, name), dtype))
+        self._derive()
 
     # ------------------------------------------------------------------ shape
     @property
@@ -251,9 +252,8 @@ class Forest:
         return apply(self, self._as_matrix(X))
 
     def feature_usage(self) -> np.ndarray:
-        """Number of split nodes testing each feature, shape (n_features,)."""
-        used = self.feature[self.feature >= 0]
-        return np.bincount(used, minlength=self.n_features)
+        """Number of split nodes testing each feature, shape (n_features,) (read-only)."""
+        return self._usage
 
     def tree_features(self, t: int) -> np.ndarray:
         """Sorted features tested anywhere in tree ``t``."""
@@ -317,6 +317,24 @@ class Forest:
         return (f"Forest(n_trees={self.n_trees}, n_nodes={self.n_nodes}, n_features={self.n_features}, "
                 f"n_outputs={self.n_outputs}, task={self.task!r}, link={self.link!r}, "
                 f"source={self.source!r})")
+
+
+# The node and tree arrays of a Forest and their dtypes; they are read-only once constructed.
+_ARRAYS = {"feature": np.int32, "threshold": np.float64, "children_left": np.int32,
+           "children_right": np.int32, "missing_left": np.bool_, "missing_type": np.int8,
+           "cat_start": np.int32, "cat_size": np.int32, "cat_bitsets": np.uint32,
+           "value": np.float64, "roots": np.int32, "tree_weight": np.float64,
+           "tree_class": np.int32, "base_score": np.float64}
+
+
+def _frozen(a: Any, dtype: Any) -> np.ndarray:
+    """A read-only C-contiguous copy of ``a`` (a copy, so the caller's array stays writable)."""
+    a = np.asarray(a)
+    if a.dtype == dtype and a.flags.c_contiguous and not a.flags.writeable:
+        return a
+    out = np.array(a, dtype=dtype, order="C")
+    out.flags.writeable = False
+    return out
 
 
 def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:

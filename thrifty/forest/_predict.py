@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING
 
 import numba
@@ -15,6 +16,33 @@ if TYPE_CHECKING:
 
 # Rows per block: all trees run over one block before the next, so a tree's nodes stay in cache.
 _BLOCK = 1024
+# Batches smaller than this run on the calling thread: launching the thread pool costs more.
+SERIAL_ROWS = 1024
+
+
+class Twin:
+    """A parallel kernel and its serial twin (the same code with ``prange`` run as ``range``).
+
+    Calling a parallel kernel launches numba's thread pool even for one row (about 10 µs, and
+    far more when other processes hold the cores); small batches call the serial twin instead
+    (``for_rows``). A twin of a kernel that allocates nothing is compiled without numba's
+    reference counting (``nrt=False``): with it, every inlined helper taking arrays pays atomic
+    increments and decrements, which makes a serial tree walk many times slower.
+    """
+
+    def __init__(self, kernel: numba.core.registry.CPUDispatcher, *, nrt: bool = False) -> None:
+        f = kernel.py_func
+        g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__,
+                               f.__closure__)
+        # A distinct qualified name gives the twin its own entry in numba's on-disk cache.
+        g.__qualname__ = f.__qualname__ + "_serial"
+        g.__doc__ = f.__doc__
+        self.parallel = kernel
+        self.serial = njit(cache=True, _nrt=nrt)(g)
+
+    def for_rows(self, n: int) -> numba.core.registry.CPUDispatcher:
+        """The kernel to run on ``n`` rows."""
+        return self.serial if n < SERIAL_ROWS or numba.get_num_threads() == 1 else self.parallel
 
 
 @njit(parallel=True, cache=True)
@@ -48,6 +76,9 @@ def sweep(X, feature, fast_threshold, threshold, children_left, children_right, 
                                 children_right, missing_left, missing_type, cat_start, cat_size,
                                 cat_bitsets, record, touched, n_nodes)
                 add_tree(out, hi - 1, node, k, w, value, width, acc32)
+
+
+SWEEP = Twin(sweep)
 
 
 @njit(parallel=True, cache=True)
@@ -90,7 +121,7 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
     if X.shape[0] == 0:
         return out
     with threads(n_threads):
-        sweep(X, *node_args(forest), forest.value, forest.roots, forest.tree_weight,
+        SWEEP.for_rows(X.shape[0])(X, *node_args(forest), forest.value, forest.roots, forest.tree_weight,
               forest.tree_class, forest.accumulate == "float32", False,
               np.zeros((1, 1), dtype=np.bool_), np.zeros(1, dtype=np.int64), out)
     return out

@@ -1,6 +1,7 @@
 """The runtime: plans and the exact, fast, lazy evaluation that accounts their cost."""
 
-from thrifty.runtime.evaluate import Evaluation, array_provider, evaluate
+from thrifty.runtime.evaluate import Evaluation, evaluate
+from thrifty.runtime.lazy import array_provider, lazy_rounds
 from thrifty.runtime.plans import (
     BinnedExits,
     Cascade,
@@ -14,4 +15,4 @@ from thrifty.runtime.plans import (
 )
 
 __all__ = ["BinnedExits", "Cascade", "Evaluation", "Full", "Gated", "Linear", "Plan", "Sequential",
-           "array_provider", "as_plan", "evaluate", "plan_from_dict"]
+           "array_provider", "as_plan", "evaluate", "lazy_rounds", "plan_from_dict"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.forest._predict import node_args, sweep
+from thrifty.forest._predict import SERIAL_ROWS, SWEEP, node_args
 from thrifty.runtime import _kernels
-from thrifty.runtime.plans import BinnedExits, Cascade, Full, Gated, Linear, Plan, Sequential
+from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Plan, Schedule, Sequential
 
 
 class Context:
@@ -31,7 +31,7 @@ class Context:
         acquired = np.zeros_like(self.touched)
         feat_cost = np.zeros(self.n)
         if self.n:
-            _kernels.settle_costs(self.touched, c.closure_ptr, c.closure_units, c.unit_ptr,
+            _kernels.SETTLE_COSTS.for_rows(self.n)(self.touched, c.closure_ptr, c.closure_units, c.unit_ptr,
                                   c.unit_feat, c.unit_cost, acquired, feat_cost)
         return acquired, feat_cost
 
@@ -55,12 +55,8 @@ class Executor:
 
 
 def executor(plan: Plan, ctx: Context) -> Executor:
-    if isinstance(plan, Full):
-        T = plan.forest.n_trees
-        return _SequentialExecutor(plan.forest, np.arange(T, dtype=np.int64), np.full(T, np.inf),
-                                   np.full(T, -np.inf), None, ctx)
-    if isinstance(plan, Sequential):
-        return _SequentialExecutor(plan.forest, plan.order, plan.eps_pos, plan.eps_neg, plan.bins, ctx)
+    if isinstance(plan, (Full, Sequential)):
+        return _SequentialExecutor(plan.forest, plan.schedule, ctx)
     if isinstance(plan, Cascade):
         return _CascadeExecutor(plan, ctx)
     if isinstance(plan, Linear):
@@ -88,20 +84,17 @@ class _ForestOutputs(Executor):
 
 
 class _SequentialExecutor(_ForestOutputs):
-    def __init__(self, forest: Forest, order: np.ndarray, eps_pos: np.ndarray, eps_neg: np.ndarray,
-                 bins: BinnedExits | None, ctx: Context) -> None:
+    def __init__(self, forest: Forest, schedule: Schedule, ctx: Context) -> None:
         n = ctx.n
         self.forest, self.ctx = forest, ctx
-        self.order, self.eps_pos, self.eps_neg = order, eps_pos, eps_neg
+        self.order, self.eps_pos, self.eps_neg = schedule.order, schedule.eps_pos, schedule.eps_neg
+        self.bins, self.full = schedule.bins, schedule.full
         self.pos = np.zeros(n, dtype=np.int64)
         self.cur = np.full(n, -1, dtype=np.int64)
         self.raw = np.tile(forest.base_score, (n, 1))
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
-        self.bins = BinnedExits.none(len(order)) if bins is None else bins
         self.frozen = np.zeros(n, dtype=np.bool_)
-        self.full = bool(bins is None and np.all(np.isinf(eps_pos)) and np.all(np.isinf(eps_neg))
-                         and len(order) == forest.n_trees and np.all(order == np.arange(len(order))))
 
     @property
     def exit(self) -> np.ndarray:  # type: ignore[override]
@@ -111,13 +104,14 @@ class _SequentialExecutor(_ForestOutputs):
         f, c = self.forest, self.ctx
         if self.full and c.all_known and len(rows) == c.n and not self.done.any():
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
-            sweep(X, *node_args(f), f.value, f.roots, f.tree_weight, f.tree_class,
+            SWEEP.for_rows(c.n)(X, *node_args(f), f.value, f.roots, f.tree_weight, f.tree_class,
                   f.accumulate == "float32", True, c.touched, c.n_nodes, self.raw)
             c.n_trees += f.n_trees
             self.pos[:] = f.n_trees
             self.done[:] = True
             return
-        if c.all_known and len(rows) == c.n and not self.done.any() and f.n_outputs == 1:
+        if (c.all_known and len(rows) == c.n and not self.done.any() and f.n_outputs == 1
+                and c.n >= SERIAL_ROWS):
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
             _kernels.run_sequential_dense(
                 X, *node_args(f), f.value, f.roots, f.tree_weight, self.order, self.eps_pos,
@@ -125,7 +119,7 @@ class _SequentialExecutor(_ForestOutputs):
                 self.bins.key, self.bins.pos, self.bins.neg, c.touched, c.n_nodes, c.n_trees,
                 self.pos, self.raw, self.done, self.decision, self.frozen, _dense_block(c.n))
             return
-        _kernels.run_sequential(
+        _kernels.RUN_SEQUENTIAL.for_rows(len(rows))(
             rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
             f.roots, f.tree_weight, f.tree_class, self.order, self.eps_pos, self.eps_neg,
             f.accumulate == "float32", self.bins.width, self.bins.ptr, self.bins.key,
@@ -137,12 +131,6 @@ class _CascadeExecutor(_ForestOutputs):
     def __init__(self, plan: Cascade, ctx: Context) -> None:
         n, f = ctx.n, plan.forest
         self.forest, self.plan, self.ctx = f, plan, ctx
-        W = plan.stage_weights
-        nz = [np.flatnonzero(W[k]) for k in range(W.shape[0])]
-        self.stage_ptr = np.zeros(len(nz) + 1, dtype=np.int64)
-        self.stage_ptr[1:] = np.cumsum([len(z) for z in nz])
-        self.stage_trees = np.concatenate(nz).astype(np.int64) if nz else np.zeros(0, np.int64)
-        self.stage_w = np.concatenate([W[k, z] for k, z in enumerate(nz)]) if nz else np.zeros(0)
         self.stage = np.zeros(n, dtype=np.int64)
         self.jpos = np.zeros(n, dtype=np.int64)
         self.cur = np.full(n, -1, dtype=np.int64)
@@ -162,9 +150,9 @@ class _CascadeExecutor(_ForestOutputs):
 
     def advance(self, rows: np.ndarray) -> None:
         f, c, p = self.forest, self.ctx, self.plan
-        _kernels.run_cascade(
+        _kernels.RUN_CASCADE.for_rows(len(rows))(
             rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
-            f.roots, f.tree_weight, self.stage_ptr, self.stage_trees, self.stage_w, p.stage_bias,
+            f.roots, f.tree_weight, p.stage_ptr, p.stage_trees, p.stage_w, p.stage_bias,
             p.stage_thresholds, c.touched, c.n_nodes, c.n_trees, c.blocked, self.stage, self.jpos,
             self.cur, self.score, self.tree_out, self.tree_done, self.done, self.decision)
         # Examples that passed every stage are decided by the last stage's threshold.
@@ -175,7 +163,6 @@ class _CascadeExecutor(_ForestOutputs):
 class _LinearExecutor(Executor):
     def __init__(self, plan: Linear, ctx: Context) -> None:
         self.plan, self.ctx = plan, ctx
-        self.features = np.flatnonzero(np.any(plan.coef != 0, axis=1)).astype(np.int64)
         self.raw = np.zeros((ctx.n, plan.n_outputs))
         self.done = np.zeros(ctx.n, dtype=np.bool_)
         self.exit = np.zeros(ctx.n, dtype=np.int64)
@@ -183,9 +170,8 @@ class _LinearExecutor(Executor):
 
     def advance(self, rows: np.ndarray) -> None:
         c, p = self.ctx, self.plan
-        _kernels.run_linear(rows, c.X, c.known, c.all_known, self.features, p.coef, p.intercept,
-                            c.touched, c.blocked,
-                            self.raw, self.done)
+        _kernels.RUN_LINEAR.for_rows(len(rows))(rows, c.X, c.known, c.all_known, p.features, p.coef,
+                                                p.intercept, c.touched, c.blocked, self.raw, self.done)
 
     def proba(self) -> np.ndarray | None:
         from thrifty.runtime.plans import proba_from

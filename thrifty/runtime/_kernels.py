@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from thrifty.forest._predict import Twin
 from thrifty.forest._traverse import add_leaf, next_node, walk_one, walk_pair
 
 
@@ -338,3 +339,9 @@ def run_linear(rows, X, known, all_known, features, coef, intercept,
             for k in range(n_out):
                 raw[i, k] += coef[f, k] * X[i, f]
         done[i] = True
+
+
+SETTLE_COSTS = Twin(settle_costs, nrt=True)
+RUN_SEQUENTIAL = Twin(run_sequential)
+RUN_CASCADE = Twin(run_cascade)
+RUN_LINEAR = Twin(run_linear)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from thrifty.costs import CostModel
 from thrifty.forest import Forest, raw_to_proba
 from thrifty.forest.io import decode_array, encode_array, forest_from_dict, forest_to_dict
 
@@ -66,11 +69,21 @@ class Plan:
         raise NotImplementedError
 
     def feature_usage(self) -> np.ndarray:
-        """Boolean mask of features any component can test."""
+        """Boolean mask of features any component can test (read-only)."""
+        return self._usage
+
+    @cached_property
+    def _usage(self) -> np.ndarray:
+        # Plans and their components are immutable, so this is computed once per plan.
         used = np.zeros(self.n_features, dtype=bool)
         for c in self.components():
             used |= c.feature_usage() > 0
-        return used
+        return _readonly(used)
+
+    @cached_property
+    def default_costs(self) -> CostModel:
+        """The cost model used when none is given: every feature costs 1, evaluation is free."""
+        return CostModel.uniform(self.n_features, feature_names=self.feature_names)
 
     # -------------------------------------------------------------- prediction
     def predict_raw(self, X: Any) -> np.ndarray:
@@ -123,6 +136,9 @@ class Full(Plan):
 
     def __init__(self, forest: Forest) -> None:
         self.forest = _check_forest(forest, "forest")
+        T = forest.n_trees
+        self.schedule = Schedule(_readonly(np.arange(T), np.int64), _readonly(np.full(T, np.inf)),
+                                 _readonly(np.full(T, -np.inf)), BinnedExits.none(T), True)
 
     @property
     def _lead(self) -> Forest:
@@ -184,14 +200,34 @@ class BinnedExits:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BinnedExits:
-        out = cls.__new__(cls)
-        for name in ("width", "ptr", "key", "pos", "neg"):
-            setattr(out, name, decode_array(d[name]))
-        return out
+        return cls._of(**{name: decode_array(d[name]) for name in ("width", "ptr", "key", "pos", "neg")})
 
     @classmethod
     def none(cls, n_positions: int) -> BinnedExits:
-        return cls(np.zeros(n_positions), [{} for _ in range(n_positions)])
+        """No bin tables at any of ``n_positions`` positions."""
+        empty = np.zeros(0, dtype=np.float64)
+        return cls._of(np.zeros(n_positions), np.zeros(n_positions + 1, np.int64), empty, empty, empty)
+
+    @classmethod
+    def _of(cls, width: np.ndarray, ptr: np.ndarray, key: np.ndarray, pos: np.ndarray,
+            neg: np.ndarray) -> BinnedExits:
+        out = cls.__new__(cls)
+        out.width, out.ptr, out.key, out.pos, out.neg = width, ptr, key, pos, neg
+        return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The trees a forest plan visits, in order, with each position's exits (see ``Sequential``).
+
+    ``full`` is True when every tree is visited in forest order with no exit at all.
+    """
+
+    order: np.ndarray
+    eps_pos: np.ndarray
+    eps_neg: np.ndarray
+    bins: BinnedExits
+    full: bool
 
 
 class Sequential(Plan):
@@ -224,7 +260,7 @@ class Sequential(Plan):
                  *, bins: BinnedExits | None = None) -> None:
         self.forest = _check_forest(forest, "forest")
         T = forest.n_trees
-        self.order = np.arange(T, dtype=np.int64) if order is None else np.asarray(order, dtype=np.int64)
+        self.order = _readonly(np.arange(T) if order is None else order, np.int64)
         if self.order.ndim != 1 or np.any(self.order < 0) or np.any(self.order >= T):
             raise ValueError(f"order must list tree indices in [0, {T})")
         if len(np.unique(self.order)) != len(self.order):
@@ -244,6 +280,10 @@ class Sequential(Plan):
         if bins is not None and len(bins.width) != n:
             raise ValueError(f"bins cover {len(bins.width)} positions, the order has {n}")
         self.bins = bins
+        full = bool(bins is None and np.all(np.isinf(self.eps_pos)) and np.all(np.isinf(self.eps_neg))
+                    and n == T and np.array_equal(self.order, np.arange(n)))
+        self.schedule = Schedule(self.order, self.eps_pos, self.eps_neg,
+                                 BinnedExits.none(n) if bins is None else bins, full)
 
     @property
     def _lead(self) -> Forest:
@@ -289,10 +329,15 @@ class Cascade(Plan):
         K = W.shape[0]
         if K == 0:
             raise ValueError("a cascade needs at least one stage")
-        self.stage_weights = W
+        self.stage_weights = _readonly(W)
         self.stage_thresholds = _thresholds(stage_thresholds, K, None, "stage_thresholds")
-        self.stage_bias = (np.full(K, forest.base_score[0]) if stage_bias is None
+        self.stage_bias = (_readonly(np.full(K, forest.base_score[0])) if stage_bias is None
                            else _thresholds(stage_bias, K, None, "stage_bias"))
+        # Each stage's trees with non-zero weight, flattened (stage k: stage_trees[ptr[k]:ptr[k+1]]).
+        nz = [np.flatnonzero(W[k]) for k in range(K)]
+        self.stage_ptr = _readonly(np.concatenate([[0], np.cumsum([len(z) for z in nz])]), np.int64)
+        self.stage_trees = _readonly(np.concatenate(nz), np.int64)
+        self.stage_w = _readonly(np.concatenate([W[k, z] for k, z in enumerate(nz)]))
 
     @property
     def n_stages(self) -> int:
@@ -327,11 +372,13 @@ class Linear(Plan):
                  task: str = "regression", classes: Any = None,
                  feature_names: Sequence[str] | None = None) -> None:
         coef = np.asarray(coef, dtype=np.float64)
-        self.coef = np.ascontiguousarray(coef.reshape(-1, 1) if coef.ndim == 1 else coef)
-        self.intercept = np.broadcast_to(np.asarray(intercept, dtype=np.float64),
-                                         (self.coef.shape[1],)).copy()
+        self.coef = _readonly(coef.reshape(-1, 1) if coef.ndim == 1 else coef)
+        self.intercept = _readonly(np.broadcast_to(np.asarray(intercept, dtype=np.float64),
+                                                   (self.coef.shape[1],)))
         if not (np.all(np.isfinite(self.coef)) and np.all(np.isfinite(self.intercept))):
             raise ValueError("Linear coefficients and intercept must be finite")
+        # The features the model reads: those with a non-zero coefficient.
+        self.features = _readonly(np.flatnonzero(np.any(self.coef != 0, axis=1)), np.int64)
         self._link, self._task = link, task
         self._classes = None if classes is None else np.asarray(classes)
         self._names = None if feature_names is None else [str(f) for f in feature_names]
@@ -421,7 +468,11 @@ def as_plan(obj: Any) -> Plan:
     if isinstance(obj, Plan):
         return obj
     if isinstance(obj, Forest):
-        return Full(obj)
+        # A forest is immutable, so its Full plan (and what the plan derives) is built once.
+        plan = obj.__dict__.get("_full_plan")
+        if plan is None:
+            plan = obj.__dict__["_full_plan"] = Full(obj)
+        return plan
     for attr in ("plan_", "forest_"):
         inner = getattr(obj, attr, None)
         if inner is not None and isinstance(inner, (Plan, Forest)):
@@ -465,6 +516,13 @@ def _thresholds(values: Sequence[float] | None, n: int, default: float | None, w
         raise ValueError(f"{what} needs {n} values, got {out.shape[0]}")
     if np.any(np.isnan(out)):
         raise ValueError(f"{what} contains NaN; use +inf/-inf to disable an exit")
+    return _readonly(out)
+
+
+def _readonly(a: Any, dtype: Any = np.float64) -> np.ndarray:
+    """A read-only C-contiguous copy: a plan's arrays never change after construction."""
+    out = np.array(a, dtype=dtype, order="C")
+    out.flags.writeable = False
     return out
 
 

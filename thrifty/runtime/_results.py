@@ -1,0 +1,117 @@
+"""What evaluation returns (``Evaluation``) and the pieces every evaluation mode shares: the
+cost model aligned to the plan, the chunk size, and the outputs collected chunk by chunk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from thrifty.costs import CostModel, CostReport
+from thrifty.runtime._executors import Context, Executor
+from thrifty.runtime.plans import Cascade, Gated, Plan
+
+# Bytes of per-row state a chunk may hold; bounds memory whatever the number of rows.
+_CHUNK_BYTES = 1 << 27
+
+
+@dataclass
+class Evaluation:
+    """The result of evaluating a plan on a set of examples.
+
+    Attributes
+    ----------
+    raw : ndarray, shape (n,) or (n, n_outputs)
+        Raw scores (for early exits: the partial score at exit).
+    proba : ndarray of shape (n, n_classes) or None
+        Class probabilities, for classifiers.
+    labels : ndarray of shape (n,) or None
+        Predicted classes, for classifiers (early exits decide by their exit side).
+    exit : ndarray of int, shape (n,)
+        Trees evaluated before stopping (Full/Sequential), stage reached (Cascade), or route
+        (Gated: 0 low-cost model, 1 expensive model).
+    cost : CostReport
+        What each example cost.
+    """
+
+    raw: np.ndarray
+    proba: np.ndarray | None
+    labels: np.ndarray | None
+    exit: np.ndarray
+    cost: CostReport
+
+    @property
+    def predictions(self) -> np.ndarray:
+        """Labels for classifiers, raw scores otherwise."""
+        return self.labels if self.labels is not None else self.raw
+
+
+def costs_for(plan: Plan, costs: CostModel | None) -> CostModel:
+    """``costs`` aligned to the plan's features (the plan's default when None)."""
+    if costs is None:
+        return plan.default_costs
+    if not isinstance(costs, CostModel):
+        raise TypeError(f"costs must be a thrifty CostModel, got {type(costs).__name__}; "
+                        "build one with CostModel(...) or CostModel.from_file(path)")
+    return costs.for_features(plan.feature_names, plan.n_features)
+
+
+def chunk_rows(plan: Plan, costs: CostModel, lazy: bool, chunk_size: int | None) -> int:
+    """Rows evaluated at once: ``chunk_size``, or sized so per-row state stays near 128 MiB."""
+    if chunk_size is not None and int(chunk_size) < 0:
+        raise ValueError(f"chunk_size must be >= 1 (or None for the default), got {chunk_size}")
+    if chunk_size:
+        return int(chunk_size)
+    F, U = plan.n_features, len(costs.unit_cost)
+    per_row = 8 * (F + 2 * plan.n_outputs + 8) + F + U + 9 * _cache_width(plan) + (9 * F if lazy else 0)
+    return max(256, min(1 << 16, _CHUNK_BYTES // per_row))
+
+
+def _cache_width(plan: Plan) -> int:
+    """Trees whose outputs a cascade caches per row (it reuses them across stages)."""
+    if isinstance(plan, Cascade):
+        return plan.forest.n_trees
+    if isinstance(plan, Gated):
+        return sum(_cache_width(p) for p in (plan.gate, plan.low, plan.high))
+    return 0
+
+
+class Collector:
+    """Outputs of every chunk written into arrays allocated once (memory stays bounded)."""
+
+    def __init__(self, plan: Plan, costs: CostModel, n: int) -> None:
+        self.plan, self.costs, self.n = plan, costs, n
+        K, F = plan.n_outputs, plan.n_features
+        self.raw = np.zeros((n, K))
+        self.exit = np.zeros(n, dtype=np.int64)
+        self.feature = np.zeros(n)
+        self.n_nodes = np.zeros(n, dtype=np.int64)
+        self.n_trees = np.zeros(n, dtype=np.int64)
+        self.acquired = np.zeros((n, F), dtype=np.bool_)
+        self.proba: np.ndarray | None = None
+        self.labels: np.ndarray | None = None
+        if plan.is_classifier:
+            n_classes = len(plan.classes) if plan.classes is not None else max(2, K)
+            self.proba = np.zeros((n, n_classes))
+            classes = np.asarray(plan.classes) if plan.classes is not None else np.arange(n_classes)
+            self.labels = np.zeros(n, dtype=classes.dtype)
+
+    def add(self, lo: int, hi: int, ctx: Context, ex: Executor) -> None:
+        self.raw[lo:hi] = ex.raw
+        self.exit[lo:hi] = ex.exit
+        self.acquired[lo:hi], self.feature[lo:hi] = ctx.settle()
+        self.n_nodes[lo:hi] = ctx.n_nodes
+        self.n_trees[lo:hi] = ctx.n_trees
+        if self.proba is not None:
+            self.proba[lo:hi] = ex.proba()
+            self.labels[lo:hi] = ex.labels()
+
+    def result(self) -> Evaluation:
+        costs, plan = self.costs, self.plan
+        evaluation = costs.tree_cost * self.n_trees + costs.split_cost * self.n_nodes
+        report = CostReport(feature=self.feature, evaluation=evaluation, total=self.feature + evaluation,
+                            n_trees=self.n_trees, n_nodes=self.n_nodes, acquired=self.acquired,
+                            fixed=costs.fixed_cost(plan.feature_usage()),
+                            feature_names=costs.feature_names or plan.feature_names)
+        raw = self.raw[:, 0] if plan.n_outputs == 1 else self.raw
+        return Evaluation(raw=raw, proba=self.proba, labels=self.labels, exit=self.exit, cost=report)

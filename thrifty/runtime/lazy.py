@@ -1,0 +1,170 @@
+"""Lazy evaluation: features are fetched only when an evaluated tree needs them.
+
+``lazy_rounds`` is the resumable core, a generator that yields each *round* of feature
+requests and receives their values; ``run_lazy`` drives it with a synchronous provider (what
+``thrifty.evaluate(model, provider, n_rows=...)`` does). Other drivers (asynchronous,
+round-batched) build on the same generator, so every mode shares one exact semantics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+
+from thrifty.costs import CostModel
+from thrifty.forest._inputs import to_matrix
+from thrifty.forest._predict import threads
+from thrifty.runtime._executors import Context, executor
+from thrifty.runtime._results import Collector, Evaluation, chunk_rows, costs_for
+from thrifty.runtime.plans import as_plan
+
+Provider = Callable[[np.ndarray, np.ndarray], Any]
+Round = list[tuple[int, np.ndarray]]
+
+
+def lazy_rounds(model: Any, costs: CostModel | None = None, *, n_rows: int,
+                chunk_size: int | None = None, n_threads: int | None = None
+                ) -> Generator[Round, list[np.ndarray], Evaluation]:
+    """Evaluate ``model`` lazily as a generator of feature-request rounds.
+
+    Each ``next()``/``send()`` yields one round: a list of ``(feature_id, row_ids)`` pairs,
+    ``row_ids`` being int64 global row numbers (in ``[0, n_rows)``) whose evaluation is blocked
+    on that feature. Every pair of a round can be fetched concurrently, and no (row, feature)
+    is ever requested twice. The driver sends back a list with one float64 array per pair,
+    aligned with its ``row_ids`` (category codes for categorical features, NaN for missing).
+    When every row is done the generator returns the ``Evaluation`` (``StopIteration.value``),
+    identical to dense evaluation on the same values.
+
+    Parameters
+    ----------
+    model : Plan, Forest, fitted thrifty estimator, or supported tree model
+    costs : CostModel, optional
+        Prices; default: every feature costs 1, evaluation is free.
+    n_rows : int
+        Number of examples.
+    chunk_size : int, optional
+        Rows evaluated at once (default: sized so per-row state stays near 128 MiB); each
+        chunk's rounds finish before the next chunk's begin.
+    n_threads : int, optional
+        Threads for the kernels (default: all).
+
+    Returns
+    -------
+    Generator
+        Yields rounds, receives values, returns the ``Evaluation``.
+
+    Examples
+    --------
+    >>> rounds = lazy_rounds(forest, n_rows=len(X))          # doctest: +SKIP
+    >>> try:
+    ...     request = next(rounds)
+    ...     while True:
+    ...         request = rounds.send([X[rows, f] for f, rows in request])
+    ... except StopIteration as stop:
+    ...     evaluation = stop.value
+    """
+    plan = as_plan(model)
+    costs = costs_for(plan, costs)
+    if n_rows is None:
+        raise ValueError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
+    n = int(n_rows)
+    if n < 0:
+        raise ValueError(f"n_rows must be >= 0, got {n}")
+    chunk = chunk_rows(plan, costs, True, chunk_size)
+    return _rounds(plan, costs, n, chunk, n_threads)
+
+
+def _rounds(plan: Any, costs: CostModel, n: int, chunk: int, n_threads: int | None
+            ) -> Generator[Round, list[np.ndarray], Evaluation]:
+    out = Collector(plan, costs, n)
+    F = plan.n_features
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        ctx = Context(np.full((hi - lo, F), np.nan), np.zeros((hi - lo, F), dtype=np.bool_), False, costs)
+        ex = executor(plan, ctx)
+        active = np.arange(hi - lo, dtype=np.int64)
+        while len(active):
+            # The thread count is set per step, never held across a yield.
+            with threads(n_threads):
+                ex.advance(active)
+            active = active[ctx.blocked[active] >= 0]
+            if not len(active):
+                break
+            features = ctx.blocked[active]
+            request = [(int(f), active[features == f] + lo) for f in np.unique(features)]
+            values = yield request
+            if values is None or len(values) != len(request):
+                raise ValueError(f"send one array of values per requested (feature, rows) pair: "
+                                 f"{len(request)} were requested, got "
+                                 f"{'none' if values is None else len(values)}")
+            for (f, rows), v in zip(request, values):
+                local = rows - lo
+                ctx.X[local, f] = _column(v, len(rows), f)
+                ctx.known[local, f] = True
+        with threads(n_threads):
+            out.add(lo, hi, ctx, ex)
+    return out.result()
+
+
+def _column(values: Any, n: int, feature: int) -> np.ndarray:
+    """The values sent for one feature as a float64 vector of length ``n``."""
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("the feature provider returned non-numeric values; return numbers "
+                         "(category codes for categorical features)") from exc
+    if v.size != n or (v.ndim > 1 and v.shape[0] != n):
+        raise ValueError(f"got {v.shape} values for feature {feature} on {n} rows; send one value "
+                         "per requested row, in the order of row_ids")
+    return v.reshape(n)
+
+
+def run_lazy(model: Any, provider: Provider, costs: CostModel | None = None, *, n_rows: int,
+             chunk_size: int | None = None, n_threads: int | None = None) -> Evaluation:
+    """Drive ``lazy_rounds`` with a synchronous ``provider(feature_ids, row_ids) -> values``.
+
+    The provider is called once per requested pair, with one feature id, and returns an array
+    of shape ``(len(row_ids), 1)`` (or ``(len(row_ids),)``).
+    """
+    rounds = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
+    try:
+        request = next(rounds)
+        while True:
+            request = rounds.send([_call_provider(provider, np.array([f], dtype=np.int64), rows)[:, 0]
+                                   for f, rows in request])
+    except StopIteration as stop:
+        return stop.value
+
+
+def _call_provider(provider: Provider, features: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    values = np.asarray(provider(features, rows))
+    if values.ndim == 1 and len(features) == 1:
+        values = values.reshape(-1, 1)
+    if values.shape != (len(rows), len(features)):
+        raise ValueError(f"the feature provider returned shape {values.shape} for {len(rows)} rows "
+                         f"and {len(features)} feature(s); it must return (len(row_ids), len(feature_ids))")
+    try:
+        return values.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("the feature provider returned non-numeric values; return numbers "
+                         "(category codes for categorical features)") from exc
+
+
+def array_provider(X: Any, model: Any = None) -> Provider:
+    """A feature provider serving a matrix or DataFrame already in memory.
+
+    Useful to test a deployment and to measure lazy evaluation. With ``model``, a DataFrame is
+    coded the way the model reads it (column order, category codes).
+    """
+    if model is not None:
+        plan = as_plan(model)
+        M = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
+    else:
+        M = to_matrix(X, np.shape(X)[1])
+
+    def provider(feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
+        return M[np.ix_(row_ids, feature_ids)]
+
+    return provider

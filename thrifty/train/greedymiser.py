@@ -136,16 +136,20 @@ class _GreedyMiserBase(CostAwareBoosting):
                              "fit it in memory, or use CEGBClassifier")
         params = self._params(tradeoff, n_rows)
         warn_data_parallel(params, len(client.scheduler_info()["workers"]))
-        if self._task == "binary":
-            target = (y == self.classes_[1]).astype(np.float64)
-            w = 1.0 if sample_weight is None else sample_weight
-            p = float((w * target).sum().compute() / (w * (target * 0 + 1)).sum().compute())
-            init = np.array([np.log(max(p, 1e-12) / max(1 - p, 1e-12))])
+        import dask
+
+        binary = self._task == "binary"
+        target = (y == self.classes_[1]) if binary else y
+        target = target.astype(np.float64)
+        w = target * 0 + 1 if sample_weight is None else sample_weight
+        total, weight = dask.compute((w * target).sum(), w.sum())
+        mean = float(total / weight)   # the prior (binary) or the mean target, weighted
+        if binary:
+            p = min(max(mean, 1e-12), 1 - 1e-12)
+            init = np.array([np.log(p / (1 - p))])
             params["objective"] = _sigmoid_unit_hessian
         else:
-            target = y.astype(np.float64)
-            w = 1.0 if sample_weight is None else sample_weight
-            init = np.array([float((w * target).sum().compute() / (w * (target * 0 + 1)).sum().compute())])
+            init = np.array([mean])
             params["objective"] = "regression"
         params.pop("verbose", None)
         model = lgb_dask.DaskLGBMRegressor(client=client, n_estimators=int(self.n_estimators), verbose=-1,

@@ -1,20 +1,17 @@
 """CEGB and GreedyMiser on Dask collections: training through ``lightgbm.dask``, budgets measured
 with :func:`thrifty.dask.evaluate` on the cluster.
 
-LightGBM's data-parallel learner (the one ``lightgbm.dask`` runs) computes the CEGB penalty of a
-split on one worker only: the worker the feature's histogram is reduced to
-(``data_parallel_tree_learner.cpp``, ``FindBestSplitsFromHistograms``), and that worker counts
-the lazy penalty ``beta_f * #(rows of the leaf that have not acquired f)`` over its OWN rows
-(``CalculateOndemandCosts`` walks the local ``DataPartition``). With ``K`` workers holding equal
-shares of the rows, the lazy penalty is therefore about ``1/K`` of what one machine charges, so
-the same trade-off buys more features. This module multiplies the lazy penalties by the number
-of workers holding training rows, which makes the expected penalty equal to one machine's when
-the rows are spread evenly (the remaining difference, a sampling error of the owner's share of
-each leaf, is measured in ``benchmarks/scale.py`` and ``docs/scale.md``). The split penalty uses
-the global row count and needs no change. The coupled (once per model) penalty is global, but
-``UpdateLeafBestSplits`` credits it back to the cached splits of the owning worker only, so
-workers can disagree on the next leaf to split: GreedyMiser (coupled costs only) and CEGB with
-fixed costs are trained as LightGBM does it and their measured difference is documented.
+The penalties are the ones used in memory, but LightGBM's data-parallel learner (the one
+``lightgbm.dask`` runs) does not apply them as one machine does. Each feature's split gains are
+computed on one worker only, the one its histogram is reduced to
+(``DataParallelTreeLearner::FindBestSplitsFromHistograms``), and that worker counts the lazy
+penalty ``beta_f * #(rows of the leaf that have not acquired f)`` over its OWN rows
+(``CalculateOndemandCosts`` walks the local ``DataPartition``): about ``1/K`` of the count with
+``K`` workers, and zero in a small leaf where the worker holds none of the unpaid rows. The
+coupled (once per model) penalty is global, but ``UpdateLeafBestSplits`` credits it back to the
+cached splits of one worker, so workers can disagree on the next leaf to split. Multiplying the
+lazy penalties by ``K`` was measured and does not restore agreement (docs/scale.md), so no
+parameter is changed here: a warning says the model can differ from a single-machine one.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["dask_client", "is_dask", "lazy_scale"]
+__all__ = ["dask_client", "is_dask", "warn_data_parallel"]
 
 
 def is_dask(X: Any) -> bool:
@@ -44,11 +41,6 @@ def dask_client() -> Any:
     except ValueError as exc:
         raise ValueError("fitting on a Dask collection needs a distributed Client: create one first, "
                          "e.g. `distributed.Client(scheduler_address)` or `Client(LocalCluster())`") from exc
-
-
-def lazy_scale(client: Any) -> int:
-    """The factor the lazy penalties are multiplied by: the workers training (see module docs)."""
-    return max(1, len(client.scheduler_info()["workers"]))
 
 
 def check_dask_inputs(X: Any, y: Any, sample_weight: Any, eval_set: Any) -> tuple[Any, Any, Any, Any]:
@@ -99,17 +91,13 @@ def dask_labels(y: Any) -> np.ndarray:
     return np.sort(np.asarray(values))
 
 
-def scaled_lazy(params: dict[str, Any], scale: int) -> dict[str, Any]:
-    """``params`` with ``cegb_penalty_feature_lazy`` multiplied by ``scale``."""
-    if "cegb_penalty_feature_lazy" not in params or scale == 1:
-        return params
-    return {**params, "cegb_penalty_feature_lazy": [scale * v for v in params["cegb_penalty_feature_lazy"]]}
-
-
-def warn_coupled(params: dict[str, Any], n_workers: int) -> None:
-    """Warn that LightGBM's coupled penalty is inconsistent across data-parallel workers."""
-    if n_workers > 1 and any(params.get("cegb_penalty_feature_coupled") or []):
-        warnings.warn("once-per-model (coupled) feature costs on a Dask cluster of more than one worker: "
-                      "LightGBM's data-parallel learner credits them on one worker only, so the model "
-                      "can differ from one trained on one machine (see docs/scale.md)", UserWarning,
-                      stacklevel=4)
+def warn_data_parallel(params: dict[str, Any], n_workers: int) -> None:
+    """Warn that LightGBM's data-parallel CEGB differs from one machine's (see the module)."""
+    lazy = any(params.get("cegb_penalty_feature_lazy") or [])
+    coupled = any(params.get("cegb_penalty_feature_coupled") or [])
+    if n_workers > 1 and (lazy or coupled):
+        kind = " and ".join(k for k, on in (("per-example", lazy), ("once-per-model", coupled)) if on)
+        warnings.warn(f"{kind} feature costs trained on {n_workers} Dask workers: LightGBM's "
+                      "data-parallel learner counts them per worker, so the model can use more "
+                      "features than one trained on one machine at the same trade-off (budgets are "
+                      "still measured exactly; see docs/scale.md)", UserWarning, stacklevel=4)

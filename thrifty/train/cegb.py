@@ -143,16 +143,15 @@ class _CEGBBase(CostAwareBoosting):
 
     def _train_dask(self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float,
                     n_rows: int) -> tuple[Any, Any]:
-        """One model trained through ``lightgbm.dask`` (lazy penalties scaled per worker, see
-        :mod:`thrifty.train._cegb_dask`)."""
+        """One model trained through ``lightgbm.dask`` with the same parameters as in memory
+        (see :mod:`thrifty.train._cegb_dask` for how LightGBM's data-parallel CEGB differs)."""
         import lightgbm.dask as lgb_dask
 
         from thrifty.forest import Forest
-        from thrifty.train._cegb_dask import lazy_scale, scaled_lazy, warn_coupled
+        from thrifty.train._cegb_dask import warn_data_parallel
 
-        n_workers = lazy_scale(client)
-        params = scaled_lazy(self._lgbm(tradeoff).get_params(), n_workers)
-        warn_coupled(params, n_workers)
+        params = self._lgbm(tradeoff).get_params()
+        warn_data_parallel(params, len(client.scheduler_info()["workers"]))
         cls = {"binary": lgb_dask.DaskLGBMClassifier, "regression": lgb_dask.DaskLGBMRegressor}[self._task]
         model = cls(client=client, **params).fit(X, y, sample_weight=sample_weight).to_local()
         return Forest.from_model(model), model.booster_
@@ -252,7 +251,8 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
             collection (with ``y``, ``sample_weight`` and ``eval_set`` as Dask collections
             partitioned like it) trains through ``lightgbm.dask`` on the current
             ``distributed.Client``, and the budget is measured on the cluster (see
-            docs/scale.md for how the lazy penalties are scaled per worker).
+            docs/scale.md: LightGBM's data-parallel CEGB does not charge a trade-off as one
+            machine does).
         y : array-like of shape (n,)
         sample_weight : array-like of shape (n,), optional
         eval_set : array-like, (X_cal, y_cal) or [(X_cal, y_cal)], optional

@@ -129,23 +129,27 @@ class _GreedyMiserBase(CostAwareBoosting):
         parameters as in memory, the unit-hessian objective and the initial score per row."""
         import lightgbm.dask as lgb_dask
 
-        from thrifty.train._cegb_dask import warn_coupled
+        from thrifty.train._cegb_dask import warn_data_parallel
 
         if self._n_outputs > 1:
             raise ValueError("multiclass GreedyMiser on Dask collections is not supported; "
                              "fit it in memory, or use CEGBClassifier")
         params = self._params(tradeoff, n_rows)
-        warn_coupled(params, len(client.scheduler_info()["workers"]))
-        if self._task == "binary":
-            target = (y == self.classes_[1]).astype(np.float64)
-            w = 1.0 if sample_weight is None else sample_weight
-            p = float((w * target).sum().compute() / (w * (target * 0 + 1)).sum().compute())
-            init = np.array([np.log(max(p, 1e-12) / max(1 - p, 1e-12))])
+        warn_data_parallel(params, len(client.scheduler_info()["workers"]))
+        import dask
+
+        binary = self._task == "binary"
+        target = (y == self.classes_[1]) if binary else y
+        target = target.astype(np.float64)
+        w = target * 0 + 1 if sample_weight is None else sample_weight
+        total, weight = dask.compute((w * target).sum(), w.sum())
+        mean = float(total / weight)   # the prior (binary) or the mean target, weighted
+        if binary:
+            p = min(max(mean, 1e-12), 1 - 1e-12)
+            init = np.array([np.log(p / (1 - p))])
             params["objective"] = _sigmoid_unit_hessian
         else:
-            target = y.astype(np.float64)
-            w = 1.0 if sample_weight is None else sample_weight
-            init = np.array([float((w * target).sum().compute() / (w * (target * 0 + 1)).sum().compute())])
+            init = np.array([mean])
             params["objective"] = "regression"
         params.pop("verbose", None)
         model = lgb_dask.DaskLGBMRegressor(client=client, n_estimators=int(self.n_estimators), verbose=-1,
@@ -180,15 +184,13 @@ def _unit_hessian(link: str, weight: Any) -> Any:
     def objective(raw: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         label = data.get_label()
         if link == "sigmoid":
-            grad = 1.0 / (1.0 + np.exp(-raw)) - label
-        else:
-            z = np.exp(raw - raw.max(axis=1, keepdims=True))
-            grad = z / z.sum(axis=1, keepdims=True)
-            grad[np.arange(len(label)), label.astype(np.int64)] -= 1.0
+            return _sigmoid_unit_hessian(label, raw, w)
+        z = np.exp(raw - raw.max(axis=1, keepdims=True))
+        grad = z / z.sum(axis=1, keepdims=True)
+        grad[np.arange(len(label)), label.astype(np.int64)] -= 1.0
         hess = np.ones_like(grad)
         if w is not None:
-            scale = w if grad.ndim == 1 else w[:, None]
-            grad, hess = grad * scale, hess * scale
+            grad, hess = grad * w[:, None], hess * w[:, None]
         return grad, hess
 
     return objective

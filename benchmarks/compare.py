@@ -18,8 +18,8 @@ of the plain model's cost, each counted once):
 Full run: heart, sonar, thyroid, miniboone_tiny, higgs_small, adult and letter (the last two
 with 6,000 training rows drawn at random, so that every method gets its turn in the time
 allowance), compare's ``quick`` settings, ``--time-limit`` seconds each (default 120).
-``--quick``: heart and sonar, the methods that fit in seconds (``QUICK_METHODS``), 20 s each. Writes ``benchmarks/results/compare[_quick].csv`` (one
-row per recommended model) and ``compare_<dataset>.png``; the last stdout line is one JSON
+``--quick``: heart and sonar, the methods that fit in seconds (``QUICK_METHODS``), 20 s each.
+Writes ``benchmarks/results/compare[_quick].csv`` (one row per recommended model) and ``compare_<dataset>.png``; the last stdout line is one JSON
 object.
 
     python benchmarks/compare.py [--quick] [--data-home DIR] [--time-limit SECONDS] [--datasets A,B]
@@ -109,8 +109,9 @@ def main() -> None:
                   f"{r['selection']}; confirmed {r['confirmed']:.1%} [{r['low']:.1%}, {r['high']:.1%}] "
                   f"on {int(r['test_rows'])} test rows; fresh {r['fresh']:.1%} on {r['fresh_rows']} rows")
         if len(t):
+            reached = " (time allowance reached)" if t["stopped_early"].iloc[0] else ""
             print(f"{name}: {t['methods'].iloc[0]} methods, {t['models'].iloc[0]} models in "
-                  f"{t['seconds'].iloc[0]} s{' (time allowance reached)' if t['stopped_early'].iloc[0] else ''}")
+                  f"{t['seconds'].iloc[0]} s{reached}")
     table = pd.concat(tables, ignore_index=True)
     table.to_csv(RESULTS / ("compare_quick.csv" if args.quick else "compare.csv"), index=False)
     points = 100 * (table["selected"] - table["fresh"])

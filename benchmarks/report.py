@@ -14,7 +14,6 @@ import argparse
 import json
 from pathlib import Path
 
-
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 ROOT = HERE.parent

@@ -49,8 +49,8 @@ def lightgbm_frame(X: Any) -> Any:
     """``X`` with column names LightGBM accepts and stores unchanged up to spaces.
 
     A DataFrame whose names LightGBM would refuse or alter beyond spaces (empty names, JSON
-    characters, ``=``, control characters, names that collide once spaces become underscores) gets LightGBM's placeholder names
-    ``Column_0, ...``, which :func:`restore_names` accepts for any names; anything else is
+    characters, ``=``, control characters, names that collide once spaces become underscores)
+    gets LightGBM's placeholder names ``Column_0, ...``, which :func:`restore_names` accepts for any names; anything else is
     returned as is.
     """
     if not (hasattr(X, "columns") and hasattr(X, "iloc")):

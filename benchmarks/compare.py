@@ -19,8 +19,8 @@ Full run: heart, sonar, thyroid, miniboone_tiny, higgs_small, adult and letter (
 with 6,000 training rows drawn at random, so that every method gets its turn in the time
 allowance), compare's ``quick`` settings, ``--time-limit`` seconds each (default 120).
 ``--quick``: heart and sonar, the methods that fit in seconds (``QUICK_METHODS``), 20 s each.
-Writes ``benchmarks/results/compare[_quick].csv`` (one row per recommended model) and ``compare_<dataset>.png``; the last stdout line is one JSON
-object.
+Writes ``benchmarks/results/compare[_quick].csv`` (one row per recommended model) and
+``compare_<dataset>.png``; the last stdout line is one JSON object.
 
     python benchmarks/compare.py [--quick] [--data-home DIR] [--time-limit SECONDS] [--datasets A,B]
 """

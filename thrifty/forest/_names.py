@@ -50,8 +50,8 @@ def lightgbm_frame(X: Any) -> Any:
 
     A DataFrame whose names LightGBM would refuse or alter beyond spaces (empty names, JSON
     characters, ``=``, control characters, names that collide once spaces become underscores)
-    gets LightGBM's placeholder names ``Column_0, ...``, which :func:`restore_names` accepts for any names; anything else is
-    returned as is.
+    gets LightGBM's placeholder names ``Column_0, ...``, which :func:`restore_names` accepts for
+    any names; anything else is returned as is.
     """
     if not (hasattr(X, "columns") and hasattr(X, "iloc")):
         return X

@@ -201,3 +201,12 @@ class StoreProvider:
             return np.asarray(store[np.ix_(global_rows, features)])
 
         return provider
+
+
+def test_compiled_plan_scores_on_the_cluster(client, adult_like):
+    # The plan pickles as plan + costs; each worker loads the native code from the disk cache.
+    frame, _, model, costs = adult_like
+    compiled = thrifty.compile(model, costs)
+    assert compiled.native
+    table = evaluate(compiled, dd.from_pandas(frame, npartitions=3)).compute()
+    _check_equal(table, thrifty.evaluate(model, frame, costs))

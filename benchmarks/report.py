@@ -32,6 +32,20 @@ SECTIONS = [
             ("cost_accounting_overhead", "evaluate with costs / predict_raw", ""),
             ("lazy_overhead", "lazy provider / dense evaluate", ""),
             ("big_batch_seconds", "seconds for the big batch", ""),
+            ("big_batch_working_mb", "working memory of the 10-million-row batch, MB", "bounded"),
+            ("compiled_ratio_vs_lightgbm", "thrifty.compile'd Full plan, evaluate with costs / LightGBM "
+             "predict, 1 thread", "<= 0.12"),
+            ("compiled_ratio_vs_tl2cgen", "the same / tl2cgen (quantize=1)", "<= 0.4"),
+            ("xgboost_compiled_ratio_vs_xgboost", "compiled XGBoost model (500 trees, depth 6) / XGBoost "
+             "predict", ""),
+            ("single_row_ratio_vs_lightgbm", "one row per call: compiled evaluate / LightGBM predict",
+             "<= 0.2"),
+            ("qwyc_single_row_ratio_vs_lightgbm", "one row per call: compiled QWYC plan / LightGBM's full "
+             "predict", "<= 0.05"),
+            ("qwyc_compiled_speedup_efficiency", "compiled QWYC speed-up over compiled Full / tree "
+             "reduction", ">= 0.9"),
+            ("compile_seconds", "seconds to compile the 500 trees (cold)", "<= 30 for 1,000 trees"),
+            ("cache_load_seconds", "seconds to load the compiled plan in a new process", "<= 1"),
         ],
         "differs": "Adult, a 500-tree LightGBM model of depth 5; ratios measured in one run on a shared "
                    "2-core machine.",
@@ -146,6 +160,42 @@ SECTIONS += [
                    "with gamma=1e-4, 50 alternations and max_features=1 is 100% accurate at the "
                    "paper's cost 1.5, where the L1 baseline needs 1.75 (tests/train/"
                    "test_adapt_synthetic.py; see docs/methods/adapt.md).",
+    },
+]
+SECTIONS += [
+    {
+        "bench": "serve", "title": "`thrifty serve` under load (loopback)", "paper": "",
+        "command": "python benchmarks/serve.py",
+        "figures": [
+            ("full_sequential_p50_ms", "Full plan, 1 client: median latency, ms", ""),
+            ("full_sequential_p99_ms", "Full plan, 1 client: p99 latency, ms", ""),
+            ("full_8_clients_rps", "Full plan, 8 clients: requests per second", ""),
+            ("qwyc_sequential_p50_ms", "QWYC plan, 1 client: median latency, ms", ""),
+            ("qwyc_sequential_p99_ms", "QWYC plan, 1 client: p99 latency, ms", ""),
+            ("qwyc_8_clients_rps", "QWYC plan, 8 clients: requests per second", ""),
+            ("full_mean_features_cost", "Full plan: features fetched per request", ""),
+            ("qwyc_mean_features_cost", "QWYC plan: features fetched per request", ""),
+        ],
+        "differs": "Adult, a 500-tree LightGBM model; one row per request, every feature fetched lazily "
+                   "from a SQLite store of the 16,281 test rows; client and server on one shared 2-core "
+                   "machine.",
+    },
+    {
+        "bench": "scale_scoring", "title": "Scoring on a Dask cluster", "paper": "",
+        "command": "python benchmarks/scale.py --only scoring",
+        "figures": [],
+        "derived": [
+            ("cluster wall / single-process wall at the largest row count (`dask_overhead`)",
+             lambda f: f["scoring"][-1]["dask_overhead"], "<= 1.3"),
+            ("rows scored at that count", lambda f: f["scoring"][-1]["rows"], ""),
+            ("peak memory per worker, MiB, smallest and largest row counts",
+             lambda f: f"{max(f['scoring'][0]['worker_peak_mib'])} and "
+                       f"{max(f['scoring'][-1]['worker_peak_mib'])}", "bounded"),
+            ("cluster rows per second", lambda f: f["scoring"][-1]["cluster_rows_per_second"], ""),
+        ],
+        "differs": "Generated Adult-like rows; a local cluster of 2 single-threaded workers against "
+                   "one process with 2 threads, on the same 2-core machine. CEGB on the cluster and "
+                   "the compare sweep are in docs/scale.md.",
     },
 ]
 COMPARE = {"bench": "compare", "command": "python benchmarks/compare.py"}

@@ -365,8 +365,9 @@ class Reporter:
             return
         self.done += 1
         if self.lines:
+            n = self.rows[r.method]
             self._say(f"[{self.done}/{self.n_methods}] {self.names[r.method]}: "
-                      f"{self.rows[r.method]} models in {self.seconds[r.method]:.1f} s")
+                      f"{n} model{'' if n == 1 else 's'} in {self.seconds[r.method]:.1f} s")
 
     def _say(self, text: str) -> None:
         print(f"thrifty compare ({self.stage}, {time.perf_counter() - self.start:.0f} s): {text}",

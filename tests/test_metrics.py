@@ -313,3 +313,10 @@ def test_bootstrap_interval_brackets_the_statistic_and_resamples_groups():
     # Resampling whole groups: the width of 40 independent values, not of 400.
     se = values[::10].std() / np.sqrt(40)
     assert high - low == pytest.approx(2 * 1.96 * se, rel=0.2)
+
+
+@pytest.mark.parametrize("metric", [metrics.accuracy, metrics.balanced_accuracy])
+def test_label_metrics_refuse_probabilities(metric):
+    # Probabilities passed where labels belong would compare floats to labels: always 0.
+    with pytest.raises(ValueError, match="needs predicted labels"):
+        metric(np.array([0, 1]), np.array([[0.9, 0.1], [0.2, 0.8]]))

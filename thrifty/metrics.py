@@ -53,14 +53,20 @@ def accuracy(y: Any, pred: Any) -> float:
     -------
     float
     """
+    y, pred = _true_and_predicted(y, pred, "accuracy")
+    return float(_skm.accuracy_score(y, pred))
+
+
+def _true_and_predicted(y: Any, pred: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """True labels and predicted labels (an Evaluation gives its own) as arrays of one length."""
     if _is_evaluation(pred):
         pred = pred.predictions
     y, pred = np.asarray(y), np.asarray(pred)
     if pred.ndim != 1:
-        raise ValueError("accuracy needs predicted labels (shape (n,)); got a matrix - pass the "
+        raise ValueError(f"{metric} needs predicted labels (shape (n,)); got a matrix - pass the "
                          "Evaluation or its .labels, not its probabilities")
     _check_lengths(y, pred)
-    return float(_skm.accuracy_score(y, pred))
+    return y, pred
 
 
 def _positive_scores(score: Any) -> np.ndarray:
@@ -115,10 +121,7 @@ def balanced_accuracy(y: Any, pred: Any) -> float:
     -------
     float
     """
-    if _is_evaluation(pred):
-        pred = pred.predictions
-    y, pred = np.asarray(y), np.asarray(pred)
-    _check_lengths(y, pred)
+    y, pred = _true_and_predicted(y, pred, "balanced_accuracy")
     classes = np.unique(y)
     return float(np.mean([np.mean(pred[y == c] == c) for c in classes]))
 

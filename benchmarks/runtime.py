@@ -212,24 +212,37 @@ def single_row_section(args, forest, booster, M, X_tr, costs) -> dict:
     from thrifty.order import qwyc
 
     full = thrifty.compile(forest, costs)
-    rng = np.random.default_rng(0)
-    M_tr = forest._as_matrix(X_tr)
-    fit_rows = M_tr[rng.choice(len(M_tr), size=min(16_000, len(M_tr)), replace=False)]
+    _, fit_rows = _qwyc_rows(forest, X_tr)
     qcomp = thrifty.compile(qwyc(forest, fit_rows, alpha=0.005,
                                  ordering="given" if args.quick else "optimize"), costs)
+    return {
+        **_single_row_figures(booster, full, qcomp, lambda x: evaluate(forest, x, costs, n_threads=1), M),
+        "load_average": os.getloadavg()[0],
+        "lightgbm_trees": forest.n_trees,
+    }
+
+
+def _single_row_figures(booster, full, qcomp, interpreter, M: np.ndarray) -> dict:
+    """One-row figures: mean µs per call of LightGBM, the compiled Full and QWYC plans and the
+    interpreter (one thread), and the compiled plans' ratios to LightGBM."""
     singles = one_row_means({
         "lightgbm": lambda x: booster.predict(x, raw_score=True, num_threads=1),
         "compiled_full": lambda x: full.evaluate(x, n_threads=1),
         "compiled_qwyc": lambda x: qcomp.evaluate(x, n_threads=1),
-        "interpreter_full": lambda x: evaluate(forest, x, costs, n_threads=1),
+        "interpreter_full": interpreter,
     }, M)
     return {
         "single_row_ratio_vs_lightgbm": round(singles["compiled_full"] / singles["lightgbm"], 3),
         "single_row_us": {k: round(v * 1e6, 1) for k, v in singles.items()},
         "qwyc_single_row_ratio_vs_lightgbm": round(singles["compiled_qwyc"] / singles["lightgbm"], 3),
-        "load_average": os.getloadavg()[0],
-        "lightgbm_trees": forest.n_trees,
     }
+
+
+def _qwyc_rows(forest, X_tr) -> tuple[np.ndarray, np.ndarray]:
+    """The training matrix and the 16,000 of its rows QWYC is fitted on."""
+    M_tr = forest._as_matrix(X_tr)
+    rng = np.random.default_rng(0)
+    return M_tr, M_tr[rng.choice(len(M_tr), size=min(16_000, len(M_tr)), replace=False)]
 
 
 def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats) -> tuple[dict, list]:
@@ -258,9 +271,7 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
     t_tl2 = None if args.quick else _tl2cgen_time(booster, M, full, repeats)
 
     # QWYC*: the alpha nearest 0.5% test difference.
-    rng = np.random.default_rng(0)
-    M_tr = forest._as_matrix(X_tr)
-    fit_rows = M_tr[rng.choice(len(M_tr), size=min(16_000, len(M_tr)), replace=False)]
+    M_tr, fit_rows = _qwyc_rows(forest, X_tr)
     full_labels = ref.labels
     best = None
     for alpha in ((0.005,) if args.quick else (0.002, 0.005, 0.01)):
@@ -275,12 +286,6 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
     assert np.array_equal(qcomp.evaluate(M).raw, qref.raw)
     t_full_b, t_q_b, _ = _paired3(lambda: full.evaluate(M, n_threads=one),
                                   lambda: qcomp.evaluate(M, n_threads=one), None, repeats)
-    singles = one_row_means({
-        "lightgbm": lambda x: booster.predict(x, raw_score=True, num_threads=one),
-        "compiled_full": lambda x: full.evaluate(x, n_threads=one),
-        "compiled_qwyc": lambda x: qcomp.evaluate(x, n_threads=one),
-        "interpreter_full": lambda x: evaluate(forest, x, costs, n_threads=one),
-    }, M)
 
     xgb_figs, xgb_rows = _xgboost_part(args, M_tr, y_tr, M, costs, repeats)
     figures = {
@@ -289,9 +294,7 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
         "compiled_ratio_vs_tl2cgen": None if t_tl2 is None else round(t_comp / t_tl2, 3),
         "tl2cgen_ratio_vs_lightgbm": None if t_tl2 is None else round(t_tl2 / t_lgb, 3),
         "compiled_ns_per_tree_row": round(t_comp / (forest.n_trees * len(M)) * 1e9, 2),
-        "single_row_ratio_vs_lightgbm": round(singles["compiled_full"] / singles["lightgbm"], 3),
-        "single_row_us": {k: round(v * 1e6, 1) for k, v in singles.items()},
-        "qwyc_single_row_ratio_vs_lightgbm": round(singles["compiled_qwyc"] / singles["lightgbm"], 3),
+        **_single_row_figures(booster, full, qcomp, lambda x: evaluate(forest, x, costs, n_threads=one), M),
         "qwyc_test_difference": round(qdiff, 4),
         "qwyc_mean_trees": round(qtrees, 2),
         "qwyc_compiled_speedup": round(t_full_b / t_q_b, 2),

@@ -10,8 +10,7 @@ from thrifty.costs import CostModel
 from thrifty.forest._inputs import to_matrix
 from thrifty.forest._predict import SERIAL_ROWS, threads
 from thrifty.runtime._executors import Context, executor
-from thrifty.runtime._results import (MIN_CHUNK, Collector, Evaluation, chunk_rows, costs_for,
-                                      evaluation_of)
+from thrifty.runtime._results import MIN_CHUNK, Collector, Evaluation, chunk_rows, costs_for, evaluation_of
 from thrifty.runtime.compiled import CompiledPlan
 from thrifty.runtime.lazy import Provider, array_provider, run_lazy
 from thrifty.runtime.plans import Plan, as_plan

@@ -15,8 +15,10 @@ one-row evaluate there (numba's cached driver loads). A batch of 10 million rows
 --quick) checks that working memory stays bounded. tl2cgen figures need the ``bench`` extra
 (treelite, tl2cgen) and a C compiler; without them, and with --quick, they are null. Writes
 benchmarks/results/runtime.csv and runtime.png; the last stdout line is one JSON object.
+``--only single-row`` measures only the one-row figures (the same model, the QWYC plan of alpha
+0.005) and writes them to runtime_single_row.json.
 
-    python benchmarks/runtime.py [--quick] [--data-home DIR]
+    python benchmarks/runtime.py [--quick] [--only single-row] [--data-home DIR]
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--quick", action="store_true", help="fewer repeats and a smaller forest (< 1 min)")
     default_home = os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data"))
     ap.add_argument("--data-home", default=default_home, help="folder of the shared datasets")
+    ap.add_argument("--only", choices=["single-row"], help="measure only this part")
     args = ap.parse_args(argv)
 
     import lightgbm as lgb
@@ -94,6 +97,10 @@ def main(argv: list[str] | None = None) -> dict:
         lambda: forest.predict_raw(M, n_threads=n_cores), repeats)
 
     costs = CostModel.uniform(forest.n_features, feature_names=forest.feature_names, tree_cost=0.01)
+    if args.only == "single-row":
+        figures = {"bench": "runtime_single_row", **single_row_section(args, forest, booster, M, X_tr, costs)}
+        emit(figures, bool(args.quick))
+        return figures
     t_plain_1, t_eval_1 = paired_times(lambda: forest.predict_raw(M, n_threads=1),
                                        lambda: evaluate(forest, M, costs, n_threads=1), repeats)
     t_plain_all, t_eval_all = paired_times(lambda: forest.predict_raw(M),
@@ -198,6 +205,46 @@ def one_row_means(fns: dict, X: np.ndarray, calls: int = 1000, block: int = 50) 
     return {name: t / calls for name, t in total.items()}
 
 
+def single_row_section(args, forest, booster, M, X_tr, costs) -> dict:
+    """One-row figures only: compiled Full and QWYC (alpha 0.005) plans against LightGBM."""
+    import thrifty
+    from thrifty import evaluate
+    from thrifty.order import qwyc
+
+    full = thrifty.compile(forest, costs)
+    _, fit_rows = _qwyc_rows(forest, X_tr)
+    qcomp = thrifty.compile(qwyc(forest, fit_rows, alpha=0.005,
+                                 ordering="given" if args.quick else "optimize"), costs)
+    return {
+        **_single_row_figures(booster, full, qcomp, lambda x: evaluate(forest, x, costs, n_threads=1), M),
+        "load_average": os.getloadavg()[0],
+        "lightgbm_trees": forest.n_trees,
+    }
+
+
+def _single_row_figures(booster, full, qcomp, interpreter, M: np.ndarray) -> dict:
+    """One-row figures: mean µs per call of LightGBM, the compiled Full and QWYC plans and the
+    interpreter (one thread), and the compiled plans' ratios to LightGBM."""
+    singles = one_row_means({
+        "lightgbm": lambda x: booster.predict(x, raw_score=True, num_threads=1),
+        "compiled_full": lambda x: full.evaluate(x, n_threads=1),
+        "compiled_qwyc": lambda x: qcomp.evaluate(x, n_threads=1),
+        "interpreter_full": interpreter,
+    }, M)
+    return {
+        "single_row_ratio_vs_lightgbm": round(singles["compiled_full"] / singles["lightgbm"], 3),
+        "single_row_us": {k: round(v * 1e6, 1) for k, v in singles.items()},
+        "qwyc_single_row_ratio_vs_lightgbm": round(singles["compiled_qwyc"] / singles["lightgbm"], 3),
+    }
+
+
+def _qwyc_rows(forest, X_tr) -> tuple[np.ndarray, np.ndarray]:
+    """The training matrix and the 16,000 of its rows QWYC is fitted on."""
+    M_tr = forest._as_matrix(X_tr)
+    rng = np.random.default_rng(0)
+    return M_tr, M_tr[rng.choice(len(M_tr), size=min(16_000, len(M_tr)), replace=False)]
+
+
 def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats) -> tuple[dict, list]:
     """thrifty.compile against LightGBM, tl2cgen and XGBoost; QWYC compiled; compile and load times."""
     import thrifty
@@ -224,9 +271,7 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
     t_tl2 = None if args.quick else _tl2cgen_time(booster, M, full, repeats)
 
     # QWYC*: the alpha nearest 0.5% test difference.
-    rng = np.random.default_rng(0)
-    M_tr = forest._as_matrix(X_tr)
-    fit_rows = M_tr[rng.choice(len(M_tr), size=min(16_000, len(M_tr)), replace=False)]
+    M_tr, fit_rows = _qwyc_rows(forest, X_tr)
     full_labels = ref.labels
     best = None
     for alpha in ((0.005,) if args.quick else (0.002, 0.005, 0.01)):
@@ -241,12 +286,6 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
     assert np.array_equal(qcomp.evaluate(M).raw, qref.raw)
     t_full_b, t_q_b, _ = _paired3(lambda: full.evaluate(M, n_threads=one),
                                   lambda: qcomp.evaluate(M, n_threads=one), None, repeats)
-    singles = one_row_means({
-        "lightgbm": lambda x: booster.predict(x, raw_score=True, num_threads=one),
-        "compiled_full": lambda x: full.evaluate(x, n_threads=one),
-        "compiled_qwyc": lambda x: qcomp.evaluate(x, n_threads=one),
-        "interpreter_full": lambda x: evaluate(forest, x, costs, n_threads=one),
-    }, M)
 
     xgb_figs, xgb_rows = _xgboost_part(args, M_tr, y_tr, M, costs, repeats)
     figures = {
@@ -255,9 +294,7 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
         "compiled_ratio_vs_tl2cgen": None if t_tl2 is None else round(t_comp / t_tl2, 3),
         "tl2cgen_ratio_vs_lightgbm": None if t_tl2 is None else round(t_tl2 / t_lgb, 3),
         "compiled_ns_per_tree_row": round(t_comp / (forest.n_trees * len(M)) * 1e9, 2),
-        "single_row_ratio_vs_lightgbm": round(singles["compiled_full"] / singles["lightgbm"], 3),
-        "single_row_us": {k: round(v * 1e6, 1) for k, v in singles.items()},
-        "qwyc_single_row_ratio_vs_lightgbm": round(singles["compiled_qwyc"] / singles["lightgbm"], 3),
+        **_single_row_figures(booster, full, qcomp, lambda x: evaluate(forest, x, costs, n_threads=one), M),
         "qwyc_test_difference": round(qdiff, 4),
         "qwyc_mean_trees": round(qtrees, 2),
         "qwyc_compiled_speedup": round(t_full_b / t_q_b, 2),

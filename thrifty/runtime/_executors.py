@@ -98,7 +98,9 @@ class _SequentialExecutor(_ForestOutputs):
         self.bins, self.full = schedule.bins, schedule.full
         self.pos = np.zeros(n, dtype=np.int64)
         self.cur = np.full(n, -1, dtype=np.int64)
-        self.raw = np.tile(forest.base_score, (n, 1))
+        # Every row starts at the base score (as np.tile would give, in fewer steps).
+        self.raw = np.empty((n, forest.base_score.shape[0]), dtype=forest.base_score.dtype)
+        self.raw[:] = forest.base_score
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
         self.frozen = np.zeros(n, dtype=np.bool_)
@@ -142,10 +144,13 @@ class _NativeSequentialExecutor(_SequentialExecutor):
     def __init__(self, forest: Forest, schedule: Schedule, ctx: Context, native: NativeSchedule) -> None:
         super().__init__(forest, schedule, ctx)
         self.native = native
+        # No row has started yet (pos and done are all zero): the first advance need not check.
+        self.fresh = True
 
     def advance(self, rows: np.ndarray) -> None:
         f, c, s = self.forest, self.ctx, self.native
-        if not (c.all_known and not np.any(self.pos[rows]) and not np.any(self.done[rows])):
+        fresh, self.fresh = self.fresh, False
+        if not (c.all_known and (fresh or not (np.any(self.pos[rows]) or np.any(self.done[rows])))):
             super().advance(rows)
             return
         X = c.X if f.input_dtype == "float64" else _round32(c.X)
@@ -155,13 +160,9 @@ class _NativeSequentialExecutor(_SequentialExecutor):
         block = max(1, min(n, NATIVE_BLOCK if kernel is RUN_NATIVE.serial else
                            max(64, min(NATIVE_BLOCK, -(-n // numba.get_num_threads())))))
         n_blocks = -(-n // block) if n else 0
-        b = self.bins
-        kernel(s.native.leaves, X, rows, self.order, s.stop, s.has_exit, f.value, f.tree_weight,
-               f.tree_class, s.leaf_rec, s.path_ptr, s.path_feat, self.eps_pos, self.eps_neg,
-               f.accumulate == "float32", b.width, b.ptr, b.key, b.pos, b.neg, c.touched,
-               c.n_nodes, c.n_trees, self.pos, self.raw, self.done, self.decision, self.frozen,
-               np.empty(n, dtype=np.int64), np.empty(c.n, dtype=np.uint64),
-               np.empty(n_blocks * block * CHUNK, dtype=np.int32),
+        kernel(s.native.leaves, X, rows, *s.args, c.touched, c.n_nodes, c.n_trees, self.pos,
+               self.raw, self.done, self.decision, self.frozen, np.empty(n, dtype=np.int64),
+               np.empty(c.n, dtype=np.uint64), np.empty(n_blocks * block * CHUNK, dtype=np.int32),
                block, CHUNK)
 
 

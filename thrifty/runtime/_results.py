@@ -13,6 +13,8 @@ from thrifty.runtime.plans import Cascade, Gated, Plan
 
 # Bytes of per-row state a chunk may hold; bounds memory whatever the number of rows.
 _CHUNK_BYTES = 1 << 27
+# The fewest rows of a default chunk: a batch this small is always one chunk.
+MIN_CHUNK = 256
 
 
 @dataclass
@@ -64,7 +66,7 @@ def chunk_rows(plan: Plan, costs: CostModel, lazy: bool, chunk_size: int | None)
         return int(chunk_size)
     F, U = plan.n_features, len(costs.unit_cost)
     per_row = 8 * (F + 2 * plan.n_outputs + 8) + F + U + 9 * _cache_width(plan) + (9 * F if lazy else 0)
-    return max(256, min(1 << 16, _CHUNK_BYTES // per_row))
+    return max(MIN_CHUNK, min(1 << 16, _CHUNK_BYTES // per_row))
 
 
 def _cache_width(plan: Plan) -> int:

@@ -30,7 +30,11 @@ LEAF_RECORD = np.dtype([("wv", np.float64), ("depth", np.int64), ("mask", np.uin
 
 @dataclass(frozen=True)
 class NativeSchedule:
-    """What the native driver needs besides the forest's code: leaf tables and exit stops."""
+    """What the native driver needs besides the forest's code: leaf tables and exit stops.
+
+    ``args`` holds the driver's arguments that depend only on the plan (from ``order`` to the
+    exit bins, in ``run_native``'s order), gathered once: a one-row call does not pay for it.
+    """
 
     native: NativeCode
     leaf_rec: np.ndarray
@@ -38,6 +42,7 @@ class NativeSchedule:
     path_feat: np.ndarray
     stop: np.ndarray
     has_exit: np.ndarray
+    args: tuple
 
 
 class CompiledPlan:
@@ -117,7 +122,11 @@ def _native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> Nati
         for node in range(forest.n_nodes):
             for feat in path_feat[path_ptr[node]:path_ptr[node + 1]]:
                 rec["mask"][node] |= np.uint64(1) << np.uint64(feat)
-    return NativeSchedule(code, rec, path_ptr, path_feat, stop, has_exit)
+    f, b = forest, schedule.bins
+    args = (schedule.order, stop, has_exit, f.value, f.tree_weight, f.tree_class, rec, path_ptr,
+            path_feat, schedule.eps_pos, schedule.eps_neg, f.accumulate == "float32", b.width,
+            b.ptr, b.key, b.pos, b.neg)
+    return NativeSchedule(code, rec, path_ptr, path_feat, stop, has_exit, args)
 
 
 def compile(model: Any, costs: CostModel | None = None) -> CompiledPlan:  # noqa: A001

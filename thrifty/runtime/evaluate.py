@@ -10,7 +10,7 @@ from thrifty.costs import CostModel
 from thrifty.forest._inputs import to_matrix
 from thrifty.forest._predict import SERIAL_ROWS, threads
 from thrifty.runtime._executors import Context, executor
-from thrifty.runtime._results import Collector, Evaluation, chunk_rows, costs_for, evaluation_of
+from thrifty.runtime._results import MIN_CHUNK, Collector, Evaluation, chunk_rows, costs_for, evaluation_of
 from thrifty.runtime.compiled import CompiledPlan
 from thrifty.runtime.lazy import Provider, array_provider, run_lazy
 from thrifty.runtime.plans import Plan, as_plan
@@ -64,7 +64,8 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     n = X.shape[0]
-    chunk = chunk_rows(plan, costs, False, chunk_size)
+    # A small batch (a service's one-row call) is one chunk whatever the default size.
+    chunk = n if n <= MIN_CHUNK and chunk_size is None else chunk_rows(plan, costs, False, chunk_size)
     # Batches under SERIAL_ROWS run serial kernels: the thread count does not matter to them.
     with threads(n_threads if n >= SERIAL_ROWS else None):
         if n <= chunk:

@@ -129,3 +129,22 @@ def test_bad_arguments(small_model):
 
     with pytest.raises(TypeError, match="evaluate_async"):
         evaluate(plan, async_call, costs, n_rows=len(X))
+
+
+@pytest.mark.parametrize("answer", [
+    lambda f, r: np.zeros(3),                   # too few values
+    lambda f, r: np.zeros((1, len(r))),         # transposed: one row of values
+    lambda f, r: np.array([["a"]] * len(r)),    # not numbers
+])
+def test_plain_providers_are_checked_alike_sync_and_async(small_model, answer):
+    # One check of a plain provider's answer serves both drivers: the same error either way.
+    plan, X, costs = small_model
+
+    async def async_answer(f, r):
+        return answer(f, r)
+
+    with pytest.raises(ValueError) as sync_error:
+        evaluate(plan, answer, costs, n_rows=len(X))
+    with pytest.raises(ValueError) as async_error:
+        run(evaluate_async(plan, async_answer, costs, n_rows=len(X)))
+    assert str(sync_error.value) == str(async_error.value)

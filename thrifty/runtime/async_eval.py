@@ -16,7 +16,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.runtime._results import Evaluation, costs_for
-from thrifty.runtime.lazy import lazy_rounds
+from thrifty.runtime.lazy import drive, lazy_rounds
 from thrifty.runtime.plans import Full, as_plan
 from thrifty.runtime.rounds import Requests, async_fetcher
 from thrifty.runtime.tree_rounds import tree_rounds
@@ -75,7 +75,7 @@ async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = No
     clock = _Latency(costs, int(n_rows), latency)
     if hasattr(provider, "fetch") and not inspect.iscoroutinefunction(provider.fetch):
         # One worker thread runs the whole evaluation: one hand-off per call, not one per round.
-        result = await asyncio.to_thread(_drive_sync, gen, provider.fetch, clock)
+        result = await asyncio.to_thread(drive, gen, provider.fetch, clock.add)
     else:
         result = await _drive(gen, async_fetcher(provider), clock)
     result.cost.latency = clock.latency
@@ -88,18 +88,6 @@ async def _drive(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: 
         requests = next(gen)
         while True:
             answers = await fetch(requests)
-            clock.add(requests)
-            requests = gen.send(answers)
-    except StopIteration as stop:
-        return stop.value
-
-
-def _drive_sync(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: Any,
-                clock: _Latency) -> Evaluation:
-    try:
-        requests = next(gen)
-        while True:
-            answers = fetch(requests)
             clock.add(requests)
             requests = gen.send(answers)
     except StopIteration as stop:

@@ -133,31 +133,40 @@ def run_lazy(model: Any, provider: Provider, costs: CostModel | None = None, *, 
     fetch = getattr(provider, "fetch", None)
     if inspect.iscoroutinefunction(fetch) or inspect.iscoroutinefunction(provider):
         raise TypeError("the feature provider is async; use `await thrifty.evaluate_async(...)`")
+    if fetch is None:
+        def fetch(request: Round) -> list[np.ndarray]:
+            return [provider_column(provider(np.array([f], dtype=np.int64), rows), len(rows))
+                    for f, rows in request]
+
     rounds = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
+    return drive(rounds, fetch)
+
+
+def drive(rounds: Generator[Round, list[np.ndarray], Evaluation], fetch: Callable[[Round], Any],
+          after: Callable[[Round], None] | None = None) -> Evaluation:
+    """Run a round generator to its ``Evaluation``, answering each round with ``fetch(round)``
+    (then calling ``after(round)``, e.g. to account latency)."""
     try:
         request = next(rounds)
         while True:
-            if fetch is not None:
-                request = rounds.send(fetch(request))
-                continue
-            request = rounds.send([_call_provider(provider, np.array([f], dtype=np.int64), rows)[:, 0]
-                                   for f, rows in request])
+            answers = fetch(request)
+            if after is not None:
+                after(request)
+            request = rounds.send(answers)
     except StopIteration as stop:
         return stop.value
 
 
-def _call_provider(provider: Provider, features: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    values = np.asarray(provider(features, rows))
-    if values.ndim == 1 and len(features) == 1:
+def provider_column(values: Any, n_rows: int) -> np.ndarray:
+    """One feature's answer of a plain provider, checked to be ``(n_rows, 1)`` or ``(n_rows,)``
+    (``lazy_rounds`` converts it to float64)."""
+    values = np.asarray(values)
+    if values.ndim == 1:
         values = values.reshape(-1, 1)
-    if values.shape != (len(rows), len(features)):
-        raise ValueError(f"the feature provider returned shape {values.shape} for {len(rows)} rows "
-                         f"and {len(features)} feature(s); it must return (len(row_ids), len(feature_ids))")
-    try:
-        return values.astype(np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError("the feature provider returned non-numeric values; return numbers "
-                         "(category codes for categorical features)") from exc
+    if values.shape != (n_rows, 1):
+        raise ValueError(f"the feature provider returned shape {values.shape} for {n_rows} rows "
+                         "and 1 feature(s); it must return (len(row_ids), len(feature_ids))")
+    return values[:, 0]
 
 
 def array_provider(X: Any, model: Any = None) -> Provider:

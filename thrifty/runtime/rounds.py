@@ -9,6 +9,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from thrifty.runtime.lazy import provider_column
+
 # One round of lazy evaluation: (feature_id, row_ids) pairs, each fetchable concurrently.
 Requests = list[tuple[int, np.ndarray]]
 
@@ -47,7 +49,7 @@ def async_fetcher(provider: Any) -> Callable[[Requests], Awaitable[Any]]:
     async def one(f: int, rows: np.ndarray) -> np.ndarray:
         ids = np.array([f], dtype=np.int64)
         values = await provider(ids, rows) if is_async else await asyncio.to_thread(provider, ids, rows)
-        return np.asarray(values, dtype=np.float64).reshape(-1)
+        return provider_column(values, len(rows))
 
     async def per_feature(requests: Requests) -> list[np.ndarray]:
         return list(await asyncio.gather(*(one(f, rows) for f, rows in requests)))

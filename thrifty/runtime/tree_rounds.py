@@ -16,7 +16,7 @@ from thrifty.costs import CostModel
 from thrifty.forest._predict import threads
 from thrifty.runtime._executors import Context, executor
 from thrifty.runtime._results import Evaluation
-from thrifty.runtime.lazy import Round, _column, lazy_rounds
+from thrifty.runtime.lazy import Round, _column, drive, lazy_rounds
 from thrifty.runtime.plans import Full, Sequential
 
 # Rows discovered at once: each tree keeps its own per-row state.
@@ -64,13 +64,10 @@ def tree_rounds(plan: Full, costs: CostModel, *, n_rows: int, chunk_size: int | 
                 X[r + lo, f] = _column(values, len(r), f)
                 known[r + lo, f] = True
     # Every value the in-order evaluation asks for has been fetched; it runs from them.
-    gen = lazy_rounds(plan, costs, n_rows=n, chunk_size=chunk_size, n_threads=n_threads)
-    try:
-        requests = next(gen)
-        while True:
-            if not all(known[r, f].all() for f, r in requests):
-                raise RuntimeError("tree-parallel rounds missed a feature the in-order evaluation "
-                                   "needs; please report this bug")
-            requests = gen.send([X[r, f] for f, r in requests])
-    except StopIteration as stop:
-        return stop.value
+    def answer(requests: Round) -> list[np.ndarray]:
+        if not all(known[r, f].all() for f, r in requests):
+            raise RuntimeError("tree-parallel rounds missed a feature the in-order evaluation "
+                               "needs; please report this bug")
+        return [X[r, f] for f, r in requests]
+
+    return drive(lazy_rounds(plan, costs, n_rows=n, chunk_size=chunk_size, n_threads=n_threads), answer)

@@ -39,6 +39,8 @@ import numpy as np
 import pandas as pd
 from _figures import emit
 
+from thrifty.metrics import wilson_interval
+
 N_FEATURES = 14
 PARTITION_ROWS = 250_000
 # Adult's features: which are category codes (and how many categories), the rest numeric.
@@ -188,17 +190,12 @@ def sample_sizes(sizes: list[int], n_test: int) -> dict:
         scored = tdask.evaluate(qwyc, frame, costs)
         pred = scored["prediction"].compute().to_numpy()
         summary = tdask.cost_summary(scored, quantiles=())
-        acc = float(np.mean(pred == labels))
-        lo, hi = wilson(acc, len(labels))
+        correct = float(np.sum(pred == labels))
+        acc = correct / len(labels)
+        lo, hi = wilson_interval(correct, len(labels))
         out[str(size)] = {"accuracy": round(acc, 4), "accuracy_95": [round(lo, 4), round(hi, 4)],
                           "mean_cost": round(summary.mean, 3), "test_rows": len(labels)}
     return out
-
-
-def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
 
 
 def compare_heart(client, data_home: str | None, quick: bool) -> dict:

@@ -87,8 +87,9 @@ def hpc_models(quick: bool) -> dict:
 
     models = {"RF": RandomForestClassifier(n_estimators=200 if quick else 500, random_state=0, n_jobs=1)}
     if not quick:
-        models["LightGBM"] = lightgbm.LGBMClassifier(n_estimators=300, learning_rate=0.05, num_leaves=31,
-                                                     random_state=0, n_jobs=1, verbose=-1)
+        models["LightGBM"] = lightgbm.LGBMClassifier(
+            n_estimators=300, learning_rate=0.05, num_leaves=31, random_state=0, n_jobs=1, verbose=-1
+        )
     return models
 
 
@@ -107,17 +108,31 @@ def sweep_method(method: str, hpc, data: dict, grids: dict, settings: dict) -> l
     # keeps them between values of p_full
     shared = ADAPTClassifier(hpc, data["costs"], method=method, progress=False, **settings)
     for p_full in grids["p_full"]:
-        est = shared if method == "l1" else ADAPTClassifier(
-            hpc, data["costs"], method=method, warm_start=True, progress=False, **settings)
+        est = (
+            shared
+            if method == "l1"
+            else ADAPTClassifier(
+                hpc, data["costs"], method=method, warm_start=True, progress=False, **settings
+            )
+        )
         for gamma in grids[method]:  # large to small: each fit warm-starts from the sparser one
             t0 = time.perf_counter()
             est.set_params(p_full=p_full, gamma=gamma).fit(X, y)
             secs = time.perf_counter() - t0
             evv, evt = evaluate(est.plan_, Xv, est.costs_), evaluate(est.plan_, Xt, est.costs_)
-            rows.append({"method": METHODS[method], "p_full": p_full, "gamma": gamma,
-                         "valid_accuracy": accuracy(est, evv, Xv, yv), "valid_cost": evv.cost.mean,
-                         "test_accuracy": accuracy(est, evt, Xt, yt), "test_cost": evt.cost.mean,
-                         "test_to_hpc": float(np.mean(evt.exit == 1)), "fit_seconds": secs})
+            rows.append(
+                {
+                    "method": METHODS[method],
+                    "p_full": p_full,
+                    "gamma": gamma,
+                    "valid_accuracy": accuracy(est, evv, Xv, yv),
+                    "valid_cost": evv.cost.mean,
+                    "test_accuracy": accuracy(est, evt, Xt, yt),
+                    "test_cost": evt.cost.mean,
+                    "test_to_hpc": float(np.mean(evt.exit == 1)),
+                    "fit_seconds": secs,
+                }
+            )
     return rows
 
 
@@ -131,18 +146,32 @@ def others(data: dict, rf, quick: bool) -> list[dict]:
 
     def add(method: str, model, param: float) -> None:
         evv, evt = evaluate(model, Xv, costs), evaluate(model, Xt, costs)
-        rows.append({"method": method, "p_full": np.nan, "gamma": param,
-                     "valid_accuracy": float(np.mean(evv.labels == yv)), "valid_cost": evv.cost.mean,
-                     "test_accuracy": float(np.mean(evt.labels == yt)), "test_cost": evt.cost.mean,
-                     "test_to_hpc": np.nan, "fit_seconds": np.nan})
+        rows.append(
+            {
+                "method": method,
+                "p_full": np.nan,
+                "gamma": param,
+                "valid_accuracy": float(np.mean(evv.labels == yv)),
+                "valid_cost": evv.cost.mean,
+                "test_accuracy": float(np.mean(evt.labels == yt)),
+                "test_cost": evt.cost.mean,
+                "test_to_hpc": np.nan,
+                "fit_seconds": np.nan,
+            }
+        )
 
     try:
         from thrifty.train.cegb import CEGBClassifier
 
         if len(np.unique(y)) == 2:
-            for tradeoff in ((0.01, 0.1) if quick else (1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3)):
-                add("CEGB", CEGBClassifier(costs=costs, tradeoff=tradeoff, n_jobs=1, random_state=0,
-                                           progress=False).fit(X, y), tradeoff)
+            for tradeoff in (0.01, 0.1) if quick else (1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3):
+                add(
+                    "CEGB",
+                    CEGBClassifier(
+                        costs=costs, tradeoff=tradeoff, n_jobs=1, random_state=0, progress=False
+                    ).fit(X, y),
+                    tradeoff,
+                )
     except Exception as exc:  # an unfinished module must not stop the benchmark
         print(f"  CEGB skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
     try:
@@ -154,8 +183,9 @@ def others(data: dict, rf, quick: bool) -> list[dict]:
         # gigabytes on letter: it prunes a 100-tree forest of depth <= 10 instead, fitted on
         # at most 3,000 training rows.
         m = min(len(y), 3000)
-        small = RandomForestClassifier(n_estimators=40 if quick else 100, max_depth=10, random_state=0,
-                                       n_jobs=1).fit(X[:m], y[:m])
+        small = RandomForestClassifier(
+            n_estimators=40 if quick else 100, max_depth=10, random_state=0, n_jobs=1
+        ).fit(X[:m], y[:m])
         path = budget_prune_path(small, X[:m], y[:m], costs, progress=False)
         for k in np.unique(np.linspace(0, len(path) - 1, 6 if quick else 12).round().astype(int)):
             add("BudgetPrune", path.forest(int(k)), float(path.lambdas[k]))
@@ -198,14 +228,22 @@ def main() -> None:
     from thrifty import evaluate
 
     quick = args.quick
-    names = ["heart", "miniboone_tiny"] if quick else ["letter", "miniboone_tiny", "higgs_small", "heart",
-                                                        "thyroid"]
-    grids = {"p_full": (0.1, 0.3, 0.5) if quick else (0.2, 0.35, 0.5, 0.65),
-             "gbrt": (1e-2, 1e-3, 1e-4) if quick else (1e-2, 1e-3, 3e-4, 1e-4),
-             "lin": (0.1, 0.01, 1e-3) if quick else (0.1, 0.03, 0.01),
-             "l1": (0.1, 0.01, 1e-3) if quick else (0.1, 0.03, 0.01, 3e-3)}
-    settings = ({"n_estimators": 30, "learning_rate": 0.2, "max_depth": 3, "n_iter": 4} if quick
-                else {"n_estimators": 100, "learning_rate": 0.1, "max_depth": 4, "n_iter": 6})
+    names = (
+        ["heart", "miniboone_tiny"]
+        if quick
+        else ["letter", "miniboone_tiny", "higgs_small", "heart", "thyroid"]
+    )
+    grids = {
+        "p_full": (0.1, 0.3, 0.5) if quick else (0.2, 0.35, 0.5, 0.65),
+        "gbrt": (1e-2, 1e-3, 1e-4) if quick else (1e-2, 1e-3, 3e-4, 1e-4),
+        "lin": (0.1, 0.01, 1e-3) if quick else (0.1, 0.03, 0.01),
+        "l1": (0.1, 0.01, 1e-3) if quick else (0.1, 0.03, 0.01, 3e-3),
+    }
+    settings = (
+        {"n_estimators": 30, "learning_rate": 0.2, "max_depth": 3, "n_iter": 4}
+        if quick
+        else {"n_estimators": 100, "learning_rate": 0.1, "max_depth": 4, "n_iter": 6}
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     rows, figures, heights = [], {}, {}
     t_start, cpu_start = time.perf_counter(), time.process_time()
@@ -223,20 +261,30 @@ def main() -> None:
             ev = evaluate(hpc, Xt, data["costs"])
             f0_acc, f0_cost = float(np.mean(ev.labels == yt)), ev.cost.mean
             base = {"dataset": name, "f0": f0_name}
-            rows.append({**base, "method": f"f0 ({f0_name})", "test_accuracy": f0_acc, "test_cost": f0_cost,
-                         "fit_seconds": f0_secs})
+            rows.append(
+                {
+                    **base,
+                    "method": f"f0 ({f0_name})",
+                    "test_accuracy": f0_acc,
+                    "test_cost": f0_cost,
+                    "fit_seconds": f0_secs,
+                }
+            )
             for method in METHODS:
                 t0 = time.perf_counter()
                 pts = sweep_method(method, hpc, data, grids, settings)
-                print(f"  {f0_name} {METHODS[method]}: {len(pts)} fits in {time.perf_counter() - t0:.1f}s",
-                      file=sys.stderr)
+                print(
+                    f"  {f0_name} {METHODS[method]}: {len(pts)} fits in {time.perf_counter() - t0:.1f}s",
+                    file=sys.stderr,
+                )
                 rows += [{**base, **p} for p in pts]
             if name == "letter" and f0_name == "RF":
                 from thrifty.train.adapt import ADAPTClassifier
 
                 t0 = time.perf_counter()
-                ADAPTClassifier(hpc, data["costs"], p_full=0.2, gamma=1e-3, progress=False,
-                                **settings).fit(X, y)
+                ADAPTClassifier(hpc, data["costs"], p_full=0.2, gamma=1e-3, progress=False, **settings).fit(
+                    X, y
+                )
                 figures["fit_seconds_letter"] = round(time.perf_counter() - t0, 2)
                 figures["fit_seconds_letter_vs_rf500_fit"] = round(figures["fit_seconds_letter"] / f0_secs, 2)
         rows += [{"dataset": name, "f0": "RF", **p} for p in others(data, rf_fitted, quick)]
@@ -256,12 +304,21 @@ def main() -> None:
                 pts = g[g.method == method]
                 if len(pts):
                     fronts[method] = valid_front(pts)
-                    ax.plot(fronts[method].test_cost, fronts[method].test_accuracy, "o-", ms=3, label=method,
-                            drawstyle="steps-post")
+                    ax.plot(
+                        fronts[method].test_cost,
+                        fronts[method].test_accuracy,
+                        "o-",
+                        ms=3,
+                        label=method,
+                        drawstyle="steps-post",
+                    )
             ax.axhline(f0_row.test_accuracy, color="k", ls=":", lw=1)
             ax.plot([f0_row.test_cost], [f0_row.test_accuracy], "k*", ms=10, label=f"f0 ({f0_name})")
-            ax.set(title=f"{name}, f0 = {f0_name}", xlabel="mean feature cost per test example",
-                   ylabel="test accuracy")
+            ax.set(
+                title=f"{name}, f0 = {f0_name}",
+                xlabel="mean feature cost per test example",
+                ylabel="test accuracy",
+            )
             ax.legend(fontsize=8, loc="lower right")
             h = {m: frontier_height(fronts[m], f0_row.test_cost) for m in METHODS.values()}
             heights[f"{name}/{f0_name}"] = {m: round(v, 4) for m, v in h.items()}
@@ -273,20 +330,27 @@ def main() -> None:
                 figures["letter_f0_accuracy"] = round(float(f0_row.test_accuracy), 4)
                 figures["letter_f0_cost"] = round(float(f0_row.test_cost), 3)
                 figures["letter_cost_reduction_within_1pt"] = (
-                    round(1.0 - float(ok.test_cost.min()) / float(f0_row.test_cost), 4) if len(ok) else 0.0)
+                    round(1.0 - float(ok.test_cost.min()) / float(f0_row.test_cost), 4) if len(ok) else 0.0
+                )
         fig.tight_layout()
         fig.savefig(RESULTS / f"adapt_frontier{tag}_{name}.png", dpi=110)
         plt.close(fig)
-    out = {"bench": "adapt", "quick": quick,
-           "letter_cost_reduction_within_1pt": figures.get("letter_cost_reduction_within_1pt"),
-           "datasets_gbrt_beats_lin_and_l1": beats,
-           "n_dataset_f0_pairs": len(heights),
-           "fit_seconds_letter": figures.get("fit_seconds_letter"),
-           **{k: v for k, v in figures.items() if k not in ("letter_cost_reduction_within_1pt",
-                                                             "fit_seconds_letter")},
-           "frontier_heights": heights,
-           "total_seconds": round(time.perf_counter() - t_start, 1),
-           "cpu_seconds": round(time.process_time() - cpu_start, 1)}
+    out = {
+        "bench": "adapt",
+        "quick": quick,
+        "letter_cost_reduction_within_1pt": figures.get("letter_cost_reduction_within_1pt"),
+        "datasets_gbrt_beats_lin_and_l1": beats,
+        "n_dataset_f0_pairs": len(heights),
+        "fit_seconds_letter": figures.get("fit_seconds_letter"),
+        **{
+            k: v
+            for k, v in figures.items()
+            if k not in ("letter_cost_reduction_within_1pt", "fit_seconds_letter")
+        },
+        "frontier_heights": heights,
+        "total_seconds": round(time.perf_counter() - t_start, 1),
+        "cpu_seconds": round(time.process_time() - cpu_start, 1),
+    }
     emit(out, quick)
 
 

@@ -81,13 +81,26 @@ RESULTS = HERE / "results"
 GRID = np.concatenate([[0.0], np.geomspace(1e-8, 1.0, 121)])
 # The paper's low error level minus its unpruned error, floored at half a point (Table 1: sonar
 # +3.0 points; heart and MiniBooNE at or below the unpruned error).
-LOW_GAP = {"sonar": 0.030, "heart": 0.005, "miniboone_tiny": 0.005, "heart (real costs)": 0.005,
-           "thyroid (real costs)": 0.005}
+LOW_GAP = {
+    "sonar": 0.030,
+    "heart": 0.005,
+    "miniboone_tiny": 0.005,
+    "heart (real costs)": 0.005,
+    "thyroid (real costs)": 0.005,
+}
 # The paper's high error level minus its unpruned error (Table 1), at least twice the low gap.
-HIGH_GAP = {"sonar": 0.058, "heart": 0.026, "miniboone_tiny": 0.010, "heart (real costs)": 0.026,
-            "thyroid (real costs)": 0.010}
-PAPER_PCT = {"sonar": (45.20, 74.31, 16.48, 28.11), "heart": (73.26, 96.20, 47.75, 75.86),
-             "miniboone_tiny": (68.24, 95.02, 43.17, 55.19)}
+HIGH_GAP = {
+    "sonar": 0.058,
+    "heart": 0.026,
+    "miniboone_tiny": 0.010,
+    "heart (real costs)": 0.026,
+    "thyroid (real costs)": 0.010,
+}
+PAPER_PCT = {
+    "sonar": (45.20, 74.31, 16.48, 28.11),
+    "heart": (73.26, 96.20, 47.75, 75.86),
+    "miniboone_tiny": (68.24, 95.02, 43.17, 55.19),
+}
 MODES = ("ensemble", "individual")
 
 
@@ -120,8 +133,7 @@ def run_split(X_fit, y_fit, X_valid, y_valid, X_test, y_test, costs, n_trees, se
     base = (ev.cost.mean, float(np.mean(ev.labels != y_test)))
     out = {}
     for mode in MODES:
-        path = budget_prune_path(rf, X_prune, y_prune, costs, mode=mode, count_mask=mask,
-                                 progress=False)
+        path = budget_prune_path(rf, X_prune, y_prune, costs, mode=mode, count_mask=mask, progress=False)
         idx = np.searchsorted(path.lambdas, GRID, side="right") - 1
         idx[GRID == 0.0] = 0
         cost = np.empty(len(GRID))
@@ -141,11 +153,23 @@ def table1_rows(name, results):
     from thrifty.frontier import frontier_gap
 
     base = np.array([r[0] for r in results])
-    curves = {m: (np.array([r[1][m][0] for r in results]), np.array([r[1][m][1] for r in results]))
-              for m in MODES}
+    curves = {
+        m: (np.array([r[1][m][0] for r in results]), np.array([r[1][m][1] for r in results])) for m in MODES
+    }
     c0, e0 = base[:, 0].mean(), base[:, 1].mean()
-    rows = [dict(dataset=name, row="no pruning", cost=c0, cost_std=base[:, 0].std(),
-                 cost_pct=100.0, error=e0, error_std=base[:, 1].std(), lam=0.0, target=np.nan)]
+    rows = [
+        dict(
+            dataset=name,
+            row="no pruning",
+            cost=c0,
+            cost_std=base[:, 0].std(),
+            cost_pct=100.0,
+            error=e0,
+            error_std=base[:, 1].std(),
+            lam=0.0,
+            target=np.nan,
+        )
+    ]
     picks = {}
     for level, gap in (("low", LOW_GAP[name]), ("high", HIGH_GAP[name])):
         target = e0 + gap
@@ -154,27 +178,54 @@ def table1_rows(name, results):
             ok = np.flatnonzero(err.mean(axis=0) <= target + 1e-12)
             short = "ens" if mode == "ensemble" else "ind"
             if ok.shape[0] == 0:
-                rows.append(dict(dataset=name, row=f"{short}.pru.{level}", cost=np.nan, cost_std=np.nan,
-                                 cost_pct=np.nan, error=np.nan, error_std=np.nan, lam=np.nan,
-                                 target=target))
+                rows.append(
+                    dict(
+                        dataset=name,
+                        row=f"{short}.pru.{level}",
+                        cost=np.nan,
+                        cost_std=np.nan,
+                        cost_pct=np.nan,
+                        error=np.nan,
+                        error_std=np.nan,
+                        lam=np.nan,
+                        target=target,
+                    )
+                )
                 picks[(mode, level)] = np.nan
                 continue
             j = ok[np.argmin(cost.mean(axis=0)[ok])]
             picks[(mode, level)] = cost[:, j].mean()
-            rows.append(dict(dataset=name, row=f"{short}.pru.{level}", cost=cost[:, j].mean(),
-                             cost_std=cost[:, j].std(), cost_pct=100 * cost[:, j].mean() / c0,
-                             error=err[:, j].mean(), error_std=err[:, j].std(), lam=GRID[j],
-                             target=target))
-    curve_rows = [dict(dataset=name, mode=m, lam=GRID[j], cost=curves[m][0][:, j].mean(),
-                       error=curves[m][1][:, j].mean()) for m in MODES for j in range(len(GRID))]
+            rows.append(
+                dict(
+                    dataset=name,
+                    row=f"{short}.pru.{level}",
+                    cost=cost[:, j].mean(),
+                    cost_std=cost[:, j].std(),
+                    cost_pct=100 * cost[:, j].mean() / c0,
+                    error=err[:, j].mean(),
+                    error_std=err[:, j].std(),
+                    lam=GRID[j],
+                    target=target,
+                )
+            )
+    curve_rows = [
+        dict(
+            dataset=name, mode=m, lam=GRID[j], cost=curves[m][0][:, j].mean(), error=curves[m][1][:, j].mean()
+        )
+        for m in MODES
+        for j in range(len(GRID))
+    ]
     pairs = [(picks[("ensemble", lv)], picks[("individual", lv)]) for lv in ("low", "high")]
-    at_levels = (all(np.isfinite(a) and np.isfinite(b) and a <= b + 1e-12 for a, b in pairs)
-                 and any(a < b - 1e-12 for a, b in pairs))
+    at_levels = all(np.isfinite(a) and np.isfinite(b) and a <= b + 1e-12 for a, b in pairs) and any(
+        a < b - 1e-12 for a, b in pairs
+    )
     # Cost at matched error over the whole common error range of the two paths: with error as
     # the x axis and -cost as the value, frontier_gap is the mean over error levels e of
     # (individual's cheapest cost with error <= e) - (ensemble's), here over the unpruned cost.
-    paths = {m: pd.DataFrame({"error": curves[m][1].mean(axis=0), "neg_cost": -curves[m][0].mean(axis=0)})
-             for m in MODES}
+    paths = {
+        m: pd.DataFrame({"error": curves[m][1].mean(axis=0), "neg_cost": -curves[m][0].mean(axis=0)})
+        for m in MODES
+    }
     gap = frontier_gap(paths["ensemble"], paths["individual"], cost="error", value="neg_cost") / c0
     return rows, curve_rows, {"gap": float(gap), "at_levels": bool(at_levels)}
 
@@ -196,8 +247,16 @@ def ip3_lp(forest, X, y, costs, lam):
     classes = np.asarray(forest.classes)
     cls = np.searchsorted(classes, y)
     n_nodes = forest.n_nodes
-    counts, trip = _lp_walk(X, cls, len(classes), forest.roots, forest.feature, forest.threshold,
-                            forest.children_left, forest.children_right)
+    counts, trip = _lp_walk(
+        X,
+        cls,
+        len(classes),
+        forest.roots,
+        forest.feature,
+        forest.threshold,
+        forest.children_left,
+        forest.children_right,
+    )
     e = counts.sum(1) - counts.max(1)
     parent = np.full(n_nodes, -1)
     internal = forest.feature >= 0
@@ -215,8 +274,7 @@ def ip3_lp(forest, X, y, costs, lam):
     pair_key = t_k_i_u[:, 1] * N + t_k_i_u[:, 2]
     pairs, pair_of = np.unique(pair_key, return_inverse=True)
     n_z, n_w = n_nodes, pairs.shape[0]
-    c = np.concatenate([e / (N * T), np.zeros(n_wt),
-                        lam * np.asarray(costs)[pairs // N] / N])
+    c = np.concatenate([e / (N * T), np.zeros(n_wt), lam * np.asarray(costs)[pairs // N] / N])
     # equalities: z_h + sum_{p(h)} z = 1 (leaves); w^(t) + z_u + sum_{p(u)} z = 1 (first uses)
     L = anc[leaves]
     r1, c1 = np.nonzero(L >= 0)
@@ -224,8 +282,9 @@ def ip3_lp(forest, X, y, costs, lam):
     r2, c2 = np.nonzero(U >= 0)
     rows = np.concatenate([r1, leaves.shape[0] + r2, leaves.shape[0] + np.arange(n_wt)])
     cols = np.concatenate([L[r1, c1], U[r2, c2], n_z + np.arange(n_wt)])
-    A_eq = sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)),
-                         shape=(leaves.shape[0] + n_wt, n_z + n_wt + n_w))
+    A_eq = sp.csr_matrix(
+        (np.ones(rows.shape[0]), (rows, cols)), shape=(leaves.shape[0] + n_wt, n_z + n_wt + n_w)
+    )
     b_eq = np.ones(A_eq.shape[0])
     # w^(t)_{k,i} <= w_{k,i}
     rows = np.repeat(np.arange(n_wt), 2)
@@ -282,14 +341,29 @@ def solver_comparison(X, y, n_trees, depth, lam, time_limit):
     cut_value = objective(problem, chosen, lam)
     c, A_ub, b_ub, A_eq, b_eq = ip3_lp(rf.forest_, X, y, np.ones(X.shape[1]), lam)
     t0 = time.perf_counter()
-    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs",
-                  options={"time_limit": float(time_limit)})
+    res = linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=b_ub,
+        A_eq=A_eq,
+        b_eq=b_eq,
+        bounds=(0, None),
+        method="highs",
+        options={"time_limit": float(time_limit)},
+    )
     lp_seconds = time.perf_counter() - t0
     hit = res.status == 1
     lp_value = float(res.fun) if res.status == 0 else float("nan")
-    return dict(n_variables=int(len(c)), cut_seconds=cut_seconds, lp_seconds=lp_seconds,
-                cut_objective=cut_value, lp_objective=lp_value, lp_status=int(res.status),
-                lp_hit_time_limit=bool(hit), speedup=lp_seconds / cut_seconds)
+    return dict(
+        n_variables=int(len(c)),
+        cut_seconds=cut_seconds,
+        lp_seconds=lp_seconds,
+        cut_objective=cut_value,
+        lp_objective=lp_value,
+        lp_status=int(res.status),
+        lp_hit_time_limit=bool(hit),
+        speedup=lp_seconds / cut_seconds,
+    )
 
 
 def path_timing(n_rows):
@@ -317,8 +391,9 @@ def plot(name, curves, rows, out):
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for mode, style in zip(MODES, ("-", "--")):
         sel = [r for r in curves if r["mode"] == mode]
-        ax.plot([r["cost"] for r in sel], [r["error"] for r in sel], style, marker=".",
-                label=f"{mode} pruning")
+        ax.plot(
+            [r["cost"] for r in sel], [r["error"] for r in sel], style, marker=".", label=f"{mode} pruning"
+        )
     base = rows[0]
     ax.plot([base["cost"]], [base["error"]], "k*", markersize=12, label="no pruning")
     ax.set_xlabel("mean test cost per example")
@@ -351,41 +426,51 @@ def main() -> None:
         table.extend(rows)
         curves.extend(crv)
         beats[name] = b
-        print(f"{name}: ensemble - individual cost at matched error, over the unpruned cost, "
-              f"{-b['gap']:+.4f}; ensemble cheaper at both table levels: {b['at_levels']}", flush=True)
+        print(
+            f"{name}: ensemble - individual cost at matched error, over the unpruned cost, "
+            f"{-b['gap']:+.4f}; ensemble cheaper at both table levels: {b['at_levels']}",
+            flush=True,
+        )
         stem = name.split()[0] + ("_real" if "real" in name else "")
         plot(name, crv, rows, RESULTS / f"budgetprune_{stem}.png")
         for r in rows:
-            print(f"{name:22s} {r['row']:13s} cost {r['cost']:9.4f} +- {r['cost_std']:7.4f} "
-                  f"({r['cost_pct']:6.2f}%)  error {r['error']:.4f} +- {r['error_std']:.4f}", flush=True)
+            print(
+                f"{name:22s} {r['row']:13s} cost {r['cost']:9.4f} +- {r['cost_std']:7.4f} "
+                f"({r['cost_pct']:6.2f}%)  error {r['error']:.4f} +- {r['error_std']:.4f}",
+                flush=True,
+            )
 
     for name in ("sonar", "heart"):
         ds = load(name, data_home=args.data_home)
         X, y = _numeric(ds.X), np.asarray(ds.y)
         uniform = CostModel.uniform(X.shape[1])
-        record(name, [run_split(*s, uniform, small_trees, k, None)
-                      for k, s in enumerate(cv_splits(X, y, folds))])
+        record(
+            name, [run_split(*s, uniform, small_trees, k, None) for k, s in enumerate(cv_splits(X, y, folds))]
+        )
 
     ds = load("miniboone_tiny", data_home=args.data_home)
     (Xa, ya, _), (Xv, yv, _), (Xt, yt, _) = (ds.subset(s) for s in ("train", "valid", "test"))
     Xa, Xv, Xt = _numeric(Xa), _numeric(Xv), _numeric(Xt)
     uniform = CostModel.uniform(Xa.shape[1])
     ya, yv, yt = np.asarray(ya), np.asarray(yv), np.asarray(yt)
-    record("miniboone_tiny", [run_split(Xa, ya, Xv, yv, Xt, yt, uniform, big_trees, s, None)
-                              for s in seeds])
+    record("miniboone_tiny", [run_split(Xa, ya, Xv, yv, Xt, yt, uniform, big_trees, s, None) for s in seeds])
 
     ds = load("heart", data_home=args.data_home)
     X, y = _numeric(ds.X), np.asarray(ds.y)
     real = ds.costs
-    record("heart (real costs)", [run_split(*s, real, small_trees, k, real)
-                                  for k, s in enumerate(cv_splits(X, y, folds))])
+    record(
+        "heart (real costs)",
+        [run_split(*s, real, small_trees, k, real) for k, s in enumerate(cv_splits(X, y, folds))],
+    )
 
     ds = load("thyroid", data_home=args.data_home)
     (Xa, ya, _), (Xt, yt, _) = ds.subset("train"), ds.subset("test")
     Xa, Xt, ya, yt = _numeric(Xa), _numeric(Xt), np.asarray(ya), np.asarray(yt)
     real = ds.costs
-    record("thyroid (real costs)", [run_split(Xa, ya, Xa[:0], ya[:0], Xt, yt, real, big_trees, s, real)
-                                    for s in seeds])
+    record(
+        "thyroid (real costs)",
+        [run_split(Xa, ya, Xa[:0], ya[:0], Xt, yt, real, big_trees, s, real) for s in seeds],
+    )
     table_df = pd.DataFrame(table)
     table_df.to_csv(RESULTS / "budgetprune_table.csv", index=False)
     pd.DataFrame(curves).to_csv(RESULTS / "budgetprune_curves.csv", index=False)
@@ -400,8 +485,9 @@ def main() -> None:
     print(f"solver: {speed}", flush=True)
     path_rows = 5000 if quick else 45000
     path_s, path_len, path_cuts = path_timing(path_rows)
-    print(f"path: {path_rows} rows, {path_len} distinct prunings, {path_cuts} cuts, {path_s:.2f} s",
-          flush=True)
+    print(
+        f"path: {path_rows} rows, {path_len} distinct prunings, {path_cuts} cuts, {path_s:.2f} s", flush=True
+    )
 
     heart = table_df[table_df.dataset == "heart"].set_index("row")
     heart_low = heart.loc["ens.pru.low"]
@@ -411,20 +497,28 @@ def main() -> None:
         "ensemble_beats_individual": f"{sum(b['gap'] > 0 for b in beats.values())}/{len(beats)}",
         "ensemble_beats_individual_datasets": [k for k, b in beats.items() if b["gap"] > 0],
         "ensemble_cost_saving_at_matched_error": {k: round(b["gap"], 4) for k, b in beats.items()},
-        "ensemble_cheaper_at_both_table_levels":
-            f"{sum(b['at_levels'] for b in beats.values())}/{len(beats)}",
+        "ensemble_cheaper_at_both_table_levels": (
+            f"{sum(b['at_levels'] for b in beats.values())}/{len(beats)}"
+        ),
         "heart_cost_fraction_low": round(float(heart_low["cost_pct"]) / 100, 4),
-        "heart_error_low_minus_unpruned": round(float(heart_low["error"]
-                                                       - heart.loc["no pruning", "error"]), 4),
+        "heart_error_low_minus_unpruned": round(
+            float(heart_low["error"] - heart.loc["no pruning", "error"]), 4
+        ),
         "solver_speedup_vs_lp": round(speed["speedup"], 1),
         "solver_lp_hit_time_limit": speed["lp_hit_time_limit"],
         "solver_cut_seconds": round(speed["cut_seconds"], 3),
         "solver_lp_seconds": round(speed["lp_seconds"], 2),
-        "solver_objective_gap": (None if not np.isfinite(speed["lp_objective"])
-                                 else float(abs(speed["cut_objective"] - speed["lp_objective"]))),
+        "solver_objective_gap": (
+            None
+            if not np.isfinite(speed["lp_objective"])
+            else float(abs(speed["cut_objective"] - speed["lp_objective"]))
+        ),
         "solver_lp_variables": speed["n_variables"],
-        "solver_instance": ("10 trees depth 6, 1,000 x 50 (quick)" if quick
-                            else "40 trees depth 8, 5,000 x 50 (miniboone_tiny)"),
+        "solver_instance": (
+            "10 trees depth 6, 1,000 x 50 (quick)"
+            if quick
+            else "40 trees depth 8, 5,000 x 50 (miniboone_tiny)"
+        ),
         "path_seconds": round(path_s, 2),
         "path_rows": path_rows,
         "path_points": path_len,

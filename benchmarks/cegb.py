@@ -69,13 +69,21 @@ QUICK_SKIP = ("rank_small_feat", "adult")
 
 
 def _config(quick: bool) -> dict:
-    return {"cegb_leaves": 64, "min_child_frac": 0.01, "n_estimators": 20 if quick else 100,
-            "n_budgets": 2 if quick else 5,
-            "folds": 2 if quick else 5, "max_rows": {"adult": 2000 if quick else 10_000,
-                                                      "higgs_small": 2000 if quick else None,
-                                                      "thyroid": 1500 if quick else None,
-                                                      "rank_small": 1500 if quick else None,
-                                                      "miniboone_tiny": None, "heart": None}}
+    return {
+        "cegb_leaves": 64,
+        "min_child_frac": 0.01,
+        "n_estimators": 20 if quick else 100,
+        "n_budgets": 2 if quick else 5,
+        "folds": 2 if quick else 5,
+        "max_rows": {
+            "adult": 2000 if quick else 10_000,
+            "higgs_small": 2000 if quick else None,
+            "thyroid": 1500 if quick else None,
+            "rank_small": 1500 if quick else None,
+            "miniboone_tiny": None,
+            "heart": None,
+        },
+    }
 
 
 def _settings(home: Path) -> list[dict]:
@@ -85,8 +93,11 @@ def _settings(home: Path) -> list[dict]:
     yc = yahoo_costs(300, seed=SEED, data_home=home)
     names = [f"f{i}" for i in range(300)]
     return [
-        {"key": "rank_small_eval", "data": "rank_small",
-         "costs": CostModel(yc, feature_names=names, split_cost=0.25)},
+        {
+            "key": "rank_small_eval",
+            "data": "rank_small",
+            "costs": CostModel(yc, feature_names=names, split_cost=0.25),
+        },
         {"key": "rank_small_feat", "data": "rank_small", "costs": CostModel(yc, feature_names=names)},
         {"key": "miniboone_tiny", "data": "miniboone_tiny", "costs": None},
         {"key": "higgs_small", "data": "higgs_small", "costs": None},
@@ -130,8 +141,9 @@ def _metric(task: str, y, ev, qid) -> float:
     return float(np.mean(ev.labels == y))
 
 
-def _run_fold(fold: tuple, task: str, costs, budgets: np.ndarray, cfg: dict, fits: list,
-              times: dict) -> list[dict]:
+def _run_fold(
+    fold: tuple, task: str, costs, budgets: np.ndarray, cfg: dict, fits: list, times: dict
+) -> list[dict]:
     import lightgbm
 
     from thrifty.forest import Forest
@@ -142,8 +154,13 @@ def _run_fold(fold: tuple, task: str, costs, budgets: np.ndarray, cfg: dict, fit
     Xtr, ytr, qtr, Xte, yte, qte = fold
     n_est = cfg["n_estimators"]
     mcs = max(20, int(cfg["min_child_frac"] * len(ytr)))
-    common = {"n_estimators": n_est, "n_jobs": 1, "progress": False, "random_state": SEED,
-              "min_child_samples": mcs}
+    common = {
+        "n_estimators": n_est,
+        "n_jobs": 1,
+        "progress": False,
+        "random_state": SEED,
+        "min_child_samples": mcs,
+    }
     ranking = task == "ranking"
     cegb_cls = CEGBRanker if ranking else CEGBClassifier
     gm_cls = GreedyMiserRegressor if ranking else GreedyMiserClassifier
@@ -156,14 +173,23 @@ def _run_fold(fold: tuple, task: str, costs, budgets: np.ndarray, cfg: dict, fit
 
     def add(method, budget, frac, forest, n_fits=None):
         ev = evaluate(forest, Xte, costs)
-        rows.append({"method": method, "budget": budget, "fraction": frac,
-                     "mean_cost": ev.cost.mean, "value": _metric(task, yte, ev, qte),
-                     "n_trees": forest.n_trees, "n_fits": n_fits})
+        rows.append(
+            {
+                "method": method,
+                "budget": budget,
+                "fraction": frac,
+                "mean_cost": ev.cost.mean,
+                "value": _metric(task, yte, ev, qte),
+                "n_trees": forest.n_trees,
+                "n_fits": n_fits,
+            }
+        )
 
     # plain LightGBM, truncated after k trees
     lgbm_cls = lightgbm.LGBMRanker if ranking else lightgbm.LGBMClassifier
-    plain = lgbm_cls(n_estimators=n_est, num_leaves=31, n_jobs=1, verbose=-1, random_state=SEED,
-                     min_child_samples=mcs)
+    plain = lgbm_cls(
+        n_estimators=n_est, num_leaves=31, n_jobs=1, verbose=-1, random_state=SEED, min_child_samples=mcs
+    )
     plain.fit(Xtr, ytr, **({"group": _groups(qtr)} if ranking else {}))
     forest = Forest.from_model(plain)
     per_iter = max(1, forest.n_outputs) if not ranking else 1
@@ -254,8 +280,15 @@ def _fit_time_ratios(home: Path, n_est: int, tradeoff: float) -> tuple[float, fl
         t1 = time.perf_counter()
         lightgbm.LGBMClassifier(**base, **cegb_params(ds.costs, tradeoff, num_leaves=64)).fit(X, y)
         t2 = time.perf_counter()
-        CEGBClassifier(costs=ds.costs, tradeoff=tradeoff, n_estimators=n_est, num_leaves=64, n_jobs=1,
-                       random_state=SEED, progress=False).fit(X, y)
+        CEGBClassifier(
+            costs=ds.costs,
+            tradeoff=tradeoff,
+            n_estimators=n_est,
+            num_leaves=64,
+            n_jobs=1,
+            random_state=SEED,
+            progress=False,
+        ).fit(X, y)
         t3 = time.perf_counter()
         engine.append((t2 - t1) / (t1 - t0))
         estimator.append((t3 - t2) / (t1 - t0))
@@ -280,10 +313,12 @@ def fit_time_breakdown(home: Path, n_est: int = 100, tradeoff: float = 0.003111,
     X, y, _ = ds.subset("train")
     base = {"n_estimators": n_est, "num_leaves": 64, "n_jobs": 1, "verbose": -1, "random_state": SEED}
     full = cegb_params(ds.costs, tradeoff, num_leaves=64)
-    variants = {"plain": {}, "all": full,
-                "no_lazy": {k: v for k, v in full.items() if k != "cegb_penalty_feature_lazy"},
-                "lazy_only": {k: v for k, v in full.items()
-                              if k in ("cegb_tradeoff", "cegb_penalty_feature_lazy")}}
+    variants = {
+        "plain": {},
+        "all": full,
+        "no_lazy": {k: v for k, v in full.items() if k != "cegb_penalty_feature_lazy"},
+        "lazy_only": {k: v for k, v in full.items() if k in ("cegb_tradeoff", "cegb_penalty_feature_lazy")},
+    }
     seconds: dict = {k: [] for k in variants}
     for _ in range(repeats):
         for k, params in variants.items():
@@ -291,13 +326,18 @@ def fit_time_breakdown(home: Path, n_est: int = 100, tradeoff: float = 0.003111,
             lightgbm.LGBMClassifier(**base, **params).fit(X, y)
             seconds[k].append(time.perf_counter() - t0)
     med = {k: float(np.median(v)) for k, v in seconds.items()}
-    return {"bench": "cegb_fit_time", "tradeoff": tradeoff, "n_estimators": n_est,
-            "plain_seconds": round(med["plain"], 3),
-            **{f"ratio_{k}": round(med[k] / med["plain"], 3) for k in variants if k != "plain"}}
+    return {
+        "bench": "cegb_fit_time",
+        "tradeoff": tradeoff,
+        "n_estimators": n_est,
+        "plain_seconds": round(med["plain"], 3),
+        **{f"ratio_{k}": round(med[k] / med["plain"], 3) for k in variants if k != "plain"},
+    }
 
 
 def _count_half(fractions: dict) -> int:
     """Datasets whose cost fraction is <= 0.5 (rank_small counts once, when both settings are)."""
+
     def ok(v):
         return v is not None and v <= 0.5
 
@@ -339,8 +379,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--data-home", default=str(HERE.parent.parent / "shared" / "data"))
-    parser.add_argument("--fit-time", action="store_true",
-                        help="only break the fit-time ratio down by penalty (results/cegb_fit_time.json)")
+    parser.add_argument(
+        "--fit-time",
+        action="store_true",
+        help="only break the fit-time ratio down by penalty (results/cegb_fit_time.json)",
+    )
     args = parser.parse_args(argv)
     home = Path(args.data_home)
     if args.fit_time:
@@ -373,8 +416,7 @@ def main(argv: list[str] | None = None) -> dict:
         keys = ["method", "budget", "fraction"]
         df["budget"] = df["budget"].fillna(-1.0)
         counts = df.groupby(keys)["fold"].transform("count")
-        avg = (df[counts == len(folds)].groupby(keys, as_index=False)
-               [["mean_cost", "value", "n_trees"]].mean())
+        avg = df[counts == len(folds)].groupby(keys, as_index=False)[["mean_cost", "value", "n_trees"]].mean()
         avg.insert(0, "dataset", setting["key"])
         tables.append(avg)
         _plot(setting["key"], avg, task)
@@ -387,12 +429,16 @@ def main(argv: list[str] | None = None) -> dict:
     areas, fractions = {}, {}
     for key, sub in table.groupby("dataset", sort=False):
         pts = {m: sub[sub["method"] == m][["mean_cost", "value"]].to_numpy(dtype=float) for m in METHODS}
-        areas[key] = area_between(pts["CEGB"], pts["GreedyMiser"]) if len(pts["CEGB"]) and len(
-            pts["GreedyMiser"]) else float("nan")
+        areas[key] = (
+            area_between(pts["CEGB"], pts["GreedyMiser"])
+            if len(pts["CEGB"]) and len(pts["GreedyMiser"])
+            else float("nan")
+        )
         plain = sub[(sub["method"] == "LightGBM")].sort_values("fraction").iloc[-1]
         ok = pts["CEGB"][pts["CEGB"][:, 1] >= plain["value"] - TOL]
-        fractions[key] = (float(ok[:, 0].min() / plain["mean_cost"]) if len(ok) and plain["mean_cost"] > 0
-                          else None)
+        fractions[key] = (
+            float(ok[:, 0].min() / plain["mean_cost"]) if len(ok) and plain["mean_cost"] > 0 else None
+        )
     # timed at the median trade-off of higgs_small's full-size CEGB models (all trees kept)
     lams = sorted(lam for lam in higgs_lams if lam > 0)
     lam_ratio = lams[len(lams) // 2] if lams else 1e-3
@@ -407,8 +453,9 @@ def main(argv: list[str] | None = None) -> dict:
         "datasets_cegb_dominates_greedymiser": int(sum(bool(v > 0) for v in per_dataset.values())),
         "n_datasets": len(per_dataset),
         "area_cegb_minus_greedymiser": {k: (None if np.isnan(v) else round(v, 5)) for k, v in areas.items()},
-        "cost_fraction_at_full_accuracy": {k: (None if v is None else round(v, 4))
-                                           for k, v in fractions.items()},
+        "cost_fraction_at_full_accuracy": {
+            k: (None if v is None else round(v, 4)) for k, v in fractions.items()
+        },
         "datasets_cost_fraction_le_half": _count_half(fractions),
         "fit_time_ratio": round(ratios[0], 3),
         "fit_time_ratio_estimator": round(ratios[1], 3),

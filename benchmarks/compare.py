@@ -63,8 +63,16 @@ def run_one(name: str, data_home: str | None, time_limit: float, quick_run: bool
         X, y = X.iloc[keep].reset_index(drop=True), y[keep]
     X_fresh, y_fresh, _ = ds.subset("test")
     start = time.perf_counter()
-    cmp = compare(X, y, ds.costs, quick=True, time_limit=time_limit, n_jobs=1,
-                  methods=QUICK_METHODS if quick_run else "all", progress=sys.stderr.isatty())
+    cmp = compare(
+        X,
+        y,
+        ds.costs,
+        quick=True,
+        time_limit=time_limit,
+        n_jobs=1,
+        methods=QUICK_METHODS if quick_run else "all",
+        progress=sys.stderr.isatty(),
+    )
     seconds = time.perf_counter() - start
     stem = f"compare_quick_{name}" if quick_run else f"compare_{name}"
     fig = Figure(figsize=(9, 5.5), layout="constrained")
@@ -78,13 +86,27 @@ def run_one(name: str, data_home: str | None, time_limit: float, quick_run: bool
         if key not in cmp.models:
             continue
         fresh = float(np.mean(evaluate(cmp.models[key], X_fresh, ds.costs).labels == y_fresh))
-        rows.append({"dataset": name, "method": r["method"], "name": r["name"],
-                     "selection": cmp.selection, "selected": r["value"], "confirmed": r["test_value"],
-                     "low": r["test_low"], "high": r["test_high"], "test_rows": r["test_rows"],
-                     "fresh": fresh, "fresh_rows": len(y_fresh), "mean_cost": r["mean_cost"],
-                     "test_mean_cost": r["test_mean_cost"], "models": len(cmp.table),
-                     "methods": cmp.table["method"].nunique(), "seconds": round(seconds, 1),
-                     "stopped_early": cmp.stopped_early})
+        rows.append(
+            {
+                "dataset": name,
+                "method": r["method"],
+                "name": r["name"],
+                "selection": cmp.selection,
+                "selected": r["value"],
+                "confirmed": r["test_value"],
+                "low": r["test_low"],
+                "high": r["test_high"],
+                "test_rows": r["test_rows"],
+                "fresh": fresh,
+                "fresh_rows": len(y_fresh),
+                "mean_cost": r["mean_cost"],
+                "test_mean_cost": r["test_mean_cost"],
+                "models": len(cmp.table),
+                "methods": cmp.table["method"].nunique(),
+                "seconds": round(seconds, 1),
+                "stopped_early": cmp.stopped_early,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -105,26 +127,37 @@ def main() -> None:
         t = run_one(name, args.data_home, limit, args.quick)
         tables.append(t)
         for _, r in t.iterrows():
-            print(f"{name}: {r['method']} ({r['name']}): selected {r['selected']:.1%} on "
-                  f"{r['selection']}; confirmed {r['confirmed']:.1%} [{r['low']:.1%}, {r['high']:.1%}] "
-                  f"on {int(r['test_rows'])} test rows; fresh {r['fresh']:.1%} on {r['fresh_rows']} rows")
+            print(
+                f"{name}: {r['method']} ({r['name']}): selected {r['selected']:.1%} on "
+                f"{r['selection']}; confirmed {r['confirmed']:.1%} [{r['low']:.1%}, {r['high']:.1%}] "
+                f"on {int(r['test_rows'])} test rows; fresh {r['fresh']:.1%} on {r['fresh_rows']} rows"
+            )
         if len(t):
             reached = " (time allowance reached)" if t["stopped_early"].iloc[0] else ""
-            print(f"{name}: {t['methods'].iloc[0]} methods, {t['models'].iloc[0]} models in "
-                  f"{t['seconds'].iloc[0]} s{reached}")
+            print(
+                f"{name}: {t['methods'].iloc[0]} methods, {t['models'].iloc[0]} models in "
+                f"{t['seconds'].iloc[0]} s{reached}"
+            )
     table = pd.concat(tables, ignore_index=True)
     table.to_csv(RESULTS / ("compare_quick.csv" if args.quick else "compare.csv"), index=False)
     points = 100 * (table["selected"] - table["fresh"])
     confirmed = 100 * (table["confirmed"] - table["fresh"])
     covered = (table["low"] <= table["fresh"]) & (table["fresh"] <= table["high"])
     per = table.assign(points=points, confirmed_points=confirmed).groupby("dataset", sort=False)
-    emit({"bench": "compare", "time_limit": limit,
-          "optimism": {d: round(float(g["points"].mean()), 2) for d, g in per},
-          "confirmed_optimism": {d: round(float(g["confirmed_points"].mean()), 2) for d, g in per},
-          "mean_optimism": round(float(per["points"].mean().mean()), 2),
-          "mean_confirmed_optimism": round(float(per["confirmed_points"].mean().mean()), 2),
-          "coverage": round(float(covered.mean()), 3), "recommended_models": len(table),
-          "optimism_within_1_point": bool(per["points"].mean().mean() <= 1.0)}, args.quick)
+    emit(
+        {
+            "bench": "compare",
+            "time_limit": limit,
+            "optimism": {d: round(float(g["points"].mean()), 2) for d, g in per},
+            "confirmed_optimism": {d: round(float(g["confirmed_points"].mean()), 2) for d, g in per},
+            "mean_optimism": round(float(per["points"].mean().mean()), 2),
+            "mean_confirmed_optimism": round(float(per["confirmed_points"].mean().mean()), 2),
+            "coverage": round(float(covered.mean()), 3),
+            "recommended_models": len(table),
+            "optimism_within_1_point": bool(per["points"].mean().mean() <= 1.0),
+        },
+        args.quick,
+    )
 
 
 if __name__ == "__main__":

@@ -72,8 +72,13 @@ COST_SEED = 0
 RHO = 1e-3
 # Datasets whose test split has fewer rows are run by CV_FOLDS-fold cross-validation instead.
 CV_BELOW, CV_FOLDS = 2_000, 5
-GBRT, EARLY, SINGLE, INIT, OPT = "GBRT (first k trees)", "Early exit", "Single stage", \
-    "Cronus (init)", "Cronus (optimized)"
+GBRT, EARLY, SINGLE, INIT, OPT = (
+    "GBRT (first k trees)",
+    "Early exit",
+    "Single stage",
+    "Cronus (init)",
+    "Cronus (optimized)",
+)
 
 
 def _rank_setup(data_home: str, n_trees: int):
@@ -86,17 +91,35 @@ def _rank_setup(data_home: str, n_trees: int):
     X_te, y_te, q_te = ds.subset("test")
     X_tr, X_te = X_tr.to_numpy(np.float64), X_te.to_numpy(np.float64)
     rel_tr = y_tr >= 3
-    costs = CostModel(datasets.yahoo_costs(300, seed=COST_SEED, data_home=data_home),
-                      feature_names=ds.feature_names, tree_cost=1.0)
+    costs = CostModel(
+        datasets.yahoo_costs(300, seed=COST_SEED, data_home=data_home),
+        feature_names=ds.feature_names,
+        tree_cost=1.0,
+    )
     neg = np.flatnonzero(y_te < 3)
     rows = np.r_[np.arange(len(y_te)), np.repeat(neg, 9)]  # each negative 10 times in all
     rows = rows[np.random.default_rng(0).permutation(len(rows))]
     rows = rows[np.argsort(q_te[rows], kind="stable")]
     X_te, rel_te, q_te = X_te[rows], (y_te[rows] >= 3).astype(int), q_te[rows]
-    model = lgb.LGBMRegressor(n_estimators=n_trees, learning_rate=0.05, num_leaves=16, min_child_samples=5,
-                              verbose=-1, n_jobs=1, random_state=0).fit(X_tr, np.where(rel_tr, 1.0, -1.0))
-    return dict(forest=Forest.from_model(model), X_tr=X_tr, y_tr=rel_tr, X_te=X_te, rel_te=rel_te, q_te=q_te,
-                costs=costs, names=ds.feature_names)
+    model = lgb.LGBMRegressor(
+        n_estimators=n_trees,
+        learning_rate=0.05,
+        num_leaves=16,
+        min_child_samples=5,
+        verbose=-1,
+        n_jobs=1,
+        random_state=0,
+    ).fit(X_tr, np.where(rel_tr, 1.0, -1.0))
+    return dict(
+        forest=Forest.from_model(model),
+        X_tr=X_tr,
+        y_tr=rel_tr,
+        X_te=X_te,
+        rel_te=rel_te,
+        q_te=q_te,
+        costs=costs,
+        names=ds.feature_names,
+    )
 
 
 def _sweep_cronus(forest, X, y, costs, js, score, rows, dataset, log, class_weight):
@@ -107,21 +130,36 @@ def _sweep_cronus(forest, X, y, costs, js, score, rows, dataset, log, class_weig
     top = lambda_max(forest, X, y, costs, rho=RHO, class_weight=class_weight)
     fits = []
     for j in js:
-        lam = top / 2.0 ** j
+        lam = top / 2.0**j
         t0 = time.perf_counter()
         single = reweight(forest, X, y, costs, lam=lam, rho=RHO, class_weight=class_weight, n_threads=1)
         t1 = time.perf_counter()
-        res = cronus(forest, X, y, costs, lam=lam, rho=RHO, class_weight=class_weight, n_threads=1,
-                     return_result=True)
+        res = cronus(
+            forest, X, y, costs, lam=lam, rho=RHO, class_weight=class_weight, n_threads=1, return_result=True
+        )
         t2 = time.perf_counter()
-        for method, plan, secs in ((SINGLE, single, t1 - t0), (INIT, res.init_plan, None),
-                                   (OPT, res.plan, t2 - t1)):
+        for method, plan, secs in (
+            (SINGLE, single, t1 - t0),
+            (INIT, res.init_plan, None),
+            (OPT, res.plan, t2 - t1),
+        ):
             ev = evaluate(plan, score.X, costs)
-            rows.append(dict(dataset=dataset, method=method, param_name="lam", param=lam,
-                             mean_cost=ev.cost.mean, value=score(ev), fit_seconds=secs))
+            rows.append(
+                dict(
+                    dataset=dataset,
+                    method=method,
+                    param_name="lam",
+                    param=lam,
+                    mean_cost=ev.cost.mean,
+                    value=score(ev),
+                    fit_seconds=secs,
+                )
+            )
         fits.append((lam, res))
-        points = "  ".join(f"{name} {r['value']:.4f}@{r['mean_cost']:.1f}"
-                           for name, r in zip(("single", "init", "opt"), rows[-3:]))
+        points = "  ".join(
+            f"{name} {r['value']:.4f}@{r['mean_cost']:.1f}"
+            for name, r in zip(("single", "init", "opt"), rows[-3:])
+        )
         log.append(f"{dataset} lam=lambda_max/2^{j}: {points}  ({t2 - t1:.1f} s, {res.cycles} cycles)")
         print(log[-1], flush=True)
     return fits
@@ -153,8 +191,11 @@ def run_rank_small(args, rows, log) -> dict:
     t0 = time.perf_counter()
     s = _rank_setup(args.data_home, n_trees)
     forest, costs = s["forest"], s["costs"]
-    print(f"rank_small: GBRT of {n_trees} trees in {time.perf_counter() - t0:.1f} s; "
-          f"{len(s['rel_te'])} test documents ({s['rel_te'].mean():.2%} relevant)", flush=True)
+    print(
+        f"rank_small: GBRT of {n_trees} trees in {time.perf_counter() - t0:.1f} s; "
+        f"{len(s['rel_te'])} test documents ({s['rel_te'].mean():.2%} relevant)",
+        flush=True,
+    )
 
     def p5(score):
         return precision_at_k(s["rel_te"], score, s["q_te"], 5)
@@ -164,12 +205,30 @@ def run_rank_small(args, rows, log) -> dict:
     full_value, full_cost = p5(full.raw), full.cost.mean
     for k in [k for k in (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000) if k <= n_trees]:
         ev = evaluate(truncate(forest, k), s["X_te"], costs)
-        rows.append(dict(dataset="rank_small", method=GBRT, param_name="k", param=k, mean_cost=ev.cost.mean,
-                         value=p5(ev.raw), fit_seconds=0.0))
+        rows.append(
+            dict(
+                dataset="rank_small",
+                method=GBRT,
+                param_name="k",
+                param=k,
+                mean_cost=ev.cost.mean,
+                value=p5(ev.raw),
+                fit_seconds=0.0,
+            )
+        )
     for sv in (0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, np.inf):
         r = ranking_early_exit(forest, s["X_te"], s["q_te"], sv, costs, every=10, k=5)
-        rows.append(dict(dataset="rank_small", method=EARLY, param_name="s", param=sv,
-                         mean_cost=r.cost.mean, value=p5(r.score), fit_seconds=0.0))
+        rows.append(
+            dict(
+                dataset="rank_small",
+                method=EARLY,
+                param_name="s",
+                param=sv,
+                mean_cost=r.cost.mean,
+                value=p5(r.score),
+                fit_seconds=0.0,
+            )
+        )
     js = (1, 3, 5) if args.quick else tuple(range(1, 11))
     fits = _sweep_cronus(forest, s["X_tr"], s["y_tr"], costs, js, scorer, rows, "rank_small", log, 3.5)
     opt = [r for r in rows if r["dataset"] == "rank_small" and r["method"] == OPT]
@@ -178,8 +237,10 @@ def run_rank_small(args, rows, log) -> dict:
     chosen = min(ok, key=lambda r: r["mean_cost"])["param"] if ok else fits[len(fits) // 2][0]
     res = dict(fits)[chosen]
     plot_stages(res, res.init_plan, s, costs, RESULTS / f"cronus{_tag(args)}_rank_small_stages.png")
-    log.append(f"rank_small: full GBRT p@5 {full_value:.4f} at {full_cost:.1f}; cost reduction within 1%: "
-               f"{reduction:.2f}x (lam={chosen:.3g})")
+    log.append(
+        f"rank_small: full GBRT p@5 {full_value:.4f} at {full_cost:.1f}; cost reduction within 1%: "
+        f"{reduction:.2f}x (lam={chosen:.3g})"
+    )
     print(log[-1], flush=True)
     return dict(full_value=full_value, full_cost=full_cost, reduction=reduction, metric="precision@5")
 
@@ -204,23 +265,43 @@ def run_classification(name, args, rows, log) -> dict:
     folds, infos = [], []
     for k, (tr, te) in enumerate(StratifiedKFold(CV_FOLDS, shuffle=True, random_state=0).split(X, y)):
         fold_rows: list = []
-        infos.append(_classification_split(f"{name} (fold {k + 1}/{CV_FOLDS})", X.iloc[tr], y[tr], X.iloc[te],
-                                           y[te], args, fold_rows, log))
+        infos.append(
+            _classification_split(
+                f"{name} (fold {k + 1}/{CV_FOLDS})",
+                X.iloc[tr],
+                y[tr],
+                X.iloc[te],
+                y[te],
+                args,
+                fold_rows,
+                log,
+            )
+        )
         seen: dict = {}
         for r in fold_rows:  # the i-th point of a method in every fold: same k, margin or j
             r["step"] = seen[r["method"]] = seen.get(r["method"], -1) + 1
         folds.extend(fold_rows)
     df = pd.DataFrame(folds)
-    mean = df.groupby(["method", "step"], sort=False).agg(
-        param_name=("param_name", "first"), param=("param", "mean"), mean_cost=("mean_cost", "mean"),
-        value=("value", "mean"), fit_seconds=("fit_seconds", "mean")).reset_index()
+    mean = (
+        df.groupby(["method", "step"], sort=False)
+        .agg(
+            param_name=("param_name", "first"),
+            param=("param", "mean"),
+            mean_cost=("mean_cost", "mean"),
+            value=("value", "mean"),
+            fit_seconds=("fit_seconds", "mean"),
+        )
+        .reset_index()
+    )
     for r in mean.drop(columns="step").to_dict("records"):
         rows.append(dict(dataset=name, **r))
     rejection = {k: float(np.mean([i["rejection"][k] for i in infos])) for k in infos[0]["rejection"]}
     full_value = float(np.mean([i["full_value"] for i in infos]))
     full_cost = float(np.mean([i["full_cost"] for i in infos]))
-    log.append(f"{name}: {CV_FOLDS}-fold CV over {len(y)} rows, full GBT accuracy {full_value:.4f} at "
-               f"{full_cost:.1f} (lam of the Cronus rows: the folds' mean)")
+    log.append(
+        f"{name}: {CV_FOLDS}-fold CV over {len(y)} rows, full GBT accuracy {full_value:.4f} at "
+        f"{full_cost:.1f} (lam of the Cronus rows: the folds' mean)"
+    )
     print(log[-1], flush=True)
     return dict(full_value=full_value, full_cost=full_cost, metric="accuracy", rejection=rejection)
 
@@ -232,8 +313,9 @@ def _classification_split(name, X_tr, y_tr, X_te, y_te, args, rows, log) -> dict
     from thrifty.cascade import margin_early_exit, truncate
 
     n_trees = 60 if args.quick else 300
-    model = lgb.LGBMClassifier(n_estimators=n_trees, learning_rate=0.1, num_leaves=16, verbose=-1, n_jobs=1,
-                               random_state=0).fit(X_tr, y_tr)
+    model = lgb.LGBMClassifier(
+        n_estimators=n_trees, learning_rate=0.1, num_leaves=16, verbose=-1, n_jobs=1, random_state=0
+    ).fit(X_tr, y_tr)
     forest = Forest.from_model(model)
     costs = CostModel.uniform(forest.n_features, feature_names=forest.feature_names, tree_cost=1.0)
     scorer = _Scorer(X_te, "accuracy", y_te)
@@ -245,12 +327,30 @@ def _classification_split(name, X_tr, y_tr, X_te, y_te, args, rows, log) -> dict
     full = evaluate(forest, X_te, costs)
     for k in [k for k in (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300) if k <= n_trees]:
         ev = evaluate(truncate(forest, k), X_te, costs)
-        rows.append(dict(dataset=name, method=GBRT, param_name="k", param=k, mean_cost=ev.cost.mean,
-                         value=scorer(ev), fit_seconds=0.0))
+        rows.append(
+            dict(
+                dataset=name,
+                method=GBRT,
+                param_name="k",
+                param=k,
+                mean_cost=ev.cost.mean,
+                value=scorer(ev),
+                fit_seconds=0.0,
+            )
+        )
     for m in (0.5, 1, 2, 3, 4, 6, 8, 12, np.inf):
         ev = evaluate(margin_early_exit(forest, m, every=10), X_te, costs)
-        rows.append(dict(dataset=name, method=EARLY, param_name="margin", param=m, mean_cost=ev.cost.mean,
-                         value=scorer(ev), fit_seconds=0.0))
+        rows.append(
+            dict(
+                dataset=name,
+                method=EARLY,
+                param_name="margin",
+                param=m,
+                mean_cost=ev.cost.mean,
+                value=scorer(ev),
+                fit_seconds=0.0,
+            )
+        )
     js = (1, 3, 5) if args.quick else tuple(range(1, 11))
     fits = _sweep_cronus(forest, X_fit, y_fit, costs, js, scorer, rows, name, log, None)
     # What the cascade with the smallest lam (almost no cost pressure) rejects: every input
@@ -259,13 +359,19 @@ def _classification_split(name, X_tr, y_tr, X_te, y_te, args, rows, log) -> dict
     ev = evaluate(res.plan, X_te, costs)
     early = ev.exit < res.plan.n_stages - 1
     positive = y_te == forest.classes[1] if forest.classes is not None else y_te == 1
-    rejection = {"lam": lam, "rejected_early": float(early.mean()),
-                 "positive_share_of_rejected": float(positive[early].mean()) if early.any() else 0.0,
-                 "positives_rejected": float(early[positive].mean()), "cascade_accuracy": scorer(ev),
-                 "full_accuracy": scorer(full)}
-    log.append(f"{name}: full GBT accuracy {scorer(full):.4f} at {full.cost.mean:.1f}; the smallest-lam "
-               f"cascade rejects {early.mean():.1%} early ({rejection['positive_share_of_rejected']:.1%} "
-               f"of them positive), accuracy {scorer(ev):.4f}")
+    rejection = {
+        "lam": lam,
+        "rejected_early": float(early.mean()),
+        "positive_share_of_rejected": float(positive[early].mean()) if early.any() else 0.0,
+        "positives_rejected": float(early[positive].mean()),
+        "cascade_accuracy": scorer(ev),
+        "full_accuracy": scorer(full),
+    }
+    log.append(
+        f"{name}: full GBT accuracy {scorer(full):.4f} at {full.cost.mean:.1f}; the smallest-lam "
+        f"cascade rejects {early.mean():.1%} early ({rejection['positive_share_of_rejected']:.1%} "
+        f"of them positive), accuracy {scorer(ev):.4f}"
+    )
     print(log[-1], flush=True)
     return dict(full_value=scorer(full), full_cost=full.cost.mean, metric="accuracy", rejection=rejection)
 
@@ -279,8 +385,9 @@ def time_fit(quick: bool) -> tuple[str, float]:
 
     n, T = (5_000, 100) if quick else (50_000, 1000)
     X, y = make_classification(n_samples=n, n_features=20, n_informative=10, weights=[0.8], random_state=0)
-    gbt = lgb.LGBMClassifier(n_estimators=T, learning_rate=0.1, num_leaves=16, verbose=-1, n_jobs=1,
-                             random_state=0)
+    gbt = lgb.LGBMClassifier(
+        n_estimators=T, learning_rate=0.1, num_leaves=16, verbose=-1, n_jobs=1, random_state=0
+    )
     forest = Forest.from_model(gbt.fit(X, y))
     costs = CostModel.uniform(20, tree_cost=1.0)
     lam = lambda_max(forest, X, y, costs, rho=RHO) / 16
@@ -302,8 +409,13 @@ def plot_curves(rows, info, path):
     df = pd.DataFrame(rows)
     datasets_ = list(dict.fromkeys(df["dataset"]))
     fig, axes = plt.subplots(1, len(datasets_), figsize=(5.5 * len(datasets_), 4.2), squeeze=False)
-    styles = {GBRT: ("k", "--", "."), EARLY: ("tab:purple", "-", "v"), SINGLE: ("tab:blue", "-", "s"),
-              INIT: ("tab:green", "-", "^"), OPT: ("tab:red", "-", "o")}
+    styles = {
+        GBRT: ("k", "--", "."),
+        EARLY: ("tab:purple", "-", "v"),
+        SINGLE: ("tab:blue", "-", "s"),
+        INIT: ("tab:green", "-", "^"),
+        OPT: ("tab:red", "-", "o"),
+    }
     for ax, name in zip(axes[0], datasets_):
         for method, (color, ls, marker) in styles.items():
             d = df[(df["dataset"] == name) & (df["method"] == method)].sort_values("mean_cost")
@@ -332,8 +444,10 @@ def plot_stages(res, init_plan, s, costs, path):
 
     fig, (a3, a4) = plt.subplots(1, 2, figsize=(11, 4.2))
     K = res.plan.n_stages
-    for label, plan, color in (("Cronus (init)", init_plan, "tab:green"), ("Cronus (optimized)", res.plan,
-                                                                            "tab:red")):
+    for label, plan, color in (
+        ("Cronus (init)", init_plan, "tab:green"),
+        ("Cronus (optimized)", res.plan, "tab:red"),
+    ):
         ev = evaluate(plan, s["X_te"], costs)
         remaining = [(ev.exit >= k).mean() for k in range(K)]
         a3.plot(range(1, K + 1), remaining, "-o", color=color, label=label)
@@ -351,8 +465,13 @@ def plot_stages(res, init_plan, s, costs, path):
     cumulative = np.logical_or.accumulate(used_by, axis=0)
     for value in np.unique(c):
         group = c == value
-        a4.plot(range(1, K + 1), cumulative[:, group].mean(axis=1), "-o", ms=3,
-                label=f"c={value:g} ({group.sum()})")
+        a4.plot(
+            range(1, K + 1),
+            cumulative[:, group].mean(axis=1),
+            "-o",
+            ms=3,
+            label=f"c={value:g} ({group.sum()})",
+        )
     a4.set_xlabel("stage")
     a4.set_ylabel("fraction of features extracted by stages 1..k")
     a4.set_title("Figure 4: features by cost (Cronus optimized)")
@@ -382,7 +501,7 @@ def main(argv: list[str] | None = None) -> dict:
     rows: list = []
     log: list = []
     info = {"rank_small": run_rank_small(args, rows, log)}
-    for name in (["higgs_small"] if args.quick else ["adult", "higgs_small"]):
+    for name in ["higgs_small"] if args.quick else ["adult", "higgs_small"]:
         info[name] = run_classification(name, args, rows, log)
     size, secs = time_fit(args.quick)
     df = pd.DataFrame(rows)
@@ -399,16 +518,24 @@ def main(argv: list[str] | None = None) -> dict:
                 out.append(name)
     for k, v in gaps.items():
         print(f"  mean frontier gap {k}: {v:+.4f}")
-    out = {"bench": "cronus", "quick": bool(args.quick),
-           "cost_reduction_at_1pct": round(float(info["rank_small"]["reduction"]), 3),
-           "cronus_beats_early_exit": beats_early, "cronus_beats_single_stage": beats_single,
-           "fit_seconds": round(secs, 2), "fit_size": size,
-           "rank_small_full_p5": round(info["rank_small"]["full_value"], 4),
-           "rank_small_full_cost": round(info["rank_small"]["full_cost"], 1),
-           "frontier_gaps": {k: round(float(v), 4) for k, v in gaps.items()},
-           "smallest_lam_rejection": {name: {k: float(f"{v:.4g}") for k, v in i["rejection"].items()}
-                                      for name, i in info.items() if "rejection" in i},
-           "seconds": round(time.perf_counter() - t_start, 1)}
+    out = {
+        "bench": "cronus",
+        "quick": bool(args.quick),
+        "cost_reduction_at_1pct": round(float(info["rank_small"]["reduction"]), 3),
+        "cronus_beats_early_exit": beats_early,
+        "cronus_beats_single_stage": beats_single,
+        "fit_seconds": round(secs, 2),
+        "fit_size": size,
+        "rank_small_full_p5": round(info["rank_small"]["full_value"], 4),
+        "rank_small_full_cost": round(info["rank_small"]["full_cost"], 1),
+        "frontier_gaps": {k: round(float(v), 4) for k, v in gaps.items()},
+        "smallest_lam_rejection": {
+            name: {k: float(f"{v:.4g}") for k, v in i["rejection"].items()}
+            for name, i in info.items()
+            if "rejection" in i
+        },
+        "seconds": round(time.perf_counter() - t_start, 1),
+    }
     (RESULTS / f"cronus{_tag(args)}.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out))
     return out

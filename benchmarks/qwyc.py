@@ -124,16 +124,35 @@ def fit_gbm(data, n_trees: int, quick: bool, seed: int = 0) -> dict:
         for lr in RATES:  # the same model as LGBMClassifier(**params), with validation log-loss per round
             train = lgb.Dataset(X_fit, y_fit)
             record: dict = {}
-            lgb.train(dict(objective="binary", metric="binary_logloss", learning_rate=lr, max_depth=5,
-                           num_leaves=32, verbose=-1, seed=seed, num_threads=1), train, n_trees,
-                      valid_sets=[lgb.Dataset(X_va, y_va, reference=train)], valid_names=["valid"],
-                      callbacks=[lgb.record_evaluation(record)])
+            lgb.train(
+                dict(
+                    objective="binary",
+                    metric="binary_logloss",
+                    learning_rate=lr,
+                    max_depth=5,
+                    num_leaves=32,
+                    verbose=-1,
+                    seed=seed,
+                    num_threads=1,
+                ),
+                train,
+                n_trees,
+                valid_sets=[lgb.Dataset(X_va, y_va, reference=train)],
+                valid_names=["valid"],
+                callbacks=[lgb.record_evaluation(record)],
+            )
             curves[lr] = np.asarray(record["valid"]["binary_logloss"])
         rate = min(RATES, key=lambda lr: curves[lr][n_trees - 1])
         small_rates = {k: min(RATES, key=lambda lr: curves[lr][k - 1]) for k in SMALL_SIZES if k < n_trees}
     model = lgb.LGBMClassifier(n_estimators=n_trees, learning_rate=rate, **params).fit(X_tr, y_tr)
-    return dict(model=model, rate=rate, how=how, small_rates=small_rates, params=params,
-                val_logloss={lr: float(c[n_trees - 1]) for lr, c in curves.items()})
+    return dict(
+        model=model,
+        rate=rate,
+        how=how,
+        small_rates=small_rates,
+        params=params,
+        val_logloss={lr: float(c[n_trees - 1]) for lr, c in curves.items()},
+    )
 
 
 def _has_valid(data) -> bool:
@@ -176,12 +195,14 @@ def run_dataset(name: str, args, rows: list, log: list) -> dict:
         fit_idx = np.sort(np.random.default_rng(0).choice(len(M_tr), QUICK_FIT_ROWS, replace=False))
     M_fit, y_fit = M_tr[fit_idx], y_tr[fit_idx]
     losses = ", ".join(f"{k}: {v:.4f}" for k, v in gbm["val_logloss"].items())
-    msg = (f"{name}: {len(M_tr)} train / {len(M_te)} test rows, {forest.n_features} features; "
-           f"GBT {n_trees} trees, "
-           f"depth 5, learning rate {gbm['rate']} ({gbm['how']}"
-           + (f"; val log-loss {losses}" if losses else "")
-           + f"); full-model test accuracy {full_acc:.4f}; exits fitted on {len(M_fit)} train rows "
-           f"({time.perf_counter() - t0:.1f} s)")
+    msg = (
+        f"{name}: {len(M_tr)} train / {len(M_te)} test rows, {forest.n_features} features; "
+        f"GBT {n_trees} trees, "
+        f"depth 5, learning rate {gbm['rate']} ({gbm['how']}"
+        + (f"; val log-loss {losses}" if losses else "")
+        + f"); full-model test accuracy {full_acc:.4f}; exits fitted on {len(M_fit)} train rows "
+        f"({time.perf_counter() - t0:.1f} s)"
+    )
     print(msg)
     log.append(msg)
 
@@ -203,10 +224,19 @@ def run_dataset(name: str, args, rows: list, log: list) -> dict:
     def measure(method, pname, param, plan, fit_s, seed=None):
         ev = evaluate(plan, M_te)
         labels = np.asarray(ev.labels)
-        rows.append(dict(dataset=name, method=method, param_name=pname, param=param, seed=seed,
-                         mean_models=float(np.mean(ev.cost.n_trees)),
-                         test_accuracy=float(np.mean(labels == y_te)),
-                         test_diff=float(np.mean(labels != full)), fit_seconds=fit_s))
+        rows.append(
+            dict(
+                dataset=name,
+                method=method,
+                param_name=pname,
+                param=param,
+                seed=seed,
+                mean_models=float(np.mean(ev.cost.n_trees)),
+                test_accuracy=float(np.mean(labels == y_te)),
+                test_diff=float(np.mean(labels != full)),
+                fit_seconds=fit_s,
+            )
+        )
         if seed is None:
             plans[(method, param)] = plan
             evals[(method, param)] = ev
@@ -221,8 +251,9 @@ def run_dataset(name: str, args, rows: list, log: list) -> dict:
         order = orders[key]
         t = time.perf_counter()
         if fast_alg2:
-            res = qwyc_scores(F[:, order], alpha=alpha, threshold=thr, base_score=base, ordering="given",
-                              return_result=True)
+            res = qwyc_scores(
+                F[:, order], alpha=alpha, threshold=thr, base_score=base, ordering="given", return_result=True
+            )
             plan = Sequential(forest, order[res.order], res.eps_pos, res.eps_neg)
         else:
             plan = qwyc(forest, M_fit, alpha=alpha, ordering=kind, y=y_fit, random_state=seed)
@@ -262,23 +293,39 @@ def run_dataset(name: str, args, rows: list, log: list) -> dict:
                 lr = gbm["small_rates"][k]
                 key = ("small", lr)
                 if key not in orders:  # one fit per rate; the first k trees are the k-tree GBT
-                    orders[key] = lgb.LGBMClassifier(n_estimators=max(SMALL_SIZES), learning_rate=lr,
-                                                     **gbm["params"]).fit(X_tr, y_tr).booster_
+                    orders[key] = (
+                        lgb.LGBMClassifier(n_estimators=max(SMALL_SIZES), learning_rate=lr, **gbm["params"])
+                        .fit(X_tr, y_tr)
+                        .booster_
+                    )
                 b = orders[key]
             else:
                 b = booster
             p = b.predict(M_te, num_iteration=k, raw_score=True)
             labels = np.where(p > thr, forest.classes[1], forest.classes[0])
-            rows.append(dict(dataset=name, method=GBT_ALONE, param_name="n_trees", param=k, seed=None,
-                             mean_models=float(k), test_accuracy=float(np.mean(labels == y_te)),
-                             test_diff=float(np.mean(labels != full)), fit_seconds=time.perf_counter() - t))
+            rows.append(
+                dict(
+                    dataset=name,
+                    method=GBT_ALONE,
+                    param_name="n_trees",
+                    param=k,
+                    seed=None,
+                    mean_models=float(k),
+                    test_accuracy=float(np.mean(labels == y_te)),
+                    test_diff=float(np.mean(labels != full)),
+                    fit_seconds=time.perf_counter() - t,
+                )
+            )
 
     tasks = [(f"QWYC* a={a}", lambda a=a: task_qwyc_star(a)) for a in alphas]
     tasks += [(f"Fan* g={g}", lambda g=g: task_fan(FAN_STAR, g, "individual_mse")) for g in gammas]
     tasks += [(f"QWYC GBT a={a}", lambda a=a: task_alg2(QWYC_GBT, "given", a)) for a in alphas]
     tasks += [(f"Fan GBT g={g}", lambda g=g: task_fan(FAN_GBT, g, None)) for g in gammas]
-    tasks += [(f"random s={s} a={a}", lambda a=a, s=s: task_alg2(QWYC_RANDOM, "random", a, s))
-              for s in seeds for a in alphas]
+    tasks += [
+        (f"random s={s} a={a}", lambda a=a, s=s: task_alg2(QWYC_RANDOM, "random", a, s))
+        for s in seeds
+        for a in alphas
+    ]
     tasks += [(f"imse a={a}", lambda a=a: task_alg2(QWYC_IMSE, "individual_mse", a)) for a in alphas]
     tasks += [(f"gmse a={a}", lambda a=a: task_alg2(QWYC_GMSE, "greedy_mse", a)) for a in alphas]
     tasks += [(f"margin={m}", lambda m=m: task_margin(m)) for m in margins]
@@ -292,13 +339,21 @@ def run_dataset(name: str, args, rows: list, log: list) -> dict:
         task_seconds[label] = time.perf_counter() - t
     bar.close()
     slow = sorted(task_seconds.items(), key=lambda kv: -kv[1])[:5]
-    print(f"  sweep: {sum(task_seconds.values()):.1f} s for {len(tasks)} fits; slowest: "
-          + ", ".join(f"{k} {v:.1f} s" for k, v in slow))
+    print(
+        f"  sweep: {sum(task_seconds.values()):.1f} s for {len(tasks)} fits; slowest: "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in slow)
+    )
 
     # Random orders: the mean and std over seeds per alpha.
     for a in alphas:
-        rs = [r for r in rows if r["dataset"] == name and r["method"] == QWYC_RANDOM and r["param"] == a
-              and r["seed"] is not None]
+        rs = [
+            r
+            for r in rows
+            if r["dataset"] == name
+            and r["method"] == QWYC_RANDOM
+            and r["param"] == a
+            and r["seed"] is not None
+        ]
         agg = dict(dataset=name, method=QWYC_RANDOM, param_name="alpha", param=a, seed=None)
         for col in ("mean_models", "test_accuracy", "test_diff", "fit_seconds"):
             v = np.array([r[col] for r in rs])
@@ -311,23 +366,52 @@ def run_dataset(name: str, args, rows: list, log: list) -> dict:
     # LightGBM's own pred_early_stop against thrifty's margin plan: same decisions?
     checks = []
     for m in margins:
-        p = booster.predict(M_te, raw_score=True, pred_early_stop=True, pred_early_stop_freq=10,
-                            pred_early_stop_margin=m)
+        p = booster.predict(
+            M_te, raw_score=True, pred_early_stop=True, pred_early_stop_freq=10, pred_early_stop_margin=m
+        )
         lgb_labels = np.where(p > thr, forest.classes[1], forest.classes[0])
         ours = np.asarray(evals[(LGB_ES, m)].labels)
-        checks.append(dict(margin=m, agree=float(np.mean(lgb_labels == ours)),
-                           lgb_test_diff=float(np.mean(lgb_labels != full))))
+        checks.append(
+            dict(
+                margin=m,
+                agree=float(np.mean(lgb_labels == ours)),
+                lgb_test_diff=float(np.mean(lgb_labels != full)),
+            )
+        )
     agree = min(c["agree"] for c in checks)
-    print("  pred_early_stop check: thrifty's margin plan and booster.predict(pred_early_stop=True) agree on "
-          f"{agree:.4%} of test rows at worst over {len(margins)} margins")
+    print(
+        "  pred_early_stop check: thrifty's margin plan and booster.predict(pred_early_stop=True) agree on "
+        f"{agree:.4%} of test rows at worst over {len(margins)} margins"
+    )
 
-    curve = lambda method: [(r["mean_models"], r["test_diff"]) for r in rows  # noqa: E731
-                            if r["dataset"] == name and r["method"] == method and r["seed"] is None]
+    def curve(method: str) -> list:
+        return [
+            (r["mean_models"], r["test_diff"])
+            for r in rows
+            if r["dataset"] == name and r["method"] == method and r["seed"] is None
+        ]
+
     methods = [QWYC_STAR, FAN_STAR, QWYC_GBT, FAN_GBT, QWYC_RANDOM, QWYC_IMSE, QWYC_GMSE, LGB_ES, GBT_ALONE]
     at = {m: frontier_at(curve(m), n_trees) for m in methods}
-    return dict(name=name, forest=forest, booster=booster, M_te=M_te, y_te=y_te, full=full, full_acc=full_acc,
-                n_trees=n_trees, plans=plans, evals=evals, at=at, margins=margins, lgb_checks=checks,
-                alphas=alphas, M_fit=M_fit, n_fit=len(M_fit), n_train=len(M_tr))
+    return dict(
+        name=name,
+        forest=forest,
+        booster=booster,
+        M_te=M_te,
+        y_te=y_te,
+        full=full,
+        full_acc=full_acc,
+        n_trees=n_trees,
+        plans=plans,
+        evals=evals,
+        at=at,
+        margins=margins,
+        lgb_checks=checks,
+        alphas=alphas,
+        M_fit=M_fit,
+        n_fit=len(M_fit),
+        n_train=len(M_tr),
+    )
 
 
 def closest(rows, name, method):
@@ -346,41 +430,85 @@ def timing_table(ctx: dict, rows: list, repeats: int) -> tuple[list, dict]:
         fns[m] = lambda plan=plan: evaluate(plan, M, n_threads=1)
     ours = round_robin(fns, repeats)
     n = len(M)
-    table = [dict(method=f"Full ensemble ({ctx['n_trees']} trees)", param="", test_diff=0.0,
-                  mean_models=float(ctx["n_trees"]), us_per_example=ours["Full"][0] / n * 1e6,
-                  spread=ours["Full"][1], speedup=1.0, runtime="thrifty evaluate, 1 thread")]
+    table = [
+        dict(
+            method=f"Full ensemble ({ctx['n_trees']} trees)",
+            param="",
+            test_diff=0.0,
+            mean_models=float(ctx["n_trees"]),
+            us_per_example=ours["Full"][0] / n * 1e6,
+            spread=ours["Full"][1],
+            speedup=1.0,
+            runtime="thrifty evaluate, 1 thread",
+        )
+    ]
     for m, r in picks.items():
-        table.append(dict(method=m, param=f"{r['param_name']}={r['param']}", test_diff=r["test_diff"],
-                          mean_models=r["mean_models"], us_per_example=ours[m][0] / n * 1e6,
-                          spread=ours[m][1],
-                          speedup=ours["Full"][0] / ours[m][0], runtime="thrifty evaluate, 1 thread"))
+        table.append(
+            dict(
+                method=m,
+                param=f"{r['param_name']}={r['param']}",
+                test_diff=r["test_diff"],
+                mean_models=r["mean_models"],
+                us_per_example=ours[m][0] / n * 1e6,
+                spread=ours[m][1],
+                speedup=ours["Full"][0] / ours[m][0],
+                runtime="thrifty evaluate, 1 thread",
+            )
+        )
 
     # LightGBM's own predict: full against pred_early_stop at every margin whose (LightGBM-decided)
     # test difference is no smaller than QWYC*'s timed point; the fastest of those counts.
     q = picks[QWYC_STAR]
     cands = [c for c in ctx["lgb_checks"] if c["lgb_test_diff"] >= q["test_diff"]]
     # Also the margin just more accurate than QWYC*'s point, to interpolate LightGBM's time at it.
-    below = max((c for c in ctx["lgb_checks"] if c["lgb_test_diff"] < q["test_diff"]),
-                key=lambda c: (c["lgb_test_diff"], -c["margin"]), default=None)
+    below = max(
+        (c for c in ctx["lgb_checks"] if c["lgb_test_diff"] < q["test_diff"]),
+        key=lambda c: (c["lgb_test_diff"], -c["margin"]),
+        default=None,
+    )
     lfns = {"full": lambda: booster.predict(M, raw_score=True, num_threads=1)}
     for c in cands + ([below] if below else []):
         lfns[c["margin"]] = lambda m=c["margin"]: booster.predict(
-            M, raw_score=True, num_threads=1, pred_early_stop=True, pred_early_stop_freq=10,
-            pred_early_stop_margin=m)
+            M,
+            raw_score=True,
+            num_threads=1,
+            pred_early_stop=True,
+            pred_early_stop_freq=10,
+            pred_early_stop_margin=m,
+        )
     theirs = round_robin(lfns, repeats)
-    table.append(dict(method="LightGBM predict (full)", param="", test_diff=0.0,
-                      mean_models=float(ctx["n_trees"]),
-                      us_per_example=theirs["full"][0] / n * 1e6, spread=theirs["full"][1], speedup=1.0,
-                      runtime="lightgbm booster.predict, 1 thread"))
+    table.append(
+        dict(
+            method="LightGBM predict (full)",
+            param="",
+            test_diff=0.0,
+            mean_models=float(ctx["n_trees"]),
+            us_per_example=theirs["full"][0] / n * 1e6,
+            spread=theirs["full"][1],
+            speedup=1.0,
+            runtime="lightgbm booster.predict, 1 thread",
+        )
+    )
     best = matched = None
     for c in cands + ([below] if below else []):
         sp = theirs["full"][0] / theirs[c["margin"]][0]
-        mm = next(r["mean_models"] for r in rows if r["dataset"] == name and r["method"] == LGB_ES
-                  and r["param"] == c["margin"])
-        table.append(dict(method="LightGBM predict (pred_early_stop)", param=f"margin={c['margin']}",
-                          test_diff=c["lgb_test_diff"], mean_models=mm,
-                          us_per_example=theirs[c["margin"]][0] / n * 1e6, spread=theirs[c["margin"]][1],
-                          speedup=sp, runtime="lightgbm booster.predict, 1 thread"))
+        mm = next(
+            r["mean_models"]
+            for r in rows
+            if r["dataset"] == name and r["method"] == LGB_ES and r["param"] == c["margin"]
+        )
+        table.append(
+            dict(
+                method="LightGBM predict (pred_early_stop)",
+                param=f"margin={c['margin']}",
+                test_diff=c["lgb_test_diff"],
+                mean_models=mm,
+                us_per_example=theirs[c["margin"]][0] / n * 1e6,
+                spread=theirs[c["margin"]][1],
+                speedup=sp,
+                runtime="lightgbm booster.predict, 1 thread",
+            )
+        )
         if c is below:
             continue
         if best is None or sp > best[1]:
@@ -393,9 +521,14 @@ def timing_table(ctx: dict, rows: list, repeats: int) -> tuple[list, dict]:
         d0, t0 = below["lgb_test_diff"], theirs[below["margin"]][0]
         t_at = t1 + (t0 - t1) * (d1 - q["test_diff"]) / (d1 - d0)
         interp = (matched[0]["margin"], below["margin"], theirs["full"][0] / t_at)
-    info = dict(qwyc_pick=q, qwyc_speedup=table[1]["speedup"], lgb_best=best, lgb_matched=matched,
-                lgb_interp=interp,
-                thrifty_full_vs_lgb_full=ours["Full"][0] / theirs["full"][0])
+    info = dict(
+        qwyc_pick=q,
+        qwyc_speedup=table[1]["speedup"],
+        lgb_best=best,
+        lgb_matched=matched,
+        lgb_interp=interp,
+        thrifty_full_vs_lgb_full=ours["Full"][0] / theirs["full"][0],
+    )
     return table, info
 
 
@@ -411,24 +544,40 @@ def plot_curves(rows, ctx, path):
     import matplotlib.pyplot as plt
 
     name = ctx["name"]
-    styles = {QWYC_STAR: ("tab:red", "o", "-"), FAN_STAR: ("tab:blue", "s", "-"),
-              QWYC_GBT: ("tab:orange", "^", "--"), FAN_GBT: ("tab:cyan", "v", "--"),
-              QWYC_RANDOM: ("tab:gray", "x", ":"), QWYC_IMSE: ("tab:purple", "D", ":"),
-              QWYC_GMSE: ("tab:brown", "P", ":"), LGB_ES: ("tab:green", "*", "-."),
-              GBT_ALONE: ("black", ".", "-")}
+    styles = {
+        QWYC_STAR: ("tab:red", "o", "-"),
+        FAN_STAR: ("tab:blue", "s", "-"),
+        QWYC_GBT: ("tab:orange", "^", "--"),
+        FAN_GBT: ("tab:cyan", "v", "--"),
+        QWYC_RANDOM: ("tab:gray", "x", ":"),
+        QWYC_IMSE: ("tab:purple", "D", ":"),
+        QWYC_GMSE: ("tab:brown", "P", ":"),
+        LGB_ES: ("tab:green", "*", "-."),
+        GBT_ALONE: ("black", ".", "-"),
+    }
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     for method, (color, marker, ls) in styles.items():
-        rs = sorted((r for r in rows if r["dataset"] == name and r["method"] == method and _no_seed(r)),
-                    key=lambda r: r["mean_models"])
+        rs = sorted(
+            (r for r in rows if r["dataset"] == name and r["method"] == method and _no_seed(r)),
+            key=lambda r: r["mean_models"],
+        )
         if not rs:
             continue
         x = [r["mean_models"] for r in rs]
         for ax, col, scale in ((axes[0], "test_accuracy", 1.0), (axes[1], "test_diff", 100.0)):
             y = [r[col] * scale for r in rs]
             if method == QWYC_RANDOM:
-                ax.errorbar(x, y, xerr=[r["std_mean_models"] for r in rs],
-                            yerr=[r["std_" + col] * scale for r in rs], color=color, marker=marker, ls=ls,
-                            label=f"{method}, {rs[0]['n_seeds']} seeds", capsize=2)
+                ax.errorbar(
+                    x,
+                    y,
+                    xerr=[r["std_mean_models"] for r in rs],
+                    yerr=[r["std_" + col] * scale for r in rs],
+                    color=color,
+                    marker=marker,
+                    ls=ls,
+                    label=f"{method}, {rs[0]['n_seeds']} seeds",
+                    capsize=2,
+                )
             else:
                 ax.plot(x, y, color=color, marker=marker, ls=ls, label=method)
     axes[0].axhline(ctx["full_acc"], color="k", lw=0.8, alpha=0.5, label=f"full ({ctx['n_trees']} trees)")
@@ -443,8 +592,9 @@ def plot_curves(rows, ctx, path):
     lo = ctx["full_acc"] - 0.05
     axes[0].set_ylim(bottom=max(lo, min(r["test_accuracy"] for r in rows if r["dataset"] == name) - 0.005))
     axes[1].legend(fontsize=7, loc="best")
-    fig.suptitle(f"{name}: early exits from a {ctx['n_trees']}-tree GBT "
-                 f"(exits fitted on {ctx['n_fit']} train rows)")
+    fig.suptitle(
+        f"{name}: early exits from a {ctx['n_trees']}-tree GBT (exits fitted on {ctx['n_fit']} train rows)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -464,8 +614,10 @@ def plot_hist(rows, ctx, path):
         k = np.asarray(ctx["evals"][(method, r["param"])].cost.n_trees)
         ax.hist(k, bins=bins, color=color, alpha=0.8)
         ax.set_yscale("log")
-        ax.set_title(f"{method} ({r['param_name']}={r['param']}): test diff {r['test_diff']:.2%}, "
-                     f"mean {k.mean():.1f}", fontsize=9)
+        ax.set_title(
+            f"{method} ({r['param_name']}={r['param']}): test diff {r['test_diff']:.2%}, mean {k.mean():.1f}",
+            fontsize=9,
+        )
         ax.set_xlabel("# base models evaluated")
     axes[0].set_ylabel("# test examples")
     fig.suptitle(f"{name}: base models evaluated per test example, near 0.5% test difference")
@@ -501,8 +653,21 @@ def main(argv: list[str] | None = None) -> dict:
         for m, v in sorted(ctx["at"].items(), key=lambda kv: kv[1]):
             print(f"    {m:30s} {v:7.1f}")
 
-    cols = ["dataset", "method", "param_name", "param", "seed", "mean_models", "test_accuracy", "test_diff",
-            "fit_seconds", "std_mean_models", "std_test_accuracy", "std_test_diff", "n_seeds"]
+    cols = [
+        "dataset",
+        "method",
+        "param_name",
+        "param",
+        "seed",
+        "mean_models",
+        "test_accuracy",
+        "test_diff",
+        "fit_seconds",
+        "std_mean_models",
+        "std_test_accuracy",
+        "std_test_diff",
+        "n_seeds",
+    ]
     import pandas as pd
 
     df = pd.DataFrame(rows).reindex(columns=cols)
@@ -513,11 +678,15 @@ def main(argv: list[str] | None = None) -> dict:
     table, info = timing_table(a, rows, 5 if args.quick else 15)
     pd.DataFrame(table).to_csv(RESULTS / "qwyc_timing.csv", index=False)
     print(f"adult timing ({len(a['M_te'])} test rows, 1 thread, median of paired repeats):")
-    print(f"  {'method':36s} {'param':14s} {'test %diff':>10s} {'mean #models':>12s} {'us/example':>14s} "
-          f"{'speed-up':>9s}")
+    print(
+        f"  {'method':36s} {'param':14s} {'test %diff':>10s} {'mean #models':>12s} {'us/example':>14s} "
+        f"{'speed-up':>9s}"
+    )
     for r in table:
-        print(f"  {r['method']:36s} {r['param']:14s} {r['test_diff']:10.2%} {r['mean_models']:12.1f} "
-              f"{r['us_per_example']:8.2f} ±{r['spread']:4.0%} {r['speedup']:8.2f}x")
+        print(
+            f"  {r['method']:36s} {r['param']:14s} {r['test_diff']:10.2%} {r['mean_models']:12.1f} "
+            f"{r['us_per_example']:8.2f} ±{r['spread']:4.0%} {r['speedup']:8.2f}x"
+        )
 
     q = info["qwyc_pick"]
     qwyc_speedup = info["qwyc_speedup"]
@@ -527,8 +696,11 @@ def main(argv: list[str] | None = None) -> dict:
         lgb_speedup, lgb_margin = info["lgb_best"][1], info["lgb_best"][0]["margin"]
     # QWYC* fit time at the timed alpha, on all training rows (what the target is about). In --quick
     # the sweep fitted on a 16,000-row sample; the value reported is that fit's time.
-    fit_s = next(r["fit_seconds"] for r in rows if r["dataset"] == "adult" and r["method"] == QWYC_STAR
-                 and r["param"] == q["param"])
+    fit_s = next(
+        r["fit_seconds"]
+        for r in rows
+        if r["dataset"] == "adult" and r["method"] == QWYC_STAR and r["param"] == q["param"]
+    )
     others = {m: v for m, v in a["at"].items() if m != QWYC_STAR}
     mt, it = info["lgb_matched"], info["lgb_interp"]
     figures = {
@@ -538,7 +710,7 @@ def main(argv: list[str] | None = None) -> dict:
         "adult_fit_rows": a["n_fit"],
         "adult_mean_models_at_0.5pct": round(a["at"][QWYC_STAR], 2),
         "adult_mean_models_at_0.5pct_how": "linear interpolation in test diff on the lower frontier of the "
-                                           "curve points plus the full model",
+        "curve points plus the full model",
         "adult_mean_models_at_0.5pct_by_method": {m: round(v, 2) for m, v in a["at"].items()},
         "adult_qwyc_beats_all": bool(a["at"][QWYC_STAR] < min(others.values())),
         "adult_qwyc_timed_alpha": q["param"],
@@ -547,8 +719,9 @@ def main(argv: list[str] | None = None) -> dict:
         "adult_speedup_wall": round(qwyc_speedup, 3),
         "lightgbm_early_stop_speedup": round(lgb_speedup, 3),
         "lightgbm_early_stop_margin": lgb_margin,
-        "lightgbm_early_stop_test_diff": (round(info["lgb_best"][0]["lgb_test_diff"], 5)
-                                          if info["lgb_best"] else None),
+        "lightgbm_early_stop_test_diff": (
+            round(info["lgb_best"][0]["lgb_test_diff"], 5) if info["lgb_best"] else None
+        ),
         # At equal quality: LightGBM interpolated at QWYC*'s test diff (see the module docstring).
         "speedup_vs_lightgbm_early_stop": round(qwyc_speedup / it[2], 3) if it else None,
         # The fastest margin at a diff >= QWYC*'s is always the smallest margin swept (the least
@@ -571,21 +744,27 @@ def main(argv: list[str] | None = None) -> dict:
     }
     for name, ctx in ctxs.items():
         if name != "adult":
-            figures[f"{name}_mean_models_at_0.5pct_by_method"] = {m: round(v, 2)
-                                                                   for m, v in ctx["at"].items()}
+            figures[f"{name}_mean_models_at_0.5pct_by_method"] = {
+                m: round(v, 2) for m, v in ctx["at"].items()
+            }
     quick_note = f" (fitted on {a['n_fit']} rows in --quick: not the target's setting)" if args.quick else ""
     if abs(q["test_diff"] - TARGET_DIFF) > 0.0025:
-        print(f"  NOTE: QWYC*'s curve point nearest {TARGET_DIFF:.1%} test diff is at {q['test_diff']:.2%} "
-              f"(alpha={q['param']}): the timed figures are at that point, not at {TARGET_DIFF:.1%}")
+        print(
+            f"  NOTE: QWYC*'s curve point nearest {TARGET_DIFF:.1%} test diff is at {q['test_diff']:.2%} "
+            f"(alpha={q['param']}): the timed figures are at that point, not at {TARGET_DIFF:.1%}"
+        )
     print("targets:")
     print(f"  adult_qwyc_beats_all            {figures['adult_qwyc_beats_all']!s:>8}   target: true")
     print(f"  adult_speedup_wall              {figures['adult_speedup_wall']:8.3f}   target: >= 8")
     vs_lgb = figures["speedup_vs_lightgbm_early_stop"]
-    print(f"  speedup_vs_lightgbm_early_stop  {float('nan') if vs_lgb is None else vs_lgb:8.3f}   "
-          "target: >= 1.5 (at equal test difference)")
+    print(
+        f"  speedup_vs_lightgbm_early_stop  {float('nan') if vs_lgb is None else vs_lgb:8.3f}   "
+        "target: >= 1.5 (at equal test difference)"
+    )
     print(f"  speedup_efficiency              {figures['speedup_efficiency']:8.3f}   target: >= 0.8")
-    print(f"  fit_seconds_adult               {figures['fit_seconds_adult']:8.2f}   "
-          f"target: <= 20{quick_note}")
+    print(
+        f"  fit_seconds_adult               {figures['fit_seconds_adult']:8.2f}   target: <= 20{quick_note}"
+    )
     emit(figures, args.quick)
     return figures
 

@@ -79,8 +79,15 @@ def main(argv: list[str] | None = None) -> dict:
 
     print(f"adult: {len(X_tr)} train / {len(X_te)} test rows; {n_cores} cores; thrifty {thrifty.__version__}")
     n_trees = 100 if args.quick else 500
-    gbm = lgb.LGBMClassifier(n_estimators=n_trees, max_depth=5, num_leaves=32, learning_rate=0.1,
-                             verbose=-1, random_state=0, n_jobs=1).fit(X_tr, y_tr)
+    gbm = lgb.LGBMClassifier(
+        n_estimators=n_trees,
+        max_depth=5,
+        num_leaves=32,
+        learning_rate=0.1,
+        verbose=-1,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X_tr, y_tr)
     forest = Forest.from_model(gbm)
     booster = gbm.booster_
     # Both sides get the same float matrix (category codes), so input conversion is alike.
@@ -90,21 +97,28 @@ def main(argv: list[str] | None = None) -> dict:
     max_diff = float(np.max(np.abs(ours - theirs)))
     assert max_diff < 1e-9 * max(1.0, float(np.max(np.abs(theirs)))), max_diff
 
-    t_lgb_1, t_our_1 = paired_times(lambda: booster.predict(M, raw_score=True, num_threads=1),
-                                    lambda: forest.predict_raw(M, n_threads=1), repeats)
+    t_lgb_1, t_our_1 = paired_times(
+        lambda: booster.predict(M, raw_score=True, num_threads=1),
+        lambda: forest.predict_raw(M, n_threads=1),
+        repeats,
+    )
     t_lgb_all, t_our_all = paired_times(
         lambda: booster.predict(M, raw_score=True, num_threads=n_cores),
-        lambda: forest.predict_raw(M, n_threads=n_cores), repeats)
+        lambda: forest.predict_raw(M, n_threads=n_cores),
+        repeats,
+    )
 
     costs = CostModel.uniform(forest.n_features, feature_names=forest.feature_names, tree_cost=0.01)
     if args.only == "single-row":
         figures = {"bench": "runtime_single_row", **single_row_section(args, forest, booster, M, X_tr, costs)}
         emit(figures, bool(args.quick))
         return figures
-    t_plain_1, t_eval_1 = paired_times(lambda: forest.predict_raw(M, n_threads=1),
-                                       lambda: evaluate(forest, M, costs, n_threads=1), repeats)
-    t_plain_all, t_eval_all = paired_times(lambda: forest.predict_raw(M),
-                                           lambda: evaluate(forest, M, costs), repeats)
+    t_plain_1, t_eval_1 = paired_times(
+        lambda: forest.predict_raw(M, n_threads=1), lambda: evaluate(forest, M, costs, n_threads=1), repeats
+    )
+    t_plain_all, t_eval_all = paired_times(
+        lambda: forest.predict_raw(M), lambda: evaluate(forest, M, costs), repeats
+    )
 
     def provider(features: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return M[np.ix_(rows, features)]
@@ -112,29 +126,35 @@ def main(argv: list[str] | None = None) -> dict:
     lazy = evaluate(forest, provider, costs, n_rows=len(M))
     dense = evaluate(forest, M, costs)
     assert np.array_equal(lazy.raw, dense.raw) and np.array_equal(lazy.cost.total, dense.cost.total)
-    t_dense_all, t_lazy_all = paired_times(lambda: evaluate(forest, M, costs),
-                                           lambda: evaluate(forest, provider, costs, n_rows=len(M)),
-                                           repeats)
+    t_dense_all, t_lazy_all = paired_times(
+        lambda: evaluate(forest, M, costs), lambda: evaluate(forest, provider, costs, n_rows=len(M)), repeats
+    )
 
-    compiled_figures, compiled_rows = compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs,
-                                                       repeats)
+    compiled_figures, compiled_rows = compiled_section(
+        args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats
+    )
 
     n_rf = 100 if args.quick else 300
-    rf = RandomForestClassifier(n_estimators=n_rf, min_samples_leaf=5, n_jobs=n_cores,
-                                random_state=0).fit(M_tr := forest._as_matrix(X_tr), y_tr)
+    rf = RandomForestClassifier(n_estimators=n_rf, min_samples_leaf=5, n_jobs=n_cores, random_state=0).fit(
+        M_tr := forest._as_matrix(X_tr), y_tr
+    )
     rf_forest = Forest.from_model(rf)
     assert np.allclose(rf_forest.predict_proba(M), rf.predict_proba(M), rtol=1e-9, atol=1e-12)
     rf.set_params(n_jobs=1)
-    t_skl_1, t_rf_1 = paired_times(lambda: rf.predict_proba(M), lambda: rf_forest.predict_proba(M),
-                                   max(3, repeats // 2))
+    t_skl_1, t_rf_1 = paired_times(
+        lambda: rf.predict_proba(M), lambda: rf_forest.predict_proba(M), max(3, repeats // 2)
+    )
     del M_tr
 
     # Bounded memory: a big batch (10M rows; 1M with --quick) of a 50-tree model. Working memory
     # beyond the input and the per-example outputs must not grow with the number of rows.
     import tracemalloc
 
-    small = Forest.from_model(lgb.LGBMClassifier(n_estimators=50, max_depth=5, num_leaves=32,
-                                                 verbose=-1, random_state=0).fit(X_tr, y_tr))
+    small = Forest.from_model(
+        lgb.LGBMClassifier(n_estimators=50, max_depth=5, num_leaves=32, verbose=-1, random_state=0).fit(
+            X_tr, y_tr
+        )
+    )
     big_rows = 1_000_000 if args.quick else 10_000_000
     big = np.tile(M, (big_rows // len(M) + 1, 1))[:big_rows]
     tracemalloc.start()
@@ -143,10 +163,21 @@ def main(argv: list[str] | None = None) -> dict:
     big_seconds = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    outputs = sum(a.nbytes for a in (big_eval.raw, big_eval.proba, big_eval.labels, big_eval.exit,
-                                     big_eval.cost.feature, big_eval.cost.evaluation,
-                                     big_eval.cost.total, big_eval.cost.n_trees,
-                                     big_eval.cost.n_nodes, big_eval.cost.acquired))
+    outputs = sum(
+        a.nbytes
+        for a in (
+            big_eval.raw,
+            big_eval.proba,
+            big_eval.labels,
+            big_eval.exit,
+            big_eval.cost.feature,
+            big_eval.cost.evaluation,
+            big_eval.cost.total,
+            big_eval.cost.n_trees,
+            big_eval.cost.n_nodes,
+            big_eval.cost.acquired,
+        )
+    )
     del big, big_eval
 
     figures = {
@@ -170,14 +201,18 @@ def main(argv: list[str] | None = None) -> dict:
         "big_batch_output_mb": round(outputs / 2**20, 1),
         "big_batch_working_mb": round((peak - outputs) / 2**20, 1),
     }
-    rows = [("lightgbm predict, 1 thread", t_lgb_1), ("thrifty predict_raw, 1 thread", t_our_1),
-            ("thrifty evaluate (costs), 1 thread", t_eval_1),
-            (f"lightgbm predict, {n_cores} threads", t_lgb_all),
-            (f"thrifty predict_raw, {n_cores} threads", t_our_all),
-            (f"thrifty evaluate (costs), {n_cores} threads", t_eval_all),
-            (f"thrifty lazy evaluate, {n_cores} threads", t_lazy_all),
-            ("sklearn RF predict_proba, 1 thread", t_skl_1), ("thrifty RF predict_proba, 1 thread", t_rf_1),
-            *compiled_rows]
+    rows = [
+        ("lightgbm predict, 1 thread", t_lgb_1),
+        ("thrifty predict_raw, 1 thread", t_our_1),
+        ("thrifty evaluate (costs), 1 thread", t_eval_1),
+        (f"lightgbm predict, {n_cores} threads", t_lgb_all),
+        (f"thrifty predict_raw, {n_cores} threads", t_our_all),
+        (f"thrifty evaluate (costs), {n_cores} threads", t_eval_all),
+        (f"thrifty lazy evaluate, {n_cores} threads", t_lazy_all),
+        ("sklearn RF predict_proba, 1 thread", t_skl_1),
+        ("thrifty RF predict_proba, 1 thread", t_rf_1),
+        *compiled_rows,
+    ]
     RESULTS.mkdir(parents=True, exist_ok=True)
     with open(RESULTS / "runtime.csv", "w") as fh:
         fh.write("what,seconds\n")
@@ -192,14 +227,14 @@ def main(argv: list[str] | None = None) -> dict:
 def one_row_means(fns: dict, X: np.ndarray, calls: int = 1000, block: int = 50) -> dict:
     """Mean seconds per one-row call of each function, over ``calls`` rows of ``X`` taken in
     turn; the functions alternate in blocks of ``block`` calls so drift hits all alike."""
-    rows = [X[i % len(X):i % len(X) + 1].copy() for i in range(calls)]
+    rows = [X[i % len(X) : i % len(X) + 1].copy() for i in range(calls)]
     for fn in fns.values():
         fn(rows[0])
     total = dict.fromkeys(fns, 0.0)
     for lo in range(0, calls, block):
         for name, fn in fns.items():
             t0 = time.perf_counter()
-            for x in rows[lo:lo + block]:
+            for x in rows[lo : lo + block]:
                 fn(x)
             total[name] += time.perf_counter() - t0
     return {name: t / calls for name, t in total.items()}
@@ -213,8 +248,9 @@ def single_row_section(args, forest, booster, M, X_tr, costs) -> dict:
 
     full = thrifty.compile(forest, costs)
     _, fit_rows = _qwyc_rows(forest, X_tr)
-    qcomp = thrifty.compile(qwyc(forest, fit_rows, alpha=0.005,
-                                 ordering="given" if args.quick else "optimize"), costs)
+    qcomp = thrifty.compile(
+        qwyc(forest, fit_rows, alpha=0.005, ordering="given" if args.quick else "optimize"), costs
+    )
     return {
         **_single_row_figures(booster, full, qcomp, lambda x: evaluate(forest, x, costs, n_threads=1), M),
         "load_average": os.getloadavg()[0],
@@ -225,12 +261,15 @@ def single_row_section(args, forest, booster, M, X_tr, costs) -> dict:
 def _single_row_figures(booster, full, qcomp, interpreter, M: np.ndarray) -> dict:
     """One-row figures: mean µs per call of LightGBM, the compiled Full and QWYC plans and the
     interpreter (one thread), and the compiled plans' ratios to LightGBM."""
-    singles = one_row_means({
-        "lightgbm": lambda x: booster.predict(x, raw_score=True, num_threads=1),
-        "compiled_full": lambda x: full.evaluate(x, n_threads=1),
-        "compiled_qwyc": lambda x: qcomp.evaluate(x, n_threads=1),
-        "interpreter_full": interpreter,
-    }, M)
+    singles = one_row_means(
+        {
+            "lightgbm": lambda x: booster.predict(x, raw_score=True, num_threads=1),
+            "compiled_full": lambda x: full.evaluate(x, n_threads=1),
+            "compiled_qwyc": lambda x: qcomp.evaluate(x, n_threads=1),
+            "interpreter_full": interpreter,
+        },
+        M,
+    )
     return {
         "single_row_ratio_vs_lightgbm": round(singles["compiled_full"] / singles["lightgbm"], 3),
         "single_row_us": {k: round(v * 1e6, 1) for k, v in singles.items()},
@@ -264,9 +303,12 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
     assert np.array_equal(got.raw, booster.predict(M, raw_score=True, num_threads=one))
     load_seconds, first_call = _fresh_process_load(full, M[:1], cache)
 
-    t_lgb, t_comp, t_interp = _paired3(lambda: booster.predict(M, raw_score=True, num_threads=one),
-                                       lambda: full.evaluate(M, n_threads=one),
-                                       lambda: evaluate(forest, M, costs, n_threads=one), repeats)
+    t_lgb, t_comp, t_interp = _paired3(
+        lambda: booster.predict(M, raw_score=True, num_threads=one),
+        lambda: full.evaluate(M, n_threads=one),
+        lambda: evaluate(forest, M, costs, n_threads=one),
+        repeats,
+    )
     # tl2cgen's C compile takes minutes on a shared machine: full runs only.
     t_tl2 = None if args.quick else _tl2cgen_time(booster, M, full, repeats)
 
@@ -274,7 +316,7 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
     M_tr, fit_rows = _qwyc_rows(forest, X_tr)
     full_labels = ref.labels
     best = None
-    for alpha in ((0.005,) if args.quick else (0.002, 0.005, 0.01)):
+    for alpha in (0.005,) if args.quick else (0.002, 0.005, 0.01):
         plan = qwyc(forest, fit_rows, alpha=alpha, ordering="optimize" if not args.quick else "given")
         ev = evaluate(plan, M, costs)
         diff = float(np.mean(ev.labels != full_labels))
@@ -284,8 +326,9 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
     qcomp = thrifty.compile(qplan, costs)
     qref = evaluate(qplan, M, costs)
     assert np.array_equal(qcomp.evaluate(M).raw, qref.raw)
-    t_full_b, t_q_b, _ = _paired3(lambda: full.evaluate(M, n_threads=one),
-                                  lambda: qcomp.evaluate(M, n_threads=one), None, repeats)
+    t_full_b, t_q_b, _ = _paired3(
+        lambda: full.evaluate(M, n_threads=one), lambda: qcomp.evaluate(M, n_threads=one), None, repeats
+    )
 
     xgb_figs, xgb_rows = _xgboost_part(args, M_tr, y_tr, M, costs, repeats)
     figures = {
@@ -305,10 +348,13 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
         "first_call_seconds": round(first_call, 3),
         **xgb_figs,
     }
-    rows = [("lightgbm predict, 1 thread (compiled section)", t_lgb),
-            ("thrifty compiled evaluate (costs), 1 thread", t_comp),
-            ("thrifty interpreter evaluate (costs), 1 thread", t_interp),
-            ("thrifty compiled QWYC evaluate, 1 thread", t_q_b), *xgb_rows]
+    rows = [
+        ("lightgbm predict, 1 thread (compiled section)", t_lgb),
+        ("thrifty compiled evaluate (costs), 1 thread", t_comp),
+        ("thrifty interpreter evaluate (costs), 1 thread", t_interp),
+        ("thrifty compiled QWYC evaluate, 1 thread", t_q_b),
+        *xgb_rows,
+    ]
     if t_tl2 is not None:
         rows.append(("tl2cgen quantize=1 predict, 1 thread", t_tl2))
     return figures, rows
@@ -335,17 +381,22 @@ def _fresh_process_load(compiled, x1: np.ndarray, cache: str) -> tuple[float, fl
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "plan.pkl"
         path.write_bytes(pickle.dumps((compiled, x1)))
-        code = ("import pickle, time, sys, json, thrifty\n"
-                "t0 = time.perf_counter()\n"
-                f"plan, x = pickle.loads(open({str(path)!r}, 'rb').read())\n"
-                "t1 = time.perf_counter()\n"
-                "plan.evaluate(x, n_threads=1)\n"
-                "t2 = time.perf_counter()\n"
-                "assert plan.native and all(s.native.from_cache for s in [plan.schedule])\n"
-                "print(json.dumps([t1 - t0, t2 - t1]))\n")
+        code = (
+            "import pickle, time, sys, json, thrifty\n"
+            "t0 = time.perf_counter()\n"
+            f"plan, x = pickle.loads(open({str(path)!r}, 'rb').read())\n"
+            "t1 = time.perf_counter()\n"
+            "plan.evaluate(x, n_threads=1)\n"
+            "t2 = time.perf_counter()\n"
+            "assert plan.native and all(s.native.from_cache for s in [plan.schedule])\n"
+            "print(json.dumps([t1 - t0, t2 - t1]))\n"
+        )
         env = {**os.environ, "THRIFTY_CACHE_DIR": cache, "PYTHONPATH": str(HERE.parent)}
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                             check=True).stdout.strip().splitlines()[-1]
+        out = (
+            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+            .stdout.strip()
+            .splitlines()[-1]
+        )
     import json
 
     load, first = json.loads(out)
@@ -369,8 +420,12 @@ def _tl2cgen_time(booster, M: np.ndarray, compiled, repeats: int) -> float | Non
         out = np.asarray(predictor.predict(dm, pred_margin=True)).reshape(-1)
         expected = booster.predict(M, raw_score=True)
         assert np.allclose(out, expected, rtol=1e-6, atol=1e-6), np.max(np.abs(out - expected))
-        t_tl2, _, _ = _paired3(lambda: predictor.predict(dm, pred_margin=True),
-                               lambda: compiled.evaluate(M, n_threads=1), None, repeats)
+        t_tl2, _, _ = _paired3(
+            lambda: predictor.predict(dm, pred_margin=True),
+            lambda: compiled.evaluate(M, n_threads=1),
+            None,
+            repeats,
+        )
     return t_tl2
 
 
@@ -382,19 +437,28 @@ def _xgboost_part(args, M_tr, y_tr, M, costs, repeats) -> tuple[dict, list]:
     from thrifty import Forest
 
     n = 100 if args.quick else 500
-    model = xgb.XGBClassifier(n_estimators=n, max_depth=6, learning_rate=0.1, n_jobs=1,
-                              tree_method="hist", random_state=0).fit(M_tr, y_tr)
+    model = xgb.XGBClassifier(
+        n_estimators=n, max_depth=6, learning_rate=0.1, n_jobs=1, tree_method="hist", random_state=0
+    ).fit(M_tr, y_tr)
     forest = Forest.from_model(model)
     compiled = thrifty.compile(forest, costs)
     booster = model.get_booster()
     booster.set_param({"nthread": 1})
     theirs = booster.inplace_predict(M, predict_type="margin")
     assert np.array_equal(compiled.evaluate(M).raw, theirs.astype(np.float64))
-    t_xgb, t_comp, _ = _paired3(lambda: booster.inplace_predict(M, predict_type="margin"),
-                                lambda: compiled.evaluate(M, n_threads=1), None, repeats)
-    return ({"xgboost_trees": n, "xgboost_compiled_ratio_vs_xgboost": round(t_comp / t_xgb, 3)},
-            [("xgboost inplace_predict, 1 thread", t_xgb),
-             ("thrifty compiled XGBoost evaluate, 1 thread", t_comp)])
+    t_xgb, t_comp, _ = _paired3(
+        lambda: booster.inplace_predict(M, predict_type="margin"),
+        lambda: compiled.evaluate(M, n_threads=1),
+        None,
+        repeats,
+    )
+    return (
+        {"xgboost_trees": n, "xgboost_compiled_ratio_vs_xgboost": round(t_comp / t_xgb, 3)},
+        [
+            ("xgboost inplace_predict, 1 thread", t_xgb),
+            ("thrifty compiled XGBoost evaluate, 1 thread", t_comp),
+        ],
+    )
 
 
 def _plot(rows: list[tuple[str, float]], path: Path) -> None:
@@ -405,8 +469,11 @@ def _plot(rows: list[tuple[str, float]], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 4))
     names = [r[0] for r in rows][::-1]
-    ax.barh(names, [r[1] * 1e3 for r in rows][::-1],
-            color=["tab:orange" if n.startswith("thrifty") else "tab:gray" for n in names])
+    ax.barh(
+        names,
+        [r[1] * 1e3 for r in rows][::-1],
+        color=["tab:orange" if n.startswith("thrifty") else "tab:gray" for n in names],
+    )
     ax.set_xlabel("milliseconds (median)")
     ax.set_title("Prediction time on Adult (test split)")
     fig.tight_layout()

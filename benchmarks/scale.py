@@ -58,8 +58,16 @@ def adult_like(seed: int, n: int) -> tuple[pd.DataFrame, np.ndarray]:
         else:
             cols[f"x{j}"] = rng.gamma(2.0, 1.0 + j, n)
     X = pd.DataFrame(cols)
-    score = (0.08 * X.x0 + 0.6 * (X.x3 > 10) + 0.5 * (X.x5 == 2) + 0.3 * X.x12 / 13
-             + 0.9 * (X.x10 > 60) - 0.4 * (X.x9 == 0) + rng.logistic(size=n) - 2.4)
+    score = (
+        0.08 * X.x0
+        + 0.6 * (X.x3 > 10)
+        + 0.5 * (X.x5 == 2)
+        + 0.3 * X.x12 / 13
+        + 0.9 * (X.x10 > 60)
+        - 0.4 * (X.x9 == 0)
+        + rng.logistic(size=n)
+        - 2.4
+    )
     return X, (score > 0).astype(int).to_numpy()
 
 
@@ -76,8 +84,14 @@ def peak_mib() -> float:
 def local_cluster(n: int = 2):
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None, memory_limit="4GiB")
+    cluster = LocalCluster(
+        n_workers=n,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        memory_limit="4GiB",
+    )
     return cluster, Client(cluster)
 
 
@@ -105,10 +119,17 @@ def scoring(model, n_rows: int, costs) -> dict:
         wall = time.perf_counter() - start
         peaks = sorted(client.run(peak_mib).values())
     assert summary.n == n_rows and math.isclose(summary.mean, total / n_rows, rel_tol=1e-9)
-    return {"rows": n_rows, "single_seconds": round(single, 2), "cluster_seconds": round(wall, 2),
-            "dask_overhead": round(wall / single, 3), "single_rows_per_second": round(n_rows / single),
-            "cluster_rows_per_second": round(n_rows / wall), "worker_peak_mib": [round(p) for p in peaks],
-            "mean_cost": round(summary.mean, 4), "quantiles_exact": summary.quantiles_exact}
+    return {
+        "rows": n_rows,
+        "single_seconds": round(single, 2),
+        "cluster_seconds": round(wall, 2),
+        "dask_overhead": round(wall / single, 3),
+        "single_rows_per_second": round(n_rows / single),
+        "cluster_rows_per_second": round(n_rows / wall),
+        "worker_peak_mib": [round(p) for p in peaks],
+        "mean_cost": round(summary.mean, 4),
+        "quantiles_exact": summary.quantiles_exact,
+    }
 
 
 def cegb(n_rows: int, n_estimators: int) -> dict:
@@ -132,16 +153,21 @@ def cegb(n_rows: int, n_estimators: int) -> dict:
     X, y = data(n_rows, 0)
     X_test, y_test = data(50_000, 1)
     costs = CostModel(list(np.linspace(1, 20, 20)))
-    params = dict(costs=costs, tradeoff=0.002, n_estimators=n_estimators, num_leaves=31, random_state=0,
-                  progress=False)
+    params = dict(
+        costs=costs, tradeoff=0.002, n_estimators=n_estimators, num_leaves=31, random_state=0, progress=False
+    )
     out = {"rows": n_rows}
 
     def record(name: str, est, seconds: float) -> None:
         ev = thrifty.evaluate(est.forest_, X_test, costs)
         used = sorted({int(f) for f in est.forest_.feature if f >= 0})
         accuracy = float(np.mean(ev.labels == y_test))
-        out[name] = {"fit_seconds": round(seconds, 2), "accuracy": round(accuracy, 4),
-                     "mean_cost": round(ev.cost.mean, 3), "features_used": len(used)}
+        out[name] = {
+            "fit_seconds": round(seconds, 2),
+            "accuracy": round(accuracy, 4),
+            "mean_cost": round(ev.cost.mean, 3),
+            "features_used": len(used),
+        }
 
     start = time.perf_counter()
     record("one_machine", CEGBClassifier(n_jobs=2, **params).fit(X, y), time.perf_counter() - start)
@@ -193,8 +219,12 @@ def sample_sizes(sizes: list[int], n_test: int) -> dict:
         correct = float(np.sum(pred == labels))
         acc = correct / len(labels)
         lo, hi = wilson_interval(correct, len(labels))
-        out[str(size)] = {"accuracy": round(acc, 4), "accuracy_95": [round(lo, 4), round(hi, 4)],
-                          "mean_cost": round(summary.mean, 3), "test_rows": len(labels)}
+        out[str(size)] = {
+            "accuracy": round(acc, 4),
+            "accuracy_95": [round(lo, 4), round(hi, 4)],
+            "mean_cost": round(summary.mean, 3),
+            "test_rows": len(labels),
+        }
     return out
 
 
@@ -207,27 +237,32 @@ def compare_heart(client, data_home: str | None, quick: bool) -> dict:
     X, y, _ = ds.subset("train")
     X_test, y_test, _ = ds.subset("test")
     kw = dict(quick=True, n_jobs=1, progress=False, X_test=X_test, y_test=y_test)
-    if quick:   # two cheap methods and 2 folds: the same mechanism in seconds
+    if quick:  # two cheap methods and 2 folds: the same mechanism in seconds
         kw.update(methods=["lightgbm", "qwyc"], cv=2)
     start = time.perf_counter()
     alone = compare(X, y, ds.costs, **kw)
     sequential = time.perf_counter() - start
-    client.run(lambda: __import__("thrifty.comparison"))   # imports, as a warm cluster has them
+    client.run(lambda: __import__("thrifty.comparison"))  # imports, as a warm cluster has them
     start = time.perf_counter()
     parallel = compare(X, y, ds.costs, executor=client, **kw)
     wall = time.perf_counter() - start
     drop = ["fit_seconds"]
     pd.testing.assert_frame_equal(alone.table.drop(columns=drop), parallel.table.drop(columns=drop))
-    return {"sequential_seconds": round(sequential, 2), "two_workers_seconds": round(wall, 2),
-            "compare_speedup": round(sequential / wall, 3), "models": len(alone.table)}
+    return {
+        "sequential_seconds": round(sequential, 2),
+        "two_workers_seconds": round(wall, 2),
+        "compare_speedup": round(sequential / wall, 3),
+        "models": len(alone.table),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--data-home", default=os.environ.get("THRIFTY_DATA"))
-    parser.add_argument("--only", default="scoring,cegb,sample,compare",
-                        help="comma-separated parts to run (default: all)")
+    parser.add_argument(
+        "--only", default="scoring,cegb,sample,compare", help="comma-separated parts to run (default: all)"
+    )
     args = parser.parse_args()
     parts = set(args.only.split(","))
     import lightgbm

@@ -42,10 +42,29 @@ def free_port() -> int:
 
 def start_server(plan_path: Path, store: Path, port: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
-    return subprocess.Popen([sys.executable, "-m", "thrifty", "serve", str(plan_path), "--provider",
-                             f"sqlite:///{store}", "--table", "adult", "--key-column", "id",
-                             "--port", str(port), "--timeout", "30"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "thrifty",
+            "serve",
+            str(plan_path),
+            "--provider",
+            f"sqlite:///{store}",
+            "--table",
+            "adult",
+            "--key-column",
+            "id",
+            "--port",
+            str(port),
+            "--timeout",
+            "30",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_ready(url: str, proc: subprocess.Popen, limit: float = 120.0) -> None:
@@ -93,9 +112,14 @@ async def load(url: str, ids: list[int], clients: int, time_limit: float) -> dic
         await asyncio.gather(*(client(http) for _ in range(clients)))
         wall = time.perf_counter() - t0
     lat = np.asarray(latencies) * 1e3
-    return {"requests": len(lat), "errors": errors, "p50_ms": float(np.percentile(lat, 50)),
-            "p99_ms": float(np.percentile(lat, 99)), "rps": len(lat) / wall,
-            "mean_cost": float(np.mean(costs)) if costs else float("nan")}
+    return {
+        "requests": len(lat),
+        "errors": errors,
+        "p50_ms": float(np.percentile(lat, 50)),
+        "p99_ms": float(np.percentile(lat, 99)),
+        "rps": len(lat) / wall,
+        "mean_cost": float(np.mean(costs)) if costs else float("nan"),
+    }
 
 
 def in_process(plan, store: Path, ids: list[int], costs) -> dict:
@@ -143,15 +167,24 @@ def main(argv: list[str] | None = None) -> dict:
     data = load_data("adult", data_home=args.data_home)
     X_tr, y_tr, _ = data.subset("train")
     X_te, _, _ = data.subset("test")
-    gbm = lgb.LGBMClassifier(n_estimators=n_trees, max_depth=5, num_leaves=32, learning_rate=0.1,
-                             verbose=-1, random_state=0, n_jobs=1).fit(X_tr, y_tr)
+    gbm = lgb.LGBMClassifier(
+        n_estimators=n_trees,
+        max_depth=5,
+        num_leaves=32,
+        learning_rate=0.1,
+        verbose=-1,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X_tr, y_tr)
     forest = Forest.from_model(gbm)
     M_tr, M_te = forest._as_matrix(X_tr), forest._as_matrix(X_te)
     fit = np.random.default_rng(0).choice(len(M_tr), n_fit, replace=False)
     plans = {"full": Full(forest), "qwyc": qwyc(forest, M_tr[fit], alpha=0.005)}
-    print(f"adult: {n_trees} trees, depth 5; QWYC alpha 0.005 fitted on {n_fit} train rows; "
-          f"{len(M_te)} test rows in a SQLite store; {n_seq} sequential and {n_conc} concurrent "
-          f"requests ({CLIENTS} clients), {limit:g} s limit each")
+    print(
+        f"adult: {n_trees} trees, depth 5; QWYC alpha 0.005 fitted on {n_fit} train rows; "
+        f"{len(M_te)} test rows in a SQLite store; {n_seq} sequential and {n_conc} concurrent "
+        f"requests ({CLIENTS} clients), {limit:g} s limit each"
+    )
     ids = np.random.default_rng(1).permutation(len(M_te)).tolist()
     rows, figures = [], {"bench": "serve", "trees": n_trees, "clients": CLIENTS}
     with tempfile.TemporaryDirectory() as tmp:
@@ -165,24 +198,29 @@ def main(argv: list[str] | None = None) -> dict:
                 url = f"http://127.0.0.1:{port}"
                 wait_ready(url, proc)
                 seq = asyncio.run(load(url, ids[:n_seq], 1, limit))
-                conc = asyncio.run(load(url, ids[n_seq:n_seq + n_conc], CLIENTS, limit))
+                conc = asyncio.run(load(url, ids[n_seq : n_seq + n_conc], CLIENTS, limit))
             finally:
                 proc.terminate()
                 proc.wait(10)
-            local = in_process(plan, store, ids[:min(200, n_seq)], data.costs)
+            local = in_process(plan, store, ids[: min(200, n_seq)], data.costs)
             for mode, r in (("sequential", seq), (f"{CLIENTS}_clients", conc)):
                 rows.append({"plan": name, "mode": mode, **{k: round(v, 3) for k, v in r.items()}})
-                print(f"  {name:5s} {mode:11s} {r['requests']:5d} requests, {r['errors']} errors: "
-                      f"p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms  {r['rps']:7.1f} req/s  "
-                      f"mean cost {r['mean_cost']:.2f}")
+                print(
+                    f"  {name:5s} {mode:11s} {r['requests']:5d} requests, {r['errors']} errors: "
+                    f"p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms  {r['rps']:7.1f} req/s  "
+                    f"mean cost {r['mean_cost']:.2f}"
+                )
                 for k in ("p50_ms", "p99_ms", "rps", "errors", "requests"):
                     figures[f"{name}_{mode}_{k}"] = round(r[k], 2)
             figures[f"{name}_mean_features_cost"] = round(seq["mean_cost"], 3)
             figures[f"{name}_in_process_p50_ms"] = round(local["p50_ms"], 3)
-            print(f"  {name:5s} in-process one-row lazy evaluate: p50 {local['p50_ms']:.2f} ms, "
-                  f"p99 {local['p99_ms']:.2f} ms")
-    figures["qwyc_over_full_p50_sequential"] = round(figures["qwyc_sequential_p50_ms"]
-                                                     / figures["full_sequential_p50_ms"], 3)
+            print(
+                f"  {name:5s} in-process one-row lazy evaluate: p50 {local['p50_ms']:.2f} ms, "
+                f"p99 {local['p99_ms']:.2f} ms"
+            )
+    figures["qwyc_over_full_p50_sequential"] = round(
+        figures["qwyc_sequential_p50_ms"] / figures["full_sequential_p50_ms"], 3
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     with open(RESULTS / ("serve_quick.csv" if quick else "serve.csv"), "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -39,7 +39,8 @@ def files(tmp_path_factory):
     X.drop(columns="chol").to_csv(folder / "12_columns.csv", index=False)
     (folder / "costs.json").write_text(json.dumps(ds.meta["costs"]))
     (folder / "costs.csv").write_text(
-        "feature,cost\n" + "".join(f"{k},{v}\n" for k, v in ds.meta["costs"].items()))
+        "feature,cost\n" + "".join(f"{k},{v}\n" for k, v in ds.meta["costs"].items())
+    )
     (folder / "unknown.json").write_text(json.dumps({**ds.meta["costs"], "bogus": 1.0}))
     (folder / "broken.json").write_text('{"age": 1')
     return folder, len(y), ds
@@ -48,8 +49,14 @@ def files(tmp_path_factory):
 def test_demo_writes_every_file_and_the_sentence(demo):
     out, code, printed = demo
     assert code == 0
-    for name in ("frontier.csv", "frontier.png", "cost_histogram.png", "report.md", "baseline.json",
-                 "recommended.json"):
+    for name in (
+        "frontier.csv",
+        "frontier.png",
+        "cost_histogram.png",
+        "report.md",
+        "baseline.json",
+        "recommended.json",
+    ):
         assert (out / name).stat().st_size > 0, name
     report = (out / "report.md").read_text()
     assert "per patient you get" in report and "## Pareto points" in report
@@ -70,8 +77,19 @@ def test_info_describes_the_model(demo, files, capsys):
     assert main(["info", str(out / "baseline.json")]) == 0
     text = capsys.readouterr().out
     assert "trees     100" in text and "binary" in text and "thal" in text
-    assert main(["info", str(out / "baseline.json"), "--data", str(folder / "test.csv"),
-                 "--costs", str(folder / "costs.csv")]) == 0
+    assert (
+        main(
+            [
+                "info",
+                str(out / "baseline.json"),
+                "--data",
+                str(folder / "test.csv"),
+                "--costs",
+                str(folder / "costs.csv"),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert f"({n} examples)" in text and "cost per example" in text
 
@@ -80,8 +98,20 @@ def test_evaluate_writes_the_cost_report(demo, files, tmp_path, capsys):
     out, _, _ = demo
     folder, n, ds = files
     target = tmp_path / "report.csv"
-    assert main(["evaluate", str(out / "baseline.json"), str(folder / "test.csv"),
-                 "--costs", str(folder / "costs.json"), "--out", str(target)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(out / "baseline.json"),
+                str(folder / "test.csv"),
+                "--costs",
+                str(folder / "costs.json"),
+                "--out",
+                str(target),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "accuracy" in printed and str(target) in printed
     report = pd.read_csv(target)
@@ -91,8 +121,7 @@ def test_evaluate_writes_the_cost_report(demo, files, tmp_path, capsys):
     assert report["total"].to_numpy() == pytest.approx(ev.cost.total)
 
 
-def test_evaluate_defaults_to_cost_report_csv_in_the_working_folder(demo, tmp_path, monkeypatch,
-                                                                     capsys):
+def test_evaluate_defaults_to_cost_report_csv_in_the_working_folder(demo, tmp_path, monkeypatch, capsys):
     out, _, _ = demo
     monkeypatch.chdir(tmp_path)
     # A dataset name: its test split and its own costs.
@@ -101,25 +130,27 @@ def test_evaluate_defaults_to_cost_report_csv_in_the_working_folder(demo, tmp_pa
     assert "wrote cost_report.csv" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, message", [
-    # missing model file
-    (["info", "{tmp}/nosuch.json"], "does not exist"),
-    # missing data file
-    (["evaluate", "{model}", "{inputs}/nosuch.csv"], "does not exist"),
-    # a cost file that is not JSON
-    (["evaluate", "{model}", "{inputs}/test.csv", "--costs", "{inputs}/broken.json"],
-     "not valid JSON"),
-    # a cost for a feature the data lacks
-    (["evaluate", "{model}", "{inputs}/test.csv", "--costs", "{inputs}/unknown.json"], "bogus"),
-    # a column missing from the data
-    (["evaluate", "{model}", "{inputs}/12_columns.csv"], "12 columns"),
-    # a JSON file that is not a model
-    (["info", "{inputs}/costs.json"], "not a thrifty"),
-    # costs without data to price
-    (["info", "{model}", "--costs", "{inputs}/costs.json"], "--data"),
-    # neither a file nor a dataset name
-    (["info", "{model}", "--data", "no-such-dataset"], "no-such-dataset"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        # missing model file
+        (["info", "{tmp}/nosuch.json"], "does not exist"),
+        # missing data file
+        (["evaluate", "{model}", "{inputs}/nosuch.csv"], "does not exist"),
+        # a cost file that is not JSON
+        (["evaluate", "{model}", "{inputs}/test.csv", "--costs", "{inputs}/broken.json"], "not valid JSON"),
+        # a cost for a feature the data lacks
+        (["evaluate", "{model}", "{inputs}/test.csv", "--costs", "{inputs}/unknown.json"], "bogus"),
+        # a column missing from the data
+        (["evaluate", "{model}", "{inputs}/12_columns.csv"], "12 columns"),
+        # a JSON file that is not a model
+        (["info", "{inputs}/costs.json"], "not a thrifty"),
+        # costs without data to price
+        (["info", "{model}", "--costs", "{inputs}/costs.json"], "--data"),
+        # neither a file nor a dataset name
+        (["info", "{model}", "--data", "no-such-dataset"], "no-such-dataset"),
+    ],
+)
 def test_user_errors_are_one_line_and_exit_2(demo, files, tmp_path, capsys, args, message):
     out, _, _ = demo
     folder, _, _ = files
@@ -138,6 +169,11 @@ def test_version_and_usage(capsys):
 
 
 def test_python_dash_m():
-    done = subprocess.run([sys.executable, "-m", "thrifty", "--version"], capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "thrifty", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0 and done.stdout.strip() == f"thrifty {thrifty.__version__}"

@@ -51,33 +51,65 @@ def test_evaluate_reads_a_cegb_model_whose_names_lightgbm_refuses(tmp_path, caps
     X, y, prices = _files(tmp_path, NASTY)
     est = thrifty.CEGBClassifier(n_estimators=8, progress=False).fit(X, y)
     thrifty.save(est, tmp_path / "model.json")
-    assert main(["evaluate", str(tmp_path / "model.json"), str(tmp_path / "data.csv"), "--costs",
-                 str(tmp_path / "costs.json"), "--out", str(tmp_path / "report.csv")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(tmp_path / "model.json"),
+                str(tmp_path / "data.csv"),
+                "--costs",
+                str(tmp_path / "costs.json"),
+                "--out",
+                str(tmp_path / "report.csv"),
+            ]
+        )
+        == 0
+    )
     report = pd.read_csv(tmp_path / "report.csv")
-    assert [c[len("acquired:"):] for c in report.columns if c.startswith("acquired:")] == NASTY
+    assert [c[len("acquired:") :] for c in report.columns if c.startswith("acquired:")] == NASTY
     np.testing.assert_array_equal(report["prediction"], est.predict(X))
 
 
 def test_compare_runs_on_a_csv_with_odd_names(tmp_path, capsys):
     _files(tmp_path, NASTY)
-    assert main(["compare", str(tmp_path / "data.csv"), "--costs", str(tmp_path / "costs.json"),
-                 "--methods", "lightgbm,cheapest", "--quick", "--out", str(tmp_path / "out")]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(tmp_path / "data.csv"),
+                "--costs",
+                str(tmp_path / "costs.json"),
+                "--methods",
+                "lightgbm,cheapest",
+                "--quick",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(tmp_path / "out" / "table.csv")
     assert {"LightGBM, first k trees", "cheapest k features"} <= set(table["method"])
 
 
-@pytest.mark.parametrize("command", [
-    ["evaluate", "{model}", "{data}"],
-    ["info", "{model}", "--data", "{data}"],
-    ["compare", "{data}", "--quick", "--out", "{tmp}/out"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["evaluate", "{model}", "{data}"],
+        ["info", "{model}", "--data", "{data}"],
+        ["compare", "{data}", "--quick", "--out", "{tmp}/out"],
+    ],
+)
 def test_a_repeated_header_name_is_one_line_naming_it(tmp_path, capsys, command):
     # pandas would silently rename the second "mass" to "mass.1".
     (tmp_path / "dup.csv").write_text("mass,age,mass,target\n1,2,3,0\n4,5,6,1\n7,8,9,0\n")
     X = pd.DataFrame({"mass": [1.0, 4, 7], "age": [2.0, 5, 8]})
-    thrifty.save(thrifty.Forest.from_model(
-        lightgbm.LGBMClassifier(n_estimators=1, min_child_samples=1, verbose=-1).fit(X, [0, 1, 0])),
-        tmp_path / "model.json")
+    thrifty.save(
+        thrifty.Forest.from_model(
+            lightgbm.LGBMClassifier(n_estimators=1, min_child_samples=1, verbose=-1).fit(X, [0, 1, 0])
+        ),
+        tmp_path / "model.json",
+    )
     argv = [a.format(model=tmp_path / "model.json", data=tmp_path / "dup.csv", tmp=tmp_path) for a in command]
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -86,13 +118,37 @@ def test_a_repeated_header_name_is_one_line_naming_it(tmp_path, capsys, command)
 
 def test_evaluate_without_costs_warns_that_every_feature_costs_1(tmp_path, capsys):
     X, y, _ = _files(tmp_path, ["a", "b"])
-    thrifty.save(thrifty.Forest.from_model(lightgbm.LGBMClassifier(n_estimators=3, verbose=-1).fit(X, y)),
-                 tmp_path / "model.json")
-    assert main(["evaluate", str(tmp_path / "model.json"), str(tmp_path / "data.csv"), "--out",
-                 str(tmp_path / "r.csv")]) == 0
+    thrifty.save(
+        thrifty.Forest.from_model(lightgbm.LGBMClassifier(n_estimators=3, verbose=-1).fit(X, y)),
+        tmp_path / "model.json",
+    )
+    assert (
+        main(
+            [
+                "evaluate",
+                str(tmp_path / "model.json"),
+                str(tmp_path / "data.csv"),
+                "--out",
+                str(tmp_path / "r.csv"),
+            ]
+        )
+        == 0
+    )
     assert "warning: no --costs given, so every feature costs 1" in capsys.readouterr().err
-    assert main(["evaluate", str(tmp_path / "model.json"), str(tmp_path / "data.csv"), "--out",
-                 str(tmp_path / "r.csv"), "--costs", str(tmp_path / "costs.json")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(tmp_path / "model.json"),
+                str(tmp_path / "data.csv"),
+                "--out",
+                str(tmp_path / "r.csv"),
+                "--costs",
+                str(tmp_path / "costs.json"),
+            ]
+        )
+        == 0
+    )
     assert "warning" not in capsys.readouterr().err
 
 

@@ -37,8 +37,14 @@ def small_methods(task):
 def result():
     X, y = binary_data()
     costs = CostModel([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
-    return compare(X, y, costs, methods=small_methods("binary"), quick=True, progress=False,
-                   lightgbm_params=FAST), X, y, costs
+    return (
+        compare(
+            X, y, costs, methods=small_methods("binary"), quick=True, progress=False, lightgbm_params=FAST
+        ),
+        X,
+        y,
+        costs,
+    )
 
 
 def frame_of(X, idx):
@@ -66,8 +72,9 @@ def test_cv_figures_are_the_mean_over_folds_of_the_setting_refitted_per_fold(res
         ev = evaluate(Forest.from_model(model), frame_of(X, pool[held]), costs)
         values.append(np.mean(ev.labels == y[pool[held]]))
         spent.append(ev.cost.mean)
-    row = cmp.table[(cmp.table["method"] == METHODS["lightgbm"].name)
-                    & (cmp.table["name"] == f"k={FAST['n_estimators']}")].iloc[0]
+    row = cmp.table[
+        (cmp.table["method"] == METHODS["lightgbm"].name) & (cmp.table["name"] == f"k={FAST['n_estimators']}")
+    ].iloc[0]
     assert row["folds"] == 5
     assert row["value"] == pytest.approx(np.mean(values))
     assert row["mean_cost"] == pytest.approx(np.mean(spent))
@@ -91,15 +98,22 @@ def test_chosen_models_are_confirmed_once_on_the_untouched_test_rows(result):
         ci = binomtest(correct, len(test)).proportion_ci(0.95, method="wilson")
         assert (row["test_low"], row["test_high"]) == pytest.approx((ci.low, ci.high))
         assert row["test_balanced_accuracy"] == pytest.approx(
-            np.mean([np.mean(ev.labels[y[test] == c] == c) for c in (0, 1)]))
+            np.mean([np.mean(ev.labels[y[test] == c] == c) for c in (0, 1)])
+        )
 
 
 def test_front_and_recommendations_agree_with_brute_force(result):
     cmp, *_ = result
     t = cmp.table[cmp.table["single_class"] < 0.5]
-    dominated = [any((t["mean_cost"][j] <= t["mean_cost"][i]) and (t["value"][j] >= t["value"][i])
-                     and ((t["mean_cost"][j] < t["mean_cost"][i]) or (t["value"][j] > t["value"][i]))
-                     for j in t.index) for i in t.index]
+    dominated = [
+        any(
+            (t["mean_cost"][j] <= t["mean_cost"][i])
+            and (t["value"][j] >= t["value"][i])
+            and ((t["mean_cost"][j] < t["mean_cost"][i]) or (t["value"][j] > t["value"][i]))
+            for j in t.index
+        )
+        for i in t.index
+    ]
     assert set(cmp.front.index) == {i for i, d in zip(t.index, dominated) if not d}
     rec = cmp.recommend([0.3 * cmp.full_cost, cmp.full_cost, 10 * cmp.full_cost])
     for _, r in rec.iterrows():
@@ -159,8 +173,15 @@ def test_known_best_model_is_chosen_and_its_fresh_score_lies_in_its_interval():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lightgbm.LGBMModel, "fit", spy_fit)
         mp.setattr(sweep, "run_task", spy_task)
-        cmp = compare(frame, y, costs, methods=["lightgbm", "cheapest", "qwyc"], quick=True,
-                      progress=False, lightgbm_params=FAST)
+        cmp = compare(
+            frame,
+            y,
+            costs,
+            methods=["lightgbm", "cheapest", "qwyc"],
+            quick=True,
+            progress=False,
+            lightgbm_params=FAST,
+        )
     from thrifty.comparison.sweep import holdout_indices
 
     _, test = holdout_indices(y, None, "binary", 0.25, 0)
@@ -179,9 +200,15 @@ def test_known_best_model_is_chosen_and_its_fresh_score_lies_in_its_interval():
 def test_single_class_models_are_flagged_and_not_recommended():
     from thrifty.comparison.selection import eligible_front
 
-    table = pd.DataFrame({"method": ["a", "b", "c"], "name": ["x", "y", "z"],
-                          "mean_cost": [0.0, 1.0, 5.0], "value": [0.8, 0.85, 0.9],
-                          "single_class": [1.0, 0.0, 0.0]})
+    table = pd.DataFrame(
+        {
+            "method": ["a", "b", "c"],
+            "name": ["x", "y", "z"],
+            "mean_cost": [0.0, 1.0, 5.0],
+            "value": [0.8, 0.85, 0.9],
+            "single_class": [1.0, 0.0, 0.0],
+        }
+    )
     assert list(eligible_front(table, 0.9).index) == [1, 2]
     # The plain model no better than the constant answer: the constant answer is honest.
     assert list(eligible_front(table, 0.8).index) == [0, 1, 2]
@@ -195,8 +222,14 @@ def test_time_allowance_is_shared_and_honoured():
     X, y = binary_data(400)
     allowance = 3.0
     start = time.perf_counter()
-    cmp = compare(X, y, methods=small_methods("binary") + ["cheapest"], time_limit=allowance,
-                  progress=False, lightgbm_params=FAST)
+    cmp = compare(
+        X,
+        y,
+        methods=small_methods("binary") + ["cheapest"],
+        time_limit=allowance,
+        progress=False,
+        lightgbm_params=FAST,
+    )
     elapsed = time.perf_counter() - start
     assert elapsed <= 1.1 * allowance + 2.0
     assert set(cmp.table["method"]) == {METHODS[k].name for k in small_methods("binary") + ["cheapest"]}
@@ -228,8 +261,17 @@ def test_other_tasks(task):
     else:
         qid = np.repeat(np.arange(48), 10)
         y = np.clip(np.round(X[:, 0] + 1.5), 0, 4).astype(int)
-    cmp = compare(X, y, [1, 2, 3, 4], qid=qid, methods=small_methods(task), quick=True,
-                  progress=False, lightgbm_params=FAST, cv=2)
+    cmp = compare(
+        X,
+        y,
+        [1, 2, 3, 4],
+        qid=qid,
+        methods=small_methods(task),
+        quick=True,
+        progress=False,
+        lightgbm_params=FAST,
+        cv=2,
+    )
     assert cmp.task == task
     assert len(cmp.table) >= 3 and cmp.table["value"].notna().all()
     assert len(pareto_front(cmp.table)) == len(cmp.front)
@@ -270,9 +312,21 @@ def test_cli_on_a_csv_with_categories_missing_values_and_a_cost_file(tmp_path):
     pd.DataFrame({"a": a, "colour": colour, "b": b, "label": y}).to_csv(tmp_path / "data.csv", index=False)
     (tmp_path / "costs.json").write_text(json.dumps({"colour": 0.5, "a": 3.0, "b": 10.0}))
     methods = ",".join(small_methods("binary"))
-    code, out, err = run_cli(["compare", str(tmp_path / "data.csv"), "--target", "label", "--costs",
-                              str(tmp_path / "costs.json"), "--methods", methods, "--quick",
-                              "--out", str(tmp_path / "out")])
+    code, out, err = run_cli(
+        [
+            "compare",
+            str(tmp_path / "data.csv"),
+            "--target",
+            "label",
+            "--costs",
+            str(tmp_path / "costs.json"),
+            "--methods",
+            methods,
+            "--quick",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0, err
     assert "selected on 5-fold cross-validation" in out and "confirmed on 100 test rows" in out
     table = pd.read_csv(tmp_path / "out" / "table.csv")
@@ -281,8 +335,9 @@ def test_cli_on_a_csv_with_categories_missing_values_and_a_cost_file(tmp_path):
     code, _, err = run_cli(["compare", str(tmp_path / "data.csv"), "--target", "nope"])
     assert code == 2 and "--target" in err
     (tmp_path / "bad.json").write_text(json.dumps({"colour": 0.5, "a": 3.0, "zzz": 1.0}))
-    code, _, err = run_cli(["compare", str(tmp_path / "data.csv"), "--target", "label", "--costs",
-                            str(tmp_path / "bad.json")])
+    code, _, err = run_cli(
+        ["compare", str(tmp_path / "data.csv"), "--target", "label", "--costs", str(tmp_path / "bad.json")]
+    )
     assert code == 2 and "zzz" in err
 
 
@@ -318,37 +373,57 @@ def small_csv(tmp_path):
     return tmp_path, frame
 
 
-@pytest.mark.parametrize("option, problem", [
-    (["--budgets", "0"], "--budgets '0': 0 is not a positive cost"),
-    (["--budgets=-5"], "--budgets '-5': -5 is not a positive cost"),
-    (["--budgets", "5,ten"], "'ten' is not a number"),
-    (["--time-limit", "-1"], "--time-limit '-1' is not a positive number of seconds"),
-    (["--time-limit", "0"], "--time-limit '0' is not a positive number of seconds"),
-])
+@pytest.mark.parametrize(
+    "option, problem",
+    [
+        (["--budgets", "0"], "--budgets '0': 0 is not a positive cost"),
+        (["--budgets=-5"], "--budgets '-5': -5 is not a positive cost"),
+        (["--budgets", "5,ten"], "'ten' is not a number"),
+        (["--time-limit", "-1"], "--time-limit '-1' is not a positive number of seconds"),
+        (["--time-limit", "0"], "--time-limit '0' is not a positive number of seconds"),
+    ],
+)
 def test_cli_rejects_bad_budgets_and_time_limits_in_one_line(small_csv, option, problem):
     tmp, _ = small_csv
-    code, out, err = run_cli(["compare", str(tmp / "data.csv"), "--target", "label",
-                              "--out", str(tmp / "out"), *option])
+    code, out, err = run_cli(
+        ["compare", str(tmp / "data.csv"), "--target", "label", "--out", str(tmp / "out"), *option]
+    )
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and problem in err and "e.g." in err
 
 
-@pytest.mark.parametrize("labels, problem", [
-    (lambda y: np.zeros_like(y), "single class"),
-    (lambda y: np.where(np.arange(len(y)) % 7 == 0, np.nan, y), "missing label"),
-])
+@pytest.mark.parametrize(
+    "labels, problem",
+    [
+        (lambda y: np.zeros_like(y), "single class"),
+        (lambda y: np.where(np.arange(len(y)) % 7 == 0, np.nan, y), "missing label"),
+    ],
+)
 def test_cli_rejects_one_class_and_missing_labels_in_one_line(small_csv, labels, problem):
     tmp, frame = small_csv
     frame.assign(label=labels(frame["label"].to_numpy(float))).to_csv(tmp / "bad.csv", index=False)
-    code, out, err = run_cli(["compare", str(tmp / "bad.csv"), "--target", "label",
-                              "--out", str(tmp / "out")])
+    code, out, err = run_cli(
+        ["compare", str(tmp / "bad.csv"), "--target", "label", "--out", str(tmp / "out")]
+    )
     assert code == 2 and out == "" and err.count("\n") == 1 and problem in err
 
 
 def test_absurd_costs_are_an_error_not_inf(small_csv):
     tmp, _ = small_csv
     (tmp / "costs.json").write_text(json.dumps({f"f{i}": 1e308 for i in range(6)}))
-    code, out, err = run_cli(["compare", str(tmp / "data.csv"), "--target", "label", "--costs",
-                              str(tmp / "costs.json"), "--methods", "lightgbm", "--out", str(tmp / "out")])
+    code, out, err = run_cli(
+        [
+            "compare",
+            str(tmp / "data.csv"),
+            "--target",
+            "label",
+            "--costs",
+            str(tmp / "costs.json"),
+            "--methods",
+            "lightgbm",
+            "--out",
+            str(tmp / "out"),
+        ]
+    )
     assert code == 2 and "inf per example" not in out and err.count("\n") == 1
     assert "rescale" in err or "cost" in err

@@ -13,8 +13,11 @@ NAMES = ["age", "TT4", "T4U", "FTI", "TSH"]
 
 
 def thyroid_like() -> CostModel:
-    return CostModel({"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78},
-                     feature_names=NAMES, dependencies={"FTI": ["TT4", "T4U"]})
+    return CostModel(
+        {"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78},
+        feature_names=NAMES,
+        dependencies={"FTI": ["TT4", "T4U"]},
+    )
 
 
 def test_dependency_pays_inputs_once():
@@ -26,12 +29,15 @@ def test_dependency_pays_inputs_once():
     assert list(costs.closure(["FTI"])) == [False, True, True, True, False]
 
 
-@pytest.mark.parametrize("groups, costs_given, expected", [
-    # a group without its own price costs the sum of its members
-    ({"panel": ["TT4", "T4U"]}, {}, 14.51 + 11.41),
-    # a group priced by name costs that price, however many members are used
-    ({"panel": ["TT4", "T4U"]}, {"panel": 20.0}, 20.0),
-])
+@pytest.mark.parametrize(
+    "groups, costs_given, expected",
+    [
+        # a group without its own price costs the sum of its members
+        ({"panel": ["TT4", "T4U"]}, {}, 14.51 + 11.41),
+        # a group priced by name costs that price, however many members are used
+        ({"panel": ["TT4", "T4U"]}, {"panel": 20.0}, 20.0),
+    ],
+)
 def test_group_is_paid_once(groups, costs_given, expected):
     spec = {"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78, **costs_given}
     costs = CostModel(spec, feature_names=NAMES, groups=groups)
@@ -41,31 +47,45 @@ def test_group_is_paid_once(groups, costs_given, expected):
 
 
 def test_group_and_dependency_combine():
-    costs = CostModel({"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78},
-                      feature_names=NAMES, groups={"thyro": ["TSH", "age"]},
-                      dependencies={"FTI": ["TT4", "TSH"]})
+    costs = CostModel(
+        {"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78},
+        feature_names=NAMES,
+        groups={"thyro": ["TSH", "age"]},
+        dependencies={"FTI": ["TT4", "TSH"]},
+    )
     # FTI -> TT4 and TSH; TSH's group brings age along.
     assert costs.acquisition_cost(["FTI"]) == pytest.approx(14.51 + 22.78 + 1.0)
     assert costs.closure(["FTI"]).tolist() == [True, True, False, True, True]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(feature_costs=[1.0, -2.0]), "negative"),
-    (dict(feature_costs=[1.0, np.nan]), "NaN"),
-    (dict(feature_costs=[np.inf, 1.0]), "infinite"),
-    (dict(feature_costs=[1.0, "a"]), "number"),
-    (dict(feature_costs=[1.0, 2.0], feature_names=["a", "b", "c"]), "one cost per feature"),
-    (dict(feature_costs={"a": 1.0}), "feature_names"),
-    (dict(feature_costs={"a": 1.0, "zz": 2.0}, feature_names=["a", "b"]), "unknown feature name 'zz'"),
-    (dict(feature_costs={"a": 1.0}, feature_names=["a", "b"]), r"no cost given for feature\(s\) \['b'\]"),
-    (dict(feature_costs=[1.0, 1.0, 1.0], feature_names=["a", "b", "c"],
-          dependencies={"a": ["b"], "b": ["c"], "c": ["a"]}), "cyclic feature dependency: a -> b -> c -> a"),
-    (dict(feature_costs=[1.0, 1.0], feature_names=["a", "b"], groups={"g": ["a"], "h": ["a", "b"]}),
-     "more than one group"),
-    (dict(feature_costs=[1.0, 1.0], tree_cost=-1), "tree_cost"),
-    (dict(feature_costs=[1.0, 1.0], fixed_costs=[1.0]), "fixed_costs"),
-    (dict(feature_costs=[1.0, 1.0], feature_names=["a", "a"]), r"duplicate name\(s\) \[.a.\]"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(feature_costs=[1.0, -2.0]), "negative"),
+        (dict(feature_costs=[1.0, np.nan]), "NaN"),
+        (dict(feature_costs=[np.inf, 1.0]), "infinite"),
+        (dict(feature_costs=[1.0, "a"]), "number"),
+        (dict(feature_costs=[1.0, 2.0], feature_names=["a", "b", "c"]), "one cost per feature"),
+        (dict(feature_costs={"a": 1.0}), "feature_names"),
+        (dict(feature_costs={"a": 1.0, "zz": 2.0}, feature_names=["a", "b"]), "unknown feature name 'zz'"),
+        (dict(feature_costs={"a": 1.0}, feature_names=["a", "b"]), r"no cost given for feature\(s\) \['b'\]"),
+        (
+            dict(
+                feature_costs=[1.0, 1.0, 1.0],
+                feature_names=["a", "b", "c"],
+                dependencies={"a": ["b"], "b": ["c"], "c": ["a"]},
+            ),
+            "cyclic feature dependency: a -> b -> c -> a",
+        ),
+        (
+            dict(feature_costs=[1.0, 1.0], feature_names=["a", "b"], groups={"g": ["a"], "h": ["a", "b"]}),
+            "more than one group",
+        ),
+        (dict(feature_costs=[1.0, 1.0], tree_cost=-1), "tree_cost"),
+        (dict(feature_costs=[1.0, 1.0], fixed_costs=[1.0]), "fixed_costs"),
+        (dict(feature_costs=[1.0, 1.0], feature_names=["a", "a"]), r"duplicate name\(s\) \[.a.\]"),
+    ],
+)
 def test_validation_names_the_problem(kwargs, match):
     costs = kwargs.pop("feature_costs")
     with pytest.raises(ValueError, match=match):
@@ -74,8 +94,11 @@ def test_validation_names_the_problem(kwargs, match):
 
 def test_uniform_and_from_meta():
     assert CostModel.uniform(4).feature_costs.tolist() == [1.0] * 4
-    meta = {"features": NAMES, "costs": {"age": 1.0, "TT4": 14.51, "T4U": 11.41, "TSH": 22.78},
-            "dependencies": {"FTI": ["TT4", "T4U"]}}
+    meta = {
+        "features": NAMES,
+        "costs": {"age": 1.0, "TT4": 14.51, "T4U": 11.41, "TSH": 22.78},
+        "dependencies": {"FTI": ["TT4", "T4U"]},
+    }
     costs = CostModel.from_meta(meta)
     assert costs.feature_costs[NAMES.index("FTI")] == 0.0
     assert costs.acquisition_cost(["FTI"]) == pytest.approx(25.92)
@@ -91,8 +114,9 @@ def test_from_file_json_and_csv(tmp_path):
     c.write_text("feature,cost\na,1.5\nb,2\n")
     assert CostModel.from_file(c).feature_costs.tolist() == [1.5, 2.0]
     full = tmp_path / "full.json"
-    full.write_text(json.dumps({"costs": {"a": 1, "b": 2, "c": 0}, "dependencies": {"c": ["a"]},
-                                "tree_cost": 0.5}))
+    full.write_text(
+        json.dumps({"costs": {"a": 1, "b": 2, "c": 0}, "dependencies": {"c": ["a"]}, "tree_cost": 0.5})
+    )
     m = CostModel.from_file(full)
     assert m.acquisition_cost(["c"]) == 1 and m.tree_cost == 0.5
     bad = tmp_path / "bad.csv"
@@ -108,9 +132,13 @@ def test_from_file_json_and_csv(tmp_path):
 
 
 def test_round_trip_and_alignment():
-    costs = CostModel({"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78},
-                      feature_names=NAMES, groups={"panel": ["TT4", "T4U"]},
-                      dependencies={"FTI": ["TT4"]}, fixed_costs={"TSH": 3.0})
+    costs = CostModel(
+        {"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78},
+        feature_names=NAMES,
+        groups={"panel": ["TT4", "T4U"]},
+        dependencies={"FTI": ["TT4"]},
+        fixed_costs={"TSH": 3.0},
+    )
     again = CostModel._from_saved(costs.to_dict())
     assert again.acquisition_cost(["FTI"]) == costs.acquisition_cost(["FTI"])
     reordered = costs.for_features(list(reversed(NAMES)), 5)
@@ -123,8 +151,14 @@ def test_round_trip_and_alignment():
 
 def test_cost_report_summaries():
     total = np.array([1.0, 2.0, 3.0, 10.0])
-    r = CostReport(feature=total, evaluation=np.zeros(4), total=total, n_trees=np.array([1, 2, 3, 4]),
-                   n_nodes=np.zeros(4, int), acquired=np.eye(4, 3, dtype=bool))
+    r = CostReport(
+        feature=total,
+        evaluation=np.zeros(4),
+        total=total,
+        n_trees=np.array([1, 2, 3, 4]),
+        n_nodes=np.zeros(4, int),
+        acquired=np.eye(4, 3, dtype=bool),
+    )
     assert r.mean == 4.0 and r.max == 10.0
     assert r.quantiles([0.5])[0.5] == 2.5
     s = r.summary()
@@ -133,11 +167,14 @@ def test_cost_report_summaries():
     np.testing.assert_allclose(r.acquisition_rate(), [0.25, 0.25, 0.25])
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(feature_costs=[1e308] * 3),  # each finite, the sum overflows to inf
-    dict(feature_costs=[1e300, 1e300]),  # finite sum, beyond what sums over rows hold
-    dict(feature_costs=[1.0], tree_cost=1e301),  # evaluation cost alone
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(feature_costs=[1e308] * 3),  # each finite, the sum overflows to inf
+        dict(feature_costs=[1e300, 1e300]),  # finite sum, beyond what sums over rows hold
+        dict(feature_costs=[1.0], tree_cost=1e301),  # evaluation cost alone
+    ],
+)
 def test_absurd_costs_are_refused_at_construction(kwargs):
     costs = kwargs.pop("feature_costs")
     with pytest.raises(ValueError, match=r"the costs add up to .*express them in a larger unit"):

@@ -206,8 +206,16 @@ def test_yahoo_costs(data_home):
 # ----------------------------------------------------------------------------- no data home needed
 def test_list_datasets():
     names = datasets.list_datasets()
-    assert names == ["adult", "letter", "sonar", "heart", "thyroid", "higgs_small", "rank_small",
-                     "miniboone_tiny"]
+    assert names == [
+        "adult",
+        "letter",
+        "sonar",
+        "heart",
+        "thyroid",
+        "higgs_small",
+        "rank_small",
+        "miniboone_tiny",
+    ]
 
 
 def test_load_demo_embedded_heart():
@@ -315,16 +323,17 @@ ADULT_DATA = (
     "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K\n"
     "50, Self-emp-not-inc, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0, 13, United-States, <=50K\n"
     "54, ?, 180211, Some-college, 10, Married-civ-spouse, ?, Husband, Asian-Pac-Islander, Male, 0, 0, 60, South, >50K\n"
-    "\n")
+    "\n"
+)
 ADULT_TEST = (
     "|1x3 Cross validator\n"
     "25, Private, 226802, 11th, 7, Never-married, Machine-op-inspct, Own-child, Black, Male, 0, 0, 40, United-States, <=50K.\n"
-    "44, Private, 160323, Some-college, 10, Married-civ-spouse, Machine-op-inspct, Husband, Black, Male, 7688, 0, 40, ?, >50K.\n")
+    "44, Private, 160323, Some-college, 10, Married-civ-spouse, Machine-op-inspct, Husband, Black, Male, 7688, 0, 40, ?, >50K.\n"
+)
 
 
 def test_convert_adult_from_uci_format(tmp_path):
-    _zip(tmp_path / "adult.zip", {"adult.data": ADULT_DATA, "adult.test": ADULT_TEST,
-                                  "adult.names": "..."})
+    _zip(tmp_path / "adult.zip", {"adult.data": ADULT_DATA, "adult.test": ADULT_TEST, "adult.names": "..."})
     folder = datasets.convert("adult", tmp_path, data_home=tmp_path / "home")
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["files"]["train"]["rows"] == 3 and meta["files"]["test"]["rows"] == 2
@@ -339,9 +348,14 @@ def test_convert_adult_from_uci_format(tmp_path):
     # the first rows of the published files give the first rows of the shared copy
     text = gzip.decompress((folder / "train.csv.gz").read_bytes()).decode().splitlines()
     assert text[0].startswith("age,workclass,fnlwgt,education,education_num,")
-    assert text[1] == ("39,State-gov,77516,Bachelors,13,Never-married,Adm-clerical,"
-                       "Not-in-family,White,Male,2174,0,40,United-States,0")
-    assert text[3] == "54,,180211,Some-college,10,Married-civ-spouse,,Husband,Asian-Pac-Islander,Male,0,0,60,South,1"
+    assert text[1] == (
+        "39,State-gov,77516,Bachelors,13,Never-married,Adm-clerical,"
+        "Not-in-family,White,Male,2174,0,40,United-States,0"
+    )
+    assert (
+        text[3]
+        == "54,,180211,Some-college,10,Married-civ-spouse,,Husband,Asian-Pac-Islander,Male,0,0,60,South,1"
+    )
 
 
 def test_convert_letter_from_uci_format(tmp_path):
@@ -376,8 +390,10 @@ def test_convert_heart_reproduces_the_shared_copy(tmp_path):
     lines[87] = "53.0,0.0,3.0,128.0,216.0,0.0,2.0,115.0,0.0,0.0,1.0,0.0,?,0"
     lines[166] = "52.0,1.0,3.0,138.0,223.0,0.0,0.0,169.0,0.0,0.0,1.0,?,3.0,0"
     lines[1] = lines[1][:-1] + "2"  # disease grades 1-4 all mean "present"
-    _zip(tmp_path / "heart+disease.zip", {"processed.cleveland.data": "\n".join(lines) + "\n",
-                                          "processed.hungarian.data": "garbage"})
+    _zip(
+        tmp_path / "heart+disease.zip",
+        {"processed.cleveland.data": "\n".join(lines) + "\n", "processed.hungarian.data": "garbage"},
+    )
     folder = datasets.convert("heart", tmp_path, data_home=tmp_path / "home")
     converted = gzip.decompress((folder / "data.csv.gz").read_bytes())
     assert converted == gzip.decompress((EMBEDDED / "heart.csv.gz").read_bytes())
@@ -387,8 +403,10 @@ def test_convert_heart_reproduces_the_shared_copy(tmp_path):
 
 
 def test_convert_heart_rejects_unknown_codes(tmp_path):
-    _zip(tmp_path / "heart+disease.zip",
-         {"processed.cleveland.data": "63.0,1.0,9.0,145.0,233.0,1.0,2.0,150.0,0.0,2.3,3.0,0.0,6.0,0\n"})
+    _zip(
+        tmp_path / "heart+disease.zip",
+        {"processed.cleveland.data": "63.0,1.0,9.0,145.0,233.0,1.0,2.0,150.0,0.0,2.3,3.0,0.0,6.0,0\n"},
+    )
     with pytest.raises(ValueError, match="cp"):
         datasets.convert("heart", tmp_path, data_home=tmp_path / "home")
     assert not (tmp_path / "home" / "heart").exists()  # nothing half-written
@@ -397,14 +415,17 @@ def test_convert_heart_rejects_unknown_codes(tmp_path):
 def test_convert_sonar_and_thyroid(tmp_path):
     r = ",".join(["0.0200"] * 60) + ",R\n"
     m = ",".join(["0.0100"] * 60) + ",M\n"
-    _zip(tmp_path / "connectionist+bench+sonar+mines+vs+rocks.zip",
-         {"sonar/sonar.all-data": r + m})  # a member in a sub-folder is found too
+    _zip(
+        tmp_path / "connectionist+bench+sonar+mines+vs+rocks.zip", {"sonar/sonar.all-data": r + m}
+    )  # a member in a sub-folder is found too
     folder = datasets.convert("sonar", tmp_path, data_home=tmp_path / "home")
     df = pd.read_csv(folder / "data.csv.gz")
     assert list(df["target"]) == [0, 1] and df.loc[0, "V1"] == 0.02 and df.shape == (2, 61)
 
-    train = ("0.73 0 1 0 0 0 0 0 1 0 0 0 0 0 0 0 0.0006 0.015 0.12 0.082 0.146 3 \n"
-             "0.24 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0.00025 0.03 0.143 0.133 0.108 3\n")
+    train = (
+        "0.73 0 1 0 0 0 0 0 1 0 0 0 0 0 0 0 0.0006 0.015 0.12 0.082 0.146 3 \n"
+        "0.24 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0.00025 0.03 0.143 0.133 0.108 3\n"
+    )
     test = "0.29 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0.0061 0.028 0.111 0.131 0.085 2\n"
     _zip(tmp_path / "thyroid+disease.zip", {"ann-train.data": train, "ann-test.data": test})
     datasets.convert("thyroid", tmp_path, data_home=tmp_path / "home")
@@ -472,8 +493,7 @@ class _FakeWeb:
 
 def _heart_zip_bytes(tmp_path: Path) -> bytes:
     lines = _cleveland_lines(datasets.load_demo())
-    return _zip(tmp_path / "fixture.zip",
-                {"processed.cleveland.data": "\n".join(lines) + "\n"}).read_bytes()
+    return _zip(tmp_path / "fixture.zip", {"processed.cleveland.data": "\n".join(lines) + "\n"}).read_bytes()
 
 
 def test_download_without_network(tmp_path, monkeypatch):
@@ -510,8 +530,9 @@ def test_download_verifies_recorded_sha256(tmp_path, monkeypatch):
     with pytest.raises(ChecksumError, match="heart"):
         datasets.download("heart", data_home=tmp_path / "home")
     assert not (tmp_path / "home" / "heart").exists()
-    right = dataclasses.replace(spec, sources=(dataclasses.replace(
-        spec.sources[0], sha256=hashlib.sha256(data).hexdigest()),))
+    right = dataclasses.replace(
+        spec, sources=(dataclasses.replace(spec.sources[0], sha256=hashlib.sha256(data).hexdigest()),)
+    )
     monkeypatch.setitem(datasets._REGISTRY, "heart", right)
     assert datasets.download("heart", data_home=tmp_path / "home").is_dir()
 

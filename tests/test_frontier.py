@@ -16,8 +16,9 @@ def problem():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 5))
     y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
-    model = lightgbm.LGBMClassifier(n_estimators=20, num_leaves=4, verbose=-1, n_jobs=1,
-                                    deterministic=True).fit(X, y)
+    model = lightgbm.LGBMClassifier(
+        n_estimators=20, num_leaves=4, verbose=-1, n_jobs=1, deterministic=True
+    ).fit(X, y)
     costs = thrifty.CostModel([1.0, 2.0, 4.0, 8.0, 16.0])
     return X, y, thrifty.Forest.from_model(model), costs
 
@@ -40,18 +41,22 @@ def test_one_row_per_model_with_exact_costs(problem):
     assert set(table["metric"]) == {"accuracy"}
 
 
-@pytest.mark.parametrize("params, expected", [
-    # one list per column
-    ({"k": [1, 2], "method": ["a", "b"]}, {"k": [1, 2], "method": ["a", "b"]}),
-    # a scalar is broadcast to every model
-    ({"method": "truncation", "k": [1, 2]}, {"method": ["truncation"] * 2, "k": [1, 2]}),
-    # one mapping per model; a key a model lacks is missing there
-    ([{"budget": 1.0}, {"budget": 2.0, "lam": 0.5}], {"budget": [1.0, 2.0], "lam": [None, 0.5]}),
-])
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        # one list per column
+        ({"k": [1, 2], "method": ["a", "b"]}, {"k": [1, 2], "method": ["a", "b"]}),
+        # a scalar is broadcast to every model
+        ({"method": "truncation", "k": [1, 2]}, {"method": ["truncation"] * 2, "k": [1, 2]}),
+        # one mapping per model; a key a model lacks is missing there
+        ([{"budget": 1.0}, {"budget": 2.0, "lam": 0.5}], {"budget": [1.0, 2.0], "lam": [None, 0.5]}),
+    ],
+)
 def test_params_become_columns(problem, params, expected):
     X, y, forest, costs = problem
-    table = frontier([forest.subset([0]), forest], X, y, costs, metric="accuracy",
-                     params=params, progress=False)
+    table = frontier(
+        [forest.subset([0]), forest], X, y, costs, metric="accuracy", params=params, progress=False
+    )
     assert list(table["name"]) == ["model_0", "model_1"]
     for column, values in expected.items():
         got = [None if (isinstance(v, float) and np.isnan(v)) else v for v in table[column]]
@@ -72,14 +77,17 @@ def test_callable_metric_and_default_metric(problem):
     assert default.loc[0, "mean_cost"] == pytest.approx(default.loc[0, "mean_features"])
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"names": ["only one"]}, "1 names for 2 models"),
-    ({"params": {"k": [1, 2, 3]}}, "3 values for 2 models"),
-    ({"params": [{"k": 1}]}, "1 params mappings for 2 models"),
-    ({"metric": "f1"}, "unknown metric 'f1'"),
-    ({"metric": "ndcg@5"}, "needs qid"),
-    ({"params": {"value": [1, 2]}}, "would overwrite"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"names": ["only one"]}, "1 names for 2 models"),
+        ({"params": {"k": [1, 2, 3]}}, "3 values for 2 models"),
+        ({"params": [{"k": 1}]}, "1 params mappings for 2 models"),
+        ({"metric": "f1"}, "unknown metric 'f1'"),
+        ({"metric": "ndcg@5"}, "needs qid"),
+        ({"params": {"value": [1, 2]}}, "would overwrite"),
+    ],
+)
 def test_user_errors(problem, kwargs, match):
     X, y, forest, costs = problem
     with pytest.raises(ValueError, match=match):
@@ -89,16 +97,17 @@ def test_user_errors(problem, kwargs, match):
 def _brute_force(cost, value):
     keep = []
     for i in range(len(cost)):
-        dominated = any(cost[j] <= cost[i] and value[j] >= value[i]
-                        and (cost[j] < cost[i] or value[j] > value[i]) for j in range(len(cost)))
+        dominated = any(
+            cost[j] <= cost[i] and value[j] >= value[i] and (cost[j] < cost[i] or value[j] > value[i])
+            for j in range(len(cost))
+        )
         if not dominated:
             keep.append(i)
     return keep
 
 
 @settings(max_examples=200, deadline=None)
-@given(points=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=25),
-       higher=st.booleans())
+@given(points=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=25), higher=st.booleans())
 def test_pareto_front_matches_brute_force(points, higher):
     # Small integer grids make ties in cost, in value and in both common.
     table = pd.DataFrame(points, columns=["mean_cost", "value"], dtype=float)
@@ -141,4 +150,5 @@ def test_frontier_gap_integrates_the_step_functions_exactly():
     far = pd.DataFrame({"mean_cost": [10.0, 11.0], "value": [0.1, 0.2]})
     assert np.isnan(frontier_gap(a, far))
     assert frontier_gap(a, b, log_cost=True) == pytest.approx(
-        ((0.5 - 0.6) * np.log(1.5) + 0.2 * np.log(4 / 3) + 0.1 * np.log(5 / 4)) / np.log(2.5))
+        ((0.5 - 0.6) * np.log(1.5) + 0.2 * np.log(4 / 3) + 0.1 * np.log(5 / 4)) / np.log(2.5)
+    )

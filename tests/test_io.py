@@ -18,8 +18,11 @@ def plans(rng):
     yield Full(forest)
     yield Sequential(forest, [5, 3, 1], [1.0, np.inf, 0.5], [-1.0, -np.inf, 0.0])
     yield Cascade(forest, rng.normal(size=(2, 6)), [-0.5, 0.0], [0.1, 0.2])
-    yield Gated(random_forest(rng, 5, n_trees=2), Linear(np.r_[1.0, 0, 0, 0, -1.0], 0.5,
-                                                          link="sigmoid", task="binary"), forest)
+    yield Gated(
+        random_forest(rng, 5, n_trees=2),
+        Linear(np.r_[1.0, 0, 0, 0, -1.0], 0.5, link="sigmoid", task="binary"),
+        forest,
+    )
 
 
 @pytest.mark.parametrize("index", range(5))

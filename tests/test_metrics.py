@@ -40,7 +40,7 @@ def bf_precision(y, s, q, k, relevant_min=1):
 
 
 def bf_dcg(labels, k):
-    return sum((2 ** r - 1) / math.log2(i + 2) for i, r in enumerate(labels[:k]))
+    return sum((2**r - 1) / math.log2(i + 2) for i, r in enumerate(labels[:k]))
 
 
 def bf_ndcg(y, s, q, k, no_relevant="one"):
@@ -90,8 +90,11 @@ def test_accuracy_text_labels_and_errors():
 
 
 @FAST
-@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 5)), min_size=2, max_size=40)
-       .filter(lambda v: len({a for a, _ in v}) == 2))
+@given(
+    st.lists(st.tuples(st.integers(0, 1), st.integers(0, 5)), min_size=2, max_size=40).filter(
+        lambda v: len({a for a, _ in v}) == 2
+    )
+)
 def test_auc_brute_force(pairs):
     y, s = (np.array(v) for v in zip(*pairs))
     s = s / 5.0
@@ -128,8 +131,9 @@ def test_log_loss_brute_force(n_classes, seeds, data):
 def test_precision_at_k_brute_force(data, k, relevant_min):
     y, s, q = data
     assert metrics.precision_at_k(y, s, q, k=k) == pytest.approx(bf_precision(y, s, q, k))
-    assert (metrics.precision_at_k(y, s, q, k=k, relevant_min=relevant_min)
-            == pytest.approx(bf_precision(y, s, q, k, relevant_min)))
+    assert metrics.precision_at_k(y, s, q, k=k, relevant_min=relevant_min) == pytest.approx(
+        bf_precision(y, s, q, k, relevant_min)
+    )
 
 
 @FAST
@@ -140,8 +144,9 @@ def test_ndcg_at_k_brute_force(data, k, no_relevant):
         with pytest.raises(ValueError, match="undefined"):
             metrics.ndcg_at_k(y, s, q, k=k, no_relevant=no_relevant)
         return
-    assert (metrics.ndcg_at_k(y, s, q, k=k, no_relevant=no_relevant)
-            == pytest.approx(bf_ndcg(y, s, q, k, no_relevant)))
+    assert metrics.ndcg_at_k(y, s, q, k=k, no_relevant=no_relevant) == pytest.approx(
+        bf_ndcg(y, s, q, k, no_relevant)
+    )
 
 
 @FAST
@@ -216,15 +221,26 @@ def test_disagreement_of_probability_matrices_and_empty():
 def _report(total):
     total = np.asarray(total, dtype=float)
     n = len(total)
-    return CostReport(feature=total, evaluation=np.zeros(n), total=total,
-                      n_trees=np.full(n, 3), n_nodes=np.full(n, 7),
-                      acquired=np.zeros((n, 2), dtype=bool), fixed=2.0)
+    return CostReport(
+        feature=total,
+        evaluation=np.zeros(n),
+        total=total,
+        n_trees=np.full(n, 3),
+        n_nodes=np.full(n, 7),
+        acquired=np.zeros((n, 2), dtype=bool),
+        fixed=2.0,
+    )
 
 
 def _evaluation(raw, labels=None, proba=None, total=None):
     raw = np.asarray(raw, dtype=float)
-    return Evaluation(raw=raw, proba=proba, labels=labels, exit=np.zeros(len(raw), dtype=np.int64),
-                      cost=_report(np.ones(len(raw)) if total is None else total))
+    return Evaluation(
+        raw=raw,
+        proba=proba,
+        labels=labels,
+        exit=np.zeros(len(raw), dtype=np.int64),
+        cost=_report(np.ones(len(raw)) if total is None else total),
+    )
 
 
 def test_cost_statistics():
@@ -242,13 +258,19 @@ def test_cost_statistics():
 
 def test_score_per_task():
     y = np.array([0, 1, 1, 0])
-    ev = _evaluation([-1.0, 2.0, -0.5, -3.0], labels=np.array([0, 1, 0, 0]),
-                     proba=np.full((4, 2), 0.5))
+    ev = _evaluation([-1.0, 2.0, -0.5, -3.0], labels=np.array([0, 1, 0, 0]), proba=np.full((4, 2), 0.5))
     assert metrics.score("binary", y, ev) == ("accuracy", 0.75)
     assert metrics.score("binary", y, np.array([0, 1, 1, 1])) == ("accuracy", 0.75)
     assert metrics.accuracy(y, ev) == 0.75
-    assert metrics.auc(y, _evaluation([0.1, 0.8, 0.7, 0.2], proba=np.array(
-        [[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.8, 0.2]]))) == 1.0
+    assert (
+        metrics.auc(
+            y,
+            _evaluation(
+                [0.1, 0.8, 0.7, 0.2], proba=np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.8, 0.2]])
+            ),
+        )
+        == 1.0
+    )
     yc = np.array(["a", "b", "c"])
     assert metrics.score("multiclass", yc, np.array(["a", "b", "b"])) == ("accuracy", pytest.approx(2 / 3))
 
@@ -281,7 +303,8 @@ def test_balanced_accuracy_and_macro_auc_match_scikit_learn():
     assert balanced_accuracy(y, pred) == pytest.approx(balanced_accuracy_score(y, pred))
     assert balanced_accuracy(y, np.full(200, 3)) == pytest.approx(1 / 3)  # constant: 1/n_classes
     assert macro_auc(y, proba, [3, 5, 7]) == pytest.approx(
-        roc_auc_score(y, proba, multi_class="ovr", average="macro", labels=[3, 5, 7]))
+        roc_auc_score(y, proba, multi_class="ovr", average="macro", labels=[3, 5, 7])
+    )
     binary = (y == 3).astype(int)
     assert macro_auc(binary, proba[:, [1, 0]]) == pytest.approx(roc_auc_score(binary, proba[:, 0]))
     assert np.isnan(macro_auc(np.zeros(5), np.full((5, 2), 0.5)))

@@ -25,8 +25,14 @@ def agg(monkeypatch):
 
 
 def _table(costs, values, method=None):
-    table = pd.DataFrame({"name": [f"m{i}" for i in range(len(costs))], "mean_cost": costs,
-                          "value": values, "metric": "accuracy"})
+    table = pd.DataFrame(
+        {
+            "name": [f"m{i}" for i in range(len(costs))],
+            "mean_cost": costs,
+            "value": values,
+            "metric": "accuracy",
+        }
+    )
     if method is not None:
         table["method"] = method
     return table
@@ -38,13 +44,22 @@ def report():
     acquired = rng.random((50, 4)) < [0.9, 0.5, 0.2, 0.0]
     feature = acquired @ np.array([1.0, 2.0, 5.0, 9.0])
     n_trees = rng.integers(1, 10, size=50)
-    return CostReport(feature=feature, evaluation=np.zeros(50), total=feature, n_trees=n_trees,
-                      n_nodes=3 * n_trees, acquired=acquired, feature_names=["a", "b", "c", "d"])
+    return CostReport(
+        feature=feature,
+        evaluation=np.zeros(50),
+        total=feature,
+        n_trees=n_trees,
+        n_nodes=3 * n_trees,
+        acquired=acquired,
+        feature_names=["a", "b", "c", "d"],
+    )
 
 
 def test_frontier_one_series_per_method_plus_front(tmp_path):
-    tables = {"truncation": _table([1, 5, 9], [0.6, 0.7, 0.8]),
-              "cheap features": _table([2, 3, 10], [0.65, 0.75, 0.79])}
+    tables = {
+        "truncation": _table([1, 5, 9], [0.6, 0.7, 0.8]),
+        "cheap features": _table([2, 3, 10], [0.65, 0.75, 0.79]),
+    }
     ax = plot_frontier(tables, cost_unit="$")
     assert [line.get_label() for line in ax.lines] == ["truncation", "cheap features", "Pareto front"]
     front = ax.lines[-1]
@@ -57,8 +72,7 @@ def test_frontier_one_series_per_method_plus_front(tmp_path):
 
 def test_frontier_joins_each_method_by_cost_and_draws_the_front_boldly():
     # Rows out of cost order, with a tie in cost: the line must still run left to right.
-    table = pd.concat([_table([9, 1, 5, 5], [0.8, 0.6, 0.75, 0.7], "a"),
-                       _table([3, 2], [0.72, 0.65], "b")])
+    table = pd.concat([_table([9, 1, 5, 5], [0.8, 0.6, 0.75, 0.7], "a"), _table([3, 2], [0.72, 0.65], "b")])
     given = table.iloc[[1, 5]]
     ax = plot_frontier(table, front=given)
     *methods, front = ax.lines
@@ -82,8 +96,9 @@ def test_frontier_on_given_axes_for_a_loss():
     from matplotlib.figure import Figure
 
     ax = Figure().add_subplot()
-    out = plot_frontier(_table([1, 2, 3], [0.5, 0.2, 0.4]), ax=ax, higher_is_better=False,
-                        value_label="log loss")
+    out = plot_frontier(
+        _table([1, 2, 3], [0.5, 0.2, 0.4]), ax=ax, higher_is_better=False, value_label="log loss"
+    )
     assert out is ax
     assert list(ax.lines[-1].get_ydata()) == [0.5, 0.2]
     assert ax.get_ylabel() == "log loss"

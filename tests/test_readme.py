@@ -18,5 +18,6 @@ def test_quickstart_runs(capsys):
     np.testing.assert_array_equal(ev.raw, lazy.raw)
     np.testing.assert_array_equal(ev.cost.total, lazy.cost.total)
     assert 0.0 < ev.cost.mean <= namespace["data"].costs.feature_costs.sum()
-    np.testing.assert_allclose(ev.raw, namespace["model"].predict(namespace["X_test"], raw_score=True),
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        ev.raw, namespace["model"].predict(namespace["X_test"], raw_score=True), rtol=1e-9
+    )

@@ -55,14 +55,17 @@ def test_every_saved_kind_is_valid(validator, forests):
         assert not errors, f"{name}: {errors[0].message}"
 
 
-@pytest.mark.parametrize("breakage", [
-    lambda d: d.pop("arrays"),                                   # no node arrays
-    lambda d: d["arrays"].pop("threshold"),                      # one array missing
-    lambda d: d.update(task="clustering"),                       # unknown task
-    lambda d: d.update(link="tanh"),                             # unknown link
-    lambda d: d["arrays"]["value"].update(dtype="float64"),      # not a NumPy dtype string
-    lambda d: d.update(format="thrifty.plan"),                   # a forest claiming to be a plan
-])
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        lambda d: d.pop("arrays"),  # no node arrays
+        lambda d: d["arrays"].pop("threshold"),  # one array missing
+        lambda d: d.update(task="clustering"),  # unknown task
+        lambda d: d.update(link="tanh"),  # unknown link
+        lambda d: d["arrays"]["value"].update(dtype="float64"),  # not a NumPy dtype string
+        lambda d: d.update(format="thrifty.plan"),  # a forest claiming to be a plan
+    ],
+)
 def test_malformed_forests_are_rejected(validator, forests, breakage):
     d = json.loads(forests[0].to_json())
     breakage(d)

@@ -83,8 +83,9 @@ def test_every_estimator_fits_predicts_and_prices_nasty_names(fitted, name):
     assert report.feature.max() > 0
     # Columns in another order are read by name.
     shuffled = X_FRAME[NASTY[::-1]]
-    np.testing.assert_array_equal(thrifty.evaluate(est, shuffled, COSTS).labels,
-                                  thrifty.evaluate(est, X_FRAME, COSTS).labels)
+    np.testing.assert_array_equal(
+        thrifty.evaluate(est, shuffled, COSTS).labels, thrifty.evaluate(est, X_FRAME, COSTS).labels
+    )
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -99,12 +100,15 @@ def test_x_of_the_wrong_width_is_blamed_on_x(fitted, name):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
-@pytest.mark.parametrize(("labels", "match"), [
-    (np.where(Y == 1, 1.0, np.nan), r"^Input y contains NaN\.$"),  # float labels with NaN
-    (np.where(Y == 1, "yes", None), r"^Input y contains NaN\.$"),  # text labels with a None
-    (np.zeros(len(Y), dtype=int), r"y has one class only \(0\); \w+ needs examples of at least 2"),
-    (np.full(len(Y), "yes"), r"y has one class only \('yes'\)"),
-])
+@pytest.mark.parametrize(
+    ("labels", "match"),
+    [
+        (np.where(Y == 1, 1.0, np.nan), r"^Input y contains NaN\.$"),  # float labels with NaN
+        (np.where(Y == 1, "yes", None), r"^Input y contains NaN\.$"),  # text labels with a None
+        (np.zeros(len(Y), dtype=int), r"y has one class only \(0\); \w+ needs examples of at least 2"),
+        (np.full(len(Y), "yes"), r"y has one class only \('yes'\)"),
+    ],
+)
 def test_nan_and_one_class_labels_get_one_line_errors(name, labels, match):
     est = ESTIMATORS[name](X_ARRAY, None)
     with pytest.raises(ValueError, match=match):
@@ -119,18 +123,25 @@ def test_budget_prune_refuses_a_boosted_model_and_says_what_to_use():
         thrifty.budget_prune(boosted, X_ARRAY, Y, lam=0.1)
 
 
-@pytest.mark.parametrize("make", [
-    # a LightGBM random forest, which BudgetPrune prunes
-    lambda m, c: BudgetPrunedClassifier(m["rf"], c, lam=0.01, progress=False),
-    lambda m, c: CronusClassifier(m["gbdt"], c, n_stages=2, n_lams=2, progress=False),
-    lambda m, c: QWYCClassifier(m["gbdt"], costs=c, progress=False),
-], ids=["BudgetPrune", "Cronus", "QWYC"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        # a LightGBM random forest, which BudgetPrune prunes
+        lambda m, c: BudgetPrunedClassifier(m["rf"], c, lam=0.01, progress=False),
+        lambda m, c: CronusClassifier(m["gbdt"], c, n_stages=2, n_lams=2, progress=False),
+        lambda m, c: QWYCClassifier(m["gbdt"], costs=c, progress=False),
+    ],
+    ids=["BudgetPrune", "Cronus", "QWYC"],
+)
 def test_wrapped_lightgbm_models_report_the_names_users_wrote(make):
     X = X_FRAME.set_axis(LIGHTGBM_OK, axis=1)  # LightGBM stores "blood pressure" as blood_pressure
     costs = CostModel({n: float(i + 1) for i, n in enumerate(LIGHTGBM_OK)}, feature_names=LIGHTGBM_OK)
-    models = {"gbdt": lightgbm.LGBMClassifier(n_estimators=8, verbose=-1).fit(X, Y),
-              "rf": lightgbm.LGBMClassifier(boosting_type="rf", n_estimators=8, subsample=0.7,
-                                            subsample_freq=1, verbose=-1).fit(X, Y)}
+    models = {
+        "gbdt": lightgbm.LGBMClassifier(n_estimators=8, verbose=-1).fit(X, Y),
+        "rf": lightgbm.LGBMClassifier(
+            boosting_type="rf", n_estimators=8, subsample=0.7, subsample_freq=1, verbose=-1
+        ).fit(X, Y),
+    }
     est = _fit(lambda X_, c: make(models, c), X, Y, costs)
     assert est.forest_.feature_names == LIGHTGBM_OK
     report = thrifty.evaluate(est, X, costs).cost

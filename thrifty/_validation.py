@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
+
 
 def class_labels(y: Any, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(y, classes, codes)`` of classification labels, with scikit-learn's errors.
@@ -19,23 +21,24 @@ def class_labels(y: Any, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     y = column_or_1d(np.asarray(y), warn=True)
     if len(y) == 0:
-        raise ValueError("y is empty (0 samples); fit needs at least 2 examples")
+        raise InputError("y is empty (0 samples); fit needs at least 2 examples")
     if pd.isna(y).any():
-        raise ValueError("Input y contains NaN.")
+        raise InputError("Input y contains NaN.")
     check_classification_targets(y)
     classes, codes = np.unique(y, return_inverse=True)
     if len(classes) < 2:
         only = classes[0].item() if isinstance(classes[0], np.generic) else classes[0]
-        raise ValueError(f"y has one class only ({only!r}); {who} needs examples of at least 2 "
-                         "classes")
+        raise InputError(f"y has one class only ({only!r}); {who} needs examples of at least 2 classes")
     return y, classes, codes
 
 
 def check_width(n_columns: int, n_features: int, what: str) -> None:
     """ValueError blaming X when it has not the ``n_features`` columns ``what`` is for."""
     if n_columns != n_features:
-        raise ValueError(f"X has {n_columns} features, but {what} {n_features}; pass X with "
-                         f"those {n_features} columns, in the same order")
+        raise InputError(
+            f"X has {n_columns} features, but {what} {n_features}; pass X with "
+            f"those {n_features} columns, in the same order"
+        )
 
 
 def costs_for_X(costs: Any, names: list[str] | None, n_features: int) -> Any:
@@ -54,7 +57,7 @@ def costs_for_X(costs: Any, names: list[str] | None, n_features: int) -> Any:
         return costs.for_features(names, n_features)
     values = np.asarray(costs, dtype=object)
     if values.ndim != 1:
-        raise ValueError(f"costs must be a CostModel or one cost per feature, got shape {values.shape}")
+        raise InputError(f"costs must be a CostModel or one cost per feature, got shape {values.shape}")
     check_width(n_features, len(values), "costs= prices")
     return CostModel(values, feature_names=names)
 
@@ -70,13 +73,20 @@ def validate_frame(est: Any, X: Any, y: Any = "no_validation") -> Any:
 
     reset = not isinstance(y, str)
     frame = hasattr(X, "columns") and hasattr(X, "iloc")
-    out = validate_data(est, X, y, reset=reset, skip_check_array=frame, ensure_all_finite="allow-nan",
-                        dtype=None if frame else np.float64)
+    out = validate_data(
+        est,
+        X,
+        y,
+        reset=reset,
+        skip_check_array=frame,
+        ensure_all_finite="allow-nan",
+        dtype=None if frame else np.float64,
+    )
     if frame and reset:
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()
         if y.ndim != 1 or len(y) != X.shape[0]:
-            raise ValueError(f"y must be 1-d with one label per row of X ({X.shape[0]}), got shape {y.shape}")
+            raise InputError(f"y must be 1-d with one label per row of X ({X.shape[0]}), got shape {y.shape}")
         return X, y
     return out

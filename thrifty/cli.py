@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest._names import align, check_unique
 from thrifty.io import load
 from thrifty.runtime.evaluate import evaluate
@@ -53,115 +54,211 @@ def _parser() -> argparse.ArgumentParser:
     from thrifty import __version__
 
     parser = argparse.ArgumentParser(
-        prog="thrifty", description="Tree-ensemble predictions that pay only for the features "
-        "and trees they need.")
+        prog="thrifty",
+        description="Tree-ensemble predictions that pay only for the features and trees they need.",
+    )
     parser.add_argument("--version", action="version", version=f"thrifty {__version__}")
     sub = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="cost-accuracy trade-offs on the embedded heart-disease data",
-                          description="Train a LightGBM baseline on the embedded heart-disease "
-                          "data (real dollar costs per test), sweep cheaper models, and write a "
-                          "frontier table, plots and a markdown report.")
-    demo.add_argument("--out", default="thrifty-demo", type=Path,
-                      help="output folder (default: %(default)s)")
+    demo = sub.add_parser(
+        "demo",
+        help="cost-accuracy trade-offs on the embedded heart-disease data",
+        description="Train a LightGBM baseline on the embedded heart-disease "
+        "data (real dollar costs per test), sweep cheaper models, and write a "
+        "frontier table, plots and a markdown report.",
+    )
+    demo.add_argument("--out", default="thrifty-demo", type=Path, help="output folder (default: %(default)s)")
     demo.add_argument("--quick", action="store_true", help="fewer points per frontier")
     demo.set_defaults(run=_demo)
 
-    cmp = sub.add_parser("compare", help="every method over budgets on one cost-quality frontier",
-                         description="Run every method that applies to the data's task over a "
-                         "sweep of budgets, evaluate each model on held-out rows with exact "
-                         "per-example costs, and write the table, the Pareto front, a plot, a "
-                         "markdown report and the recommended models.")
-    cmp.add_argument("data", metavar="DATA", nargs="?",
-                     help="a shared dataset name (its train/valid/test splits) or a CSV or Parquet "
-                     "file with a target column (25%% of its rows are held out for testing)")
-    cmp.add_argument("--costs", type=Path, metavar="FILE",
-                     help="feature costs: JSON {\"name\": cost} or CSV feature,cost (default: the "
-                     "dataset's costs for a dataset name, else 1 per feature)")
-    cmp.add_argument("--target", default="target", metavar="NAME",
-                     help="label column of a data file (default: %(default)s)")
-    cmp.add_argument("--task", choices=("binary", "multiclass", "ranking", "regression"),
-                     help="default: inferred from the labels")
-    cmp.add_argument("--methods", metavar="NAMES",
-                     help="comma-separated method names (default: all that apply); see --list")
+    cmp = sub.add_parser(
+        "compare",
+        help="every method over budgets on one cost-quality frontier",
+        description="Run every method that applies to the data's task over a "
+        "sweep of budgets, evaluate each model on held-out rows with exact "
+        "per-example costs, and write the table, the Pareto front, a plot, a "
+        "markdown report and the recommended models.",
+    )
+    cmp.add_argument(
+        "data",
+        metavar="DATA",
+        nargs="?",
+        help="a shared dataset name (its train/valid/test splits) or a CSV or Parquet "
+        "file with a target column (25%% of its rows are held out for testing)",
+    )
+    cmp.add_argument(
+        "--costs",
+        type=Path,
+        metavar="FILE",
+        help='feature costs: JSON {"name": cost} or CSV feature,cost (default: the '
+        "dataset's costs for a dataset name, else 1 per feature)",
+    )
+    cmp.add_argument(
+        "--target",
+        default="target",
+        metavar="NAME",
+        help="label column of a data file (default: %(default)s)",
+    )
+    cmp.add_argument(
+        "--task",
+        choices=("binary", "multiclass", "ranking", "regression"),
+        help="default: inferred from the labels",
+    )
+    cmp.add_argument(
+        "--methods",
+        metavar="NAMES",
+        help="comma-separated method names (default: all that apply); see --list",
+    )
     cmp.add_argument("--list", action="store_true", help="list the methods and exit")
-    cmp.add_argument("--budgets", metavar="B1,B2,...",
-                     help="mean costs per example (default: fractions of the plain model's cost)")
-    cmp.add_argument("--time-limit", metavar="SECONDS",
-                     help="time allowance for the whole run, shared by the methods (each "
-                     "fits its cheapest candidate first); nothing starts once it is spent")
+    cmp.add_argument(
+        "--budgets",
+        metavar="B1,B2,...",
+        help="mean costs per example (default: fractions of the plain model's cost)",
+    )
+    cmp.add_argument(
+        "--time-limit",
+        metavar="SECONDS",
+        help="time allowance for the whole run, shared by the methods (each "
+        "fits its cheapest candidate first); nothing starts once it is spent",
+    )
     cmp.add_argument("--quick", action="store_true", help="fewer budgets and points per method")
     where = cmp.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, metavar="N",
-                       help="run the fits as tasks on a local Dask cluster of N worker processes "
-                       "(needs thrifty[dask]); the output is the same as without it")
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="run the fits on a running Dask cluster (e.g. tcp://host:8786; its "
-                       "workers need thrifty installed)")
-    cmp.add_argument("--out", default="thrifty-compare", type=Path,
-                     help="output folder (default: %(default)s)")
+    where.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="run the fits as tasks on a local Dask cluster of N worker processes "
+        "(needs thrifty[dask]); the output is the same as without it",
+    )
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the fits on a running Dask cluster (e.g. tcp://host:8786; its "
+        "workers need thrifty installed)",
+    )
+    cmp.add_argument(
+        "--out", default="thrifty-compare", type=Path, help="output folder (default: %(default)s)"
+    )
     cmp.set_defaults(run=_compare)
 
-    data_help = ("a CSV or Parquet file (a TARGET column, if present, is the label; a 'qid' "
-                 "column the query id) or a shared dataset name (its test split)")
-    info = sub.add_parser("info", help="describe a saved model or plan",
-                          description="Describe a model or plan saved with thrifty.save; with "
-                          "--data, also its cost per example on that data.")
+    data_help = (
+        "a CSV or Parquet file (a TARGET column, if present, is the label; a 'qid' "
+        "column the query id) or a shared dataset name (its test split)"
+    )
+    info = sub.add_parser(
+        "info",
+        help="describe a saved model or plan",
+        description="Describe a model or plan saved with thrifty.save; with "
+        "--data, also its cost per example on that data.",
+    )
     info.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
     info.add_argument("--data", metavar="DATA", help=data_help)
     _common(info)
     info.set_defaults(run=_info)
 
-    ev = sub.add_parser("evaluate", help="per-example cost report of a model on data",
-                        description="Evaluate a saved model or plan on data and write what each "
-                        "prediction cost (and the prediction) to CSV.")
+    ev = sub.add_parser(
+        "evaluate",
+        help="per-example cost report of a model on data",
+        description="Evaluate a saved model or plan on data and write what each "
+        "prediction cost (and the prediction) to CSV.",
+    )
     ev.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
     ev.add_argument("data", metavar="DATA", help=data_help)
     _common(ev)
-    ev.add_argument("--out", type=Path, default=Path("cost_report.csv"),
-                    help="CSV file for the per-example report (default: %(default)s)")
+    ev.add_argument(
+        "--out",
+        type=Path,
+        default=Path("cost_report.csv"),
+        help="CSV file for the per-example report (default: %(default)s)",
+    )
     ev.set_defaults(run=_evaluate)
 
-    srv = sub.add_parser("serve", help="serve a model over HTTP, fetching missing features lazily",
-                         description="Answer POST /predict with predictions and what each cost; "
-                         "features a request row does not give are fetched from --provider, only "
-                         "when a tree needs them. GET /health describes the model.")
+    srv = sub.add_parser(
+        "serve",
+        help="serve a model over HTTP, fetching missing features lazily",
+        description="Answer POST /predict with predictions and what each cost; "
+        "features a request row does not give are fetched from --provider, only "
+        "when a tree needs them. GET /health describes the model.",
+    )
     srv.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
-    srv.add_argument("--provider", metavar="URL",
-                     help="where missing features come from: a feature service (http://...) or a "
-                     "database URL (sqlite:///features.db, duckdb:///..., postgresql://...)")
+    srv.add_argument(
+        "--provider",
+        metavar="URL",
+        help="where missing features come from: a feature service (http://...) or a "
+        "database URL (sqlite:///features.db, duckdb:///..., postgresql://...)",
+    )
     srv.add_argument("--table", metavar="NAME", help="database table of features (one record per key)")
     srv.add_argument("--key-column", metavar="NAME", help="the table's column of keys")
-    srv.add_argument("--key", default="id", metavar="FIELD",
-                     help="field of a request row holding its key (default: %(default)s)")
-    srv.add_argument("--costs", type=Path, metavar="FILE",
-                     help="feature costs: JSON {\"name\": cost} or CSV feature,cost (default: 1 each)")
+    srv.add_argument(
+        "--key",
+        default="id",
+        metavar="FIELD",
+        help="field of a request row holding its key (default: %(default)s)",
+    )
+    srv.add_argument(
+        "--costs",
+        type=Path,
+        metavar="FILE",
+        help='feature costs: JSON {"name": cost} or CSV feature,cost (default: 1 each)',
+    )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     srv.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
-    srv.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                     help="most time one request may take (default: %(default)s)")
-    srv.add_argument("--max-rows", type=int, default=1000,
-                     help="most rows per request (default: %(default)s)")
-    srv.add_argument("--max-body", type=int, default=1 << 20, metavar="BYTES",
-                     help="largest request body (default: %(default)s)")
-    srv.add_argument("--max-concurrency", type=int, default=64, metavar="N",
-                     help="connections served at once; more are answered 503 (default: %(default)s)")
-    srv.add_argument("--trees", choices=("in-order", "parallel"), default="in-order",
-                     help="'parallel' lets the trees of a Full plan fetch their features in the same "
-                     "rounds (default: %(default)s)")
-    srv.add_argument("--threads", type=int, default=1, metavar="N",
-                     help="kernel threads per request (default: %(default)s; more only pays for large "
-                     "requests)")
+    srv.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="most time one request may take (default: %(default)s)",
+    )
+    srv.add_argument(
+        "--max-rows", type=int, default=1000, help="most rows per request (default: %(default)s)"
+    )
+    srv.add_argument(
+        "--max-body",
+        type=int,
+        default=1 << 20,
+        metavar="BYTES",
+        help="largest request body (default: %(default)s)",
+    )
+    srv.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=64,
+        metavar="N",
+        help="connections served at once; more are answered 503 (default: %(default)s)",
+    )
+    srv.add_argument(
+        "--trees",
+        choices=("in-order", "parallel"),
+        default="in-order",
+        help="'parallel' lets the trees of a Full plan fetch their features in the same "
+        "rounds (default: %(default)s)",
+    )
+    srv.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="kernel threads per request (default: %(default)s; more only pays for large requests)",
+    )
     srv.set_defaults(run=_serve)
     return parser
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--costs", type=Path, metavar="FILE",
-                   help="feature costs: JSON {\"name\": cost} or CSV feature,cost (default: the "
-                   "dataset's costs for a dataset name, else 1 per feature)")
-    p.add_argument("--target", default="target", metavar="NAME",
-                   help="label column of a data file (default: %(default)s)")
+    p.add_argument(
+        "--costs",
+        type=Path,
+        metavar="FILE",
+        help='feature costs: JSON {"name": cost} or CSV feature,cost (default: the '
+        "dataset's costs for a dataset name, else 1 per feature)",
+    )
+    p.add_argument(
+        "--target",
+        default="target",
+        metavar="NAME",
+        help="label column of a data file (default: %(default)s)",
+    )
 
 
 # ---------------------------------------------------------------------- commands
@@ -178,18 +275,32 @@ def _compare(args: argparse.Namespace) -> int:
 
     if args.list:
         w1, w2 = max(len(k) for k in METHODS), max(len(m.name) for m in METHODS.values())
-        print("\n".join(f"{k:<{w1}}  {m.name:<{w2}}  {m.family:<11}  {', '.join(m.tasks)}"
-                        for k, m in METHODS.items()))
+        print(
+            "\n".join(
+                f"{k:<{w1}}  {m.name:<{w2}}  {m.family:<11}  {', '.join(m.tasks)}" for k, m in METHODS.items()
+            )
+        )
         return 0
     if args.data is None:
-        raise ValueError("compare needs DATA: a shared dataset name or a CSV/Parquet file")
+        raise InputError("compare needs DATA: a shared dataset name or a CSV/Parquet file")
     X, y, qid, splits, costs, unit = _compare_data(args)
     methods = "all" if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
     budgets = None if args.budgets is None else _budgets(args.budgets)
     time_limit = None if args.time_limit is None else _time_limit(args.time_limit)
     with _executor(args) as executor:
-        result = compare(X, y, costs, task=args.task, methods=methods, budgets=budgets,
-                         time_limit=time_limit, quick=args.quick, qid=qid, executor=executor, **splits)
+        result = compare(
+            X,
+            y,
+            costs,
+            task=args.task,
+            methods=methods,
+            budgets=budgets,
+            time_limit=time_limit,
+            quick=args.quick,
+            qid=qid,
+            executor=executor,
+            **splits,
+        )
     files = result.write(args.out, cost_unit=unit, title=f"thrifty compare: {args.data}")
     print(result.summary(unit))
     print(f"wrote {', '.join(f.name for f in files if f.parent == args.out)} to {args.out}/")
@@ -201,11 +312,11 @@ def _executor(args: argparse.Namespace) -> Any:
     if args.workers is None and args.scheduler is None:
         return contextlib.nullcontext()
     if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers {args.workers} must be at least 1")
+        raise InputError(f"--workers {args.workers} must be at least 1")
     try:
         from thrifty.dask import cluster_client
     except ImportError as exc:
-        raise ValueError(f"{exc}; or leave --workers/--scheduler out to run here") from None
+        raise InputError(f"{exc}; or leave --workers/--scheduler out to run here") from None
     return cluster_client(workers=args.workers, scheduler=args.scheduler)
 
 
@@ -216,12 +327,16 @@ def _budgets(text: str) -> list[float]:
         try:
             value = float(part)
         except ValueError:
-            raise ValueError(f"--budgets {text!r}: {part.strip()!r} is not a number; give positive "
-                             "mean costs per example, e.g. --budgets 5,10,20") from None
+            raise InputError(
+                f"--budgets {text!r}: {part.strip()!r} is not a number; give positive "
+                "mean costs per example, e.g. --budgets 5,10,20"
+            ) from None
         if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"--budgets {text!r}: {part.strip()} is not a positive cost; give "
-                             "positive mean costs per example, e.g. --budgets 5,10,20 (or leave "
-                             "--budgets out)")
+            raise InputError(
+                f"--budgets {text!r}: {part.strip()} is not a positive cost; give "
+                "positive mean costs per example, e.g. --budgets 5,10,20 (or leave "
+                "--budgets out)"
+            )
         out.append(value)
     return out
 
@@ -233,8 +348,10 @@ def _time_limit(text: str) -> float:
     except ValueError:
         value = float("nan")
     if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"--time-limit {text!r} is not a positive number of seconds; e.g. "
-                         "--time-limit 120 (or leave it out for no limit)")
+        raise InputError(
+            f"--time-limit {text!r} is not a positive number of seconds; e.g. "
+            "--time-limit 120 (or leave it out for no limit)"
+        )
     return value
 
 
@@ -244,8 +361,9 @@ def _compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, An
     if path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq"):
         X, y, qid = _read_table(path, args.target)
         if y is None:
-            raise ValueError(f"{str(path)!r} has no column {args.target!r}; name the label column "
-                             "with --target")
+            raise InputError(
+                f"{str(path)!r} has no column {args.target!r}; name the label column with --target"
+            )
         X = _categorical(X)
         names = [str(c) for c in X.columns]
         costs = CostModel.from_file(args.costs, names) if args.costs is not None else None
@@ -258,7 +376,7 @@ def _compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, An
     if "valid" in ds.splits:
         splits["X_val"], splits["y_val"], splits["qid_val"] = ds.subset("valid")
     splits["X_test"], splits["y_test"], splits["qid_test"] = ds.subset("test")
-    costs = (CostModel.from_file(args.costs, ds.feature_names) if args.costs is not None else ds.costs)
+    costs = CostModel.from_file(args.costs, ds.feature_names) if args.costs is not None else ds.costs
     unit = "$" if "dollar" in str((ds.meta or {}).get("cost_unit", "")).lower() else None
     return X, y, qid, splits, costs, unit
 
@@ -274,7 +392,7 @@ def _categorical(X: Any) -> Any:
 
 def _info(args: argparse.Namespace) -> int:
     if args.costs is not None and args.data is None:
-        raise ValueError("--costs prices a model's features on data; give --data DATA too")
+        raise InputError("--costs prices a model's features on data; give --data DATA too")
     model = load(args.model)
     plan = as_plan(model)
     forests = [c for c in plan.components() if hasattr(c, "n_trees")]
@@ -303,8 +421,13 @@ def _info(args: argparse.Namespace) -> int:
         _warn_unpriced(costs)
         rows += [
             ("data", f"{args.data} ({len(X)} examples)"),
-            ("cost per example", (f"mean {s['mean']:.4g}, median {s['median']:.4g}, "
-                                  f"90% {s['q90']:.4g}, 99% {s['q99']:.4g}, max {s['max']:.4g}")),
+            (
+                "cost per example",
+                (
+                    f"mean {s['mean']:.4g}, median {s['median']:.4g}, "
+                    f"90% {s['q90']:.4g}, 99% {s['q99']:.4g}, max {s['max']:.4g}"
+                ),
+            ),
             ("trees per example", f"mean {s['mean_trees']:.4g}"),
         ]
     width = max(len(k) for k, _ in rows)
@@ -323,15 +446,21 @@ def _evaluate(args: argparse.Namespace) -> int:
     report = pd.concat([frame, ev.cost.to_frame()], axis=1)
     report.to_csv(args.out, index=False)
     s = ev.cost.summary()
-    lines = [(f"{len(report)} examples; cost per example: mean {s['mean']:.4g}, median "
-              f"{s['median']:.4g}, 90% {s['q90']:.4g}, max {s['max']:.4g}; trees per example: "
-              f"mean {s['mean_trees']:.4g}")]
+    lines = [
+        (
+            f"{len(report)} examples; cost per example: mean {s['mean']:.4g}, median "
+            f"{s['median']:.4g}, 90% {s['q90']:.4g}, max {s['max']:.4g}; trees per example: "
+            f"mean {s['mean_trees']:.4g}"
+        )
+    ]
     if y is not None:
         from thrifty import metrics
 
         name, value = metrics.score(plan.task, y, ev, qid=qid)
-        lines.append(f"{name}: {value:.4g} over the {len(y)} rows of {args.data}"
-                     + (" (its test split)" if not _is_file(args.data) else ""))
+        lines.append(
+            f"{name}: {value:.4g} over the {len(y)} rows of {args.data}"
+            + (" (its test split)" if not _is_file(args.data) else "")
+        )
     lines.append(f"wrote {args.out}")
     print("\n".join(lines))
     return 0
@@ -348,7 +477,7 @@ def _data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
 
         ds = datasets.load(args.data)
         if "test" not in ds.splits:
-            raise ValueError(f"dataset {ds.name!r} has no test split; give a data file instead")
+            raise InputError(f"dataset {ds.name!r} has no test split; give a data file instead")
         X, y, qid = ds.subset("test")
         dataset_costs = ds.costs
     if args.costs is not None:
@@ -362,9 +491,12 @@ def _data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
 
 def _warn_unpriced(costs: Any) -> None:
     if costs is None:
-        print("thrifty: warning: no --costs given, so every feature costs 1 and the costs "
-              "reported count features; give --costs FILE (JSON {\"name\": cost} or CSV "
-              "feature,cost) for real prices", file=sys.stderr)
+        print(
+            "thrifty: warning: no --costs given, so every feature costs 1 and the costs "
+            'reported count features; give --costs FILE (JSON {"name": cost} or CSV '
+            "feature,cost) for real prices",
+            file=sys.stderr,
+        )
 
 
 def _cost_names(plan: Any, X: Any) -> list[str]:
@@ -389,19 +521,36 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
     except ImportError:
-        print("thrifty: error: uvicorn is not installed; install it with: pip install 'thrifty[serve]'",
-              file=sys.stderr)
+        print(
+            "thrifty: error: uvicorn is not installed; install it with: pip install 'thrifty[serve]'",
+            file=sys.stderr,
+        )
         return 2
     plan = as_plan(load(args.model))
     costs = CostModel.from_file(args.costs, feature_names=plan.feature_names) if args.costs else None
-    provider = store_provider(args.provider, plan, table=args.table, key_column=args.key_column,
-                              timeout=args.timeout)
-    app = create_app(plan, provider, costs=costs, key=args.key, max_rows=args.max_rows,
-                     max_body=args.max_body, timeout=args.timeout, trees=args.trees,
-                     n_threads=args.threads)
+    provider = store_provider(
+        args.provider, plan, table=args.table, key_column=args.key_column, timeout=args.timeout
+    )
+    app = create_app(
+        plan,
+        provider,
+        costs=costs,
+        key=args.key,
+        max_rows=args.max_rows,
+        max_body=args.max_body,
+        timeout=args.timeout,
+        trees=args.trees,
+        n_threads=args.threads,
+    )
     print(f"thrifty serve: {args.model} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning",
-                limit_concurrency=args.max_concurrency, timeout_keep_alive=5)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        limit_concurrency=args.max_concurrency,
+        timeout_keep_alive=5,
+    )
     return 0
 
 
@@ -414,8 +563,9 @@ def _read_table(path: Path, target: str) -> tuple[Any, Any, Any]:
         try:
             df = pd.read_parquet(path)
         except ImportError as exc:
-            raise ValueError(f"reading {str(path)!r} needs a Parquet engine (pip install "
-                             "pyarrow); or give a CSV file") from exc
+            raise InputError(
+                f"reading {str(path)!r} needs a Parquet engine (pip install pyarrow); or give a CSV file"
+            ) from exc
     else:
         # pandas renames a repeated header name ("mass" -> "mass.1"): check the raw header.
         header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.forest._names import align, check_unique, is_generic
 
 Key = int | str
@@ -58,19 +59,26 @@ class CostModel:
     25.92
     """
 
-    def __init__(self, feature_costs: Any, *, feature_names: Sequence[str] | None = None,
-                 groups: Mapping[str, Sequence[Key]] | None = None,
-                 dependencies: Mapping[Key, Sequence[Key]] | None = None,
-                 tree_cost: float = 0.0, split_cost: float = 0.0,
-                 fixed_costs: Any = None) -> None:
+    def __init__(
+        self,
+        feature_costs: Any,
+        *,
+        feature_names: Sequence[str] | None = None,
+        groups: Mapping[str, Sequence[Key]] | None = None,
+        dependencies: Mapping[Key, Sequence[Key]] | None = None,
+        tree_cost: float = 0.0,
+        split_cost: float = 0.0,
+        fixed_costs: Any = None,
+    ) -> None:
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
         if self.feature_names is not None:
             check_unique(self.feature_names, "feature_names")
         group_prices: dict[str, float] = {}
         if isinstance(feature_costs, Mapping):
             if self.feature_names is None:
-                raise ValueError("feature_costs given by name needs feature_names=[...] "
-                                 "(the column order of your data)")
+                raise InputError(
+                    "feature_costs given by name needs feature_names=[...] (the column order of your data)"
+                )
             group_names = set(groups or {})
             derived = {self._index(k) for k in (dependencies or {})}
             costs = np.zeros(len(self.feature_names))
@@ -82,30 +90,41 @@ class CostModel:
                 costs[self._index(key)] = _check_cost(value, f"feature {key!r}")
                 seen.add(self._index(key))
             grouped = {self._index(m) for members in (groups or {}).values() for m in members}
-            missing = [f for i, f in enumerate(self.feature_names)
-                       if i not in seen and i not in derived and i not in grouped]
+            missing = [
+                f
+                for i, f in enumerate(self.feature_names)
+                if i not in seen and i not in derived and i not in grouped
+            ]
             if missing:
-                raise ValueError(f"no cost given for feature(s) {missing[:10]}; give every "
-                                 "feature a cost (0 if it is free)")
+                raise InputError(
+                    f"no cost given for feature(s) {missing[:10]}; give every "
+                    "feature a cost (0 if it is free)"
+                )
         else:
-            raw = np.asarray(feature_costs, dtype=object).reshape(-1) if np.ndim(feature_costs) == 1 \
+            raw = (
+                np.asarray(feature_costs, dtype=object).reshape(-1)
+                if np.ndim(feature_costs) == 1
                 else np.asarray(feature_costs, dtype=object)
+            )
             if raw.ndim != 1:
-                raise ValueError(f"feature_costs must be 1-dimensional, got shape {raw.shape}")
+                raise InputError(f"feature_costs must be 1-dimensional, got shape {raw.shape}")
             costs = np.array([_check_cost(c, f"feature {self._label(i)!r}") for i, c in enumerate(raw)])
             if costs.ndim != 1:
-                raise ValueError(f"feature_costs must be 1-dimensional, got shape {costs.shape}")
+                raise InputError(f"feature_costs must be 1-dimensional, got shape {costs.shape}")
             if self.feature_names is not None and len(costs) != len(self.feature_names):
-                raise ValueError(f"{len(costs)} feature costs for {len(self.feature_names)} "
-                                 "feature names; give one cost per feature")
+                raise InputError(
+                    f"{len(costs)} feature costs for {len(self.feature_names)} "
+                    "feature names; give one cost per feature"
+                )
         self.feature_costs = costs.astype(np.float64)
         self.n_features = len(costs)
         self.tree_cost = _check_cost(tree_cost, "tree_cost")
         self.split_cost = _check_cost(split_cost, "split_cost")
         self.fixed_costs = self._per_feature(fixed_costs, "fixed_costs")
         self.groups = {str(g): [self._index(m) for m in members] for g, members in (groups or {}).items()}
-        self.dependencies = {self._index(d): [self._index(m) for m in inputs]
-                             for d, inputs in (dependencies or {}).items()}
+        self.dependencies = {
+            self._index(d): [self._index(m) for m in inputs] for d, inputs in (dependencies or {}).items()
+        }
         self._group_prices = group_prices
         self._compile()
         self._check_total()
@@ -126,11 +145,15 @@ class CostModel:
         names = list(meta["features"])
         deps = meta.get("dependencies") or None
         if not meta.get("costs"):
-            return cls(np.ones(len(names)), feature_names=names, dependencies=deps,
-                       groups=meta.get("groups"))
-        return cls(dict(meta["costs"]), feature_names=names, dependencies=deps,
-                   groups=meta.get("groups"), tree_cost=meta.get("tree_cost", 0.0),
-                   split_cost=meta.get("split_cost", 0.0))
+            return cls(np.ones(len(names)), feature_names=names, dependencies=deps, groups=meta.get("groups"))
+        return cls(
+            dict(meta["costs"]),
+            feature_names=names,
+            dependencies=deps,
+            groups=meta.get("groups"),
+            tree_cost=meta.get("tree_cost", 0.0),
+            split_cost=meta.get("split_cost", 0.0),
+        )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], feature_names: Sequence[str] | None = None) -> CostModel:
@@ -139,9 +162,15 @@ class CostModel:
             names = d.get("feature_names") or feature_names
             if names is None and isinstance(d["costs"], Mapping):
                 names = list(d["costs"])
-            return cls(d["costs"], feature_names=names, groups=d.get("groups"),
-                       dependencies=d.get("dependencies"), tree_cost=d.get("tree_cost", 0.0),
-                       split_cost=d.get("split_cost", 0.0), fixed_costs=d.get("fixed_costs"))
+            return cls(
+                d["costs"],
+                feature_names=names,
+                groups=d.get("groups"),
+                dependencies=d.get("dependencies"),
+                tree_cost=d.get("tree_cost", 0.0),
+                split_cost=d.get("split_cost", 0.0),
+                fixed_costs=d.get("fixed_costs"),
+            )
         names = list(feature_names) if feature_names is not None else list(d)
         return cls(dict(d), feature_names=names)
 
@@ -156,18 +185,17 @@ class CostModel:
             try:
                 d = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"cost file {str(path)!r} is not valid JSON: {exc}") from exc
+                raise InputError(f"cost file {str(path)!r} is not valid JSON: {exc}") from exc
             if not isinstance(d, dict):
-                raise ValueError(f"cost file {str(path)!r} must hold a JSON object of feature: cost")
+                raise InputError(f"cost file {str(path)!r} must hold a JSON object of feature: cost")
             return cls.from_dict(d, feature_names)
         rows = list(csv.DictReader(text.splitlines()))
         if not rows or not {"feature", "cost"} <= set(rows[0]):
-            raise ValueError(f"cost file {str(path)!r} must be CSV with columns feature,cost "
-                             "(or JSON)")
+            raise InputError(f"cost file {str(path)!r} must be CSV with columns feature,cost (or JSON)")
         try:
             costs = {r["feature"]: float(r["cost"]) for r in rows}
         except ValueError as exc:
-            raise ValueError(f"cost file {str(path)!r} has a cost that is not a number: {exc}") from exc
+            raise InputError(f"cost file {str(path)!r} has a cost that is not a number: {exc}") from exc
         return cls(costs, feature_names=list(feature_names) if feature_names is not None else list(costs))
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,8 +204,9 @@ class CostModel:
             "costs": {names[i]: float(c) for i, c in enumerate(self.feature_costs)},
             "feature_names": names,
             "groups": {g: [names[m] for m in ms] for g, ms in self.groups.items()},
-            "group_costs": {g: float(self.unit_cost[self.unit_of_feature[ms[0]]])
-                            for g, ms in self.groups.items() if ms},
+            "group_costs": {
+                g: float(self.unit_cost[self.unit_of_feature[ms[0]]]) for g, ms in self.groups.items() if ms
+            },
             "dependencies": {names[d]: [names[m] for m in ms] for d, ms in self.dependencies.items()},
             "tree_cost": self.tree_cost,
             "split_cost": self.split_cost,
@@ -188,9 +217,15 @@ class CostModel:
     def _from_saved(cls, d: Mapping[str, Any]) -> CostModel:
         costs = dict(d["costs"])
         costs.update({g: c for g, c in d.get("group_costs", {}).items()})
-        return cls(costs, feature_names=d["feature_names"], groups=d.get("groups") or None,
-                   dependencies=d.get("dependencies") or None, tree_cost=d.get("tree_cost", 0.0),
-                   split_cost=d.get("split_cost", 0.0), fixed_costs=d.get("fixed_costs"))
+        return cls(
+            costs,
+            feature_names=d["feature_names"],
+            groups=d.get("groups") or None,
+            dependencies=d.get("dependencies") or None,
+            tree_cost=d.get("tree_cost", 0.0),
+            split_cost=d.get("split_cost", 0.0),
+            fixed_costs=d.get("fixed_costs"),
+        )
 
     # ------------------------------------------------------------------ queries
     def closure(self, features: Sequence[Key]) -> np.ndarray:
@@ -198,8 +233,8 @@ class CostModel:
         mask = np.zeros(self.n_features, dtype=bool)
         for f in features:
             i = self._index(f)
-            for u in self.closure_units[self.closure_ptr[i]:self.closure_ptr[i + 1]]:
-                mask[self.unit_feat[self.unit_ptr[u]:self.unit_ptr[u + 1]]] = True
+            for u in self.closure_units[self.closure_ptr[i] : self.closure_ptr[i + 1]]:
+                mask[self.unit_feat[self.unit_ptr[u] : self.unit_ptr[u + 1]]] = True
         return mask
 
     def acquisition_cost(self, features: Sequence[Key]) -> float:
@@ -207,7 +242,7 @@ class CostModel:
         units = set()
         for f in features:
             i = self._index(f)
-            units.update(self.closure_units[self.closure_ptr[i]:self.closure_ptr[i + 1]].tolist())
+            units.update(self.closure_units[self.closure_ptr[i] : self.closure_ptr[i + 1]].tolist())
         return float(sum(self.unit_cost[u] for u in units))
 
     def fixed_cost(self, used: np.ndarray) -> float:
@@ -222,20 +257,26 @@ class CostModel:
         """
         if names is None or self.feature_names is None or list(names) == self.feature_names:
             if n_features != self.n_features:
-                raise ValueError(f"the cost model prices {self.n_features} features but the model "
-                                 f"uses {n_features}; give one cost per model feature")
+                raise InputError(
+                    f"the cost model prices {self.n_features} features but the model "
+                    f"uses {n_features}; give one cost per model feature"
+                )
             return self
         order = align(names, self.feature_names)
         if order is None:
             if n_features == self.n_features and is_generic(names):
                 return self
             unknown = [n for n in names if n not in self.feature_names]
-            raise ValueError(f"the cost model has no cost for the model's feature(s) {unknown[:10]}; "
-                             f"its features are {self.feature_names[:10]}")
+            raise InputError(
+                f"the cost model has no cost for the model's feature(s) {unknown[:10]}; "
+                f"its features are {self.feature_names[:10]}"
+            )
         if sorted(order) != list(range(self.n_features)):
             extra = [self.feature_names[i] for i in sorted(set(range(self.n_features)) - set(order))]
-            raise ValueError(f"the cost model prices feature(s) {extra[:10]} that the model does "
-                             "not have; build the cost model for the model's features")
+            raise InputError(
+                f"the cost model prices feature(s) {extra[:10]} that the model does "
+                "not have; build the cost model for the model's features"
+            )
         d = self.to_dict()
         renamed = dict(zip((self.feature_names[i] for i in order), names))
         d["costs"] = {renamed[k]: v for k, v in d["costs"].items()}
@@ -255,25 +296,32 @@ class CostModel:
             extras.append(f"tree_cost={self.tree_cost:g}")
         if self.split_cost:
             extras.append(f"split_cost={self.split_cost:g}")
-        return (f"CostModel(n_features={self.n_features}, total={self.feature_costs.sum():g}"
-                + "".join(", " + e for e in extras) + ")")
+        return (
+            f"CostModel(n_features={self.n_features}, total={self.feature_costs.sum():g}"
+            + "".join(", " + e for e in extras)
+            + ")"
+        )
 
     # ------------------------------------------------------------------ internals
     def _index(self, key: Key) -> int:
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            n = (len(self.feature_names) if self.feature_names is not None
-                 else getattr(self, "n_features", None))
+            n = (
+                len(self.feature_names)
+                if self.feature_names is not None
+                else getattr(self, "n_features", None)
+            )
             if key < 0 or (n is not None and key >= n):
-                raise ValueError(f"feature index {key} is out of range")
+                raise InputError(f"feature index {key} is out of range")
             return int(key)
         if self.feature_names is None:
-            raise ValueError(f"feature {key!r} is named but the cost model has no feature_names")
+            raise InputError(f"feature {key!r} is named but the cost model has no feature_names")
         try:
             return self.feature_names.index(str(key))
         except ValueError:
             more = "..." if len(self.feature_names) > 10 else ""
-            raise ValueError(f"unknown feature name {key!r}; known features are "
-                             f"{self.feature_names[:10]}{more}") from None
+            raise InputError(
+                f"unknown feature name {key!r}; known features are {self.feature_names[:10]}{more}"
+            ) from None
 
     def _label(self, i: int) -> str | int:
         return self.feature_names[i] if self.feature_names is not None else i
@@ -289,7 +337,7 @@ class CostModel:
             return out
         out = np.asarray(values, dtype=np.float64)
         if out.shape != (n,):
-            raise ValueError(f"{what} must have one value per feature ({n}), got shape {out.shape}")
+            raise InputError(f"{what} must have one value per feature ({n}), got shape {out.shape}")
         for i, c in enumerate(out):
             _check_cost(c, f"{what}[{self._label(i)!r}]")
         return out
@@ -302,10 +350,10 @@ class CostModel:
         prices: list[float] = []
         for g, ms in self.groups.items():
             if not ms:
-                raise ValueError(f"group {g!r} has no members")
+                raise InputError(f"group {g!r} has no members")
             for m in ms:
                 if unit_of[m] >= 0:
-                    raise ValueError(f"feature {self._label(m)!r} is in more than one group")
+                    raise InputError(f"feature {self._label(m)!r} is in more than one group")
                 unit_of[m] = len(members)
             prices.append(self._group_prices.get(g, float(self.feature_costs[ms].sum())))
             members.append(sorted(set(ms)))
@@ -329,9 +377,11 @@ class CostModel:
         with np.errstate(over="ignore"):
             total = float(self.unit_cost.sum() + self.fixed_costs.sum()) + self.tree_cost + self.split_cost
         if not total <= MAX_TOTAL_COST:
-            raise ValueError(f"the costs add up to {total:.3g}, beyond what float64 sums hold "
-                             f"(at most {MAX_TOTAL_COST:g}); express them in a larger unit "
-                             "(e.g. divide every cost by 1e6)")
+            raise InputError(
+                f"the costs add up to {total:.3g}, beyond what float64 sums hold "
+                f"(at most {MAX_TOTAL_COST:g}); express them in a larger unit "
+                "(e.g. divide every cost by 1e6)"
+            )
 
     def _feature_closure(self, f: int) -> list[int]:
         units: set[int] = set()
@@ -342,7 +392,7 @@ class CostModel:
             if u in units:
                 continue
             units.add(u)
-            for m in self.unit_feat[self.unit_ptr[u]:self.unit_ptr[u + 1]]:
+            for m in self.unit_feat[self.unit_ptr[u] : self.unit_ptr[u + 1]]:
                 stack.extend(self.dependencies.get(int(m), []))
         return sorted(units)
 
@@ -351,9 +401,10 @@ class CostModel:
 
         def visit(d: int, path: list[int]) -> None:
             if state.get(d) == 1:
-                cycle = path[path.index(d):] + [d]
-                raise ValueError("cyclic feature dependency: "
-                                 + " -> ".join(str(self._label(c)) for c in cycle))
+                cycle = path[path.index(d) :] + [d]
+                raise InputError(
+                    "cyclic feature dependency: " + " -> ".join(str(self._label(c)) for c in cycle)
+                )
             if state.get(d) == 2 or d not in self.dependencies:
                 return
             state[d] = 1
@@ -369,13 +420,13 @@ def _check_cost(value: Any, what: str) -> float:
     try:
         c = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"cost of {what} must be a number, got {value!r}") from None
+        raise InputError(f"cost of {what} must be a number, got {value!r}") from None
     if math.isnan(c):
-        raise ValueError(f"cost of {what} is NaN; give a finite cost >= 0")
+        raise InputError(f"cost of {what} is NaN; give a finite cost >= 0")
     if math.isinf(c):
-        raise ValueError(f"cost of {what} is infinite; give a finite cost >= 0")
+        raise InputError(f"cost of {what} is infinite; give a finite cost >= 0")
     if c < 0:
-        raise ValueError(f"cost of {what} is negative ({c:g}); costs must be >= 0")
+        raise InputError(f"cost of {what} is negative ({c:g}); costs must be >= 0")
     return c
 
 
@@ -442,7 +493,11 @@ class CostReport:
         """Mean, quantiles and max of the total, plus the means of its parts."""
         q = self.quantiles((0.5, 0.9, 0.99))
         return {
-            "mean": self.mean, "median": q[0.5], "q90": q[0.9], "q99": q[0.99], "max": self.max,
+            "mean": self.mean,
+            "median": q[0.5],
+            "q90": q[0.9],
+            "q99": q[0.99],
+            "max": self.max,
             "mean_feature": float(self.feature.mean()) if self.n_examples else 0.0,
             "mean_evaluation": float(self.evaluation.mean()) if self.n_examples else 0.0,
             "mean_trees": float(self.n_trees.mean()) if self.n_examples else 0.0,
@@ -455,14 +510,22 @@ class CostReport:
         import pandas as pd
 
         names = self.feature_names or [f"f{i}" for i in range(self.acquired.shape[1])]
-        df = pd.DataFrame({"total": self.total, "feature": self.feature,
-                           "evaluation": self.evaluation, "n_trees": self.n_trees,
-                           "n_nodes": self.n_nodes})
+        df = pd.DataFrame(
+            {
+                "total": self.total,
+                "feature": self.feature,
+                "evaluation": self.evaluation,
+                "n_trees": self.n_trees,
+                "n_nodes": self.n_nodes,
+            }
+        )
         if self.latency is not None:
             df["latency"] = self.latency
         acq = pd.DataFrame(self.acquired.astype(np.int8), columns=[f"acquired:{n}" for n in names])
         return pd.concat([df, acq], axis=1)
 
     def __repr__(self) -> str:
-        return (f"CostReport(n={self.n_examples}, mean={self.mean:.4g}, max={self.max:.4g}, "
-                f"mean_trees={self.summary()['mean_trees']:.4g})")
+        return (
+            f"CostReport(n={self.n_examples}, mean={self.mean:.4g}, max={self.max:.4g}, "
+            f"mean_trees={self.summary()['mean_trees']:.4g})"
+        )

@@ -21,9 +21,18 @@ import numpy as np
 import pandas as pd
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 
-__all__ = ["ChecksumError", "Dataset", "convert", "download", "list_datasets", "load", "load_demo",
-           "yahoo_costs"]
+__all__ = [
+    "ChecksumError",
+    "Dataset",
+    "convert",
+    "download",
+    "list_datasets",
+    "load",
+    "load_demo",
+    "yahoo_costs",
+]
 
 ENV_VAR = "THRIFTY_DATA"
 
@@ -110,8 +119,9 @@ class Dataset:
         qid : numpy.ndarray or None
         """
         if split not in self.splits:
-            raise KeyError(f"dataset {self.name!r} has no split {split!r}; "
-                           f"its splits are {list(self.splits)}")
+            raise KeyError(
+                f"dataset {self.name!r} has no split {split!r}; its splits are {list(self.splits)}"
+            )
         idx = self.splits[split]
         return self.X.iloc[idx], self.y[idx], (None if self.qid is None else self.qid[idx])
 
@@ -124,19 +134,21 @@ class Dataset:
             If the dataset is not a ranking dataset or a query's rows are not consecutive.
         """
         if self.qid is None:
-            raise ValueError(f"dataset {self.name!r} is not a ranking dataset (it has no qid)")
+            raise InputError(f"dataset {self.name!r} is not a ranking dataset (it has no qid)")
         _, _, q = self.subset(split)
         if len(q) == 0:
             return np.zeros(0, dtype=np.int64)
         starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
         if len(np.unique(q)) != len(starts):
-            raise ValueError(f"the rows of some queries of split {split!r} are not consecutive")
+            raise InputError(f"the rows of some queries of split {split!r} are not consecutive")
         return np.diff(np.r_[starts, len(q)]).astype(np.int64)
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.splits.items())
-        return (f"Dataset({self.name!r}, task={self.task!r}, rows={len(self.X)}, "
-                f"features={self.X.shape[1]}, {sizes}, costs={self.costs!r})")
+        return (
+            f"Dataset({self.name!r}, task={self.task!r}, rows={len(self.X)}, "
+            f"features={self.X.shape[1]}, {sizes}, costs={self.costs!r})"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,23 +183,101 @@ _UCI = "https://archive.ics.uci.edu/static/public"
 _LGB = "https://raw.githubusercontent.com/microsoft/LightGBM/master/examples"
 _FNAN = "https://raw.githubusercontent.com/fnan/FeatureBudgetedRandomForest/master"
 
-_ADULT_FEATURES = ["age", "workclass", "fnlwgt", "education", "education_num", "marital_status",
-                   "occupation", "relationship", "race", "sex", "capital_gain", "capital_loss",
-                   "hours_per_week", "native_country"]
-_LETTER_FEATURES = ["x_box", "y_box", "width", "high", "onpix", "x_bar", "y_bar", "x2bar",
-                    "y2bar", "xybar", "x2ybr", "xy2br", "x_ege", "xegvy", "y_ege", "yegvx"]
-_HEART_FEATURES = ["age", "sex", "cp", "trestbps", "chol", "fbs", "restecg", "thalach", "exang",
-                   "oldpeak", "slope", "ca", "thal"]
-_THYROID_FEATURES = ["age", "sex", "on_thyroxine", "query_on_thyroxine",
-                     "on_antithyroid_medication", "sick", "pregnant", "thyroid_surgery",
-                     "I131_treatment", "query_hypothyroid", "query_hyperthyroid", "lithium",
-                     "goitre", "tumor", "hypopituitary", "psych", "TSH", "T3", "TT4", "T4U", "FTI"]
+_ADULT_FEATURES = [
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education_num",
+    "marital_status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital_gain",
+    "capital_loss",
+    "hours_per_week",
+    "native_country",
+]
+_LETTER_FEATURES = [
+    "x_box",
+    "y_box",
+    "width",
+    "high",
+    "onpix",
+    "x_bar",
+    "y_bar",
+    "x2bar",
+    "y2bar",
+    "xybar",
+    "x2ybr",
+    "xy2br",
+    "x_ege",
+    "xegvy",
+    "y_ege",
+    "yegvx",
+]
+_HEART_FEATURES = [
+    "age",
+    "sex",
+    "cp",
+    "trestbps",
+    "chol",
+    "fbs",
+    "restecg",
+    "thalach",
+    "exang",
+    "oldpeak",
+    "slope",
+    "ca",
+    "thal",
+]
+_THYROID_FEATURES = [
+    "age",
+    "sex",
+    "on_thyroxine",
+    "query_on_thyroxine",
+    "on_antithyroid_medication",
+    "sick",
+    "pregnant",
+    "thyroid_surgery",
+    "I131_treatment",
+    "query_hypothyroid",
+    "query_hyperthyroid",
+    "lithium",
+    "goitre",
+    "tumor",
+    "hypopituitary",
+    "psych",
+    "TSH",
+    "T3",
+    "TT4",
+    "T4U",
+    "FTI",
+]
 # Turney (1995), UCI heart-disease.cost / ann-thyroid.cost, Canadian dollars per test.
-_HEART_COSTS = {"age": 1.0, "sex": 1.0, "cp": 1.0, "trestbps": 1.0, "chol": 7.27, "fbs": 5.2,
-                "restecg": 15.5, "thalach": 102.9, "exang": 87.3, "oldpeak": 87.3, "slope": 87.3,
-                "ca": 100.9, "thal": 102.9}
-_THYROID_COSTS = {**{f: 1.0 for f in _THYROID_FEATURES[:16]},
-                  "TSH": 22.78, "T3": 11.41, "TT4": 14.51, "T4U": 11.41}
+_HEART_COSTS = {
+    "age": 1.0,
+    "sex": 1.0,
+    "cp": 1.0,
+    "trestbps": 1.0,
+    "chol": 7.27,
+    "fbs": 5.2,
+    "restecg": 15.5,
+    "thalach": 102.9,
+    "exang": 87.3,
+    "oldpeak": 87.3,
+    "slope": 87.3,
+    "ca": 100.9,
+    "thal": 102.9,
+}
+_THYROID_COSTS = {
+    **{f: 1.0 for f in _THYROID_FEATURES[:16]},
+    "TSH": 22.78,
+    "T3": 11.41,
+    "TT4": 14.51,
+    "T4U": 11.41,
+}
 # processed.cleveland.data codes -> the text codes of thrifty's heart copy.
 _HEART_CODES = {
     # typical angina, atypical angina, non-anginal pain, asymptomatic
@@ -238,7 +328,8 @@ def _not_found(name: str, homes: list[Path]) -> FileNotFoundError:
         f"dataset {name!r} not found: searched {where} (each should hold meta.json and the data "
         f"files). Set {ENV_VAR} to the folder holding the datasets (e.g. the shared "
         f"../shared/data) or call thrifty.datasets.download({name!r}) to fetch and convert "
-        "the original.")
+        "the original."
+    )
 
 
 def _find(name: str, data_home: str | Path | None) -> Path | None:
@@ -260,8 +351,10 @@ def _sha256(data: bytes) -> str:
 def _read_verified(path: Path, expected: str | None, what: str) -> bytes:
     """The bytes of ``path``, checked against ``expected`` (once per process per file version)."""
     if not path.is_file():
-        raise FileNotFoundError(f"{what}: file {str(path)!r} listed in meta.json is missing; "
-                                f"restore it or call thrifty.datasets.download() again")
+        raise FileNotFoundError(
+            f"{what}: file {str(path)!r} listed in meta.json is missing; "
+            f"restore it or call thrifty.datasets.download() again"
+        )
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, expected)
     data = path.read_bytes()
@@ -275,9 +368,11 @@ def _read_verified(path: Path, expected: str | None, what: str) -> bytes:
 def _check_sha(data: bytes, expected: str, what: str) -> None:
     actual = _sha256(data)
     if actual != expected.lower():
-        raise ChecksumError(f"sha256 mismatch for {what}: expected {expected}, got {actual}. The "
-                            "file is corrupt or was modified; restore it from the shared copy or "
-                            "re-run thrifty.datasets.download(..., force=True)")
+        raise ChecksumError(
+            f"sha256 mismatch for {what}: expected {expected}, got {actual}. The "
+            "file is corrupt or was modified; restore it from the shared copy or "
+            "re-run thrifty.datasets.download(..., force=True)"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -330,16 +425,17 @@ def load(name: str, data_home: str | Path | None = None) -> Dataset:
     """
     spec = _spec(name)
     if name == "yahoo_costs":
-        raise ValueError("'yahoo_costs' is a cost vector, not a dataset: use "
-                         "thrifty.datasets.yahoo_costs(n) to draw feature costs from it")
+        raise InputError(
+            "'yahoo_costs' is a cost vector, not a dataset: use "
+            "thrifty.datasets.yahoo_costs(n) to draw feature costs from it"
+        )
     folder = _find(name, data_home)
     if folder is None:
         if name == "heart" and data_home is None:
             return load_demo()
         raise _not_found(name, _search_homes(data_home))
     meta = json.loads((folder / "meta.json").read_text())
-    return _build(spec, meta, lambda rel, sha, what: _read_verified(folder / rel, sha, what),
-                  folder)
+    return _build(spec, meta, lambda rel, sha, what: _read_verified(folder / rel, sha, what), folder)
 
 
 def load_demo() -> Dataset:
@@ -369,7 +465,7 @@ def load_demo() -> Dataset:
 
 def _spec(name: str) -> _Spec:
     if name not in _REGISTRY:
-        raise ValueError(f"unknown dataset {name!r}; known datasets are {list(_REGISTRY)}")
+        raise InputError(f"unknown dataset {name!r}; known datasets are {list(_REGISTRY)}")
     return _REGISTRY[name]
 
 
@@ -386,12 +482,13 @@ def _merged_meta(spec: _Spec, meta: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _build(spec: _Spec, meta: Mapping[str, Any], read: Callable[[str, str | None, str], bytes],
-           path: Path | None) -> Dataset:
+def _build(
+    spec: _Spec, meta: Mapping[str, Any], read: Callable[[str, str | None, str], bytes], path: Path | None
+) -> Dataset:
     meta = _merged_meta(spec, meta)
     files = meta.get("files") or {}
     if not files:
-        raise ValueError(f"meta.json of dataset {spec.name!r} lists no files")
+        raise InputError(f"meta.json of dataset {spec.name!r} lists no files")
     keys = [k for k in _SPLIT_ORDER if k in files] + [k for k in files if k not in _SPLIT_ORDER]
     features = list(meta["features"])
     categorical = list(meta.get("categorical") or [])
@@ -404,12 +501,13 @@ def _build(spec: _Spec, meta: Mapping[str, Any], read: Callable[[str, str | None
         compression = "gzip" if info["path"].endswith(".gz") else None
         # Categorical columns are read as text whatever they look like, so every file gives
         # them the same dtype before they become pandas categories.
-        df = pd.read_csv(io.BytesIO(data), compression=compression,
-                         dtype={c: str for c in categorical})
+        df = pd.read_csv(io.BytesIO(data), compression=compression, dtype={c: str for c in categorical})
         missing = [c for c in features + [target] + ([group] if group else []) if c not in df]
         if missing:
-            raise ValueError(f"dataset {spec.name!r}: file {info['path']!r} lacks column(s) "
-                             f"{missing[:10]} that meta.json lists")
+            raise InputError(
+                f"dataset {spec.name!r}: file {info['path']!r} lacks column(s) "
+                f"{missing[:10]} that meta.json lists"
+            )
         if group:
             q = df[group].to_numpy(dtype=np.int64)
             if len(q):
@@ -429,26 +527,35 @@ def _build(spec: _Spec, meta: Mapping[str, Any], read: Callable[[str, str | None
     qid = np.concatenate(qids) if group else None
     if keys == ["data"]:
         splits = _holdout(spec, y)
-    return Dataset(name=spec.name, task=meta["task"], X=X, y=y, qid=qid, splits=splits,
-                   costs=CostModel.from_meta(meta), meta=meta, path=path)
+    return Dataset(
+        name=spec.name,
+        task=meta["task"],
+        X=X,
+        y=y,
+        qid=qid,
+        splits=splits,
+        costs=CostModel.from_meta(meta),
+        meta=meta,
+        path=path,
+    )
 
 
 def _holdout(spec: _Spec, y: np.ndarray) -> dict[str, np.ndarray]:
     """Train/test split of a single-file dataset."""
     n = len(y)
     if spec.holdout is None:
-        raise ValueError(f"dataset {spec.name!r} is a single file and has no split rule")
+        raise InputError(f"dataset {spec.name!r} is a single file and has no split rule")
     if spec.holdout[0] == "head":
         n_train = spec.holdout[1]
         if n <= n_train:
-            raise ValueError(f"dataset {spec.name!r} has {n} rows, expected more than {n_train}")
-        return {"train": np.arange(n_train, dtype=np.int64),
-                "test": np.arange(n_train, n, dtype=np.int64)}
+            raise InputError(f"dataset {spec.name!r} has {n} rows, expected more than {n_train}")
+        return {"train": np.arange(n_train, dtype=np.int64), "test": np.arange(n_train, n, dtype=np.int64)}
     from sklearn.model_selection import train_test_split
 
     _, test_size, seed = spec.holdout
-    train, test = train_test_split(np.arange(n, dtype=np.int64), test_size=test_size,
-                                   stratify=y, random_state=seed)
+    train, test = train_test_split(
+        np.arange(n, dtype=np.int64), test_size=test_size, stratify=y, random_state=seed
+    )
     return {"train": np.sort(train), "test": np.sort(test)}
 
 
@@ -473,7 +580,7 @@ def yahoo_costs(n: int, seed: int = 0, data_home: str | Path | None = None) -> n
     """
     n = int(n)
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+        raise InputError(f"n must be >= 0, got {n}")
     folder = None
     for home in _search_homes(data_home):
         if (home / "yahoo_costs" / "costs.txt").is_file():
@@ -487,8 +594,7 @@ def yahoo_costs(n: int, seed: int = 0, data_home: str | Path | None = None) -> n
     data = _read_verified(folder / "costs.txt", info.get("sha256"), "yahoo_costs")
     pool = np.array(data.decode().split(), dtype=np.float64)
     if "n" in meta and len(pool) != int(meta["n"]):
-        raise ValueError(f"{folder / 'costs.txt'} holds {len(pool)} costs, "
-                         f"meta.json says {meta['n']}")
+        raise InputError(f"{folder / 'costs.txt'} holds {len(pool)} costs, meta.json says {meta['n']}")
     return np.random.default_rng(seed).choice(pool, size=n, replace=True)
 
 
@@ -538,8 +644,9 @@ def download(name: str, data_home: str | Path | None = None, *, force: bool = Fa
         return _convert_into(spec, raw, home)
 
 
-def convert(name: str, source: str | Path | Mapping[str, str | Path],
-            data_home: str | Path | None = None) -> Path:
+def convert(
+    name: str, source: str | Path | Mapping[str, str | Path], data_home: str | Path | None = None
+) -> Path:
     """Convert already downloaded original files (e.g. on a machine without network).
 
     Parameters
@@ -564,8 +671,9 @@ def convert(name: str, source: str | Path | Mapping[str, str | Path],
         raw = {s.filename: Path(source) / s.filename for s in spec.sources}
     for s in spec.sources:
         if s.filename not in raw or not raw[s.filename].exists():
-            raise FileNotFoundError(f"converting {name!r} needs the original file {s.filename!r} "
-                                    f"(published at {s.url})")
+            raise FileNotFoundError(
+                f"converting {name!r} needs the original file {s.filename!r} (published at {s.url})"
+            )
         if s.sha256 is not None:
             _check_sha(raw[s.filename].read_bytes(), s.sha256, f"original file {s.filename}")
     home = _data_home(data_home)
@@ -596,9 +704,11 @@ def _fetch(src: _Source, dest: Path) -> Path:
             digest.update(chunk)
             out.write(chunk)
     if src.sha256 is not None and digest.hexdigest() != src.sha256.lower():
-        raise ChecksumError(f"sha256 mismatch for {src.url}: expected {src.sha256}, got "
-                            f"{digest.hexdigest()}; the published file changed or the download "
-                            "is corrupt")
+        raise ChecksumError(
+            f"sha256 mismatch for {src.url}: expected {src.sha256}, got "
+            f"{digest.hexdigest()}; the published file changed or the download "
+            "is corrupt"
+        )
     return dest
 
 
@@ -675,7 +785,7 @@ def _read_libsvm(data: bytes, n_features: int) -> tuple[pd.DataFrame, np.ndarray
 def _as_int_labels(y: np.ndarray, what: str) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
     if not np.all(np.isfinite(y)) or np.any(y != np.round(y)):
-        raise ValueError(f"{what}: labels must be integers")
+        raise InputError(f"{what}: labels must be integers")
     return y.astype(np.int64)
 
 
@@ -689,13 +799,19 @@ def _convert_adult(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     archive = raw["adult.zip"]
     files = {}
     for key, member in (("train", "adult.data"), ("test", "adult.test")):
-        df = pd.read_csv(io.BytesIO(_member(archive, member)), header=None,
-                         names=_ADULT_FEATURES + ["income"], skipinitialspace=True,
-                         comment="|", na_values=["?"], keep_default_na=False)
+        df = pd.read_csv(
+            io.BytesIO(_member(archive, member)),
+            header=None,
+            names=_ADULT_FEATURES + ["income"],
+            skipinitialspace=True,
+            comment="|",
+            na_values=["?"],
+            keep_default_na=False,
+        )
         income = df.pop("income").astype(str).str.strip().str.rstrip(".")
         unknown = sorted(set(income) - {">50K", "<=50K"})
         if unknown:
-            raise ValueError(f"adult {member}: unexpected income label(s) {unknown[:5]}")
+            raise InputError(f"adult {member}: unexpected income label(s) {unknown[:5]}")
         df["target"] = (income == ">50K").astype(np.int64)
         files[key] = _write_csv(df, out / f"{key}.csv.gz")
     return _new_meta("adult", files)
@@ -707,8 +823,11 @@ def _convert_letter(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     The letter comes first in the original and last (as ``target``) here; rows keep the UCI
     order so the customary first-16,000/last-4,000 split holds.
     """
-    df = pd.read_csv(io.BytesIO(_member(raw["letter+recognition.zip"], "letter-recognition.data")),
-                     header=None, names=["target"] + _LETTER_FEATURES)
+    df = pd.read_csv(
+        io.BytesIO(_member(raw["letter+recognition.zip"], "letter-recognition.data")),
+        header=None,
+        names=["target"] + _LETTER_FEATURES,
+    )
     df = df[_LETTER_FEATURES + ["target"]].astype({f: np.float64 for f in _LETTER_FEATURES})
     return _new_meta("letter", {"data": _write_csv(df, out / "data.csv.gz")})
 
@@ -721,13 +840,17 @@ def _convert_heart(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     missing values ('?') get the values thrifty's shared heart copy holds there
     (``_HEART_FILL``: ca 1.0, thal normal), so the result matches that copy row for row.
     """
-    df = pd.read_csv(io.BytesIO(_member(raw["heart+disease.zip"], "processed.cleveland.data")),
-                     header=None, names=_HEART_FEATURES + ["num"], na_values=["?"])
+    df = pd.read_csv(
+        io.BytesIO(_member(raw["heart+disease.zip"], "processed.cleveland.data")),
+        header=None,
+        names=_HEART_FEATURES + ["num"],
+        na_values=["?"],
+    )
     df = df.fillna(_HEART_FILL).astype(np.float64)
     for col, codes in _HEART_CODES.items():
         bad = sorted(set(df[col].unique()) - set(codes))
         if bad:
-            raise ValueError(f"heart: unexpected {col} code(s) {bad}")
+            raise InputError(f"heart: unexpected {col} code(s) {bad}")
         df[col] = df[col].astype(np.int64).map(codes)
     df["target"] = (df.pop("num") > 0).astype(np.int64)
     return _new_meta("heart", {"data": _write_csv(df, out / "data.csv.gz")})
@@ -739,11 +862,14 @@ def _convert_sonar(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     60 energies then ``R`` (rock) or ``M`` (mine); target 1 = mine.
     """
     names = [f"V{i}" for i in range(1, 61)]
-    df = pd.read_csv(io.BytesIO(_member(raw["connectionist+bench+sonar+mines+vs+rocks.zip"],
-                                        "sonar.all-data")), header=None, names=names + ["label"])
+    df = pd.read_csv(
+        io.BytesIO(_member(raw["connectionist+bench+sonar+mines+vs+rocks.zip"], "sonar.all-data")),
+        header=None,
+        names=names + ["label"],
+    )
     label = df.pop("label").astype(str).str.strip()
     if not set(label) <= {"R", "M"}:
-        raise ValueError(f"sonar: unexpected label(s) {sorted(set(label) - {'R', 'M'})[:5]}")
+        raise InputError(f"sonar: unexpected label(s) {sorted(set(label) - {'R', 'M'})[:5]}")
     df["target"] = (label == "M").astype(np.int64)
     return _new_meta("sonar", {"data": _write_csv(df, out / "data.csv.gz")})
 
@@ -755,8 +881,12 @@ def _convert_thyroid(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     """
     files = {}
     for key, member in (("train", "ann-train.data"), ("test", "ann-test.data")):
-        df = pd.read_csv(io.BytesIO(_member(raw["thyroid+disease.zip"], member)), header=None,
-                         sep=r"\s+", names=_THYROID_FEATURES + ["target"])
+        df = pd.read_csv(
+            io.BytesIO(_member(raw["thyroid+disease.zip"], member)),
+            header=None,
+            sep=r"\s+",
+            names=_THYROID_FEATURES + ["target"],
+        )
         df["target"] = _as_int_labels(df["target"].to_numpy(), f"thyroid {member}")
         files[key] = _write_csv(df, out / f"{key}.csv.gz")
     return _new_meta("thyroid", files)
@@ -768,7 +898,7 @@ def _convert_higgs_small(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     for key, member in (("train", "binary.train"), ("test", "binary.test")):
         df = pd.read_csv(io.BytesIO(_member(raw[member], member)), header=None, sep="\t")
         if df.shape[1] != 29:
-            raise ValueError(f"higgs_small {member}: expected 29 columns, got {df.shape[1]}")
+            raise InputError(f"higgs_small {member}: expected 29 columns, got {df.shape[1]}")
         y = _as_int_labels(df.pop(0).to_numpy(), f"higgs_small {member}")
         df.columns = _fnames(28)
         df["target"] = y
@@ -782,11 +912,11 @@ def _convert_rank_small(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     files = {}
     for key in ("train", "test"):
         df, y = _read_libsvm(_member(raw[f"rank.{key}"], f"rank.{key}"), 300)
-        sizes = np.array(_member(raw[f"rank.{key}.query"], f"rank.{key}.query").split(),
-                         dtype=np.int64)
+        sizes = np.array(_member(raw[f"rank.{key}.query"], f"rank.{key}.query").split(), dtype=np.int64)
         if sizes.sum() != len(df):
-            raise ValueError(f"rank_small: rank.{key}.query sizes sum to {sizes.sum()} but "
-                             f"rank.{key} has {len(df)} rows")
+            raise InputError(
+                f"rank_small: rank.{key}.query sizes sum to {sizes.sum()} but rank.{key} has {len(df)} rows"
+            )
         df["qid"] = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
         df["target"] = _as_int_labels(y, f"rank_small rank.{key}")
         files[key] = _write_csv(df, out / f"{key}.csv.gz")
@@ -796,8 +926,7 @@ def _convert_rank_small(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
 def _convert_miniboone_tiny(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     """BudgetRF's mbne_tiny_{tr,tv,te} (libsvm, 1-based indices, 50 features, labels 0/1)."""
     files = {}
-    for key, member in (("train", "mbne_tiny_tr"), ("valid", "mbne_tiny_tv"),
-                        ("test", "mbne_tiny_te")):
+    for key, member in (("train", "mbne_tiny_tr"), ("valid", "mbne_tiny_tv"), ("test", "mbne_tiny_te")):
         df, y = _read_libsvm(_member(raw[member], member), 50)
         df["target"] = _as_int_labels(y, f"miniboone_tiny {member}")
         files[key] = _write_csv(df, out / f"{key}.csv.gz")
@@ -808,7 +937,7 @@ def _convert_yahoo_costs(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     """BudgetRF's yahoo_cs_cost (one cost per line, blank lines allowed) -> costs.txt."""
     costs = np.array(_member(raw["yahoo_cs_cost"], "yahoo_cs_cost").split(), dtype=np.float64)
     if len(costs) != 519:
-        raise ValueError(f"yahoo_cs_cost holds {len(costs)} costs, expected 519")
+        raise InputError(f"yahoo_cs_cost holds {len(costs)} costs, expected 519")
     (out / "costs.txt").write_text("".join(f"{c:g}\n" for c in costs))
     meta = _new_meta("yahoo_costs", {"costs": {"path": "costs.txt", "rows": 519}})
     meta["total"] = float(costs.sum())
@@ -818,100 +947,182 @@ def _convert_yahoo_costs(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 _UCI_LICENSE = "CC BY 4.0 (UCI)"
 
-_REGISTRY: dict[str, _Spec] = {s.name: s for s in [
-    _Spec(
-        name="adult",
-        meta={"name": "adult", "task": "binary", "target": "target", "features": _ADULT_FEATURES,
-              "categorical": ["workclass", "education", "marital_status", "occupation",
-                              "relationship", "race", "sex", "native_country"],
-              "costs": None,
-              "source": "UCI Adult (Census Income), original adult.data/adult.test; missing "
-                        "values '?' left empty",
-              "license": _UCI_LICENSE},
-        sources=(_Source(f"{_UCI}/2/adult.zip"),),
-        convert=_convert_adult, origin=f"{_UCI}/2/adult.zip"),
-    _Spec(
-        name="letter",
-        meta={"name": "letter", "task": "multiclass", "target": "target",
-              "features": _LETTER_FEATURES, "categorical": [], "costs": None,
-              "source": "UCI Letter Recognition (20,000 rows, UCI row order); customary split: "
-                        "first 16,000 train, last 4,000 test",
-              "license": _UCI_LICENSE},
-        sources=(_Source(f"{_UCI}/59/letter+recognition.zip"),),
-        convert=_convert_letter, origin=f"{_UCI}/59/letter+recognition.zip",
-        holdout=("head", 16000)),
-    _Spec(
-        name="sonar",
-        meta={"name": "sonar", "task": "binary", "target": "target",
-              "features": [f"V{i}" for i in range(1, 61)], "categorical": [], "costs": None,
-              "source": "UCI Connectionist Bench (Sonar, Mines vs. Rocks); target 1 = mine",
-              "license": _UCI_LICENSE},
-        sources=(_Source(f"{_UCI}/151/connectionist+bench+sonar+mines+vs+rocks.zip"),),
-        convert=_convert_sonar, origin=f"{_UCI}/151/connectionist+bench+sonar+mines+vs+rocks.zip",
-        holdout=("stratified", _HOLDOUT_TEST_SIZE, _HOLDOUT_SEED)),
-    _Spec(
-        name="heart",
-        meta={"name": "heart", "task": "binary", "target": "target", "features": _HEART_FEATURES,
-              "categorical": ["cp", "restecg", "slope", "thal"], "costs": _HEART_COSTS,
-              "cost_unit": "Canadian dollars (Turney 1995, UCI heart-disease.cost)",
-              "source": "UCI Heart Disease, Cleveland (303 rows); target 1 = disease present",
-              "license": _UCI_LICENSE},
-        sources=(_Source(f"{_UCI}/45/heart+disease.zip"),),
-        convert=_convert_heart, origin=f"{_UCI}/45/heart+disease.zip",
-        holdout=("stratified", _HOLDOUT_TEST_SIZE, _HOLDOUT_SEED)),
-    _Spec(
-        name="thyroid",
-        meta={"name": "thyroid", "task": "multiclass", "target": "target",
-              "features": _THYROID_FEATURES, "categorical": [], "costs": _THYROID_COSTS,
-              "cost_unit": "Canadian dollars (Turney 1995, UCI ann-thyroid.cost)",
-              "cost_notes": "FTI has no cost of its own: it is computed from TT4 and T4U, so "
-                            "acquiring FTI means acquiring both (a feature dependency).",
-              "source": "UCI Thyroid Disease, ann-train/ann-test (3 classes: 1 hyper, 2 hypo, "
-                        "3 normal)",
-              "license": _UCI_LICENSE},
-        sources=(_Source(f"{_UCI}/102/thyroid+disease.zip"),),
-        convert=_convert_thyroid, origin=f"{_UCI}/102/thyroid+disease.zip",
-        # FTI (free thyroxine index) is computed from TT4 and T4U: it has no price of its own
-        # but acquiring it acquires (and pays for) both inputs.
-        extra={"dependencies": {"FTI": ["TT4", "T4U"]}}),
-    _Spec(
-        name="higgs_small",
-        meta={"name": "higgs_small", "task": "binary", "target": "target", "features": _fnames(28),
-              "categorical": [], "costs": None,
-              "source": "LightGBM examples/binary_classification (a 7,500-row sample with the 28 "
-                        "features of the UCI HIGGS data)",
-              "license": "MIT (LightGBM repository)"},
-        # The shared copy is LightGBM's sample, so that is what download() fetches; the full
-        # UCI HIGGS archive (origin) is 2.6 GB and is not subsampled here.
-        sources=(_Source(f"{_LGB}/binary_classification/binary.train"),
-                 _Source(f"{_LGB}/binary_classification/binary.test")),
-        convert=_convert_higgs_small, origin=f"{_UCI}/280/higgs.zip"),
-    _Spec(
-        name="rank_small",
-        meta={"name": "rank_small", "task": "ranking", "target": "target", "group": "qid",
-              "features": _fnames(300), "categorical": [], "costs": None,
-              "source": "LightGBM examples/lambdarank (relevance 0-4, query ids in column qid)",
-              "license": "MIT (LightGBM repository)"},
-        sources=tuple(_Source(f"{_LGB}/lambdarank/{f}") for f in
-                      ("rank.train", "rank.train.query", "rank.test", "rank.test.query")),
-        convert=_convert_rank_small, origin=f"{_LGB}/lambdarank/"),
-    _Spec(
-        name="miniboone_tiny",
-        meta={"name": "miniboone_tiny", "task": "binary", "target": "target",
-              "features": _fnames(50), "categorical": [], "costs": None,
-              "source": "Balanced small subsets of UCI MiniBooNE particle identification shipped "
-                        "with the BudgetRF/BudgetPrune code",
-              "license": "MIT (fnan/FeatureBudgetedRandomForest)"},
-        sources=tuple(_Source(f"{_FNAN}/{f}")
-                      for f in ("mbne_tiny_tr", "mbne_tiny_tv", "mbne_tiny_te")),
-        convert=_convert_miniboone_tiny, origin=f"{_FNAN}/"),
-    _Spec(
-        name="yahoo_costs",
-        meta={"name": "yahoo_costs", "n": 519,
-              "source": "Per-feature extraction costs of the 519 Yahoo! Learning to Rank "
-                        "features, as used by GreedyMiser, BudgetRF, BudgetPrune, CEGB (file "
-                        "yahoo_cs_cost of fnan/FeatureBudgetedRandomForest)",
-              "license": "MIT (fnan/FeatureBudgetedRandomForest)"},
-        sources=(_Source(f"{_FNAN}/yahoo_cs_cost"),),
-        convert=_convert_yahoo_costs, origin=f"{_FNAN}/yahoo_cs_cost"),
-]}
+_REGISTRY: dict[str, _Spec] = {
+    s.name: s
+    for s in [
+        _Spec(
+            name="adult",
+            meta={
+                "name": "adult",
+                "task": "binary",
+                "target": "target",
+                "features": _ADULT_FEATURES,
+                "categorical": [
+                    "workclass",
+                    "education",
+                    "marital_status",
+                    "occupation",
+                    "relationship",
+                    "race",
+                    "sex",
+                    "native_country",
+                ],
+                "costs": None,
+                "source": "UCI Adult (Census Income), original adult.data/adult.test; missing "
+                "values '?' left empty",
+                "license": _UCI_LICENSE,
+            },
+            sources=(_Source(f"{_UCI}/2/adult.zip"),),
+            convert=_convert_adult,
+            origin=f"{_UCI}/2/adult.zip",
+        ),
+        _Spec(
+            name="letter",
+            meta={
+                "name": "letter",
+                "task": "multiclass",
+                "target": "target",
+                "features": _LETTER_FEATURES,
+                "categorical": [],
+                "costs": None,
+                "source": "UCI Letter Recognition (20,000 rows, UCI row order); customary split: "
+                "first 16,000 train, last 4,000 test",
+                "license": _UCI_LICENSE,
+            },
+            sources=(_Source(f"{_UCI}/59/letter+recognition.zip"),),
+            convert=_convert_letter,
+            origin=f"{_UCI}/59/letter+recognition.zip",
+            holdout=("head", 16000),
+        ),
+        _Spec(
+            name="sonar",
+            meta={
+                "name": "sonar",
+                "task": "binary",
+                "target": "target",
+                "features": [f"V{i}" for i in range(1, 61)],
+                "categorical": [],
+                "costs": None,
+                "source": "UCI Connectionist Bench (Sonar, Mines vs. Rocks); target 1 = mine",
+                "license": _UCI_LICENSE,
+            },
+            sources=(_Source(f"{_UCI}/151/connectionist+bench+sonar+mines+vs+rocks.zip"),),
+            convert=_convert_sonar,
+            origin=f"{_UCI}/151/connectionist+bench+sonar+mines+vs+rocks.zip",
+            holdout=("stratified", _HOLDOUT_TEST_SIZE, _HOLDOUT_SEED),
+        ),
+        _Spec(
+            name="heart",
+            meta={
+                "name": "heart",
+                "task": "binary",
+                "target": "target",
+                "features": _HEART_FEATURES,
+                "categorical": ["cp", "restecg", "slope", "thal"],
+                "costs": _HEART_COSTS,
+                "cost_unit": "Canadian dollars (Turney 1995, UCI heart-disease.cost)",
+                "source": "UCI Heart Disease, Cleveland (303 rows); target 1 = disease present",
+                "license": _UCI_LICENSE,
+            },
+            sources=(_Source(f"{_UCI}/45/heart+disease.zip"),),
+            convert=_convert_heart,
+            origin=f"{_UCI}/45/heart+disease.zip",
+            holdout=("stratified", _HOLDOUT_TEST_SIZE, _HOLDOUT_SEED),
+        ),
+        _Spec(
+            name="thyroid",
+            meta={
+                "name": "thyroid",
+                "task": "multiclass",
+                "target": "target",
+                "features": _THYROID_FEATURES,
+                "categorical": [],
+                "costs": _THYROID_COSTS,
+                "cost_unit": "Canadian dollars (Turney 1995, UCI ann-thyroid.cost)",
+                "cost_notes": "FTI has no cost of its own: it is computed from TT4 and T4U, so "
+                "acquiring FTI means acquiring both (a feature dependency).",
+                "source": "UCI Thyroid Disease, ann-train/ann-test (3 classes: 1 hyper, 2 hypo, 3 normal)",
+                "license": _UCI_LICENSE,
+            },
+            sources=(_Source(f"{_UCI}/102/thyroid+disease.zip"),),
+            convert=_convert_thyroid,
+            origin=f"{_UCI}/102/thyroid+disease.zip",
+            # FTI (free thyroxine index) is computed from TT4 and T4U: it has no price of its own
+            # but acquiring it acquires (and pays for) both inputs.
+            extra={"dependencies": {"FTI": ["TT4", "T4U"]}},
+        ),
+        _Spec(
+            name="higgs_small",
+            meta={
+                "name": "higgs_small",
+                "task": "binary",
+                "target": "target",
+                "features": _fnames(28),
+                "categorical": [],
+                "costs": None,
+                "source": "LightGBM examples/binary_classification (a 7,500-row sample with the 28 "
+                "features of the UCI HIGGS data)",
+                "license": "MIT (LightGBM repository)",
+            },
+            # The shared copy is LightGBM's sample, so that is what download() fetches; the full
+            # UCI HIGGS archive (origin) is 2.6 GB and is not subsampled here.
+            sources=(
+                _Source(f"{_LGB}/binary_classification/binary.train"),
+                _Source(f"{_LGB}/binary_classification/binary.test"),
+            ),
+            convert=_convert_higgs_small,
+            origin=f"{_UCI}/280/higgs.zip",
+        ),
+        _Spec(
+            name="rank_small",
+            meta={
+                "name": "rank_small",
+                "task": "ranking",
+                "target": "target",
+                "group": "qid",
+                "features": _fnames(300),
+                "categorical": [],
+                "costs": None,
+                "source": "LightGBM examples/lambdarank (relevance 0-4, query ids in column qid)",
+                "license": "MIT (LightGBM repository)",
+            },
+            sources=tuple(
+                _Source(f"{_LGB}/lambdarank/{f}")
+                for f in ("rank.train", "rank.train.query", "rank.test", "rank.test.query")
+            ),
+            convert=_convert_rank_small,
+            origin=f"{_LGB}/lambdarank/",
+        ),
+        _Spec(
+            name="miniboone_tiny",
+            meta={
+                "name": "miniboone_tiny",
+                "task": "binary",
+                "target": "target",
+                "features": _fnames(50),
+                "categorical": [],
+                "costs": None,
+                "source": "Balanced small subsets of UCI MiniBooNE particle identification shipped "
+                "with the BudgetRF/BudgetPrune code",
+                "license": "MIT (fnan/FeatureBudgetedRandomForest)",
+            },
+            sources=tuple(_Source(f"{_FNAN}/{f}") for f in ("mbne_tiny_tr", "mbne_tiny_tv", "mbne_tiny_te")),
+            convert=_convert_miniboone_tiny,
+            origin=f"{_FNAN}/",
+        ),
+        _Spec(
+            name="yahoo_costs",
+            meta={
+                "name": "yahoo_costs",
+                "n": 519,
+                "source": "Per-feature extraction costs of the 519 Yahoo! Learning to Rank "
+                "features, as used by GreedyMiser, BudgetRF, BudgetPrune, CEGB (file "
+                "yahoo_cs_cost of fnan/FeatureBudgetedRandomForest)",
+                "license": "MIT (fnan/FeatureBudgetedRandomForest)",
+            },
+            sources=(_Source(f"{_FNAN}/yahoo_cs_cost"),),
+            convert=_convert_yahoo_costs,
+            origin=f"{_FNAN}/yahoo_cs_cost",
+        ),
+    ]
+}

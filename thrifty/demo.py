@@ -72,27 +72,43 @@ class DemoResult:
         unit = _unit(ds)
         files = ", ".join(f.name for f in self.files)
         stopped = " (the time allowance cut some methods short)" if cmp.stopped_early else ""
-        counts = "; ".join(f"{part} " + ", ".join(f"{k}: {v}" for k, v in c.items())
-                           for part, c in cmp.class_counts.items())
-        return "\n".join([
-            (f"thrifty demo: {ds.name} ({len(ds.y)} patients, {len(ds.feature_names)} features): "
-             f"models chosen on {cmp.selection.replace('rows', 'patients')}, confirmed once on "
-             f"the {cmp.n_test} test patients; class counts: {counts}"),
-            (f"baseline LightGBM ({BASELINE_PARAMS['n_estimators']} trees): accuracy "
-             f"{_selected(cmp)} selected, {_confirmed(cmp, _baseline_row(cmp))} test "
-             f"patients; cost per patient {_costs_line(s, unit)}"),
-            (f"frontier: {len(self.table)} models from {self.table['method'].nunique()} methods, "
-             f"{len(self.front)} on the Pareto front{stopped}"),
-            "Pareto front (selected accuracy): " + ", ".join(
-                f"{_money(c, unit)} -> {v:.1%}" for c, v in zip(self.front["mean_cost"],
-                                                               self.front["value"])),
-            _sentence(self.pick, cmp, s["mean"], unit),
-            f"wrote {files} to {self.out}/ in {self.seconds:.1f} s",
-        ])
+        counts = "; ".join(
+            f"{part} " + ", ".join(f"{k}: {v}" for k, v in c.items()) for part, c in cmp.class_counts.items()
+        )
+        return "\n".join(
+            [
+                (
+                    f"thrifty demo: {ds.name} ({len(ds.y)} patients, {len(ds.feature_names)} features): "
+                    f"models chosen on {cmp.selection.replace('rows', 'patients')}, confirmed once on "
+                    f"the {cmp.n_test} test patients; class counts: {counts}"
+                ),
+                (
+                    f"baseline LightGBM ({BASELINE_PARAMS['n_estimators']} trees): accuracy "
+                    f"{_selected(cmp)} selected, {_confirmed(cmp, _baseline_row(cmp))} test "
+                    f"patients; cost per patient {_costs_line(s, unit)}"
+                ),
+                (
+                    f"frontier: {len(self.table)} models from {self.table['method'].nunique()} methods, "
+                    f"{len(self.front)} on the Pareto front{stopped}"
+                ),
+                "Pareto front (selected accuracy): "
+                + ", ".join(
+                    f"{_money(c, unit)} -> {v:.1%}"
+                    for c, v in zip(self.front["mean_cost"], self.front["value"])
+                ),
+                _sentence(self.pick, cmp, s["mean"], unit),
+                f"wrote {files} to {self.out}/ in {self.seconds:.1f} s",
+            ]
+        )
 
 
-def run_demo(out: str | Path = "thrifty-demo", *, quick: bool = False, progress: bool = True,
-             time_limit: float | None = TIME_LIMIT) -> DemoResult:
+def run_demo(
+    out: str | Path = "thrifty-demo",
+    *,
+    quick: bool = False,
+    progress: bool = True,
+    time_limit: float | None = TIME_LIMIT,
+) -> DemoResult:
     """:func:`thrifty.compare` on the embedded heart data with its real dollar costs; a report.
 
     Every method's settings are chosen by 5-fold cross-validation on the training split
@@ -126,18 +142,35 @@ def run_demo(out: str | Path = "thrifty-demo", *, quick: bool = False, progress:
     X_test, y_test, _ = dataset.subset("test")
     if quick and time_limit is not None:
         time_limit = min(time_limit, QUICK_TIME_LIMIT)
-    cmp = compare(X_train, y_train, dataset.costs, X_test=X_test, y_test=y_test,
-                  lightgbm_params=BASELINE_PARAMS, time_limit=time_limit, quick=quick,
-                  progress=progress)
+    cmp = compare(
+        X_train,
+        y_train,
+        dataset.costs,
+        X_test=X_test,
+        y_test=y_test,
+        lightgbm_params=BASELINE_PARAMS,
+        time_limit=time_limit,
+        quick=quick,
+        progress=progress,
+    )
     baseline = evaluate(cmp.baseline, X_test, dataset.costs)
     accuracy = float(metrics.accuracy(y_test, baseline.labels))
     pick = _pick(cmp.front, cmp.baseline_value)
     picked_model = cmp.model(pick["method"], pick["name"])
     picked = evaluate(picked_model, X_test, dataset.costs)
     files = _write(out, dataset, cmp, baseline, accuracy, pick, picked_model, picked)
-    return DemoResult(out=out, dataset=dataset, baseline=baseline, accuracy=accuracy,
-                      comparison=cmp, table=cmp.table, front=cmp.front, pick=pick, files=files,
-                      seconds=time.perf_counter() - start)
+    return DemoResult(
+        out=out,
+        dataset=dataset,
+        baseline=baseline,
+        accuracy=accuracy,
+        comparison=cmp,
+        table=cmp.table,
+        front=cmp.front,
+        pick=pick,
+        files=files,
+        seconds=time.perf_counter() - start,
+    )
 
 
 # ---------------------------------------------------------------------- internals
@@ -145,10 +178,19 @@ def run_demo(out: str | Path = "thrifty-demo", *, quick: bool = False, progress:
 # min_data_per_group=100 all but forbids categorical splits on 212 patients. One thread: on
 # 212 rows OpenMP synchronisation costs far more than it saves (10-50x slower on a busy
 # 2-core machine).
-BASELINE_PARAMS = {"n_estimators": 100, "num_leaves": 8, "learning_rate": 0.05,
-                   "min_child_samples": 20, "min_data_per_group": 10, "cat_smooth": 1.0,
-                   "random_state": 0, "deterministic": True, "force_row_wise": True,
-                   "n_jobs": 1, "verbose": -1}
+BASELINE_PARAMS = {
+    "n_estimators": 100,
+    "num_leaves": 8,
+    "learning_rate": 0.05,
+    "min_child_samples": 20,
+    "min_data_per_group": 10,
+    "cat_smooth": 1.0,
+    "random_state": 0,
+    "deterministic": True,
+    "force_row_wise": True,
+    "n_jobs": 1,
+    "verbose": -1,
+}
 
 
 def _pick(front: pd.DataFrame, accuracy: float | None) -> pd.Series:
@@ -173,8 +215,9 @@ def _confirmed(cmp: Any, row: pd.Series) -> str:
     """A test figure with its interval and size, or why there is none."""
     if pd.isna(row.get("test_value")):
         return "not confirmed (the time allowance ran out before its refit)"
-    return (f"{row['test_value']:.1%} [{row['test_low']:.1%}, {row['test_high']:.1%}] on "
-            f"{int(row['test_rows'])}")
+    return (
+        f"{row['test_value']:.1%} [{row['test_low']:.1%}, {row['test_high']:.1%}] on {int(row['test_rows'])}"
+    )
 
 
 def _unit(ds: Any) -> str:
@@ -187,8 +230,10 @@ def _money(x: float, unit: str) -> str:
 
 
 def _costs_line(s: dict[str, float], unit: str) -> str:
-    return (f"mean {_money(s['mean'], unit)}, median {_money(s['median'], unit)}, "
-            f"90% {_money(s['q90'], unit)}, max {_money(s['max'], unit)}")
+    return (
+        f"mean {_money(s['mean'], unit)}, median {_money(s['median'], unit)}, "
+        f"90% {_money(s['q90'], unit)}, max {_money(s['max'], unit)}"
+    )
 
 
 def _sentence(pick: pd.Series, cmp: Any, baseline_cost: float, unit: str) -> str:
@@ -196,12 +241,14 @@ def _sentence(pick: pd.Series, cmp: Any, baseline_cost: float, unit: str) -> str
     confirmed on the test patients (the saving on the test patients' costs)."""
     where = cmp.selection.replace("rows", "patients")
     base = _baseline_row(cmp)
-    text = (f"for {_money(float(pick['mean_cost']), unit)} per patient you get "
-            f"{pick['value']:.1%} accuracy with {pick['method']} ({pick['name']}), selected on "
-            f"{where}; confirmed: {_confirmed(cmp, pick)} test patients at "
-            f"{_money(float(pick.get('test_mean_cost', np.nan)), unit)} per patient. The full "
-            f"baseline: {_selected(cmp)} selected, {_confirmed(cmp, base)} test patients at "
-            f"{_money(baseline_cost, unit)}")
+    text = (
+        f"for {_money(float(pick['mean_cost']), unit)} per patient you get "
+        f"{pick['value']:.1%} accuracy with {pick['method']} ({pick['name']}), selected on "
+        f"{where}; confirmed: {_confirmed(cmp, pick)} test patients at "
+        f"{_money(float(pick.get('test_mean_cost', np.nan)), unit)} per patient. The full "
+        f"baseline: {_selected(cmp)} selected, {_confirmed(cmp, base)} test patients at "
+        f"{_money(baseline_cost, unit)}"
+    )
     cost = float(pick.get("test_mean_cost", np.nan))
     if np.isfinite(cost) and cost > 0 and baseline_cost / cost >= 2:
         text += f" ({baseline_cost / cost:,.0f}x cheaper on the test patients)"
@@ -214,8 +261,16 @@ def _capitalize(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _write(out: Path, ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.Series,
-           picked_model: Any, picked: Evaluation) -> list[Path]:
+def _write(
+    out: Path,
+    ds: Any,
+    cmp: Any,
+    baseline: Evaluation,
+    accuracy: float,
+    pick: pd.Series,
+    picked_model: Any,
+    picked: Evaluation,
+) -> list[Path]:
     from matplotlib.figure import Figure
 
     from thrifty.io import save
@@ -245,8 +300,17 @@ def _write(out: Path, ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, 
     save(cmp.baseline, out / "baseline.json")
     save(picked_model, out / "recommended.json")
     (out / "report.md").write_text(_report(ds, cmp, baseline, accuracy, pick, unit))
-    return [out / f for f in ("frontier.csv", "frontier.png", "cost_histogram.png", "report.md",
-                              "baseline.json", "recommended.json")]
+    return [
+        out / f
+        for f in (
+            "frontier.csv",
+            "frontier.png",
+            "cost_histogram.png",
+            "report.md",
+            "baseline.json",
+            "recommended.json",
+        )
+    ]
 
 
 def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.Series, unit: str) -> str:
@@ -254,24 +318,59 @@ def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.S
     meta = ds.meta or {}
     rate = baseline.cost.acquisition_rate()
     n_test = baseline.cost.n_examples
-    costs = pd.DataFrame({
-        "feature": ds.feature_names,
-        "cost": [_money(c, unit) for c in ds.costs.feature_costs],
-        "kind": ["categorical" if _is_categorical(ds.X[f]) else "numeric" for f in ds.feature_names],
-        "patients acquiring it (baseline)": [f"{r:.0%}" for r in rate],
-    })
-    columns = ["method", "name", "mean_cost", "q90_cost", "value", "balanced_accuracy", "auc",
-               "single_class", "test_mean_cost", "test_value", "test_low", "test_high",
-               "test_balanced_accuracy", "test_auc", "mean_trees", "mean_features", "fit_seconds"]
+    costs = pd.DataFrame(
+        {
+            "feature": ds.feature_names,
+            "cost": [_money(c, unit) for c in ds.costs.feature_costs],
+            "kind": ["categorical" if _is_categorical(ds.X[f]) else "numeric" for f in ds.feature_names],
+            "patients acquiring it (baseline)": [f"{r:.0%}" for r in rate],
+        }
+    )
+    columns = [
+        "method",
+        "name",
+        "mean_cost",
+        "q90_cost",
+        "value",
+        "balanced_accuracy",
+        "auc",
+        "single_class",
+        "test_mean_cost",
+        "test_value",
+        "test_low",
+        "test_high",
+        "test_balanced_accuracy",
+        "test_auc",
+        "mean_trees",
+        "mean_features",
+        "fit_seconds",
+    ]
     money = {c: (lambda x: _money(x, unit)) for c in ("mean_cost", "q90_cost", "test_mean_cost")}
-    share = {c: "{:.1%}".format for c in ("value", "balanced_accuracy", "auc", "single_class",
-                                          "test_value", "test_low", "test_high",
-                                          "test_balanced_accuracy", "test_auc")}
-    fmt = {**money, **share, "mean_trees": "{:.1f}".format, "mean_features": "{:.1f}".format,
-           "fit_seconds": "{:.2f}".format}
+    share = {
+        c: "{:.1%}".format
+        for c in (
+            "value",
+            "balanced_accuracy",
+            "auc",
+            "single_class",
+            "test_value",
+            "test_low",
+            "test_high",
+            "test_balanced_accuracy",
+            "test_auc",
+        )
+    }
+    fmt = {
+        **money,
+        **share,
+        "mean_trees": "{:.1f}".format,
+        "mean_features": "{:.1f}".format,
+        "fit_seconds": "{:.2f}".format,
+    }
     columns = [c for c in columns if c in cmp.table.columns]
-    counts = "; ".join(f"{part} " + ", ".join(f"{k}: {v}" for k, v in c.items())
-                       for part, c in cmp.class_counts.items())
+    counts = "; ".join(
+        f"{part} " + ", ".join(f"{k}: {v}" for k, v in c.items()) for part, c in cmp.class_counts.items()
+    )
     methods = cmp.table.groupby("method", sort=False)
     lines = [
         f"# thrifty demo: {ds.name}",
@@ -281,13 +380,17 @@ def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.S
         "## Data",
         "",
         f"- {meta.get('source', ds.name)}; licence: {meta.get('license', 'unknown')}",
-        (f"- task: {ds.task}; {len(ds.y)} patients, {len(ds.feature_names)} features; "
-         f"{len(ds.y) - n_test} to choose on by {cmp.selection.split(' of ')[0]} "
-         f"(in each fold, and in the final refit on all of them, a fifth held out to calibrate "
-         f"budgets and exits), {n_test} test patients to confirm the chosen models once; class "
-         f"counts: {counts}"),
-        (f"- costs: {meta.get('cost_unit', 'per feature')}; a patient pays for a test the first "
-         "time an evaluated tree asks for it"),
+        (
+            f"- task: {ds.task}; {len(ds.y)} patients, {len(ds.feature_names)} features; "
+            f"{len(ds.y) - n_test} to choose on by {cmp.selection.split(' of ')[0]} "
+            f"(in each fold, and in the final refit on all of them, a fifth held out to calibrate "
+            f"budgets and exits), {n_test} test patients to confirm the chosen models once; class "
+            f"counts: {counts}"
+        ),
+        (
+            f"- costs: {meta.get('cost_unit', 'per feature')}; a patient pays for a test the first "
+            "time an evaluated tree asks for it"
+        ),
         "",
         "## Feature costs",
         "",
@@ -295,27 +398,37 @@ def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.S
         "",
         "## Baseline",
         "",
-        (f"LightGBM, {cmp.baseline.n_trees} trees of at most {BASELINE_PARAMS['num_leaves']} "
-         "leaves, evaluated by thrifty's runtime on the test split:"),
+        (
+            f"LightGBM, {cmp.baseline.n_trees} trees of at most {BASELINE_PARAMS['num_leaves']} "
+            "leaves, evaluated by thrifty's runtime on the test split:"
+        ),
         "",
-        (f"- accuracy: {_selected(cmp)} selected ({cmp.selection}); "
-         f"{_confirmed(cmp, _baseline_row(cmp))} test patients (95% Wilson interval)"),
+        (
+            f"- accuracy: {_selected(cmp)} selected ({cmp.selection}); "
+            f"{_confirmed(cmp, _baseline_row(cmp))} test patients (95% Wilson interval)"
+        ),
         f"- cost per patient: {_costs_line(s, unit)}",
         "",
         "## Methods",
         "",
-        (f"`thrifty.compare` ran {methods.ngroups} methods in {cmp.seconds:.0f} s"
-         + (" (the time allowance stopped it before the end)" if cmp.stopped_early else "") + ": "
-         + "; ".join(f"{name} ({len(g)} models)" for name, g in methods) + "."),
+        (
+            f"`thrifty.compare` ran {methods.ngroups} methods in {cmp.seconds:.0f} s"
+            + (" (the time allowance stopped it before the end)" if cmp.stopped_early else "")
+            + ": "
+            + "; ".join(f"{name} ({len(g)} models)" for name, g in methods)
+            + "."
+        ),
         "",
         "## Pareto points",
         "",
-        ("No other model is cheaper on average and at least as accurate on the validation "
-         f"folds (`value`, `mean_cost`: means over the folds of {cmp.selection}). The `test_` "
-         f"columns score each chosen model once on the {n_test} test patients (`test_low`, "
-         "`test_high`: 95% Wilson interval; one patient moves accuracy by "
-         f"{1 / max(n_test, 1):.1%}). Models that predict a single class are flagged "
-         "(`single_class`: share of folds) and never picked unless the baseline is no better:"),
+        (
+            "No other model is cheaper on average and at least as accurate on the validation "
+            f"folds (`value`, `mean_cost`: means over the folds of {cmp.selection}). The `test_` "
+            f"columns score each chosen model once on the {n_test} test patients (`test_low`, "
+            "`test_high`: 95% Wilson interval; one patient moves accuracy by "
+            f"{1 / max(n_test, 1):.1%}). Models that predict a single class are flagged "
+            "(`single_class`: share of folds) and never picked unless the baseline is no better:"
+        ),
         "",
         _markdown(cmp.front[columns], fmt),
         "",
@@ -323,9 +436,11 @@ def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.S
         "",
         _markdown(cmp.table[columns], fmt),
         "",
-        ("Files: `frontier.csv` (the table), `frontier.png`, `cost_histogram.png` (cost per "
-         "patient of the baseline and of the recommended model), `baseline.json` and "
-         "`recommended.json` (for `thrifty info` / `thrifty evaluate`)."),
+        (
+            "Files: `frontier.csv` (the table), `frontier.png`, `cost_histogram.png` (cost per "
+            "patient of the baseline and of the recommended model), `baseline.json` and "
+            "`recommended.json` (for `thrifty info` / `thrifty evaluate`)."
+        ),
         "",
     ]
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.runtime.evaluate import Evaluation, evaluate
 from thrifty.runtime.plans import as_plan
 
@@ -18,14 +19,31 @@ __all__ = ["cost_columns", "frontier", "frontier_gap", "pareto_front"]
 
 Metric = Callable[[Any, Evaluation], float]
 
-COLUMNS = ["name", "mean_cost", "median_cost", "q90_cost", "max_cost", "mean_trees",
-           "mean_features", "metric", "value"]
+COLUMNS = [
+    "name",
+    "mean_cost",
+    "median_cost",
+    "q90_cost",
+    "max_cost",
+    "mean_trees",
+    "mean_features",
+    "metric",
+    "value",
+]
 
 
-def frontier(models: Sequence[Any] | Mapping[str, Any], X: Any, y: Any, costs: CostModel | None, *,
-             qid: Any = None, metric: str | Metric | None = None, names: Sequence[str] | None = None,
-             params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
-             progress: bool = True) -> pd.DataFrame:
+def frontier(
+    models: Sequence[Any] | Mapping[str, Any],
+    X: Any,
+    y: Any,
+    costs: CostModel | None,
+    *,
+    qid: Any = None,
+    metric: str | Metric | None = None,
+    names: Sequence[str] | None = None,
+    params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Evaluate each model on ``X`` with exact per-example costs and tabulate cost and quality.
 
     Parameters
@@ -78,21 +96,24 @@ def frontier(models: Sequence[Any] | Mapping[str, Any], X: Any, y: Any, costs: C
     models = list(models)
     names = [f"model_{i}" for i in range(len(models))] if names is None else [str(n) for n in names]
     if len(names) != len(models):
-        raise ValueError(f"{len(names)} names for {len(models)} models; give one name per model")
+        raise InputError(f"{len(names)} names for {len(models)} models; give one name per model")
     extra = _params(params, len(models))
     clash = sorted(set(extra) & set(COLUMNS))
     if clash:
-        raise ValueError(f"params column(s) {clash} would overwrite the table's own columns; "
-                         "rename them")
+        raise InputError(f"params column(s) {clash} would overwrite the table's own columns; rename them")
     rows = []
     # disable=None lets tqdm hide the bar when stderr is not a terminal (logs, CI).
-    for name, model in tqdm(list(zip(names, models)), desc="frontier", unit="model",
-                            disable=None if progress else True, leave=False):
+    for name, model in tqdm(
+        list(zip(names, models)),
+        desc="frontier",
+        unit="model",
+        disable=None if progress else True,
+        leave=False,
+    ):
         plan = as_plan(model)
         ev = evaluate(plan, X, costs)
         metric_name, value = _score(metric, plan.task, ev, y, qid)
-        rows.append({"name": name, **cost_columns(ev.cost), "metric": metric_name,
-                     "value": float(value)})
+        rows.append({"name": name, **cost_columns(ev.cost), "metric": metric_name, "value": float(value)})
     table = pd.DataFrame(rows, columns=COLUMNS)
     for column, values in extra.items():
         table[column] = values
@@ -105,13 +126,19 @@ def cost_columns(report: Any) -> dict[str, float]:
     if not report.n_examples:
         return dict.fromkeys(COLUMNS[1:7], 0.0)
     q = report.quantiles((0.5, 0.9))
-    return {"mean_cost": report.mean, "median_cost": q[0.5], "q90_cost": q[0.9],
-            "max_cost": report.max, "mean_trees": float(report.n_trees.mean()),
-            "mean_features": float(report.acquired.sum(axis=1).mean())}
+    return {
+        "mean_cost": report.mean,
+        "median_cost": q[0.5],
+        "q90_cost": q[0.9],
+        "max_cost": report.max,
+        "mean_trees": float(report.n_trees.mean()),
+        "mean_features": float(report.acquired.sum(axis=1).mean()),
+    }
 
 
-def pareto_front(table: pd.DataFrame, *, cost: str = "mean_cost", value: str = "value",
-                 higher_is_better: bool = True) -> pd.DataFrame:
+def pareto_front(
+    table: pd.DataFrame, *, cost: str = "mean_cost", value: str = "value", higher_is_better: bool = True
+) -> pd.DataFrame:
     """The rows no other row dominates, sorted by cost.
 
     A row is dominated when another row costs no more and is at least as good, and is strictly
@@ -159,8 +186,9 @@ def pareto_front(table: pd.DataFrame, *, cost: str = "mean_cost", value: str = "
     return table.iloc[keep]
 
 
-def frontier_gap(a: pd.DataFrame, b: pd.DataFrame, *, cost: str = "mean_cost", value: str = "value",
-                 log_cost: bool = False) -> float:
+def frontier_gap(
+    a: pd.DataFrame, b: pd.DataFrame, *, cost: str = "mean_cost", value: str = "value", log_cost: bool = False
+) -> float:
     """How far the frontier of ``a`` lies above that of ``b``, on average over their common costs.
 
     Each table defines a step function ``best(c)``: the best value among its rows costing at
@@ -226,18 +254,17 @@ def _params(params: Any, n: int) -> dict[str, list[Any]]:
                 continue
             values = list(values)
             if len(values) != n:
-                raise ValueError(f"params[{column!r}] has {len(values)} values for {n} models")
+                raise InputError(f"params[{column!r}] has {len(values)} values for {n} models")
             out[str(column)] = values
         return out
     per_model = list(params)
     if len(per_model) != n:
-        raise ValueError(f"{len(per_model)} params mappings for {n} models; give one per model")
+        raise InputError(f"{len(per_model)} params mappings for {n} models; give one per model")
     columns = list(dict.fromkeys(k for p in per_model for k in p))
     return {str(k): [p.get(k) for p in per_model] for k in columns}
 
 
-def _score(metric: str | Metric | None, task: str, ev: Evaluation, y: Any,
-           qid: Any) -> tuple[str, float]:
+def _score(metric: str | Metric | None, task: str, ev: Evaluation, y: Any, qid: Any) -> tuple[str, float]:
     from thrifty import metrics
 
     if metric is None:
@@ -247,8 +274,9 @@ def _score(metric: str | Metric | None, task: str, ev: Evaluation, y: Any,
         name = getattr(metric, "__name__", "metric")
         return ("metric" if name == "<lambda>" else name), float(metric(y, ev))
     if not isinstance(metric, str):
-        raise TypeError(f"metric must be None, a name or a callable(y, evaluation), got "
-                        f"{type(metric).__name__}")
+        raise TypeError(
+            f"metric must be None, a name or a callable(y, evaluation), got {type(metric).__name__}"
+        )
     return metric, float(_named_metric(metric, ev, y, qid))
 
 
@@ -258,15 +286,17 @@ def _named_metric(name: str, ev: Evaluation, y: Any, qid: Any) -> float:
     base, _, k = name.partition("@")
     if base in ("accuracy", "auc", "log_loss") and not k:
         if ev.proba is None:
-            raise ValueError(f"metric {name!r} needs a classifier; this model predicts scores")
+            raise InputError(f"metric {name!r} needs a classifier; this model predicts scores")
         fn = {"accuracy": metrics.accuracy, "auc": metrics.auc, "log_loss": metrics.log_loss}[base]
         return fn(y, ev)
     if base in ("precision", "ndcg"):
         if qid is None:
-            raise ValueError(f"metric {name!r} needs qid= (the query id of each example)")
+            raise InputError(f"metric {name!r} needs qid= (the query id of each example)")
         fn = metrics.precision_at_k if base == "precision" else metrics.ndcg_at_k
         if k and not k.isdigit():
-            raise ValueError(f"metric {name!r}: k must be an integer, as in 'ndcg@10'")
+            raise InputError(f"metric {name!r}: k must be an integer, as in 'ndcg@10'")
         return fn(y, ev.raw, qid, k=int(k)) if k else fn(y, ev.raw, qid)
-    raise ValueError(f"unknown metric {name!r}; use 'accuracy', 'auc', 'log_loss', "
-                     "'precision@k', 'ndcg@k' or a callable(y, evaluation)")
+    raise InputError(
+        f"unknown metric {name!r}; use 'accuracy', 'auc', 'log_loss', "
+        "'precision@k', 'ndcg@k' or a callable(y, evaluation)"
+    )

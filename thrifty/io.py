@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.io import forest_from_dict
 from thrifty.runtime.plans import Plan, as_plan, plan_from_dict
@@ -27,12 +28,12 @@ def load(path: str | Path) -> Forest | Plan:
     try:
         d = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{str(path)!r} is not a thrifty JSON model: {exc}") from exc
+        raise InputError(f"{str(path)!r} is not a thrifty JSON model: {exc}") from exc
     if not isinstance(d, dict):
-        raise ValueError(f"{str(path)!r} is not a thrifty JSON model")
+        raise InputError(f"{str(path)!r} is not a thrifty JSON model")
     if d.get("format") == "thrifty.forest":
         return forest_from_dict(d)
     try:
         return plan_from_dict(d)
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{str(path)!r} is a malformed thrifty plan document: {exc!r}") from exc
+        raise InputError(f"{str(path)!r} is a malformed thrifty plan document: {exc!r}") from exc

@@ -7,13 +7,30 @@ from typing import Any, Literal
 import numpy as np
 from sklearn import metrics as _skm
 
-__all__ = ["accuracy", "auc", "balanced_accuracy", "bootstrap_interval", "cost_statistics",
-           "disagreement", "log_loss", "macro_auc", "ndcg_at_k", "precision_at_k", "score",
-           "wilson_interval"]
+from thrifty.exceptions import InputError
+
+__all__ = [
+    "accuracy",
+    "auc",
+    "balanced_accuracy",
+    "bootstrap_interval",
+    "cost_statistics",
+    "disagreement",
+    "log_loss",
+    "macro_auc",
+    "ndcg_at_k",
+    "precision_at_k",
+    "score",
+    "wilson_interval",
+]
 
 # The metric each task reports by default (``score``).
-_TASK_METRIC = {"binary": "accuracy", "multiclass": "accuracy", "ranking": "precision@5",
-                "regression": "neg_mse"}
+_TASK_METRIC = {
+    "binary": "accuracy",
+    "multiclass": "accuracy",
+    "ranking": "precision@5",
+    "regression": "neg_mse",
+}
 
 
 def _is_evaluation(obj: Any) -> bool:
@@ -29,14 +46,14 @@ def _decisions(pred: Any) -> np.ndarray:
     if pred.ndim == 2:
         return pred.argmax(axis=1) if pred.shape[1] > 1 else pred[:, 0]
     if pred.ndim != 1:
-        raise ValueError(f"predictions must be 1- or 2-dimensional, got shape {pred.shape}")
+        raise InputError(f"predictions must be 1- or 2-dimensional, got shape {pred.shape}")
     return pred
 
 
 def _check_lengths(*arrays: np.ndarray) -> None:
     n = {len(a) for a in arrays}
     if len(n) > 1:
-        raise ValueError(f"inputs have different numbers of examples: {[len(a) for a in arrays]}")
+        raise InputError(f"inputs have different numbers of examples: {[len(a) for a in arrays]}")
 
 
 def accuracy(y: Any, pred: Any) -> float:
@@ -63,8 +80,10 @@ def _true_and_predicted(y: Any, pred: Any, metric: str) -> tuple[np.ndarray, np.
         pred = pred.predictions
     y, pred = np.asarray(y), np.asarray(pred)
     if pred.ndim != 1:
-        raise ValueError(f"{metric} needs predicted labels (shape (n,)); got a matrix - pass the "
-                         "Evaluation or its .labels, not its probabilities")
+        raise InputError(
+            f"{metric} needs predicted labels (shape (n,)); got a matrix - pass the "
+            "Evaluation or its .labels, not its probabilities"
+        )
     _check_lengths(y, pred)
     return y, pred
 
@@ -78,7 +97,7 @@ def _positive_scores(score: Any) -> np.ndarray:
             return score[:, 0]
         if score.shape[1] == 2:
             return score[:, 1]
-        raise ValueError(f"auc is for binary tasks; got scores for {score.shape[1]} classes")
+        raise InputError(f"auc is for binary tasks; got scores for {score.shape[1]} classes")
     return score
 
 
@@ -100,8 +119,7 @@ def auc(y: Any, score: Any) -> float:
     y, s = np.asarray(y), _positive_scores(score)
     _check_lengths(y, s)
     if len(np.unique(y)) != 2:
-        raise ValueError(f"auc needs both classes in y; found {len(np.unique(y))} distinct "
-                         "label(s)")
+        raise InputError(f"auc needs both classes in y; found {len(np.unique(y))} distinct label(s)")
     return float(_skm.roc_auc_score(y, s))
 
 
@@ -183,8 +201,15 @@ def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple
     return float(max(0.0, centre - half)), float(min(1.0, centre + half))
 
 
-def bootstrap_interval(statistic: Any, n: int, *, groups: Any = None, n_resamples: int = 1000,
-                       confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+def bootstrap_interval(
+    statistic: Any,
+    n: int,
+    *,
+    groups: Any = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic(rows)`` over resampled rows (or groups).
 
     Parameters
@@ -212,8 +237,10 @@ def bootstrap_interval(statistic: Any, n: int, *, groups: Any = None, n_resample
     else:
         _, inverse = np.unique(np.asarray(groups), return_inverse=True)
         units = [np.flatnonzero(inverse == k) for k in range(inverse.max() + 1)]
-        draws = (np.concatenate([units[k] for k in rng.integers(0, len(units), len(units))])
-                 for _ in range(n_resamples))
+        draws = (
+            np.concatenate([units[k] for k in rng.integers(0, len(units), len(units))])
+            for _ in range(n_resamples)
+        )
     values = np.array([statistic(idx) for idx in draws], dtype=np.float64)
     values = values[~np.isnan(values)]
     if not len(values):
@@ -241,7 +268,7 @@ def log_loss(y: Any, proba: Any, labels: Any = None) -> float:
     """
     if _is_evaluation(proba):
         if proba.proba is None:
-            raise ValueError("log_loss needs class probabilities; this Evaluation has none")
+            raise InputError("log_loss needs class probabilities; this Evaluation has none")
         proba = proba.proba
     y, p = np.asarray(y), np.asarray(proba, dtype=np.float64)
     _check_lengths(y, p)
@@ -262,17 +289,20 @@ def _ranked(y: Any, score: Any, qid: Any) -> tuple[np.ndarray, np.ndarray, np.nd
     s = np.asarray(score, dtype=np.float64)
     q = np.asarray(qid)
     if s.ndim != 1:
-        raise ValueError(f"ranking scores must have shape (n,), got {s.shape}")
+        raise InputError(f"ranking scores must have shape (n,), got {s.shape}")
     _check_lengths(y, s, q)
     if np.isnan(s).any():
-        raise ValueError("ranking scores contain NaN")
+        raise InputError("ranking scores contain NaN")
     _, q_index = np.unique(q, return_inverse=True)
     q_index = q_index.ravel()
     order = np.lexsort((np.arange(len(s)), -s, q_index))
     y_sorted, q_sorted = y[order], q_index[order]
     n_queries = int(q_index.max()) + 1 if len(q_index) else 0
-    starts = (np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if len(q_sorted)
-              else np.zeros(0, dtype=np.int64))
+    starts = (
+        np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]])
+        if len(q_sorted)
+        else np.zeros(0, dtype=np.int64)
+    )
     sizes = np.diff(np.r_[starts, len(q_sorted)])
     rank = np.arange(len(q_sorted)) - np.repeat(starts, sizes)
     return y_sorted, q_sorted, rank, n_queries
@@ -310,14 +340,15 @@ def precision_at_k(y: Any, score: Any, qid: Any, k: int = 5, relevant_min: float
     k = _check_k(k)
     y_sorted, q_sorted, rank, n_queries = _ranked(y, score, qid)
     if n_queries == 0:
-        raise ValueError("precision_at_k needs at least one document")
+        raise InputError("precision_at_k needs at least one document")
     hits = (rank < k) & (y_sorted >= relevant_min)
     per_query = np.bincount(q_sorted, weights=hits.astype(np.float64), minlength=n_queries) / k
     return float(per_query.mean())
 
 
-def ndcg_at_k(y: Any, score: Any, qid: Any, k: int = 10,
-              no_relevant: Literal["one", "zero", "skip"] = "one") -> float:
+def ndcg_at_k(
+    y: Any, score: Any, qid: Any, k: int = 10, no_relevant: Literal["one", "zero", "skip"] = "one"
+) -> float:
     """NDCG@k averaged over queries.
 
     ``DCG@k = sum_{i < k} (2**rel_i - 1) / log2(i + 2)`` over a query's documents ranked by
@@ -347,16 +378,15 @@ def ndcg_at_k(y: Any, score: Any, qid: Any, k: int = 10,
     """
     k = _check_k(k)
     if no_relevant not in ("one", "zero", "skip"):
-        raise ValueError(f"no_relevant must be 'one', 'zero' or 'skip', got {no_relevant!r}")
+        raise InputError(f"no_relevant must be 'one', 'zero' or 'skip', got {no_relevant!r}")
     y_sorted, q_sorted, rank, n_queries = _ranked(y, score, qid)
     if n_queries == 0:
-        raise ValueError("ndcg_at_k needs at least one document")
+        raise InputError("ndcg_at_k needs at least one document")
     discount = np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0)
-    dcg = np.bincount(q_sorted, weights=(2.0 ** y_sorted - 1.0) * discount, minlength=n_queries)
+    dcg = np.bincount(q_sorted, weights=(2.0**y_sorted - 1.0) * discount, minlength=n_queries)
     # The ideal ranking: labels descending within each query (ranks are unchanged).
     ideal = np.lexsort((-y_sorted, q_sorted))
-    idcg = np.bincount(q_sorted, weights=(2.0 ** y_sorted[ideal] - 1.0) * discount,
-                       minlength=n_queries)
+    idcg = np.bincount(q_sorted, weights=(2.0 ** y_sorted[ideal] - 1.0) * discount, minlength=n_queries)
     empty = idcg <= 0
     ndcg = np.divide(dcg, idcg, out=np.zeros(n_queries), where=~empty)
     if no_relevant == "one":
@@ -364,13 +394,13 @@ def ndcg_at_k(y: Any, score: Any, qid: Any, k: int = 10,
     elif no_relevant == "skip":
         ndcg = ndcg[~empty]
         if not len(ndcg):
-            raise ValueError("every query has only irrelevant documents; NDCG is undefined")
+            raise InputError("every query has only irrelevant documents; NDCG is undefined")
     return float(ndcg.mean())
 
 
 def _check_k(k: int) -> int:
     if int(k) != k or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise InputError(f"k must be a positive integer, got {k!r}")
     return int(k)
 
 
@@ -412,8 +442,9 @@ def cost_statistics(report: Any) -> dict[str, float]:
     if _is_evaluation(report):
         report = report.cost
     if not hasattr(report, "summary"):
-        raise TypeError(f"cost_statistics needs a thrifty CostReport or Evaluation, got "
-                        f"{type(report).__name__}")
+        raise TypeError(
+            f"cost_statistics needs a thrifty CostReport or Evaluation, got {type(report).__name__}"
+        )
     stats = dict(report.summary())
     stats["n"] = float(report.n_examples)
     return stats
@@ -440,21 +471,21 @@ def score(task: str, y: Any, evaluation: Any, qid: Any = None) -> tuple[str, flo
         NDCG), ``("neg_mse", -mean squared error)`` for regression.
     """
     if task not in _TASK_METRIC:
-        raise ValueError(f"unknown task {task!r}; expected one of {list(_TASK_METRIC)}")
+        raise InputError(f"unknown task {task!r}; expected one of {list(_TASK_METRIC)}")
     if task in ("binary", "multiclass"):
         if _is_evaluation(evaluation):
             if evaluation.labels is None:
-                raise ValueError(f"a {task} score needs predicted labels; this Evaluation has none")
+                raise InputError(f"a {task} score needs predicted labels; this Evaluation has none")
             evaluation = evaluation.labels
         return "accuracy", accuracy(y, evaluation)
     values = evaluation.raw if _is_evaluation(evaluation) else evaluation
     values = np.asarray(values, dtype=np.float64)
     if task == "ranking":
         if qid is None:
-            raise ValueError("a ranking score needs qid= (the query of each document)")
+            raise InputError("a ranking score needs qid= (the query of each document)")
         return "precision@5", precision_at_k(y, values, qid, k=5)
     y = np.asarray(y, dtype=np.float64)
     if values.ndim != 1:
-        raise ValueError(f"regression predictions must have shape (n,), got {values.shape}")
+        raise InputError(f"regression predictions must have shape (n,), got {values.shape}")
     _check_lengths(y, values)
     return "neg_mse", -float(_skm.mean_squared_error(y, values))

@@ -16,11 +16,19 @@ if TYPE_CHECKING:
 __all__ = ["plot_cost_histogram", "plot_feature_acquisition", "plot_frontier", "plot_trees_histogram"]
 
 
-def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes | None = None,
-                  cost: str = "mean_cost", value: str = "value", pareto: bool = True,
-                  higher_is_better: bool = True, cost_unit: str | None = None,
-                  value_label: str | None = None, annotate: str | None = None,
-                  front: pd.DataFrame | None = None) -> Axes:
+def plot_frontier(
+    tables: pd.DataFrame | Mapping[str, pd.DataFrame],
+    *,
+    ax: Axes | None = None,
+    cost: str = "mean_cost",
+    value: str = "value",
+    pareto: bool = True,
+    higher_is_better: bool = True,
+    cost_unit: str | None = None,
+    value_label: str | None = None,
+    annotate: str | None = None,
+    front: pd.DataFrame | None = None,
+) -> Axes:
     """Plot cost against quality, one series per method, with the Pareto front highlighted.
 
     Each method's points are joined in order of cost (ties by value), drawn faded; the front
@@ -75,22 +83,47 @@ def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes
         # A lone point (a baseline) gets a large marker so the lines do not hide it.
         single = len(t) == 1
         style = {"color": colours[i]} if many else {}
-        ax.plot(t[cost].to_numpy(float), t[value].to_numpy(float),
-                marker="*" if single else "os^vD<>"[i % 7 if many else 0],
-                markersize=10 if single else 4, linewidth=1.0, alpha=0.4, label=label,
-                zorder=2, **style)
+        ax.plot(
+            t[cost].to_numpy(float),
+            t[value].to_numpy(float),
+            marker="*" if single else "os^vD<>"[i % 7 if many else 0],
+            markersize=10 if single else 4,
+            linewidth=1.0,
+            alpha=0.4,
+            label=label,
+            zorder=2,
+            **style,
+        )
     if pareto and series:
         if front is None:
-            front = pareto_front(pd.concat(list(series.values()), ignore_index=True), cost=cost,
-                                 value=value, higher_is_better=higher_is_better)
+            front = pareto_front(
+                pd.concat(list(series.values()), ignore_index=True),
+                cost=cost,
+                value=value,
+                higher_is_better=higher_is_better,
+            )
         front = front.sort_values([cost, value], kind="stable")
-        ax.step(front[cost].to_numpy(float), front[value].to_numpy(float), where="post",
-                color="black", linewidth=2.5, marker="o", markersize=7, markerfacecolor="gold",
-                label="Pareto front", zorder=5)
+        ax.step(
+            front[cost].to_numpy(float),
+            front[value].to_numpy(float),
+            where="post",
+            color="black",
+            linewidth=2.5,
+            marker="o",
+            markersize=7,
+            markerfacecolor="gold",
+            label="Pareto front",
+            zorder=5,
+        )
         if annotate is not None:
             for _, row in front.iterrows():
-                ax.annotate(str(row[annotate]), (float(row[cost]), float(row[value])),
-                            textcoords="offset points", xytext=(4, -10), fontsize=7)
+                ax.annotate(
+                    str(row[annotate]),
+                    (float(row[cost]), float(row[value])),
+                    textcoords="offset points",
+                    xytext=(4, -10),
+                    fontsize=7,
+                )
     unit = f" ({cost_unit})" if cost_unit else ""
     ax.set_xlabel(f"{cost.replace('_', ' ')} per example{unit}")
     ax.set_ylabel(value_label or _metric_name(series.values()) or value)
@@ -99,8 +132,9 @@ def plot_frontier(tables: pd.DataFrame | Mapping[str, pd.DataFrame], *, ax: Axes
     return ax
 
 
-def plot_cost_histogram(report: Any, *, ax: Axes | None = None, bins: int | Sequence[float] = 30,
-                        cost_unit: str | None = None) -> Axes:
+def plot_cost_histogram(
+    report: Any, *, ax: Axes | None = None, bins: int | Sequence[float] = 30, cost_unit: str | None = None
+) -> Axes:
     """Histogram of the total cost paid by each example, with its mean and median marked.
 
     Parameters
@@ -151,8 +185,9 @@ def plot_trees_histogram(report: Any, *, ax: Axes | None = None) -> Axes:
     return ax
 
 
-def plot_feature_acquisition(report: Any, *, ax: Axes | None = None,
-                             costs: CostModel | None = None, sort: bool = True) -> Axes:
+def plot_feature_acquisition(
+    report: Any, *, ax: Axes | None = None, costs: CostModel | None = None, sort: bool = True
+) -> Axes:
     """Bar chart of the fraction of examples that acquired each feature.
 
     Parameters
@@ -192,15 +227,17 @@ def _series(tables: Any) -> dict[str, pd.DataFrame]:
         if "method" in tables.columns:
             return {str(k): g for k, g in tables.groupby("method", sort=False)}
         return {"model": tables}
-    raise TypeError(f"plot_frontier needs a DataFrame or a mapping name -> DataFrame, got "
-                    f"{type(tables).__name__}")
+    raise TypeError(
+        f"plot_frontier needs a DataFrame or a mapping name -> DataFrame, got {type(tables).__name__}"
+    )
 
 
 def _check_columns(table: pd.DataFrame, columns: Sequence[str]) -> None:
     missing = [c for c in columns if c not in table.columns]
     if missing:
-        raise KeyError(f"the frontier table has no column(s) {missing}; its columns are "
-                       f"{list(table.columns)}")
+        raise KeyError(
+            f"the frontier table has no column(s) {missing}; its columns are {list(table.columns)}"
+        )
 
 
 def _metric_name(tables: Any) -> str | None:

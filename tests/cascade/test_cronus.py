@@ -29,8 +29,9 @@ def small():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 6))
     y = (X[:, 0] + 0.5 * X[:, 1] - 0.3 * X[:, 2] + 0.5 * rng.normal(size=300) > 0.8).astype(int)
-    model = lightgbm.LGBMClassifier(n_estimators=12, num_leaves=4, learning_rate=0.3, verbose=-1,
-                                    n_jobs=1, min_child_samples=5).fit(X, y)
+    model = lightgbm.LGBMClassifier(
+        n_estimators=12, num_leaves=4, learning_rate=0.3, verbose=-1, n_jobs=1, min_child_samples=5
+    ).fit(X, y)
     costs = CostModel([1.0, 2.0, 4.0, 8.0, 3.0, 5.0], tree_cost=0.5)
     return Forest.from_model(model), X, y, costs
 
@@ -40,8 +41,9 @@ def medium():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1500, 8))
     y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=1500) > 1.0).astype(int)
-    model = lightgbm.LGBMClassifier(n_estimators=40, num_leaves=8, learning_rate=0.2, verbose=-1,
-                                    n_jobs=1).fit(X[:1000], y[:1000])
+    model = lightgbm.LGBMClassifier(
+        n_estimators=40, num_leaves=8, learning_rate=0.2, verbose=-1, n_jobs=1
+    ).fit(X[:1000], y[:1000])
     costs = CostModel([1, 1, 2, 5, 5, 10, 20, 20], tree_cost=1.0)
     return Forest.from_model(model), X[:1000], y[:1000], X[1000:], y[1000:], costs
 
@@ -58,12 +60,12 @@ def _reference_stage(prob, omega, prev_B, prev_d, d_k, lam, rho, start=None, max
     n_var = (T + 1) + T + T + U
 
     def split(v):
-        return v[:T + 1], v[T + 1:2 * T + 1], v[2 * T + 1:3 * T + 1], v[3 * T + 1:]
+        return v[: T + 1], v[T + 1 : 2 * T + 1], v[2 * T + 1 : 3 * T + 1], v[3 * T + 1 :]
 
     def fun(v):
         beta, u, s, w = split(v)
         res = H @ beta - prob.y
-        return 0.5 * np.sum(omega * res ** 2) + rho * u.sum() + lam * (prob.e @ s + prob.c @ w)
+        return 0.5 * np.sum(omega * res**2) + rho * u.sum() + lam * (prob.e @ s + prob.c @ w)
 
     def grad(v):
         beta, _, _, _ = split(v)
@@ -72,42 +74,49 @@ def _reference_stage(prob, omega, prev_B, prev_d, d_k, lam, rho, start=None, max
     def cons(v):
         beta, u, s, w = split(v)
         b = beta[:-1]
-        return np.r_[u - b, u + b, s ** 2 - a_tree - d_k ** 2 * b ** 2,
-                     w ** 2 - a_unit - d_k ** 2 * (F @ b ** 2)]
+        return np.r_[u - b, u + b, s**2 - a_tree - d_k**2 * b**2, w**2 - a_unit - d_k**2 * (F @ b**2)]
 
     def cons_jac(v):
         beta, _, s, w = split(v)
         b = beta[:-1]
         J = np.zeros((3 * T + U, n_var))
         eye = np.eye(T)
-        J[:T, :T], J[:T, T + 1:2 * T + 1] = -eye, eye
-        J[T:2 * T, :T], J[T:2 * T, T + 1:2 * T + 1] = eye, eye
-        J[2 * T:3 * T, :T] = -2 * d_k ** 2 * np.diag(b)
-        J[2 * T:3 * T, 2 * T + 1:3 * T + 1] = 2 * np.diag(s)
-        J[3 * T:, :T] = -2 * d_k ** 2 * F * b[None, :]
-        J[3 * T:, 3 * T + 1:] = 2 * np.diag(w)
+        J[:T, :T], J[:T, T + 1 : 2 * T + 1] = -eye, eye
+        J[T : 2 * T, :T], J[T : 2 * T, T + 1 : 2 * T + 1] = eye, eye
+        J[2 * T : 3 * T, :T] = -2 * d_k**2 * np.diag(b)
+        J[2 * T : 3 * T, 2 * T + 1 : 3 * T + 1] = 2 * np.diag(s)
+        J[3 * T :, :T] = -2 * d_k**2 * F * b[None, :]
+        J[3 * T :, 3 * T + 1 :] = 2 * np.diag(w)
         return J
 
     if start is None:  # the weighted least-squares fit (no penalty), independent of the reweighting
         sw = np.sqrt(omega)
         start = np.linalg.lstsq(H * sw[:, None], prob.y * sw, rcond=None)[0]
     b = start[:-1]  # with the tightest epigraph variables, slightly relaxed
-    x0 = np.r_[start, np.abs(b), np.sqrt(a_tree + d_k ** 2 * b ** 2),
-               np.sqrt(a_unit + d_k ** 2 * (F @ b ** 2))]
-    x0[T + 1:] += 1e-6
+    x0 = np.r_[start, np.abs(b), np.sqrt(a_tree + d_k**2 * b**2), np.sqrt(a_unit + d_k**2 * (F @ b**2))]
+    x0[T + 1 :] += 1e-6
     bounds = [(None, None)] * (T + 1) + [(0, None)] * (T + T + U)
-    res = minimize(fun, x0, jac=grad, method="SLSQP", bounds=bounds,
-                   constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
-                   options={"maxiter": maxiter, "ftol": 1e-13})
+    res = minimize(
+        fun,
+        x0,
+        jac=grad,
+        method="SLSQP",
+        bounds=bounds,
+        constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
+        options={"maxiter": maxiter, "ftol": 1e-13},
+    )
     assert np.min(cons(res.x)) > -1e-8, res.message  # a feasible point
     return split(res.x)[0], res.fun
 
 
-@pytest.mark.parametrize("lam,rho,previous", [
-    (0.002, 1e-3, False),  # eq. (7): one stage, l1 + tree cost + feature mixed norm
-    (0.01, 0.0, False),  # cost terms alone (no l1)
-    (0.004, 5e-4, True),  # a second stage: the norms include the first stage's weights
-])
+@pytest.mark.parametrize(
+    "lam,rho,previous",
+    [
+        (0.002, 1e-3, False),  # eq. (7): one stage, l1 + tree cost + feature mixed norm
+        (0.01, 0.0, False),  # cost terms alone (no l1)
+        (0.004, 5e-4, True),  # a second stage: the norms include the first stage's weights
+    ],
+)
 def test_closed_form_stage_equals_numerical_minimum(small, lam, rho, previous):
     forest, X, y, costs = small
     prob, _ = build_problem(forest, X, y, costs, 3.5)
@@ -121,8 +130,9 @@ def test_closed_form_stage_equals_numerical_minimum(small, lam, rho, previous):
         prev_B, prev_d, d_k, reach = np.zeros((0, prob.n_trees + 1)), np.zeros(0), 1.0, np.ones(prob.n)
     omega = prob.omega * reach
     G, r, c0 = stage_gram(prob, omega)
-    beta, history = solve_stage(prob, G, r, c0, prev_B, prev_d, d_k, lam=lam, rho=rho, max_iter=5000,
-                                tol=1e-13)
+    beta, history = solve_stage(
+        prob, G, r, c0, prev_B, prev_d, d_k, lam=lam, rho=rho, max_iter=5000, tol=1e-13
+    )
     value = stage_objective(prob, G, r, c0, beta, prev_B, prev_d, d_k, lam, rho)
     # SLSQP from scratch on the epigraph form does no better (it may stall a little above) ...
     _, scratch_value = _reference_stage(prob, omega, prev_B, prev_d, d_k, lam, rho, maxiter=300)
@@ -145,11 +155,23 @@ def test_l1_stage_equals_weighted_lasso(small):
     prob, _ = build_problem(forest, X, y, costs, 3.5)
     rho = 2e-3
     G, r, c0 = stage_gram(prob, prob.omega)
-    beta, _ = solve_stage(prob, G, r, c0, np.zeros((0, prob.n_trees + 1)), np.zeros(0), 1.0, lam=0.0,
-                          rho=rho, max_iter=5000, tol=1e-14)
+    beta, _ = solve_stage(
+        prob,
+        G,
+        r,
+        c0,
+        np.zeros((0, prob.n_trees + 1)),
+        np.zeros(0),
+        1.0,
+        lam=0.0,
+        rho=rho,
+        max_iter=5000,
+        tol=1e-14,
+    )
     total = prob.omega.sum()
     lasso = Lasso(alpha=rho / total, tol=1e-12, max_iter=100_000).fit(
-        prob.H[:, :-1], prob.y, sample_weight=prob.omega * len(prob.y) / total)
+        prob.H[:, :-1], prob.y, sample_weight=prob.omega * len(prob.y) / total
+    )
     ref = np.r_[lasso.coef_, lasso.intercept_]
     value = stage_objective(prob, G, r, c0, beta, np.zeros((0, len(beta))), np.zeros(0), 1.0, 0.0, rho)
     ref_value = stage_objective(prob, G, r, c0, ref, np.zeros((0, len(beta))), np.zeros(0), 1.0, 0.0, rho)
@@ -173,12 +195,20 @@ def test_lemma1_substitution_gives_back_eq8(medium):
     sigma = np.abs(B[:, :-1])
     # zero weights: any sigma > 0 works in the limit; use a tiny one where the term is 0/0
     tiny = 1e-300
-    sub = substituted_objective(prob, B, theta, np.maximum(sigma, tiny), np.maximum(kappa, tiny),
-                                np.maximum(eta, tiny), **kw)
+    sub = substituted_objective(
+        prob, B, theta, np.maximum(sigma, tiny), np.maximum(kappa, tiny), np.maximum(eta, tiny), **kw
+    )
     assert sub == pytest.approx(exact, rel=1e-10)
     for factor in (0.5, 2.0):  # any other auxiliary values bound eq. (8) from above
-        off = substituted_objective(prob, B, theta, np.maximum(sigma, tiny) * factor,
-                                    np.maximum(kappa, tiny) * factor, np.maximum(eta, tiny) * factor, **kw)
+        off = substituted_objective(
+            prob,
+            B,
+            theta,
+            np.maximum(sigma, tiny) * factor,
+            np.maximum(kappa, tiny) * factor,
+            np.maximum(eta, tiny) * factor,
+            **kw,
+        )
         assert off > exact
 
 
@@ -188,10 +218,12 @@ def test_lemma1_alternation_converges_to_nonsmooth_value(small):
     prob, _ = build_problem(forest, X, y, costs, 3.5)
     G, r, c0 = stage_gram(prob, prob.omega)
     none = np.zeros((0, prob.n_trees + 1))
-    _, history = solve_stage(prob, G, r, c0, none, np.zeros(0), 1.0, lam=0.002, rho=1e-3, max_iter=5000,
-                             tol=1e-13)
-    beta, _ = solve_stage(prob, G, r, c0, none, np.zeros(0), 1.0, lam=0.002, rho=1e-3, max_iter=5000,
-                          tol=1e-13)
+    _, history = solve_stage(
+        prob, G, r, c0, none, np.zeros(0), 1.0, lam=0.002, rho=1e-3, max_iter=5000, tol=1e-13
+    )
+    beta, _ = solve_stage(
+        prob, G, r, c0, none, np.zeros(0), 1.0, lam=0.002, rho=1e-3, max_iter=5000, tol=1e-13
+    )
     _, ref_value = _reference_stage(prob, prob.omega, none, np.zeros(0), 1.0, 0.002, 1e-3, start=beta)
     assert history[0] > ref_value + 1e-3  # it starts far away (the original ensemble) ...
     assert history[-1] == pytest.approx(ref_value, rel=1e-7)  # ... and converges to the optimum
@@ -241,7 +273,7 @@ def test_trees_once_per_example_and_cost_recomputed(medium):
     assert shared > 0  # stages reuse trees, so double evaluation would show
     ev, trees, recomputed = _recount(forest, plan, X_test, costs)
     np.testing.assert_array_equal(ev.cost.n_trees, trees)
-    stage_sum = np.array([W[:e + 1].sum() for e in ev.exit])
+    stage_sum = np.array([W[: e + 1].sum() for e in ev.exit])
     assert np.any(ev.cost.n_trees < stage_sum)
     np.testing.assert_allclose(ev.cost.total, recomputed)
     # lazy evaluation (features fetched on demand) gives the same predictions and costs
@@ -265,8 +297,16 @@ def test_cronus_result_and_plan(medium):
     # Algorithm 1 never increases eq. (8)
     assert np.all(np.diff(res.history) <= 1e-12)
     assert res.objective <= res.init_objective
-    assert res.objective == pytest.approx(objective(build_problem(forest, X, y, costs, 3.5)[0], res.weights,
-                                                    res.thresholds, lam=lam, rho=1e-3, gamma=50.0))
+    assert res.objective == pytest.approx(
+        objective(
+            build_problem(forest, X, y, costs, 3.5)[0],
+            res.weights,
+            res.thresholds,
+            lam=lam,
+            rho=1e-3,
+            gamma=50.0,
+        )
+    )
     # initialization: each stage passes 85% of the (soft) inputs it receives
     prob, _ = build_problem(forest, X, y, costs, 3.5)
     _, p, _ = soft_flow(prob.H @ res.init_weights.T, res.init_thresholds, 50.0)
@@ -337,6 +377,7 @@ def test_errors(small, medium):
     with pytest.raises(ValueError, match="lam"):
         reweight(forest, X, y, costs, lam=-1.0)
     multi = lightgbm.LGBMClassifier(n_estimators=3, num_leaves=4, verbose=-1, n_jobs=1).fit(
-        X, np.arange(len(y)) % 3)
+        X, np.arange(len(y)) % 3
+    )
     with pytest.raises(ValueError, match="single-output"):
         cronus(multi, X, y, costs)

@@ -17,8 +17,9 @@ def ranker():
     X = rng.normal(size=(n_q * per, 5))
     rel = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.7, size=len(X))), 0, 4).astype(int)
     qid = np.repeat(np.arange(n_q), per)
-    model = lightgbm.LGBMRanker(n_estimators=40, num_leaves=6, learning_rate=0.2, verbose=-1, n_jobs=1,
-                                min_child_samples=3).fit(X, rel, group=[per] * n_q)
+    model = lightgbm.LGBMRanker(
+        n_estimators=40, num_leaves=6, learning_rate=0.2, verbose=-1, n_jobs=1, min_child_samples=3
+    ).fit(X, rel, group=[per] * n_q)
     costs = CostModel([1.0, 3.0, 5.0, 10.0, 2.0], tree_cost=0.5)
     return Forest.from_model(model), X, qid, costs
 
@@ -45,11 +46,14 @@ def _brute_force(forest, X, qid, s, every, k):
     return stop
 
 
-@pytest.mark.parametrize("s,every,k", [
-    (0.3, 5, 5),  # moderate proximity, the paper's fifth best
-    (1.0, 10, 3),  # wider margin, fewer exits
-    (0.0, 5, 5),  # no margin: only documents above the k-th best survive the first exit
-])
+@pytest.mark.parametrize(
+    "s,every,k",
+    [
+        (0.3, 5, 5),  # moderate proximity, the paper's fifth best
+        (1.0, 10, 3),  # wider margin, fewer exits
+        (0.0, 5, 5),  # no margin: only documents above the k-th best survive the first exit
+    ],
+)
 def test_ranking_early_exit_matches_brute_force(ranker, s, every, k):
     forest, X, qid, costs = ranker
     res = ranking_early_exit(forest, X, qid, s, costs, every=every, k=k)
@@ -57,7 +61,7 @@ def test_ranking_early_exit_matches_brute_force(ranker, s, every, k):
     np.testing.assert_array_equal(res.cost.n_trees, res.n_trees)
     # the cost of each document is what evaluating its prefix forest alone costs
     for i in range(0, len(X), 37):
-        alone = thrifty.evaluate(forest.subset(range(int(res.n_trees[i]))), X[i:i + 1], costs).cost
+        alone = thrifty.evaluate(forest.subset(range(int(res.n_trees[i]))), X[i : i + 1], costs).cost
         assert res.cost.total[i] == pytest.approx(alone.total[0])
         np.testing.assert_array_equal(res.cost.acquired[i], alone.acquired[0])
     assert res.n_trees.min() < forest.n_trees

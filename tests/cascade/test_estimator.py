@@ -19,8 +19,9 @@ def data():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(1400, 6))
     y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.4 * rng.normal(size=1400) > 0.9).astype(int)
-    model = lightgbm.LGBMClassifier(n_estimators=30, num_leaves=8, learning_rate=0.2, verbose=-1,
-                                    n_jobs=1).fit(X[:900], y[:900])
+    model = lightgbm.LGBMClassifier(
+        n_estimators=30, num_leaves=8, learning_rate=0.2, verbose=-1, n_jobs=1
+    ).fit(X[:900], y[:900])
     costs = CostModel([1, 2, 2, 5, 10, 20], tree_cost=1.0)
     return model, X[:900], y[:900], X[900:], y[900:], costs
 
@@ -49,8 +50,9 @@ def test_budget(data):
     full_cost = thrifty.evaluate(model, X, costs).cost.mean
     accuracies = []
     for budget in (0.2 * full_cost, 10 * full_cost):
-        clf = CronusClassifier(model, costs, budget=budget, n_stages=3, max_cycles=1, n_lams=4,
-                               progress=False, n_threads=1).fit(X, y)
+        clf = CronusClassifier(
+            model, costs, budget=budget, n_stages=3, max_cycles=1, n_lams=4, progress=False, n_threads=1
+        ).fit(X, y)
         assert clf.cost_report(X).mean <= budget
         chosen = [r for r in clf.sweep_ if r["lam"] == clf.lam_][0]
         assert chosen["mean_cost"] == pytest.approx(clf.cost_report(X).mean)
@@ -96,8 +98,10 @@ def test_errors(data):
 _SMALL_GBT = lightgbm.LGBMClassifier(n_estimators=5, num_leaves=4, min_child_samples=2, verbose=-1, n_jobs=1)
 
 
-@parametrize_with_checks([
-    CronusClassifier(_SMALL_GBT, n_stages=2, max_cycles=1, progress=False, n_threads=1),
-])
+@parametrize_with_checks(
+    [
+        CronusClassifier(_SMALL_GBT, n_stages=2, max_cycles=1, progress=False, n_threads=1),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)

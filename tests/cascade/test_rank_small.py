@@ -15,11 +15,13 @@ def test_rank_small_cascade_is_cheaper(data_home):
     ds = datasets.load("rank_small", data_home=data_home)
     X_tr, y_tr, _ = ds.subset("train")
     X_te, y_te, q_te = ds.subset("test")
-    costs = CostModel(datasets.yahoo_costs(300, seed=0, data_home=data_home), feature_names=ds.feature_names,
-                      tree_cost=1.0)
+    costs = CostModel(
+        datasets.yahoo_costs(300, seed=0, data_home=data_home), feature_names=ds.feature_names, tree_cost=1.0
+    )
     rel = y_tr >= 3
-    model = lightgbm.LGBMRegressor(n_estimators=40, num_leaves=8, learning_rate=0.1, verbose=-1, n_jobs=1,
-                                   random_state=0).fit(X_tr, np.where(rel, 1.0, -1.0))
+    model = lightgbm.LGBMRegressor(
+        n_estimators=40, num_leaves=8, learning_rate=0.1, verbose=-1, n_jobs=1, random_state=0
+    ).fit(X_tr, np.where(rel, 1.0, -1.0))
     forest = Forest.from_model(model)
     lam = lambda_max(forest, X_tr, rel, costs, rho=1e-3, exact=False) / 2
     plan = cronus(forest, X_tr, rel, costs, lam=lam, n_stages=3, max_cycles=1, n_threads=1)

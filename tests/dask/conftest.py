@@ -18,7 +18,13 @@ def client():
     """A client of a LocalCluster: 2 worker processes of 1 thread each, on 127.0.0.1."""
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None, memory_limit="1GiB")
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        memory_limit="1GiB",
+    )
     with cluster, Client(cluster) as c:
         yield c

@@ -36,8 +36,9 @@ def _free_port() -> int:
 def _start(args: list[str], log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     # Own process group: the cleanup stops the process and anything it started.
-    return subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+    return subprocess.Popen(
+        args, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -52,8 +53,22 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _worker(address: str, name: str, log: Path) -> subprocess.Popen:
     # No nanny: the process started here is the worker itself (killing it kills the worker).
-    return _start([DASK, "worker", address, "--nthreads", "1",
-                   "--no-nanny", "--name", name, "--host", "127.0.0.1", "--no-dashboard"], log)
+    return _start(
+        [
+            DASK,
+            "worker",
+            address,
+            "--nthreads",
+            "1",
+            "--no-nanny",
+            "--name",
+            name,
+            "--host",
+            "127.0.0.1",
+            "--no-dashboard",
+        ],
+        log,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +76,12 @@ def cli_cluster(tmp_path_factory):
     """A `dask scheduler` and one `dask worker` process on free loopback ports."""
     logs = tmp_path_factory.mktemp("dask-cli")
     address = f"tcp://127.0.0.1:{_free_port()}"
-    procs = [_start([DASK, "scheduler", "--host", "127.0.0.1",
-                     "--port", address.rsplit(":", 1)[1], "--no-dashboard"], logs / "scheduler.log")]
+    procs = [
+        _start(
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard"],
+            logs / "scheduler.log",
+        )
+    ]
     try:
         procs.append(_worker(address, "w0", logs / "w0.log"))
         with distributed.Client(address, timeout=START_TIMEOUT) as client:

@@ -15,6 +15,7 @@ from thrifty.cli import main  # noqa: E402
 
 FAST = {"n_estimators": 30, "num_leaves": 8, "n_jobs": 1}
 
+
 def _binary(n=240, seed=0):
     rng = np.random.default_rng(seed)
     X = pd.DataFrame(rng.normal(size=(n, 4)), columns=["a", "b", "c", "d"])
@@ -24,8 +25,11 @@ def _binary(n=240, seed=0):
 
 def test_cli_scheduler_option_gives_the_same_files(client, tmp_path, monkeypatch):
     # Smaller models and 2 folds keep the test short (the CLI's defaults are for real data).
-    monkeypatch.setattr(thrifty.comparison, "compare",
-                        functools.partial(thrifty.comparison.compare, lightgbm_params=FAST, cv=2))
+    monkeypatch.setattr(
+        thrifty.comparison,
+        "compare",
+        functools.partial(thrifty.comparison.compare, lightgbm_params=FAST, cv=2),
+    )
     X, y = _binary()
     data = tmp_path / "tiny.csv"
     X.assign(target=y).to_csv(data, index=False)

@@ -33,15 +33,20 @@ def adult_like():
     """A frame with a categorical column, string classes, a cost model and a fitted LightGBM."""
     rng = np.random.default_rng(0)
     n = 1200
-    frame = pd.DataFrame({"age": rng.integers(18, 80, n).astype(float),
-                          "hours": rng.normal(40, 10, n),
-                          "work": pd.Categorical(rng.choice(["private", "gov", "self"], n)),
-                          "gain": rng.exponential(1.0, n)})
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(18, 80, n).astype(float),
+            "hours": rng.normal(40, 10, n),
+            "work": pd.Categorical(rng.choice(["private", "gov", "self"], n)),
+            "gain": rng.exponential(1.0, n),
+        }
+    )
     score = 0.05 * (frame.age - 40) + 0.1 * (frame.hours - 40) + (frame.work == "gov") + frame.gain
     y = np.where(score + rng.normal(size=n) > 1, ">50K", "<=50K")
     model = lightgbm.LGBMClassifier(n_estimators=25, num_leaves=8, verbose=-1, n_jobs=1).fit(frame, y)
-    costs = CostModel({"age": 1, "hours": 2, "work": 3, "gain": 5}, feature_names=list(frame.columns),
-                      tree_cost=0.1)
+    costs = CostModel(
+        {"age": 1, "hours": 2, "work": 3, "gain": 5}, feature_names=list(frame.columns), tree_cost=0.1
+    )
     return frame, y, model, costs
 
 
@@ -58,8 +63,16 @@ def test_dataframe_with_categoricals_matches_evaluate(client, adult_like):
     frame, _, model, costs = adult_like
     ddf = dd.from_pandas(frame, npartitions=5)
     scored = evaluate(model, ddf, costs)
-    assert list(scored.columns) == ["prediction", "proba_<=50K", "proba_>50K", "exit", "cost",
-                                    "feature_cost", "evaluation_cost", "n_trees"]
+    assert list(scored.columns) == [
+        "prediction",
+        "proba_<=50K",
+        "proba_>50K",
+        "exit",
+        "cost",
+        "feature_cost",
+        "evaluation_cost",
+        "n_trees",
+    ]
     table = scored.compute()
     # meta is exact: the computed frame has the dtypes the lazy frame announced
     assert table.dtypes.equals(scored.dtypes)
@@ -121,8 +134,9 @@ def test_plan_reaches_each_worker_once(client, adult_like, tmp_path):
 
 def test_lazy_fetches_exactly_what_lazy_evaluation_acquires(client, adult_like, tmp_path):
     frame, _, model, costs = adult_like
-    X = thrifty.forest._inputs.to_matrix(frame, 4, list(frame.columns), Full(thrifty.Forest.from_model(model))
-                                         .categories)
+    X = thrifty.forest._inputs.to_matrix(
+        frame, 4, list(frame.columns), Full(thrifty.Forest.from_model(model)).categories
+    )
     np.save(tmp_path / "store.npy", X)
     keys = dd.from_pandas(pd.DataFrame({"row": np.arange(len(frame))}), npartitions=6)
     scored = evaluate(model, keys, costs, provider_factory=StoreProvider(str(tmp_path)))
@@ -140,8 +154,8 @@ def test_lazy_fetches_exactly_what_lazy_evaluation_acquires(client, adult_like, 
     worker_pairs = []
     for path in sorted(tmp_path.glob("fetched-*.npy")):
         worker_pairs.extend(map(tuple, np.load(path).tolist()))
-    assert len(list(tmp_path.glob("fetched-*.npy"))) == 6        # one provider per partition
-    assert len(worker_pairs) == len(set(worker_pairs))             # nothing fetched twice
+    assert len(list(tmp_path.glob("fetched-*.npy"))) == 6  # one provider per partition
+    assert len(worker_pairs) == len(set(worker_pairs))  # nothing fetched twice
     assert set(worker_pairs) == set(fetched)
     assert set(worker_pairs) == {(int(r), int(f)) for r, f in zip(*np.nonzero(ev.cost.acquired))}
 
@@ -160,8 +174,14 @@ def test_bad_inputs_fail_with_a_message(adult_like):
 
 def test_import_thrifty_does_not_import_dask():
     code = "import sys, thrifty; print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    )
     assert out.stdout.strip() == "False"
 
 

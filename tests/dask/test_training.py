@@ -30,10 +30,15 @@ def test_one_worker_dask_cegb_is_the_in_memory_model():
     # One worker: LightGBM's data-parallel learner sees every row, so the lazy penalty needs no
     # scaling and the model is the one trained in memory (same trees, same costs).
     X, y = _data()
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
         on_dask = CEGBClassifier(costs=COSTS, tradeoff=0.003, **FAST).fit(
-            dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2))
+            dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+        )
     local = CEGBClassifier(costs=COSTS, tradeoff=0.003, **FAST).fit(X, y)
     np.testing.assert_array_equal(on_dask.forest_.feature, local.forest_.feature)
     np.testing.assert_allclose(on_dask.predict_proba(X), local.predict_proba(X), rtol=1e-9)
@@ -48,11 +53,12 @@ def test_two_workers_train_with_the_same_penalties_and_budget_is_measured_on_the
     clf = CEGBClassifier(costs=COSTS, budget=8.0, max_fits=4, tolerance=0.3, **FAST)
     with pytest.warns(UserWarning, match="per-example feature costs trained on 2 Dask workers"):
         clf.fit(dX, dy, eval_set=dd.from_pandas(X_cal, npartitions=3))
-    assert clf.tradeoff_ > 0   # the unpenalised model costs more than the budget
+    assert clf.tradeoff_ > 0  # the unpenalised model costs more than the budget
     lazy = cegb_params(COSTS, clf.tradeoff_)["cegb_penalty_feature_lazy"]
     # the parameters LightGBM trained with, as its model file records them
-    line = next(t for t in clf.booster_.model_to_string().splitlines()
-                if t.startswith("[cegb_penalty_feature_lazy:"))
+    line = next(
+        t for t in clf.booster_.model_to_string().splitlines() if t.startswith("[cegb_penalty_feature_lazy:")
+    )
     trained = [float(v) for v in line.split(":", 1)[1].strip(" ]").split(",")]
     np.testing.assert_allclose(trained, lazy)
     # the budget search measured what thrifty.evaluate measures on the same rows
@@ -69,8 +75,9 @@ def test_dask_regressor_and_greedymiser(client):
     reg = CEGBRegressor(costs=COSTS, tradeoff=0.001, **FAST).fit(dX, dd.from_pandas(target, npartitions=4))
     assert np.corrcoef(reg.predict(X), target)[0, 1] > 0.9
     with pytest.warns(UserWarning, match="once-per-model feature costs"):
-        gm = GreedyMiserClassifier(costs=COSTS, tradeoff=1e-4, n_estimators=15, n_jobs=1, progress=False,
-                                   random_state=0).fit(dX, dd.from_pandas(y, npartitions=4))
+        gm = GreedyMiserClassifier(
+            costs=COSTS, tradeoff=1e-4, n_estimators=15, n_jobs=1, progress=False, random_state=0
+        ).fit(dX, dd.from_pandas(y, npartitions=4))
     raw = gm.booster_.predict(X, raw_score=True) + gm.init_score_[0]
     np.testing.assert_allclose(gm.forest_.predict_raw(X).reshape(-1), raw, rtol=1e-9, atol=1e-9)
     assert gm.init_score_[0] == pytest.approx(np.log(y.mean() / (1 - y.mean())))

@@ -26,12 +26,14 @@ lgb = pytest.importorskip("lightgbm")
 
 
 def _frame(rng: np.random.Generator, n: int = 300) -> pd.DataFrame:
-    return pd.DataFrame({
-        "x": rng.normal(size=n),
-        "color": pd.Categorical(rng.choice(["red", "green", "blue", "plum"], n)),
-        "grade": pd.Categorical(rng.choice([10, 20, 30], n), categories=[30, 10, 20]),
-        "z": rng.normal(size=n),
-    })
+    return pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "color": pd.Categorical(rng.choice(["red", "green", "blue", "plum"], n)),
+            "grade": pd.Categorical(rng.choice([10, 20, 30], n), categories=[30, 10, 20]),
+            "z": rng.normal(size=n),
+        }
+    )
 
 
 def _frame_labels(frame: pd.DataFrame) -> np.ndarray:
@@ -55,8 +57,9 @@ def _lightgbm_pandas(rng):  # binary, NaN defaults, pandas categories (strings, 
 
 def _lightgbm_rf_multiclass(rng):  # averaged trees, 3 classes
     X = make_data(rng, nan_fraction=0.1)
-    model = lgb.LGBMClassifier(boosting_type="rf", bagging_fraction=0.7, bagging_freq=1,
-                               n_estimators=10, verbose=-1)
+    model = lgb.LGBMClassifier(
+        boosting_type="rf", bagging_fraction=0.7, bagging_freq=1, n_estimators=10, verbose=-1
+    )
     return model.fit(X, _array_labels(X, 3)), X
 
 
@@ -105,11 +108,16 @@ def _sklearn_hgb_pandas(rng):  # categorical columns moved back to their positio
 
 # Every kind of forest the importers produce: links, tasks, vector leaves, categories, float32.
 KINDS: dict[str, Callable[[np.random.Generator], tuple[Any, Any]]] = {
-    "lightgbm_pandas": _lightgbm_pandas, "lightgbm_rf_multiclass": _lightgbm_rf_multiclass,
-    "lightgbm_ranker": _lightgbm_ranker, "xgboost_multiclass": _xgboost_multiclass,
-    "xgboost_pandas": _xgboost_pandas, "sklearn_tree": _sklearn_tree,
-    "sklearn_rf_binary": _sklearn_rf_binary, "sklearn_rf_regressor": _sklearn_rf_regressor,
-    "sklearn_gb": _sklearn_gb, "sklearn_hgb_pandas": _sklearn_hgb_pandas,
+    "lightgbm_pandas": _lightgbm_pandas,
+    "lightgbm_rf_multiclass": _lightgbm_rf_multiclass,
+    "lightgbm_ranker": _lightgbm_ranker,
+    "xgboost_multiclass": _xgboost_multiclass,
+    "xgboost_pandas": _xgboost_pandas,
+    "sklearn_tree": _sklearn_tree,
+    "sklearn_rf_binary": _sklearn_rf_binary,
+    "sklearn_rf_regressor": _sklearn_rf_regressor,
+    "sklearn_gb": _sklearn_gb,
+    "sklearn_hgb_pandas": _sklearn_hgb_pandas,
 }
 
 
@@ -137,14 +145,35 @@ def _probe(forest: Forest, data: Any) -> Any:
 
 
 def _same_forest(a: Forest, b: Forest) -> None:
-    for name in ("feature", "threshold", "children_left", "children_right", "missing_left",
-                 "missing_type", "cat_start", "cat_size", "cat_bitsets", "value", "roots",
-                 "tree_weight", "tree_class", "base_score"):
+    for name in (
+        "feature",
+        "threshold",
+        "children_left",
+        "children_right",
+        "missing_left",
+        "missing_type",
+        "cat_start",
+        "cat_size",
+        "cat_bitsets",
+        "value",
+        "roots",
+        "tree_weight",
+        "tree_class",
+        "base_score",
+    ):
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype and x.shape == y.shape, name
         np.testing.assert_array_equal(x, y, err_msg=name)
-    for name in ("n_features", "link", "task", "feature_names", "categories", "input_dtype",
-                 "aggregation", "source"):
+    for name in (
+        "n_features",
+        "link",
+        "task",
+        "feature_names",
+        "categories",
+        "input_dtype",
+        "aggregation",
+        "source",
+    ):
         assert getattr(a, name) == getattr(b, name), name
     if a.classes is None:
         assert b.classes is None
@@ -199,16 +228,19 @@ def _cycle(doc: dict) -> None:
     arrays["children_left"] = encode_array(left)
 
 
-@pytest.mark.parametrize("edit, match", [
-    (lambda d: d.update(format="something.else"), "not a thrifty forest"),  # another document
-    (lambda d: d.update(version=VERSION + 1), "newer"),  # written by a newer thrifty
-    (lambda d: d.update(link="exp"), "unknown link"),  # a link this version does not know
-    (lambda d: d.update(task="survival"), "unknown task"),
-    (lambda d: d["arrays"]["threshold"].update(shape=[1]), "reshape|shape"),  # wrong length
-    (lambda d: d["arrays"]["threshold"].update(data="AAAA"), "buffer size"),  # truncated data
-    (lambda d: d.update(n_features=0), "feature"),  # nodes test features that do not exist
-    (_cycle, "do not form trees"),  # a cycle would make prediction loop forever
-])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda d: d.update(format="something.else"), "not a thrifty forest"),  # another document
+        (lambda d: d.update(version=VERSION + 1), "newer"),  # written by a newer thrifty
+        (lambda d: d.update(link="exp"), "unknown link"),  # a link this version does not know
+        (lambda d: d.update(task="survival"), "unknown task"),
+        (lambda d: d["arrays"]["threshold"].update(shape=[1]), "reshape|shape"),  # wrong length
+        (lambda d: d["arrays"]["threshold"].update(data="AAAA"), "buffer size"),  # truncated data
+        (lambda d: d.update(n_features=0), "feature"),  # nodes test features that do not exist
+        (_cycle, "do not form trees"),  # a cycle would make prediction loop forever
+    ],
+)
 def test_broken_documents_raise_clear_errors(document, edit, match):
     with pytest.raises(ValueError, match=match):
         Forest.from_json(_broken(document, edit))
@@ -219,22 +251,28 @@ def test_truncated_json_raises_value_error(document):
         Forest.from_json(json.dumps(document)[:200])
 
 
-@pytest.mark.parametrize("edit", [
-    lambda d: d.pop("link"),  # a field is missing
-    lambda d: d["arrays"].pop("feature"),  # an array is missing
-    lambda d: d.update(version="2"),  # a version that is not a number
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.pop("link"),  # a field is missing
+        lambda d: d["arrays"].pop("feature"),  # an array is missing
+        lambda d: d.update(version="2"),  # a version that is not a number
+    ],
+)
 def test_malformed_documents_raise_value_error(document, edit):
     with pytest.raises(ValueError):
         Forest.from_json(_broken(document, edit))
 
 
-@pytest.mark.parametrize(("array", "value", "where", "message"), [
-    ("threshold", np.nan, "internal", "has a NaN threshold"),
-    ("value", np.inf, "leaf", "has a NaN or infinite leaf value"),
-    ("missing_type", 7, "internal", "has an unknown missing_type"),
-    ("tree_weight", np.nan, None, "tree_weight holds NaN or infinity"),
-])
+@pytest.mark.parametrize(
+    ("array", "value", "where", "message"),
+    [
+        ("threshold", np.nan, "internal", "has a NaN threshold"),
+        ("value", np.inf, "leaf", "has a NaN or infinite leaf value"),
+        ("missing_type", 7, "internal", "has an unknown missing_type"),
+        ("tree_weight", np.nan, None, "tree_weight holds NaN or infinity"),
+    ],
+)
 def test_invalid_node_data_is_rejected_naming_the_node(array, value, where, message):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))

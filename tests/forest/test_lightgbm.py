@@ -55,15 +55,25 @@ def _multiclass(rng):  # string labels, softmax over 3 classes
 
 def _zero_as_missing(rng):  # missing_type Zero: NaN and zeros go the default way
     X = make_data(rng, nan_fraction=0.1, zero_fraction=0.2)
-    params = {"objective": "regression", "zero_as_missing": True, "num_leaves": 8, "verbose": -1,
-                  "min_data_in_leaf": 5}
+    params = {
+        "objective": "regression",
+        "zero_as_missing": True,
+        "num_leaves": 8,
+        "verbose": -1,
+        "min_data_in_leaf": 5,
+    }
     return Case(lgb.train(params, lgb.Dataset(X, np.nan_to_num(X[:, 0]) * 2), 20), 4)
 
 
 def _no_missing(rng):  # use_missing=False: missing_type None, NaN is read as 0.0
     X = make_data(rng, nan_fraction=0.1)
-    params = {"objective": "huber", "use_missing": False, "num_leaves": 8, "verbose": -1,
-                  "min_data_in_leaf": 5}
+    params = {
+        "objective": "huber",
+        "use_missing": False,
+        "num_leaves": 8,
+        "verbose": -1,
+        "min_data_in_leaf": 5,
+    }
     return Case(lgb.train(params, lgb.Dataset(X, np.nan_to_num(X[:, 1]) - X[:, 2]), 20), 4)
 
 
@@ -75,15 +85,17 @@ def _lambdarank(rng):  # ranking objective: identity link
 
 def _rf_binary(rng):  # boosting="rf": trees averaged (average_output)
     X = make_data(rng, nan_fraction=0.05)
-    model = lgb.LGBMClassifier(boosting_type="rf", bagging_fraction=0.7, bagging_freq=1,
-                               **SMALL).fit(X, _labels(X, rng))
+    model = lgb.LGBMClassifier(boosting_type="rf", bagging_fraction=0.7, bagging_freq=1, **SMALL).fit(
+        X, _labels(X, rng)
+    )
     return Case(model, 4)
 
 
 def _rf_multiclass(rng):  # rf with 3 classes: each class averaged over the iterations
     X = make_data(rng)
-    model = lgb.LGBMClassifier(boosting_type="rf", bagging_fraction=0.7, bagging_freq=1,
-                               **SMALL).fit(X, _labels(X, rng, 3))
+    model = lgb.LGBMClassifier(boosting_type="rf", bagging_fraction=0.7, bagging_freq=1, **SMALL).fit(
+        X, _labels(X, rng, 3)
+    )
     return Case(model, 4)
 
 
@@ -106,8 +118,13 @@ def _early_stopped(rng):  # best_iteration < n_estimators: predict uses best_ite
     X = make_data(rng, n=400)
     y = X[:, 0] + rng.normal(scale=2.0, size=len(X))
     model = lgb.LGBMRegressor(n_estimators=60, learning_rate=0.5, num_leaves=16, verbose=-1)
-    model.fit(X[:200], y[:200], eval_X=(X[200:],), eval_y=(y[200:],),
-              callbacks=[lgb.early_stopping(3, verbose=False)])
+    model.fit(
+        X[:200],
+        y[:200],
+        eval_X=(X[200:],),
+        eval_y=(y[200:],),
+        callbacks=[lgb.early_stopping(3, verbose=False)],
+    )
     assert 0 < model.best_iteration_ < 60
     return Case(model, 4)
 
@@ -119,10 +136,17 @@ def _dart(rng):  # dart rescales dropped trees in place; prediction is a plain s
 
 
 BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
-    "binary_nan": _binary_nan, "multiclass": _multiclass, "zero_as_missing": _zero_as_missing,
-    "no_missing": _no_missing, "lambdarank": _lambdarank, "rf_binary": _rf_binary,
-    "rf_multiclass": _rf_multiclass, "categorical_codes": _categorical_codes,
-    "single_leaf": _single_leaf, "early_stopped": _early_stopped, "dart": _dart,
+    "binary_nan": _binary_nan,
+    "multiclass": _multiclass,
+    "zero_as_missing": _zero_as_missing,
+    "no_missing": _no_missing,
+    "lambdarank": _lambdarank,
+    "rf_binary": _rf_binary,
+    "rf_multiclass": _rf_multiclass,
+    "categorical_codes": _categorical_codes,
+    "single_leaf": _single_leaf,
+    "early_stopped": _early_stopped,
+    "dart": _dart,
 }
 
 
@@ -214,12 +238,14 @@ def test_structure(case):
 @pytest.fixture(scope="module")
 def pandas_model(rng):
     n = 400
-    frame = pd.DataFrame({
-        "x": rng.normal(size=n),
-        "color": pd.Categorical(rng.choice(["red", "green", "blue", "plum", "teal"], n)),
-        "size": rng.integers(0, 4, n).astype(float),
-        "grade": pd.Categorical(rng.choice([10, 20, 30, 40], n), categories=[40, 10, 30, 20]),
-    })
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "color": pd.Categorical(rng.choice(["red", "green", "blue", "plum", "teal"], n)),
+            "size": rng.integers(0, 4, n).astype(float),
+            "grade": pd.Categorical(rng.choice([10, 20, 30, 40], n), categories=[40, 10, 30, 20]),
+        }
+    )
     y = (frame.color.isin(["red", "plum"]) ^ (frame.x > 0) ^ (frame.grade == 30)).astype(int)
     model = lgb.LGBMClassifier(min_data_per_group=5, cat_smooth=1, max_cat_to_onehot=2, **SMALL)
     return model.fit(frame, y)
@@ -236,25 +262,34 @@ def test_pandas_predictions_match_with_unseen_categories(pandas_model, data):
     forest = Forest.from_model(pandas_model)
     n = data.draw(st.integers(1, 25))
     color = st.sampled_from(["red", "green", "blue", "plum", "teal", "mauve", None])
-    frame = pd.DataFrame({
-        "x": data.draw(st.lists(st.one_of(st.floats(-3, 3), st.just(np.nan)),
-                                min_size=n, max_size=n)),
-        # the prediction frame's categories differ from training (order, unseen values)
-        "color": pd.Categorical(data.draw(st.lists(color, min_size=n, max_size=n)),
-                                categories=["teal", "mauve", "red", "green", "blue", "plum"]),
-        "size": data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, np.nan]),
-                                   min_size=n, max_size=n)),
-        "grade": pd.Categorical(data.draw(st.lists(st.sampled_from([10, 20, 30, 40, 50]),
-                                                   min_size=n, max_size=n))),
-    })
+    frame = pd.DataFrame(
+        {
+            "x": data.draw(st.lists(st.one_of(st.floats(-3, 3), st.just(np.nan)), min_size=n, max_size=n)),
+            # the prediction frame's categories differ from training (order, unseen values)
+            "color": pd.Categorical(
+                data.draw(st.lists(color, min_size=n, max_size=n)),
+                categories=["teal", "mauve", "red", "green", "blue", "plum"],
+            ),
+            "size": data.draw(
+                st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, np.nan]), min_size=n, max_size=n)
+            ),
+            "grade": pd.Categorical(
+                data.draw(st.lists(st.sampled_from([10, 20, 30, 40, 50]), min_size=n, max_size=n))
+            ),
+        }
+    )
     assert_close(forest.predict_raw(frame), pandas_model.predict(frame, raw_score=True))
     assert_close(forest.predict_proba(frame), pandas_model.predict_proba(frame))
 
 
 def test_ordered_pandas_category_is_ambiguous(rng):
-    frame = pd.DataFrame({"x": rng.normal(size=200),
-                          "c": pd.Categorical(rng.choice(list("abc"), 200)),
-                          "o": pd.Categorical(rng.choice(list("pq"), 200), ordered=True)})
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=200),
+            "c": pd.Categorical(rng.choice(list("abc"), 200)),
+            "o": pd.Categorical(rng.choice(list("pq"), 200), ordered=True),
+        }
+    )
     model = lgb.LGBMRegressor(n_estimators=2, verbose=-1).fit(frame, frame.x)
     with pytest.raises(ValueError, match="pandas categorical"):
         Forest.from_model(model)
@@ -267,14 +302,17 @@ def _train(params: dict, rng, y=None, rounds: int = 2) -> Any:
     return lgb.train({"verbose": -1, **params}, lgb.Dataset(X, y), rounds)
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"objective": "poisson"}, "poisson"),  # exp link
-    ({"objective": "tweedie"}, "tweedie"),  # exp link
-    ({"objective": "cross_entropy"}, "cross_entropy"),  # sigmoid on a regression
-    ({"objective": "regression", "reg_sqrt": True}, "reg_sqrt"),  # sign(raw) * raw**2
-    ({"objective": "binary", "sigmoid": 2.0}, "sigmoid=2"),  # probability is sigmoid(2 raw)
-    ({"linear_tree": True}, "linear trees"),  # leaves are linear models
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"objective": "poisson"}, "poisson"),  # exp link
+        ({"objective": "tweedie"}, "tweedie"),  # exp link
+        ({"objective": "cross_entropy"}, "cross_entropy"),  # sigmoid on a regression
+        ({"objective": "regression", "reg_sqrt": True}, "reg_sqrt"),  # sign(raw) * raw**2
+        ({"objective": "binary", "sigmoid": 2.0}, "sigmoid=2"),  # probability is sigmoid(2 raw)
+        ({"linear_tree": True}, "linear trees"),  # leaves are linear models
+    ],
+)
 def test_unsupported_lightgbm_models_raise(params, match, rng):
     y = None
     if params.get("objective") in ("cross_entropy", "binary"):

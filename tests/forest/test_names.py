@@ -97,10 +97,13 @@ def test_xgboost_keeps_names_exactly():
     _check_costs_by_name(forest, X, XGBOOST_OK)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0),  # float32 trees
-    lambda: HistGradientBoostingClassifier(max_iter=10),  # binned boosting
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0),  # float32 trees
+        lambda: HistGradientBoostingClassifier(max_iter=10),  # binned boosting
+    ],
+)
 def test_sklearn_keeps_names_exactly(make):
     X, y = _frame(NASTY)
     model = make().fit(X, y)
@@ -129,8 +132,12 @@ def test_align_matches_exact_names_first_and_refuses_ambiguous_lightgbm_forms():
 
 def test_cost_model_is_found_by_lightgbm_names():
     names = ["blood pressure", "a b", "c"]
-    costs = CostModel({"c": 3, "blood pressure": 1, "a b": 2}, feature_names=names,
-                      groups={"panel": ["a b", "c"]}, fixed_costs={"c": 7.0})
+    costs = CostModel(
+        {"c": 3, "blood pressure": 1, "a b": 2},
+        feature_names=names,
+        groups={"panel": ["a b", "c"]},
+        fixed_costs={"c": 7.0},
+    )
     aligned = costs.for_features(["c", "blood_pressure", "a_b"], 3)
     assert aligned.feature_names == ["c", "blood_pressure", "a_b"]
     np.testing.assert_allclose(aligned.feature_costs, [3, 1, 2])
@@ -139,8 +146,14 @@ def test_cost_model_is_found_by_lightgbm_names():
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0,
-                        max_size=6), min_size=2, max_size=4, unique=True))
+@given(
+    st.lists(
+        st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=6),
+        min_size=2,
+        max_size=4,
+        unique=True,
+    )
+)
 def test_any_unique_names_train_import_and_predict(names):
     # thrifty's own LightGBM training path: names LightGBM refuses become placeholders, and
     # the forest reads the user's names back.

@@ -35,8 +35,15 @@ from thrifty.forest import Forest
 class Case:
     """A fitted model with what the tests need about it."""
 
-    def __init__(self, model: Any, n_features: int = 4, *, nan: bool = True, inf: bool = False,
-                 categorical: dict[int, int] | None = None):
+    def __init__(
+        self,
+        model: Any,
+        n_features: int = 4,
+        *,
+        nan: bool = True,
+        inf: bool = False,
+        categorical: dict[int, int] | None = None,
+    ):
         self.model, self.n_features = model, n_features
         self.nan, self.inf = nan, inf  # what the estimator accepts at predict time
         self.categorical = categorical or {}
@@ -135,8 +142,9 @@ def _gb_quantile_zero_init(rng):  # quantile loss with init="zero": base 0
 
 def _gb_early_stopped(rng):  # n_iter_no_change: only n_estimators_ stages
     X = make_data(rng, n=400)
-    model = GradientBoostingRegressor(loss="absolute_error", n_estimators=200,
-                                      n_iter_no_change=3, learning_rate=0.5, random_state=0)
+    model = GradientBoostingRegressor(
+        loss="absolute_error", n_estimators=200, n_iter_no_change=3, learning_rate=0.5, random_state=0
+    )
     model.fit(X, _target(X) + rng.normal(scale=3, size=len(X)))
     assert model.n_estimators_ < 200
     return Case(model, nan=False)
@@ -170,13 +178,24 @@ def _hgb_categorical(rng):  # categories given by index on a NumPy array of raw 
 
 
 BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
-    "tree_clf": _tree_clf, "tree_clf_multi": _tree_clf_multi, "tree_reg": _tree_reg,
-    "extra_tree_reg": _extra_tree_reg, "rf_binary": _rf_binary, "rf_multiclass": _rf_multiclass,
-    "rf_regressor": _rf_regressor, "et_multiclass": _et_multiclass, "et_regressor": _et_regressor,
-    "gb_binary": _gb_binary, "gb_multiclass": _gb_multiclass, "gb_huber": _gb_huber,
-    "gb_quantile_zero_init": _gb_quantile_zero_init, "gb_early_stopped": _gb_early_stopped,
-    "hgb_binary": _hgb_binary, "hgb_multiclass": _hgb_multiclass,
-    "hgb_regressor": _hgb_regressor, "hgb_categorical": _hgb_categorical,
+    "tree_clf": _tree_clf,
+    "tree_clf_multi": _tree_clf_multi,
+    "tree_reg": _tree_reg,
+    "extra_tree_reg": _extra_tree_reg,
+    "rf_binary": _rf_binary,
+    "rf_multiclass": _rf_multiclass,
+    "rf_regressor": _rf_regressor,
+    "et_multiclass": _et_multiclass,
+    "et_regressor": _et_regressor,
+    "gb_binary": _gb_binary,
+    "gb_multiclass": _gb_multiclass,
+    "gb_huber": _gb_huber,
+    "gb_quantile_zero_init": _gb_quantile_zero_init,
+    "gb_early_stopped": _gb_early_stopped,
+    "hgb_binary": _hgb_binary,
+    "hgb_multiclass": _hgb_multiclass,
+    "hgb_regressor": _hgb_regressor,
+    "hgb_categorical": _hgb_categorical,
 }
 
 
@@ -212,8 +231,9 @@ def _leaves(model: Any, X: np.ndarray) -> np.ndarray | None:
 @given(data=st.data())
 @SETTINGS
 def test_predictions_match_sklearn(case, data):
-    X = data.draw(matrices(case.n_features, case.thresholds, categorical=case.categorical,
-                           nan=case.nan, inf=case.inf))
+    X = data.draw(
+        matrices(case.n_features, case.thresholds, categorical=case.categorical, nan=case.nan, inf=case.inf)
+    )
     _check(case, X)
 
 
@@ -253,10 +273,11 @@ def test_structure(case):
     if hasattr(model, "classes_"):
         assert list(forest.classes) == list(model.classes_)
     if isinstance(model, (GradientBoostingClassifier, GradientBoostingRegressor)):
-        assert forest.n_trees == model.estimators_[:model.n_estimators_].size
+        assert forest.n_trees == model.estimators_[: model.n_estimators_].size
         np.testing.assert_array_equal(forest.tree_weight, model.learning_rate)
-    if isinstance(model, (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier,
-                          ExtraTreesRegressor)):
+    if isinstance(
+        model, (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier, ExtraTreesRegressor)
+    ):
         assert forest.aggregation == "mean"
         np.testing.assert_array_equal(forest.tree_weight, 1.0 / len(model.estimators_))
     if not isinstance(model, (HistGradientBoostingClassifier, HistGradientBoostingRegressor)):
@@ -268,14 +289,18 @@ def test_structure(case):
 def pandas_hgb():
     rng = np.random.default_rng(11)
     n = 400
-    frame = pd.DataFrame({
-        "x": rng.normal(size=n),
-        "size": rng.normal(size=n),
-        # missing colours in training: the encoder then lists NaN as a last "category"
-        "color": pd.Categorical(rng.choice(["red", "green", "blue", "plum", "teal", None], n),
-                                categories=["teal", "red", "plum", "green", "blue"]),
-        "z": rng.normal(size=n),
-    })
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "size": rng.normal(size=n),
+            # missing colours in training: the encoder then lists NaN as a last "category"
+            "color": pd.Categorical(
+                rng.choice(["red", "green", "blue", "plum", "teal", None], n),
+                categories=["teal", "red", "plum", "green", "blue"],
+            ),
+            "z": rng.normal(size=n),
+        }
+    )
     y = (frame.color.isin(["red", "plum"]) ^ (frame.x > 0)).astype(int) + (frame.z > 1)
     return HistGradientBoostingClassifier(max_iter=15).fit(frame, y)
 
@@ -295,15 +320,23 @@ def test_pandas_predictions_match_with_unseen_categories(pandas_hgb, data):
     forest = Forest.from_model(pandas_hgb)
     n = data.draw(st.integers(1, 25))
     floats = st.one_of(st.floats(-3, 3), st.just(np.nan), st.just(np.inf))
-    frame = pd.DataFrame({
-        "x": data.draw(st.lists(floats, min_size=n, max_size=n)),
-        "size": data.draw(st.lists(floats, min_size=n, max_size=n)),
-        "color": pd.Categorical(
-            data.draw(st.lists(st.sampled_from(["red", "green", "blue", "plum", "teal", "mauve",
-                                                None]), min_size=n, max_size=n)),
-            categories=["mauve", "blue", "green", "plum", "red", "teal"]),
-        "z": data.draw(st.lists(floats, min_size=n, max_size=n)),
-    })
+    frame = pd.DataFrame(
+        {
+            "x": data.draw(st.lists(floats, min_size=n, max_size=n)),
+            "size": data.draw(st.lists(floats, min_size=n, max_size=n)),
+            "color": pd.Categorical(
+                data.draw(
+                    st.lists(
+                        st.sampled_from(["red", "green", "blue", "plum", "teal", "mauve", None]),
+                        min_size=n,
+                        max_size=n,
+                    )
+                ),
+                categories=["mauve", "blue", "green", "plum", "red", "teal"],
+            ),
+            "z": data.draw(st.lists(floats, min_size=n, max_size=n)),
+        }
+    )
     assert_close(forest.predict_raw(frame), pandas_hgb._raw_predict(frame))
     assert_close(forest.predict_proba(frame), pandas_hgb.predict_proba(frame))
 
@@ -316,34 +349,47 @@ def small_data():
     return X, (X[:, 0] > 0).astype(int), _target(X)
 
 
-@pytest.mark.parametrize("make, match", [
-    # probability is sigmoid(2 * raw), not a sigmoid link
-    (lambda X, y, t: GradientBoostingClassifier(loss="exponential", n_estimators=2).fit(X, y),
-     "exponential"),
-    # an init estimator whose raw prediction depends on X
-    (lambda X, y, t: GradientBoostingRegressor(init=LinearRegression(), n_estimators=2).fit(X, t),
-     "init estimator"),
-    (lambda X, y, t: GradientBoostingRegressor(init=DummyRegressor(), n_estimators=2).fit(X, t),
-     "init estimator"),
-    # log link (prediction is exp of the raw score)
-    (lambda X, y, t: HistGradientBoostingRegressor(loss="poisson", max_iter=2).fit(X, np.abs(t)),
-     "poisson"),
-    # two outputs
-    (lambda X, y, t: RandomForestRegressor(n_estimators=2).fit(X, np.column_stack([t, t])),
-     "2 outputs"),
-    (lambda X, y, t: DecisionTreeClassifier().fit(X, np.column_stack([y, y])), "2 outputs"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        # probability is sigmoid(2 * raw), not a sigmoid link
+        (
+            lambda X, y, t: GradientBoostingClassifier(loss="exponential", n_estimators=2).fit(X, y),
+            "exponential",
+        ),
+        # an init estimator whose raw prediction depends on X
+        (
+            lambda X, y, t: GradientBoostingRegressor(init=LinearRegression(), n_estimators=2).fit(X, t),
+            "init estimator",
+        ),
+        (
+            lambda X, y, t: GradientBoostingRegressor(init=DummyRegressor(), n_estimators=2).fit(X, t),
+            "init estimator",
+        ),
+        # log link (prediction is exp of the raw score)
+        (
+            lambda X, y, t: HistGradientBoostingRegressor(loss="poisson", max_iter=2).fit(X, np.abs(t)),
+            "poisson",
+        ),
+        # two outputs
+        (lambda X, y, t: RandomForestRegressor(n_estimators=2).fit(X, np.column_stack([t, t])), "2 outputs"),
+        (lambda X, y, t: DecisionTreeClassifier().fit(X, np.column_stack([y, y])), "2 outputs"),
+    ],
+)
 def test_unsupported_sklearn_models_raise(make, match, small_data):
     with pytest.raises(ValueError, match=match):
         Forest.from_model(make(*small_data))
 
 
-@pytest.mark.parametrize("model", [
-    LinearRegression(),  # not a tree model
-    make_pipeline(StandardScaler(), DecisionTreeRegressor()),  # pipelines are not unwrapped
-    object(),  # not a model at all
-    "a string",
-])
+@pytest.mark.parametrize(
+    "model",
+    [
+        LinearRegression(),  # not a tree model
+        make_pipeline(StandardScaler(), DecisionTreeRegressor()),  # pipelines are not unwrapped
+        object(),  # not a model at all
+        "a string",
+    ],
+)
 def test_unsupported_types_raise_type_error_listing_supported(model):
     with pytest.raises(TypeError, match=r"cannot import a model of type .*supported models are"):
         Forest.from_model(model)

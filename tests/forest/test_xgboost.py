@@ -28,8 +28,13 @@ RTOL32, ATOL32 = 2e-6, 2e-6
 class Case:
     """A fitted model with what the tests need about it."""
 
-    def __init__(self, model: Any, n_features: int, categorical: dict[int, int] | None = None,
-                 feature_types: list[str] | None = None):
+    def __init__(
+        self,
+        model: Any,
+        n_features: int,
+        categorical: dict[int, int] | None = None,
+        feature_types: list[str] | None = None,
+    ):
         self.model, self.n_features = model, n_features
         self.categorical = categorical or {}
         self.feature_types = feature_types
@@ -44,8 +49,9 @@ class Case:
         return self.model if isinstance(self.model, xgb.Booster) else self.model.get_booster()
 
     def dmatrix(self, X: np.ndarray) -> Any:
-        return xgb.DMatrix(X, feature_types=self.feature_types,
-                           enable_categorical=self.feature_types is not None)
+        return xgb.DMatrix(
+            X, feature_types=self.feature_types, enable_categorical=self.feature_types is not None
+        )
 
     def margin(self, X: np.ndarray) -> np.ndarray:
         if isinstance(self.model, xgb.Booster):
@@ -139,8 +145,9 @@ def _pruned(rng):  # pruned in place: deleted nodes stay in the model's arrays, 
 
 def _dart(rng):  # dart: prediction weighs each tree by weight_drop
     X = make_data(rng)
-    model = xgb.XGBRegressor(booster="dart", rate_drop=0.5, skip_drop=0.0, one_drop=True,
-                             normalize_type="forest", **SMALL)
+    model = xgb.XGBRegressor(
+        booster="dart", rate_drop=0.5, skip_drop=0.0, one_drop=True, normalize_type="forest", **SMALL
+    )
     return Case(model.fit(X, X[:, 0] - X[:, 1]), 4)
 
 
@@ -152,8 +159,7 @@ def _random_forest(rng):  # num_parallel_tree > 1: several trees per round, summ
 def _early_stopped(rng):  # sklearn wrappers predict with best_iteration
     X = make_data(rng, n=400)
     y = (X[:, 0] + rng.normal(scale=2.0, size=len(X)) > 0).astype(int)
-    model = xgb.XGBClassifier(n_estimators=80, learning_rate=0.8, max_depth=5,
-                              early_stopping_rounds=3)
+    model = xgb.XGBClassifier(n_estimators=80, learning_rate=0.8, max_depth=5, early_stopping_rounds=3)
     model.fit(X[:200], y[:200], eval_set=[(X[200:], y[200:])], verbose=False)
     assert model.best_iteration < 79
     return Case(model, 4)
@@ -179,12 +185,21 @@ def _onehot_categorical(rng):  # one-hot categorical splits (a single category p
 
 
 BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
-    "binary": _binary, "binary_base_score": _binary_base_score, "multiclass": _multiclass,
-    "softmax_booster": _softmax_booster, "regression": _regression, "ranker": _ranker,
-    "pairwise_booster": _pairwise_booster, "logitraw": _logitraw,
-    "multi_target": _multi_target, "pruned": _pruned, "dart": _dart,
-    "random_forest": _random_forest, "early_stopped": _early_stopped,
-    "categorical": _categorical, "onehot_categorical": _onehot_categorical,
+    "binary": _binary,
+    "binary_base_score": _binary_base_score,
+    "multiclass": _multiclass,
+    "softmax_booster": _softmax_booster,
+    "regression": _regression,
+    "ranker": _ranker,
+    "pairwise_booster": _pairwise_booster,
+    "logitraw": _logitraw,
+    "multi_target": _multi_target,
+    "pruned": _pruned,
+    "dart": _dart,
+    "random_forest": _random_forest,
+    "early_stopped": _early_stopped,
+    "categorical": _categorical,
+    "onehot_categorical": _onehot_categorical,
 }
 
 
@@ -218,23 +233,23 @@ def _check(case: Case, X: np.ndarray) -> None:
     # The DMatrix path adds w * leaf in float32 tree by tree (the sklearn wrappers' inplace
     # path can differ from it by an ulp for dart), so a float32 re-sum of the forest's leaves
     # must reproduce it bit for bit: same leaves, same values, same base margin.
-    exact = case.booster.predict(case.dmatrix(X) if case.feature_types else
-                                 xgb.DMatrix(X, feature_names=case.booster.feature_names),
-                                 output_margin=True, iteration_range=case.iteration_range())
+    exact = case.booster.predict(
+        case.dmatrix(X) if case.feature_types else xgb.DMatrix(X, feature_names=case.booster.feature_names),
+        output_margin=True,
+        iteration_range=case.iteration_range(),
+    )
     np.testing.assert_array_equal(_float32_resum(forest, X), exact)
     np.testing.assert_array_equal(raw, exact)
     assert_close(raw, margin, rtol=RTOL32, atol=ATOL32)
     if isinstance(case.model, xgb.XGBClassifier):
-        assert_close(forest.predict_proba(X), case.model.predict_proba(X), rtol=RTOL32,
-                     atol=ATOL32)
+        assert_close(forest.predict_proba(X), case.model.predict_proba(X), rtol=RTOL32, atol=ATOL32)
 
 
 @given(data=st.data())
 @SETTINGS
 def test_predictions_match_xgboost(case, data):
     # XGBoost rejects infinite inputs, so none are drawn.
-    X = data.draw(matrices(case.n_features, case.thresholds, categorical=case.categorical,
-                           inf=False))
+    X = data.draw(matrices(case.n_features, case.thresholds, categorical=case.categorical, inf=False))
     _check(case, X)
 
 
@@ -267,12 +282,16 @@ def test_structure(case):
 def pandas_model():
     rng = np.random.default_rng(7)
     n = 400
-    frame = pd.DataFrame({
-        "x": rng.normal(size=n),
-        "color": pd.Categorical(rng.choice(["red", "green", "blue", "plum", "teal"], n),
-                                categories=["teal", "red", "plum", "green", "blue"]),
-        "grade": pd.Categorical(rng.choice([10, 20, 30, 40], n), categories=[40, 10, 30, 20]),
-    })
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "color": pd.Categorical(
+                rng.choice(["red", "green", "blue", "plum", "teal"], n),
+                categories=["teal", "red", "plum", "green", "blue"],
+            ),
+            "grade": pd.Categorical(rng.choice([10, 20, 30, 40], n), categories=[40, 10, 30, 20]),
+        }
+    )
     y = (frame.color.isin(["red", "plum"]) ^ (frame.x > 0) ^ (frame.grade == 30)).astype(int)
     model = xgb.XGBClassifier(enable_categorical=True, max_cat_to_onehot=1, **SMALL)
     return model.fit(frame, y)
@@ -291,21 +310,29 @@ def test_pandas_predictions_match(pandas_model, data):
     n = data.draw(st.integers(1, 25))
     # Prediction frames code their categories differently from training (XGBoost re-codes
     # them; it raises on unseen categories, so none are drawn here).
-    frame = pd.DataFrame({
-        "x": data.draw(st.lists(st.one_of(st.floats(-3, 3), st.just(np.nan)),
-                                min_size=n, max_size=n)),
-        "color": pd.Categorical(
-            data.draw(st.lists(st.sampled_from(["red", "green", "blue", "plum", "teal", None]),
-                               min_size=n, max_size=n)),
-            categories=["blue", "green", "plum", "red", "teal"]),
-        "grade": pd.Categorical(data.draw(st.lists(st.sampled_from([10, 20, 30, 40]),
-                                                   min_size=n, max_size=n))),
-    })
+    frame = pd.DataFrame(
+        {
+            "x": data.draw(st.lists(st.one_of(st.floats(-3, 3), st.just(np.nan)), min_size=n, max_size=n)),
+            "color": pd.Categorical(
+                data.draw(
+                    st.lists(
+                        st.sampled_from(["red", "green", "blue", "plum", "teal", None]),
+                        min_size=n,
+                        max_size=n,
+                    )
+                ),
+                categories=["blue", "green", "plum", "red", "teal"],
+            ),
+            "grade": pd.Categorical(
+                data.draw(st.lists(st.sampled_from([10, 20, 30, 40]), min_size=n, max_size=n))
+            ),
+        }
+    )
     np.testing.assert_array_equal(forest.apply(frame) - forest.roots, pandas_model.apply(frame))
-    assert_close(forest.predict_raw(frame), pandas_model.predict(frame, output_margin=True),
-                 rtol=RTOL32, atol=ATOL32)
-    assert_close(forest.predict_proba(frame), pandas_model.predict_proba(frame),
-                 rtol=RTOL32, atol=ATOL32)
+    assert_close(
+        forest.predict_raw(frame), pandas_model.predict(frame, output_margin=True), rtol=RTOL32, atol=ATOL32
+    )
+    assert_close(forest.predict_proba(frame), pandas_model.predict_proba(frame), rtol=RTOL32, atol=ATOL32)
 
 
 # ----------------------------------------------------------------- unsupported models
@@ -319,17 +346,23 @@ def _train(params: dict, y: np.ndarray | None = None, rounds: int = 2) -> Any:
 BINARY_Y = (np.arange(200) % 2).astype(float)
 
 
-@pytest.mark.parametrize("params, y, match", [
-    ({"booster": "gblinear"}, None, "gblinear"),  # a linear model
-    ({"objective": "count:poisson"}, None, "count:poisson"),  # exp link
-    ({"objective": "reg:gamma"}, None, "reg:gamma"),  # exp link
-    ({"objective": "reg:tweedie"}, None, "reg:tweedie"),  # exp link
-    ({"objective": "reg:logistic"}, BINARY_Y, "reg:logistic"),  # sigmoid on a regression
-    ({"objective": "binary:hinge"}, BINARY_Y, "binary:hinge"),  # 0/1 outputs
-    ({"objective": "survival:cox"}, None, "survival:cox"),  # exp link
-    ({"multi_strategy": "multi_output_tree", "tree_method": "hist"},
-     np.column_stack([np.arange(200.0), np.arange(200.0) % 7]), "vector-leaf"),
-])
+@pytest.mark.parametrize(
+    "params, y, match",
+    [
+        ({"booster": "gblinear"}, None, "gblinear"),  # a linear model
+        ({"objective": "count:poisson"}, None, "count:poisson"),  # exp link
+        ({"objective": "reg:gamma"}, None, "reg:gamma"),  # exp link
+        ({"objective": "reg:tweedie"}, None, "reg:tweedie"),  # exp link
+        ({"objective": "reg:logistic"}, BINARY_Y, "reg:logistic"),  # sigmoid on a regression
+        ({"objective": "binary:hinge"}, BINARY_Y, "binary:hinge"),  # 0/1 outputs
+        ({"objective": "survival:cox"}, None, "survival:cox"),  # exp link
+        (
+            {"multi_strategy": "multi_output_tree", "tree_method": "hist"},
+            np.column_stack([np.arange(200.0), np.arange(200.0) % 7]),
+            "vector-leaf",
+        ),
+    ],
+)
 def test_unsupported_xgboost_models_raise(params, y, match):
     with pytest.raises(ValueError, match=match):
         Forest.from_model(_train(params, y))

@@ -24,9 +24,14 @@ def data():
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.01, 0.05])
-@pytest.mark.parametrize("mode,ordering", [("both", "optimize"),  # QWYC*
-                                           ("negative", "optimize"),  # filter-and-score
-                                           ("both", "given")])  # GBT order, Algorithm 2
+@pytest.mark.parametrize(
+    "mode,ordering",
+    [
+        ("both", "optimize"),  # QWYC*
+        ("negative", "optimize"),  # filter-and-score
+        ("both", "given"),
+    ],
+)  # GBT order, Algorithm 2
 def test_fit_without_labels_within_alpha(data, alpha, mode, ordering):
     model, X, _, _ = data
     clf = QWYCClassifier(model, alpha=alpha, mode=mode, ordering=ordering, progress=False).fit(X)

@@ -27,8 +27,12 @@ def brute_force_tables(G, width, gamma, beta):
         groups: dict[int, list[float]] = {}
         for g, f in zip(G[:, r], G[:, -1]):
             groups.setdefault(int(np.floor(g / width)), []).append(g - f)
-        tables.append({b: (beta + np.mean(d) + gamma * np.std(d), beta + np.mean(d) - gamma * np.std(d))
-                       for b, d in groups.items()})
+        tables.append(
+            {
+                b: (beta + np.mean(d) + gamma * np.std(d), beta + np.mean(d) - gamma * np.std(d))
+                for b, d in groups.items()
+            }
+        )
     return tables
 
 
@@ -43,11 +47,14 @@ def test_bin_statistics_equal_brute_force():
             np.testing.assert_allclose(g[b], w[b], rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("gamma, width", [
-    (0.0, 0.05),  # thresholds at the bin means: many exits
-    (2.0, 0.05),  # the usual confidence
-    (3.0, 0.5),  # wide bins
-])
+@pytest.mark.parametrize(
+    "gamma, width",
+    [
+        (0.0, 0.05),  # thresholds at the bin means: many exits
+        (2.0, 0.05),  # the usual confidence
+        (3.0, 0.5),  # wide bins
+    ],
+)
 def test_plan_applies_the_decision_rule(model_and_data, gamma, width):
     forest, X = model_and_data
     order = np.random.default_rng(2).permutation(forest.n_trees)

@@ -18,14 +18,18 @@ N_TREES = 60
 @pytest.fixture(scope="module")
 def binary():
     X, y = make_classification(800, 10, n_informative=6, flip_y=0.1, random_state=0)
-    booster = lgb.train(dict(objective="binary", num_leaves=8, learning_rate=0.1, verbose=-1,
-                             num_threads=1), lgb.Dataset(X, y), N_TREES)
+    booster = lgb.train(
+        dict(objective="binary", num_leaves=8, learning_rate=0.1, verbose=-1, num_threads=1),
+        lgb.Dataset(X, y),
+        N_TREES,
+    )
     return booster, X
 
 
 def lgb_early(booster, X, k, m, raw):
-    return booster.predict(X, raw_score=raw, pred_early_stop=True, pred_early_stop_freq=k,
-                           pred_early_stop_margin=m)
+    return booster.predict(
+        X, raw_score=raw, pred_early_stop=True, pred_early_stop_freq=k, pred_early_stop_margin=m
+    )
 
 
 def stumps(a, b, base=0.0):
@@ -33,13 +37,25 @@ def stumps(a, b, base=0.0):
     T = len(a)
     value = np.zeros(3 * T)
     value[1::3], value[2::3] = a, b
-    return Forest(feature=np.tile([0, -1, -1], T), threshold=np.tile([0.5, 0, 0], T),
-                  children_left=np.ravel([[3 * t + 1, -1, -1] for t in range(T)]),
-                  children_right=np.ravel([[3 * t + 2, -1, -1] for t in range(T)]),
-                  missing_left=[False] * 3 * T, missing_type=[0] * 3 * T, cat_start=[-1] * 3 * T,
-                  cat_size=[0] * 3 * T, cat_bitsets=np.zeros(0), value=value,
-                  roots=3 * np.arange(T), tree_weight=np.ones(T), tree_class=np.zeros(T),
-                  base_score=[base], n_features=1, link="sigmoid", task="binary")
+    return Forest(
+        feature=np.tile([0, -1, -1], T),
+        threshold=np.tile([0.5, 0, 0], T),
+        children_left=np.ravel([[3 * t + 1, -1, -1] for t in range(T)]),
+        children_right=np.ravel([[3 * t + 2, -1, -1] for t in range(T)]),
+        missing_left=[False] * 3 * T,
+        missing_type=[0] * 3 * T,
+        cat_start=[-1] * 3 * T,
+        cat_size=[0] * 3 * T,
+        cat_bitsets=np.zeros(0),
+        value=value,
+        roots=3 * np.arange(T),
+        tree_weight=np.ones(T),
+        tree_class=np.zeros(T),
+        base_score=[base],
+        n_features=1,
+        link="sigmoid",
+        task="binary",
+    )
 
 
 def disagreement(plan, forest, X):
@@ -58,8 +74,7 @@ def test_matches_lightgbm_pred_early_stop(binary, every, margin):
     labels = lgb_early(booster, X, every, lgb_margin, raw=False) > 0.5
     assert np.array_equal(ev.labels == 1, labels)
     # LightGBM returns the partial raw score at the stop: thrifty's exit score equals it.
-    np.testing.assert_allclose(ev.raw, lgb_early(booster, X, every, lgb_margin, raw=True),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(ev.raw, lgb_early(booster, X, every, lgb_margin, raw=True), rtol=0, atol=1e-9)
     # Trees evaluated: a check position (every, 2 every, ...) or all trees.
     assert np.array_equal(ev.exit, ev.cost.n_trees)
     assert np.all((ev.exit % every == 0) | (ev.exit == N_TREES))
@@ -201,12 +216,12 @@ def test_clear_errors(binary):
     with pytest.raises(ValueError, match="each margin must be >= 0"):
         margin_frontier(booster, X, [1.0, -2.0])
     Xm, ym = make_classification(300, 6, n_informative=4, n_classes=3, random_state=0)
-    multi = lgb.train(dict(objective="multiclass", num_class=3, num_leaves=4, verbose=-1),
-                      lgb.Dataset(Xm, ym), 5)
+    multi = lgb.train(
+        dict(objective="multiclass", num_class=3, num_leaves=4, verbose=-1), lgb.Dataset(Xm, ym), 5
+    )
     with pytest.raises(ValueError, match="multiclass.*not supported by Sequential"):
         margin_early_exit(multi, 1.0)
     Xr = np.random.default_rng(0).normal(size=(200, 3))
-    reg = lgb.train(dict(objective="regression", num_leaves=4, verbose=-1),
-                    lgb.Dataset(Xr, Xr[:, 0]), 5)
+    reg = lgb.train(dict(objective="regression", num_leaves=4, verbose=-1), lgb.Dataset(Xr, Xr[:, 0]), 5)
     with pytest.raises(ValueError, match="binary classifier"):
         margin_early_exit(reg, 1.0)

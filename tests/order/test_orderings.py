@@ -39,13 +39,21 @@ def brute_greedy(F, y_pos, base=0.0, threshold=0.0, half=1.0):
 
 
 # half-integers: every MSE is exact in float64, so ties are real ties
-small_scores = arrays(np.float64, st.tuples(st.integers(1, 10), st.integers(1, 6)),
-                      elements=st.integers(-4, 4).map(lambda v: v / 2.0))
+small_scores = arrays(
+    np.float64,
+    st.tuples(st.integers(1, 10), st.integers(1, 6)),
+    elements=st.integers(-4, 4).map(lambda v: v / 2.0),
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(F=small_scores, data=st.data(), base=st.sampled_from([0.0, -0.5, 1.0]),
-       threshold=st.sampled_from([0.0, 0.5]), half=st.sampled_from([1.0, 0.5]))
+@given(
+    F=small_scores,
+    data=st.data(),
+    base=st.sampled_from([0.0, -0.5, 1.0]),
+    threshold=st.sampled_from([0.0, 0.5]),
+    half=st.sampled_from([1.0, 0.5]),
+)
 def test_mse_orders_match_brute_force(F, data, base, threshold, half):
     y = np.array(data.draw(st.lists(st.booleans(), min_size=F.shape[0], max_size=F.shape[0])))
     kw = dict(base_score=base, threshold=threshold, half_margin=half)
@@ -61,10 +69,7 @@ def test_greedy_differs_from_individual_on_correlated_models():
     """Appendix B: individual MSE puts correlated accurate models first; greedy does not."""
     y = np.array([True, True, False, False])
     # models 0 and 1 are the same accurate model; 2 is weaker but fixes what 0 leaves
-    F = np.array([[0.6, 0.6, 0.4],
-                  [0.6, 0.6, 0.4],
-                  [-0.6, -0.6, -0.4],
-                  [-0.6, -0.6, -0.4]])
+    F = np.array([[0.6, 0.6, 0.4], [0.6, 0.6, 0.4], [-0.6, -0.6, -0.4], [-0.6, -0.6, -0.4]])
     assert order_from_scores(F, y, kind="individual_mse").tolist() == [0, 1, 2]
     # after model 0 the residual is 0.4: model 2 closes it exactly, model 1 overshoots to 1.2
     assert order_from_scores(F, y, kind="greedy_mse").tolist() == [0, 2, 1]
@@ -126,8 +131,9 @@ def test_random_forest_uses_probability_targets():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 4))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=300) > 0, "yes", "no")
-    forest = thrifty.Forest.from_model(RandomForestClassifier(n_estimators=8, max_depth=3,
-                                                              random_state=0).fit(X, y))
+    forest = thrifty.Forest.from_model(
+        RandomForestClassifier(n_estimators=8, max_depth=3, random_state=0).fit(X, y)
+    )
     F = forest.tree_weight[None, :] * forest.value[forest.apply(X), 0]
     got = fixed_order(forest, X, y, kind="individual_mse")
     # averaged probabilities against 0/1 targets: threshold 1/2 -/+ 1/2
@@ -142,8 +148,13 @@ def test_qwyc_with_mse_orderings(lgbm, alpha, kind):
     assert np.array_equal(plan.order, fixed_order(forest, X, y, kind=kind))
     # Algorithm 2 thresholds for that fixed order: the same as giving the reordered scores
     F = forest.tree_weight[None, :] * forest.value[forest.apply(X), 0]
-    ref = qwyc_scores(F[:, plan.order], alpha=alpha, base_score=float(forest.base_score[0]),
-                      ordering="given", return_result=True)
+    ref = qwyc_scores(
+        F[:, plan.order],
+        alpha=alpha,
+        base_score=float(forest.base_score[0]),
+        ordering="given",
+        return_result=True,
+    )
     assert np.array_equal(res.eps_pos, ref.eps_pos) and np.array_equal(res.eps_neg, ref.eps_neg)
     ev = thrifty.evaluate(plan, X)
     assert np.sum(ev.labels != forest.predict(X)) == res.n_disagree <= alpha * len(X)

@@ -66,8 +66,11 @@ def brute_position(s, ypos, budget, neg_only):
     return best_neg, best
 
 
-int_scores = arrays(np.float64, st.tuples(st.integers(1, 12), st.integers(1, 4)),
-                    elements=st.integers(-3, 3).map(lambda v: v / 2.0))
+int_scores = arrays(
+    np.float64,
+    st.tuples(st.integers(1, 12), st.integers(1, 4)),
+    elements=st.integers(-3, 3).map(lambda v: v / 2.0),
+)
 
 
 # ------------------------------------------------------------------------------ paper A.1
@@ -117,8 +120,12 @@ def test_paper_a1_greedy():
 
 
 @settings(max_examples=80, deadline=None)
-@given(F=int_scores, alpha=st.sampled_from([0.0, 0.1, 0.25, 0.5]),
-       base=st.sampled_from([0.0, 0.5]), neg_only=st.booleans())
+@given(
+    F=int_scores,
+    alpha=st.sampled_from([0.0, 0.1, 0.25, 0.5]),
+    base=st.sampled_from([0.0, 0.5]),
+    neg_only=st.booleans(),
+)
 def test_algorithm2_matches_exhaustive_search(F, alpha, base, neg_only):
     n, T = F.shape
     mode = "negative" if neg_only else "both"
@@ -160,8 +167,11 @@ def test_algorithm2_matches_exhaustive_search(F, alpha, base, neg_only):
 
 
 @settings(max_examples=60, deadline=None)
-@given(F=int_scores, alpha=st.sampled_from([0.0, 0.1, 0.3]),
-       costs=st.lists(st.sampled_from([1.0, 2.0, 3.0]), min_size=4, max_size=4))
+@given(
+    F=int_scores,
+    alpha=st.sampled_from([0.0, 0.1, 0.3]),
+    costs=st.lists(st.sampled_from([1.0, 2.0, 3.0]), min_size=4, max_size=4),
+)
 def test_algorithm1_first_choice_is_argmin_J(F, alpha, costs):
     n, T = F.shape
     c = np.array(costs[:T])
@@ -169,8 +179,9 @@ def test_algorithm1_first_choice_is_argmin_J(F, alpha, costs):
     assert sorted(res.order) == list(range(T))
     ypos = F.sum(1) > 0
     budget = int(np.floor(alpha * n))
-    J = np.array([c[t] * n / e if (e := brute_position(F[:, t], ypos, budget, False)[1]) else np.inf
-                  for t in range(T)])
+    J = np.array(
+        [c[t] * n / e if (e := brute_position(F[:, t], ypos, budget, False)[1]) else np.inf for t in range(T)]
+    )
     if np.isfinite(J).any():
         assert res.order[0] == int(np.argmin(J))  # first strict minimum: the paper's tie-break
         assert res.J[0] == pytest.approx(J.min())
@@ -206,12 +217,12 @@ def lgbm():
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.005, 0.05])
-@pytest.mark.parametrize("mode,ordering", [("both", "optimize"), ("negative", "optimize"),
-                                           ("both", "given"), ("both", "random")])
+@pytest.mark.parametrize(
+    "mode,ordering", [("both", "optimize"), ("negative", "optimize"), ("both", "given"), ("both", "random")]
+)
 def test_forest_plan_within_budget_and_cost_exact(lgbm, alpha, mode, ordering):
     forest, X = lgbm
-    plan, res = qwyc(forest, X, alpha=alpha, mode=mode, ordering=ordering, random_state=0,
-                     return_result=True)
+    plan, res = qwyc(forest, X, alpha=alpha, mode=mode, ordering=ordering, random_state=0, return_result=True)
     assert isinstance(plan, thrifty.Sequential)
     ev = thrifty.evaluate(plan, X)
     full = forest.predict(X)
@@ -229,8 +240,13 @@ def test_forest_plan_within_budget_and_cost_exact(lgbm, alpha, mode, ordering):
 def test_forest_tree_cost_scales_objective(lgbm):
     forest, X = lgbm
     _, r1 = qwyc(forest, X, alpha=0.01, return_result=True)
-    _, r2 = qwyc(forest, X, alpha=0.01, costs=thrifty.CostModel.uniform(forest.n_features, tree_cost=2.5),
-                 return_result=True)
+    _, r2 = qwyc(
+        forest,
+        X,
+        alpha=0.01,
+        costs=thrifty.CostModel.uniform(forest.n_features, tree_cost=2.5),
+        return_result=True,
+    )
     assert np.array_equal(r1.order, r2.order)
     assert r2.mean_cost == pytest.approx(2.5 * r1.mean_cost)
 
@@ -273,11 +289,14 @@ def test_multiclass_orders_rounds_within_alpha():
         qwyc(m, X, ordering="random")
 
 
-@pytest.mark.parametrize("spec", [
-    dict(),  # plain per-feature prices
-    dict(groups={"panel": [3, 4]}),  # a panel paid once for two features
-    dict(dependencies={5: [0, 1]}),  # a derived feature pulls in its inputs
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        dict(),  # plain per-feature prices
+        dict(groups={"panel": [3, 4]}),  # a panel paid once for two features
+        dict(dependencies={5: [0, 1]}),  # a derived feature pulls in its inputs
+    ],
+)
 def test_feature_costs_objective_is_the_runtime_cost(spec):
     lightgbm = pytest.importorskip("lightgbm")
     rng = np.random.default_rng(0)

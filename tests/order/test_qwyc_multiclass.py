@@ -26,7 +26,8 @@ def forest_and_data():
 def test_disagreement_within_alpha_and_cost_as_reported(forest_and_data, alpha, optimize):
     forest, X = forest_and_data
     plan, order, eps, mean_cost, n_disagree = qwyc_multiclass(
-        forest, X, alpha=alpha, cost_per_tree=np.ones(forest.n_trees), optimize=optimize)
+        forest, X, alpha=alpha, cost_per_tree=np.ones(forest.n_trees), optimize=optimize
+    )
     ev = evaluate(plan, X)
     full = forest.predict(X)
     disagree = int((ev.labels != full).sum())

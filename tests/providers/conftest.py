@@ -23,11 +23,19 @@ def small_model():
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(300, len(NAMES)))
-    y = (X[:, 0] + 0.5 * X[:, 4] - 0.8 * X[:, 5] + 0.7 * X[:, 1] * X[:, 3] + 0.4 * X[:, 2]
-         + 0.5 * rng.normal(size=300) > 0).astype(int)
+    y = (
+        X[:, 0]
+        + 0.5 * X[:, 4]
+        - 0.8 * X[:, 5]
+        + 0.7 * X[:, 1] * X[:, 3]
+        + 0.4 * X[:, 2]
+        + 0.5 * rng.normal(size=300)
+        > 0
+    ).astype(int)
     X[rng.random(X.shape) < 0.05] = np.nan
-    model = lgb.LGBMClassifier(n_estimators=12, num_leaves=8, min_child_samples=5,
-                               verbose=-1).fit(pd.DataFrame(X, columns=NAMES), y)
+    model = lgb.LGBMClassifier(n_estimators=12, num_leaves=8, min_child_samples=5, verbose=-1).fit(
+        pd.DataFrame(X, columns=NAMES), y
+    )
     plan = qwyc(Forest.from_model(model), X, alpha=0.002)
     costs = CostModel(dict(zip(NAMES, PRICES)), feature_names=NAMES, tree_cost=0.25)
     return plan, X, costs
@@ -41,12 +49,19 @@ def write_store(url: str, X: np.ndarray, keys: list, columns: list[str], table: 
     engine = sa.create_engine(url)
     meta = sa.MetaData()
     key_type = sa.String if isinstance(keys[0], str) else sa.Integer
-    tbl = sa.Table(table, meta, sa.Column("pid", key_type, primary_key=True),
-                   *(sa.Column(c, sa.Double) for c in columns), sa.Column("note", sa.String))
+    tbl = sa.Table(
+        table,
+        meta,
+        sa.Column("pid", key_type, primary_key=True),
+        *(sa.Column(c, sa.Double) for c in columns),
+        sa.Column("note", sa.String),
+    )
     meta.create_all(engine)
     order = np.random.default_rng(0).permutation(len(keys))
-    records = [{"pid": keys[i], "note": "x", **{c: None if np.isnan(v) else float(v)
-                                                 for c, v in zip(columns, X[i])}} for i in order]
+    records = [
+        {"pid": keys[i], "note": "x", **{c: None if np.isnan(v) else float(v) for c, v in zip(columns, X[i])}}
+        for i in order
+    ]
     with engine.begin() as conn:
         conn.execute(tbl.insert(), records)
     return engine

@@ -19,8 +19,14 @@ class FeatureService:
     A feature listed in ``fail`` answers 500. ``delays`` and ``fail`` may be changed while it runs.
     """
 
-    def __init__(self, X: np.ndarray, names: list[str], keys: list, delays: Mapping[str, float] | None = None,
-                 fail: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        X: np.ndarray,
+        names: list[str],
+        keys: list,
+        delays: Mapping[str, float] | None = None,
+        fail: tuple[str, ...] = (),
+    ) -> None:
         from starlette.applications import Starlette
         from starlette.responses import JSONResponse
         from starlette.routing import Route
@@ -42,8 +48,9 @@ class FeatureService:
                     return JSONResponse({"error": "extractor crashed"}, status_code=500)
                 self.asked.extend((name, k) for k in body["keys"])
                 column = self.columns[name]
-                return JSONResponse({"values": [None if math.isnan(column[k]) else column[k]
-                                                for k in body["keys"]]})
+                return JSONResponse(
+                    {"values": [None if math.isnan(column[k]) else column[k] for k in body["keys"]]}
+                )
             finally:
                 self.in_flight -= 1
 
@@ -55,8 +62,9 @@ def serving(app, timeout: float = 10.0) -> Iterator[str]:
     """Run ``app`` on a free loopback port in a thread; yields its URL; always stops it."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout

@@ -103,8 +103,9 @@ def test_hostile_column_name_is_quoted_never_executed(small_model, tmp_path):
     keys = list(range(len(X)))
     columns = [*NAMES[:4], HOSTILE, NAMES[5]]
     engine = store(f"sqlite:///{tmp_path / 'f.db'}", X, keys, columns)
-    lazy = evaluate(plan, sql_provider(engine, "patients", "pid", keys, columns=columns), costs,
-                    n_rows=len(X))
+    lazy = evaluate(
+        plan, sql_provider(engine, "patients", "pid", keys, columns=columns), costs, n_rows=len(X)
+    )
     np.testing.assert_array_equal(lazy.raw, evaluate(plan, X, costs).raw)
     assert lazy.cost.acquired[:, 4].any(), "the hostile column must have been read"
     assert sa.inspect(engine).has_table("patients")
@@ -121,8 +122,12 @@ def test_bad_store_errors(small_model, tmp_path):
     with pytest.raises(ValueError, match="cannot read table .nope"):
         sql_provider(engine, "nope", "pid", keys, model=plan)
     with pytest.raises(ValueError, match="not a number"):
-        evaluate(plan, sql_provider(engine, "patients", "pid", keys, columns=["note", *NAMES[1:]]),
-                 costs, n_rows=len(X))
+        evaluate(
+            plan,
+            sql_provider(engine, "patients", "pid", keys, columns=["note", *NAMES[1:]]),
+            costs,
+            n_rows=len(X),
+        )
     with pytest.raises(ValueError, match="columns="):
         sql_provider(engine, "patients", "pid", keys)
     missing = sql_provider(engine, "patients", "pid", [*keys[:-1], "ghost"], model=plan)

@@ -15,11 +15,19 @@ from thrifty.prune.budgetprune import objective, prepare, solve
 def _instance(seed, n=240, d=6, trees=3, depth=3, classes=2):
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=n, n_features=d, n_informative=4, n_redundant=0,
-                               n_classes=classes, n_clusters_per_class=1, flip_y=0.1,
-                               random_state=seed)
-    rf = RandomForestClassifier(n_estimators=trees, max_depth=depth, max_features=2,
-                                random_state=seed).fit(X, y)
+    X, y = make_classification(
+        n_samples=n,
+        n_features=d,
+        n_informative=4,
+        n_redundant=0,
+        n_classes=classes,
+        n_clusters_per_class=1,
+        flip_y=0.1,
+        random_state=seed,
+    )
+    rf = RandomForestClassifier(n_estimators=trees, max_depth=depth, max_features=2, random_state=seed).fit(
+        X, y
+    )
     costs = np.random.default_rng(seed).uniform(0.2, 3.0, size=d).round(2)
     return rf, X, y, costs
 
@@ -102,20 +110,22 @@ def _ip3_lp(rf, X, y, costs, lam, keep=False):
         ub_cols += [n_z + j, n_z + n_wt + w_index[(k, i)]]
         ub_vals += [1.0, -1.0]
     A_ub = sp.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(n_wt, n_var))
-    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(n_wt), A_eq=A_eq, b_eq=b_eq, bounds=(0, 1),
-                  method="highs")
+    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(n_wt), A_eq=A_eq, b_eq=b_eq, bounds=(0, 1), method="highs")
     assert res.status == 0, res.message
     return res.fun, res.x, n_z + n_wt
 
 
-@pytest.mark.parametrize("seed,classes,lam,leaves", [
-    (0, 2, 0.0005, "distribution"),  # little pruning
-    (1, 2, 0.01, "distribution"),    # moderate
-    (2, 3, 0.003, "distribution"),   # multiclass
-    (3, 2, 0.2, "distribution"),     # (nearly) everything pruned
-    (4, 2, 0.0, "keep"),             # lam = 0 with the forest's own leaves: splits can hurt
-    (5, 3, 0.002, "keep"),           # multiclass, the forest's own leaves
-])
+@pytest.mark.parametrize(
+    "seed,classes,lam,leaves",
+    [
+        (0, 2, 0.0005, "distribution"),  # little pruning
+        (1, 2, 0.01, "distribution"),  # moderate
+        (2, 3, 0.003, "distribution"),  # multiclass
+        (3, 2, 0.2, "distribution"),  # (nearly) everything pruned
+        (4, 2, 0.0, "keep"),  # lam = 0 with the forest's own leaves: splits can hurt
+        (5, 3, 0.002, "keep"),  # multiclass, the forest's own leaves
+    ],
+)
 def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, classes, lam, leaves):
     rf, X, y, c = _instance(seed, classes=classes)
     costs = CostModel(c)
@@ -154,7 +164,8 @@ def test_path_points_are_the_optimal_solutions_between_breakpoints():
         direct = solve(problem, mid)
         # the path's solution is optimal at every lambda of its interval
         assert objective(problem, path.chosen(k), mid) == pytest.approx(
-            objective(problem, direct, mid), rel=1e-10, abs=1e-13)
+            objective(problem, direct, mid), rel=1e-10, abs=1e-13
+        )
         lp_value, _, _ = _ip3_lp(rf, X, y, c, mid, keep=True) if k in (1, len(path) // 2) else (None, 0, 0)
         if lp_value is not None:
             assert objective(problem, path.chosen(k), mid) == pytest.approx(lp_value, rel=1e-9)
@@ -178,7 +189,7 @@ def test_lam_zero_prunes_nothing_that_lowers_the_error():
     problem, f, _, _ = prepare(rf, X, y, costs, leaf_values="keep")
     kept = solve(problem, 0.0)
     assert problem.error(kept) <= problem.error(np.ones_like(kept))
-    for j in np.flatnonzero(kept[:problem.n_split]):
+    for j in np.flatnonzero(kept[: problem.n_split]):
         # giving up any kept split (with its kept descendants) raises the error
         drop = kept.copy()
         node = problem.split_node[j]
@@ -218,9 +229,14 @@ def test_individual_mode_prunes_each_tree_on_its_own():
 def test_groups_dependencies_and_split_costs_are_what_the_runtime_charges():
     rf, X, y, c = _instance(7, d=6, trees=4)
     names = [f"f{i}" for i in range(6)]
-    costs = CostModel({"f0": 1.0, "f1": 2.0, "f4": 0.5, "f5": 0.0, "panel": 3.0},
-                      feature_names=names, groups={"panel": ["f2", "f3"]},
-                      dependencies={"f5": ["f0", "f1"]}, split_cost=0.01, tree_cost=0.1)
+    costs = CostModel(
+        {"f0": 1.0, "f1": 2.0, "f4": 0.5, "f5": 0.0, "panel": 3.0},
+        feature_names=names,
+        groups={"panel": ["f2", "f3"]},
+        dependencies={"f5": ["f0", "f1"]},
+        split_cost=0.01,
+        tree_cost=0.1,
+    )
     for evaluation in (False, True):
         path = budget_prune_path(rf, X, y, costs, evaluation=evaluation, progress=False)
         for k in range(0, len(path), max(1, len(path) // 6)):
@@ -257,12 +273,15 @@ def test_leaves_predict_the_class_distribution_of_their_examples():
     np.testing.assert_allclose(path.forest(0).predict_proba(X), rf.predict_proba(X), atol=1e-12)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({}, "exactly one of"),
-    ({"lam": 0.1, "budget": 1.0}, "exactly one of"),
-    ({"lam": -1.0}, "lam must be"),
-    ({"lam": 0.1, "mode": "trees"}, "mode must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({}, "exactly one of"),
+        ({"lam": 0.1, "budget": 1.0}, "exactly one of"),
+        ({"lam": -1.0}, "lam must be"),
+        ({"lam": 0.1, "mode": "trees"}, "mode must be"),
+    ],
+)
 def test_errors(kwargs, match):
     rf, X, y, c = _instance(0, n=60)
     with pytest.raises(ValueError, match=match):
@@ -289,14 +308,15 @@ def test_count_mask_counts_errors_on_the_chosen_rows_only():
     brf = BudgetRFClassifier(3, max_depth=4, random_state=0, progress=False).fit(X, y)
     mask = brf.oob_mask()
     assert mask.shape == (len(X), 3) and 0.2 < mask.mean() < 0.5  # about 1/e out of bag
-    problem, f, _, _ = prepare(brf, X, y, CostModel(c), count_mask=mask,
-                               leaf_values="distribution")
+    problem, f, _, _ = prepare(brf, X, y, CostModel(c), count_mask=mask, leaf_values="distribution")
     for t in range(3):
         nodes = f._tree_nodes(t)
-        counted, _, _, _ = prepare(f.subset([t]), X[mask[:, t]], y[mask[:, t]], CostModel(c),
-                                   leaf_values="distribution")
-        in_bag, _, _, _ = prepare(f.subset([t]), X[~mask[:, t]], y[~mask[:, t]], CostModel(c),
-                                  leaf_values="distribution")
+        counted, _, _, _ = prepare(
+            f.subset([t]), X[mask[:, t]], y[mask[:, t]], CostModel(c), leaf_values="distribution"
+        )
+        in_bag, _, _, _ = prepare(
+            f.subset([t]), X[~mask[:, t]], y[~mask[:, t]], CostModel(c), leaf_values="distribution"
+        )
         # a node votes for its in-bag majority and is charged its out-of-bag errors
         votes = np.argmax(in_bag.counts, axis=1)
         seen = in_bag.counts.sum(axis=1) > 0
@@ -304,10 +324,12 @@ def test_count_mask_counts_errors_on_the_chosen_rows_only():
         e = counted.counts.sum(axis=1) - counted.counts[np.arange(len(nodes)), votes]
         local = {g: j for j, g in enumerate(nodes)}
         for v, h in enumerate(problem.split_node):
-            if h in local and seen[local[h]] and all(
-                    seen[local[ch]] for ch in (f.children_left[h], f.children_right[h])):
-                expected = (e[local[f.children_left[h]]] + e[local[f.children_right[h]]]
-                            - e[local[h]])
+            if (
+                h in local
+                and seen[local[h]]
+                and all(seen[local[ch]] for ch in (f.children_left[h], f.children_right[h]))
+            ):
+                expected = e[local[f.children_left[h]]] + e[local[f.children_right[h]]] - e[local[h]]
                 assert problem.a[v] == expected
     with pytest.raises(ValueError, match="count_mask must have shape"):
         prepare(brf, X, y, CostModel(c), count_mask=mask[:, :2])

@@ -20,8 +20,9 @@ lightgbm = pytest.importorskip("lightgbm")
 def data():
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=900, n_features=8, n_informative=5, n_classes=3,
-                               n_clusters_per_class=1, random_state=3)
+    X, y = make_classification(
+        n_samples=900, n_features=8, n_informative=5, n_classes=3, n_clusters_per_class=1, random_state=3
+    )
     costs = CostModel(np.random.default_rng(3).uniform(0.5, 4.0, size=8))
     return X[:600], y[:600], X[600:], y[600:], costs
 
@@ -32,8 +33,16 @@ def _models():
         RandomForestClassifier(n_estimators=10, max_depth=6, random_state=0),
         ExtraTreesClassifier(n_estimators=10, max_depth=6, random_state=0),
         DecisionTreeClassifier(max_depth=6, random_state=0),
-        lightgbm.LGBMClassifier(boosting_type="rf", n_estimators=10, num_leaves=16, subsample=0.7,
-                                subsample_freq=1, colsample_bytree=0.7, n_jobs=1, verbose=-1),
+        lightgbm.LGBMClassifier(
+            boosting_type="rf",
+            n_estimators=10,
+            num_leaves=16,
+            subsample=0.7,
+            subsample_freq=1,
+            colsample_bytree=0.7,
+            n_jobs=1,
+            verbose=-1,
+        ),
     ]
 
 
@@ -58,8 +67,9 @@ def test_budget_is_met_for_every_supported_ensemble(data, model):
 
 def test_unfitted_estimator_is_fitted_on_the_data(data):
     X, y, _, _, costs = data
-    clf = BudgetPrunedClassifier(RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0),
-                                 costs, lam=0.01, progress=False).fit(X, y)
+    clf = BudgetPrunedClassifier(
+        RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0), costs, lam=0.01, progress=False
+    ).fit(X, y)
     assert clf.estimator_ is not clf.estimator and hasattr(clf.estimator_, "estimators_")
     assert clf.path_ is None and clf.lam_ == 0.01
 
@@ -67,8 +77,10 @@ def test_unfitted_estimator_is_fitted_on_the_data(data):
 def test_larger_budget_never_costs_more(data):
     X, y, _, _, costs = data
     rf = RandomForestClassifier(n_estimators=8, max_depth=5, random_state=1).fit(X, y)
-    spent = [BudgetPrunedClassifier(rf, costs, budget=b, progress=False).fit(X, y).fit_cost_
-             for b in (2.0, 4.0, 8.0, 100.0)]
+    spent = [
+        BudgetPrunedClassifier(rf, costs, budget=b, progress=False).fit(X, y).fit_cost_
+        for b in (2.0, 4.0, 8.0, 100.0)
+    ]
     assert spent == sorted(spent)
 
 
@@ -76,8 +88,10 @@ def test_out_of_bag_counting_matches_the_mask(data):
     from thrifty.prune import budget_prune
 
     X, y, _, _, costs = data
-    for rf in (BudgetRFClassifier(6, max_depth=5, random_state=0, progress=False).fit(X, y),
-               RandomForestClassifier(n_estimators=6, max_depth=5, random_state=0).fit(X, y)):
+    for rf in (
+        BudgetRFClassifier(6, max_depth=5, random_state=0, progress=False).fit(X, y),
+        RandomForestClassifier(n_estimators=6, max_depth=5, random_state=0).fit(X, y),
+    ):
         clf = BudgetPrunedClassifier(rf, costs, lam=0.002, out_of_bag=True, progress=False).fit(X, y)
         mask = np.ones((len(X), 6), dtype=bool)
         for t, rows in enumerate(rf.estimators_samples_):
@@ -88,21 +102,24 @@ def test_out_of_bag_counting_matches_the_mask(data):
     with pytest.raises(ValueError, match="pass the rows the forest was fitted on"):
         BudgetPrunedClassifier(rf, costs, lam=0.002, out_of_bag=True).fit(X[:50], y[:50])
     with pytest.raises(ValueError, match="records its bootstrap samples"):
-        BudgetPrunedClassifier(DecisionTreeClassifier(max_depth=3).fit(X, y), costs, lam=0.01,
-                               out_of_bag=True).fit(X, y)
+        BudgetPrunedClassifier(
+            DecisionTreeClassifier(max_depth=3).fit(X, y), costs, lam=0.01, out_of_bag=True
+        ).fit(X, y)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({}, "exactly one of"),
-    ({"lam": 0.1, "mode": "x"}, "mode must be"),
-    ({"lam": 0.1, "evaluation": "yes"}, "evaluation must be"),
-    ({"budget": -1.0}, "budget must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({}, "exactly one of"),
+        ({"lam": 0.1, "mode": "x"}, "mode must be"),
+        ({"lam": 0.1, "evaluation": "yes"}, "evaluation must be"),
+        ({"budget": -1.0}, "budget must be"),
+    ],
+)
 def test_errors(data, kwargs, match):
     X, y, _, _, costs = data
     with pytest.raises(ValueError, match=match):
-        BudgetPrunedClassifier(DecisionTreeClassifier(max_depth=2), costs, progress=False,
-                               **kwargs).fit(X, y)
+        BudgetPrunedClassifier(DecisionTreeClassifier(max_depth=2), costs, progress=False, **kwargs).fit(X, y)
 
 
 def test_regression_forests_are_rejected(data):
@@ -114,12 +131,16 @@ def test_regression_forests_are_rejected(data):
         BudgetPrunedClassifier(reg, costs, lam=0.1).fit(X, y)
 
 
-@parametrize_with_checks([
-    BudgetPrunedClassifier(DecisionTreeClassifier(max_depth=4, random_state=0), lam=0.001,
-                           progress=False),
-    BudgetPrunedClassifier(RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0),
-                           budget=2.0, progress=False),
-])
+@parametrize_with_checks(
+    [
+        BudgetPrunedClassifier(
+            DecisionTreeClassifier(max_depth=4, random_state=0), lam=0.001, progress=False
+        ),
+        BudgetPrunedClassifier(
+            RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0), budget=2.0, progress=False
+        ),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -131,12 +152,18 @@ def test_a_budget_between_two_path_points_warns_naming_both(data):
     acc, cost = path.accuracy(), path.cost
     levels = np.unique(cost)
     # A gap whose upper point is more accurate than the best pruning within its midpoint.
-    gaps = [((lo + hi) / 2, hi) for lo, hi in zip(levels[:-1], levels[1:])
-            if hi > 1.25 * lo and acc[cost == hi].max() > acc[path.best_within((lo + hi) / 2)]]
+    gaps = [
+        ((lo + hi) / 2, hi)
+        for lo, hi in zip(levels[:-1], levels[1:])
+        if hi > 1.25 * lo and acc[cost == hi].max() > acc[path.best_within((lo + hi) / 2)]
+    ]
     assert gaps, "the forest's path has no gap to test"
     budget, above = gaps[0]
-    with pytest.warns(UserWarning, match=rf"budget={budget:.4g} falls between two prunings.*"
-                                         rf"mean cost {above:.4g}.*give budget={above:.4g}"):
+    with pytest.warns(
+        UserWarning,
+        match=rf"budget={budget:.4g} falls between two prunings.*"
+        rf"mean cost {above:.4g}.*give budget={above:.4g}",
+    ):
         clf = BudgetPrunedClassifier(rf, costs, budget=budget, progress=False).fit(X[300:], y[300:])
     assert clf.fit_cost_ == pytest.approx(cost[path.best_within(budget)])
     with warnings.catch_warnings():

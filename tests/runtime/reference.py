@@ -11,8 +11,15 @@ from thrifty import Forest
 ZERO = float(np.float32(1e-35))
 
 
-def random_forest(rng: np.random.Generator, n_features: int = 6, n_trees: int = 8, max_depth: int = 4,
-                  n_outputs: int = 1, categorical: bool = True, float32: bool = False) -> Forest:
+def random_forest(
+    rng: np.random.Generator,
+    n_features: int = 6,
+    n_trees: int = 8,
+    max_depth: int = 4,
+    n_outputs: int = 1,
+    categorical: bool = True,
+    float32: bool = False,
+) -> Forest:
     """A forest of random trees exercising every split kind (missing types, categories)."""
     feature, threshold, left, right, mleft, mtype, cstart, csize, value = ([] for _ in range(9))
     bitsets: list[int] = []
@@ -45,19 +52,55 @@ def random_forest(rng: np.random.Generator, n_features: int = 6, n_trees: int = 
         roots.append(node(0))
         tclass.append(t % n_outputs)
     link = "sigmoid" if n_outputs == 1 else "softmax"
-    return Forest(feature=feature, threshold=threshold, children_left=left, children_right=right,
-                  missing_left=mleft, missing_type=mtype, cat_start=cstart, cat_size=csize,
-                  cat_bitsets=np.asarray(bitsets, dtype=np.uint32), value=value, roots=roots,
-                  tree_weight=rng.uniform(0.5, 1.5, size=n_trees).round(3), tree_class=tclass,
-                  base_score=np.round(rng.normal(size=n_outputs), 3), n_features=n_features,
-                  link=link, task="binary" if n_outputs == 1 else "multiclass",
-                  input_dtype="float32" if float32 else "float64")
+    return Forest(
+        feature=feature,
+        threshold=threshold,
+        children_left=left,
+        children_right=right,
+        missing_left=mleft,
+        missing_type=mtype,
+        cat_start=cstart,
+        cat_size=csize,
+        cat_bitsets=np.asarray(bitsets, dtype=np.uint32),
+        value=value,
+        roots=roots,
+        tree_weight=rng.uniform(0.5, 1.5, size=n_trees).round(3),
+        tree_class=tclass,
+        base_score=np.round(rng.normal(size=n_outputs), 3),
+        n_features=n_features,
+        link=link,
+        task="binary" if n_outputs == 1 else "multiclass",
+        input_dtype="float32" if float32 else "float64",
+    )
 
 
 def random_inputs(rng: np.random.Generator, n: int, n_features: int) -> np.ndarray:
     """Values on and around the thresholds, category codes, NaN, zeros and infinities."""
-    pool = np.array([-1.0, 0.0, -0.0, 0.5, 1.0, 2.5, 1e-36, -0.5, 3.0, 7.0, 31.0, 33.0, 40.0, 64.0,
-                     1e30, np.inf, -np.inf, np.nan, 0.49999999, 1.0000001, -3.0])
+    pool = np.array(
+        [
+            -1.0,
+            0.0,
+            -0.0,
+            0.5,
+            1.0,
+            2.5,
+            1e-36,
+            -0.5,
+            3.0,
+            7.0,
+            31.0,
+            33.0,
+            40.0,
+            64.0,
+            1e30,
+            np.inf,
+            -np.inf,
+            np.nan,
+            0.49999999,
+            1.0000001,
+            -3.0,
+        ]
+    )
     X = rng.choice(pool, size=(n, n_features))
     noise = rng.random((n, n_features)) < 0.3
     X[noise] = rng.normal(scale=2, size=noise.sum())
@@ -107,8 +150,13 @@ def tree_out(forest: Forest, leaf: int) -> np.ndarray:
 class RefCost:
     """Cost of the set of tested features, from the raw groups/dependencies spec."""
 
-    def __init__(self, costs: np.ndarray, groups: dict[str, list[int]], deps: dict[int, list[int]],
-                 group_prices: dict[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        costs: np.ndarray,
+        groups: dict[str, list[int]],
+        deps: dict[int, list[int]],
+        group_prices: dict[str, float] | None = None,
+    ) -> None:
         self.costs, self.groups, self.deps = costs, groups, deps
         self.group_prices = group_prices or {}
 

@@ -86,11 +86,25 @@ def test_tree_parallel_rounds_same_results_fewer_rounds(small_model):
 
 def test_latency_of_a_round_is_its_slowest_fetch_by_hand():
     """Stumps on x0 and x1: tree-parallel fetches both in one round, costing max(3, 5), not 3 + 5."""
-    stumps = Forest(feature=[0, -1, -1, 1, -1, -1], threshold=[0.0] * 6, children_left=[1, -1, -1, 4, -1, -1],
-                    children_right=[2, -1, -1, 5, -1, -1], missing_left=[True] * 6, missing_type=[0] * 6,
-                    cat_start=[-1] * 6, cat_size=[0] * 6, cat_bitsets=np.zeros(0, np.uint32),
-                    value=[0, -1.0, 1.0, 0, -2.0, 2.0], roots=[0, 3], tree_weight=[1.0, 1.0],
-                    tree_class=[0, 0], base_score=[0.0], n_features=2, link="sigmoid", task="binary")
+    stumps = Forest(
+        feature=[0, -1, -1, 1, -1, -1],
+        threshold=[0.0] * 6,
+        children_left=[1, -1, -1, 4, -1, -1],
+        children_right=[2, -1, -1, 5, -1, -1],
+        missing_left=[True] * 6,
+        missing_type=[0] * 6,
+        cat_start=[-1] * 6,
+        cat_size=[0] * 6,
+        cat_bitsets=np.zeros(0, np.uint32),
+        value=[0, -1.0, 1.0, 0, -2.0, 2.0],
+        roots=[0, 3],
+        tree_weight=[1.0, 1.0],
+        tree_class=[0, 0],
+        base_score=[0.0],
+        n_features=2,
+        link="sigmoid",
+        task="binary",
+    )
     X = np.random.default_rng(0).normal(size=(50, 2))
     costs = CostModel([3.0, 5.0])
     parallel = run(evaluate_async(Full(stumps), array_provider(X), costs, n_rows=50, trees="parallel"))
@@ -110,8 +124,17 @@ def test_tree_parallel_with_groups_and_dependencies(seed):
     costs = cost_model(tree_cost=0.5)
     dense = evaluate(Full(forest), X, costs)
     for latency in ("max", "sum"):
-        ev = run(evaluate_async(Full(forest), array_provider(X), costs, n_rows=120, trees="parallel",
-                                latency=latency, chunk_size=50))
+        ev = run(
+            evaluate_async(
+                Full(forest),
+                array_provider(X),
+                costs,
+                n_rows=120,
+                trees="parallel",
+                latency=latency,
+                chunk_size=50,
+            )
+        )
         same(ev, dense)
         if latency == "sum":
             np.testing.assert_allclose(ev.cost.latency, dense.cost.feature, atol=1e-9)
@@ -131,11 +154,14 @@ def test_bad_arguments(small_model):
         evaluate(plan, async_call, costs, n_rows=len(X))
 
 
-@pytest.mark.parametrize("answer", [
-    lambda f, r: np.zeros(3),                   # too few values
-    lambda f, r: np.zeros((1, len(r))),         # transposed: one row of values
-    lambda f, r: np.array([["a"]] * len(r)),    # not numbers
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda f, r: np.zeros(3),  # too few values
+        lambda f, r: np.zeros((1, len(r))),  # transposed: one row of values
+        lambda f, r: np.array([["a"]] * len(r)),  # not numbers
+    ],
+)
 def test_plain_providers_are_checked_alike_sync_and_async(small_model, answer):
     # One check of a plain provider's answer serves both drivers: the same error either way.
     plan, X, costs = small_model

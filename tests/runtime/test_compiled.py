@@ -17,9 +17,35 @@ from thrifty.runtime import BinnedExits
 
 # Values the generated inputs draw from: thresholds of the random forests, category codes
 # (negative, unseen, fractional), zeros, infinities and NaN.
-VALUES = st.sampled_from([-1.0, 0.0, -0.0, 0.5, 1.0, 2.5, 1e-36, -1e-36, -0.5, -0.9, -1.5, 3.0, 7.0,
-                          31.0, 32.0, 33.0, 63.9, 64.0, 1e30, np.inf, -np.inf, np.nan,
-                          0.49999999, 1.0000001, -3.0]) | st.floats(-5, 70, allow_nan=False)
+VALUES = st.sampled_from(
+    [
+        -1.0,
+        0.0,
+        -0.0,
+        0.5,
+        1.0,
+        2.5,
+        1e-36,
+        -1e-36,
+        -0.5,
+        -0.9,
+        -1.5,
+        3.0,
+        7.0,
+        31.0,
+        32.0,
+        33.0,
+        63.9,
+        64.0,
+        1e30,
+        np.inf,
+        -np.inf,
+        np.nan,
+        0.49999999,
+        1.0000001,
+        -3.0,
+    ]
+) | st.floats(-5, 70, allow_nan=False)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -32,10 +58,15 @@ def cache(tmp_path_factory):
 
 
 def matrices(n_features: int, max_rows: int = 40):
-    return st.integers(0, max_rows).flatmap(
-        lambda n: st.lists(st.lists(VALUES, min_size=n_features, max_size=n_features),
-                           min_size=n, max_size=n)).map(
-        lambda rows: np.array(rows, dtype=np.float64).reshape(-1, n_features))
+    return (
+        st.integers(0, max_rows)
+        .flatmap(
+            lambda n: st.lists(
+                st.lists(VALUES, min_size=n_features, max_size=n_features), min_size=n, max_size=n
+            )
+        )
+        .map(lambda rows: np.array(rows, dtype=np.float64).reshape(-1, n_features))
+    )
 
 
 def assert_same(a, b, *, lazy: bool = False):
@@ -70,8 +101,10 @@ def _plans(seed: int) -> dict[str, thrifty.runtime.Plan]:
     forest32 = random_forest(rng, N_FEATURES, n_trees=7, float32=True)
     multi = random_forest(rng, N_FEATURES, n_trees=9, n_outputs=3)
     order = rng.permutation(9)
-    bins = BinnedExits(rng.uniform(0.2, 1.0, 9).round(2),
-                       [{int(b): (1.0, -1.0) for b in rng.integers(-3, 3, 3)} for _ in range(9)])
+    bins = BinnedExits(
+        rng.uniform(0.2, 1.0, 9).round(2),
+        [{int(b): (1.0, -1.0) for b in rng.integers(-3, 3, 3)} for _ in range(9)],
+    )
     coef = np.zeros(N_FEATURES)
     coef[[0, 4]] = [0.5, -1.0]
     return {
@@ -82,11 +115,15 @@ def _plans(seed: int) -> dict[str, thrifty.runtime.Plan]:
         "sequential-bins": Sequential(forest, order, bins=bins),
         "sequential-subset": Sequential(forest, order[:5], np.full(5, 2.0), np.full(5, -np.inf)),
         "sequential-multiclass": Sequential(multi, rng.permutation(9), np.full(9, 0.8)),
-        "gated": Gated(Linear(coef), Sequential(forest32, rng.permutation(7), np.full(7, 1.0),
-                                                np.full(7, -1.0)), Full(forest)),
+        "gated": Gated(
+            Linear(coef),
+            Sequential(forest32, rng.permutation(7), np.full(7, 1.0), np.full(7, -1.0)),
+            Full(forest),
+        ),
         # Every part native: low and high run natively on the rows the gate routes to them.
-        "gated-forests": Gated(Full(forest32), Sequential(forest, order, np.full(9, 1.0), np.full(9, -1.0)),
-                               Full(forest)),
+        "gated-forests": Gated(
+            Full(forest32), Sequential(forest, order, np.full(9, 1.0), np.full(9, -1.0)), Full(forest)
+        ),
     }
 
 
@@ -94,8 +131,11 @@ PLANS = _plans(7)
 
 
 @pytest.mark.parametrize("name", sorted(PLANS))
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(X=matrices(N_FEATURES))
 def test_compiled_matches_interpreter_and_lazy(name, X):
     # A Linear part (the gate) runs on the interpreter's kernel: the Gated plan is not all native.
@@ -116,8 +156,9 @@ def test_plans_it_does_not_compile_run_on_the_interpreter():
     X = random_inputs(rng, 50, N_FEATURES)
     check(Cascade(forest, W, [-0.5, 0.0]), X, cost_model(), native=False)
     check(Linear(np.arange(N_FEATURES) - 2.0), X, cost_model(), native=False)
-    assert not thrifty.compile(Gated(Linear(np.ones(N_FEATURES)), Cascade(forest, W, [-0.5, 0.0]),
-                                     Full(forest))).native
+    assert not thrifty.compile(
+        Gated(Linear(np.ones(N_FEATURES)), Cascade(forest, W, [-0.5, 0.0]), Full(forest))
+    ).native
 
 
 def test_cache_pickle_and_plan_method():
@@ -129,8 +170,10 @@ def test_cache_pickle_and_plan_method():
     clone = pickle.loads(pickle.dumps(first))
     assert clone.native and clone.schedule.native.from_cache
     assert_same(clone.evaluate(X), first.evaluate(X))
-    assert clone.costs is not None and clone.evaluate(X).cost.total.sum() == \
-        evaluate(plan, X, cost_model()).cost.total.sum()
+    assert (
+        clone.costs is not None
+        and clone.evaluate(X).cost.total.sum() == evaluate(plan, X, cost_model()).cost.total.sum()
+    )
 
 
 def _library_models():
@@ -142,25 +185,49 @@ def _library_models():
     lgb = pytest.importorskip("lightgbm")
     Xc = X.copy()
     Xc[:, 4] = rng.integers(0, 6, size=len(X))
-    models.append(("lightgbm", lgb.LGBMClassifier(n_estimators=15, num_leaves=8, verbose=-1,
-                                                  min_child_samples=5).fit(Xc, y, categorical_feature=[4]),
-                   lambda m, Z: m.booster_.predict(Z, raw_score=True)))
+    models.append(
+        (
+            "lightgbm",
+            lgb.LGBMClassifier(n_estimators=15, num_leaves=8, verbose=-1, min_child_samples=5).fit(
+                Xc, y, categorical_feature=[4]
+            ),
+            lambda m, Z: m.booster_.predict(Z, raw_score=True),
+        )
+    )
     xgb = pytest.importorskip("xgboost")
-    models.append(("xgboost", xgb.XGBClassifier(n_estimators=15, max_depth=3).fit(X, y),
-                   lambda m, Z: m.get_booster().inplace_predict(Z, predict_type="margin")))
+    models.append(
+        (
+            "xgboost",
+            xgb.XGBClassifier(n_estimators=15, max_depth=3).fit(X, y),
+            lambda m, Z: m.get_booster().inplace_predict(Z, predict_type="margin"),
+        )
+    )
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
 
     Xf = np.nan_to_num(X)
-    models.append(("sklearn-gb", GradientBoostingRegressor(n_estimators=15, max_depth=3).fit(Xf, Xf[:, 0]),
-                   lambda m, Z: m.predict(Z)))
-    models.append(("sklearn-rf", RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0)
-                   .fit(Xf, y), lambda m, Z: m.predict_proba(Z)[:, 1]))
+    models.append(
+        (
+            "sklearn-gb",
+            GradientBoostingRegressor(n_estimators=15, max_depth=3).fit(Xf, Xf[:, 0]),
+            lambda m, Z: m.predict(Z),
+        )
+    )
+    models.append(
+        (
+            "sklearn-rf",
+            RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(Xf, y),
+            lambda m, Z: m.predict_proba(Z)[:, 1],
+        )
+    )
     return models
 
 
 @pytest.mark.parametrize("index", range(4))
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                               HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(X=matrices(5, max_rows=30))
 def test_compiled_matches_the_source_library(index, X):
     name, model, predict = _library_models_cached()[index]

@@ -29,8 +29,14 @@ def cost_model(tree_cost: float = 0.0, split_cost: float = 0.0) -> CostModel:
     names = [f"x{i}" for i in range(N_FEATURES)]
     spec = {n: float(c) for n, c in zip(names, PRICES) if n not in ("x1", "x2")}
     spec["panel"] = 5.0
-    return CostModel(spec, feature_names=names, groups={"panel": ["x1", "x2"]},
-                     dependencies={"x4": ["x0", "x3"]}, tree_cost=tree_cost, split_cost=split_cost)
+    return CostModel(
+        spec,
+        feature_names=names,
+        groups={"panel": ["x1", "x2"]},
+        dependencies={"x4": ["x0", "x3"]},
+        tree_cost=tree_cost,
+        split_cost=split_cost,
+    )
 
 
 REF = RefCost(PRICES, GROUPS, DEPS, {"panel": 5.0})
@@ -52,8 +58,13 @@ def check_costs(ev, touched_per_row, nodes_per_row, trees_per_row, costs):
     np.testing.assert_allclose(ev.cost.feature, expected_feat, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(ev.cost.n_nodes, nodes_per_row)
     np.testing.assert_array_equal(ev.cost.n_trees, trees_per_row)
-    np.testing.assert_allclose(ev.cost.total, expected_feat + costs.tree_cost * np.asarray(trees_per_row)
-                               + costs.split_cost * np.asarray(nodes_per_row), atol=1e-9)
+    np.testing.assert_allclose(
+        ev.cost.total,
+        expected_feat
+        + costs.tree_cost * np.asarray(trees_per_row)
+        + costs.split_cost * np.asarray(nodes_per_row),
+        atol=1e-9,
+    )
     for i, t in enumerate(touched_per_row):
         assert set(np.flatnonzero(ev.cost.acquired[i])) == REF.acquired(set(t))
 
@@ -72,8 +83,12 @@ def check_lazy(plan, X, costs, ev, touched_per_row):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), n=st.sampled_from([0, 1, 7, 60]),
-       float32=st.booleans(), outputs=st.sampled_from([1, 1, 3]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.sampled_from([0, 1, 7, 60]),
+    float32=st.booleans(),
+    outputs=st.sampled_from([1, 1, 3]),
+)
 def test_full_matches_reference(seed, n, float32, outputs):
     rng = np.random.default_rng(seed)
     forest = random_forest(rng, N_FEATURES, n_trees=9, n_outputs=outputs, float32=float32)
@@ -269,12 +284,18 @@ def test_imported_lightgbm_model_dense_lazy_and_reference():
 
     rng = np.random.default_rng(11)
     n = 400
-    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
-                       "c": pd.Categorical(rng.choice(list("pqrst"), size=n))})
+    df = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.normal(size=n),
+            "c": pd.Categorical(rng.choice(list("pqrst"), size=n)),
+        }
+    )
     df.loc[rng.random(n) < 0.1, "a"] = np.nan
     y = ((df["a"].fillna(0) > 0) ^ df["c"].isin(["p", "q"])).astype(int)
-    model = lgb.LGBMClassifier(n_estimators=15, num_leaves=6, min_data_per_group=5, cat_smooth=1,
-                               verbose=-1).fit(df, y)
+    model = lgb.LGBMClassifier(
+        n_estimators=15, num_leaves=6, min_data_per_group=5, cat_smooth=1, verbose=-1
+    ).fit(df, y)
     forest = Forest.from_model(model)
     assert (forest.cat_start >= 0).any(), "the model should have categorical splits"
     costs = CostModel({"a": 1.0, "b": 2.0, "c": 4.0}, feature_names=["a", "b", "c"], tree_cost=0.1)

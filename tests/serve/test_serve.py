@@ -39,8 +39,13 @@ def thrifty_serve(*args: str, startup: float = 90.0):
     """``python -m thrifty serve ...`` on a free port; yields its URL; always stops the process."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "thrifty", "serve", *args, "--port", str(port)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "thrifty", "serve", *args, "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + startup
@@ -78,16 +83,35 @@ def files(small_model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def sql_server(files):
-    with thrifty_serve(str(files / "plan.json"), "--provider", f"sqlite:///{files / 'store.db'}",
-                       "--table", "features", "--key-column", "pid", "--costs", str(files / "costs.json"),
-                       "--max-rows", "100", "--max-body", "20000", "--timeout", "20") as (url, proc):
+    with thrifty_serve(
+        str(files / "plan.json"),
+        "--provider",
+        f"sqlite:///{files / 'store.db'}",
+        "--table",
+        "features",
+        "--key-column",
+        "pid",
+        "--costs",
+        str(files / "costs.json"),
+        "--max-rows",
+        "100",
+        "--max-body",
+        "20000",
+        "--timeout",
+        "20",
+    ) as (url, proc):
         yield url, proc
 
 
 def post(url: str, body, **kw):
     data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-    return httpx.post(f"{url}/predict", content=data, timeout=CLIENT_TIMEOUT,
-                      headers={"content-type": "application/json"}, **kw)
+    return httpx.post(
+        f"{url}/predict",
+        content=data,
+        timeout=CLIENT_TIMEOUT,
+        headers={"content-type": "application/json"},
+        **kw,
+    )
 
 
 def check_against_dense(results, plan, X, costs, rows):
@@ -96,8 +120,9 @@ def check_against_dense(results, plan, X, costs, rows):
     np.testing.assert_allclose([r["probabilities"] for r in results], dense.proba, rtol=1e-12)
     np.testing.assert_allclose([r["cost"] for r in results], dense.cost.total, rtol=1e-12)
     assert [r["trees"] for r in results] == dense.cost.n_trees.tolist()
-    assert [r["acquired"] for r in results] == [[NAMES[j] for j in np.flatnonzero(a)]
-                                                for a in dense.cost.acquired]
+    assert [r["acquired"] for r in results] == [
+        [NAMES[j] for j in np.flatnonzero(a)] for a in dense.cost.acquired
+    ]
 
 
 def test_predict_fetches_missing_features_from_sqlite(sql_server, small_model):
@@ -125,18 +150,21 @@ def test_predict_fetches_missing_features_from_sqlite(sql_server, small_model):
     assert health["status"] == "ok" and health["features"] == NAMES
 
 
-@pytest.mark.parametrize("body, status, message", [
-    (b'{"rows": [{"id": 1,', 400, "malformed JSON"),
-    (b'[1, 2]', 400, "must be a JSON object"),
-    ({"rows": [{"id": 1, "wbc": 3}]}, 422, "unknown feature 'wbc'"),
-    ({"rows": [{"id": 1, "age": "old"}]}, 422, "feature 'age' of row 0 must be a number or null"),
-    ({"rows": [{"id": 1, "age": True}]}, 422, "must be a number"),
-    ({"rows": [7]}, 422, "row 0 must be a JSON object"),
-    ({"rows": [{"id": 1}] * 101}, 413, "at most 100"),
-    (b'{"rows": [' + b'{"id": 1},' * 3000 + b'{"id": 1}]}', 413, "at most 20000"),
-    ({"rows": [{"id": 123456}]}, 404, "no record with pid in [123456]"),
-    ({"rows": [{"age": 1.0}]}, 422, "has no 'id'"),
-])
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        (b'{"rows": [{"id": 1,', 400, "malformed JSON"),
+        (b"[1, 2]", 400, "must be a JSON object"),
+        ({"rows": [{"id": 1, "wbc": 3}]}, 422, "unknown feature 'wbc'"),
+        ({"rows": [{"id": 1, "age": "old"}]}, 422, "feature 'age' of row 0 must be a number or null"),
+        ({"rows": [{"id": 1, "age": True}]}, 422, "must be a number"),
+        ({"rows": [7]}, 422, "row 0 must be a JSON object"),
+        ({"rows": [{"id": 1}] * 101}, 413, "at most 100"),
+        (b'{"rows": [' + b'{"id": 1},' * 3000 + b'{"id": 1}]}', 413, "at most 20000"),
+        ({"rows": [{"id": 123456}]}, 404, "no record with pid in [123456]"),
+        ({"rows": [{"age": 1.0}]}, 422, "has no 'id'"),
+    ],
+)
 def test_bad_requests_get_a_one_line_reason(sql_server, body, status, message):
     url, proc = sql_server
     r = post(url, body)
@@ -151,9 +179,13 @@ def test_slow_and_failing_feature_service(files, small_model):
     plan, X, costs = small_model
     keys = list(range(len(X)))
     service = FeatureService(X, NAMES, keys)
-    with serving(service.app) as features_url, \
-            thrifty_serve(str(files / "plan.json"), "--provider", features_url,
-                          "--timeout", "1.0") as (url, proc):
+    with (
+        serving(service.app) as features_url,
+        thrifty_serve(str(files / "plan.json"), "--provider", features_url, "--timeout", "1.0") as (
+            url,
+            proc,
+        ),
+    ):
         r = post(url, {"rows": [{"id": i} for i in range(20)]})
         assert r.status_code == 200, r.text
         uniform = CostModel.uniform(plan.n_features, feature_names=NAMES)
@@ -175,5 +207,18 @@ def test_serve_refuses_a_bad_configuration(files):
     from thrifty.cli import main
 
     assert main(["serve", str(files / "plan.json"), "--provider", f"sqlite:///{files / 'store.db'}"]) == 2
-    assert main(["serve", str(files / "plan.json"), "--provider", f"sqlite:///{files / 'store.db'}",
-                 "--table", "nope", "--key-column", "pid"]) == 2
+    assert (
+        main(
+            [
+                "serve",
+                str(files / "plan.json"),
+                "--provider",
+                f"sqlite:///{files / 'store.db'}",
+                "--table",
+                "nope",
+                "--key-column",
+                "pid",
+            ]
+        )
+        == 2
+    )

@@ -29,20 +29,32 @@ def _opt1_grad(q, A, B):
     return (B - A + np.log(q / (1 - q))) / len(q)
 
 
-@pytest.mark.parametrize("p_full,seed", [(0.05, 0),  # tight budget
-                                         (0.3, 1),  # binding
-                                         (0.9, 0)])  # loose: beta = 0 when the constraint is slack
+@pytest.mark.parametrize(
+    "p_full,seed",
+    [
+        (0.05, 0),  # tight budget
+        (0.3, 1),  # binding
+        (0.9, 0),
+    ],
+)  # loose: beta = 0 when the constraint is slack
 def test_q_step_equals_numerical_minimisation(p_full, seed):
     rng = np.random.default_rng(seed)
     n = 25
     A = rng.gamma(2.0, 0.7, n)
     B = rng.gamma(2.0, 0.3, n)  # f0 is usually better: the constraint binds
     q, beta = q_step(A, B, p_full)
-    res = minimize(_opt1, np.full(n, min(p_full, 0.5) * 0.9), args=(A, B), method="SLSQP",
-                   jac=_opt1_grad, bounds=[(1e-9, 1 - 1e-9)] * n,
-                   constraints=[{"type": "ineq", "fun": lambda v: p_full - v.mean(),
-                                 "jac": lambda v: -np.ones_like(v) / len(v)}],
-                   options={"ftol": 1e-14, "maxiter": 2000})
+    res = minimize(
+        _opt1,
+        np.full(n, min(p_full, 0.5) * 0.9),
+        args=(A, B),
+        method="SLSQP",
+        jac=_opt1_grad,
+        bounds=[(1e-9, 1 - 1e-9)] * n,
+        constraints=[
+            {"type": "ineq", "fun": lambda v: p_full - v.mean(), "jac": lambda v: -np.ones_like(v) / len(v)}
+        ],
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
     assert res.success, res.message
     assert beta >= 0
     assert q.mean() <= p_full + 1e-12
@@ -131,8 +143,9 @@ def test_gbrt_prefers_the_cheap_equivalent_feature():
     rng = np.random.default_rng(3)
     n = 800
     z = rng.standard_normal(n)
-    X = np.column_stack([z + 0.01 * rng.standard_normal(n), z + 0.01 * rng.standard_normal(n),
-                         rng.standard_normal(n)])
+    X = np.column_stack(
+        [z + 0.01 * rng.standard_normal(n), z + 0.01 * rng.standard_normal(n), rng.standard_normal(n)]
+    )
     y = (z > 0).astype(int)
     hpc = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, y)
     costs = CostModel([100.0, 1.0, 1.0])
@@ -167,11 +180,16 @@ def test_reported_cost_equals_cost_recomputed_by_hand(method):
     X, y = _binary(500, seed=4, n_features=7)
     names = [f"f{i}" for i in range(7)]
     # a group (one lab panel) and a derived feature needing two others
-    costs = CostModel({"f0": 1.0, "f1": 2.0, "f2": 0.5, "f3": 4.0, "f4": 3.0, "f5": 0.0, "panel": 6.0},
-                      feature_names=names, groups={"panel": ["f4", "f6"]}, dependencies={"f5": ["f1", "f2"]})
+    costs = CostModel(
+        {"f0": 1.0, "f1": 2.0, "f2": 0.5, "f3": 4.0, "f4": 3.0, "f5": 0.0, "panel": 6.0},
+        feature_names=names,
+        groups={"panel": ["f4", "f6"]},
+        dependencies={"f5": ["f1", "f2"]},
+    )
     hpc = RandomForestClassifier(n_estimators=8, max_depth=5, random_state=1, n_jobs=1).fit(X, y)
-    est = ADAPTClassifier(hpc, costs, method=method, p_full=0.4, gamma=1e-4 if method == "gbrt" else 0.05,
-                          **FAST).fit(X, y)
+    est = ADAPTClassifier(
+        hpc, costs, method=method, p_full=0.4, gamma=1e-4 if method == "gbrt" else 0.05, **FAST
+    ).fit(X, y)
     ev = evaluate(est.plan_, X, costs)
     high = Forest.from_model(hpc)
     gate_raw = np.asarray(evaluate(est.gate_, X).raw).reshape(-1)
@@ -180,7 +198,7 @@ def test_reported_cost_equals_cost_recomputed_by_hand(method):
         feats |= _features(high, X[i]) if gate_raw[i] > 0 else _features(est.low_, X[i])
         units = set()
         for f in feats:
-            units.update(costs.closure_units[costs.closure_ptr[f]:costs.closure_ptr[f + 1]].tolist())
+            units.update(costs.closure_units[costs.closure_ptr[f] : costs.closure_ptr[f + 1]].tolist())
         assert ev.cost.feature[i] == pytest.approx(sum(costs.unit_cost[u] for u in units)), i
     assert ev.cost.mean == pytest.approx(est.cost_report(X).mean)
     assert 0 < ev.cost.mean < costs.acquisition_cost(names)
@@ -216,8 +234,9 @@ def test_unfitted_hpc_is_cloned_and_fitted(binary):
 def test_black_box_hpc_is_charged_its_features(binary):
     X, y, Xt, _, _ = binary
     svc = SVC(random_state=0).fit(X, y)
-    svc.predict_proba = lambda Z: np.column_stack([1 - (svc.decision_function(Z) > 0),
-                                                   (svc.decision_function(Z) > 0)]).astype(float)
+    svc.predict_proba = lambda Z: np.column_stack(
+        [1 - (svc.decision_function(Z) > 0), (svc.decision_function(Z) > 0)]
+    ).astype(float)
     est = ADAPTClassifier(svc, p_full=0.5, hpc_features=[0, 2, 3], **{**FAST, "n_iter": 8}).fit(X, y)
     assert not est.hpc_exact_
     ev = evaluate(est.plan_, Xt)
@@ -254,8 +273,11 @@ def test_budget_picks_the_most_accurate_system_within_budget(binary):
         assert len(est.sweep_) == 4
         ok = [r for r in est.sweep_ if r["mean_cost"] <= est.budget]
         best = max(r["accuracy"] for r in ok)
-        chosen = [r for r in ok if r["p_full"] == est.best_params_["p_full"]
-                  and r["gamma"] == est.best_params_["gamma"]][0]
+        chosen = [
+            r
+            for r in ok
+            if r["p_full"] == est.best_params_["p_full"] and r["gamma"] == est.best_params_["gamma"]
+        ][0]
         assert chosen["accuracy"] == best
     with pytest.raises(ValueError, match="below the cheapest system"):
         ADAPTClassifier(hpc, budget=0.0, **{**kw, "gamma_grid": (1e-5,)}).fit(X, y)
@@ -263,8 +285,9 @@ def test_budget_picks_the_most_accurate_system_within_budget(binary):
 
 def test_budget_with_calibration_set(binary):
     X, y, Xt, yt, hpc = binary
-    est = ADAPTClassifier(hpc, method="lin", budget=4.0, p_full_grid=(0.2,), gamma_grid=(0.1, 0.01),
-                          **FAST).fit(X, y, calibration=(Xt, yt))
+    est = ADAPTClassifier(
+        hpc, method="lin", budget=4.0, p_full_grid=(0.2,), gamma_grid=(0.1, 0.01), **FAST
+    ).fit(X, y, calibration=(Xt, yt))
     assert est.cost_report(Xt).mean <= 4.0 + 1e-9
 
 
@@ -273,8 +296,10 @@ def test_function_layer_on_arrays(binary):
 
     X, y, Xt, _, hpc = binary
     prob = ADAPTProblem.build(X, y, hpc.predict_proba(X))
-    for fit in (adapt_gbrt(prob, p_full=0.2, gamma=1e-3, n_estimators=10, n_iter=2),
-                adapt_lin(prob, p_full=0.2, gamma=0.01, n_iter=2)):
+    for fit in (
+        adapt_gbrt(prob, p_full=0.2, gamma=1e-3, n_estimators=10, n_iter=2),
+        adapt_lin(prob, p_full=0.2, gamma=0.01, n_iter=2),
+    ):
         assert fit.q.mean() <= 0.2 + 1e-9 and len(fit.history) == 2
         plan = Gated(fit.gate, fit.low, Forest.from_model(hpc))
         assert evaluate(plan, Xt).labels.shape == (len(Xt),)
@@ -304,8 +329,10 @@ def test_truncate_lin_keeps_the_strongest_features_exactly(binary):
     # the refit keeps the better, by (OPT), of its two starts: the cut parameters and a cold one
     top2 = np.zeros(len(norms), dtype=bool)
     top2[np.argsort(-norms)[:2]] = True
-    starts = [adapt_lin(prob, p_full=0.2, gamma=1e-3, n_iter=5, init=init, support=top2)
-              for init in (fit.state, None)]
+    starts = [
+        adapt_lin(prob, p_full=0.2, gamma=1e-3, n_iter=5, init=init, support=top2)
+        for init in (fit.state, None)
+    ]
     values = [lin_objective(prob, f.state, 0.2, 1e-3) for f in starts]
     assert lin_objective(prob, cut.state, 0.2, 1e-3) == pytest.approx(min(values), rel=1e-12)
 

@@ -32,8 +32,16 @@ def test_synthetic1_gate_sends_the_ambiguous_centre_to_f0():
     X, y, _ = synthetic1(2000, 0)
     Xt, yt, centre = synthetic1(2000, 1)
     f0 = _svc(X, y, C=10, gamma=2.0)
-    est = ADAPTClassifier(f0, CostModel([0.0, 0.0]), p_full=0.3, n_estimators=60, max_depth=3,
-                          learning_rate=0.15, n_iter=8, progress=False).fit(X, y)
+    est = ADAPTClassifier(
+        f0,
+        CostModel([0.0, 0.0]),
+        p_full=0.3,
+        n_estimators=60,
+        max_depth=3,
+        learning_rate=0.15,
+        n_iter=8,
+        progress=False,
+    ).fit(X, y)
     route = est.route(Xt)
     assert route[centre].mean() > 0.85  # the centre goes to f0
     assert route[~centre].mean() < 0.1  # the easy outside stays with f1
@@ -62,8 +70,9 @@ def _best_cost_at_full_accuracy(method, X, y, f0, gammas, p_fulls, **kw):
     best = np.inf
     for p_full in p_fulls:
         for gamma in gammas:
-            est = ADAPTClassifier(f0, [1.0, 1.0], method=method, p_full=p_full, gamma=gamma,
-                                  progress=False, **kw).fit(X, y)
+            est = ADAPTClassifier(
+                f0, [1.0, 1.0], method=method, p_full=p_full, gamma=gamma, progress=False, **kw
+            ).fit(X, y)
             ev = evaluate(est.plan_, X, est.costs_)
             if np.mean(est._labels(ev, X) == y) >= 0.995:
                 best = min(best, ev.cost.mean)
@@ -91,8 +100,9 @@ def test_synthetic2_adapt_lin_reaches_1_5(seed):
     # the paper's system: clusters 1-2 to f0 (cost 2), clusters 3-4 to f1 (cost 1).
     X, y = synthetic2(seed=seed)
     f0 = _svc(X, y)
-    est = ADAPTClassifier(f0, [1.0, 1.0], method="lin", p_full=0.5, gamma=1e-4, n_iter=50,
-                          max_features=1, progress=False).fit(X, y)
+    est = ADAPTClassifier(
+        f0, [1.0, 1.0], method="lin", p_full=0.5, gamma=1e-4, n_iter=50, max_features=1, progress=False
+    ).fit(X, y)
     assert np.all(est.gate_.coef[0] == 0.0) and np.all(est.low_.coef[0] == 0.0)  # feature 1 never bought
     for Xe, ye in ((X, y), synthetic2(seed=seed + 10)):
         ev = evaluate(est.plan_, Xe, est.costs_)
@@ -119,12 +129,14 @@ def test_multiclass_low_model_is_multinomial_gate_binary(method):
     from sklearn.datasets import make_classification
     from sklearn.ensemble import RandomForestClassifier
 
-    X, y = make_classification(n_samples=600, n_features=6, n_informative=4, n_classes=3,
-                               n_clusters_per_class=1, random_state=2)
+    X, y = make_classification(
+        n_samples=600, n_features=6, n_informative=4, n_classes=3, n_clusters_per_class=1, random_state=2
+    )
     labels = np.array(["a", "b", "c"])[y]
     f0 = RandomForestClassifier(n_estimators=20, max_depth=6, random_state=0, n_jobs=1).fit(X, labels)
-    est = ADAPTClassifier(f0, method=method, p_full=0.3, n_estimators=10, n_iter=3,
-                          progress=False).fit(X, labels)
+    est = ADAPTClassifier(f0, method=method, p_full=0.3, n_estimators=10, n_iter=3, progress=False).fit(
+        X, labels
+    )
     assert est.low_.n_outputs == 3 and est.gate_.n_outputs == 1
     proba = est.predict_proba(X)
     assert proba.shape == (600, 3)
@@ -151,8 +163,9 @@ def test_thyroid_real_costs_derived_feature_priced(data_home):
     ev0 = evaluate(f0, Xt, ds.costs)
     # the benchmark's settings: with fewer rounds and iterations q stays soft, no split repays a
     # lab test and the model stays constant (the majority class)
-    est = ADAPTClassifier(f0, ds.costs, p_full=0.35, gamma=1e-3, n_estimators=100, max_depth=4, n_iter=6,
-                          progress=False).fit(X, y)
+    est = ADAPTClassifier(
+        f0, ds.costs, p_full=0.35, gamma=1e-3, n_estimators=100, max_depth=4, n_iter=6, progress=False
+    ).fit(X, y)
     ev = evaluate(est.plan_, Xt, ds.costs)
     assert np.mean(est.predict(Xt) == yt) >= np.mean(ev0.labels == yt) - 0.01
     assert ev.cost.mean < 0.6 * ev0.cost.mean

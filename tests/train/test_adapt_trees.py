@@ -14,7 +14,7 @@ def _root_split(X, r, costs, acquired, gamma, min_leaf):
     base = 0.5 * np.sum((r - r.mean()) ** 2)
     best, arg = 1e-12, None
     for f in range(X.shape[1]):
-        units = costs.closure_units[costs.closure_ptr[f]:costs.closure_ptr[f + 1]]
+        units = costs.closure_units[costs.closure_ptr[f] : costs.closure_ptr[f + 1]]
         price = sum(costs.unit_cost[u] for u in units if not acquired[u])
         for t in np.unique(X[:, f])[:-1]:
             left = X[:, f] <= t
@@ -30,8 +30,22 @@ def _root_split(X, r, costs, acquired, gamma, min_leaf):
 def _grow(X, r, costs, acquired, gamma, depth=1, min_leaf=3):
     binner = Binner(X)
     acq = acquired.copy()
-    tree = grow_tree(binner.transform(X), binner.n_bins, r, -r, np.ones_like(r), acq, costs.closure_ptr,
-                     costs.closure_units, costs.unit_cost, gamma, depth, min_leaf, 0.0, len(r))
+    tree = grow_tree(
+        binner.transform(X),
+        binner.n_bins,
+        r,
+        -r,
+        np.ones_like(r),
+        acq,
+        costs.closure_ptr,
+        costs.closure_units,
+        costs.unit_cost,
+        gamma,
+        depth,
+        min_leaf,
+        0.0,
+        len(r),
+    )
     return tree, binner, acq
 
 

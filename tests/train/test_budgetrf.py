@@ -40,6 +40,7 @@ def test_impurities_match_their_formulas(counts, alpha):
 
 def _root_split_reference(X, y, cost, split):
     """Algorithm 1 of Nan et al. (2015) at the root, by enumeration, with the Pairs impurity."""
+
     def pairs(labels):
         return _pairs_ref(np.bincount(labels, minlength=2), 0.0)
 
@@ -70,8 +71,9 @@ def test_root_split_follows_the_cost_weighted_rule(split, seed):
     X = rng.normal(size=(60, 5)).round(1)
     y = (X[:, 0] + 0.7 * X[:, 1] + rng.normal(scale=0.8, size=60) > 0).astype(int)
     cost = rng.uniform(0.5, 5.0, size=5)
-    m = BudgetRFClassifier(1, costs=cost, max_depth=1, max_features=None, bootstrap=False,
-                           split=split, progress=False).fit(X, y)
+    m = BudgetRFClassifier(
+        1, costs=cost, max_depth=1, max_features=None, bootstrap=False, split=split, progress=False
+    ).fit(X, y)
     f, t = _root_split_reference(X, y, cost, split)
     root = m.forest_.roots[0]
     assert m.forest_.feature[root] == f
@@ -81,8 +83,7 @@ def test_root_split_follows_the_cost_weighted_rule(split, seed):
 def test_full_trees_are_pure_and_proba_averages_leaf_distributions():
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=300, n_features=6, n_classes=3, n_informative=4,
-                               random_state=0)
+    X, y = make_classification(n_samples=300, n_features=6, n_classes=3, n_informative=4, random_state=0)
     m = BudgetRFClassifier(7, random_state=0, progress=False).fit(X, y)
     f = m.forest_
     assert f.aggregation == "mean" and f.link == "proba" and f.n_trees == 7
@@ -102,13 +103,15 @@ def test_costs_steer_the_forest_to_cheap_features():
     y = (X[:, 0] + X[:, 1] + 0.5 * X[:, 2] > 0).astype(int)
     uniform = BudgetRFClassifier(20, max_depth=6, random_state=0, progress=False).fit(X, y)
     costs = CostModel([50.0, 1.0, 1.0, 1.0, 1.0, 1.0])
-    budgeted = BudgetRFClassifier(20, costs=costs, max_depth=6, random_state=0,
-                                  progress=False).fit(X, y)
+    budgeted = BudgetRFClassifier(20, costs=costs, max_depth=6, random_state=0, progress=False).fit(X, y)
     assert budgeted.forest_.feature_usage()[0] < uniform.forest_.feature_usage()[0]
-    assert (thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
-            < thrifty.evaluate(uniform.forest_, X, costs).cost.mean)
+    assert (
+        thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
+        < thrifty.evaluate(uniform.forest_, X, costs).cost.mean
+    )
     assert budgeted.cost_report(X).mean == pytest.approx(
-        thrifty.evaluate(budgeted.forest_, X, costs).cost.mean)
+        thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
+    )
 
 
 def test_oob_estimates_and_string_labels():
@@ -124,14 +127,17 @@ def test_oob_estimates_and_string_labels():
     assert set(m.predict(X)) <= {"no", "yes"}
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"impurity": "gini"}, "impurity must be"),
-    ({"split": "median"}, "split must be"),
-    ({"alpha": -1.0}, "alpha must be"),
-    ({"max_features": 0}, "max_features"),
-    ({"oob_score": True, "bootstrap": False}, "needs bootstrap"),
-    ({"costs": [1.0, 2.0]}, "X has 3 features, but costs= prices 2"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"impurity": "gini"}, "impurity must be"),
+        ({"split": "median"}, "split must be"),
+        ({"alpha": -1.0}, "alpha must be"),
+        ({"max_features": 0}, "max_features"),
+        ({"oob_score": True, "bootstrap": False}, "needs bootstrap"),
+        ({"costs": [1.0, 2.0]}, "X has 3 features, but costs= prices 2"),
+    ],
+)
 def test_errors(kwargs, match):
     X = np.random.default_rng(0).normal(size=(20, 3))
     with pytest.raises(ValueError, match=match):

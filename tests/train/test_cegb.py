@@ -27,8 +27,12 @@ def _binary(n=1500, seed=0):
     return X, y
 
 
-@parametrize_with_checks([CEGBClassifier(n_estimators=20, learning_rate=0.3, n_jobs=1),
-                          CEGBRegressor(n_estimators=20, learning_rate=0.3, n_jobs=1)])
+@parametrize_with_checks(
+    [
+        CEGBClassifier(n_estimators=20, learning_rate=0.3, n_jobs=1),
+        CEGBRegressor(n_estimators=20, learning_rate=0.3, n_jobs=1),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -42,7 +46,7 @@ def test_tradeoff_is_the_papers_lambda():
     y = 2.0 * x + rng.normal(scale=0.3, size=400)
     g = y.mean() - y
     gl, gr = g[x == 1].sum(), g[x == 0].sum()
-    reduction = 0.5 * (gl ** 2 / (x == 1).sum() + gr ** 2 / (x == 0).sum() - g.sum() ** 2 / 400)
+    reduction = 0.5 * (gl**2 / (x == 1).sum() + gr**2 / (x == 0).sum() - g.sum() ** 2 / 400)
     beta = 3.0
     threshold = reduction / (beta * 400)
     costs = CostModel([beta])
@@ -55,10 +59,15 @@ def test_tradeoff_is_the_papers_lambda():
 
 
 def test_penalties_from_groups_dependencies_and_evaluation_costs():
-    costs = CostModel({"age": 1, "TT4": 14.51, "T4U": 11.41, "FTI": 0, "a": 2, "b": 3, "panel": 4},
-                      feature_names=["age", "TT4", "T4U", "FTI", "a", "b"],
-                      groups={"panel": ["a", "b"]}, dependencies={"FTI": ["TT4", "T4U"]},
-                      tree_cost=2.0, split_cost=0.5, fixed_costs={"a": 7.0})
+    costs = CostModel(
+        {"age": 1, "TT4": 14.51, "T4U": 11.41, "FTI": 0, "a": 2, "b": 3, "panel": 4},
+        feature_names=["age", "TT4", "T4U", "FTI", "a", "b"],
+        groups={"panel": ["a", "b"]},
+        dependencies={"FTI": ["TT4", "T4U"]},
+        tree_cost=2.0,
+        split_cost=0.5,
+        fixed_costs={"a": 7.0},
+    )
     pen = cegb_penalties(costs, num_leaves=31, max_depth=4)
     # a feature alone costs its closure: FTI pays its inputs, a group member the group's price
     assert pen["cegb_penalty_feature_lazy"] == pytest.approx([1, 14.51, 11.41, 25.92, 4, 4])
@@ -67,8 +76,8 @@ def test_penalties_from_groups_dependencies_and_evaluation_costs():
     # no depth limit: a tree's cost is spread over ceil(log2(num_leaves)) splits
     assert cegb_penalties(costs, num_leaves=31)["cegb_penalty_split"] == pytest.approx(0.5 + 2.0 / 5)
     params = cegb_params(costs, 0.25)
-    assert params["cegb_tradeoff"] == 0.5          # LightGBM's gain is twice Eq. (12)'s
-    assert cegb_params(costs, 0.0) == {}           # lambda = 0 is plain LightGBM
+    assert params["cegb_tradeoff"] == 0.5  # LightGBM's gain is twice Eq. (12)'s
+    assert cegb_params(costs, 0.0) == {}  # lambda = 0 is plain LightGBM
 
 
 def test_expensive_feature_never_used_and_free_feature_used_freely():
@@ -79,7 +88,7 @@ def test_expensive_feature_never_used_and_free_feature_used_freely():
     clf = CEGBClassifier(costs=costs, tradeoff=0.05, n_estimators=50, **FAST).fit(X, y)
     usage = np.bincount(clf.forest_.feature[clf.forest_.feature >= 0], minlength=7)
     assert usage[1] == 0
-    assert usage[0] > usage[2:].sum()           # the free feature carries most splits
+    assert usage[0] > usage[2:].sum()  # the free feature carries most splits
     acquired = clf.cost_report(X).acquired
     assert acquired[:, 0].all() and not acquired[:, 1].any()
 
@@ -93,7 +102,7 @@ def test_coupled_cost_feature_is_reused_once_used():
     clf = CEGBClassifier(costs=costs, tradeoff=0.2, n_estimators=30, **FAST).fit(Xc, y)
     used = clf.forest_.feature[clf.forest_.feature >= 0]
     counts = np.bincount(used, minlength=3)
-    assert (counts[:2] > 0).sum() == 1 and counts[:2].max() > 30   # one copy, many splits
+    assert (counts[:2] > 0).sum() == 1 and counts[:2].max() > 30  # one copy, many splits
     assert counts[2] == 0
     assert clf.cost_report(Xc).fixed == 500.0
 
@@ -160,10 +169,11 @@ def test_ranker_with_qid_and_frontier():
     assert rk.forest_.task == "ranking"
     assert rk.calibration_cost_ <= 4.0
     np.testing.assert_allclose(rk.predict(X), rk.booster_.predict(X), rtol=1e-10)
-    table = cegb_frontier(X, y, costs, budgets=[2.0, 8.0], qid=qid, n_estimators=10,
-                          min_child_samples=5, **FAST)
+    table = cegb_frontier(
+        X, y, costs, budgets=[2.0, 8.0], qid=qid, n_estimators=10, min_child_samples=5, **FAST
+    )
     assert list(table["budget"]) == [2.0, 8.0]
-    assert (table["mean_cost"] <= table["budget"] + 1e-9).all()   # measured on the training rows
+    assert (table["mean_cost"] <= table["budget"] + 1e-9).all()  # measured on the training rows
     assert table["metric"].iloc[0].startswith("precision")
 
 
@@ -173,7 +183,7 @@ def test_dataframe_names_align_costs():
     costs = CostModel(dict(zip("fedcba", [1.0, 1, 1, 1, 1, 100.0])), feature_names=list("fedcba"))
     clf = CEGBClassifier(costs=costs, tradeoff=0.01, n_estimators=20, **FAST).fit(df, y)
     assert clf.costs_.feature_names == list("abcdef")
-    assert clf.costs_.feature_costs[0] == 100.0   # "a" keeps its own price after re-ordering
+    assert clf.costs_.feature_costs[0] == 100.0  # "a" keeps its own price after re-ordering
 
 
 def test_cost_jump_bridged_by_stopping_boosting_at_the_budget():
@@ -185,10 +195,12 @@ def test_cost_jump_bridged_by_stopping_boosting_at_the_budget():
     assert clf.calibration_cost_ <= 2.5 and clf.truncated_
     assert clf.n_estimators_ < clf.booster_.current_iteration()
     assert any(c > 2.5 for lam, c in clf.search_history_ if lam == clf.tradeoff_)
-    np.testing.assert_allclose(clf.predict_proba(X)[:, 1],
-                               clf.booster_.predict(X, num_iteration=clf.n_estimators_), rtol=1e-12)
-    no_cut = CEGBClassifier(costs=CostModel.uniform(6), budget=2.5, n_estimators=60, truncate=False,
-                            **FAST).fit(X, y)
+    np.testing.assert_allclose(
+        clf.predict_proba(X)[:, 1], clf.booster_.predict(X, num_iteration=clf.n_estimators_), rtol=1e-12
+    )
+    no_cut = CEGBClassifier(
+        costs=CostModel.uniform(6), budget=2.5, n_estimators=60, truncate=False, **FAST
+    ).fit(X, y)
     assert not no_cut.truncated_ and no_cut.calibration_cost_ <= clf.calibration_cost_
 
 

@@ -22,8 +22,12 @@ def _binary(n=1500, seed=0):
     return X, y
 
 
-@parametrize_with_checks([GreedyMiserClassifier(n_estimators=20, learning_rate=0.3, n_jobs=1),
-                          GreedyMiserRegressor(n_estimators=20, learning_rate=0.3, n_jobs=1)])
+@parametrize_with_checks(
+    [
+        GreedyMiserClassifier(n_estimators=20, learning_rate=0.3, n_jobs=1),
+        GreedyMiserRegressor(n_estimators=20, learning_rate=0.3, n_jobs=1),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -35,16 +39,18 @@ def test_forest_equals_booster_plus_init_score(n_classes):
         y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
     clf = GreedyMiserClassifier(tradeoff=1e-4, n_estimators=25, **FAST).fit(X, y)
     raw = clf.booster_.predict(X, raw_score=True) + clf.init_score_
-    np.testing.assert_allclose(clf.decision_function(X), raw.reshape(clf.decision_function(X).shape),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        clf.decision_function(X), raw.reshape(clf.decision_function(X).shape), rtol=1e-12, atol=1e-12
+    )
     assert clf.score(X, y) > 0.8
 
 
 def test_first_order_leaf_values_and_complete_depth_four_trees():
     # unit hessian: a leaf's value is learning_rate * mean(negative gradient) of its rows
     X, y = _binary(2000)
-    clf = GreedyMiserClassifier(tradeoff=0.0, n_estimators=1, learning_rate=0.5,
-                                min_child_samples=1, **FAST).fit(X, y)
+    clf = GreedyMiserClassifier(
+        tradeoff=0.0, n_estimators=1, learning_rate=0.5, min_child_samples=1, **FAST
+    ).fit(X, y)
     f = clf.forest_
     assert f.tree_depths().tolist() == [4] and (f.feature < 0).sum() == 16
     p0 = 1.0 / (1.0 + np.exp(-clf.init_score_[0]))
@@ -75,8 +81,9 @@ def test_budget_met_and_frontier():
     clf = GreedyMiserClassifier(costs=costs, budget=4.0, n_estimators=30, **FAST)
     clf.fit(X[:1500], y[:1500], eval_set=X[1500:])
     assert clf.calibration_cost_ <= 4.0 and clf.n_fits_ <= clf.max_fits
-    table = greedymiser_frontier(X[:1500], y[:1500], costs, budgets=[2.0, 8.0], test=(X[1500:], y[1500:]),
-                                 n_estimators=20, **FAST)
+    table = greedymiser_frontier(
+        X[:1500], y[:1500], costs, budgets=[2.0, 8.0], test=(X[1500:], y[1500:]), n_estimators=20, **FAST
+    )
     assert list(table["method"]) == ["GreedyMiser"] * 2
     assert table["value"].iloc[1] >= table["value"].iloc[0] - 0.02
 

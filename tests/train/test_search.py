@@ -30,7 +30,7 @@ def test_unpenalised_model_returned_when_it_fits():
 def test_step_function_returns_best_feasible_against_brute_force():
     # cost only takes the values of a few features entering: no model lands in the band
     steps = np.array([0.0, 3.0, 5.5, 10.0, 23.0])
-    edges = np.array([0.2, 0.02, 0.012, 0.004])   # cost jumps up below each edge
+    edges = np.array([0.2, 0.02, 0.012, 0.004])  # cost jumps up below each edge
 
     def fit(lam):
         return None, float(steps[int(np.sum(lam < edges))])
@@ -60,8 +60,9 @@ def test_non_monotone_step_never_returns_over_budget():
 def test_budget_below_floor_raises_before_fitting():
     calls = []
     with pytest.raises(BudgetError, match="cheapest possible model"):
-        search_tradeoff(lambda lam: calls.append(lam) or (None, 1.0), 0.5, start=1.0, floor=2.0,
-                        progress=False)
+        search_tradeoff(
+            lambda lam: calls.append(lam) or (None, 1.0), 0.5, start=1.0, floor=2.0, progress=False
+        )
     assert calls == []
 
 

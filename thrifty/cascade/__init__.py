@@ -6,5 +6,15 @@ from thrifty.cascade.estimator import CronusClassifier
 from thrifty.cascade.reweight import reweight
 from thrifty.order.margin import margin_early_exit
 
-__all__ = ["CronusClassifier", "CronusResult", "RankingEarlyExit", "cascade_scores", "cronus",
-           "lambda_max", "margin_early_exit", "ranking_early_exit", "reweight", "truncate"]
+__all__ = [
+    "CronusClassifier",
+    "CronusResult",
+    "RankingEarlyExit",
+    "cascade_scores",
+    "cronus",
+    "lambda_max",
+    "margin_early_exit",
+    "ranking_early_exit",
+    "reweight",
+    "truncate",
+]

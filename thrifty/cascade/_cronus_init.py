@@ -7,6 +7,7 @@ import scipy.linalg
 from scipy.optimize import brentq
 
 from thrifty.cascade._problem import ZERO_TOL, Problem, cost_norms, prune, sigmoid
+from thrifty.exceptions import InputError
 
 # Rows whose probability of reaching a stage is below this add nothing to its loss or cost.
 _REACH_TOL = 1e-12
@@ -28,8 +29,18 @@ def stage_gram(prob: Problem, weight: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return G, r, 0.5 * float(w @ prob.y[rows] ** 2)
 
 
-def stage_objective(prob: Problem, G: np.ndarray, r: np.ndarray, c0: float, beta: np.ndarray,
-                    prev_B: np.ndarray, prev_d: np.ndarray, d_k: float, lam: float, rho: float) -> float:
+def stage_objective(
+    prob: Problem,
+    G: np.ndarray,
+    r: np.ndarray,
+    c0: float,
+    beta: np.ndarray,
+    prev_B: np.ndarray,
+    prev_d: np.ndarray,
+    d_k: float,
+    lam: float,
+    rho: float,
+) -> float:
     """Eq. (8) restricted to stage ``k`` pretending it is the last (``K = k``), non-smooth form:
     ``1/2 sum_i omega_i p_i^k (y_i - h_i^T beta)^2 + rho |beta|_1 + lam (e^T kappa + c^T eta)``."""
     loss = 0.5 * beta @ G @ beta - r @ beta + c0
@@ -37,9 +48,21 @@ def stage_objective(prob: Problem, G: np.ndarray, r: np.ndarray, c0: float, beta
     return float(loss + rho * np.abs(beta[:-1]).sum() + lam * (prob.e @ kappa + prob.c @ eta))
 
 
-def solve_stage(prob: Problem, G: np.ndarray, r: np.ndarray, c0: float, prev_B: np.ndarray,
-                prev_d: np.ndarray, d_k: float, *, lam: float, rho: float, beta0: np.ndarray | None = None,
-                max_iter: int = 500, tol: float = 1e-9) -> tuple[np.ndarray, list[float]]:
+def solve_stage(
+    prob: Problem,
+    G: np.ndarray,
+    r: np.ndarray,
+    c0: float,
+    prev_B: np.ndarray,
+    prev_d: np.ndarray,
+    d_k: float,
+    *,
+    lam: float,
+    rho: float,
+    beta0: np.ndarray | None = None,
+    max_iter: int = 500,
+    tol: float = 1e-9,
+) -> tuple[np.ndarray, list[float]]:
     """Minimise the convex last-stage problem by alternating eq. (11) and eq. (14).
 
     Given ``beta``, the auxiliary variables are the left-hand sides of eq. (11) (``sigma_t =
@@ -71,11 +94,12 @@ def solve_stage(prob: Problem, G: np.ndarray, r: np.ndarray, c0: float, prev_B: 
             if rho > 0:
                 lam_diag[:-1] += rho / np.abs(w)
             if lam > 0 and d_k > 0:
-                lam_diag[:-1] += lam * d_k ** 2 * prob.tree_price(eta, kappa)
+                lam_diag[:-1] += lam * d_k**2 * prob.tree_price(eta, kappa)
         A = G[np.ix_(active, active)] + np.diag(lam_diag[active] + jitter)
         try:
-            x = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A, check_finite=False), r[active],
-                                       check_finite=False)
+            x = scipy.linalg.cho_solve(
+                scipy.linalg.cho_factor(A, check_finite=False), r[active], check_finite=False
+            )
         except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
             x = np.linalg.lstsq(A, r[active], rcond=None)[0]
         new = np.zeros(T + 1)
@@ -92,8 +116,17 @@ def solve_stage(prob: Problem, G: np.ndarray, r: np.ndarray, c0: float, prev_B: 
     return beta, history
 
 
-def _screen(prob: Problem, G: np.ndarray, r: np.ndarray, beta: np.ndarray, prev_B: np.ndarray,
-            prev_d: np.ndarray, d_k: float, lam: float, rho: float) -> np.ndarray:
+def _screen(
+    prob: Problem,
+    G: np.ndarray,
+    r: np.ndarray,
+    beta: np.ndarray,
+    prev_B: np.ndarray,
+    prev_d: np.ndarray,
+    d_k: float,
+    lam: float,
+    rho: float,
+) -> np.ndarray:
     """Zero the small weights for which zero is optimal given the others (subgradient test).
 
     The reweighting only shrinks such weights geometrically, at a rate that can be close to 1.
@@ -138,8 +171,17 @@ def pass_threshold(z: np.ndarray, p: np.ndarray, gamma: float, eps: float) -> fl
     return float(brentq(gap, lo, hi, xtol=1e-12 * max(1.0, abs(hi)), maxiter=200))
 
 
-def initialize(prob: Problem, n_stages: int, *, lam: float, rho: np.ndarray, delta: float,
-               eps: float, gamma: float, bar=None) -> tuple[np.ndarray, np.ndarray]:
+def initialize(
+    prob: Problem,
+    n_stages: int,
+    *,
+    lam: float,
+    rho: np.ndarray,
+    delta: float,
+    eps: float,
+    gamma: float,
+    bar=None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 2: stages solved in order, each in closed form as if it were the last.
 
     Stage ``k`` (1-based) uses ``lam_k = lam * delta^(K - k)``: inflated on early stages and
@@ -176,8 +218,10 @@ def default_lam(prob: Problem) -> float:
     """The default trade-off: the closed-form lower bound of ``lambda_max`` divided by 16."""
     lam = lambda_max(prob, exact=False) / 16.0
     if not np.isfinite(lam):
-        raise ValueError("some trees cost nothing (no priced feature, tree_cost 0), so lam has no "
-                         "scale; pass lam= or give trees a cost (CostModel(..., tree_cost=1))")
+        raise InputError(
+            "some trees cost nothing (no priced feature, tree_cost 0), so lam has no "
+            "scale; pass lam= or give trees a cost (CostModel(..., tree_cost=1))"
+        )
     return lam
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 
 # A tree whose weighted output has a root-mean-square below this (targets are -1/+1) gets weight
@@ -78,7 +79,7 @@ def tree_units(forest: Forest, costs: CostModel) -> np.ndarray:
     F = np.zeros((len(costs.unit_cost), forest.n_trees), dtype=bool)
     for t in range(forest.n_trees):
         for f in forest.tree_features(t):
-            units = costs.closure_units[costs.closure_ptr[f]:costs.closure_ptr[f + 1]]
+            units = costs.closure_units[costs.closure_ptr[f] : costs.closure_ptr[f + 1]]
             F[units, t] = True
     return F
 
@@ -105,21 +106,25 @@ def class_weights(y: np.ndarray, class_weight: Any) -> np.ndarray:
     n = len(y)
     if class_weight is None:
         w = np.ones(n)
-    elif isinstance(class_weight, (int, float, np.floating, np.integer)) and not isinstance(class_weight,
-                                                                                             bool):
+    elif isinstance(class_weight, (int, float, np.floating, np.integer)) and not isinstance(
+        class_weight, bool
+    ):
         if not np.isfinite(class_weight) or class_weight <= 0:
-            raise ValueError(f"class_weight must be a positive number (the positives' weight), "
-                             f"got {class_weight!r}")
+            raise InputError(
+                f"class_weight must be a positive number (the positives' weight), got {class_weight!r}"
+            )
         w = np.where(y > 0, float(class_weight), 1.0)
     elif isinstance(class_weight, dict):
         bad = {k: v for k, v in class_weight.items() if k not in (-1, 1) or not v > 0}
         if bad or not class_weight:
-            raise ValueError(f"class_weight as a dict maps -1 and/or +1 to positive weights, "
-                             f"got {class_weight!r}")
+            raise InputError(
+                f"class_weight as a dict maps -1 and/or +1 to positive weights, got {class_weight!r}"
+            )
         w = np.where(y > 0, float(class_weight.get(1, 1.0)), float(class_weight.get(-1, 1.0)))
     else:
-        raise TypeError(f"class_weight must be None, a number or a dict {{-1: w, +1: w}}, "
-                        f"got {class_weight!r}")
+        raise TypeError(
+            f"class_weight must be None, a number or a dict {{-1: w, +1: w}}, got {class_weight!r}"
+        )
     return w / n
 
 
@@ -132,7 +137,7 @@ def soft_flow(Z: np.ndarray, theta: np.ndarray, gamma: float) -> tuple[np.ndarra
     n, K = Z.shape
     gate = np.ones((n, K))
     if K > 1:
-        gate[:, :-1] = sigmoid(gamma * (Z[:, :-1] - theta[None, :K - 1]))
+        gate[:, :-1] = sigmoid(gamma * (Z[:, :-1] - theta[None, : K - 1]))
     p = np.ones((n, K))
     if K > 1:
         p[:, 1:] = np.cumprod(gate[:, :-1], axis=1)
@@ -157,8 +162,16 @@ def cost_norms(B: np.ndarray, d: np.ndarray, F: np.ndarray) -> tuple[np.ndarray,
     return np.sqrt(per_tree), np.sqrt(F.astype(np.float64) @ per_tree)
 
 
-def objective(prob: Problem, B: np.ndarray, theta: np.ndarray, *, lam: float, rho: Any,
-              gamma: float, Z: np.ndarray | None = None) -> float:
+def objective(
+    prob: Problem,
+    B: np.ndarray,
+    theta: np.ndarray,
+    *,
+    lam: float,
+    rho: Any,
+    gamma: float,
+    Z: np.ndarray | None = None,
+) -> float:
     """The cost-sensitive loss of eq. (8) (soft exits, mixed norms, no substitution).
 
     ``B`` has shape (K, n_trees + 1), ``theta`` (K,) (the last entry is unused), ``rho`` a
@@ -175,9 +188,18 @@ def objective(prob: Problem, B: np.ndarray, theta: np.ndarray, *, lam: float, rh
     return float(loss + reg + lam * (prob.e @ kappa + prob.c @ eta))
 
 
-def substituted_objective(prob: Problem, B: np.ndarray, theta: np.ndarray, sigma: np.ndarray,
-                          kappa: np.ndarray, eta: np.ndarray, *, lam: float, rho: Any,
-                          gamma: float) -> float:
+def substituted_objective(
+    prob: Problem,
+    B: np.ndarray,
+    theta: np.ndarray,
+    sigma: np.ndarray,
+    kappa: np.ndarray,
+    eta: np.ndarray,
+    *,
+    lam: float,
+    rho: Any,
+    gamma: float,
+) -> float:
     """Eq. (8) after the substitutions of eq. (11) with auxiliary variables ``sigma`` (K, T),
     ``kappa`` (T,) and ``eta`` (n_units,), all > 0 (Lemma 1: minimising over them gives back
     eq. (8))."""
@@ -188,7 +210,7 @@ def substituted_objective(prob: Problem, B: np.ndarray, theta: np.ndarray, sigma
     d = p.mean(axis=0)
     loss = 0.5 * np.sum(prob.omega[:, None] * q * (prob.y[:, None] - Z) ** 2)
     W = B[:, :-1]
-    reg = 0.5 * np.sum(rho[:, None] * (W ** 2 / sigma + sigma))
+    reg = 0.5 * np.sum(rho[:, None] * (W**2 / sigma + sigma))
     per_tree = ((W * d[:, None]) ** 2).sum(axis=0)
     tree = 0.5 * np.sum(prob.e * (per_tree / kappa + kappa))
     feat = 0.5 * np.sum(prob.c * ((prob.F.astype(np.float64) @ per_tree) / eta + eta))
@@ -206,48 +228,61 @@ def to_signs(y: Any, forest: Forest) -> np.ndarray:
     """Binary targets as -1/+1: the forest's second class (or the larger of two values) is +1."""
     y = np.asarray(y)
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-d, got shape {y.shape}")
+        raise InputError(f"y must be 1-d, got shape {y.shape}")
     values = np.unique(y)
     if forest.classes is not None and len(forest.classes) == 2 and np.all(np.isin(values, forest.classes)):
         return np.where(y == forest.classes[1], 1.0, -1.0)
     if len(values) > 2:
-        raise ValueError(f"Cronus needs binary targets (relevant / not relevant); y has {len(values)} "
-                         "distinct values: binarize it first, e.g. y = (relevance >= 3)")
+        raise InputError(
+            f"Cronus needs binary targets (relevant / not relevant); y has {len(values)} "
+            "distinct values: binarize it first, e.g. y = (relevance >= 3)"
+        )
     if len(values) == 1 and values[0] not in (-1, 0, 1, False, True):
-        raise ValueError(f"y holds the single value {values[0]!r}; give binary targets (0/1 or -1/+1)")
+        raise InputError(f"y holds the single value {values[0]!r}; give binary targets (0/1 or -1/+1)")
     top = values.max() if len(values) == 2 else (1 if values[0] in (1, True) else np.inf)
     return np.where(y == top, 1.0, -1.0)
 
 
-def build_problem(forest: Forest, X: Any, y: Any, costs: CostModel | None,
-                  class_weight: Any) -> tuple[Problem, CostModel]:
+def build_problem(
+    forest: Forest, X: Any, y: Any, costs: CostModel | None, class_weight: Any
+) -> tuple[Problem, CostModel]:
     """The data of eq. (8) for ``forest`` on ``(X, y)`` under ``costs``."""
     from thrifty.order._scores import tree_scores
 
     if forest.n_outputs != 1:
-        raise ValueError(f"Cronus re-weights the trees of a single-output ensemble (binary, "
-                         f"regression or ranking); this forest has {forest.n_outputs} outputs")
+        raise InputError(
+            f"Cronus re-weights the trees of a single-output ensemble (binary, "
+            f"regression or ranking); this forest has {forest.n_outputs} outputs"
+        )
     if costs is None:
         costs = CostModel.uniform(forest.n_features, feature_names=forest.feature_names)
     if not isinstance(costs, CostModel):
-        raise TypeError(f"costs must be a thrifty CostModel, got {type(costs).__name__}; build one "
-                        "with CostModel(feature_costs, tree_cost=...)")
+        raise TypeError(
+            f"costs must be a thrifty CostModel, got {type(costs).__name__}; build one "
+            "with CostModel(feature_costs, tree_cost=...)"
+        )
     costs = costs.for_features(forest.feature_names, forest.n_features)
     n_cols = np.shape(X)[1] if np.ndim(X) == 2 else None
     if n_cols != forest.n_features:
-        raise ValueError(f"X must have shape (n, {forest.n_features}) (the forest's features), "
-                         f"got {np.shape(X)}")
+        raise InputError(
+            f"X must have shape (n, {forest.n_features}) (the forest's features), got {np.shape(X)}"
+        )
     signs = to_signs(y, forest)
     if len(signs) != np.shape(X)[0]:
-        raise ValueError(f"X has {np.shape(X)[0]} rows but y has {len(signs)}")
+        raise InputError(f"X has {np.shape(X)[0]} rows but y has {len(signs)}")
     if len(signs) == 0:
-        raise ValueError("Cronus needs at least one training example")
+        raise InputError("Cronus needs at least one training example")
     leaves = forest.apply(X) if costs.split_cost > 0 else np.zeros((0, forest.n_trees), dtype=np.int64)
     H = np.empty((len(signs), forest.n_trees + 1))
     H[:, :-1] = tree_scores(forest, X)
     H[:, -1] = 1.0
-    prob = Problem(H=H, y=signs, omega=class_weights(signs, class_weight),
-                   e=tree_eval_costs(forest, costs, leaves), c=costs.unit_cost.copy(),
-                   F=tree_units(forest, costs), scale=np.sqrt(np.mean(H ** 2, axis=0)))
+    prob = Problem(
+        H=H,
+        y=signs,
+        omega=class_weights(signs, class_weight),
+        e=tree_eval_costs(forest, costs, leaves),
+        c=costs.unit_cost.copy(),
+        F=tree_units(forest, costs),
+        scale=np.sqrt(np.mean(H**2, axis=0)),
+    )
     return prob, costs
-

@@ -31,6 +31,7 @@ from scipy.optimize import minimize
 from thrifty.cascade._cronus_init import initialize
 from thrifty.cascade._problem import Problem, build_problem, cost_norms, objective, prune, sigmoid, soft_flow
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.runtime.plans import Cascade
 
@@ -86,23 +87,26 @@ class CronusResult:
 
 def _check(n_stages: Any, lam: Any, rho: Any, delta: Any, eps: Any, gamma: Any) -> np.ndarray:
     if isinstance(n_stages, bool) or not isinstance(n_stages, (int, np.integer)) or n_stages < 1:
-        raise ValueError(f"n_stages must be an integer >= 1, got {n_stages!r}")
+        raise InputError(f"n_stages must be an integer >= 1, got {n_stages!r}")
     for name, v, lo in (("lam", lam, 0.0), ("delta", delta, 1.0), ("gamma", gamma, 0.0)):
         if not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) or v < lo:
-            raise ValueError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
+            raise InputError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
     if not gamma > 0:
-        raise ValueError(f"gamma must be > 0 (the steepness of the soft exits), got {gamma!r}")
+        raise InputError(f"gamma must be > 0 (the steepness of the soft exits), got {gamma!r}")
     if not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 < eps < 1:
-        raise ValueError(f"eps must be in (0, 1) (the fraction each stage rejects at initialization), "
-                         f"got {eps!r}")
+        raise InputError(
+            f"eps must be in (0, 1) (the fraction each stage rejects at initialization), got {eps!r}"
+        )
     r = np.asarray(rho, dtype=np.float64).reshape(-1)
     if len(r) == 2 and n_stages != 2:
         # (rho_first, rho_last): Section 3.4 sets every stage but the last to rho_1.
         r = np.r_[np.full(n_stages - 1, r[0]), r[1]]
     r = np.broadcast_to(r, (n_stages,)) if len(r) == 1 else r
     if len(r) != n_stages or not np.all(np.isfinite(r)) or np.any(r < 0):
-        raise ValueError(f"rho must be a number >= 0, a pair (rho_first, rho_last) or one value per "
-                         f"stage ({n_stages}), got {rho!r}")
+        raise InputError(
+            f"rho must be a number >= 0, a pair (rho_first, rho_last) or one value per "
+            f"stage ({n_stages}), got {rho!r}"
+        )
     return np.array(r, dtype=np.float64)
 
 
@@ -112,15 +116,33 @@ def _as_forest(model: Any) -> Forest:
     try:
         return Forest.from_model(model)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"Cronus re-weights the trees of an additive tree ensemble; could not import "
-                        f"{type(model).__name__}: {exc}") from exc
+        raise TypeError(
+            f"Cronus re-weights the trees of an additive tree ensemble; could not import "
+            f"{type(model).__name__}: {exc}"
+        ) from exc
 
 
-def cronus(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, n_stages: int = 10,
-           lam: float | None = None, rho: Any = 1e-3, delta: float = 1.3, eps: float = 0.15,
-           gamma: float = 50.0, class_weight: Any = 3.5, init_only: bool = False,
-           max_cycles: int = 5, tol: float = 1e-4, max_iter: int = 50, progress: bool = False,
-           n_threads: int | None = 1, return_result: bool = False) -> Cascade | CronusResult:
+def cronus(
+    forest: Any,
+    X: Any,
+    y: Any,
+    costs: CostModel | None = None,
+    *,
+    n_stages: int = 10,
+    lam: float | None = None,
+    rho: Any = 1e-3,
+    delta: float = 1.3,
+    eps: float = 0.15,
+    gamma: float = 50.0,
+    class_weight: Any = 3.5,
+    init_only: bool = False,
+    max_cycles: int = 5,
+    tol: float = 1e-4,
+    max_iter: int = 50,
+    progress: bool = False,
+    n_threads: int | None = 1,
+    return_result: bool = False,
+) -> Cascade | CronusResult:
     """Build a Cronus cascade over the trees of ``forest`` (eq. 8, Algorithms 1 and 2).
 
     Parameters
@@ -178,7 +200,7 @@ def cronus(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, n_sta
     rho_k = _check(n_stages, 0.0 if lam is None else lam, rho, delta, eps, gamma)
     for name, v in (("max_cycles", max_cycles), ("max_iter", max_iter)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+            raise InputError(f"{name} must be an integer >= 0, got {v!r}")
     forest = _as_forest(forest)
     prob, _ = build_problem(forest, X, y, costs, class_weight)
     if lam is None:
@@ -189,8 +211,16 @@ def cronus(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, n_sta
     total = K * (1 if init_only else 1 + max_cycles)
     bar = tqdm(total=total, desc="Cronus stages", unit="stage", disable=None if progress else True)
     with threadpool_limits(n_threads), bar:
-        B, theta = initialize(prob, K, lam=float(lam), rho=rho_k, delta=float(delta), eps=float(eps),
-                              gamma=float(gamma), bar=bar)
+        B, theta = initialize(
+            prob,
+            K,
+            lam=float(lam),
+            rho=rho_k,
+            delta=float(delta),
+            eps=float(eps),
+            gamma=float(gamma),
+            bar=bar,
+        )
         init_B, init_theta = B.copy(), theta.copy()
         J0 = objective(prob, B, theta, lam=float(lam), rho=rho_k, gamma=float(gamma))
         history = [J0]
@@ -199,9 +229,18 @@ def cronus(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, n_sta
             for _ in range(max_cycles):
                 start = history[-1]
                 for k in range(K):
-                    B, theta, J = _optimize_stage(prob, B, theta, k, lam=float(lam), rho=rho_k,
-                                                  gamma=float(gamma), max_iter=max_iter, tol=tol,
-                                                  current=history[-1])
+                    B, theta, J = _optimize_stage(
+                        prob,
+                        B,
+                        theta,
+                        k,
+                        lam=float(lam),
+                        rho=rho_k,
+                        gamma=float(gamma),
+                        max_iter=max_iter,
+                        tol=tol,
+                        current=history[-1],
+                    )
                     history.append(J)
                     bar.update(1)
                 cycles += 1
@@ -212,14 +251,35 @@ def cronus(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, n_sta
     if not return_result:
         return plan
     _, p, _ = soft_flow(prob.H @ B.T, theta, float(gamma))
-    return CronusResult(plan=plan, weights=B, thresholds=theta, init_weights=init_B,
-                        init_thresholds=init_theta, init_objective=J0, objective=history[-1],
-                        reach=p.mean(axis=0), cycles=cycles, lam=float(lam), history=history)
+    return CronusResult(
+        plan=plan,
+        weights=B,
+        thresholds=theta,
+        init_weights=init_B,
+        init_thresholds=init_theta,
+        init_objective=J0,
+        objective=history[-1],
+        reach=p.mean(axis=0),
+        cycles=cycles,
+        lam=float(lam),
+        history=history,
+    )
 
 
-def _optimize_stage(prob: Problem, B: np.ndarray, theta: np.ndarray, k: int, *, lam: float,
-                    rho: np.ndarray, gamma: float, max_iter: int, tol: float,
-                    current: float, max_rounds: int = 5) -> tuple[np.ndarray, np.ndarray, float]:
+def _optimize_stage(
+    prob: Problem,
+    B: np.ndarray,
+    theta: np.ndarray,
+    k: int,
+    *,
+    lam: float,
+    rho: np.ndarray,
+    gamma: float,
+    max_iter: int,
+    tol: float,
+    current: float,
+    max_rounds: int = 5,
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Algorithm 1, lines 4-8: stage ``k``'s weights and threshold, the others fixed.
 
     Alternates the auxiliary variables of eq. (11) in closed form and an L-BFGS minimisation
@@ -239,7 +299,7 @@ def _optimize_stage(prob: Problem, B: np.ndarray, theta: np.ndarray, k: int, *, 
         res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": max_iter})
         B_new, theta_new = B.copy(), theta.copy()
         B_new[k] = 0.0
-        B_new[k, active] = res.x[:len(active)]
+        B_new[k, active] = res.x[: len(active)]
         B_new[k] = prune(B_new[k], prob.scale)
         if k < K - 1:
             theta_new[k] = res.x[-1]
@@ -253,8 +313,17 @@ def _optimize_stage(prob: Problem, B: np.ndarray, theta: np.ndarray, k: int, *, 
     return B, theta, J
 
 
-def _stage_function(prob: Problem, B: np.ndarray, theta: np.ndarray, k: int, active: np.ndarray, *,
-                    lam: float, rho: float, gamma: float):
+def _stage_function(
+    prob: Problem,
+    B: np.ndarray,
+    theta: np.ndarray,
+    k: int,
+    active: np.ndarray,
+    *,
+    lam: float,
+    rho: float,
+    gamma: float,
+):
     """The substituted eq. (8) as a function of ``x = (beta^k[active], theta^k)`` with its
     gradient; everything that does not depend on stage ``k`` is precomputed.
 
@@ -294,22 +363,25 @@ def _stage_function(prob: Problem, B: np.ndarray, theta: np.ndarray, k: int, act
         S = np.array([np.sum(w_tree[:-1] * B[j, :-1] ** 2) for j in later])
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        beta = x[:len(active)]
+        beta = x[: len(active)]
         z = H @ beta
         res = y - z
-        penalty = 0.5 * np.sum(quad * beta ** 2)
+        penalty = 0.5 * np.sum(quad * beta**2)
         g_beta = quad * beta
         if last:
-            value = 0.5 * np.sum(om * pk * res ** 2) + penalty
+            value = 0.5 * np.sum(om * pk * res**2) + penalty
             dz = -om * pk * res
             return value, np.r_[H.T @ dz + g_beta]
         th = x[-1]
         gate = sigmoid(gamma * (z - th))
         dgate = gamma * gate * (1.0 - gate)
-        res2 = res ** 2
+        res2 = res**2
         d_after = (gate @ R) / n
-        value = (0.5 * np.sum(om * (pk * (1.0 - gate) * res2 + gate * L_after)) + penalty
-                 + 0.5 * lam * float(np.sum(d_after ** 2 * S)))
+        value = (
+            0.5 * np.sum(om * (pk * (1.0 - gate) * res2 + gate * L_after))
+            + penalty
+            + 0.5 * lam * float(np.sum(d_after**2 * S))
+        )
         a = 0.5 * om * (L_after - pk * res2) + (lam / n) * (R @ (d_after * S))
         dz = -om * pk * (1.0 - gate) * res + a * dgate
         return value, np.r_[H.T @ dz + g_beta, -np.sum(a * dgate)]
@@ -328,8 +400,16 @@ def cascade_scores(evaluation: Any) -> np.ndarray:
     return np.asarray(evaluation.exit, dtype=np.float64) + 0.5 + np.arctan(raw) / np.pi
 
 
-def lambda_max(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, rho: float = 0.0,
-               class_weight: Any = 3.5, exact: bool = True) -> float:
+def lambda_max(
+    forest: Any,
+    X: Any,
+    y: Any,
+    costs: CostModel | None = None,
+    *,
+    rho: float = 0.0,
+    class_weight: Any = 3.5,
+    exact: bool = True,
+) -> float:
     """The smallest ``lam`` (within 5%) at which single-stage re-weighting (eq. 7) keeps no tree.
 
     Useful to scale a sweep: interesting trade-offs lie between about ``lambda_max / 1000``

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel, CostReport
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.runtime.plans import Full
 
@@ -35,7 +36,7 @@ def truncate(forest: Any, k: int) -> Full:
 
     forest = _as_forest(forest)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= forest.n_trees:
-        raise ValueError(f"k must be an integer in [1, {forest.n_trees}], got {k!r}")
+        raise InputError(f"k must be an integer in [1, {forest.n_trees}], got {k!r}")
     return Full(forest.subset(range(int(k))))
 
 
@@ -62,8 +63,9 @@ class RankingEarlyExit:
     cost: CostReport
 
 
-def ranking_early_exit(forest: Any, X: Any, qid: Any, s: float, costs: CostModel | None = None, *,
-                       every: int = 10, k: int = 5) -> RankingEarlyExit:
+def ranking_early_exit(
+    forest: Any, X: Any, qid: Any, s: float, costs: CostModel | None = None, *, every: int = 10, k: int = 5
+) -> RankingEarlyExit:
     """Cambazoglu et al.'s early exits using a proximity threshold, per query.
 
     Parameters
@@ -95,18 +97,18 @@ def ranking_early_exit(forest: Any, X: Any, qid: Any, s: float, costs: CostModel
 
     forest = _as_forest(forest)
     if forest.n_outputs != 1:
-        raise ValueError("ranking early exits need a single-output ranker or regressor")
+        raise InputError("ranking early exits need a single-output ranker or regressor")
     if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
-        raise ValueError(f"every must be an integer >= 1, got {every!r}")
+        raise InputError(f"every must be an integer >= 1, got {every!r}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        raise InputError(f"k must be an integer >= 1, got {k!r}")
     s = float(s)
     if np.isnan(s) or s < 0:
-        raise ValueError(f"s must be >= 0 (inf disables the exits), got {s!r}")
+        raise InputError(f"s must be >= 0 (inf disables the exits), got {s!r}")
     qid = np.asarray(qid).reshape(-1)
     n = qid.shape[0]
     if np.shape(X)[0] != n:
-        raise ValueError(f"X has {np.shape(X)[0]} rows but qid has {n}")
+        raise InputError(f"X has {np.shape(X)[0]} rows but qid has {n}")
     T = forest.n_trees
     contrib = tree_scores(forest, X)
     exits = np.arange(every, T, every)  # trees evaluated at each exit (none after the last tree)
@@ -164,6 +166,13 @@ def _measure(forest: Forest, X: Any, stop: np.ndarray, costs: CostModel | None, 
                 parts[name] = np.zeros((n,) + arr.shape[1:], dtype=arr.dtype)
             parts[name][rows] = arr
         names, fixed = rep.feature_names, rep.fixed  # the longest prefix (np.unique sorts)
-    return CostReport(feature=parts["feature"], evaluation=parts["evaluation"], total=parts["total"],
-                      n_trees=parts["n_trees"], n_nodes=parts["n_nodes"], acquired=parts["acquired"],
-                      fixed=fixed, feature_names=names)
+    return CostReport(
+        feature=parts["feature"],
+        evaluation=parts["evaluation"],
+        total=parts["total"],
+        n_trees=parts["n_trees"],
+        n_nodes=parts["n_nodes"],
+        acquired=parts["acquired"],
+        fixed=fixed,
+        feature_names=names,
+    )

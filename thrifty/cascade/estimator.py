@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels, validate_frame
 from thrifty.cascade.cronus import _check, cronus
+from thrifty.exceptions import InputError
 from thrifty.forest._names import named_as
 
 _HALVINGS = 2.0  # the budget sweep tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
@@ -73,11 +74,25 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         Only when ``X`` has column names.
     """
 
-    def __init__(self, estimator: Any, costs: Any = None, *, budget: float | None = None,
-                 lam: float | None = None, n_stages: int = 10, rho: Any = 1e-3, delta: float = 1.3,
-                 eps: float = 0.15, gamma: float = 50.0, class_weight: Any = 3.5,
-                 init_only: bool = False, max_cycles: int = 5, n_lams: int = 8,
-                 progress: bool = True, n_threads: int | None = 1) -> None:
+    def __init__(
+        self,
+        estimator: Any,
+        costs: Any = None,
+        *,
+        budget: float | None = None,
+        lam: float | None = None,
+        n_stages: int = 10,
+        rho: Any = 1e-3,
+        delta: float = 1.3,
+        eps: float = 0.15,
+        gamma: float = 50.0,
+        class_weight: Any = 3.5,
+        init_only: bool = False,
+        max_cycles: int = 5,
+        n_lams: int = 8,
+        progress: bool = True,
+        n_threads: int | None = 1,
+    ) -> None:
         self.estimator = estimator
         self.costs = costs
         self.budget = budget
@@ -121,13 +136,17 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         from thrifty.forest import Forest
         from thrifty.runtime.evaluate import evaluate
 
-        _check(self.n_stages, 0.0 if self.lam is None else self.lam, self.rho, self.delta, self.eps,
-               self.gamma)
-        if self.budget is not None and (not isinstance(self.budget, (int, float, np.integer, np.floating))
-                                        or not np.isfinite(self.budget) or self.budget < 0):
-            raise ValueError(f"budget must be a finite mean cost >= 0, got {self.budget!r}")
+        _check(
+            self.n_stages, 0.0 if self.lam is None else self.lam, self.rho, self.delta, self.eps, self.gamma
+        )
+        if self.budget is not None and (
+            not isinstance(self.budget, (int, float, np.integer, np.floating))
+            or not np.isfinite(self.budget)
+            or self.budget < 0
+        ):
+            raise InputError(f"budget must be a finite mean cost >= 0, got {self.budget!r}")
         if isinstance(self.n_lams, bool) or not isinstance(self.n_lams, (int, np.integer)) or self.n_lams < 1:
-            raise ValueError(f"n_lams must be an integer >= 1, got {self.n_lams!r}")
+            raise InputError(f"n_lams must be an integer >= 1, got {self.n_lams!r}")
         if self.costs is not None and not isinstance(self.costs, CostModel):
             raise TypeError(f"costs must be a thrifty CostModel, got {type(self.costs).__name__}")
         from sklearn.utils.multiclass import type_of_target
@@ -136,10 +155,15 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_frame(self, X, y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
-            raise ValueError(f"Only binary classification is supported. The type of the target is {y_type} "
-                             "(Cronus cascades reject inputs as negative)")
-        model = getattr(self.estimator, "estimator", self.estimator) if _is_frozen(self.estimator) \
+            raise InputError(
+                f"Only binary classification is supported. The type of the target is {y_type} "
+                "(Cronus cascades reject inputs as negative)"
+            )
+        model = (
+            getattr(self.estimator, "estimator", self.estimator)
+            if _is_frozen(self.estimator)
             else self.estimator
+        )
         try:
             forest = Forest.from_model(model)
         except NotFittedError:
@@ -147,20 +171,33 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
             forest = Forest.from_model(model)
         forest = named_as(forest, X)
         if forest.task != "binary":
-            raise ValueError(f"CronusClassifier needs a binary classifier; the estimator's task is "
-                             f"{forest.task!r} (use thrifty.cascade.cronus for rankers and regressors "
-                             "with binary targets)")
+            raise InputError(
+                f"CronusClassifier needs a binary classifier; the estimator's task is "
+                f"{forest.task!r} (use thrifty.cascade.cronus for rankers and regressors "
+                "with binary targets)"
+            )
         check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
         classes = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         unknown = np.setdiff1d(np.unique(y), classes)
         if len(unknown):
-            raise ValueError(f"y has label(s) {unknown[:5].tolist()} the estimator does not know; its "
-                             f"classes are {classes.tolist()}")
+            raise InputError(
+                f"y has label(s) {unknown[:5].tolist()} the estimator does not know; its "
+                f"classes are {classes.tolist()}"
+            )
 
         class_weight = _class_weight(self.class_weight, y, classes)
-        opts = dict(n_stages=self.n_stages, rho=self.rho, delta=self.delta, eps=self.eps,
-                    gamma=self.gamma, class_weight=class_weight, init_only=self.init_only,
-                    max_cycles=self.max_cycles, n_threads=self.n_threads, return_result=True)
+        opts = dict(
+            n_stages=self.n_stages,
+            rho=self.rho,
+            delta=self.delta,
+            eps=self.eps,
+            gamma=self.gamma,
+            class_weight=class_weight,
+            init_only=self.init_only,
+            max_cycles=self.max_cycles,
+            n_threads=self.n_threads,
+            return_result=True,
+        )
         if self.budget is None:
             result = cronus(forest, X, y, self.costs, lam=self.lam, **opts)
             lam_ = result.lam
@@ -168,13 +205,19 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         else:
             top = lambda_max(forest, X, y, self.costs, class_weight=class_weight)
             if not np.isfinite(top):
-                raise ValueError("some trees cost nothing (no priced feature, tree_cost 0), so no lam "
-                                 "drops them and the budget sweep has no scale; give trees a cost "
-                                 "(CostModel(..., tree_cost=1)) or pass lam= instead of budget=")
+                raise InputError(
+                    "some trees cost nothing (no priced feature, tree_cost 0), so no lam "
+                    "drops them and the budget sweep has no scale; give trees a cost "
+                    "(CostModel(..., tree_cost=1)) or pass lam= instead of budget="
+                )
             sweep, best = [], None
-            for j in tqdm(range(int(self.n_lams)), desc="Cronus budget sweep", unit="lam",
-                          disable=None if self.progress else True):
-                lam = top / _HALVINGS ** j
+            for j in tqdm(
+                range(int(self.n_lams)),
+                desc="Cronus budget sweep",
+                unit="lam",
+                disable=None if self.progress else True,
+            ):
+                lam = top / _HALVINGS**j
                 res = cronus(forest, X, y, self.costs, lam=lam, **opts)
                 ev = evaluate(res.plan, X, self.costs)
                 row = {"lam": lam, "mean_cost": ev.cost.mean, "accuracy": float(np.mean(ev.labels == y))}
@@ -184,8 +227,10 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
                     best = (row, res)
             if best is None:
                 cheapest = min(r["mean_cost"] for r in sweep)
-                raise ValueError(f"no cascade met the budget {self.budget:g}: the cheapest costs "
-                                 f"{cheapest:g} per example; raise the budget")
+                raise InputError(
+                    f"no cascade met the budget {self.budget:g}: the cheapest costs "
+                    f"{cheapest:g} per example; raise the budget"
+                )
             lam_, result = best[0]["lam"], best[1]
             self.sweep_ = sweep
         self.estimator_ = model
@@ -240,18 +285,18 @@ def _class_weight(class_weight: Any, y: np.ndarray, classes: np.ndarray) -> Any:
     ``{-1: w, +1: w}`` of :func:`thrifty.cascade.cronus`; a number stays the positives' weight."""
     if isinstance(class_weight, str):
         if class_weight != "balanced":
-            raise ValueError(f"class_weight must be a number, a dict or 'balanced', got {class_weight!r}")
+            raise InputError(f"class_weight must be a number, a dict or 'balanced', got {class_weight!r}")
         n_pos = float(np.sum(y == classes[1]))
         n = float(len(y))
         return {1: n / (2.0 * n_pos), -1: n / (2.0 * (n - n_pos))}
     if isinstance(class_weight, dict):
         unknown = [k for k in class_weight if k not in classes.tolist()]
         if unknown:
-            raise ValueError(f"class_weight names unknown class(es) {unknown}; the classes are "
-                             f"{classes.tolist()}")
+            raise InputError(
+                f"class_weight names unknown class(es) {unknown}; the classes are {classes.tolist()}"
+            )
         return {-1: float(class_weight.get(classes[0], 1.0)), 1: float(class_weight.get(classes[1], 1.0))}
     return class_weight
-
 
 
 def _platt_slope(d: np.ndarray, positive: np.ndarray) -> float:

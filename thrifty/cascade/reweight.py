@@ -10,14 +10,24 @@ from thrifty.cascade._cronus_init import default_lam, solve_stage, stage_gram
 from thrifty.cascade._problem import build_problem
 from thrifty.cascade.cronus import _as_forest
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.runtime.plans import Cascade
 
 __all__ = ["reweight"]
 
 
-def reweight(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, lam: float | None = None,
-             rho: float = 1e-3, class_weight: Any = 3.5, max_iter: int = 500,
-             n_threads: int | None = 1) -> Cascade:
+def reweight(
+    forest: Any,
+    X: Any,
+    y: Any,
+    costs: CostModel | None = None,
+    *,
+    lam: float | None = None,
+    rho: float = 1e-3,
+    class_weight: Any = 3.5,
+    max_iter: int = 500,
+    n_threads: int | None = 1,
+) -> Cascade:
     """Re-weight the trees of ``forest`` to trade accuracy for cost, eq. (7).
 
     Minimises ``1/2 sum_i omega_i (beta^T h(x_i) - y_i)^2 + rho |beta|_1 + lam (sum_t e_t |beta_t|
@@ -53,7 +63,7 @@ def reweight(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, lam
     """
     for name, v in (("lam", 0.0 if lam is None else lam), ("rho", rho)):
         if not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) or v < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+            raise InputError(f"{name} must be a finite number >= 0, got {v!r}")
     from threadpoolctl import threadpool_limits
 
     forest = _as_forest(forest)
@@ -62,6 +72,16 @@ def reweight(forest: Any, X: Any, y: Any, costs: CostModel | None = None, *, lam
         lam = default_lam(prob)
     with threadpool_limits(n_threads):
         G, r, c0 = stage_gram(prob, prob.omega)
-        beta, _ = solve_stage(prob, G, r, c0, np.zeros((0, prob.n_trees + 1)), np.zeros(0), 1.0,
-                              lam=float(lam), rho=float(rho), max_iter=max_iter)
+        beta, _ = solve_stage(
+            prob,
+            G,
+            r,
+            c0,
+            np.zeros((0, prob.n_trees + 1)),
+            np.zeros(0),
+            1.0,
+            lam=float(lam),
+            rho=float(rho),
+            max_iter=max_iter,
+        )
     return Cascade(forest, beta[None, :-1], [0.0], [beta[-1]])

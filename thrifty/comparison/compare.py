@@ -16,6 +16,7 @@ from thrifty.comparison.methods import METHODS, Context, _rounds
 from thrifty.comparison.selection import confirm, eligible_front, select
 from thrifty.comparison.sweep import FitTask, Reporter, fold_indices, run_tasks, split_rows, take, workers_of
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 
 __all__ = ["Comparison", "compare"]
 
@@ -34,9 +35,15 @@ CV_FOLDS = 5
 TEST_FRACTION = 0.25
 VALIDATION_FRACTION = 0.2
 
-DEFAULT_LIGHTGBM = {"n_estimators": 200, "learning_rate": 0.05, "num_leaves": 16,
-                    "random_state": 0, "deterministic": True,
-                    "force_row_wise": True, "verbose": -1}
+DEFAULT_LIGHTGBM = {
+    "n_estimators": 200,
+    "learning_rate": 0.05,
+    "num_leaves": 16,
+    "random_state": 0,
+    "deterministic": True,
+    "force_row_wise": True,
+    "verbose": -1,
+}
 REFERENCE = "LightGBM, first k trees"
 
 
@@ -137,26 +144,33 @@ class Comparison:
         from thrifty.plot import plot_frontier
 
         label = f"{self.table['metric'].iloc[0]} ({self.selection})" if len(self.table) else None
-        ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit, value_label=label,
-                           front=self.front)
+        ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit, value_label=label, front=self.front)
         done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
         if len(done):
             # The front's models as confirmed on the test rows, at their test cost.
             value = done["test_value"].to_numpy(float)
-            ax.errorbar(done["test_mean_cost"].to_numpy(float), value,
-                        yerr=[value - done["test_low"].to_numpy(float),
-                              done["test_high"].to_numpy(float) - value],
-                        fmt="D", color="tab:red", markersize=4, elinewidth=0.8, capsize=2,
-                        alpha=0.8, zorder=6, label=f"front confirmed on {self.n_test} test rows "
-                        "(95% interval)")
+            ax.errorbar(
+                done["test_mean_cost"].to_numpy(float),
+                value,
+                yerr=[value - done["test_low"].to_numpy(float), done["test_high"].to_numpy(float) - value],
+                fmt="D",
+                color="tab:red",
+                markersize=4,
+                elinewidth=0.8,
+                capsize=2,
+                alpha=0.8,
+                zorder=6,
+                label=f"front confirmed on {self.n_test} test rows (95% interval)",
+            )
             ax.legend(fontsize=7, ncol=2 if self.table["method"].nunique() > 12 else 1)
         costs = self.table["mean_cost"].to_numpy(float) if len(self.table) else np.zeros(0)
         if len(costs) and costs.max() > 20 * max(costs[costs > 0].min(initial=np.inf), 1e-12):
             ax.set_xscale("symlog", linthresh=float(costs[costs > 0].min(initial=1.0)))
         return ax
 
-    def write(self, out: str | Path, *, cost_unit: str | None = None,
-              title: str = "thrifty compare") -> list[Path]:
+    def write(
+        self, out: str | Path, *, cost_unit: str | None = None, title: str = "thrifty compare"
+    ) -> list[Path]:
         """Write ``table.csv``, ``front.csv``, ``frontier.png``, ``report.md`` and the
         recommended models as JSON (``models/``) to the folder ``out``."""
         from matplotlib.figure import Figure
@@ -195,13 +209,30 @@ class Comparison:
         return "\n".join(lines)
 
 
-def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
-            methods: str | Sequence[str] = "all", budgets: Sequence[float] | None = None,
-            X_val: Any = None, y_val: Any = None, X_test: Any = None, y_test: Any = None,
-            qid: Any = None, qid_val: Any = None, qid_test: Any = None,
-            lightgbm_params: Mapping[str, Any] | None = None, n_jobs: int = 1,
-            time_limit: float | None = None, quick: bool = False, random_state: int = 0,
-            progress: bool = True, cv: int | None = None, executor: Any = None) -> Comparison:
+def compare(
+    X: Any,
+    y: Any,
+    costs: Any = None,
+    *,
+    task: str | None = None,
+    methods: str | Sequence[str] = "all",
+    budgets: Sequence[float] | None = None,
+    X_val: Any = None,
+    y_val: Any = None,
+    X_test: Any = None,
+    y_test: Any = None,
+    qid: Any = None,
+    qid_val: Any = None,
+    qid_test: Any = None,
+    lightgbm_params: Mapping[str, Any] | None = None,
+    n_jobs: int = 1,
+    time_limit: float | None = None,
+    quick: bool = False,
+    random_state: int = 0,
+    progress: bool = True,
+    cv: int | None = None,
+    executor: Any = None,
+) -> Comparison:
     """Run every method that applies over a sweep of budgets; choose on validation rows and
     confirm once on test rows.
 
@@ -268,7 +299,7 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     X, y, qid = _frame(X), _labels(y, "y"), None if qid is None else np.asarray(qid)
     task = _task(y, qid) if task is None else task
     if task not in ("binary", "multiclass", "ranking", "regression"):
-        raise ValueError(f"unknown task {task!r}; expected binary, multiclass, ranking or regression")
+        raise InputError(f"unknown task {task!r}; expected binary, multiclass, ranking or regression")
     _check_classes(y, task)
     if X_test is None:
         (X, y, qid), (X_test, y_test, qid_test) = split_rows(X, y, qid, task, TEST_FRACTION, random_state)
@@ -294,21 +325,43 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     ctx = _final_context(take(X, y, qid, final), task, costs, params, n_jobs, random_state, quick)
     full_cost = ctx.full_cost
     if not np.isfinite(full_cost) or not np.isfinite(costs.feature_costs.sum()):
-        raise ValueError(f"the feature costs (up to {costs.feature_costs.max():.3g}) add up to more "
-                         "than a float holds (inf per example); rescale them, e.g. to thousands")
+        raise InputError(
+            f"the feature costs (up to {costs.feature_costs.max():.3g}) add up to more "
+            "than a float holds (inf per example); rescale them, e.g. to thousands"
+        )
     if budgets is None:
         budgets = [f * full_cost for f in (QUICK_BUDGET_FRACTIONS if quick else BUDGET_FRACTIONS)]
     budgets = sorted(float(b) for b in budgets)
 
-    common = dict(task=task, costs=costs, budgets=budgets, lightgbm_params=params, n_jobs=n_jobs,
-                  random_state=random_state, quick=quick)
+    common = dict(
+        task=task,
+        costs=costs,
+        budgets=budgets,
+        lightgbm_params=params,
+        n_jobs=n_jobs,
+        random_state=random_state,
+        quick=quick,
+    )
     # Fold by fold, each method in turn: should the allowance run out, every method has had
     # its first fold before any has a second (and see _sweep's first pass).
     tasks = []
     for f, (fit, held) in enumerate(folds):
         (Xf, yf, qf), (Xe, ye, qe) = take(X, y, qid, fit), take(X, y, qid, held)
-        tasks += [FitTask(m.key, f, X_fit=Xf, y_fit=yf, qid_fit=qf, X_eval=Xe, y_eval=ye,
-                          qid_eval=qe, keep_models=not k, **common) for m in chosen]
+        tasks += [
+            FitTask(
+                m.key,
+                f,
+                X_fit=Xf,
+                y_fit=yf,
+                qid_fit=qf,
+                X_eval=Xe,
+                y_eval=ye,
+                qid_eval=qe,
+                keep_models=not k,
+                **common,
+            )
+            for m in chosen
+        ]
     # Under cross-validation a share of the allowance is kept for the final refit.
     select_end = None if wall_end is None else wall_end - (time_limit / (k + 1) if k else 0.0)
     results = _sweep(tasks, executor, select_end, progress)
@@ -322,14 +375,22 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
     if k:
         # The refit gets its reserved share even when the selection overran (a chosen model
         # without its refit cannot be confirmed): the whole run then overruns by as much.
-        refit_end = None if wall_end is None else max(wall_end + REFIT_GRACE * float(time_limit),
-                                                      time.time() + float(time_limit) / (k + 1))
-        models, refit_stopped = _refit(wanted, chosen, ctx, (X, y, qid), common, executor,
-                                       refit_end, progress)
+        refit_end = (
+            None
+            if wall_end is None
+            else max(wall_end + REFIT_GRACE * float(time_limit), time.time() + float(time_limit) / (k + 1))
+        )
+        models, refit_stopped = _refit(
+            wanted, chosen, ctx, (X, y, qid), common, executor, refit_end, progress
+        )
         stopped |= refit_stopped
     else:  # the validation split's models are the final ones
-        models = {(METHODS[r.method].name, n): mdl for r in results for n, mdl in r.models.items()
-                  if n in wanted.get(METHODS[r.method].name, [])}
+        models = {
+            (METHODS[r.method].name, n): mdl
+            for r in results
+            for n, mdl in r.models.items()
+            if n in wanted.get(METHODS[r.method].name, [])
+        }
     if len(table):
         for i, row in table.iterrows():
             key = (row["method"], row["name"])
@@ -338,58 +399,99 @@ def compare(X: Any, y: Any, costs: Any = None, *, task: str | None = None,
                     table.loc[i, c] = v
         front = table.loc[front.index]
     else:
-        table = pd.DataFrame(columns=["method", "family", "name", "parameters", "mean_cost",
-                                      "value", "fit_seconds"])
+        table = pd.DataFrame(
+            columns=["method", "family", "name", "parameters", "mean_cost", "value", "fit_seconds"]
+        )
         front = table
     counts = {}
     if task in ("binary", "multiclass"):
         counts = {"selection": _counts(y), "test": _counts(y_test)}
-    return Comparison(table=table, front=front, models=models, task=task, full_cost=float(full_cost),
-                      budgets=budgets, skipped=skipped, stopped_early=stopped,
-                      seconds=time.perf_counter() - start, costs=costs, baseline=ctx.lightgbm(),
-                      n_calibration=len(ctx.y_val), selection=selection, n_test=len(y_test),
-                      class_counts=counts, baseline_value=baseline_value)
+    return Comparison(
+        table=table,
+        front=front,
+        models=models,
+        task=task,
+        full_cost=float(full_cost),
+        budgets=budgets,
+        skipped=skipped,
+        stopped_early=stopped,
+        seconds=time.perf_counter() - start,
+        costs=costs,
+        baseline=ctx.lightgbm(),
+        n_calibration=len(ctx.y_val),
+        selection=selection,
+        n_test=len(y_test),
+        class_counts=counts,
+        baseline_value=baseline_value,
+    )
 
 
 # ---------------------------------------------------------------------- steps
-def _lightgbm_params(n: int, task: str, n_jobs: int,
-                     given: Mapping[str, Any] | None) -> dict[str, Any]:
+def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | None) -> dict[str, Any]:
     # LightGBM's default min_data_per_group=100 all but forbids categorical splits on a few
     # hundred rows; scale it (and the leaf size) with the data.
-    small = {"min_data_per_group": int(np.clip(n // 20, 5, 100)),
-             "min_child_samples": int(np.clip(n // 50, 5, 20)), "cat_smooth": 1.0}
+    small = {
+        "min_data_per_group": int(np.clip(n // 20, 5, 100)),
+        "min_child_samples": int(np.clip(n // 50, 5, 20)),
+        "cat_smooth": 1.0,
+    }
     params = {**DEFAULT_LIGHTGBM, **small, "n_jobs": n_jobs, **(given or {})}
     if task == "multiclass":
         params.setdefault("objective", "multiclass")
     return params
 
 
-def _final_context(rows: tuple, task: str, costs: CostModel, params: dict[str, Any], n_jobs: int,
-                   random_state: int, quick: bool) -> Context:
+def _final_context(
+    rows: tuple,
+    task: str,
+    costs: CostModel,
+    params: dict[str, Any],
+    n_jobs: int,
+    random_state: int,
+    quick: bool,
+) -> Context:
     """The context of the final fit (every row but the test rows, or the validation split's
     fitting rows): its plain model prices the budgets and is the baseline."""
     from thrifty.comparison.sweep import CALIBRATION
 
     (Xt, yt, qt), (Xc, yc, qc) = split_rows(*rows, task, CALIBRATION, random_state)
-    return Context(task=task, X_train=Xt, y_train=yt, X_val=Xc, y_val=yc, costs=costs, qid_train=qt,
-                   qid_val=qc, lightgbm_params=params, n_jobs=n_jobs, random_state=random_state,
-                   quick=quick)
+    return Context(
+        task=task,
+        X_train=Xt,
+        y_train=yt,
+        X_val=Xc,
+        y_val=yc,
+        costs=costs,
+        qid_train=qt,
+        qid_val=qc,
+        lightgbm_params=params,
+        n_jobs=n_jobs,
+        random_state=random_state,
+        quick=quick,
+    )
 
 
-def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool,
-         stage: str) -> list:
+def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool, stage: str) -> list:
     names = {m.key: m.name for m in METHODS.values()}
     reporter = Reporter(tasks, names, progress, stage)
     try:
-        return run_tasks(tasks, executor=executor, deadline=deadline, workers=workers_of(executor),
-                         on_done=reporter)
+        return run_tasks(
+            tasks, executor=executor, deadline=deadline, workers=workers_of(executor), on_done=reporter
+        )
     finally:
         reporter.close()
 
 
-def _refit(wanted: dict[str, list[str]], chosen: list, ctx: Context, rows: tuple,
-           common: dict[str, Any], executor: Any, deadline: float | None,
-           progress: bool) -> tuple[dict[tuple[str, str], Any], bool]:
+def _refit(
+    wanted: dict[str, list[str]],
+    chosen: list,
+    ctx: Context,
+    rows: tuple,
+    common: dict[str, Any],
+    executor: Any,
+    deadline: float | None,
+    progress: bool,
+) -> tuple[dict[tuple[str, str], Any], bool]:
     """The chosen candidates refitted on every row but the test rows: (models, whether the
     time allowance cut a refit short)."""
     wanted = {method: list(names) for method, names in wanted.items()}
@@ -401,8 +503,11 @@ def _refit(wanted: dict[str, list[str]], chosen: list, ctx: Context, rows: tuple
         wanted[REFERENCE].remove(whole)
     X, y, qid = rows
     # Cheapest first, as in the selection.
-    refits = [FitTask(m.key, -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(wanted[m.name]), **common)
-              for m in chosen if wanted.get(m.name)]
+    refits = [
+        FitTask(m.key, -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(wanted[m.name]), **common)
+        for m in chosen
+        if wanted.get(m.name)
+    ]
     done = _run(refits, executor, deadline, progress, "refit")
     models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
     return models, any(r.stopped or not r.started for r in done)
@@ -414,11 +519,18 @@ def _sweep(tasks: list[FitTask], executor: Any, deadline: float | None, progress
     refined; the full pass then replaces a first-pass result wherever it got as far."""
     if deadline is None:
         return _run(tasks, executor, deadline, progress, "selection")
-    first = _run([replace(t, max_candidates=1) for t in tasks], executor, deadline, progress,
-                 "selection, first candidates")
+    first = _run(
+        [replace(t, max_candidates=1) for t in tasks],
+        executor,
+        deadline,
+        progress,
+        "selection, first candidates",
+    )
     full = _run(tasks, executor, deadline, progress, "selection, refinements")
-    return [b if b.started and len(b.rows) + len(b.skipped) >= len(a.rows) + len(a.skipped) else a
-            for a, b in zip(first, full)]
+    return [
+        b if b.started and len(b.rows) + len(b.skipped) >= len(a.rows) + len(a.skipped) else a
+        for a, b in zip(first, full)
+    ]
 
 
 def _skipped(results: list) -> list[tuple[str, str, str]]:
@@ -453,8 +565,9 @@ def _chosen_rows(table: pd.DataFrame, front: pd.DataFrame) -> dict[str, list[str
     return wanted
 
 
-def _holdout(y: np.ndarray, qid: np.ndarray | None, task: str, n_given: int | None,
-             seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _holdout(
+    y: np.ndarray, qid: np.ndarray | None, task: str, n_given: int | None, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(fitting rows, validation rows): the rows given as X_val, else a held-out fraction."""
     from thrifty.comparison.sweep import holdout_indices
 
@@ -481,52 +594,61 @@ def _task(y: Any, qid: Any) -> str:
         return "multiclass"
     if kind == "continuous":
         return "regression"
-    raise ValueError(f"cannot tell the task from y (scikit-learn calls it {kind!r}); pass task=")
+    raise InputError(f"cannot tell the task from y (scikit-learn calls it {kind!r}); pass task=")
 
 
 def _labels(y: Any, name: str) -> np.ndarray:
     """``y`` as an array, refusing missing labels."""
     y = np.asarray(y)
     if y.ndim != 1:
-        raise ValueError(f"{name} must be 1-dimensional (one label per row), got shape {y.shape}")
+        raise InputError(f"{name} must be 1-dimensional (one label per row), got shape {y.shape}")
     missing = pd.isna(y)
     if missing.any():
         rows = np.flatnonzero(missing)
-        raise ValueError(f"{name} has {len(rows)} missing label(s) (NaN/None), e.g. in row(s) "
-                         f"{rows[:5].tolist()}; drop those rows or fill in their labels")
+        raise InputError(
+            f"{name} has {len(rows)} missing label(s) (NaN/None), e.g. in row(s) "
+            f"{rows[:5].tolist()}; drop those rows or fill in their labels"
+        )
     return y
 
 
 def _check_classes(y: np.ndarray, task: str) -> None:
     if task in ("binary", "multiclass") and len(np.unique(y)) < 2:
-        raise ValueError(f"y has a single class ({np.unique(y)[:1].tolist()}); classification "
-                         "needs at least two classes - check the label column (--target), or "
-                         "pass task='regression' for a numeric target")
+        raise InputError(
+            f"y has a single class ({np.unique(y)[:1].tolist()}); classification "
+            "needs at least two classes - check the label column (--target), or "
+            "pass task='regression' for a numeric target"
+        )
 
 
 def _check_positive(budgets: Sequence[float] | None, time_limit: float | None, cv: int | None) -> None:
     if budgets is not None:
         bad = [b for b in budgets if not (np.isfinite(float(b)) and float(b) > 0)]
         if bad or not len(budgets):
-            raise ValueError(f"budgets must be positive mean costs per example, got {list(budgets)}; "
-                             "e.g. budgets=[5, 10, 20] (or leave them out for fractions of the "
-                             "plain model's cost)")
+            raise InputError(
+                f"budgets must be positive mean costs per example, got {list(budgets)}; "
+                "e.g. budgets=[5, 10, 20] (or leave them out for fractions of the "
+                "plain model's cost)"
+            )
     if time_limit is not None and not (np.isfinite(float(time_limit)) and float(time_limit) > 0):
-        raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit}; "
-                         "e.g. time_limit=120 (or None for no limit)")
+        raise InputError(
+            f"time_limit must be a positive number of seconds, got {time_limit}; "
+            "e.g. time_limit=120 (or None for no limit)"
+        )
     if cv is not None and (cv == 1 or cv < 0):
-        raise ValueError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
+        raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
 
 
 def _stack(X: pd.DataFrame, X_val: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``X`` then ``X_val`` (categories united, so neither loses its codes)."""
     if list(X.columns) != list(X_val.columns):
-        raise ValueError("X_val must have the columns of X, in the same order")
+        raise InputError("X_val must have the columns of X, in the same order")
     both = pd.concat([X, X_val], ignore_index=True)
     for c in X.columns:
         if isinstance(X[c].dtype, pd.CategoricalDtype) and not isinstance(both[c].dtype, pd.CategoricalDtype):
-            cats = list(dict.fromkeys([*X[c].cat.categories, *pd.Series(X_val[c]).astype("category")
-                                       .cat.categories]))
+            cats = list(
+                dict.fromkeys([*X[c].cat.categories, *pd.Series(X_val[c]).astype("category").cat.categories])
+            )
             both[c] = pd.Categorical(both[c], categories=cats)
     return both
 
@@ -536,7 +658,7 @@ def _frame(X: Any) -> pd.DataFrame:
         return X
     A = np.asarray(X)
     if A.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional (n_rows, n_features), got shape {A.shape}")
+        raise InputError(f"X must be 2-dimensional (n_rows, n_features), got shape {A.shape}")
     return pd.DataFrame(A, columns=[f"f{i}" for i in range(A.shape[1])])
 
 
@@ -562,11 +684,11 @@ def _methods(methods: str | Sequence[str], task: str) -> list:
     by_name = {m.name: m for m in METHODS.values()}
     unknown = [n for n in names if n not in METHODS and n not in by_name]
     if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}")
+        raise InputError(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}")
     chosen = [METHODS[n] if n in METHODS else by_name[n] for n in names]
     wrong = [m.key for m in chosen if task not in m.tasks]
     if wrong:
-        raise ValueError(f"method(s) {wrong} do not support the task {task!r}")
+        raise InputError(f"method(s) {wrong} do not support the task {task!r}")
     return chosen
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest._names import lightgbm_frame
 
@@ -111,9 +112,13 @@ class Context:
         if "random_forest" not in self._cache:
             from sklearn.ensemble import RandomForestClassifier
 
-            rf = RandomForestClassifier(n_estimators=30 if self.quick else 100, max_depth=10,
-                                        min_samples_leaf=2, n_jobs=self.n_jobs,
-                                        random_state=self.random_state)
+            rf = RandomForestClassifier(
+                n_estimators=30 if self.quick else 100,
+                max_depth=10,
+                min_samples_leaf=2,
+                n_jobs=self.n_jobs,
+                random_state=self.random_state,
+            )
             rf.fit(self.matrix(self.X_train), self.y_train)
             self._cache["random_forest"] = self.adopt(Forest.from_model(rf))
         return self._cache["random_forest"]
@@ -144,8 +149,11 @@ class Context:
 
         if not hasattr(self.X_train, "dtypes"):
             return {}
-        return {j: list(dt.categories) for j, dt in enumerate(self.X_train.dtypes)
-                if isinstance(dt, pd.CategoricalDtype)}
+        return {
+            j: list(dt.categories)
+            for j, dt in enumerate(self.X_train.dtypes)
+            if isinstance(dt, pd.CategoricalDtype)
+        }
 
     @property
     def full_cost(self) -> float:
@@ -159,11 +167,11 @@ class Context:
 
 def _group_sizes(qid: np.ndarray | None) -> np.ndarray:
     if qid is None:
-        raise ValueError("a ranking task needs query ids (qid)")
+        raise InputError("a ranking task needs query ids (qid)")
     q = np.asarray(qid)
     starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
     if len(np.unique(q)) != len(starts):
-        raise ValueError("the rows of each query must be consecutive; sort the data by qid")
+        raise InputError("the rows of each query must be consecutive; sort the data by qid")
     return np.diff(np.r_[starts, len(q)])
 
 
@@ -202,7 +210,7 @@ def method(key: str, name: str, family: str, tasks: Sequence[str] = TASKS) -> Ca
     """Register ``run(ctx)`` as the method ``key`` of :func:`thrifty.compare`."""
     bad = set(tasks) - set(TASKS)
     if bad or family not in ("reference", "train", "post-hoc", "composition") or "," in key:
-        raise ValueError(f"bad registration of {key!r}: tasks {sorted(bad)}, family {family!r}")
+        raise InputError(f"bad registration of {key!r}: tasks {sorted(bad)}, family {family!r}")
 
     def register(run: Run) -> Run:
         METHODS[key] = Method(key, name, family, tuple(tasks), run)
@@ -250,9 +258,15 @@ def _cheapest(ctx: Context) -> Iterator[Candidate]:
         if k >= n:
             continue
         keep = [names[i] for i in order[:k]]
-        yield timed(f"k={k}", lambda keep=keep: Forest.from_model(ctx.fit_lightgbm(_only(ctx.X_train, keep)),
-                                                                       feature_names=names),
-                    k=k, features=", ".join(keep), price=ctx.costs.acquisition_cost(order[:k].tolist()))
+        yield timed(
+            f"k={k}",
+            lambda keep=keep: Forest.from_model(
+                ctx.fit_lightgbm(_only(ctx.X_train, keep)), feature_names=names
+            ),
+            k=k,
+            features=", ".join(keep),
+            price=ctx.costs.acquisition_cost(order[:k].tolist()),
+        )
 
 
 def _only(X: Any, keep: list[str]) -> Any:
@@ -271,8 +285,18 @@ def _only(X: Any, keep: list[str]) -> Any:
 def _capacity(ctx: Context) -> dict[str, Any]:
     """The plain model's settings for the CEGB family, so only the cost penalty differs."""
     p = dict(ctx.lightgbm_params)
-    own = {k: p.pop(k) for k in ("n_estimators", "learning_rate", "num_leaves", "max_depth",
-                                 "min_child_samples", "random_state") if k in p}
+    own = {
+        k: p.pop(k)
+        for k in (
+            "n_estimators",
+            "learning_rate",
+            "num_leaves",
+            "max_depth",
+            "min_child_samples",
+            "random_state",
+        )
+        if k in p
+    }
     for k in ("n_jobs", "verbose"):
         p.pop(k, None)
     return {**own, "lgbm_params": p, "n_jobs": ctx.n_jobs, "progress": False}
@@ -290,8 +314,11 @@ def _cegb_models(ctx: Context) -> Iterator[Candidate]:
         for budget in ctx.budgets:
             est = cls(costs=ctx.costs, budget=budget, **_capacity(ctx))
             try:
-                cand = timed(f"budget={budget:.4g}", lambda e=est: e.fit(
-                    ctx.X_train, ctx.y_train, eval_set=ctx.X_val, **fit_kw).forest_, budget=budget)
+                cand = timed(
+                    f"budget={budget:.4g}",
+                    lambda e=est: e.fit(ctx.X_train, ctx.y_train, eval_set=ctx.X_val, **fit_kw).forest_,
+                    budget=budget,
+                )
             except BudgetError as exc:
                 cand = Candidate(f"budget={budget:.4g}", None, {"reason": " ".join(str(exc).split())})
             else:
@@ -322,8 +349,11 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
     for budget in ctx.budgets:
         est = cls(costs=ctx.costs, budget=budget, **kw)
         try:
-            cand = timed(f"budget={budget:.4g}", lambda e=est: e.fit(
-                ctx.X_train, ctx.y_train, eval_set=ctx.X_val).forest_, budget=budget)
+            cand = timed(
+                f"budget={budget:.4g}",
+                lambda e=est: e.fit(ctx.X_train, ctx.y_train, eval_set=ctx.X_val).forest_,
+                budget=budget,
+            )
         except BudgetError as exc:
             yield Candidate(f"budget={budget:.4g}", None, {"reason": " ".join(str(exc).split())})
             continue
@@ -342,8 +372,9 @@ def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
             continue
         start = time.perf_counter()
         plan = qwyc(cand.model, ctx.X_val, alpha=0.01, costs=ctx.costs, feature_costs=True)
-        yield Candidate(cand.name, plan, {**cand.params, "alpha": 0.01},
-                        cand.fit_seconds + time.perf_counter() - start)
+        yield Candidate(
+            cand.name, plan, {**cand.params, "alpha": 0.01}, cand.fit_seconds + time.perf_counter() - start
+        )
 
 
 # ---------------------------------------------------------------------- post-hoc, on LightGBM
@@ -353,10 +384,14 @@ def _qwyc(ctx: Context) -> Iterator[Candidate]:
     from thrifty.order import qwyc
 
     forest = ctx.lightgbm()
-    for alpha in ((0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)):
-        yield timed(f"alpha={alpha:g}",
-                    lambda a=alpha: qwyc(forest, ctx.X_val, alpha=a, costs=ctx.costs,
-                                         feature_costs=True, progress=False), alpha=alpha)
+    for alpha in (0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
+        yield timed(
+            f"alpha={alpha:g}",
+            lambda a=alpha: qwyc(
+                forest, ctx.X_val, alpha=a, costs=ctx.costs, feature_costs=True, progress=False
+            ),
+            alpha=alpha,
+        )
 
 
 @method("fan", "Fan et al.", "post-hoc", ("binary",))
@@ -365,7 +400,7 @@ def _fan(ctx: Context) -> Iterator[Candidate]:
     from thrifty.order import fan
 
     forest = ctx.lightgbm()
-    for gamma in ((1.0, 2.0, 4.0) if ctx.quick else (0.5, 1.0, 2.0, 3.0, 4.0, 6.0)):
+    for gamma in (1.0, 2.0, 4.0) if ctx.quick else (0.5, 1.0, 2.0, 3.0, 4.0, 6.0):
         yield timed(f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
 
 
@@ -376,10 +411,13 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
 
     forest = ctx.lightgbm()
     every = max(1, _rounds(forest) // 20)
-    for rate in ((0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)):
-        yield timed(f"disagreement<={rate:g}",
-                    lambda r=rate: calibrate_margin(forest, ctx.X_val, max_disagreement=r, every=every)[0],
-                    max_disagreement=rate, every=every)
+    for rate in (0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
+        yield timed(
+            f"disagreement<={rate:g}",
+            lambda r=rate: calibrate_margin(forest, ctx.X_val, max_disagreement=r, every=every)[0],
+            max_disagreement=rate,
+            every=every,
+        )
 
 
 def _cascades(ctx: Context, forest: Forest, exponents: Sequence[int]) -> Iterator[Candidate]:
@@ -392,10 +430,21 @@ def _cascades(ctx: Context, forest: Forest, exponents: Sequence[int]) -> Iterato
     top = lambda_max(forest, ctx.X_train, ctx.y_train, ctx.costs, rho=1e-3, class_weight=None)
     for j in exponents:
         lam = top / 2**j
-        yield timed(f"lam=lambda_max/2^{j}",
-                    lambda lam=lam: cronus(forest, ctx.X_train, ctx.y_train, ctx.costs, lam=lam,
-                                           rho=1e-3, class_weight=None, n_stages=5, n_threads=1),
-                    lam=lam)
+        yield timed(
+            f"lam=lambda_max/2^{j}",
+            lambda lam=lam: cronus(
+                forest,
+                ctx.X_train,
+                ctx.y_train,
+                ctx.costs,
+                lam=lam,
+                rho=1e-3,
+                class_weight=None,
+                n_stages=5,
+                n_threads=1,
+            ),
+            lam=lam,
+        )
 
 
 @method("cronus", "Cronus", "post-hoc", ("binary",))
@@ -416,13 +465,19 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     # Named by the cascade's setting alone: which budget is the largest feasible one can vary
     # between the folds of the selection, and a candidate must keep its name across them.
     for cand in _cascades(ctx, base.model, (2, 4) if ctx.quick else (1, 2, 3, 4, 6)):
-        yield Candidate(f"largest budget, {cand.name}", cand.model, {**base.params, **cand.params},
-                        base.fit_seconds + cand.fit_seconds)
+        yield Candidate(
+            f"largest budget, {cand.name}",
+            cand.model,
+            {**base.params, **cand.params},
+            base.fit_seconds + cand.fit_seconds,
+        )
 
 
 # ---------------------------------------------------------------------- ADAPT
-ADAPT_GRID = {"gbrt": [(0.1, 1e-2), (0.3, 1e-2), (0.3, 3e-3), (0.3, 1e-3), (0.5, 1e-3)],
-              "lin": [(0.1, 1e-1), (0.3, 3e-2), (0.3, 1e-2), (0.5, 1e-3)]}
+ADAPT_GRID = {
+    "gbrt": [(0.1, 1e-2), (0.3, 1e-2), (0.3, 3e-3), (0.3, 1e-3), (0.5, 1e-3)],
+    "lin": [(0.1, 1e-1), (0.3, 3e-2), (0.3, 1e-2), (0.5, 1e-3)],
+}
 ADAPT_QUICK = {"gbrt": [(0.3, 1e-2), (0.3, 1e-3)], "lin": [(0.3, 3e-2), (0.3, 1e-3)]}
 
 
@@ -436,11 +491,24 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
 
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
     for p_full, gamma in (ADAPT_QUICK if ctx.quick else ADAPT_GRID)[kind]:
-        yield timed(f"p_full={p_full:g}, gamma={gamma:g}",
-                    lambda p=p_full, g=gamma: ADAPTClassifier(
-                        hpc, ctx.costs, method=kind, p_full=p, gamma=g, random_state=ctx.random_state,
-                        progress=False).fit(X, ctx.y_train).plan_,
-                    p_full=p_full, gamma=gamma)
+        yield timed(
+            f"p_full={p_full:g}, gamma={gamma:g}",
+            lambda p=p_full, g=gamma: (
+                ADAPTClassifier(
+                    hpc,
+                    ctx.costs,
+                    method=kind,
+                    p_full=p,
+                    gamma=g,
+                    random_state=ctx.random_state,
+                    progress=False,
+                )
+                .fit(X, ctx.y_train)
+                .plan_
+            ),
+            p_full=p_full,
+            gamma=gamma,
+        )
 
 
 @method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass"))
@@ -477,15 +545,19 @@ def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
     seen: set[int] = set()
     for budget in ctx.budgets:
         if budget < path.cost.min():
-            yield Candidate(f"budget={budget:.4g}", None,
-                            {"reason": f"below the cheapest pruning's cost {path.cost.min():.4g}"})
+            yield Candidate(
+                f"budget={budget:.4g}",
+                None,
+                {"reason": f"below the cheapest pruning's cost {path.cost.min():.4g}"},
+            )
             continue
         k = path.best_within(budget)
         if k in seen:
             continue
         seen.add(k)
-        yield Candidate(f"budget={budget:.4g}", path.forest(k),
-                        {"budget": budget, "lam": float(path.lambdas[k])}, seconds)
+        yield Candidate(
+            f"budget={budget:.4g}", path.forest(k), {"budget": budget, "lam": float(path.lambdas[k])}, seconds
+        )
         seconds = 0.0
 
 
@@ -497,9 +569,14 @@ def _budgetrf(ctx: Context) -> Forest:
 
         X = ctx.matrix(ctx.X_train)
         if np.isnan(X).any():
-            raise ValueError("BudgetRF needs finite features and the data has missing values")
-        est = BudgetRFClassifier(15 if ctx.quick else 40, costs=ctx.costs, max_depth=10,
-                                 random_state=ctx.random_state, progress=False).fit(X, ctx.y_train)
+            raise InputError("BudgetRF needs finite features and the data has missing values")
+        est = BudgetRFClassifier(
+            15 if ctx.quick else 40,
+            costs=ctx.costs,
+            max_depth=10,
+            random_state=ctx.random_state,
+            progress=False,
+        ).fit(X, ctx.y_train)
         ctx._cache["budgetrf"] = ctx.adopt(est.forest_)
     return ctx._cache["budgetrf"]
 
@@ -531,5 +608,9 @@ def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
         return
     base = pruned[-1]
     for cand in _gated(ctx, base.model, "gbrt"):  # named by the gate's setting (see above)
-        yield Candidate(f"largest budget, {cand.name}", cand.model, {**base.params, **cand.params},
-                        base.fit_seconds + cand.fit_seconds)
+        yield Candidate(
+            f"largest budget, {cand.name}",
+            cand.model,
+            {**base.params, **cand.params},
+            base.fit_seconds + cand.fit_seconds,
+        )

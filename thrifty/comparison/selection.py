@@ -58,8 +58,13 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
             if any(row is None for row in per_fold):
                 continue
             first = per_fold[0]
-            row = {"method": m.name, "family": m.family, "name": name,
-                   "parameters": describe(first["params"]), "metric": first["metric"]}
+            row = {
+                "method": m.name,
+                "family": m.family,
+                "name": name,
+                "parameters": describe(first["params"]),
+                "metric": first["metric"],
+            }
             for c in AVERAGED:
                 if c in first:
                     row[c] = float(np.mean([p[c] for p in per_fold]))
@@ -93,8 +98,9 @@ def eligible_front(table: pd.DataFrame, baseline_value: float | None) -> pd.Data
     return pareto_front(table[ok])
 
 
-def confirm(model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel,
-            task: str) -> dict[str, Any]:
+def confirm(
+    model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel, task: str
+) -> dict[str, Any]:
     """Score ``model`` once on the test rows, with a 95% interval for its metric.
 
     The interval is Wilson's for accuracy (a proportion of rows) and a percentile bootstrap
@@ -113,6 +119,7 @@ def confirm(model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: Co
     if columns["metric"] == "accuracy":
         low, high = metrics.wilson_interval(float(np.sum(ev.labels == y)), n, CONFIDENCE)
     else:
+
         def statistic(idx: np.ndarray) -> float:
             sub = _rows(ev, idx)
             return metrics.score(task, y[idx], sub, qid=None if qid is None else qid[idx])[1]
@@ -128,8 +135,13 @@ def _rows(ev: Any, idx: np.ndarray) -> Any:
     from types import SimpleNamespace
 
     labels = None if ev.labels is None else ev.labels[idx]
-    return SimpleNamespace(raw=ev.raw[idx], labels=labels, predictions=labels if labels is not None
-                           else ev.raw[idx], cost=None, proba=None)
+    return SimpleNamespace(
+        raw=ev.raw[idx],
+        labels=labels,
+        predictions=labels if labels is not None else ev.raw[idx],
+        cost=None,
+        proba=None,
+    )
 
 
 def describe(params: dict[str, Any]) -> str:

@@ -17,9 +17,18 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 
-__all__ = ["FitTask", "TaskResult", "fold_indices", "holdout_indices", "measure", "run_task", "run_tasks",
-           "split_rows"]
+__all__ = [
+    "FitTask",
+    "TaskResult",
+    "fold_indices",
+    "holdout_indices",
+    "measure",
+    "run_task",
+    "run_tasks",
+    "split_rows",
+]
 
 #: Fraction of a task's fitting rows held out to calibrate budgets, thresholds and exits.
 CALIBRATION = 0.2
@@ -123,18 +132,31 @@ def run_task(t: FitTask) -> TaskResult:
     if t.deadline is not None and time.time() >= t.deadline:
         result.started = False
         return result
-    (X, y, qid), (X_cal, y_cal, qid_cal) = split_rows(t.X_fit, t.y_fit, t.qid_fit, t.task,
-                                                      CALIBRATION, t.random_state)
-    ctx = Context(task=t.task, X_train=X, y_train=y, X_val=X_cal, y_val=y_cal, costs=t.costs,
-                  budgets=list(t.budgets), qid_train=qid, qid_val=qid_cal,
-                  lightgbm_params=dict(t.lightgbm_params), n_jobs=t.n_jobs,
-                  random_state=t.random_state, quick=t.quick)
+    (X, y, qid), (X_cal, y_cal, qid_cal) = split_rows(
+        t.X_fit, t.y_fit, t.qid_fit, t.task, CALIBRATION, t.random_state
+    )
+    ctx = Context(
+        task=t.task,
+        X_train=X,
+        y_train=y,
+        X_val=X_cal,
+        y_val=y_cal,
+        costs=t.costs,
+        budgets=list(t.budgets),
+        qid_train=qid,
+        qid_val=qid_cal,
+        lightgbm_params=dict(t.lightgbm_params),
+        n_jobs=t.n_jobs,
+        random_state=t.random_state,
+        quick=t.quick,
+    )
     runner = METHODS[t.method].run(ctx)
     wanted = None if t.only is None else set(t.only)
     tried = 0
     while (wanted is None or wanted) and (t.max_candidates is None or tried < t.max_candidates):
         over = (t.seconds is not None and time.perf_counter() - start >= t.seconds) or (
-            t.deadline is not None and time.time() >= t.deadline)
+            t.deadline is not None and time.time() >= t.deadline
+        )
         if tried and over:
             result.stopped = True
             break
@@ -163,8 +185,9 @@ def run_task(t: FitTask) -> TaskResult:
     return result
 
 
-def measure(model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel,
-            task: str) -> tuple[dict[str, Any], Any]:
+def measure(
+    model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel, task: str
+) -> tuple[dict[str, Any], Any]:
     """Cost and quality of ``model`` on the rows ``X``, measured by thrifty's runtime.
 
     Returns
@@ -195,8 +218,14 @@ def measure(model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: Co
 Progress = Callable[[TaskResult], None]
 
 
-def run_tasks(tasks: Sequence[FitTask], *, executor: Any = None, deadline: float | None = None,
-              workers: int = 1, on_done: Progress | None = None) -> list[TaskResult]:
+def run_tasks(
+    tasks: Sequence[FitTask],
+    *,
+    executor: Any = None,
+    deadline: float | None = None,
+    workers: int = 1,
+    on_done: Progress | None = None,
+) -> list[TaskResult]:
     """Run ``tasks``; results in the order of ``tasks`` whatever order they finish in.
 
     Parameters
@@ -244,8 +273,9 @@ def run_tasks(tasks: Sequence[FitTask], *, executor: Any = None, deadline: float
                     f.cancel()
         if on_done is not None:
             on_done(results[i])
-    return [r if r is not None else TaskResult(t.method, t.fold, started=False)
-            for r, t in zip(results, tasks)]
+    return [
+        r if r is not None else TaskResult(t.method, t.fold, started=False) for r, t in zip(results, tasks)
+    ]
 
 
 def _as_completed(futures: list[Any]) -> Any:
@@ -283,35 +313,45 @@ def take(X: Any, y: np.ndarray, qid: np.ndarray | None, idx: np.ndarray) -> tupl
     return X.iloc[idx], y[idx], None if qid is None else qid[idx]
 
 
-def split_rows(X: Any, y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float,
-               seed: int) -> tuple[tuple, tuple]:
+def split_rows(
+    X: Any, y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float, seed: int
+) -> tuple[tuple, tuple]:
     """Hold out ``fraction`` of the rows: whole queries for ranking, stratified otherwise."""
     keep, held = holdout_indices(y, qid, task, fraction, seed)
     return take(X, y, qid, keep), take(X, y, qid, held)
 
 
-def holdout_indices(y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float,
-                    seed: int) -> tuple[np.ndarray, np.ndarray]:
+def holdout_indices(
+    y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(kept rows, held-out rows) of :func:`split_rows`, sorted."""
     from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
     n = len(y)
     if n < 8:
-        raise ValueError(f"{n} rows are too few to hold out calibration and test rows; "
-                         "give more rows, or X_val/y_val and X_test/y_test")
+        raise InputError(
+            f"{n} rows are too few to hold out calibration and test rows; "
+            "give more rows, or X_val/y_val and X_test/y_test"
+        )
     if task == "ranking":
         if qid is None:
-            raise ValueError("a ranking task needs qid")
-        keep, held = next(GroupShuffleSplit(1, test_size=fraction, random_state=seed)
-                          .split(np.zeros((n, 1)), y, qid))
+            raise InputError("a ranking task needs qid")
+        keep, held = next(
+            GroupShuffleSplit(1, test_size=fraction, random_state=seed).split(np.zeros((n, 1)), y, qid)
+        )
     else:
-        keep, held = train_test_split(np.arange(n), test_size=fraction, random_state=seed,
-                                      stratify=y if _stratifiable(y, task, 2) else None)
+        keep, held = train_test_split(
+            np.arange(n),
+            test_size=fraction,
+            random_state=seed,
+            stratify=y if _stratifiable(y, task, 2) else None,
+        )
     return np.sort(keep), np.sort(held)
 
 
-def fold_indices(y: np.ndarray, qid: np.ndarray | None, task: str, k: int,
-                 seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def fold_indices(
+    y: np.ndarray, qid: np.ndarray | None, task: str, k: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """``k`` folds as (fit rows, held-out rows), sorted: by query for ranking, stratified
     for classification when every class has ``k`` rows."""
     from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
@@ -334,8 +374,7 @@ class Reporter:
     """Progress: a tqdm bar over the tasks in a terminal; otherwise one line on stderr as
     each method finishes all its tasks, and one as each fold is done for every method."""
 
-    def __init__(self, tasks: Sequence[FitTask], names: dict[str, str], enabled: bool,
-                 stage: str) -> None:
+    def __init__(self, tasks: Sequence[FitTask], names: dict[str, str], enabled: bool, stage: str) -> None:
         from collections import Counter
 
         from tqdm.auto import tqdm
@@ -349,8 +388,13 @@ class Reporter:
         self.start = time.perf_counter()
         self.terminal = enabled and sys.stderr.isatty()
         self.lines = enabled and not self.terminal
-        self.bar = tqdm(total=len(tasks), desc=f"thrifty compare ({stage})", unit="fit",
-                        disable=not self.terminal, leave=False)
+        self.bar = tqdm(
+            total=len(tasks),
+            desc=f"thrifty compare ({stage})",
+            unit="fit",
+            disable=not self.terminal,
+            leave=False,
+        )
 
     def __call__(self, r: TaskResult) -> None:
         self.left[r.method] -= 1
@@ -366,12 +410,17 @@ class Reporter:
         self.done += 1
         if self.lines:
             n = self.rows[r.method]
-            self._say(f"[{self.done}/{self.n_methods}] {self.names[r.method]}: "
-                      f"{n} model{'' if n == 1 else 's'} in {self.seconds[r.method]:.1f} s")
+            self._say(
+                f"[{self.done}/{self.n_methods}] {self.names[r.method]}: "
+                f"{n} model{'' if n == 1 else 's'} in {self.seconds[r.method]:.1f} s"
+            )
 
     def _say(self, text: str) -> None:
-        print(f"thrifty compare ({self.stage}, {time.perf_counter() - self.start:.0f} s): {text}",
-              file=sys.stderr, flush=True)
+        print(
+            f"thrifty compare ({self.stage}, {time.perf_counter() - self.start:.0f} s): {text}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def close(self) -> None:
         self.bar.close()

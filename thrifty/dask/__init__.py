@@ -11,8 +11,10 @@ try:
     import dask.dataframe  # noqa: F401
     import distributed  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("thrifty.dask needs Dask: install the extra with "
-                      "`pip install 'thrifty[dask]'` (dask[dataframe] and distributed)") from exc
+    raise ImportError(
+        "thrifty.dask needs Dask: install the extra with "
+        "`pip install 'thrifty[dask]'` (dask[dataframe] and distributed)"
+    ) from exc
 
 from thrifty.dask._cluster import cluster_client
 from thrifty.dask._scoring import CostSummary, PartitionInfo, cost_summary, evaluate

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from thrifty.exceptions import InputError
+
 
 @contextmanager
 def cluster_client(*, workers: int | None = None, scheduler: str | None = None) -> Iterator[Any]:
@@ -27,14 +29,18 @@ def cluster_client(*, workers: int | None = None, scheduler: str | None = None) 
     from distributed import Client, LocalCluster
 
     if (workers is None) == (scheduler is None):
-        raise ValueError("give either workers= (a local cluster) or scheduler= (an address), not both")
+        raise InputError("give either workers= (a local cluster) or scheduler= (an address), not both")
     if scheduler is not None:
         with Client(scheduler, timeout=30) as client:
             yield client
         return
     if not (isinstance(workers, int) and workers >= 1):
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+        raise InputError(f"workers must be an integer >= 1, got {workers!r}")
     # One thread per worker: the fit tasks and LightGBM run one to a process.
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         yield client

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.runtime.evaluate import Evaluation
 from thrifty.runtime.evaluate import evaluate as evaluate_local
 from thrifty.runtime.plans import Plan, as_plan
@@ -48,9 +49,15 @@ class PartitionInfo:
         return len(self.rows)
 
 
-def evaluate(model: Any, data: Any, costs: CostModel | None = None, *,
-             provider_factory: ProviderFactory | None = None, n_threads: int = 1,
-             chunk_size: int | None = None) -> dd.DataFrame:
+def evaluate(
+    model: Any,
+    data: Any,
+    costs: CostModel | None = None,
+    *,
+    provider_factory: ProviderFactory | None = None,
+    n_threads: int = 1,
+    chunk_size: int | None = None,
+) -> dd.DataFrame:
     """Score a Dask collection: one output row per example, with what it cost (lazy).
 
     Parameters
@@ -89,17 +96,20 @@ def evaluate(model: Any, data: Any, costs: CostModel | None = None, *,
         raise TypeError("provider_factory must be callable: provider_factory(partition_info) -> provider")
     frame, as_array = _as_frame(data)
     classes = getattr(plan, "classes", None)
-    options = {"as_array": as_array, "provider_factory": provider_factory,
-               "classes": None if classes is None else [str(c) for c in classes],
-               "n_threads": int(n_threads), "chunk_size": chunk_size}
+    options = {
+        "as_array": as_array,
+        "provider_factory": provider_factory,
+        "classes": None if classes is None else [str(c) for c in classes],
+        "n_threads": int(n_threads),
+        "chunk_size": chunk_size,
+    }
     # Scoring the empty meta on the client checks the model, costs and columns before any work
     # and gives the output's exact dtypes.
     meta = _score_partition(frame._meta, (plan, costs), **options)
     # One named task holds the plan: every partition task depends on it by key, so the graph
     # carries it once and a worker fetches it once.
     shipped = dask.delayed((plan, costs), name=f"thrifty-plan-{uuid.uuid4().hex}")
-    return frame.map_partitions(_score_partition, shipped, **options, meta=meta,
-                                enforce_metadata=False)
+    return frame.map_partitions(_score_partition, shipped, **options, meta=meta, enforce_metadata=False)
 
 
 def _shippable(model: Any) -> Any:
@@ -120,21 +130,30 @@ def _as_frame(data: Any) -> tuple[dd.DataFrame, bool]:
         return data, False
     if isinstance(data, da.Array):
         if data.ndim != 2:
-            raise ValueError(f"a Dask Array to score must be 2-D (rows, features), got {data.ndim}-D")
+            raise InputError(f"a Dask Array to score must be 2-D (rows, features), got {data.ndim}-D")
         # One block per row range: a row's features must sit in one partition.
         return dd.from_dask_array(data.rechunk({1: -1})), True
-    raise TypeError(f"data must be a Dask DataFrame or Array, got {type(data).__name__}; for data "
-                    "in memory use thrifty.evaluate, or wrap it with dask.dataframe.from_pandas")
+    raise TypeError(
+        f"data must be a Dask DataFrame or Array, got {type(data).__name__}; for data "
+        "in memory use thrifty.evaluate, or wrap it with dask.dataframe.from_pandas"
+    )
 
 
 def _no_provider(features: np.ndarray, rows: np.ndarray) -> np.ndarray:
     raise AssertionError("an empty partition fetched a feature")  # pragma: no cover
 
 
-def _score_partition(part: pd.DataFrame, shipped: tuple[Any, CostModel | None], *, as_array: bool,
-                     provider_factory: ProviderFactory | None, classes: list[str] | None,
-                     n_threads: int, chunk_size: int | None,
-                     partition_info: dict | None = None) -> pd.DataFrame:
+def _score_partition(
+    part: pd.DataFrame,
+    shipped: tuple[Any, CostModel | None],
+    *,
+    as_array: bool,
+    provider_factory: ProviderFactory | None,
+    classes: list[str] | None,
+    n_threads: int,
+    chunk_size: int | None,
+    partition_info: dict | None = None,
+) -> pd.DataFrame:
     plan, costs = shipped
     n = len(part)
     if provider_factory is not None:
@@ -197,8 +216,9 @@ class CostSummary:
     quantiles_exact: bool = True
 
 
-def cost_summary(scored: dd.DataFrame, quantiles: Sequence[float] = (0.5, 0.9, 0.99), *,
-                 compute: bool = True) -> Any:
+def cost_summary(
+    scored: dd.DataFrame, quantiles: Sequence[float] = (0.5, 0.9, 0.99), *, compute: bool = True
+) -> Any:
     """Summarise the costs of :func:`evaluate`'s output on the cluster, in one pass.
 
     Each partition is reduced to a small digest (counts, sums, extremes, and its distinct costs
@@ -220,14 +240,14 @@ def cost_summary(scored: dd.DataFrame, quantiles: Sequence[float] = (0.5, 0.9, 0
     """
     qs = [float(q) for q in quantiles]
     if any(not 0 <= q <= 1 for q in qs):
-        raise ValueError(f"quantiles must be in [0, 1], got {qs}")
+        raise InputError(f"quantiles must be in [0, 1], got {qs}")
     missing = {"cost", "feature_cost", "evaluation_cost"} - set(scored.columns)
     if missing:
-        raise ValueError(f"scored lacks column(s) {sorted(missing)}; pass thrifty.dask.evaluate's output")
+        raise InputError(f"scored lacks column(s) {sorted(missing)}; pass thrifty.dask.evaluate's output")
     parts = scored[["cost", "feature_cost", "evaluation_cost"]].to_delayed()
     digests = [dask.delayed(_digest)(p) for p in parts]
     while len(digests) > 1:
-        digests = [dask.delayed(_merge)(*digests[i:i + 8]) for i in range(0, len(digests), 8)]
+        digests = [dask.delayed(_merge)(*digests[i : i + 8]) for i in range(0, len(digests), 8)]
     result = dask.delayed(_summarise)(digests[0], qs)
     return result.compute() if compute else result
 
@@ -235,9 +255,14 @@ def cost_summary(scored: dd.DataFrame, quantiles: Sequence[float] = (0.5, 0.9, 0
 def _digest(part: pd.DataFrame) -> dict[str, Any]:
     cost = part["cost"].to_numpy(dtype=np.float64)
     n = len(cost)
-    digest = {"n": n, "sum": float(cost.sum()), "feature": float(part["feature_cost"].sum()),
-              "evaluation": float(part["evaluation_cost"].sum()),
-              "max": float(cost.max()) if n else -np.inf, "min": float(cost.min()) if n else np.inf}
+    digest = {
+        "n": n,
+        "sum": float(cost.sum()),
+        "feature": float(part["feature_cost"].sum()),
+        "evaluation": float(part["evaluation_cost"].sum()),
+        "max": float(cost.max()) if n else -np.inf,
+        "min": float(cost.min()) if n else np.inf,
+    }
     values, counts = np.unique(cost, return_counts=True)
     if len(values) <= _EXACT_DISTINCT:
         digest["values"], digest["counts"] = values, counts.astype(np.float64)
@@ -261,8 +286,9 @@ def _merge(*digests: dict[str, Any]) -> dict[str, Any]:
         if len(values) > 8 * _SKETCH_POINTS:  # keep a merged sketch small
             order = np.argsort(values, kind="stable")
             values, counts = values[order], counts[order]
-            at = np.searchsorted(np.cumsum(counts), np.linspace(0, counts.sum(), _SKETCH_POINTS),
-                                 side="left").clip(0, len(values) - 1)
+            at = np.searchsorted(
+                np.cumsum(counts), np.linspace(0, counts.sum(), _SKETCH_POINTS), side="left"
+            ).clip(0, len(values) - 1)
             out["values"], out["counts"] = values[at], np.full(_SKETCH_POINTS, counts.sum() / _SKETCH_POINTS)
         return out
     uniq, inverse = np.unique(values, return_inverse=True)
@@ -276,17 +302,23 @@ def _summarise(digest: dict[str, Any], qs: list[float]) -> CostSummary:
     if n == 0:
         nan = float("nan")
         return CostSummary(0, nan, nan, nan, nan, nan, {q: nan for q in qs}, True)
-    return CostSummary(n=n, mean=digest["sum"] / n, max=digest["max"], min=digest["min"],
-                       feature_mean=digest["feature"] / n, evaluation_mean=digest["evaluation"] / n,
-                       quantiles={q: _weighted_quantile(digest["values"], digest["counts"], q) for q in qs},
-                       quantiles_exact=not digest["approximate"])
+    return CostSummary(
+        n=n,
+        mean=digest["sum"] / n,
+        max=digest["max"],
+        min=digest["min"],
+        feature_mean=digest["feature"] / n,
+        evaluation_mean=digest["evaluation"] / n,
+        quantiles={q: _weighted_quantile(digest["values"], digest["counts"], q) for q in qs},
+        quantiles_exact=not digest["approximate"],
+    )
 
 
 def _weighted_quantile(values: np.ndarray, counts: np.ndarray, q: float) -> float:
     """``np.quantile`` (linear) of the multiset where ``values[i]`` occurs ``counts[i]`` times."""
     order = np.argsort(values, kind="stable")
     values, counts = values[order], counts[order]
-    ends = np.cumsum(counts)            # order statistic k (0-based) is values[i] for k < ends[i]
+    ends = np.cumsum(counts)  # order statistic k (0-based) is values[i] for k < ends[i]
     pos = q * (ends[-1] - 1)
     lo, frac = int(np.floor(pos)), pos - np.floor(pos)
     a = values[np.searchsorted(ends, lo, side="right")]

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
+
 # How a numerical split treats NaN (mirrors LightGBM's ``missing_type``; every other library is "nan").
 MISSING_NAN = 0  # NaN goes to the default child, other values are compared
 MISSING_AS_ZERO = 1  # NaN is replaced by 0.0, then compared (LightGBM "None")
@@ -127,10 +129,12 @@ class Forest:
         from thrifty.forest._traverse import fast_thresholds
 
         # Thresholds of the kernels' fast path (see ``_traverse.fast_thresholds``).
-        self._fast_threshold = _frozen(fast_thresholds(self.threshold, self.missing_type,
-                                                       self.cat_start), np.float64)
-        self._usage = _frozen(np.bincount(self.feature[self.feature >= 0], minlength=self.n_features),
-                              np.int64)
+        self._fast_threshold = _frozen(
+            fast_thresholds(self.threshold, self.missing_type, self.cat_start), np.float64
+        )
+        self._usage = _frozen(
+            np.bincount(self.feature[self.feature >= 0], minlength=self.n_features), np.int64
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         # Derived data (and the Full plan ``as_plan`` caches here) is rebuilt, not pickled.
@@ -167,48 +171,58 @@ class Forest:
 
     def _validate(self) -> None:
         n = self.n_nodes
-        for name in ("threshold", "children_left", "children_right", "missing_left",
-                     "missing_type", "cat_start", "cat_size"):
+        for name in (
+            "threshold",
+            "children_left",
+            "children_right",
+            "missing_left",
+            "missing_type",
+            "cat_start",
+            "cat_size",
+        ):
             if getattr(self, name).shape != (n,):
-                raise ValueError(f"Forest.{name} must have shape ({n},), got {getattr(self, name).shape}")
+                raise InputError(f"Forest.{name} must have shape ({n},), got {getattr(self, name).shape}")
         if self.value.shape[0] != n:
-            raise ValueError(f"Forest.value must have {n} rows, got {self.value.shape[0]}")
+            raise InputError(f"Forest.value must have {n} rows, got {self.value.shape[0]}")
         t = self.n_trees
         for name in ("tree_weight", "tree_class"):
             if getattr(self, name).shape != (t,):
-                raise ValueError(f"Forest.{name} must have shape ({t},), got {getattr(self, name).shape}")
+                raise InputError(f"Forest.{name} must have shape ({t},), got {getattr(self, name).shape}")
         if self.link not in LINKS:
-            raise ValueError(f"unknown link {self.link!r}; expected one of {LINKS}")
+            raise InputError(f"unknown link {self.link!r}; expected one of {LINKS}")
         if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}; expected one of {TASKS}")
+            raise InputError(f"unknown task {self.task!r}; expected one of {TASKS}")
         internal = self.feature >= 0
         if n and (np.any(self.feature >= self.n_features)):
-            raise ValueError(f"a node tests feature {int(self.feature.max())} but "
-                             f"n_features={self.n_features}")
+            raise InputError(
+                f"a node tests feature {int(self.feature.max())} but n_features={self.n_features}"
+            )
         for name in ("children_left", "children_right"):
             c = getattr(self, name)
             if np.any(c[internal] < 0) or np.any(c >= n) or np.any(c[~internal] != -1):
-                raise ValueError(f"Forest.{name} is inconsistent: internal nodes need children in "
-                                 f"[0, {n}) and leaves need -1")
+                raise InputError(
+                    f"Forest.{name} is inconsistent: internal nodes need children in "
+                    f"[0, {n}) and leaves need -1"
+                )
         if t and (self.roots.min() < 0 or self.roots.max() >= n):
-            raise ValueError("Forest.roots point outside the node arrays")
+            raise InputError("Forest.roots point outside the node arrays")
         # Traversal terminates only if what hangs below each root is a tree: no node may have
         # two parents and no root a parent (a corrupted document could otherwise loop forever).
-        indegree = np.bincount(np.concatenate([self.children_left[internal],
-                                               self.children_right[internal]]), minlength=n)
+        indegree = np.bincount(
+            np.concatenate([self.children_left[internal], self.children_right[internal]]), minlength=n
+        )
         if n and (indegree.max() > 1 or (t and indegree[self.roots].max() > 0)):
-            raise ValueError("Forest nodes do not form trees: a node has two parents or a "
-                             "root has a parent")
+            raise InputError("Forest nodes do not form trees: a node has two parents or a root has a parent")
         width = self.value.shape[1]
         if np.any(self.tree_class >= self.n_outputs) or np.any(self.tree_class < -1):
-            raise ValueError("Forest.tree_class must be -1 or an output index")
+            raise InputError("Forest.tree_class must be -1 or an output index")
         if np.any(self.tree_class == -1) and width != self.n_outputs:
-            raise ValueError("trees with tree_class == -1 need leaves of width n_outputs")
+            raise InputError("trees with tree_class == -1 need leaves of width n_outputs")
         for name in ("input_dtype", "accumulate"):
             if getattr(self, name) not in ("float64", "float32"):
-                raise ValueError(f"Forest.{name} must be 'float64' or 'float32', got {getattr(self, name)!r}")
+                raise InputError(f"Forest.{name} must be 'float64' or 'float32', got {getattr(self, name)!r}")
         if self.feature_names is not None and len(self.feature_names) != self.n_features:
-            raise ValueError(f"{len(self.feature_names)} feature names for {self.n_features} features")
+            raise InputError(f"{len(self.feature_names)} feature names for {self.n_features} features")
 
     # ------------------------------------------------------------------ inputs
     def _as_matrix(self, X: Any) -> np.ndarray:
@@ -228,7 +242,7 @@ class Forest:
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities, shape (n, n_classes), as the source library computes them."""
         if not self.is_classifier:
-            raise ValueError(f"predict_proba needs a classifier; this forest's task is {self.task!r}")
+            raise InputError(f"predict_proba needs a classifier; this forest's task is {self.task!r}")
         return raw_to_proba(self.predict_raw(X), self.link)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -290,8 +304,9 @@ class Forest:
         weight = self.tree_weight[trees].copy()
         if self.aggregation == "mean" and len(trees):
             weight = weight * self.n_trees / len(trees)
-        return _rebuild(self, [self._tree_nodes(int(t)) for t in trees], self.roots[trees],
-                        weight, self.tree_class[trees])
+        return _rebuild(
+            self, [self._tree_nodes(int(t)) for t in trees], self.roots[trees], weight, self.tree_class[trees]
+        )
 
     # ------------------------------------------------------------------ io
     def to_json(self) -> str:
@@ -316,17 +331,30 @@ class Forest:
         return from_model(model, feature_names=feature_names)
 
     def __repr__(self) -> str:
-        return (f"Forest(n_trees={self.n_trees}, n_nodes={self.n_nodes}, n_features={self.n_features}, "
-                f"n_outputs={self.n_outputs}, task={self.task!r}, link={self.link!r}, "
-                f"source={self.source!r})")
+        return (
+            f"Forest(n_trees={self.n_trees}, n_nodes={self.n_nodes}, n_features={self.n_features}, "
+            f"n_outputs={self.n_outputs}, task={self.task!r}, link={self.link!r}, "
+            f"source={self.source!r})"
+        )
 
 
 # The node and tree arrays of a Forest and their dtypes; they are read-only once constructed.
-_ARRAYS = {"feature": np.int32, "threshold": np.float64, "children_left": np.int32,
-           "children_right": np.int32, "missing_left": np.bool_, "missing_type": np.int8,
-           "cat_start": np.int32, "cat_size": np.int32, "cat_bitsets": np.uint32,
-           "value": np.float64, "roots": np.int32, "tree_weight": np.float64,
-           "tree_class": np.int32, "base_score": np.float64}
+_ARRAYS = {
+    "feature": np.int32,
+    "threshold": np.float64,
+    "children_left": np.int32,
+    "children_right": np.int32,
+    "missing_left": np.bool_,
+    "missing_type": np.int8,
+    "cat_start": np.int32,
+    "cat_size": np.int32,
+    "cat_bitsets": np.uint32,
+    "value": np.float64,
+    "roots": np.int32,
+    "tree_weight": np.float64,
+    "tree_class": np.int32,
+    "base_score": np.float64,
+}
 
 
 def _frozen(a: Any, dtype: Any) -> np.ndarray:
@@ -355,7 +383,7 @@ def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
         if raw.ndim == 1:
             return np.column_stack([1.0 - raw, raw])
         return raw.copy()
-    raise ValueError(f"raw scores with link {link!r} are not probabilities")
+    raise InputError(f"raw scores with link {link!r} are not probabilities")
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -364,8 +392,13 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def _rebuild(forest: Forest, node_lists: list[np.ndarray], roots: np.ndarray,
-             weight: np.ndarray, tree_class: np.ndarray) -> Forest:
+def _rebuild(
+    forest: Forest,
+    node_lists: list[np.ndarray],
+    roots: np.ndarray,
+    weight: np.ndarray,
+    tree_class: np.ndarray,
+) -> Forest:
     """A new forest holding only the given nodes of each tree, renumbered contiguously.
 
     Each entry of ``node_lists`` (sorted node indices of one tree) becomes its own copy, so a
@@ -374,8 +407,10 @@ def _rebuild(forest: Forest, node_lists: list[np.ndarray], roots: np.ndarray,
     nodes = np.concatenate(node_lists) if node_lists else np.zeros(0, dtype=np.int64)
     lefts, rights, new_roots, offset = [], [], [], 0
     for tree_nodes, root in zip(node_lists, roots):
-        for c, out in ((forest.children_left[tree_nodes], lefts),
-                       (forest.children_right[tree_nodes], rights)):
+        for c, out in (
+            (forest.children_left[tree_nodes], lefts),
+            (forest.children_right[tree_nodes], rights),
+        ):
             out.append(np.where(c >= 0, offset + np.searchsorted(tree_nodes, c), -1))
         new_roots.append(offset + int(np.searchsorted(tree_nodes, root)))
         offset += len(tree_nodes)
@@ -384,14 +419,28 @@ def _rebuild(forest: Forest, node_lists: list[np.ndarray], roots: np.ndarray,
     children_right = np.concatenate(rights) if rights else empty
 
     return Forest(
-        feature=forest.feature[nodes], threshold=forest.threshold[nodes],
-        children_left=children_left, children_right=children_right,
-        missing_left=forest.missing_left[nodes], missing_type=forest.missing_type[nodes],
-        cat_start=forest.cat_start[nodes], cat_size=forest.cat_size[nodes],
-        cat_bitsets=forest.cat_bitsets, value=forest.value[nodes],
-        roots=np.asarray(new_roots, dtype=np.int64), tree_weight=weight, tree_class=tree_class,
-        base_score=forest.base_score.copy(), n_features=forest.n_features, link=forest.link,
-        task=forest.task, classes=forest.classes, feature_names=forest.feature_names,
-        categories=forest.categories, input_dtype=forest.input_dtype,
-        accumulate=forest.accumulate, aggregation=forest.aggregation, source=forest.source,
+        feature=forest.feature[nodes],
+        threshold=forest.threshold[nodes],
+        children_left=children_left,
+        children_right=children_right,
+        missing_left=forest.missing_left[nodes],
+        missing_type=forest.missing_type[nodes],
+        cat_start=forest.cat_start[nodes],
+        cat_size=forest.cat_size[nodes],
+        cat_bitsets=forest.cat_bitsets,
+        value=forest.value[nodes],
+        roots=np.asarray(new_roots, dtype=np.int64),
+        tree_weight=weight,
+        tree_class=tree_class,
+        base_score=forest.base_score.copy(),
+        n_features=forest.n_features,
+        link=forest.link,
+        task=forest.task,
+        classes=forest.classes,
+        feature_names=forest.feature_names,
+        categories=forest.categories,
+        input_dtype=forest.input_dtype,
+        accumulate=forest.accumulate,
+        aggregation=forest.aggregation,
+        source=forest.source,
     )

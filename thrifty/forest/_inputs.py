@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.forest._names import align, check_unique, is_generic
 
 if TYPE_CHECKING:
@@ -21,12 +22,16 @@ def as_matrix(X: Any, forest: Forest) -> np.ndarray:
     with the forest's stored categories (an unseen category becomes NaN, as LightGBM does).
     Values are rounded to ``forest.input_dtype``.
     """
-    return to_matrix(X, forest.n_features, forest.feature_names, forest.categories,
-                     forest.input_dtype)
+    return to_matrix(X, forest.n_features, forest.feature_names, forest.categories, forest.input_dtype)
 
 
-def to_matrix(X: Any, n_features: int, feature_names: list[str] | None = None,
-              categories: dict[int, list] | None = None, input_dtype: str = "float64") -> np.ndarray:
+def to_matrix(
+    X: Any,
+    n_features: int,
+    feature_names: list[str] | None = None,
+    categories: dict[int, list] | None = None,
+    input_dtype: str = "float64",
+) -> np.ndarray:
     categories = categories or {}
     if _is_dataframe(X):
         M = _frame_to_matrix(X, n_features, feature_names, categories)
@@ -36,16 +41,19 @@ def to_matrix(X: Any, n_features: int, feature_names: list[str] | None = None,
             try:
                 M = M.astype(np.float64)
             except (TypeError, ValueError) as exc:
-                raise ValueError(
+                raise InputError(
                     "X holds non-numeric values; pass a pandas DataFrame with categorical "
-                    "columns, or encode categories as integer codes") from exc
+                    "columns, or encode categories as integer codes"
+                ) from exc
         if M.ndim == 1:
-            raise ValueError("X must be 2-dimensional (n_rows, n_features); got a 1-d array. "
-                             "Use X.reshape(1, -1) for a single row")
+            raise InputError(
+                "X must be 2-dimensional (n_rows, n_features); got a 1-d array. "
+                "Use X.reshape(1, -1) for a single row"
+            )
         if M.ndim != 2:
-            raise ValueError(f"X must be 2-dimensional, got {M.ndim} dimensions")
+            raise InputError(f"X must be 2-dimensional, got {M.ndim} dimensions")
         if M.shape[1] != n_features:
-            raise ValueError(f"X has {M.shape[1]} features, but the model expects {n_features}")
+            raise InputError(f"X has {M.shape[1]} features, but the model expects {n_features}")
         M = M.astype(np.float64, copy=False)
     if input_dtype == "float32":
         with np.errstate(over="ignore"):
@@ -57,8 +65,9 @@ def _is_dataframe(X: Any) -> bool:
     return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
-def _frame_to_matrix(df: Any, n_features: int, feature_names: list[str] | None,
-                     categories: dict[int, list]) -> np.ndarray:
+def _frame_to_matrix(
+    df: Any, n_features: int, feature_names: list[str] | None, categories: dict[int, list]
+) -> np.ndarray:
     import pandas as pd
 
     columns = [str(c) for c in df.columns]
@@ -68,11 +77,15 @@ def _frame_to_matrix(df: Any, n_features: int, feature_names: list[str] | None,
         df = df.iloc[:, order]
     elif feature_names is not None and len(columns) == n_features and not is_generic(feature_names):
         missing = [n for n in feature_names if n not in columns]
-        raise ValueError(f"X lacks the model's feature(s) {missing[:5]}; "
-                         f"its columns are {columns[:5]}{'...' if len(columns) > 5 else ''}")
+        raise InputError(
+            f"X lacks the model's feature(s) {missing[:5]}; "
+            f"its columns are {columns[:5]}{'...' if len(columns) > 5 else ''}"
+        )
     if df.shape[1] != n_features:
-        raise ValueError(f"X has {df.shape[1]} columns, but the model expects {n_features}"
-                         + (f" ({feature_names[:5]}...)" if feature_names else ""))
+        raise InputError(
+            f"X has {df.shape[1]} columns, but the model expects {n_features}"
+            + (f" ({feature_names[:5]}...)" if feature_names else "")
+        )
     out = np.empty((df.shape[0], n_features), dtype=np.float64)
     for j in range(n_features):
         col = df.iloc[:, j]
@@ -91,7 +104,8 @@ def _frame_to_matrix(df: Any, n_features: int, feature_names: list[str] | None,
         elif pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
             out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
-            raise ValueError(f"column {df.columns[j]!r} is not numeric and the model has no "
-                             "categories for it; give it a pandas 'category' dtype or encode it")
+            raise InputError(
+                f"column {df.columns[j]!r} is not numeric and the model has no "
+                "categories for it; give it a pandas 'category' dtype or encode it"
+            )
     return out
-

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.forest._forest import MISSING_AS_ZERO, MISSING_NAN, MISSING_ZERO, Forest
 from thrifty.forest.importers import ForestBuilder, bitset_words, flatten_tree, unsupported
 
@@ -76,10 +77,17 @@ def from_lightgbm(model: Any) -> Forest:
     names = list(booster.feature_name())
     n_features = int(dump["max_feature_idx"]) + 1
     return builder.build(
-        base_score=np.zeros(n_outputs), n_features=n_features, link=link, task=task,
-        classes=classes, feature_names=names if len(names) == n_features else None,
-        categories=_pandas_categories(booster, dump), input_dtype="float64",
-        aggregation="mean" if dump.get("average_output") else "sum", source="lightgbm")
+        base_score=np.zeros(n_outputs),
+        n_features=n_features,
+        link=link,
+        task=task,
+        classes=classes,
+        feature_names=names if len(names) == n_features else None,
+        categories=_pandas_categories(booster, dump),
+        input_dtype="float64",
+        aggregation="mean" if dump.get("average_output") else "sum",
+        source="lightgbm",
+    )
 
 
 def _dump(booster: Any) -> dict:
@@ -111,16 +119,20 @@ def _objective(dump: dict, is_classifier: bool) -> tuple[str, str, int]:
     num_class = int(dump["num_class"])
     if text is None:  # a custom (Python) objective: LightGBM returns raw scores
         if is_classifier or num_class > 1:
-            raise ValueError("LightGBM classifier with a custom objective: its probabilities "
-                             "are not defined, only raw scores; unsupported")
+            raise InputError(
+                "LightGBM classifier with a custom objective: its probabilities "
+                "are not defined, only raw scores; unsupported"
+            )
         return "regression", "identity", 1
     name, *params = text.split()
     options = dict(p.split(":", 1) for p in params if ":" in p)
     flags = {p for p in params if ":" not in p}
     if name == "binary":
         if float(options.get("sigmoid", 1)) != 1.0:
-            raise ValueError(f"LightGBM objective 'binary' with sigmoid={options['sigmoid']} "
-                             "is unsupported (only sigmoid=1 maps to a plain sigmoid link)")
+            raise InputError(
+                f"LightGBM objective 'binary' with sigmoid={options['sigmoid']} "
+                "is unsupported (only sigmoid=1 maps to a plain sigmoid link)"
+            )
         return "binary", "sigmoid", 1
     if name in ("multiclass", "softmax"):
         return "multiclass", "softmax", num_class
@@ -129,16 +141,20 @@ def _objective(dump: dict, is_classifier: bool) -> tuple[str, str, int]:
     if name in _RANKING:
         return "ranking", "identity", 1
     if name in _IDENTITY:  # e.g. "regression sqrt": prediction is sign(raw) * raw**2
-        raise ValueError(f"LightGBM objective {text!r} (reg_sqrt) is unsupported: its "
-                         "prediction is not the raw score")
-    raise ValueError(f"LightGBM objective {name!r} is unsupported: its prediction applies a "
-                     "link (exp, sigmoid of a regression, one-vs-all sigmoid) the forest has not; "
-                     "supported are binary, multiclass, regression-type and ranking objectives")
+        raise InputError(
+            f"LightGBM objective {text!r} (reg_sqrt) is unsupported: its prediction is not the raw score"
+        )
+    raise InputError(
+        f"LightGBM objective {name!r} is unsupported: its prediction applies a "
+        "link (exp, sigmoid of a regression, one-vs-all sigmoid) the forest has not; "
+        "supported are binary, multiclass, regression-type and ranking objectives"
+    )
 
 
 def _add_tree(builder: ForestBuilder, root: dict, weight: float, tree_class: int) -> None:
     nodes, left, right = flatten_tree(
-        root, lambda n: (n["left_child"], n["right_child"]) if "split_index" in n else None)
+        root, lambda n: (n["left_child"], n["right_child"]) if "split_index" in n else None
+    )
     n = len(nodes)
     feature = np.full(n, -1, dtype=np.int64)
     threshold = np.zeros(n)
@@ -149,8 +165,10 @@ def _add_tree(builder: ForestBuilder, root: dict, weight: float, tree_class: int
     for i, node in enumerate(nodes):
         if "split_index" not in node:
             if "leaf_coeff" in node:
-                raise ValueError("LightGBM linear trees (linear_tree=True) are unsupported: "
-                                 "their leaves are linear models, not constants")
+                raise InputError(
+                    "LightGBM linear trees (linear_tree=True) are unsupported: "
+                    "their leaves are linear models, not constants"
+                )
             value[i] = float(node["leaf_value"])
             continue
         feature[i] = int(node["split_feature"])
@@ -162,10 +180,19 @@ def _add_tree(builder: ForestBuilder, root: dict, weight: float, tree_class: int
             missing_left[i] = bool(node["default_left"])
             missing_type[i] = _MISSING[node["missing_type"]]
         else:
-            raise ValueError(f"unknown LightGBM decision type {node['decision_type']!r}")
-    builder.add_tree(feature, threshold, left, right, value, missing_left=missing_left,
-                     missing_type=missing_type, cat_words=cat_words, weight=weight,
-                     tree_class=tree_class)
+            raise InputError(f"unknown LightGBM decision type {node['decision_type']!r}")
+    builder.add_tree(
+        feature,
+        threshold,
+        left,
+        right,
+        value,
+        missing_left=missing_left,
+        missing_type=missing_type,
+        cat_words=cat_words,
+        weight=weight,
+        tree_class=tree_class,
+    )
 
 
 def _zero_band(t: float) -> float:
@@ -194,18 +221,17 @@ def _pandas_categories(booster: Any, dump: dict) -> dict[int, list]:
     lists = dump.get("pandas_categorical") or []
     if not lists:
         return {}
-    found = re.search(r"^\[categorical_feature: ([^\]]*)\]$", booster.model_to_string(),
-                      re.MULTILINE)
+    found = re.search(r"^\[categorical_feature: ([^\]]*)\]$", booster.model_to_string(), re.MULTILINE)
     tokens = found.group(1).replace(" ", "").split(",") if found and found.group(1) else []
     if all(tok.lstrip("-").isdigit() for tok in tokens) and tokens:
         indices = sorted(int(tok) for tok in tokens)
     else:  # names: fall back on the features whose info lists category values
         names = list(dump["feature_names"])
-        indices = [names.index(f) for f, info in dump["feature_infos"].items()
-                   if info.get("values")]
+        indices = [names.index(f) for f, info in dump["feature_infos"].items() if info.get("values")]
     if len(indices) != len(lists):
-        raise ValueError(
+        raise InputError(
             f"cannot match LightGBM's {len(lists)} pandas categorical column(s) to its "
             f"{len(indices)} categorical feature(s) {indices}; train with unordered pandas "
-            "'category' columns only, or with integer-coded categories")
+            "'category' columns only, or with integer-coded categories"
+        )
     return {j: list(cats) for j, cats in zip(indices, lists)}

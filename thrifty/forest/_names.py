@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from thrifty.exceptions import InputError
+
 # Characters LightGBM refuses in a feature name (Common::CheckAllowedJSON), and "=", which its
 # parser may cut away ("a=" is stored as "a", a name "=" fails).
 _LIGHTGBM_REFUSED = frozenset('",:[]{}=')
@@ -31,8 +33,7 @@ def check_unique(names: Sequence[str], what: str = "X") -> None:
     """ValueError naming the duplicated names, if any."""
     dup = duplicates(list(names))
     if dup:
-        raise ValueError(f"{what} has duplicate name(s) {dup[:10]}; give every column a "
-                         "unique name")
+        raise InputError(f"{what} has duplicate name(s) {dup[:10]}; give every column a unique name")
 
 
 def lightgbm_name(name: str) -> str:
@@ -57,8 +58,7 @@ def lightgbm_frame(X: Any) -> Any:
         return X
     names = [str(c) for c in X.columns]
     stored = [lightgbm_name(n) for n in names]
-    refused = any(not n or any(ch in _LIGHTGBM_REFUSED or not ch.isprintable() for ch in n)
-                  for n in names)
+    refused = any(not n or any(ch in _LIGHTGBM_REFUSED or not ch.isprintable() for ch in n) for n in names)
     if refused or duplicates(stored):
         return X.set_axis([f"Column_{i}" for i in range(len(names))], axis=1)
     return X
@@ -95,15 +95,19 @@ def restore_names(stored: Sequence[str] | None, names: Sequence[Any], n_features
     """
     names = [str(n) for n in names]
     if len(names) != n_features:
-        raise ValueError(f"feature_names has {len(names)} names but the model has {n_features} "
-                         "features; give one name per feature, in column order")
+        raise InputError(
+            f"feature_names has {len(names)} names but the model has {n_features} "
+            "features; give one name per feature, in column order"
+        )
     check_unique(names, "feature_names")
     if stored is None or is_generic(stored):
         return names
     for i, (s, n) in enumerate(zip(stored, names)):
         if s not in (n, lightgbm_name(n)):
-            raise ValueError(f"feature_names[{i}] is {n!r} but the model's feature {i} is {s!r}; "
-                             "give the names of the columns the model was trained on, in order")
+            raise InputError(
+                f"feature_names[{i}] is {n!r} but the model's feature {i} is {s!r}; "
+                "give the names of the columns the model was trained on, in order"
+            )
     return names
 
 

@@ -32,8 +32,9 @@ class Twin:
 
     def __init__(self, kernel: numba.core.registry.CPUDispatcher, *, nrt: bool = False) -> None:
         f = kernel.py_func
-        g = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__,
-                               f.__closure__)
+        g = types.FunctionType(
+            f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__, f.__closure__
+        )
         # A distinct qualified name gives the twin its own entry in numba's on-disk cache.
         g.__qualname__ = f.__qualname__ + "_serial"
         g.__doc__ = f.__doc__
@@ -46,9 +47,28 @@ class Twin:
 
 
 @njit(parallel=True, cache=True)
-def sweep(X, feature, fast_threshold, threshold, children_left, children_right, missing_left,
-          missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight, tree_class,
-          acc32, record, touched, n_nodes, out):
+def sweep(
+    X,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+    value,
+    roots,
+    tree_weight,
+    tree_class,
+    acc32,
+    record,
+    touched,
+    n_nodes,
+    out,
+):
     """Add every tree's leaf value to ``out``; with ``record``, also mark the features each
     row tests (``touched``) and count the splits it visits (``n_nodes``).
 
@@ -66,15 +86,46 @@ def sweep(X, feature, fast_threshold, threshold, children_left, children_right, 
             w = tree_weight[t]
             k = tree_class[t]
             for i in range(lo, hi - 1, 2):
-                a, c = walk_pair(X, i, i + 1, root, feature, fast_threshold, threshold,
-                                 children_left, children_right, missing_left, missing_type,
-                                 cat_start, cat_size, cat_bitsets, record, touched, n_nodes)
+                a, c = walk_pair(
+                    X,
+                    i,
+                    i + 1,
+                    root,
+                    feature,
+                    fast_threshold,
+                    threshold,
+                    children_left,
+                    children_right,
+                    missing_left,
+                    missing_type,
+                    cat_start,
+                    cat_size,
+                    cat_bitsets,
+                    record,
+                    touched,
+                    n_nodes,
+                )
                 add_tree(out, i, a, k, w, value, width, acc32)
                 add_tree(out, i + 1, c, k, w, value, width, acc32)
             if (hi - lo) % 2:
-                node = walk_one(X, hi - 1, root, feature, fast_threshold, threshold, children_left,
-                                children_right, missing_left, missing_type, cat_start, cat_size,
-                                cat_bitsets, record, touched, n_nodes)
+                node = walk_one(
+                    X,
+                    hi - 1,
+                    root,
+                    feature,
+                    fast_threshold,
+                    threshold,
+                    children_left,
+                    children_right,
+                    missing_left,
+                    missing_type,
+                    cat_start,
+                    cat_size,
+                    cat_bitsets,
+                    record,
+                    touched,
+                    n_nodes,
+                )
                 add_tree(out, hi - 1, node, k, w, value, width, acc32)
 
 
@@ -82,23 +133,55 @@ SWEEP = Twin(sweep)
 
 
 @njit(parallel=True, cache=True)
-def _apply(X, feature, fast_threshold, threshold, children_left, children_right, missing_left, missing_type,
-           cat_start, cat_size, cat_bitsets, roots, out):
+def _apply(
+    X,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+    roots,
+    out,
+):
     for i in prange(X.shape[0]):
         for t in range(roots.shape[0]):
             node = roots[t]
             while feature[node] >= 0:
-                node = next_node(node, X[i, feature[node]], fast_threshold, threshold, children_left,
-                                 children_right, missing_left, missing_type, cat_start, cat_size,
-                                 cat_bitsets)
+                node = next_node(
+                    node,
+                    X[i, feature[node]],
+                    fast_threshold,
+                    threshold,
+                    children_left,
+                    children_right,
+                    missing_left,
+                    missing_type,
+                    cat_start,
+                    cat_size,
+                    cat_bitsets,
+                )
             out[i, t] = node
 
 
 def node_args(forest: Forest) -> tuple:
     """The node arrays in the order the kernels take them."""
-    return (forest.feature, forest._fast_threshold, forest.threshold, forest.children_left,
-            forest.children_right, forest.missing_left, forest.missing_type, forest.cat_start,
-            forest.cat_size, forest.cat_bitsets)
+    return (
+        forest.feature,
+        forest._fast_threshold,
+        forest.threshold,
+        forest.children_left,
+        forest.children_right,
+        forest.missing_left,
+        forest.missing_type,
+        forest.cat_start,
+        forest.cat_size,
+        forest.cat_bitsets,
+    )
 
 
 class threads:
@@ -127,9 +210,19 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
     if X.shape[0] == 0:
         return out
     with threads(n_threads):
-        SWEEP.for_rows(X.shape[0])(X, *node_args(forest), forest.value, forest.roots, forest.tree_weight,
-              forest.tree_class, forest.accumulate == "float32", False,
-              np.zeros((1, 1), dtype=np.bool_), np.zeros(1, dtype=np.int64), out)
+        SWEEP.for_rows(X.shape[0])(
+            X,
+            *node_args(forest),
+            forest.value,
+            forest.roots,
+            forest.tree_weight,
+            forest.tree_class,
+            forest.accumulate == "float32",
+            False,
+            np.zeros((1, 1), dtype=np.bool_),
+            np.zeros(1, dtype=np.int64),
+            out,
+        )
     return out
 
 

@@ -7,13 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.forest._forest import MISSING_NAN, Forest
 from thrifty.forest.importers import ForestBuilder, bitset_words, unsupported
 
-_TREES = ("DecisionTreeClassifier", "DecisionTreeRegressor", "ExtraTreeClassifier",
-          "ExtraTreeRegressor")
-_FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier",
-            "ExtraTreesRegressor")
+_TREES = ("DecisionTreeClassifier", "DecisionTreeRegressor", "ExtraTreeClassifier", "ExtraTreeRegressor")
+_FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
 _GB = ("GradientBoostingClassifier", "GradientBoostingRegressor")
 _HGB = ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor")
 # Category values up to this bound are split on directly (see _hgb_categories).
@@ -61,8 +60,11 @@ def from_sklearn(model: Any) -> Forest:
         raise unsupported(model)
     check_is_fitted(model)
     names = getattr(model, "feature_names_in_", None)
-    meta = {"source": f"sklearn:{kind}", "n_features": int(model.n_features_in_),
-                "feature_names": None if names is None else [str(n) for n in names]}
+    meta = {
+        "source": f"sklearn:{kind}",
+        "n_features": int(model.n_features_in_),
+        "feature_names": None if names is None else [str(n) for n in names],
+    }
     if name in _HGB:
         return _from_hgb(model, name, meta)
     if name in _GB:
@@ -74,12 +76,16 @@ def from_sklearn(model: Any) -> Forest:
 def _tree_arrays(tree: Any, estimator: str) -> tuple:
     """Node arrays of a fitted ``sklearn.tree._tree.Tree`` (single output only)."""
     if tree.n_outputs != 1:
-        raise ValueError(f"{estimator} has {tree.n_outputs} outputs; only single-output models "
-                         "are supported")
+        raise InputError(f"{estimator} has {tree.n_outputs} outputs; only single-output models are supported")
     n = tree.node_count
     missing_left = getattr(tree, "missing_go_to_left", np.zeros(n, dtype=np.uint8))
-    return (tree.feature, tree.threshold, tree.children_left, tree.children_right,
-            np.asarray(missing_left, dtype=bool))
+    return (
+        tree.feature,
+        tree.threshold,
+        tree.children_left,
+        tree.children_right,
+        np.asarray(missing_left, dtype=bool),
+    )
 
 
 def _from_trees(model: Any, name: str, trees: list, meta: dict) -> Forest:
@@ -87,7 +93,7 @@ def _from_trees(model: Any, name: str, trees: list, meta: dict) -> Forest:
     is_clf = name.endswith("Classifier")
     n_classes = len(model.classes_) if is_clf else 1
     if is_clf and n_classes < 2:
-        raise ValueError(f"{name} was fitted on a single class; nothing to import")
+        raise InputError(f"{name} was fitted on a single class; nothing to import")
     width = n_classes if n_classes > 2 else 1
     builder = ForestBuilder(width)
     weight = 1.0 / len(trees)
@@ -101,44 +107,79 @@ def _from_trees(model: Any, name: str, trees: list, meta: dict) -> Forest:
             value = proba[:, 1] if n_classes == 2 else proba
         else:
             value = raw[:, 0]
-        builder.add_tree(feature, threshold, left, right, value, missing_left=missing_left,
-                         weight=weight, tree_class=-1 if width > 1 else 0)
+        builder.add_tree(
+            feature,
+            threshold,
+            left,
+            right,
+            value,
+            missing_left=missing_left,
+            weight=weight,
+            tree_class=-1 if width > 1 else 0,
+        )
     if is_clf:
         task = "binary" if n_classes == 2 else "multiclass"
-        return builder.build(base_score=np.zeros(width), link="proba", task=task,
-                             classes=model.classes_, input_dtype="float32",
-                             aggregation="mean", **meta)
-    return builder.build(base_score=np.zeros(1), link="identity", task="regression",
-                         input_dtype="float32", aggregation="mean", **meta)
+        return builder.build(
+            base_score=np.zeros(width),
+            link="proba",
+            task=task,
+            classes=model.classes_,
+            input_dtype="float32",
+            aggregation="mean",
+            **meta,
+        )
+    return builder.build(
+        base_score=np.zeros(1),
+        link="identity",
+        task="regression",
+        input_dtype="float32",
+        aggregation="mean",
+        **meta,
+    )
 
 
 def _from_gb(model: Any, name: str, meta: dict) -> Forest:
     """GradientBoostingClassifier/Regressor: init raw prediction + learning_rate * trees."""
     is_clf = name.endswith("Classifier")
     if is_clf and model.loss == "exponential":
-        raise ValueError(f"{name} with loss='exponential' is unsupported: its probability is "
-                         "sigmoid(2 * raw score), not a plain sigmoid link")
+        raise InputError(
+            f"{name} with loss='exponential' is unsupported: its probability is "
+            "sigmoid(2 * raw score), not a plain sigmoid link"
+        )
     if model.init is not None and not (isinstance(model.init, str) and model.init == "zero"):
-        raise ValueError(f"{name} with a custom init estimator ({type(model.init).__name__}) "
-                         "is unsupported: its raw prediction varies with X")
+        raise InputError(
+            f"{name} with a custom init estimator ({type(model.init).__name__}) "
+            "is unsupported: its raw prediction varies with X"
+        )
     # The default init (a Dummy prior/mean/quantile) ignores X: one row gives the constant.
     probe = np.zeros((1, model.n_features_in_), dtype=np.float32)
     base = np.asarray(model._raw_predict_init(probe), dtype=np.float64)[0]
-    stages = model.estimators_[:model.n_estimators_]
+    stages = model.estimators_[: model.n_estimators_]
     builder = ForestBuilder()
     for stage in stages:
         for k, est in enumerate(stage):
             feature, threshold, left, right, missing_left = _tree_arrays(est.tree_, name)
-            builder.add_tree(feature, threshold, left, right, est.tree_.value[:, 0, 0],
-                             missing_left=missing_left, weight=float(model.learning_rate),
-                             tree_class=k)
+            builder.add_tree(
+                feature,
+                threshold,
+                left,
+                right,
+                est.tree_.value[:, 0, 0],
+                missing_left=missing_left,
+                weight=float(model.learning_rate),
+                tree_class=k,
+            )
     if is_clf:
         binary = len(model.classes_) == 2
-        return builder.build(base_score=base, link="sigmoid" if binary else "softmax",
-                             task="binary" if binary else "multiclass", classes=model.classes_,
-                             input_dtype="float32", **meta)
-    return builder.build(base_score=base, link="identity", task="regression",
-                         input_dtype="float32", **meta)
+        return builder.build(
+            base_score=base,
+            link="sigmoid" if binary else "softmax",
+            task="binary" if binary else "multiclass",
+            classes=model.classes_,
+            input_dtype="float32",
+            **meta,
+        )
+    return builder.build(base_score=base, link="identity", task="regression", input_dtype="float32", **meta)
 
 
 def _from_hgb(model: Any, name: str, meta: dict) -> Forest:
@@ -146,8 +187,10 @@ def _from_hgb(model: Any, name: str, meta: dict) -> Forest:
     is_clf = name.endswith("Classifier")
     link_name = type(model._loss.link).__name__
     if not is_clf and link_name != "IdentityLink":
-        raise ValueError(f"{name} with loss={model.loss!r} is unsupported: its prediction "
-                         f"applies a {link_name} (e.g. exp), not the identity")
+        raise InputError(
+            f"{name} with loss={model.loss!r} is unsupported: its prediction "
+            f"applies a {link_name} (e.g. exp), not the identity"
+        )
     n_out = int(model.n_trees_per_iteration_)
     original, raw_space, categories = _hgb_categories(model)
     builder = ForestBuilder()
@@ -177,17 +220,29 @@ def _from_hgb(model: Any, name: str, meta: dict) -> Forest:
                     missing_left[i] = False
                 else:
                     cat_words[int(i)] = bitset_words(values[goes_left])
-            builder.add_tree(feature, nodes["num_threshold"], left, right, nodes["value"],
-                             missing_left=missing_left, missing_type=MISSING_NAN,
-                             cat_words=cat_words, tree_class=k)
+            builder.add_tree(
+                feature,
+                nodes["num_threshold"],
+                left,
+                right,
+                nodes["value"],
+                missing_left=missing_left,
+                missing_type=MISSING_NAN,
+                cat_words=cat_words,
+                tree_class=k,
+            )
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
     if is_clf:
         binary = n_out == 1
-        return builder.build(base_score=base, link="sigmoid" if binary else "softmax",
-                             task="binary" if binary else "multiclass", classes=model.classes_,
-                             categories=categories, **meta)
-    return builder.build(base_score=base, link="identity", task="regression",
-                         categories=categories, **meta)
+        return builder.build(
+            base_score=base,
+            link="sigmoid" if binary else "softmax",
+            task="binary" if binary else "multiclass",
+            classes=model.classes_,
+            categories=categories,
+            **meta,
+        )
+    return builder.build(base_score=base, link="identity", task="regression", categories=categories, **meta)
 
 
 def _hgb_categories(model: Any) -> tuple[np.ndarray, dict[int, np.ndarray], dict[int, list]]:
@@ -218,8 +273,13 @@ def _hgb_categories(model: Any) -> tuple[np.ndarray, dict[int, np.ndarray], dict
         while len(cats) and _is_missing(cats[-1]):
             cats = cats[:-1]
         numeric = cats.dtype.kind in "iuf"
-        if (not from_frame and numeric and np.all(cats >= 0)
-                and np.all(cats == np.floor(cats)) and np.all(cats < _MAX_RAW_CATEGORY)):
+        if (
+            not from_frame
+            and numeric
+            and np.all(cats >= 0)
+            and np.all(cats == np.floor(cats))
+            and np.all(cats < _MAX_RAW_CATEGORY)
+        ):
             raw_space[int(column)] = cats.astype(np.int64)
         else:
             categories[int(column)] = [c.item() if isinstance(c, np.generic) else c for c in cats]

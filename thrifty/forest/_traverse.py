@@ -21,21 +21,52 @@ def fast_thresholds(threshold: np.ndarray, missing_type: np.ndarray, cat_start: 
 
 
 @njit(inline="always", cache=True)
-def next_node(node, v, fast_threshold, threshold, children_left, children_right, missing_left,
-              missing_type, cat_start, cat_size, cat_bitsets):
+def next_node(
+    node,
+    v,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+):
     """Child of split ``node`` that an example with feature value ``v`` goes to."""
     t = fast_threshold[node]
     if v <= t or v > t:
         # The outcome selects the child arithmetically: one predictable branch per node.
         left = children_left[node]
         return left + (children_right[node] - left) * (v > t)
-    return _full_rule(node, v, threshold, children_left, children_right, missing_left, missing_type,
-                      cat_start, cat_size, cat_bitsets)
+    return _full_rule(
+        node,
+        v,
+        threshold,
+        children_left,
+        children_right,
+        missing_left,
+        missing_type,
+        cat_start,
+        cat_size,
+        cat_bitsets,
+    )
 
 
 @njit(inline="always", cache=True)
-def _full_rule(node, v, threshold, children_left, children_right, missing_left, missing_type,
-               cat_start, cat_size, cat_bitsets):
+def _full_rule(
+    node,
+    v,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+):
     """The complete split rule: categories, NaN handling and LightGBM's missing types."""
     cs = cat_start[node]
     if cs >= 0:
@@ -79,8 +110,25 @@ def add_tree(out, i, leaf, k, w, value, width, acc32):
 
 
 @njit(inline="always", cache=True)
-def walk_pair(X, i, j, root, feature, fast_threshold, threshold, children_left, children_right,
-              missing_left, missing_type, cat_start, cat_size, cat_bitsets, record, touched, n_nodes):
+def walk_pair(
+    X,
+    i,
+    j,
+    root,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+    record,
+    touched,
+    n_nodes,
+):
     """Leaves reached by rows ``i`` and ``j`` from ``root``, walked in lockstep so their
     independent chains of loads overlap in the CPU; with ``record``, marks the features each
     row tests and counts its splits."""
@@ -97,14 +145,36 @@ def walk_pair(X, i, j, root, feature, fast_threshold, threshold, children_left, 
             if record:
                 touched[i, fa] = True
                 va += 1
-            a = next_node(a, X[i, fa], fast_threshold, threshold, children_left, children_right,
-                          missing_left, missing_type, cat_start, cat_size, cat_bitsets)
+            a = next_node(
+                a,
+                X[i, fa],
+                fast_threshold,
+                threshold,
+                children_left,
+                children_right,
+                missing_left,
+                missing_type,
+                cat_start,
+                cat_size,
+                cat_bitsets,
+            )
         if fc >= 0:
             if record:
                 touched[j, fc] = True
                 vc += 1
-            c = next_node(c, X[j, fc], fast_threshold, threshold, children_left, children_right,
-                          missing_left, missing_type, cat_start, cat_size, cat_bitsets)
+            c = next_node(
+                c,
+                X[j, fc],
+                fast_threshold,
+                threshold,
+                children_left,
+                children_right,
+                missing_left,
+                missing_type,
+                cat_start,
+                cat_size,
+                cat_bitsets,
+            )
     if record:
         n_nodes[i] += va
         n_nodes[j] += vc
@@ -112,8 +182,24 @@ def walk_pair(X, i, j, root, feature, fast_threshold, threshold, children_left, 
 
 
 @njit(inline="always", cache=True)
-def walk_one(X, i, root, feature, fast_threshold, threshold, children_left, children_right,
-             missing_left, missing_type, cat_start, cat_size, cat_bitsets, record, touched, n_nodes):
+def walk_one(
+    X,
+    i,
+    root,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+    record,
+    touched,
+    n_nodes,
+):
     """Leaf reached by row ``i`` from ``root`` (``walk_pair`` for a lone row)."""
     node = root
     while feature[node] >= 0:
@@ -121,6 +207,17 @@ def walk_one(X, i, root, feature, fast_threshold, threshold, children_left, chil
         if record:
             touched[i, f] = True
             n_nodes[i] += 1
-        node = next_node(node, X[i, f], fast_threshold, threshold, children_left, children_right,
-                         missing_left, missing_type, cat_start, cat_size, cat_bitsets)
+        node = next_node(
+            node,
+            X[i, f],
+            fast_threshold,
+            threshold,
+            children_left,
+            children_right,
+            missing_left,
+            missing_type,
+            cat_start,
+            cat_size,
+            cat_bitsets,
+        )
     return node

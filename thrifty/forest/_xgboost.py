@@ -9,12 +9,19 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.forest._forest import MISSING_NAN, Forest
 from thrifty.forest.importers import ForestBuilder, bitset_words, unsupported
 
 # Objectives whose prediction is the margin itself, and whose base_score is a margin already.
-_IDENTITY = {"reg:squarederror", "reg:linear", "reg:squaredlogerror", "reg:pseudohubererror",
-             "reg:absoluteerror", "reg:quantileerror"}
+_IDENTITY = {
+    "reg:squarederror",
+    "reg:linear",
+    "reg:squaredlogerror",
+    "reg:pseudohubererror",
+    "reg:absoluteerror",
+    "reg:quantileerror",
+}
 
 
 def from_xgboost(model: Any) -> Forest:
@@ -64,8 +71,10 @@ def from_xgboost(model: Any) -> Forest:
             classes = np.asarray(model.classes_)
         missing = model.missing
         if missing is not None and not math.isnan(float(missing)):
-            raise ValueError(f"XGBoost models with missing={missing!r} are unsupported; only "
-                             "NaN marks missing values in a forest")
+            raise InputError(
+                f"XGBoost models with missing={missing!r} are unsupported; only "
+                "NaN marks missing values in a forest"
+            )
         try:
             end = model.best_iteration + 1
         except AttributeError:
@@ -77,7 +86,7 @@ def from_xgboost(model: Any) -> Forest:
     learner = json.loads(bytes(booster.save_raw("json")))["learner"]
     gb = learner["gradient_booster"]
     if gb["name"] == "gblinear":
-        raise ValueError("XGBoost gblinear boosters are linear models, not trees; unsupported")
+        raise InputError("XGBoost gblinear boosters are linear models, not trees; unsupported")
     weight_drop = gb.get("weight_drop") if gb["name"] == "dart" else None
     trees_model = gb["gbtree"]["model"] if gb["name"] == "dart" else gb["model"]
 
@@ -86,14 +95,16 @@ def from_xgboost(model: Any) -> Forest:
     n_outputs = max(n_classes, int(param.get("num_target", "1")), 1)
     task, link, margin_of = _objective(learner["objective"]["name"])
     if task == "binary" and n_outputs > 1:
-        raise ValueError(f"XGBoost multi-label models ({n_outputs} logistic targets) are "
-                         "unsupported: the forest's sigmoid link has one output")
+        raise InputError(
+            f"XGBoost multi-label models ({n_outputs} logistic targets) are "
+            "unsupported: the forest's sigmoid link has one output"
+        )
     base = _exact_base(booster, _base_score(param["base_score"], n_outputs, margin_of))
 
     trees = trees_model["trees"]
     tree_info = trees_model.get("tree_info", [0] * len(trees))
     if end is not None:
-        trees = trees[:_iteration_end(trees_model, end, n_outputs)]
+        trees = trees[: _iteration_end(trees_model, end, n_outputs)]
     builder = ForestBuilder()
     for t, tree in enumerate(trees):
         weight = float(np.float32(weight_drop[t])) if weight_drop is not None else 1.0
@@ -103,11 +114,18 @@ def from_xgboost(model: Any) -> Forest:
     names = learner.get("feature_names") or None
     types = learner.get("feature_types") or []
     return builder.build(
-        base_score=base, n_features=n_features, link=link, task=task, classes=classes,
+        base_score=base,
+        n_features=n_features,
+        link=link,
+        task=task,
+        classes=classes,
         feature_names=names if names and len(names) == n_features else None,
-        categories=_categories(trees_model.get("cats"), types), input_dtype="float32",
-        accumulate="float32", aggregation="sum",
-        source="xgboost" if gb["name"] == "gbtree" else "xgboost:dart")
+        categories=_categories(trees_model.get("cats"), types),
+        input_dtype="float32",
+        accumulate="float32",
+        aggregation="sum",
+        source="xgboost" if gb["name"] == "gbtree" else "xgboost:dart",
+    )
 
 
 def _objective(name: str) -> tuple[str, str, str]:
@@ -122,10 +140,11 @@ def _objective(name: str) -> tuple[str, str, str]:
         return "ranking", "identity", "identity"
     if name in _IDENTITY:
         return "regression", "identity", "identity"
-    raise ValueError(f"XGBoost objective {name!r} is unsupported: its prediction is not the "
-                     "margin, a sigmoid or a softmax of it (supported: binary:logistic, "
-                     "binary:logitraw, multi:softprob, multi:softmax, rank:*, "
-                     + ", ".join(sorted(_IDENTITY)) + ")")
+    raise InputError(
+        f"XGBoost objective {name!r} is unsupported: its prediction is not the "
+        "margin, a sigmoid or a softmax of it (supported: binary:logistic, "
+        "binary:logitraw, multi:softprob, multi:softmax, rank:*, " + ", ".join(sorted(_IDENTITY)) + ")"
+    )
 
 
 def _base_score(text: str, n_outputs: int, space: str) -> np.ndarray:
@@ -140,7 +159,7 @@ def _base_score(text: str, n_outputs: int, space: str) -> np.ndarray:
     if base.size == 1:
         base = np.repeat(base, n_outputs)
     if base.size != n_outputs:
-        raise ValueError(f"XGBoost base_score has {base.size} values for {n_outputs} outputs")
+        raise InputError(f"XGBoost base_score has {base.size} values for {n_outputs} outputs")
     if space == "logit":
         with np.errstate(divide="ignore"):
             base = -np.log(np.float32(1.0) / base - np.float32(1.0))
@@ -159,11 +178,15 @@ def _exact_base(booster: Any, formula: np.ndarray) -> np.ndarray:
 
     n_features = booster.num_features()
     try:
-        empty = xgboost.DMatrix(np.full((1, n_features), np.nan, dtype=np.float32),
-                                feature_names=booster.feature_names,
-                                feature_types=booster.feature_types, enable_categorical=True)
-        margin = np.asarray(booster.predict(empty, output_margin=True, iteration_range=(1, 1)),
-                            dtype=np.float64).reshape(-1)
+        empty = xgboost.DMatrix(
+            np.full((1, n_features), np.nan, dtype=np.float32),
+            feature_names=booster.feature_names,
+            feature_types=booster.feature_types,
+            enable_categorical=True,
+        )
+        margin = np.asarray(
+            booster.predict(empty, output_margin=True, iteration_range=(1, 1)), dtype=np.float64
+        ).reshape(-1)
     except (ValueError, TypeError):  # XGBoostError is a ValueError; e.g. no boosting round
         return formula
     if margin.shape != formula.shape or not np.allclose(margin, formula, rtol=1e-5, atol=1e-6):
@@ -182,8 +205,7 @@ def _iteration_end(trees_model: dict, n_iterations: int, n_outputs: int) -> int:
 
 def _add_tree(builder: ForestBuilder, tree: dict, weight: float, tree_class: int) -> None:
     if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
-        raise ValueError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
-                         "are unsupported")
+        raise InputError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') are unsupported")
     left = np.asarray(tree["left_children"], dtype=np.int64)
     right = np.asarray(tree["right_children"], dtype=np.int64)
     cond = np.asarray(tree["split_conditions"], dtype=np.float64).astype(np.float32)
@@ -208,14 +230,23 @@ def _add_tree(builder: ForestBuilder, tree: dict, weight: float, tree_class: int
     for k, node in enumerate(tree.get("categories_nodes", [])):
         if is_leaf[node]:
             continue
-        chosen = tree["categories"][segments[k]:segments[k] + sizes[k]]
+        chosen = tree["categories"][segments[k] : segments[k] + sizes[k]]
         # The chosen categories go right in XGBoost; the forest sends its set left, so swap.
         cat_words[node] = bitset_words(int(c) for c in chosen)
         left[node], right[node] = right[node], left[node]
         default_left[node] = not default_left[node]
-    builder.add_tree(feature, threshold, left, right, value, missing_left=default_left,
-                     missing_type=MISSING_NAN, cat_words=cat_words, weight=weight,
-                     tree_class=tree_class)
+    builder.add_tree(
+        feature,
+        threshold,
+        left,
+        right,
+        value,
+        missing_left=default_left,
+        missing_type=MISSING_NAN,
+        cat_words=cat_words,
+        weight=weight,
+        tree_class=tree_class,
+    )
 
 
 def _categories(cats: dict | None, types: list[str]) -> dict[int, list]:

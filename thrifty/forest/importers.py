@@ -8,15 +8,18 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError, UnsupportedModelError
 from thrifty.forest._forest import MISSING_NAN, Forest
 from thrifty.forest._names import restore_names
 
 SUPPORTED = (
     "lightgbm: Booster, LGBMClassifier, LGBMRegressor, LGBMRanker",
     "xgboost: Booster, XGBClassifier, XGBRegressor, XGBRanker (gbtree and dart boosters)",
-    ("scikit-learn: DecisionTreeClassifier/Regressor, ExtraTreeClassifier/Regressor, "
-     "RandomForestClassifier/Regressor, ExtraTreesClassifier/Regressor, "
-     "GradientBoostingClassifier/Regressor, HistGradientBoostingClassifier/Regressor"),
+    (
+        "scikit-learn: DecisionTreeClassifier/Regressor, ExtraTreeClassifier/Regressor, "
+        "RandomForestClassifier/Regressor, ExtraTreesClassifier/Regressor, "
+        "GradientBoostingClassifier/Regressor, HistGradientBoostingClassifier/Regressor"
+    ),
 )
 
 
@@ -42,9 +45,9 @@ def from_model(model: Any, *, feature_names: Sequence[Any] | None = None) -> For
 
     Raises
     ------
-    TypeError
-        If ``model`` is not of a supported type.
-    ValueError
+    UnsupportedModelError
+        If ``model`` is not of a supported type (a ``TypeError``).
+    InputError
         If the model is of a supported type but uses something the forest cannot represent
         (an unsupported objective or link, linear trees, multi-output targets, ...), or if
         ``feature_names`` do not match its features.
@@ -79,11 +82,12 @@ def _import(model: Any) -> Forest:
     raise unsupported(model)
 
 
-def unsupported(model: Any) -> TypeError:
+def unsupported(model: Any) -> UnsupportedModelError:
     """The error raised for a model of a type no importer handles."""
     kind = f"{type(model).__module__}.{type(model).__qualname__}"
-    return TypeError(f"cannot import a model of type {kind}; supported models are:\n  - "
-                     + "\n  - ".join(SUPPORTED))
+    return UnsupportedModelError(
+        f"cannot import a model of type {kind}; supported models are:\n  - " + "\n  - ".join(SUPPORTED)
+    )
 
 
 def bitset_words(codes: Iterable[int]) -> np.ndarray:
@@ -94,7 +98,7 @@ def bitset_words(codes: Iterable[int]) -> np.ndarray:
     """
     codes = np.asarray(list(codes), dtype=np.int64)
     if codes.size and codes.min() < 0:
-        raise ValueError(f"negative category code {int(codes.min())} in a categorical split")
+        raise InputError(f"negative category code {int(codes.min())} in a categorical split")
     n_words = int(codes.max()) // 32 + 1 if codes.size else 1
     words = np.zeros(n_words, dtype=np.uint32)
     np.bitwise_or.at(words, codes // 32, (np.uint32(1) << (codes % 32).astype(np.uint32)))
@@ -110,9 +114,20 @@ class ForestBuilder:
 
     def __init__(self, width: int = 1) -> None:
         self.width = width
-        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in (
-            "feature", "threshold", "left", "right", "missing_left", "missing_type",
-            "cat_start", "cat_size", "value")}
+        self.parts: dict[str, list[np.ndarray]] = {
+            k: []
+            for k in (
+                "feature",
+                "threshold",
+                "left",
+                "right",
+                "missing_left",
+                "missing_type",
+                "cat_start",
+                "cat_size",
+                "value",
+            )
+        }
         self.bitsets: list[np.ndarray] = []
         self.n_words = 0
         self.n_nodes = 0
@@ -120,11 +135,21 @@ class ForestBuilder:
         self.weights: list[float] = []
         self.classes: list[int] = []
 
-    def add_tree(self, feature: np.ndarray, threshold: np.ndarray, left: np.ndarray,
-                 right: np.ndarray, value: np.ndarray, *, missing_left: Any = False,
-                 missing_type: Any = MISSING_NAN,
-                 cat_words: Mapping[int, np.ndarray] | None = None, root: int = 0,
-                 weight: float = 1.0, tree_class: int = 0) -> None:
+    def add_tree(
+        self,
+        feature: np.ndarray,
+        threshold: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        value: np.ndarray,
+        *,
+        missing_left: Any = False,
+        missing_type: Any = MISSING_NAN,
+        cat_words: Mapping[int, np.ndarray] | None = None,
+        root: int = 0,
+        weight: float = 1.0,
+        tree_class: int = 0,
+    ) -> None:
         """Append one tree.
 
         Parameters
@@ -159,16 +184,16 @@ class ForestBuilder:
             self.n_words += words.shape[0]
         value = np.asarray(value, dtype=np.float64).reshape(n, -1)
         if value.shape[1] != self.width:
-            raise ValueError(f"leaf values of width {value.shape[1]}, expected {self.width}")
+            raise InputError(f"leaf values of width {value.shape[1]}, expected {self.width}")
         parts = {
             "feature": feature,
             "threshold": np.where(leaf, 0.0, np.asarray(threshold, dtype=np.float64)),
             "left": np.where(leaf, -1, left + offset),
             "right": np.where(leaf, -1, right + offset),
             "missing_left": np.broadcast_to(np.asarray(missing_left, dtype=bool), (n,)) & ~leaf,
-            "missing_type": np.where(leaf, MISSING_NAN,
-                                     np.broadcast_to(np.asarray(missing_type), (n,))),
-            "cat_start": cat_start, "cat_size": cat_size,
+            "missing_type": np.where(leaf, MISSING_NAN, np.broadcast_to(np.asarray(missing_type), (n,))),
+            "cat_start": cat_start,
+            "cat_size": cat_size,
             "value": np.where(leaf[:, None], value, 0.0),
         }
         for key, array in parts.items():
@@ -180,26 +205,34 @@ class ForestBuilder:
 
     def build(self, *, base_score: Any, n_features: int, **meta: Any) -> Forest:
         """The assembled forest; ``meta`` holds the remaining :class:`Forest` fields."""
+
         def cat(key: str, dtype: Any, shape: tuple = (0,)) -> np.ndarray:
             arrays = self.parts[key]
             return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(shape, dtype)
 
         return Forest(
-            feature=cat("feature", np.int32), threshold=cat("threshold", np.float64),
-            children_left=cat("left", np.int32), children_right=cat("right", np.int32),
-            missing_left=cat("missing_left", np.bool_), missing_type=cat("missing_type", np.int8),
-            cat_start=cat("cat_start", np.int32), cat_size=cat("cat_size", np.int32),
-            cat_bitsets=(np.concatenate(self.bitsets) if self.bitsets
-                         else np.zeros(0, dtype=np.uint32)),
+            feature=cat("feature", np.int32),
+            threshold=cat("threshold", np.float64),
+            children_left=cat("left", np.int32),
+            children_right=cat("right", np.int32),
+            missing_left=cat("missing_left", np.bool_),
+            missing_type=cat("missing_type", np.int8),
+            cat_start=cat("cat_start", np.int32),
+            cat_size=cat("cat_size", np.int32),
+            cat_bitsets=(np.concatenate(self.bitsets) if self.bitsets else np.zeros(0, dtype=np.uint32)),
             value=cat("value", np.float64, (0, self.width)),
             roots=np.asarray(self.roots, dtype=np.int32),
             tree_weight=np.asarray(self.weights, dtype=np.float64),
             tree_class=np.asarray(self.classes, dtype=np.int32),
-            base_score=base_score, n_features=n_features, **meta)
+            base_score=base_score,
+            n_features=n_features,
+            **meta,
+        )
 
 
-def flatten_tree(root: Any, children: Callable[[Any], tuple[Any, Any] | None]
-                 ) -> tuple[list, np.ndarray, np.ndarray]:
+def flatten_tree(
+    root: Any, children: Callable[[Any], tuple[Any, Any] | None]
+) -> tuple[list, np.ndarray, np.ndarray]:
     """Number the nodes of a pointer-based tree in preorder.
 
     ``children(node)`` returns ``(left, right)`` for a split and ``None`` for a leaf. Returns

@@ -8,16 +8,26 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.forest._forest import Forest
 
 FORMAT = "thrifty.forest"
 VERSION = 1
 
 _ARRAYS = {
-    "feature": np.int32, "threshold": np.float64, "children_left": np.int32,
-    "children_right": np.int32, "missing_left": np.bool_, "missing_type": np.int8,
-    "cat_start": np.int32, "cat_size": np.int32, "cat_bitsets": np.uint32, "value": np.float64,
-    "roots": np.int32, "tree_weight": np.float64, "tree_class": np.int32,
+    "feature": np.int32,
+    "threshold": np.float64,
+    "children_left": np.int32,
+    "children_right": np.int32,
+    "missing_left": np.bool_,
+    "missing_type": np.int8,
+    "cat_start": np.int32,
+    "cat_size": np.int32,
+    "cat_bitsets": np.uint32,
+    "value": np.float64,
+    "roots": np.int32,
+    "tree_weight": np.float64,
+    "tree_class": np.int32,
     "base_score": np.float64,
 }
 
@@ -25,8 +35,11 @@ _ARRAYS = {
 def encode_array(a: np.ndarray) -> dict[str, Any]:
     """Exact, compact encoding of an array: little-endian bytes in base64 with dtype and shape."""
     a = np.ascontiguousarray(a)
-    return {"dtype": a.dtype.newbyteorder("<").str, "shape": list(a.shape),
-            "data": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode("ascii")}
+    return {
+        "dtype": a.dtype.newbyteorder("<").str,
+        "shape": list(a.shape),
+        "data": base64.b64encode(a.astype(a.dtype.newbyteorder("<")).tobytes()).decode("ascii"),
+    }
 
 
 def decode_array(d: dict[str, Any]) -> np.ndarray:
@@ -62,30 +75,38 @@ def forest_from_dict(d: dict[str, Any]) -> Forest:
     """The Forest of a document written by :func:`forest_to_dict`; ValueError if malformed."""
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         got = d.get("format") if isinstance(d, dict) else type(d).__name__
-        raise ValueError(f"not a thrifty forest document (format={got!r})")
+        raise InputError(f"not a thrifty forest document (format={got!r})")
     version = d.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise ValueError(f"forest document version must be an integer, got {version!r}")
+        raise InputError(f"forest document version must be an integer, got {version!r}")
     if version > VERSION:
-        raise ValueError(f"forest document version {version} is newer than this thrifty "
-                         f"understands ({VERSION}); upgrade thrifty")
+        raise InputError(
+            f"forest document version {version} is newer than this thrifty "
+            f"understands ({VERSION}); upgrade thrifty"
+        )
     missing = [k for k in ("n_features", "link", "task", "arrays") if k not in d]
     if not missing and isinstance(d["arrays"], dict):
         missing = [f"arrays.{k}" for k in _ARRAYS if k not in d["arrays"]]
     if missing:
-        raise ValueError(f"forest document lacks {', '.join(missing)}")
+        raise InputError(f"forest document lacks {', '.join(missing)}")
     try:
         arrays = {name: decode_array(d["arrays"][name]).astype(dtype) for name, dtype in _ARRAYS.items()}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ValueError(f"forest document has a malformed array: {exc}") from exc
+        raise InputError(f"forest document has a malformed array: {exc}") from exc
     _check_values(arrays)
-    return Forest(**arrays, n_features=d["n_features"], link=d["link"], task=d["task"],
-                  classes=None if d.get("classes") is None else np.asarray(d["classes"]),
-                  feature_names=d.get("feature_names"),
-                  categories={int(k): v for k, v in (d.get("categories") or {}).items()},
-                  input_dtype=d.get("input_dtype", "float64"),
-                  accumulate=d.get("accumulate", "float64"),
-                  aggregation=d.get("aggregation", "sum"), source=d.get("source", ""))
+    return Forest(
+        **arrays,
+        n_features=d["n_features"],
+        link=d["link"],
+        task=d["task"],
+        classes=None if d.get("classes") is None else np.asarray(d["classes"]),
+        feature_names=d.get("feature_names"),
+        categories={int(k): v for k, v in (d.get("categories") or {}).items()},
+        input_dtype=d.get("input_dtype", "float64"),
+        accumulate=d.get("accumulate", "float64"),
+        aggregation=d.get("aggregation", "sum"),
+        source=d.get("source", ""),
+    )
 
 
 def _check_values(a: dict[str, np.ndarray]) -> None:
@@ -107,18 +128,23 @@ def _check_values(a: dict[str, np.ndarray]) -> None:
         (numerical & np.isnan(a["threshold"]), "has a NaN threshold"),
         (leaf_bad, "has a NaN or infinite leaf value"),
         (internal & ~np.isin(a["missing_type"], (0, 1, 2)), "has an unknown missing_type"),
-        (categorical & ((a["cat_size"] < 1) | (end > a["cat_bitsets"].shape[0])),
-         "has a category set outside cat_bitsets"),
+        (
+            categorical & ((a["cat_size"] < 1) | (end > a["cat_bitsets"].shape[0])),
+            "has a category set outside cat_bitsets",
+        ),
     ]
     for bad, what in problems:
         if bad.any():
             node = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"forest document is invalid: node {node} ({_tree_of(a['roots'], node)}) "
-                             f"{what}; re-save the model from its source")
+            raise InputError(
+                f"forest document is invalid: node {node} ({_tree_of(a['roots'], node)}) "
+                f"{what}; re-save the model from its source"
+            )
     for name in ("tree_weight", "base_score"):
         if not np.isfinite(a[name]).all():
-            raise ValueError(f"forest document is invalid: {name} holds NaN or infinity; re-save "
-                             "the model from its source")
+            raise InputError(
+                f"forest document is invalid: {name} holds NaN or infinity; re-save the model from its source"
+            )
 
 
 def _tree_of(roots: np.ndarray, node: int) -> str:

@@ -6,5 +6,14 @@ from thrifty.order.margin import calibrate_margin, margin_early_exit, margin_fro
 from thrifty.order.orderings import fixed_order
 from thrifty.order.qwyc import QWYCResult, qwyc, qwyc_scores
 
-__all__ = ["QWYCClassifier", "QWYCResult", "calibrate_margin", "fan", "fixed_order",
-           "margin_early_exit", "margin_frontier", "qwyc", "qwyc_scores"]
+__all__ = [
+    "QWYCClassifier",
+    "QWYCResult",
+    "calibrate_margin",
+    "fan",
+    "fixed_order",
+    "margin_early_exit",
+    "margin_frontier",
+    "qwyc",
+    "qwyc_scores",
+]

@@ -156,8 +156,9 @@ def scan_candidates(Ft, cols, g, ypos, cand, budget, neg_only, acc32, n_exit, n_
 
 
 @njit(parallel=True, cache=True)
-def acquisition_costs(leaves, rows, cand, path_ptr, path_feat, closure_ptr, closure_units, unit_cost,
-                      paid, out):
+def acquisition_costs(
+    leaves, rows, cand, path_ptr, path_feat, closure_ptr, closure_units, unit_cost, paid, out
+):
     """``out[j]``: what the undecided ``rows`` pay for the features tree ``cand[j]`` would newly
     acquire on their paths (each unit of a feature's closure paid once per example)."""
     n_units = unit_cost.shape[0]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from thrifty.exceptions import InputError
+
 
 @njit(cache=True)
 def _margin(g):
@@ -68,11 +70,12 @@ def _threshold(margins, wrong, budget):
 
 
 @njit(parallel=True, cache=True)
-def _scan(G, F, tree_class, round_ptr, round_trees, cand, rows, full_cls, budget, acc32,
-          n_exit, n_wrong, eps):
+def _scan(
+    G, F, tree_class, round_ptr, round_trees, cand, rows, full_cls, budget, acc32, n_exit, n_wrong, eps
+):
     K = G.shape[1]
     for c in prange(cand.shape[0]):
-        trees = round_trees[round_ptr[cand[c]]:round_ptr[cand[c] + 1]]
+        trees = round_trees[round_ptr[cand[c]] : round_ptr[cand[c] + 1]]
         margins = np.empty(rows.shape[0])
         wrong = np.empty(rows.shape[0], dtype=np.int64)
         g = np.empty(K)
@@ -102,9 +105,17 @@ def _apply_round(G, F, tree_class, trees, rows, eps, full_cls, acc32):
     return keep, wrong
 
 
-def fit_rounds(F: np.ndarray, tree_class: np.ndarray, rounds: list[np.ndarray], base: np.ndarray,
-               cost: np.ndarray, alpha: float, optimize: bool, acc32: bool,
-               progress=None) -> tuple[np.ndarray, np.ndarray, float, int]:
+def fit_rounds(
+    F: np.ndarray,
+    tree_class: np.ndarray,
+    rounds: list[np.ndarray],
+    base: np.ndarray,
+    cost: np.ndarray,
+    alpha: float,
+    optimize: bool,
+    acc32: bool,
+    progress=None,
+) -> tuple[np.ndarray, np.ndarray, float, int]:
     """Greedy order of ``rounds`` and their margin thresholds.
 
     Parameters
@@ -152,8 +163,21 @@ def fit_rounds(F: np.ndarray, tree_class: np.ndarray, rounds: list[np.ndarray], 
         n_wrong = np.zeros(len(cand), dtype=np.int64)
         eps = np.full(len(cand), np.inf)
         if len(rows):
-            _scan(G, F, tree_class, round_ptr, round_trees, cand, rows, full_cls, budget - spent,
-                  acc32, n_exit, n_wrong, eps)
+            _scan(
+                G,
+                F,
+                tree_class,
+                round_ptr,
+                round_trees,
+                cand,
+                rows,
+                full_cls,
+                budget - spent,
+                acc32,
+                n_exit,
+                n_wrong,
+                eps,
+            )
         with np.errstate(divide="ignore"):
             J = np.where(n_exit > 0, cost[cand] * len(rows) / np.maximum(n_exit, 1), np.inf)
         c = int(np.argmin(J)) if np.isfinite(J).any() else 0
@@ -162,8 +186,9 @@ def fit_rounds(F: np.ndarray, tree_class: np.ndarray, rounds: list[np.ndarray], 
         remaining.remove(r)
         order.append(r)
         eps_out.append(float(eps[c]) if n_exit[c] > 0 else np.inf)
-        keep, wrong = _apply_round(G, F, tree_class, round_trees[round_ptr[r]:round_ptr[r + 1]], rows,
-                                   eps_out[-1], full_cls, acc32)
+        keep, wrong = _apply_round(
+            G, F, tree_class, round_trees[round_ptr[r] : round_ptr[r + 1]], rows, eps_out[-1], full_cls, acc32
+        )
         spent += int(wrong)
         rows = rows[keep]
     return np.asarray(order, dtype=np.int64), np.asarray(eps_out), total_cost / n, spent
@@ -178,8 +203,7 @@ def rounds_of(tree_class: np.ndarray, n_outputs: int) -> list[np.ndarray]:
     return [np.array([t]) for t in range(T)]
 
 
-def qwyc_multiclass(forest, X, *, alpha: float, cost_per_tree: np.ndarray, optimize: bool,
-                    progress=None):
+def qwyc_multiclass(forest, X, *, alpha: float, cost_per_tree: np.ndarray, optimize: bool, progress=None):
     """A multiclass ``Sequential`` plan: rounds in QWYC order, a margin exit after each round.
 
     Returns ``(plan, order_of_rounds, eps, mean_cost, n_disagree)``; the cost of a round is the
@@ -189,14 +213,24 @@ def qwyc_multiclass(forest, X, *, alpha: float, cost_per_tree: np.ndarray, optim
     from thrifty.runtime.plans import Sequential
 
     if np.any(forest.tree_class < 0):
-        raise ValueError("multiclass QWYC needs trees that each add to one class (boosting); "
-                         "this forest has vector leaves (a random forest)")
+        raise InputError(
+            "multiclass QWYC needs trees that each add to one class (boosting); "
+            "this forest has vector leaves (a random forest)"
+        )
     F = tree_scores(forest, X)
     rounds = rounds_of(forest.tree_class, forest.n_outputs)
     cost = np.array([cost_per_tree[r].sum() for r in rounds])
     order, eps, mean_cost, n_disagree = fit_rounds(
-        F, forest.tree_class, rounds, forest.base_score.astype(np.float64), cost, alpha, optimize,
-        forest.accumulate == "float32", progress)
+        F,
+        forest.tree_class,
+        rounds,
+        forest.base_score.astype(np.float64),
+        cost,
+        alpha,
+        optimize,
+        forest.accumulate == "float32",
+        progress,
+    )
     tree_order = np.concatenate([rounds[r] for r in order])
     eps_pos = np.full(len(tree_order), np.inf)
     ends = np.cumsum([len(rounds[r]) for r in order]) - 1

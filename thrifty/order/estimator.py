@@ -10,6 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels
+from thrifty.exceptions import InputError
 from thrifty.forest._names import named_as
 from thrifty.order.orderings import LABELLED_ORDERINGS
 from thrifty.order.qwyc import _check_options, qwyc
@@ -68,9 +69,18 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
         Mean number of trees evaluated per fit example.
     """
 
-    def __init__(self, estimator: Any, *, alpha: float = 0.005, mode: str = "both",
-                 ordering: str = "optimize", costs: Any = None, random_state: Any = None,
-                 progress: bool = True, feature_costs: bool = False) -> None:
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        alpha: float = 0.005,
+        mode: str = "both",
+        ordering: str = "optimize",
+        costs: Any = None,
+        random_state: Any = None,
+        progress: bool = True,
+        feature_costs: bool = False,
+    ) -> None:
         self.estimator = estimator
         self.alpha = alpha
         self.mode = mode
@@ -95,38 +105,53 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
         from thrifty.forest import Forest
 
         if self.ordering in LABELLED_ORDERINGS and y is None:
-            raise ValueError(f"ordering={self.ordering!r} needs labels: call fit(X, y); the orderings "
-                             "'optimize', 'given' and 'random' need none")
+            raise InputError(
+                f"ordering={self.ordering!r} needs labels: call fit(X, y); the orderings "
+                "'optimize', 'given' and 'random' need none"
+            )
         if y is not None:
             y = class_labels(y, type(self).__name__)[0]
         _check_options(self.alpha, self.mode, self.ordering, y)
         if not isinstance(self.progress, (bool, np.bool_)):
-            raise ValueError(f"progress must be True or False, got {self.progress!r}")
+            raise InputError(f"progress must be True or False, got {self.progress!r}")
         if not hasattr(X, "shape"):
             X = np.asarray(X)
         if X.ndim != 2:
-            raise ValueError(f"X must be 2-d (n_examples, n_features), got shape {X.shape}")
+            raise InputError(f"X must be 2-d (n_examples, n_features), got shape {X.shape}")
 
-        model = getattr(self.estimator, "estimator", self.estimator) if _is_frozen(self.estimator) \
+        model = (
+            getattr(self.estimator, "estimator", self.estimator)
+            if _is_frozen(self.estimator)
             else self.estimator
+        )
         try:
             forest = Forest.from_model(model)
         except NotFittedError:
             if y is None:
-                raise ValueError(f"estimator {type(model).__name__} is not fitted: pass a fitted model, "
-                                 "or labels (fit(X, y)) to fit a clone of it first") from None
+                raise InputError(
+                    f"estimator {type(model).__name__} is not fitted: pass a fitted model, "
+                    "or labels (fit(X, y)) to fit a clone of it first"
+                ) from None
             model = clone(model).fit(X, y)
             forest = Forest.from_model(model)
         forest = named_as(forest, X)
         if forest.task not in ("binary", "multiclass"):
-            raise ValueError(f"QWYCClassifier needs a classifier; the estimator's task is "
-                             f"{forest.task!r}")
+            raise InputError(f"QWYCClassifier needs a classifier; the estimator's task is {forest.task!r}")
         check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
 
-        plan, res = qwyc(forest, X, y, alpha=self.alpha, costs=self.costs, mode=self.mode,
-                         ordering=self.ordering, random_state=self.random_state,
-                         return_result=True, progress=bool(self.progress),
-                         feature_costs=bool(self.feature_costs))
+        plan, res = qwyc(
+            forest,
+            X,
+            y,
+            alpha=self.alpha,
+            costs=self.costs,
+            mode=self.mode,
+            ordering=self.ordering,
+            random_state=self.random_state,
+            return_result=True,
+            progress=bool(self.progress),
+            feature_costs=bool(self.feature_costs),
+        )
         self.estimator_ = model
         self.forest_ = forest
         self.plan_ = plan

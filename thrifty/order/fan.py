@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.order._scores import partial_scores, tree_scores
 from thrifty.runtime.plans import BinnedExits, Sequential
@@ -47,28 +48,36 @@ def fan(model: Any, X: Any, *, order: Any = None, bin_width: float = 0.01, gamma
     """
     forest = model if isinstance(model, Forest) else Forest.from_model(model)
     if forest.n_outputs != 1 or forest.task != "binary":
-        raise ValueError("fan needs a binary classifier with one output "
-                         f"(got task {forest.task!r} with {forest.n_outputs} outputs)")
+        raise InputError(
+            "fan needs a binary classifier with one output "
+            f"(got task {forest.task!r} with {forest.n_outputs} outputs)"
+        )
     if not (np.isfinite(bin_width) and bin_width > 0):
-        raise ValueError(f"bin_width must be a finite number > 0, got {bin_width!r}")
+        raise InputError(f"bin_width must be a finite number > 0, got {bin_width!r}")
     if not (np.isfinite(gamma) and gamma >= 0):
-        raise ValueError(f"gamma must be a finite number >= 0, got {gamma!r}")
+        raise InputError(f"gamma must be a finite number >= 0, got {gamma!r}")
     order = np.arange(forest.n_trees) if order is None else np.asarray(order, dtype=np.int64)
     if sorted(order.tolist()) != list(range(forest.n_trees)):
-        raise ValueError(f"order must be a permutation of the {forest.n_trees} trees")
+        raise InputError(f"order must be a permutation of the {forest.n_trees} trees")
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if X.shape[0] == 0:
-        raise ValueError("fan needs at least one representative example in X")
+        raise InputError("fan needs at least one representative example in X")
     G = partial_scores(forest, tree_scores(forest, X), order)
     tables = bin_tables(G, bin_width, gamma, forest.decision_threshold)
     T = len(order)
-    return Sequential(forest, order, np.full(T, np.inf), np.full(T, -np.inf),
-                      bins=BinnedExits(np.full(T, float(bin_width)), tables))
+    return Sequential(
+        forest,
+        order,
+        np.full(T, np.inf),
+        np.full(T, -np.inf),
+        bins=BinnedExits(np.full(T, float(bin_width)), tables),
+    )
 
 
-def bin_tables(G: np.ndarray, bin_width: float, gamma: float,
-               threshold: float) -> list[dict[int, tuple[float, float]]]:
+def bin_tables(
+    G: np.ndarray, bin_width: float, gamma: float, threshold: float
+) -> list[dict[int, tuple[float, float]]]:
     """Per-position tables ``{bin: (beta + mu + gamma sigma, beta + mu - gamma sigma)}``.
 
     ``G`` holds the partial scores after each position, ``G[:, -1]`` the full scores.
@@ -84,6 +93,10 @@ def bin_tables(G: np.ndarray, bin_width: float, gamma: float,
         var = np.maximum(np.bincount(inverse, weights=d * d) / count - mu * mu, 0.0)
         sigma = np.sqrt(var)
         ok = np.isfinite(bins)
-        tables.append({int(b): (threshold + m + gamma * s, threshold + m - gamma * s)
-                       for b, m, s in zip(bins[ok], mu[ok], sigma[ok])})
+        tables.append(
+            {
+                int(b): (threshold + m + gamma * s, threshold + m - gamma * s)
+                for b, m, s in zip(bins[ok], mu[ok], sigma[ok])
+            }
+        )
     return tables

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.runtime.plans import Sequential
 
@@ -32,16 +33,19 @@ __all__ = ["calibrate_margin", "margin_early_exit", "margin_frontier"]
 def _forest(model: Any) -> Forest:
     forest = model if isinstance(model, Forest) else Forest.from_model(model)
     if forest.task == "multiclass" or forest.n_outputs != 1:
-        raise ValueError(f"margin early exits need a binary model; this one is {forest.task!r} with "
-                         f"{forest.n_outputs} outputs, and multiclass margin exits (gap between the "
-                         "top two classes) are not supported by Sequential, which runs "
-                         "single-output forests only")
+        raise InputError(
+            f"margin early exits need a binary model; this one is {forest.task!r} with "
+            f"{forest.n_outputs} outputs, and multiclass margin exits (gap between the "
+            "top two classes) are not supported by Sequential, which runs "
+            "single-output forests only"
+        )
     if forest.task != "binary":
-        raise ValueError(f"margin early exits need a binary classifier; this model's task is "
-                         f"{forest.task!r}")
+        raise InputError(f"margin early exits need a binary classifier; this model's task is {forest.task!r}")
     if forest.link == "proba" or forest.decision_threshold != 0.0:
-        raise ValueError(f"margin early exits need raw scores symmetric around 0 (a sigmoid "
-                         f"link); this model's link is {forest.link!r}")
+        raise InputError(
+            f"margin early exits need raw scores symmetric around 0 (a sigmoid "
+            f"link); this model's link is {forest.link!r}"
+        )
     return forest
 
 
@@ -49,7 +53,7 @@ def _check_every(every: Any) -> int:
     if isinstance(every, bool) or not isinstance(every, (int, np.integer)):
         raise TypeError(f"every must be an integer >= 1, got {every!r}")
     if every < 1:
-        raise ValueError(f"every must be >= 1, got {every}")
+        raise InputError(f"every must be >= 1, got {every}")
     return int(every)
 
 
@@ -59,7 +63,7 @@ def _check_margin(margin: Any, name: str = "margin") -> float:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a number >= 0, got {margin!r}") from exc
     if np.isnan(m) or m < 0:
-        raise ValueError(f"{name} must be >= 0 (inf disables every exit), got {margin!r}")
+        raise InputError(f"{name} must be >= 0 (inf disables every exit), got {margin!r}")
     return m
 
 
@@ -93,8 +97,9 @@ def _partial_scores(forest: Forest, X: Any, every: int) -> tuple[np.ndarray, np.
     return S, raw
 
 
-def _outcome(S: np.ndarray, full: np.ndarray, margin: float, every: int,
-             n_trees: int) -> tuple[np.ndarray, np.ndarray]:
+def _outcome(
+    S: np.ndarray, full: np.ndarray, margin: float, every: int, n_trees: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Trees evaluated and positive decision of every row under ``margin``."""
     fires = 2.0 * np.abs(S) > margin
     exits = fires.any(axis=1)
@@ -138,8 +143,9 @@ def margin_early_exit(model: Any, margin: float, *, every: int = 10) -> Sequenti
     return Sequential(forest, np.arange(T, dtype=np.int64), eps_pos, eps_neg)
 
 
-def calibrate_margin(model: Any, X: Any, *, max_disagreement: float,
-                     every: int = 10) -> tuple[Sequential, float]:
+def calibrate_margin(
+    model: Any, X: Any, *, max_disagreement: float, every: int = 10
+) -> tuple[Sequential, float]:
     """The smallest margin whose decisions on ``X`` differ from the full model's on at most
     ``max_disagreement`` (a fraction) of the rows, and its plan.
 
@@ -162,12 +168,12 @@ def calibrate_margin(model: Any, X: Any, *, max_disagreement: float,
     except (TypeError, ValueError) as exc:
         raise TypeError(f"max_disagreement must be a fraction in [0, 1], got {max_disagreement!r}") from exc
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"max_disagreement must be a fraction in [0, 1], got {max_disagreement!r}")
+        raise InputError(f"max_disagreement must be a fraction in [0, 1], got {max_disagreement!r}")
     forest = _forest(model)
     S, full = _partial_scores(forest, X, every)
     n = S.shape[0]
     if n == 0:
-        raise ValueError("calibrate_margin needs at least one row in X")
+        raise InputError("calibrate_margin needs at least one row in X")
     A = 2.0 * np.abs(S)
     full_pos = full > 0
     # Records: checks whose 2|s| beats every earlier check's (and 0). With margin m in
@@ -211,7 +217,7 @@ def margin_frontier(model: Any, X: Any, margins: Any, *, every: int = 10) -> pd.
     S, full = _partial_scores(forest, X, every)
     n = S.shape[0]
     if n == 0:
-        raise ValueError("margin_frontier needs at least one row in X")
+        raise InputError("margin_frontier needs at least one row in X")
     full_pos = full > 0
     out = []
     for m in ms:

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.order._scores import tree_scores
 
 FIXED_ORDERINGS = ("given", "random", "individual_mse", "greedy_mse")
 LABELLED_ORDERINGS = ("individual_mse", "greedy_mse")
 
 
-def fixed_order(model: Any, X: Any, y: Any = None, *, kind: str,
-                random_state: Any = None) -> np.ndarray:
+def fixed_order(model: Any, X: Any, y: Any = None, *, kind: str, random_state: Any = None) -> np.ndarray:
     """A fixed evaluation order of the trees of a binary forest (Appendix B of QWYC).
 
     Parameters
@@ -66,8 +66,10 @@ def fixed_order(model: Any, X: Any, y: Any = None, *, kind: str,
 
     forest = model if isinstance(model, Forest) else Forest.from_model(model)
     if forest.n_outputs != 1 or forest.task != "binary":
-        raise ValueError(f"fixed_order needs a binary classifier; this forest's task is {forest.task!r} "
-                         f"with {forest.n_outputs} outputs (multiclass is not supported yet)")
+        raise InputError(
+            f"fixed_order needs a binary classifier; this forest's task is {forest.task!r} "
+            f"with {forest.n_outputs} outputs (multiclass is not supported yet)"
+        )
     check_kind(kind, y)
     T = forest.n_trees
     if kind not in LABELLED_ORDERINGS:
@@ -77,40 +79,58 @@ def fixed_order(model: Any, X: Any, y: Any = None, *, kind: str,
     F = tree_scores(forest, X)
     if forest.accumulate == "float32":  # as qwyc sees them, so both give the same order
         F = F.astype(np.float32).astype(np.float64)
-    return order_from_scores(F, positive_labels(y, forest.classes, F.shape[0]), kind=kind,
-                             base_score=float(forest.base_score[0]),
-                             threshold=forest.decision_threshold,
-                             half_margin=0.5 if forest.link == "proba" else 1.0)
+    return order_from_scores(
+        F,
+        positive_labels(y, forest.classes, F.shape[0]),
+        kind=kind,
+        base_score=float(forest.base_score[0]),
+        threshold=forest.decision_threshold,
+        half_margin=0.5 if forest.link == "proba" else 1.0,
+    )
 
 
 def check_kind(kind: str, y: Any) -> None:
     """Raise a ValueError for an unknown ordering, or a labelled one without labels."""
     if kind not in FIXED_ORDERINGS:
-        raise ValueError(f"unknown fixed ordering {kind!r}; use one of {FIXED_ORDERINGS}")
+        raise InputError(f"unknown fixed ordering {kind!r}; use one of {FIXED_ORDERINGS}")
     if kind in LABELLED_ORDERINGS and y is None:
-        raise ValueError(f"ordering={kind!r} needs labels: pass y (the labels of X); the orderings "
-                         "'optimize', 'given' and 'random' need none")
+        raise InputError(
+            f"ordering={kind!r} needs labels: pass y (the labels of X); the orderings "
+            "'optimize', 'given' and 'random' need none"
+        )
 
 
 def positive_labels(y: Any, classes: Any, n: int) -> np.ndarray:
     """Boolean "is the positive class" of binary labels ``y``."""
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"y must be a 1-d array of {n} labels (one per row of X), got shape {y.shape}")
+        raise InputError(f"y must be a 1-d array of {n} labels (one per row of X), got shape {y.shape}")
     seen = np.unique(y)
     if classes is not None and len(classes) == 2 and np.all(np.isin(seen, classes)):
         return y == np.asarray(classes)[1]
-    if y.dtype.kind in "biuf" and np.all(np.isin(seen, [-1, 0, 1])) and not (
-            np.isin(-1, seen) and np.isin(0, seen)):
+    if (
+        y.dtype.kind in "biuf"
+        and np.all(np.isin(seen, [-1, 0, 1]))
+        and not (np.isin(-1, seen) and np.isin(0, seen))
+    ):
         return y > 0
     known = None if classes is None else list(classes)
-    raise ValueError(f"y must hold binary labels (the forest's classes {known}, 0/1, -1/+1 or "
-                     f"booleans), got values {seen[:5].tolist()}")
+    raise InputError(
+        f"y must hold binary labels (the forest's classes {known}, 0/1, -1/+1 or "
+        f"booleans), got values {seen[:5].tolist()}"
+    )
 
 
-def order_from_scores(F: np.ndarray, positive: np.ndarray | None = None, *, kind: str,
-                      base_score: float = 0.0, threshold: float = 0.0, half_margin: float = 1.0,
-                      random_state: Any = None) -> np.ndarray:
+def order_from_scores(
+    F: np.ndarray,
+    positive: np.ndarray | None = None,
+    *,
+    kind: str,
+    base_score: float = 0.0,
+    threshold: float = 0.0,
+    half_margin: float = 1.0,
+    random_state: Any = None,
+) -> np.ndarray:
     """A fixed order of the columns of ``F`` (see ``fixed_order``; ``positive`` are the labels)."""
     T = F.shape[1]
     if kind == "given":

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.order import _qwyc_kernels as _k
 from thrifty.order._scores import tree_scores
 from thrifty.order.orderings import FIXED_ORDERINGS, check_kind, order_from_scores, positive_labels
@@ -70,10 +71,21 @@ class QWYCResult:
     J: np.ndarray = field(repr=False)
 
 
-def qwyc(model: Any, X: Any, y: Any = None, *, alpha: float = 0.005, threshold: float | None = None,
-         costs: Any = None, mode: str = "both", ordering: str = "optimize",
-         random_state: Any = None, return_result: bool = False, progress: bool = False,
-         feature_costs: bool = False) -> Any:
+def qwyc(
+    model: Any,
+    X: Any,
+    y: Any = None,
+    *,
+    alpha: float = 0.005,
+    threshold: float | None = None,
+    costs: Any = None,
+    mode: str = "both",
+    ordering: str = "optimize",
+    random_state: Any = None,
+    return_result: bool = False,
+    progress: bool = False,
+    feature_costs: bool = False,
+) -> Any:
     """Order the trees of a binary forest and choose early exits with QWYC.
 
     Parameters
@@ -127,20 +139,32 @@ def qwyc(model: Any, X: Any, y: Any = None, *, alpha: float = 0.005, threshold: 
 
     forest = model if isinstance(model, Forest) else Forest.from_model(model)
     if forest.task == "multiclass":
-        return _qwyc_multiclass(forest, X, alpha=alpha, costs=costs, mode=mode, ordering=ordering,
-                                return_result=return_result, progress=progress)
+        return _qwyc_multiclass(
+            forest,
+            X,
+            alpha=alpha,
+            costs=costs,
+            mode=mode,
+            ordering=ordering,
+            return_result=return_result,
+            progress=progress,
+        )
     if forest.n_outputs != 1 or forest.task != "binary":
-        raise ValueError(f"qwyc needs a binary or multiclass classifier; this forest's task is "
-                         f"{forest.task!r} with {forest.n_outputs} outputs")
+        raise InputError(
+            f"qwyc needs a binary or multiclass classifier; this forest's task is "
+            f"{forest.task!r} with {forest.n_outputs} outputs"
+        )
     if threshold is not None and float(threshold) != forest.decision_threshold:
-        raise ValueError(f"threshold={threshold!r} differs from the forest's decision threshold "
-                         f"{forest.decision_threshold:g}, which the returned plan uses for examples "
-                         "that never exit; use qwyc_scores for another threshold")
+        raise InputError(
+            f"threshold={threshold!r} differs from the forest's decision threshold "
+            f"{forest.decision_threshold:g}, which the returned plan uses for examples "
+            "that never exit; use qwyc_scores for another threshold"
+        )
     _check_options(alpha, mode, ordering, y)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if X.shape[0] == 0:
-        raise ValueError("qwyc needs at least one example in X")
+        raise InputError("qwyc needs at least one example in X")
     F = tree_scores(forest, X)
     acc32 = forest.accumulate == "float32"
     acquisition = None
@@ -152,12 +176,16 @@ def qwyc(model: Any, X: Any, y: Any = None, *, alpha: float = 0.005, threshold: 
     order = None
     if ordering != "optimize":
         positive = None if y is None else positive_labels(y, forest.classes, F.shape[0])
-        order = order_from_scores(F, positive, kind=ordering, base_score=base,
-                                  threshold=forest.decision_threshold,
-                                  half_margin=0.5 if forest.link == "proba" else 1.0,
-                                  random_state=random_state)
-    res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress,
-               acquisition)
+        order = order_from_scores(
+            F,
+            positive,
+            kind=ordering,
+            base_score=base,
+            threshold=forest.decision_threshold,
+            half_margin=0.5 if forest.link == "proba" else 1.0,
+            random_state=random_state,
+        )
+    res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress, acquisition)
     plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
     return (plan, res) if return_result else plan
 
@@ -168,57 +196,92 @@ def _acquisition(forest: Any, X: Any, costs: Any) -> tuple[tuple, np.ndarray]:
     from thrifty.order._scores import leaf_paths
 
     if not isinstance(costs, CostModel):
-        raise ValueError("feature_costs=True needs costs= a thrifty CostModel (the feature prices)")
+        raise InputError("feature_costs=True needs costs= a thrifty CostModel (the feature prices)")
     costs = costs.for_features(forest.feature_names, forest.n_features)
     path_ptr, path_feat = leaf_paths(forest)
     leaves = np.ascontiguousarray(forest.apply(X), dtype=np.int64)
-    acquisition = (leaves, path_ptr, path_feat, costs.closure_ptr, costs.closure_units,
-                   costs.unit_cost)
+    acquisition = (leaves, path_ptr, path_feat, costs.closure_ptr, costs.closure_units, costs.unit_cost)
     return acquisition, np.full(forest.n_trees, float(costs.tree_cost))
 
 
-def _qwyc_multiclass(forest: Any, X: Any, *, alpha: float, costs: Any, mode: str, ordering: str,
-                     return_result: bool, progress: bool) -> Any:
+def _qwyc_multiclass(
+    forest: Any,
+    X: Any,
+    *,
+    alpha: float,
+    costs: Any,
+    mode: str,
+    ordering: str,
+    return_result: bool,
+    progress: bool,
+) -> Any:
     """Multiclass QWYC (beyond the paper): see ``thrifty.order._qwyc_multiclass``."""
     from thrifty.order._qwyc_multiclass import qwyc_multiclass
     from thrifty.runtime.evaluate import evaluate
 
     if mode != "both":
-        raise ValueError(f"mode={mode!r} has no meaning for multiclass models (an exit predicts "
-                         "the leading class); use mode='both'")
+        raise InputError(
+            f"mode={mode!r} has no meaning for multiclass models (an exit predicts "
+            "the leading class); use mode='both'"
+        )
     if ordering not in ("optimize", "given"):
-        raise ValueError(f"ordering={ordering!r} is not available for multiclass models; use "
-                         "'optimize' or 'given'")
+        raise InputError(
+            f"ordering={ordering!r} is not available for multiclass models; use 'optimize' or 'given'"
+        )
     _check_options(alpha, mode, ordering, None)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if X.shape[0] == 0:
-        raise ValueError("qwyc needs at least one example in X")
+        raise InputError("qwyc needs at least one example in X")
     from tqdm.auto import tqdm
 
     # disable=None: tqdm shows the bar only when stderr is a TTY
-    bar = tqdm(total=forest.n_trees // forest.n_outputs, desc="QWYC rounds", unit="round",
-               disable=None if progress else True)
+    bar = tqdm(
+        total=forest.n_trees // forest.n_outputs,
+        desc="QWYC rounds",
+        unit="round",
+        disable=None if progress else True,
+    )
     plan, _, _, mean_cost, n_disagree = qwyc_multiclass(
-        forest, X, alpha=alpha, cost_per_tree=_tree_costs(costs, forest.n_trees),
-        optimize=ordering == "optimize", progress=bar.update)
+        forest,
+        X,
+        alpha=alpha,
+        cost_per_tree=_tree_costs(costs, forest.n_trees),
+        optimize=ordering == "optimize",
+        progress=bar.update,
+    )
     bar.close()
     if not return_result:
         return plan
     exits = evaluate(plan, X).exit
     early = exits[exits < len(plan.order)]
-    res = QWYCResult(order=plan.order, eps_pos=plan.eps_pos, eps_neg=plan.eps_neg,
-                     mean_cost=mean_cost, n_disagree=n_disagree,
-                     budget=int(np.floor(alpha * X.shape[0] + 1e-9)),
-                     n_exit=np.bincount(early - 1, minlength=len(plan.order)),
-                     J=np.full(len(plan.order), np.nan))
+    res = QWYCResult(
+        order=plan.order,
+        eps_pos=plan.eps_pos,
+        eps_neg=plan.eps_neg,
+        mean_cost=mean_cost,
+        n_disagree=n_disagree,
+        budget=int(np.floor(alpha * X.shape[0] + 1e-9)),
+        n_exit=np.bincount(early - 1, minlength=len(plan.order)),
+        J=np.full(len(plan.order), np.nan),
+    )
     return plan, res
 
 
-def qwyc_scores(F: Any, y: Any = None, *, alpha: float = 0.005, threshold: float = 0.0,
-                base_score: float = 0.0, costs: Any = None, mode: str = "both",
-                ordering: str = "optimize", random_state: Any = None,
-                return_result: bool = False, progress: bool = False) -> Any:
+def qwyc_scores(
+    F: Any,
+    y: Any = None,
+    *,
+    alpha: float = 0.005,
+    threshold: float = 0.0,
+    base_score: float = 0.0,
+    costs: Any = None,
+    mode: str = "both",
+    ordering: str = "optimize",
+    random_state: Any = None,
+    return_result: bool = False,
+    progress: bool = False,
+) -> Any:
     """QWYC on a score matrix of any base models: ``F[i, t]`` is base model ``t`` on example ``i``.
 
     The full score is ``base_score + F[i].sum()``; it is positive when ``> threshold``. Exits
@@ -232,20 +295,26 @@ def qwyc_scores(F: Any, y: Any = None, *, alpha: float = 0.005, threshold: float
     """
     F = np.asarray(F, dtype=np.float64)
     if F.ndim != 2:
-        raise ValueError(f"F must be a 2-d score matrix (n_examples, n_base_models), got shape {F.shape}")
+        raise InputError(f"F must be a 2-d score matrix (n_examples, n_base_models), got shape {F.shape}")
     if F.shape[0] == 0:
-        raise ValueError("qwyc_scores needs at least one example (row of F)")
+        raise InputError("qwyc_scores needs at least one example (row of F)")
     if F.shape[1] == 0:
-        raise ValueError("qwyc_scores needs at least one base model (column of F)")
+        raise InputError("qwyc_scores needs at least one base model (column of F)")
     if not np.all(np.isfinite(F)):
-        raise ValueError("F must be finite")
+        raise InputError("F must be finite")
     _check_options(alpha, mode, ordering, y)
     cost = _tree_costs(costs, F.shape[1])
     order = None
     if ordering != "optimize":
         positive = None if y is None else positive_labels(y, None, F.shape[0])
-        order = order_from_scores(F, positive, kind=ordering, base_score=float(base_score),
-                                  threshold=float(threshold), random_state=random_state)
+        order = order_from_scores(
+            F,
+            positive,
+            kind=ordering,
+            base_score=float(base_score),
+            threshold=float(threshold),
+            random_state=random_state,
+        )
     res = _fit(F, float(base_score), float(threshold), cost, alpha, mode, order, False, progress)
     return res if return_result else (res.order, res.eps_pos, res.eps_neg)
 
@@ -255,13 +324,13 @@ def _check_options(alpha: float, mode: str, ordering: str, y: Any = None) -> Non
     try:
         a = float(alpha)
     except (TypeError, ValueError):
-        raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}") from None
+        raise InputError(f"alpha must be a number in [0, 1), got {alpha!r}") from None
     if not (0.0 <= a < 1.0):
-        raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
+        raise InputError(f"alpha must be in [0, 1), got {alpha!r}")
     if mode not in _MODES:
-        raise ValueError(f"unknown mode {mode!r}; use one of {_MODES}")
+        raise InputError(f"unknown mode {mode!r}; use one of {_MODES}")
     if ordering not in _ORDERINGS:
-        raise ValueError(f"unknown ordering {ordering!r}; use one of {_ORDERINGS}")
+        raise InputError(f"unknown ordering {ordering!r}; use one of {_ORDERINGS}")
     if ordering != "optimize":
         check_kind(ordering, y)
 
@@ -275,9 +344,9 @@ def _tree_costs(costs: Any, T: int) -> np.ndarray:
         return np.full(T, float(costs.tree_cost)) if costs.tree_cost > 0 else np.ones(T)
     c = np.asarray(costs, dtype=np.float64)
     if c.shape != (T,):
-        raise ValueError(f"costs must be a CostModel or an array of {T} per-model costs, got shape {c.shape}")
+        raise InputError(f"costs must be a CostModel or an array of {T} per-model costs, got shape {c.shape}")
     if not np.all(np.isfinite(c)) or np.any(c <= 0):
-        raise ValueError("per-model costs must be finite and > 0")
+        raise InputError("per-model costs must be finite and > 0")
     return c
 
 
@@ -291,9 +360,18 @@ def _full_decisions(F: np.ndarray, base: float, threshold: float, acc32: bool) -
     return s > threshold
 
 
-def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: float, mode: str,
-         order: np.ndarray | None, acc32: bool, progress: bool = False,
-         acquisition: tuple | None = None) -> QWYCResult:
+def _fit(
+    F: np.ndarray,
+    base: float,
+    threshold: float,
+    cost: np.ndarray,
+    alpha: float,
+    mode: str,
+    order: np.ndarray | None,
+    acc32: bool,
+    progress: bool = False,
+    acquisition: tuple | None = None,
+) -> QWYCResult:
     """Algorithm 1 when ``order`` is None, else Algorithm 2 thresholds for the fixed ``order``.
 
     With ``acquisition = (leaves, path_ptr, path_feat, closure_ptr, closure_units, unit_cost)``
@@ -333,7 +411,7 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
             break
         bar.update(1)
         budget = budget_total - spent
-        cand = pi[r:] if optimize else pi[r:r + 1]
+        cand = pi[r:] if optimize else pi[r : r + 1]
         k = cand.shape[0]
         ne = np.zeros(k, dtype=np.int64)
         nd = np.zeros(k, dtype=np.int64)
@@ -343,8 +421,18 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
         cand_cost = cost[cand] * m
         if acquisition is not None:
             feature_cost = np.zeros(k)
-            _k.acquisition_costs(leaves, rows, cand, path_ptr, path_feat, closure_ptr, closure_units,
-                                 unit_cost, paid, feature_cost)
+            _k.acquisition_costs(
+                leaves,
+                rows,
+                cand,
+                path_ptr,
+                path_feat,
+                closure_ptr,
+                closure_units,
+                unit_cost,
+                paid,
+                feature_cost,
+            )
             cand_cost = cand_cost + feature_cost
         with np.errstate(divide="ignore"):
             Jc = np.where(ne > 0, cand_cost / np.maximum(ne, 1), np.inf)
@@ -374,5 +462,13 @@ def _fit(F: np.ndarray, base: float, threshold: float, cost: np.ndarray, alpha: 
             Ft = np.ascontiguousarray(Ft[:, cols])
             cols = np.arange(cols.shape[0], dtype=np.int64)
     bar.close()
-    return QWYCResult(order=pi, eps_pos=eps_pos, eps_neg=eps_neg, mean_cost=total_cost / n,
-                      n_disagree=spent, budget=budget_total, n_exit=n_exit, J=J)
+    return QWYCResult(
+        order=pi,
+        eps_pos=eps_pos,
+        eps_neg=eps_neg,
+        mean_cost=total_cost / n,
+        n_disagree=spent,
+        budget=budget_total,
+        n_exit=n_exit,
+        J=J,
+    )

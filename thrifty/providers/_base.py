@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
+
 
 def missing_extra(package: str, extra: str) -> ImportError:
     """The error raised when an optional dependency is not installed."""
@@ -18,14 +20,18 @@ def feature_columns(columns: Sequence[str] | None, model: Any) -> list[str]:
     if columns is not None:
         return [str(c) for c in columns]
     if model is None:
-        raise ValueError("give columns=[...] (the store's name of each model feature, in model order) "
-                         "or model= (a model whose feature names are the store's column names)")
+        raise InputError(
+            "give columns=[...] (the store's name of each model feature, in model order) "
+            "or model= (a model whose feature names are the store's column names)"
+        )
     from thrifty.runtime.plans import as_plan
 
     names = as_plan(model).feature_names
     if names is None:
-        raise ValueError("the model has no feature names; give columns=[...] (the store's name of "
-                         "each model feature, in model order)")
+        raise InputError(
+            "the model has no feature names; give columns=[...] (the store's name of "
+            "each model feature, in model order)"
+        )
     return list(names)
 
 
@@ -33,7 +39,7 @@ def as_keys(keys: Any) -> np.ndarray:
     """Keys of the rows, position ``i`` for row ``i`` (any values JSON and SQL can carry)."""
     out = np.asarray(keys, dtype=object).reshape(-1)
     if any(k is None for k in out):
-        raise ValueError("keys must not contain None; every row needs the key of its record")
+        raise InputError("keys must not contain None; every row needs the key of its record")
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.providers._base import as_keys, feature_columns, missing_extra, plain_key
 from thrifty.runtime.rounds import Requests
 
@@ -22,8 +23,7 @@ class HTTPProvider:
     ``thrifty.evaluate_async``.
     """
 
-    def __init__(self, url: str, names: list[str], keys: np.ndarray, timeout: float,
-                 client: Any) -> None:
+    def __init__(self, url: str, names: list[str], keys: np.ndarray, timeout: float, client: Any) -> None:
         self.url, self.names, self.keys = url, names, keys
         self.timeout, self.client = timeout, client
 
@@ -48,32 +48,45 @@ class HTTPProvider:
         name = self.names[int(feature)]
         keys = [plain_key(k) for k in self.keys[np.asarray(rows, dtype=np.int64)]]
         try:
-            response = await client.post(self.url, json={"feature": name, "keys": keys},
-                                         timeout=self.timeout)
+            response = await client.post(self.url, json={"feature": name, "keys": keys}, timeout=self.timeout)
         except httpx.TimeoutException:
-            raise TimeoutError(f"the feature service {self.url} did not answer for feature {name!r} "
-                               f"within {self.timeout:g} s") from None
+            raise TimeoutError(
+                f"the feature service {self.url} did not answer for feature {name!r} "
+                f"within {self.timeout:g} s"
+            ) from None
         except httpx.HTTPError as exc:
-            raise ConnectionError(f"the feature service {self.url} failed for feature {name!r}: "
-                                  f"{type(exc).__name__}: {exc}") from None
+            raise ConnectionError(
+                f"the feature service {self.url} failed for feature {name!r}: {type(exc).__name__}: {exc}"
+            ) from None
         if response.status_code != 200:
             reason = " ".join(response.text.split())[:200]
-            raise ConnectionError(f"the feature service {self.url} answered {response.status_code} "
-                                  f"for feature {name!r}: {reason}")
+            raise ConnectionError(
+                f"the feature service {self.url} answered {response.status_code} "
+                f"for feature {name!r}: {reason}"
+            )
         try:
             values = response.json()["values"]
             out = np.array([math.nan if v is None else float(v) for v in values])
         except (ValueError, KeyError, TypeError):
-            raise ValueError(f"the feature service {self.url} must answer {{\"values\": [numbers]}} "
-                             f"for feature {name!r}") from None
+            raise InputError(
+                f'the feature service {self.url} must answer {{"values": [numbers]}} for feature {name!r}'
+            ) from None
         if len(out) != len(keys):
-            raise ValueError(f"the feature service {self.url} returned {len(out)} values of "
-                             f"{name!r} for {len(keys)} keys")
+            raise InputError(
+                f"the feature service {self.url} returned {len(out)} values of {name!r} for {len(keys)} keys"
+            )
         return out
 
 
-def http_provider(url: str, keys: Any = (), *, columns: Sequence[str] | None = None, model: Any = None,
-                  timeout: float = 10.0, client: Any = None) -> HTTPProvider:
+def http_provider(
+    url: str,
+    keys: Any = (),
+    *,
+    columns: Sequence[str] | None = None,
+    model: Any = None,
+    timeout: float = 10.0,
+    client: Any = None,
+) -> HTTPProvider:
     """An async feature provider for a feature service over HTTP.
 
     Each (feature, rows) request of a round is one ``POST url`` with JSON
@@ -105,5 +118,5 @@ def http_provider(url: str, keys: Any = (), *, columns: Sequence[str] | None = N
     except ImportError:
         raise missing_extra("httpx", "serve") from None
     if not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        raise InputError(f"timeout must be > 0 seconds, got {timeout}")
     return HTTPProvider(str(url), feature_columns(columns, model), as_keys(keys), float(timeout), client)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
 from thrifty.providers._base import as_keys, feature_columns, missing_extra, plain_key
 from thrifty.runtime.rounds import Requests
 
@@ -23,8 +24,9 @@ class SQLProvider:
     evaluation; calling the provider as ``provider(feature_ids, row_ids)`` also works.
     """
 
-    def __init__(self, engine: Any, table: Any, key: Any, columns: list[Any], keys: np.ndarray,
-                 max_params: int) -> None:
+    def __init__(
+        self, engine: Any, table: Any, key: Any, columns: list[Any], keys: np.ndarray, max_params: int
+    ) -> None:
         self.engine, self.table, self.key, self.columns = engine, table, key, columns
         self.keys = keys
         self.max_params = max_params
@@ -54,29 +56,37 @@ class SQLProvider:
                 where.setdefault(plain_key(k), []).append(j)
             index.append(where)
             wanted = list(where)
-            parts += [(int(f), wanted[i:i + self.max_params])
-                      for i in range(0, len(wanted), self.max_params)]
+            parts += [
+                (int(f), wanted[i : i + self.max_params]) for i in range(0, len(wanted), self.max_params)
+            ]
         out = [np.full(len(rows), np.nan) for _, rows in requests]
         seen = [set() for _ in requests]
         slot = {int(f): i for i, (f, _) in enumerate(requests)}
         for batch in _batches(parts, self.max_params):
-            selects = [sa.select(sa.literal(f, sa.Integer).label("f"), self.key.label("k"),
-                                 self.columns[f].label("v"))
-                       .where(self.key.in_(ks)) for f, ks in batch]
+            selects = [
+                sa.select(
+                    sa.literal(f, sa.Integer).label("f"), self.key.label("k"), self.columns[f].label("v")
+                ).where(self.key.in_(ks))
+                for f, ks in batch
+            ]
             query = selects[0] if len(selects) == 1 else sa.union_all(*selects)
             with self.engine.connect() as conn:
                 for f, k, v in conn.execute(query):
                     i = slot[int(f)]
                     if k in seen[i]:
-                        raise ValueError(f"{self.key.name} = {k!r} appears more than once in table "
-                                         f"{self.table.name!r}; the key column must be unique")
+                        raise InputError(
+                            f"{self.key.name} = {k!r} appears more than once in table "
+                            f"{self.table.name!r}; the key column must be unique"
+                        )
                     seen[i].add(k)
                     out[i][index[i].get(k, [])] = _number(v, self.columns[int(f)].name, k)
         for i, where in enumerate(index):
             if len(seen[i]) != len(where):
                 lost = [k for k in where if k not in seen[i]][:5]
-                raise LookupError(f"no record with {self.key.name} in {lost} in table "
-                                  f"{self.table.name!r}; every row needs a record")
+                raise LookupError(
+                    f"no record with {self.key.name} in {lost} in table "
+                    f"{self.table.name!r}; every row needs a record"
+                )
         return out
 
     def __call__(self, feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
@@ -84,9 +94,17 @@ class SQLProvider:
         return np.column_stack(values) if values else np.zeros((len(row_ids), 0))
 
 
-def sql_provider(engine_or_url: Any, table: str, key_column: str, keys: Any, *,
-                 columns: Sequence[str] | None = None, model: Any = None, schema: str | None = None,
-                 max_params: int = 30_000) -> SQLProvider:
+def sql_provider(
+    engine_or_url: Any,
+    table: str,
+    key_column: str,
+    keys: Any,
+    *,
+    columns: Sequence[str] | None = None,
+    model: Any = None,
+    schema: str | None = None,
+    max_params: int = 30_000,
+) -> SQLProvider:
     """A feature provider reading features from a SQL table, only where a tree needs them.
 
     Each round of lazy evaluation is answered by one query that reads, for each feature some
@@ -130,13 +148,16 @@ def sql_provider(engine_or_url: Any, table: str, key_column: str, keys: Any, *,
     existing = _columns_of(sa, engine, table, schema)
     unknown = [c for c in [key_column, *names] if c not in existing]
     if unknown:
-        raise ValueError(f"table {table!r} has no column(s) {unknown[:10]}; its columns are "
-                         f"{existing[:20]} (map model features with columns=[...])")
+        raise InputError(
+            f"table {table!r} has no column(s) {unknown[:10]}; its columns are "
+            f"{existing[:20]} (map model features with columns=[...])"
+        )
     if int(max_params) < 1:
-        raise ValueError(f"max_params must be >= 1, got {max_params}")
+        raise InputError(f"max_params must be >= 1, got {max_params}")
     tbl = sa.table(table, *(sa.column(c) for c in dict.fromkeys([key_column, *names])), schema=schema)
-    return SQLProvider(engine, tbl, tbl.c[key_column], [tbl.c[c] for c in names], as_keys(keys),
-                       int(max_params))
+    return SQLProvider(
+        engine, tbl, tbl.c[key_column], [tbl.c[c] for c in names], as_keys(keys), int(max_params)
+    )
 
 
 def _columns_of(sa: Any, engine: Any, table: str, schema: str | None) -> list[str]:
@@ -146,8 +167,9 @@ def _columns_of(sa: Any, engine: Any, table: str, schema: str | None) -> list[st
         with engine.connect() as conn:
             return list(conn.execute(query).keys())
     except sa.exc.DBAPIError as exc:
-        raise ValueError(f"cannot read table {table!r} in {engine.url!r}: "
-                         f"{' '.join(str(exc.orig).split())[:200]}") from None
+        raise InputError(
+            f"cannot read table {table!r} in {engine.url!r}: {' '.join(str(exc.orig).split())[:200]}"
+        ) from None
 
 
 def _number(value: Any, column: str, key: Any) -> float:
@@ -156,8 +178,10 @@ def _number(value: Any, column: str, key: Any) -> float:
         return np.nan
     if isinstance(value, (int, float, Decimal, np.number)):
         return float(value)
-    raise ValueError(f"column {column!r} holds {value!r} (for key {key!r}), not a number; store "
-                     "numbers (category codes for categorical features) or NULL for missing")
+    raise InputError(
+        f"column {column!r} holds {value!r} (for key {key!r}), not a number; store "
+        "numbers (category codes for categorical features) or NULL for missing"
+    )
 
 
 def _batches(parts: list[tuple[int, list[Any]]], max_params: int) -> list[list[tuple[int, list[Any]]]]:

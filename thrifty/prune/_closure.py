@@ -24,8 +24,9 @@ from numba import njit
 _REL_EPS = 1e-13
 
 
-def min_weight_closure(weight: np.ndarray, tail: np.ndarray, head: np.ndarray,
-                       largest: bool = False) -> np.ndarray:
+def min_weight_closure(
+    weight: np.ndarray, tail: np.ndarray, head: np.ndarray, largest: bool = False
+) -> np.ndarray:
     """Smallest (or largest) closed set of least total weight.
 
     Parameters
@@ -51,8 +52,9 @@ def min_weight_closure(weight: np.ndarray, tail: np.ndarray, head: np.ndarray,
     if finite == 0.0:
         return np.full(n, largest, dtype=np.bool_)
     eps = _REL_EPS * finite
-    start, to, cap, rev = _build_graph(weight, np.ascontiguousarray(tail, dtype=np.int64),
-                                       np.ascontiguousarray(head, dtype=np.int64))
+    start, to, cap, rev = _build_graph(
+        weight, np.ascontiguousarray(tail, dtype=np.int64), np.ascontiguousarray(head, dtype=np.int64)
+    )
     source, sink = n, n + 1
     _dinic(start, to, cap, rev, source, sink, eps)
     if largest:

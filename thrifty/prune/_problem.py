@@ -70,9 +70,18 @@ class ClosureProblem:
         return float(self.cost[chosen].sum() / (self.n_examples * self.n_trees) + self.fixed_cost)
 
 
-def build_problem(forest, X: np.ndarray, cls: np.ndarray, n_classes: int, costs,
-                  *, mode: str, evaluation: bool, leaf_class: np.ndarray | None = None,
-                  count_mask: np.ndarray | None = None) -> ClosureProblem:
+def build_problem(
+    forest,
+    X: np.ndarray,
+    cls: np.ndarray,
+    n_classes: int,
+    costs,
+    *,
+    mode: str,
+    evaluation: bool,
+    leaf_class: np.ndarray | None = None,
+    count_mask: np.ndarray | None = None,
+) -> ClosureProblem:
     """Walk every example through every tree and assemble the closure problem.
 
     ``X`` is the forest's validated matrix, ``cls`` the class index of each example.
@@ -86,13 +95,28 @@ def build_problem(forest, X: np.ndarray, cls: np.ndarray, n_classes: int, costs,
     n, T = X.shape[0], forest.n_trees
     unit_cost = np.asarray(costs.unit_cost, dtype=np.float64)
     use_mask = count_mask is not None
-    mask = (np.ascontiguousarray(count_mask, dtype=np.bool_) if use_mask
-            else np.zeros((0, 0), dtype=np.bool_))
+    mask = np.ascontiguousarray(count_mask, dtype=np.bool_) if use_mask else np.zeros((0, 0), dtype=np.bool_)
     counts, others, node_cost, pair_ptr, pair_nodes, pair_cost = _walk(
-        X, cls, n_classes, use_mask, mask, forest.roots, forest.feature, forest._fast_threshold,
-        forest.threshold, forest.children_left, forest.children_right, forest.missing_left,
-        forest.missing_type, forest.cat_start, forest.cat_size, forest.cat_bitsets, costs.closure_ptr,
-        costs.closure_units, unit_cost)
+        X,
+        cls,
+        n_classes,
+        use_mask,
+        mask,
+        forest.roots,
+        forest.feature,
+        forest._fast_threshold,
+        forest.threshold,
+        forest.children_left,
+        forest.children_right,
+        forest.missing_left,
+        forest.missing_type,
+        forest.cat_start,
+        forest.cat_size,
+        forest.cat_bitsets,
+        costs.closure_ptr,
+        costs.closure_units,
+        unit_cost,
+    )
     internal = forest.feature >= 0
     split_node = np.flatnonzero(internal)
     n_split = split_node.shape[0]
@@ -129,8 +153,7 @@ def build_problem(forest, X: np.ndarray, cls: np.ndarray, n_classes: int, costs,
     lengths = np.diff(pair_ptr)
     single = lengths == 1
     np.add.at(singles, var_of_node[pair_nodes[pair_ptr[:-1][single]]], T * pair_cost[single])
-    _, rep, group_cost = _merge_pairs(pair_ptr, pair_nodes, pair_cost, ~single,
-                                             forest.n_nodes)
+    _, rep, group_cost = _merge_pairs(pair_ptr, pair_nodes, pair_cost, ~single, forest.n_nodes)
     n_group = group_cost.shape[0]
     rep_ptr = pair_ptr[rep]
     rep_len = lengths[rep]
@@ -143,17 +166,27 @@ def build_problem(forest, X: np.ndarray, cls: np.ndarray, n_classes: int, costs,
     tail = np.concatenate([tail, g_tail])
     head = np.concatenate([head, g_head])
     if mode == "ensemble":
-        b = np.concatenate([singles + (T * split_price * visits if evaluation else 0.0),
-                            T * group_cost])
+        b = np.concatenate([singles + (T * split_price * visits if evaluation else 0.0), T * group_cost])
     else:
-        b = np.concatenate([node_cost[split_node] + (split_price * visits if evaluation else 0.0),
-                            np.zeros(n_group)])
+        b = np.concatenate(
+            [node_cost[split_node] + (split_price * visits if evaluation else 0.0), np.zeros(n_group)]
+        )
     fixed = float(costs.tree_cost) * T
-    return ClosureProblem(a=a_all, b=b, cost=cost, tail=tail.astype(np.int64),
-                          head=head.astype(np.int64), split_node=split_node,
-                          var_of_node=var_of_node, counts=voters,
-                          node_value=np.zeros((0, n_classes)), e_root=e_root, n_examples=n,
-                          n_trees=T, fixed_cost=fixed)
+    return ClosureProblem(
+        a=a_all,
+        b=b,
+        cost=cost,
+        tail=tail.astype(np.int64),
+        head=head.astype(np.int64),
+        split_node=split_node,
+        var_of_node=var_of_node,
+        counts=voters,
+        node_value=np.zeros((0, n_classes)),
+        e_root=e_root,
+        n_examples=n,
+        n_trees=T,
+        fixed_cost=fixed,
+    )
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -165,8 +198,9 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + offsets
 
 
-def _merge_pairs(pair_ptr: np.ndarray, pair_nodes: np.ndarray, pair_cost: np.ndarray,
-                 keep: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _merge_pairs(
+    pair_ptr: np.ndarray, pair_nodes: np.ndarray, pair_cost: np.ndarray, keep: np.ndarray, n_nodes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group the (unit, example) pairs of ``keep`` that are forced by the same set of nodes.
 
     Sets are bucketed by two independent 64-bit hashes and their size, then compared exactly
@@ -244,9 +278,27 @@ def _split_collisions(pair_ptr, pair_nodes, pairs, bucket):
 
 
 @njit(cache=True)
-def _walk(X, cls, n_classes, use_mask, mask, roots, feature, fast_threshold, threshold, children_left,
-          children_right, missing_left, missing_type, cat_start, cat_size, cat_bitsets,
-          closure_ptr, closure_units, unit_cost):
+def _walk(
+    X,
+    cls,
+    n_classes,
+    use_mask,
+    mask,
+    roots,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+    closure_ptr,
+    closure_units,
+    unit_cost,
+):
     """Class counts per node, and for each example and priced unit the nodes first acquiring it.
 
     Returns ``counts`` (n_nodes, n_classes); ``node_cost``: per node, the summed cost of the
@@ -300,9 +352,19 @@ def _walk(X, cls, n_classes, use_mask, mask, roots, feature, fast_threshold, thr
                         n_touched += 1
                     buf[u, ucount[u]] = node
                     ucount[u] += 1
-                node = next_node(node, X[i, f], fast_threshold, threshold, children_left,
-                                 children_right, missing_left, missing_type, cat_start, cat_size,
-                                 cat_bitsets)
+                node = next_node(
+                    node,
+                    X[i, f],
+                    fast_threshold,
+                    threshold,
+                    children_left,
+                    children_right,
+                    missing_left,
+                    missing_type,
+                    cat_start,
+                    cat_size,
+                    cat_bitsets,
+                )
             counts[node, c] += counted
             if counted == 0:
                 others[node, c] += 1
@@ -326,19 +388,25 @@ def _walk(X, cls, n_classes, use_mask, mask, roots, feature, fast_threshold, thr
             pair_cost_l[n_pairs] = unit_cost[u]
             n_pairs += 1
             pair_ptr_l[n_pairs] = n_entries
-    return (counts, others, node_cost, pair_ptr_l[:n_pairs + 1].copy(),
-            pair_nodes[:n_entries].copy(), pair_cost_l[:n_pairs].copy())
+    return (
+        counts,
+        others,
+        node_cost,
+        pair_ptr_l[: n_pairs + 1].copy(),
+        pair_nodes[:n_entries].copy(),
+        pair_cost_l[:n_pairs].copy(),
+    )
 
 
 @njit(cache=True)
 def _grow_i(a):
     out = np.empty(2 * a.shape[0], dtype=a.dtype)
-    out[:a.shape[0]] = a
+    out[: a.shape[0]] = a
     return out
 
 
 @njit(cache=True)
 def _grow_f(a):
     out = np.empty(2 * a.shape[0], dtype=a.dtype)
-    out[:a.shape[0]] = a
+    out[: a.shape[0]] = a
     return out

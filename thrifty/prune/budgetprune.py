@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit
 
 from thrifty._validation import check_width
+from thrifty.exceptions import InputError
 from thrifty.forest._traverse import next_node
 from thrifty.prune._closure import min_weight_closure
 from thrifty.prune._problem import ClosureProblem, build_problem
@@ -94,12 +95,26 @@ class PrunePath:
         dist = self._problem.node_value
         keep_until = np.full(self._forest.n_nodes, -1.0)
         p = self._problem
-        keep_until[p.split_node] = self._leave[:p.n_split]
+        keep_until[p.split_node] = self._leave[: p.n_split]
         f = self._forest
-        return _path_accuracy(self._X, self._cls, self._levels, keep_until, dist, f.roots, f.feature,
-                              f._fast_threshold, f.threshold, f.children_left, f.children_right,
-                              f.missing_left, f.missing_type, f.cat_start, f.cat_size,
-                              f.cat_bitsets)
+        return _path_accuracy(
+            self._X,
+            self._cls,
+            self._levels,
+            keep_until,
+            dist,
+            f.roots,
+            f.feature,
+            f._fast_threshold,
+            f.threshold,
+            f.children_left,
+            f.children_right,
+            f.missing_left,
+            f.missing_type,
+            f.cat_start,
+            f.cat_size,
+            f.cat_bitsets,
+        )
 
     def best_within(self, budget: float) -> int:
         """Index of the most accurate point (on the data) whose mean cost is within ``budget``.
@@ -108,18 +123,30 @@ class PrunePath:
         """
         ok = np.flatnonzero(self.cost <= budget * (1 + 1e-12) + 1e-12)
         if ok.shape[0] == 0:
-            raise ValueError(f"budget={budget:g} is below the cheapest pruning's mean cost "
-                             f"{self.cost.min():g} (every tree cut to its root still pays "
-                             "what the roots' features and the evaluation cost); raise the budget")
+            raise InputError(
+                f"budget={budget:g} is below the cheapest pruning's mean cost "
+                f"{self.cost.min():g} (every tree cut to its root still pays "
+                "what the roots' features and the evaluation cost); raise the budget"
+            )
         acc = self.accuracy()[ok]
         best = np.flatnonzero(acc == acc.max())
         return int(ok[best[np.argmin(self.cost[ok][best])]])
 
 
-def budget_prune(forest: Any, X: Any, y: Any, costs: Any = None, *, lam: float | None = None,
-                 budget: float | None = None, mode: str = "ensemble", evaluation: bool = False,
-                 leaf_values: str = "auto", count_mask: Any = None,
-                 progress: bool = True) -> Any:
+def budget_prune(
+    forest: Any,
+    X: Any,
+    y: Any,
+    costs: Any = None,
+    *,
+    lam: float | None = None,
+    budget: float | None = None,
+    mode: str = "ensemble",
+    evaluation: bool = False,
+    leaf_values: str = "auto",
+    count_mask: Any = None,
+    progress: bool = True,
+) -> Any:
     """Prune a tree ensemble to trade error against feature cost, optimally ((IP3), Nan et al.).
 
     Solves
@@ -175,22 +202,41 @@ def budget_prune(forest: Any, X: Any, y: Any, costs: Any = None, *, lam: float |
         Same number of trees, averaged leaf distributions (``link="proba"``).
     """
     if (lam is None) == (budget is None):
-        raise ValueError("give exactly one of lam= (the (IP3) trade-off) or budget= (a mean cost "
-                         "per example)")
+        raise InputError(
+            "give exactly one of lam= (the (IP3) trade-off) or budget= (a mean cost per example)"
+        )
     if budget is not None:
-        path = budget_prune_path(forest, X, y, costs, mode=mode, evaluation=evaluation,
-                                 leaf_values=leaf_values, count_mask=count_mask,
-                                 progress=progress)
+        path = budget_prune_path(
+            forest,
+            X,
+            y,
+            costs,
+            mode=mode,
+            evaluation=evaluation,
+            leaf_values=leaf_values,
+            count_mask=count_mask,
+            progress=progress,
+        )
         return path.forest(path.best_within(_check_number(budget, "budget")))
     lam = _check_number(lam, "lam")
-    problem, f, _, _ = prepare(forest, X, y, costs, mode=mode, evaluation=evaluation,
-                               leaf_values=leaf_values, count_mask=count_mask)
+    problem, f, _, _ = prepare(
+        forest, X, y, costs, mode=mode, evaluation=evaluation, leaf_values=leaf_values, count_mask=count_mask
+    )
     return pruned_forest(f, problem, solve(problem, lam))
 
 
-def budget_prune_path(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: str = "ensemble",
-                      evaluation: bool = False, leaf_values: str = "auto",
-                      count_mask: Any = None, progress: bool = True) -> PrunePath:
+def budget_prune_path(
+    forest: Any,
+    X: Any,
+    y: Any,
+    costs: Any = None,
+    *,
+    mode: str = "ensemble",
+    evaluation: bool = False,
+    leaf_values: str = "auto",
+    count_mask: Any = None,
+    progress: bool = True,
+) -> PrunePath:
     """All distinct optimal prunings of (IP3) as lambda grows from 0 (none) to infinity.
 
     Breakpoints are found by intersecting the objective lines of two known solutions and
@@ -208,8 +254,9 @@ def budget_prune_path(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: s
     from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
-    problem, f, Xm, cls = prepare(forest, X, y, costs, mode=mode, evaluation=evaluation,
-                                  leaf_values=leaf_values, count_mask=count_mask)
+    problem, f, Xm, cls = prepare(
+        forest, X, y, costs, mode=mode, evaluation=evaluation, leaf_values=leaf_values, count_mask=count_mask
+    )
     # disable=None: tqdm shows the bar only when stderr is a TTY
     bar = tqdm(desc="BudgetPrune path", unit="cut", disable=None if progress else True)
     leave, n_cuts = _breakpoints(problem, bar.update)
@@ -232,13 +279,34 @@ def budget_prune_path(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: s
     error = (problem.e_root + cum_a[-1] - cum_a[first_kept]) / NT
     cost = (cum_c[-1] - cum_c[first_kept]) / NT + problem.fixed_cost
     n_splits = cum_s[-1] - cum_s[first_kept]
-    return PrunePath(lambdas=lambdas, error=error, cost=cost, n_splits=n_splits, mode=mode,
-                     seconds=time.perf_counter() - t0, n_cuts=n_cuts, _forest=f, _problem=problem,
-                     _leave=leave, _X=Xm, _cls=cls, _levels=levels)
+    return PrunePath(
+        lambdas=lambdas,
+        error=error,
+        cost=cost,
+        n_splits=n_splits,
+        mode=mode,
+        seconds=time.perf_counter() - t0,
+        n_cuts=n_cuts,
+        _forest=f,
+        _problem=problem,
+        _leave=leave,
+        _X=Xm,
+        _cls=cls,
+        _levels=levels,
+    )
 
 
-def prepare(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: str = "ensemble",
-            evaluation: bool = False, leaf_values: str = "auto", count_mask: Any = None) -> tuple:
+def prepare(
+    forest: Any,
+    X: Any,
+    y: Any,
+    costs: Any = None,
+    *,
+    mode: str = "ensemble",
+    evaluation: bool = False,
+    leaf_values: str = "auto",
+    count_mask: Any = None,
+) -> tuple:
     """The closure problem of (IP3) with the leaf values ``leaf_values`` asks for.
 
     Returns ``(problem, forest, X as the forest's matrix, class index of each example)``.
@@ -247,9 +315,11 @@ def prepare(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: str = "ense
     n_classes = len(f.classes)
     keep = leaf_values == "keep" or (leaf_values == "auto" and f.link == "proba")
     if keep and f.link != "proba":
-        raise ValueError(f"leaf_values='keep' needs leaves holding class distributions (link "
-                         f"'proba', as in random forests); this forest's link is {f.link!r}: use "
-                         "leaf_values='distribution'")
+        raise InputError(
+            f"leaf_values='keep' needs leaves holding class distributions (link "
+            f"'proba', as in random forests); this forest's link is {f.link!r}: use "
+            "leaf_values='distribution'"
+        )
     leaf_class = None
     original = None
     if keep:
@@ -266,10 +336,21 @@ def prepare(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: str = "ense
     if count_mask is not None:
         count_mask = np.asarray(count_mask, dtype=bool)
         if count_mask.shape != (Xm.shape[0], f.n_trees):
-            raise ValueError(f"count_mask must have shape (n_examples, n_trees) = "
-                             f"{(Xm.shape[0], f.n_trees)}, got {count_mask.shape}")
-    problem = build_problem(f, Xm, cls, n_classes, costs, mode=mode, evaluation=evaluation,
-                            leaf_class=leaf_class, count_mask=count_mask)
+            raise InputError(
+                f"count_mask must have shape (n_examples, n_trees) = "
+                f"{(Xm.shape[0], f.n_trees)}, got {count_mask.shape}"
+            )
+    problem = build_problem(
+        f,
+        Xm,
+        cls,
+        n_classes,
+        costs,
+        mode=mode,
+        evaluation=evaluation,
+        leaf_class=leaf_class,
+        count_mask=count_mask,
+    )
     value = _node_distributions(f, problem.counts)
     if leaf_values == "majority":
         value = np.eye(n_classes)[np.argmax(value, axis=1)]
@@ -282,8 +363,7 @@ def prepare(forest: Any, X: Any, y: Any, costs: Any = None, *, mode: str = "ense
 def solve(problem: ClosureProblem, lam: float) -> np.ndarray:
     """An optimal closed set at ``lam``: the smallest for ``lam > 0``, the largest at 0 (so that
     ``lam = 0`` prunes only what does not lower the error)."""
-    return min_weight_closure(problem.a + lam * problem.b, problem.tail, problem.head,
-                              largest=lam == 0.0)
+    return min_weight_closure(problem.a + lam * problem.b, problem.tail, problem.head, largest=lam == 0.0)
 
 
 def objective(problem: ClosureProblem, chosen: np.ndarray, lam: float) -> float:
@@ -331,8 +411,9 @@ def _breakpoints(problem: ClosureProblem, tick: Any) -> tuple[np.ndarray, int]:
             continue
         lam = max((A2 - A1) / (B1 - B2), 0.0)
         local[free] = np.arange(free.shape[0])
-        r = min_weight_closure(a[free] + lam * b[free], local[problem.tail[sub_edges]],
-                               local[problem.head[sub_edges]])
+        r = min_weight_closure(
+            a[free] + lam * b[free], local[problem.tail[sub_edges]], local[problem.head[sub_edges]]
+        )
         n_cuts += 1
         tick(1)
         gained = a[free[r]].sum() + lam * b[free[r]].sum()
@@ -359,32 +440,49 @@ def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> A
     n_classes = len(forest.classes)
     dist = problem.node_value
     keep = np.zeros(forest.n_nodes, dtype=bool)
-    keep[problem.split_node] = chosen[:problem.n_split]
+    keep[problem.split_node] = chosen[: problem.n_split]
     width = n_classes if n_classes > 2 else 1
     builder = ForestBuilder(width)
     T = forest.n_trees
     for t in range(T):
-        nodes, left, right = _kept_tree(int(forest.roots[t]), keep, forest.children_left,
-                                        forest.children_right)
+        nodes, left, right = _kept_tree(
+            int(forest.roots[t]), keep, forest.children_left, forest.children_right
+        )
         split = left >= 0
         cat_words = {}
         for j in np.flatnonzero(split & (forest.cat_start[nodes] >= 0)):
             s = forest.cat_start[nodes[j]]
-            cat_words[int(j)] = forest.cat_bitsets[s:s + forest.cat_size[nodes[j]]]
+            cat_words[int(j)] = forest.cat_bitsets[s : s + forest.cat_size[nodes[j]]]
         value = dist[nodes][:, 1] if n_classes == 2 else dist[nodes]
-        builder.add_tree(forest.feature[nodes], forest.threshold[nodes], left, right, value,
-                         missing_left=forest.missing_left[nodes],
-                         missing_type=forest.missing_type[nodes], cat_words=cat_words,
-                         weight=1.0 / T, tree_class=-1 if width > 1 else 0)
-    return builder.build(base_score=np.zeros(width), n_features=forest.n_features, link="proba",
-                         task="binary" if n_classes == 2 else "multiclass",
-                         classes=forest.classes, feature_names=forest.feature_names,
-                         categories=forest.categories, input_dtype=forest.input_dtype,
-                         aggregation="mean", source=f"budgetprune({forest.source})")
+        builder.add_tree(
+            forest.feature[nodes],
+            forest.threshold[nodes],
+            left,
+            right,
+            value,
+            missing_left=forest.missing_left[nodes],
+            missing_type=forest.missing_type[nodes],
+            cat_words=cat_words,
+            weight=1.0 / T,
+            tree_class=-1 if width > 1 else 0,
+        )
+    return builder.build(
+        base_score=np.zeros(width),
+        n_features=forest.n_features,
+        link="proba",
+        task="binary" if n_classes == 2 else "multiclass",
+        classes=forest.classes,
+        feature_names=forest.feature_names,
+        categories=forest.categories,
+        input_dtype=forest.input_dtype,
+        aggregation="mean",
+        source=f"budgetprune({forest.source})",
+    )
 
 
-def _kept_tree(root: int, keep: np.ndarray, children_left: np.ndarray,
-               children_right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _kept_tree(
+    root: int, keep: np.ndarray, children_left: np.ndarray, children_right: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Preorder nodes of the pruned tree with local children (``-1``: leaf)."""
     nodes, left, right = [], [], []
     stack = [(root, -1, 0)]
@@ -423,9 +521,24 @@ def _node_distributions(forest: Any, counts: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _path_accuracy(X, cls, levels, keep_until, dist, roots, feature, fast_threshold, threshold,
-                   children_left, children_right, missing_left, missing_type, cat_start, cat_size,
-                   cat_bitsets):
+def _path_accuracy(
+    X,
+    cls,
+    levels,
+    keep_until,
+    dist,
+    roots,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+):
     """Accuracy of the averaged leaf distributions at each path level (a split is kept while
     ``keep_until[node] > level``); ties of the average go to the first class, as argmax does."""
     n = X.shape[0]
@@ -442,9 +555,19 @@ def _path_accuracy(X, cls, levels, keep_until, dist, roots, feature, fast_thresh
             for t in range(T):
                 node = roots[t]
                 while feature[node] >= 0 and keep_until[node] > lev:
-                    node = next_node(node, X[i, feature[node]], fast_threshold, threshold,
-                                     children_left, children_right, missing_left, missing_type,
-                                     cat_start, cat_size, cat_bitsets)
+                    node = next_node(
+                        node,
+                        X[i, feature[node]],
+                        fast_threshold,
+                        threshold,
+                        children_left,
+                        children_right,
+                        missing_left,
+                        missing_type,
+                        cat_start,
+                        cat_size,
+                        cat_bitsets,
+                    )
                 # summed as the runtime sums a mean-aggregated forest, so ties break alike
                 for c in range(n_classes):
                     prob[c] += w * dist[node, c]
@@ -464,9 +587,9 @@ def _check_number(value: Any, name: str) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+        raise InputError(f"{name} must be a number >= 0, got {value!r}") from None
     if not np.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
     return v
 
 
@@ -490,20 +613,23 @@ def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str
     from thrifty.costs import CostModel
 
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
     if leaf_values not in LEAF_VALUES:
-        raise ValueError(f"leaf_values must be one of {LEAF_VALUES}, got {leaf_values!r}")
+        raise InputError(f"leaf_values must be one of {LEAF_VALUES}, got {leaf_values!r}")
     f = as_forest(forest)
     if not f.is_classifier:
-        raise ValueError(f"BudgetPrune prunes classifiers (errors are counted against labels); "
-                         f"this forest's task is {f.task!r}")
+        raise InputError(
+            f"BudgetPrune prunes classifiers (errors are counted against labels); "
+            f"this forest's task is {f.task!r}"
+        )
     if f.aggregation == "sum" and f.n_trees > f.n_outputs:
-        raise ValueError(
+        raise InputError(
             f"BudgetPrune prunes averaging ensembles (random forests, extra-trees, BudgetRF, "
             f"LightGBM boosting='rf'), whose every tree votes a class distribution; this "
             f"{f.source or 'forest'} model is boosted (its {f.n_trees} trees add up to one score), "
             "so a pruning of it would not predict like it: prune a random forest, or make a "
-            "boosted model cheaper with QWYCClassifier or CronusClassifier")
+            "boosted model cheaper with QWYCClassifier or CronusClassifier"
+        )
     if f.classes is None:
         f = copy.copy(f)  # never relabel the caller's forest
         f.classes = np.arange(max(2, f.n_outputs))
@@ -511,9 +637,9 @@ def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str
     check_width(Xm.shape[1], f.n_features, "the forest was fitted on")
     y = np.asarray(y).reshape(-1)
     if y.shape[0] != Xm.shape[0]:
-        raise ValueError(f"X has {Xm.shape[0]} rows but y has {y.shape[0]} labels")
+        raise InputError(f"X has {Xm.shape[0]} rows but y has {y.shape[0]} labels")
     if Xm.shape[0] == 0:
-        raise ValueError("BudgetPrune needs at least one labelled example")
+        raise InputError("BudgetPrune needs at least one labelled example")
     classes = np.asarray(f.classes)
     order = np.argsort(classes, kind="stable")
     pos = np.searchsorted(classes[order], y)
@@ -521,8 +647,10 @@ def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str
     cls = order[pos]
     unknown = classes[cls] != y
     if np.any(unknown):
-        raise ValueError(f"y holds label(s) {np.unique(y[unknown])[:5].tolist()} that are not among "
-                         f"the forest's classes {classes.tolist()}")
+        raise InputError(
+            f"y holds label(s) {np.unique(y[unknown])[:5].tolist()} that are not among "
+            f"the forest's classes {classes.tolist()}"
+        )
     if costs is None:
         costs = CostModel.uniform(f.n_features)
     elif not isinstance(costs, CostModel):

@@ -11,6 +11,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels, validate_frame
+from thrifty.exceptions import InputError
 from thrifty.forest._names import named_as
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
@@ -86,10 +87,19 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
         return tags
 
-    def __init__(self, estimator: Any, costs: Any = None, *, budget: float | None = None,
-                 lam: float | None = None, mode: str = "ensemble", evaluation: bool = False,
-                 leaf_values: str = "auto", out_of_bag: bool = False,
-                 progress: bool = True) -> None:
+    def __init__(
+        self,
+        estimator: Any,
+        costs: Any = None,
+        *,
+        budget: float | None = None,
+        lam: float | None = None,
+        mode: str = "ensemble",
+        evaluation: bool = False,
+        leaf_values: str = "auto",
+        out_of_bag: bool = False,
+        progress: bool = True,
+    ) -> None:
         self.estimator = estimator
         self.costs = costs
         self.budget = budget
@@ -114,15 +124,16 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         """
 
         if (self.lam is None) == (self.budget is None):
-            raise ValueError("give exactly one of budget= (a mean cost per example) or lam= (the "
-                             "(IP3) trade-off)")
+            raise InputError(
+                "give exactly one of budget= (a mean cost per example) or lam= (the (IP3) trade-off)"
+            )
         if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+            raise InputError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.leaf_values not in LEAF_VALUES:
-            raise ValueError(f"leaf_values must be one of {LEAF_VALUES}, got {self.leaf_values!r}")
+            raise InputError(f"leaf_values must be one of {LEAF_VALUES}, got {self.leaf_values!r}")
         for name in ("evaluation", "out_of_bag", "progress"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise InputError(f"{name} must be True or False, got {getattr(self, name)!r}")
         y = class_labels(y, type(self).__name__)[0]
         X, y = validate_frame(self, X, y)
 
@@ -137,9 +148,17 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         mask = _oob_mask(model, X.shape[0], forest.n_trees) if self.out_of_bag else None
         if self.budget is not None:
             budget = _check_number(self.budget, "budget")
-            path = budget_prune_path(forest, X, y, self.costs, mode=self.mode,
-                                     evaluation=bool(self.evaluation), leaf_values=self.leaf_values,
-                                     count_mask=mask, progress=bool(self.progress))
+            path = budget_prune_path(
+                forest,
+                X,
+                y,
+                self.costs,
+                mode=self.mode,
+                evaluation=bool(self.evaluation),
+                leaf_values=self.leaf_values,
+                count_mask=mask,
+                progress=bool(self.progress),
+            )
             k = path.best_within(budget)
             _warn_between(path, k, budget)
             self.forest_ = path.forest(k)
@@ -148,9 +167,16 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
             self.fit_cost_ = float(path.cost[k])
         else:
             lam = _check_number(self.lam, "lam")
-            problem, f, _, _ = prepare(forest, X, y, self.costs, mode=self.mode,
-                                       evaluation=bool(self.evaluation), leaf_values=self.leaf_values,
-                                       count_mask=mask)
+            problem, f, _, _ = prepare(
+                forest,
+                X,
+                y,
+                self.costs,
+                mode=self.mode,
+                evaluation=bool(self.evaluation),
+                leaf_values=self.leaf_values,
+                count_mask=mask,
+            )
             chosen = solve(problem, lam)
             self.forest_ = pruned_forest(f, problem, chosen)
             self.path_ = None
@@ -186,19 +212,22 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         return evaluate(self.forest_, X, costs).cost
 
 
-
 def _oob_mask(model: Any, n: int, n_trees: int) -> np.ndarray:
     """Out-of-bag mask (n, n_trees) of a forest fitted on the n rows being pruned on."""
     samples = getattr(model, "estimators_samples_", None)
     if samples is None or len(samples) != n_trees:
-        raise ValueError(f"out_of_bag=True needs a forest that records its bootstrap samples "
-                         f"(BudgetRF, scikit-learn random forests); {type(model).__name__} does not")
+        raise InputError(
+            f"out_of_bag=True needs a forest that records its bootstrap samples "
+            f"(BudgetRF, scikit-learn random forests); {type(model).__name__} does not"
+        )
     mask = np.ones((n, n_trees), dtype=bool)
     for t, rows in enumerate(samples):
         rows = np.asarray(rows)
         if rows.size and rows.max() >= n:
-            raise ValueError(f"out_of_bag=True: tree {t} was grown on row {int(rows.max())} but X "
-                             f"has {n} rows; pass the rows the forest was fitted on")
+            raise InputError(
+                f"out_of_bag=True: tree {t} was grown on row {int(rows.max())} but X "
+                f"has {n} rows; pass the rows the forest was fitted on"
+            )
         mask[rows, t] = False
     return mask
 
@@ -224,11 +253,17 @@ def _warn_between(path: Any, k: int, budget: float) -> None:
     if acc[j] <= acc[k]:
         return
     i = int(within[np.argmax(path.cost[within])])
-    taken = ("the one below was taken, as the most accurate within the budget" if i == k else
-             f"the most accurate within the budget was taken: mean cost {path.cost[k]:.4g} "
-             f"(accuracy {acc[k]:.4f})")
+    taken = (
+        "the one below was taken, as the most accurate within the budget"
+        if i == k
+        else f"the most accurate within the budget was taken: mean cost {path.cost[k]:.4g} "
+        f"(accuracy {acc[k]:.4f})"
+    )
     warnings.warn(
         f"budget={budget:.4g} falls between two prunings of the lambda path, mean cost "
         f"{path.cost[i]:.4g} (accuracy {acc[i]:.4f} on the fit data) and mean cost "
         f"{path.cost[j]:.4g} (accuracy {acc[j]:.4f}); {taken}; give budget={path.cost[j]:.4g} "
-        "for the more accurate one above", UserWarning, stacklevel=3)
+        "for the more accurate one above",
+        UserWarning,
+        stacklevel=3,
+    )

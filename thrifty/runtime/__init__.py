@@ -16,6 +16,21 @@ from thrifty.runtime.plans import (
     plan_from_dict,
 )
 
-__all__ = ["BinnedExits", "Cascade", "CompiledPlan", "Evaluation", "Full", "Gated", "Linear", "Plan",
-           "Sequential", "array_provider", "as_plan", "compile", "evaluate", "evaluate_async", "lazy_rounds",
-           "plan_from_dict"]
+__all__ = [
+    "BinnedExits",
+    "Cascade",
+    "CompiledPlan",
+    "Evaluation",
+    "Full",
+    "Gated",
+    "Linear",
+    "Plan",
+    "Sequential",
+    "array_provider",
+    "as_plan",
+    "compile",
+    "evaluate",
+    "evaluate_async",
+    "lazy_rounds",
+    "plan_from_dict",
+]

@@ -34,8 +34,16 @@ class Context:
         acquired = np.zeros_like(self.touched)
         feat_cost = np.zeros(self.n)
         if self.n:
-            _kernels.SETTLE_COSTS.for_rows(self.n)(self.touched, c.closure_ptr, c.closure_units, c.unit_ptr,
-                                  c.unit_feat, c.unit_cost, acquired, feat_cost)
+            _kernels.SETTLE_COSTS.for_rows(self.n)(
+                self.touched,
+                c.closure_ptr,
+                c.closure_units,
+                c.unit_ptr,
+                c.unit_feat,
+                c.unit_cost,
+                acquired,
+                feat_cost,
+            )
         return acquired, feat_cost
 
 
@@ -113,27 +121,88 @@ class _SequentialExecutor(_ForestOutputs):
         f, c = self.forest, self.ctx
         if self.full and c.all_known and len(rows) == c.n and not self.done.any():
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
-            SWEEP.for_rows(c.n)(X, *node_args(f), f.value, f.roots, f.tree_weight, f.tree_class,
-                  f.accumulate == "float32", True, c.touched, c.n_nodes, self.raw)
+            SWEEP.for_rows(c.n)(
+                X,
+                *node_args(f),
+                f.value,
+                f.roots,
+                f.tree_weight,
+                f.tree_class,
+                f.accumulate == "float32",
+                True,
+                c.touched,
+                c.n_nodes,
+                self.raw,
+            )
             c.n_trees += f.n_trees
             self.pos[:] = f.n_trees
             self.done[:] = True
             return
-        if (c.all_known and len(rows) == c.n and not self.done.any() and f.n_outputs == 1
-                and c.n >= SERIAL_ROWS):
+        if (
+            c.all_known
+            and len(rows) == c.n
+            and not self.done.any()
+            and f.n_outputs == 1
+            and c.n >= SERIAL_ROWS
+        ):
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
             _kernels.run_sequential_dense(
-                X, *node_args(f), f.value, f.roots, f.tree_weight, self.order, self.eps_pos,
-                self.eps_neg, f.accumulate == "float32", self.bins.width, self.bins.ptr,
-                self.bins.key, self.bins.pos, self.bins.neg, c.touched, c.n_nodes, c.n_trees,
-                self.pos, self.raw, self.done, self.decision, self.frozen, _dense_block(c.n))
+                X,
+                *node_args(f),
+                f.value,
+                f.roots,
+                f.tree_weight,
+                self.order,
+                self.eps_pos,
+                self.eps_neg,
+                f.accumulate == "float32",
+                self.bins.width,
+                self.bins.ptr,
+                self.bins.key,
+                self.bins.pos,
+                self.bins.neg,
+                c.touched,
+                c.n_nodes,
+                c.n_trees,
+                self.pos,
+                self.raw,
+                self.done,
+                self.decision,
+                self.frozen,
+                _dense_block(c.n),
+            )
             return
         _kernels.RUN_SEQUENTIAL.for_rows(len(rows))(
-            rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
-            f.roots, f.tree_weight, f.tree_class, self.order, self.eps_pos, self.eps_neg,
-            f.accumulate == "float32", self.bins.width, self.bins.ptr, self.bins.key,
-            self.bins.pos, self.bins.neg, c.touched, c.n_nodes, c.n_trees, c.blocked,
-            self.pos, self.cur, self.raw, self.done, self.decision, self.frozen)
+            rows,
+            c.X,
+            c.known,
+            c.all_known,
+            f.input_dtype == "float32",
+            *node_args(f),
+            f.value,
+            f.roots,
+            f.tree_weight,
+            f.tree_class,
+            self.order,
+            self.eps_pos,
+            self.eps_neg,
+            f.accumulate == "float32",
+            self.bins.width,
+            self.bins.ptr,
+            self.bins.key,
+            self.bins.pos,
+            self.bins.neg,
+            c.touched,
+            c.n_nodes,
+            c.n_trees,
+            c.blocked,
+            self.pos,
+            self.cur,
+            self.raw,
+            self.done,
+            self.decision,
+            self.frozen,
+        )
 
 
 class _NativeSequentialExecutor(_SequentialExecutor):
@@ -157,13 +226,35 @@ class _NativeSequentialExecutor(_SequentialExecutor):
         n = len(rows)
         kernel = RUN_NATIVE.for_rows(n)
         # Blocks of rows small enough that their leaf buffer stays in cache.
-        block = max(1, min(n, NATIVE_BLOCK if kernel is RUN_NATIVE.serial else
-                           max(64, min(NATIVE_BLOCK, -(-n // numba.get_num_threads())))))
+        block = max(
+            1,
+            min(
+                n,
+                NATIVE_BLOCK
+                if kernel is RUN_NATIVE.serial
+                else max(64, min(NATIVE_BLOCK, -(-n // numba.get_num_threads()))),
+            ),
+        )
         n_blocks = -(-n // block) if n else 0
-        kernel(s.native.leaves, X, rows, *s.args, c.touched, c.n_nodes, c.n_trees, self.pos,
-               self.raw, self.done, self.decision, self.frozen, np.empty(n, dtype=np.int64),
-               np.empty(c.n, dtype=np.uint64), np.empty(n_blocks * block * CHUNK, dtype=np.int32),
-               block, CHUNK)
+        kernel(
+            s.native.leaves,
+            X,
+            rows,
+            *s.args,
+            c.touched,
+            c.n_nodes,
+            c.n_trees,
+            self.pos,
+            self.raw,
+            self.done,
+            self.decision,
+            self.frozen,
+            np.empty(n, dtype=np.int64),
+            np.empty(c.n, dtype=np.uint64),
+            np.empty(n_blocks * block * CHUNK, dtype=np.int32),
+            block,
+            CHUNK,
+        )
 
 
 class _CascadeExecutor(_ForestOutputs):
@@ -190,10 +281,33 @@ class _CascadeExecutor(_ForestOutputs):
     def advance(self, rows: np.ndarray) -> None:
         f, c, p = self.forest, self.ctx, self.plan
         _kernels.RUN_CASCADE.for_rows(len(rows))(
-            rows, c.X, c.known, c.all_known, f.input_dtype == "float32", *node_args(f), f.value,
-            f.roots, f.tree_weight, p.stage_ptr, p.stage_trees, p.stage_w, p.stage_bias,
-            p.stage_thresholds, c.touched, c.n_nodes, c.n_trees, c.blocked, self.stage, self.jpos,
-            self.cur, self.score, self.tree_out, self.tree_done, self.done, self.decision)
+            rows,
+            c.X,
+            c.known,
+            c.all_known,
+            f.input_dtype == "float32",
+            *node_args(f),
+            f.value,
+            f.roots,
+            f.tree_weight,
+            p.stage_ptr,
+            p.stage_trees,
+            p.stage_w,
+            p.stage_bias,
+            p.stage_thresholds,
+            c.touched,
+            c.n_nodes,
+            c.n_trees,
+            c.blocked,
+            self.stage,
+            self.jpos,
+            self.cur,
+            self.score,
+            self.tree_out,
+            self.tree_done,
+            self.done,
+            self.decision,
+        )
         # Examples that passed every stage are decided by the last stage's threshold.
         finished = rows[self.done[rows] & (self.decision[rows] == 0)]
         self.decision[finished] = np.where(self.score[finished] > p.stage_thresholds[-1], 1, -1)
@@ -209,8 +323,19 @@ class _LinearExecutor(Executor):
 
     def advance(self, rows: np.ndarray) -> None:
         c, p = self.ctx, self.plan
-        _kernels.RUN_LINEAR.for_rows(len(rows))(rows, c.X, c.known, c.all_known, p.features, p.coef,
-                                                p.intercept, c.touched, c.blocked, self.raw, self.done)
+        _kernels.RUN_LINEAR.for_rows(len(rows))(
+            rows,
+            c.X,
+            c.known,
+            c.all_known,
+            p.features,
+            p.coef,
+            p.intercept,
+            c.touched,
+            c.blocked,
+            self.raw,
+            self.done,
+        )
 
     def proba(self) -> np.ndarray | None:
         from thrifty.runtime.plans import proba_from

@@ -17,8 +17,7 @@ from thrifty.forest._traverse import add_leaf, next_node, walk_one, walk_pair
 
 
 @njit(parallel=True, cache=True)
-def settle_costs(touched, closure_ptr, closure_units, unit_ptr, unit_feat, unit_cost, acquired,
-                 feat_cost):
+def settle_costs(touched, closure_ptr, closure_units, unit_ptr, unit_feat, unit_cost, acquired, feat_cost):
     """Acquired features and feature cost of each row from the features its trees tested.
 
     The cost of an example depends only on the *set* of features tested (the union of their
@@ -72,13 +71,46 @@ _BLOCK = 128
 
 
 @njit(parallel=True, cache=True)
-def run_sequential(rows, X, known, all_known, round32,
-                   feature, fast_threshold, threshold, children_left, children_right, missing_left,
-                   missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight, tree_class,
-                   order, eps_pos, eps_neg, acc32,
-                   bin_width, bin_ptr, bin_key, bin_pos, bin_neg,
-                   touched, n_nodes, n_trees, blocked,
-                   pos, cur, raw, done, exit_dir, frozen):
+def run_sequential(
+    rows,
+    X,
+    known,
+    all_known,
+    round32,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+    value,
+    roots,
+    tree_weight,
+    tree_class,
+    order,
+    eps_pos,
+    eps_neg,
+    acc32,
+    bin_width,
+    bin_ptr,
+    bin_key,
+    bin_pos,
+    bin_neg,
+    touched,
+    n_nodes,
+    n_trees,
+    blocked,
+    pos,
+    cur,
+    raw,
+    done,
+    exit_dir,
+    frozen,
+):
     """Trees in ``order``; after position r exit when raw > eps_pos[r] (+1) or < eps_neg[r] (-1);
     with several outputs, when the leading class's margin over the runner-up is > eps_pos[r].
 
@@ -123,9 +155,19 @@ def run_sequential(rows, X, known, all_known, round32,
                         break
                     touched[i, f] = True
                     visited += 1
-                    node = next_node(node, _read(X, i, f, round32), fast_threshold, threshold,
-                                     children_left, children_right, missing_left, missing_type,
-                                     cat_start, cat_size, cat_bitsets)
+                    node = next_node(
+                        node,
+                        _read(X, i, f, round32),
+                        fast_threshold,
+                        threshold,
+                        children_left,
+                        children_right,
+                        missing_left,
+                        missing_type,
+                        cat_start,
+                        cat_size,
+                        cat_bitsets,
+                    )
                 n_nodes[i] += visited
                 if blocked[i] >= 0:
                     cur[i] = node
@@ -138,8 +180,20 @@ def run_sequential(rows, X, known, all_known, round32,
                 n_trees[i] += 1
                 cur[i] = -1
                 pos[i] = p + 1
-                if _exit_after(i, p, _exit_score(raw, i, width), eps_pos, eps_neg, bin_width,
-                               bin_ptr, bin_key, bin_pos, bin_neg, exit_dir, frozen):
+                if _exit_after(
+                    i,
+                    p,
+                    _exit_score(raw, i, width),
+                    eps_pos,
+                    eps_neg,
+                    bin_width,
+                    bin_ptr,
+                    bin_key,
+                    bin_pos,
+                    bin_neg,
+                    exit_dir,
+                    frozen,
+                ):
                     done[i] = True
             if active == 0:
                 break
@@ -168,8 +222,7 @@ def _exit_score(raw, i, width):
 
 
 @njit(inline="always", cache=True)
-def _exit_after(i, p, g, eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos, bin_neg,
-                exit_dir, frozen):
+def _exit_after(i, p, g, eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos, bin_neg, exit_dir, frozen):
     """Apply position ``p``'s exit rules to row ``i`` with partial score ``g``; True if it exits."""
     if frozen[i]:
         return False
@@ -193,11 +246,40 @@ def _exit_after(i, p, g, eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos,
 
 
 @njit(parallel=True, cache=True)
-def run_sequential_dense(X, feature, fast_threshold, threshold, children_left, children_right,
-                         missing_left, missing_type, cat_start, cat_size, cat_bitsets, value, roots,
-                         tree_weight, order, eps_pos, eps_neg, acc32, bin_width, bin_ptr, bin_key,
-                         bin_pos, bin_neg, touched, n_nodes, n_trees, pos, raw, done, exit_dir,
-                         frozen, block):
+def run_sequential_dense(
+    X,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+    value,
+    roots,
+    tree_weight,
+    order,
+    eps_pos,
+    eps_neg,
+    acc32,
+    bin_width,
+    bin_ptr,
+    bin_key,
+    bin_pos,
+    bin_neg,
+    touched,
+    n_nodes,
+    n_trees,
+    pos,
+    raw,
+    done,
+    exit_dir,
+    frozen,
+    block,
+):
     """``run_sequential`` for the dense case, built for speed: each block keeps a compact list
     of its rows still running, so positions after most rows exited cost only the rows left,
     and walks them two at a time (``walk_pair``). Single-output forests; rows start at 0.
@@ -220,24 +302,67 @@ def run_sequential_dense(X, feature, fast_threshold, threshold, children_left, c
             for a in range(0, m - 1, 2):
                 i = active[a]
                 j = active[a + 1]
-                li, lj = walk_pair(X, i, j, root, feature, fast_threshold, threshold, children_left,
-                                   children_right, missing_left, missing_type, cat_start, cat_size,
-                                   cat_bitsets, True, touched, n_nodes)
+                li, lj = walk_pair(
+                    X,
+                    i,
+                    j,
+                    root,
+                    feature,
+                    fast_threshold,
+                    threshold,
+                    children_left,
+                    children_right,
+                    missing_left,
+                    missing_type,
+                    cat_start,
+                    cat_size,
+                    cat_bitsets,
+                    True,
+                    touched,
+                    n_nodes,
+                )
                 raw[i, 0] = add_leaf(raw[i, 0], w, value[li, 0], acc32)
                 raw[j, 0] = add_leaf(raw[j, 0], w, value[lj, 0], acc32)
             if m % 2:
                 i = active[m - 1]
-                li = walk_one(X, i, root, feature, fast_threshold, threshold, children_left,
-                              children_right, missing_left, missing_type, cat_start, cat_size,
-                              cat_bitsets, True, touched, n_nodes)
+                li = walk_one(
+                    X,
+                    i,
+                    root,
+                    feature,
+                    fast_threshold,
+                    threshold,
+                    children_left,
+                    children_right,
+                    missing_left,
+                    missing_type,
+                    cat_start,
+                    cat_size,
+                    cat_bitsets,
+                    True,
+                    touched,
+                    n_nodes,
+                )
                 raw[i, 0] = add_leaf(raw[i, 0], w, value[li, 0], acc32)
             kept = 0
             for a in range(m):
                 i = active[a]
                 n_trees[i] += 1
                 pos[i] = p + 1
-                if _exit_after(i, p, raw[i, 0], eps_pos, eps_neg, bin_width, bin_ptr, bin_key,
-                               bin_pos, bin_neg, exit_dir, frozen):
+                if _exit_after(
+                    i,
+                    p,
+                    raw[i, 0],
+                    eps_pos,
+                    eps_neg,
+                    bin_width,
+                    bin_ptr,
+                    bin_key,
+                    bin_pos,
+                    bin_neg,
+                    exit_dir,
+                    frozen,
+                ):
                     done[i] = True
                 else:
                     active[kept] = i
@@ -248,12 +373,43 @@ def run_sequential_dense(X, feature, fast_threshold, threshold, children_left, c
 
 
 @njit(parallel=True, cache=True)
-def run_cascade(rows, X, known, all_known, round32,
-                feature, fast_threshold, threshold, children_left, children_right, missing_left,
-                missing_type, cat_start, cat_size, cat_bitsets, value, roots, tree_weight,
-                stage_ptr, stage_trees, stage_w, stage_bias, stage_thr,
-                touched, n_nodes, n_trees, blocked,
-                stage, jpos, cur, score, tree_out, tree_done, done, exit_dir):
+def run_cascade(
+    rows,
+    X,
+    known,
+    all_known,
+    round32,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+    value,
+    roots,
+    tree_weight,
+    stage_ptr,
+    stage_trees,
+    stage_w,
+    stage_bias,
+    stage_thr,
+    touched,
+    n_nodes,
+    n_trees,
+    blocked,
+    stage,
+    jpos,
+    cur,
+    score,
+    tree_out,
+    tree_done,
+    done,
+    exit_dir,
+):
     """Stages ``k`` score ``bias[k] + sum_t w[k,t] h_t(x)``; reject below ``thr[k]`` (k < K-1).
 
     ``h_t(x) = tree_weight[t] * leaf value``; each tree is evaluated at most once per example
@@ -285,9 +441,19 @@ def run_cascade(rows, X, known, all_known, round32,
                             break
                         touched[i, f] = True
                         n_nodes[i] += 1
-                        node = next_node(node, _read(X, i, f, round32), fast_threshold, threshold,
-                                         children_left, children_right, missing_left, missing_type,
-                                         cat_start, cat_size, cat_bitsets)
+                        node = next_node(
+                            node,
+                            _read(X, i, f, round32),
+                            fast_threshold,
+                            threshold,
+                            children_left,
+                            children_right,
+                            missing_left,
+                            missing_type,
+                            cat_start,
+                            cat_size,
+                            cat_bitsets,
+                        )
                     if stopped:
                         break
                     tree_out[i, t] = tree_weight[t] * value[node, 0]
@@ -315,8 +481,7 @@ def run_cascade(rows, X, known, all_known, round32,
 
 
 @njit(parallel=True, cache=True)
-def run_linear(rows, X, known, all_known, features, coef, intercept,
-               touched, blocked, raw, done):
+def run_linear(rows, X, known, all_known, features, coef, intercept, touched, blocked, raw, done):
     """A linear model: tests every feature with a non-zero coefficient."""
     n_out = coef.shape[1]
     for r in prange(rows.shape[0]):

@@ -17,10 +17,41 @@ from thrifty.runtime._kernels import _exit_after, _exit_score
 
 
 @njit(parallel=True, cache=True)
-def run_native(leaves, X, rows, order, stop, has_exit, value, tree_weight, tree_class, leaf_rec, path_ptr,
-               path_feat, eps_pos, eps_neg, acc32, bin_width, bin_ptr, bin_key, bin_pos,
-               bin_neg, touched, n_nodes, n_trees, pos, raw, done, exit_dir, frozen, active, mask,
-               buf, block, chunk):
+def run_native(
+    leaves,
+    X,
+    rows,
+    order,
+    stop,
+    has_exit,
+    value,
+    tree_weight,
+    tree_class,
+    leaf_rec,
+    path_ptr,
+    path_feat,
+    eps_pos,
+    eps_neg,
+    acc32,
+    bin_width,
+    bin_ptr,
+    bin_key,
+    bin_pos,
+    bin_neg,
+    touched,
+    n_nodes,
+    n_trees,
+    pos,
+    raw,
+    done,
+    exit_dir,
+    frozen,
+    active,
+    mask,
+    buf,
+    block,
+    chunk,
+):
     """Trees in ``order`` over the rows ``rows`` of ``X`` (none started yet), with the exits of
     ``run_sequential``.
 
@@ -87,8 +118,20 @@ def run_native(leaves, X, rows, order, stop, has_exit, value, tree_weight, tree_
                     if has_exit[p + j - 1]:
                         if single:
                             raw[i, 0] = acc
-                        if _exit_after(i, p + j - 1, _exit_score(raw, i, width), eps_pos, eps_neg,
-                                       bin_width, bin_ptr, bin_key, bin_pos, bin_neg, exit_dir, frozen):
+                        if _exit_after(
+                            i,
+                            p + j - 1,
+                            _exit_score(raw, i, width),
+                            eps_pos,
+                            eps_neg,
+                            bin_width,
+                            bin_ptr,
+                            bin_key,
+                            bin_pos,
+                            bin_neg,
+                            exit_dir,
+                            frozen,
+                        ):
                             done[i] = True
                             running = False
                             break

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from thrifty.costs import CostModel, CostReport
+from thrifty.exceptions import InputError
 from thrifty.runtime._executors import Context, Executor
 from thrifty.runtime.plans import Cascade, Gated, Plan
 
@@ -53,15 +54,17 @@ def costs_for(plan: Plan, costs: CostModel | None) -> CostModel:
     if costs is None:
         return plan.default_costs
     if not isinstance(costs, CostModel):
-        raise TypeError(f"costs must be a thrifty CostModel, got {type(costs).__name__}; "
-                        "build one with CostModel(...) or CostModel.from_file(path)")
+        raise TypeError(
+            f"costs must be a thrifty CostModel, got {type(costs).__name__}; "
+            "build one with CostModel(...) or CostModel.from_file(path)"
+        )
     return costs.for_features(plan.feature_names, plan.n_features)
 
 
 def chunk_rows(plan: Plan, costs: CostModel, lazy: bool, chunk_size: int | None) -> int:
     """Rows evaluated at once: ``chunk_size``, or sized so per-row state stays near 128 MiB."""
     if chunk_size is not None and int(chunk_size) < 0:
-        raise ValueError(f"chunk_size must be >= 1 (or None for the default), got {chunk_size}")
+        raise InputError(f"chunk_size must be >= 1 (or None for the default), got {chunk_size}")
     if chunk_size:
         return int(chunk_size)
     F, U = plan.n_features, len(costs.unit_cost)
@@ -109,8 +112,18 @@ class Collector:
             self.labels[lo:hi] = ex.labels()
 
     def result(self) -> Evaluation:
-        return assemble(self.plan, self.costs, self.raw, self.proba, self.labels, self.exit,
-                        self.feature, self.acquired, self.n_nodes, self.n_trees)
+        return assemble(
+            self.plan,
+            self.costs,
+            self.raw,
+            self.proba,
+            self.labels,
+            self.exit,
+            self.feature,
+            self.acquired,
+            self.n_nodes,
+            self.n_trees,
+        )
 
 
 def evaluation_of(plan: Plan, costs: CostModel, ctx: Context, ex: Executor) -> Evaluation:
@@ -119,17 +132,31 @@ def evaluation_of(plan: Plan, costs: CostModel, ctx: Context, ex: Executor) -> E
     proba = labels = None
     if plan.is_classifier:
         proba, labels = ex.proba(), ex.labels()
-    return assemble(plan, costs, ex.raw, proba, labels, ex.exit, feature, acquired, ctx.n_nodes,
-                    ctx.n_trees)
+    return assemble(plan, costs, ex.raw, proba, labels, ex.exit, feature, acquired, ctx.n_nodes, ctx.n_trees)
 
 
-def assemble(plan: Plan, costs: CostModel, raw: np.ndarray, proba: np.ndarray | None,
-             labels: np.ndarray | None, exit: np.ndarray, feature: np.ndarray, acquired: np.ndarray,
-             n_nodes: np.ndarray, n_trees: np.ndarray) -> Evaluation:
+def assemble(
+    plan: Plan,
+    costs: CostModel,
+    raw: np.ndarray,
+    proba: np.ndarray | None,
+    labels: np.ndarray | None,
+    exit: np.ndarray,
+    feature: np.ndarray,
+    acquired: np.ndarray,
+    n_nodes: np.ndarray,
+    n_trees: np.ndarray,
+) -> Evaluation:
     evaluation = costs.tree_cost * n_trees + costs.split_cost * n_nodes
-    report = CostReport(feature=feature, evaluation=evaluation, total=feature + evaluation,
-                        n_trees=n_trees, n_nodes=n_nodes, acquired=acquired,
-                        fixed=costs.fixed_cost(plan.feature_usage()),
-                        feature_names=costs.feature_names or plan.feature_names)
+    report = CostReport(
+        feature=feature,
+        evaluation=evaluation,
+        total=feature + evaluation,
+        n_trees=n_trees,
+        n_nodes=n_nodes,
+        acquired=acquired,
+        fixed=costs.fixed_cost(plan.feature_usage()),
+        feature_names=costs.feature_names or plan.feature_names,
+    )
     raw = raw[:, 0] if plan.n_outputs == 1 else raw
     return Evaluation(raw=raw, proba=proba, labels=labels, exit=exit, cost=report)

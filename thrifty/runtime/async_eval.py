@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.runtime._results import Evaluation, costs_for
 from thrifty.runtime.lazy import drive, lazy_rounds
 from thrifty.runtime.plans import Full, as_plan
@@ -24,9 +25,17 @@ from thrifty.runtime.tree_rounds import tree_rounds
 _LATENCY = ("max", "sum")
 
 
-async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = None, *, n_rows: int,
-                         latency: str = "max", trees: str = "in-order", chunk_size: int | None = None,
-                         n_threads: int | None = None) -> Evaluation:
+async def evaluate_async(
+    model: Any,
+    provider: Any,
+    costs: CostModel | None = None,
+    *,
+    n_rows: int,
+    latency: str = "max",
+    trees: str = "in-order",
+    chunk_size: int | None = None,
+    n_threads: int | None = None,
+) -> Evaluation:
     """Evaluate a plan lazily on an async (or sync) feature provider, awaiting each round.
 
     Parameters
@@ -60,15 +69,17 @@ async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = No
         the rounds in which it waited of the latency of what it waited for in that round.
     """
     if latency not in _LATENCY:
-        raise ValueError(f"latency must be one of {_LATENCY}, got {latency!r}")
+        raise InputError(f"latency must be one of {_LATENCY}, got {latency!r}")
     if trees not in ("in-order", "parallel"):
-        raise ValueError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
+        raise InputError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
     plan = as_plan(model)
     costs = costs_for(plan, costs)
     if trees == "parallel":
         if not isinstance(plan, Full):
-            raise ValueError(f"trees='parallel' needs a Full plan (every tree evaluated), got "
-                             f"{type(plan).__name__}; an early-exit plan must evaluate its trees in order")
+            raise InputError(
+                f"trees='parallel' needs a Full plan (every tree evaluated), got "
+                f"{type(plan).__name__}; an early-exit plan must evaluate its trees in order"
+            )
         gen = tree_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     else:
         gen = lazy_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
@@ -82,8 +93,9 @@ async def evaluate_async(model: Any, provider: Any, costs: CostModel | None = No
     return result
 
 
-async def _drive(gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: Any,
-                 clock: _Latency) -> Evaluation:
+async def _drive(
+    gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: Any, clock: _Latency
+) -> Evaluation:
     try:
         requests = next(gen)
         while True:
@@ -111,7 +123,7 @@ class _Latency:
         c = self.costs
         wait = np.zeros(len(self.latency))
         for f, rows in requests:
-            units = c.closure_units[c.closure_ptr[f]:c.closure_ptr[f + 1]]
+            units = c.closure_units[c.closure_ptr[f] : c.closure_ptr[f + 1]]
             block = np.ix_(rows, units)
             paid = np.where(self.held[block], 0.0, c.unit_cost[units])
             self.held[block] = True

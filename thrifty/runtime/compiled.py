@@ -70,8 +70,9 @@ class CompiledPlan:
         self.parts: tuple[CompiledPlan, ...] = ()
         self.schedule: NativeSchedule | None = None
         if isinstance(self.plan, Gated):
-            self.parts = tuple(CompiledPlan(p, progress=progress)
-                               for p in (self.plan.gate, self.plan.low, self.plan.high))
+            self.parts = tuple(
+                CompiledPlan(p, progress=progress) for p in (self.plan.gate, self.plan.low, self.plan.high)
+            )
             self.native = all(p.native for p in self.parts)
             self.compile_seconds = sum(p.compile_seconds for p in self.parts)
         elif isinstance(self.plan, (Full, Sequential)):
@@ -103,8 +104,7 @@ def _rebuild(plan: Plan, costs: CostModel | None) -> CompiledPlan:
 def _native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> NativeSchedule:
     depth, path_ptr, path_feat = leaf_tables(forest)
     n = len(schedule.order)
-    has_exit = (np.isfinite(schedule.eps_pos) | np.isfinite(schedule.eps_neg)
-                | (schedule.bins.width > 0))
+    has_exit = np.isfinite(schedule.eps_pos) | np.isfinite(schedule.eps_neg) | (schedule.bins.width > 0)
     # stop[p]: one past the first position >= p after which a row may exit.
     stop = np.full(n + 1, n, dtype=np.int64)
     for p in range(n - 1, -1, -1):
@@ -120,12 +120,28 @@ def _native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> Nati
         rec["wv"][nodes] = forest.tree_weight[t] * forest.value[nodes, 0]
     if forest.n_features <= 64:
         for node in range(forest.n_nodes):
-            for feat in path_feat[path_ptr[node]:path_ptr[node + 1]]:
+            for feat in path_feat[path_ptr[node] : path_ptr[node + 1]]:
                 rec["mask"][node] |= np.uint64(1) << np.uint64(feat)
     f, b = forest, schedule.bins
-    args = (schedule.order, stop, has_exit, f.value, f.tree_weight, f.tree_class, rec, path_ptr,
-            path_feat, schedule.eps_pos, schedule.eps_neg, f.accumulate == "float32", b.width,
-            b.ptr, b.key, b.pos, b.neg)
+    args = (
+        schedule.order,
+        stop,
+        has_exit,
+        f.value,
+        f.tree_weight,
+        f.tree_class,
+        rec,
+        path_ptr,
+        path_feat,
+        schedule.eps_pos,
+        schedule.eps_neg,
+        f.accumulate == "float32",
+        b.width,
+        b.ptr,
+        b.key,
+        b.pos,
+        b.neg,
+    )
     return NativeSchedule(code, rec, path_ptr, path_feat, stop, has_exit, args)
 
 

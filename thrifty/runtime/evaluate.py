@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest._inputs import to_matrix
 from thrifty.forest._predict import SERIAL_ROWS, threads
 from thrifty.runtime._executors import Context, executor
@@ -18,9 +19,15 @@ from thrifty.runtime.plans import Plan, as_plan
 __all__ = ["Evaluation", "Provider", "array_provider", "evaluate"]
 
 
-def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
-             n_rows: int | None = None, n_threads: int | None = None,
-             chunk_size: int | None = None) -> Evaluation:
+def evaluate(
+    model: Any,
+    X: Any = None,
+    costs: CostModel | None = None,
+    *,
+    n_rows: int | None = None,
+    n_threads: int | None = None,
+    chunk_size: int | None = None,
+) -> Evaluation:
     """Evaluate a plan (or forest, or fitted model) and report what each prediction cost.
 
     Parameters
@@ -58,9 +65,9 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
         return run_lazy(plan, X, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     costs = costs_for(plan, costs)
     if X is None:
-        raise ValueError("evaluate needs X (a matrix or DataFrame) or a feature provider")
+        raise InputError("evaluate needs X (a matrix or DataFrame) or a feature provider")
     if n_rows is not None:
-        raise ValueError("n_rows= is only for lazy evaluation with a feature provider")
+        raise InputError("n_rows= is only for lazy evaluation with a feature provider")
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     n = X.shape[0]
@@ -83,8 +90,9 @@ def evaluate(model: Any, X: Any = None, costs: CostModel | None = None, *,
     return out.result()
 
 
-def _run_dense(plan: Plan, X: np.ndarray, costs: CostModel,
-               compiled: CompiledPlan | None) -> tuple[Context, Any]:
+def _run_dense(
+    plan: Plan, X: np.ndarray, costs: CostModel, compiled: CompiledPlan | None
+) -> tuple[Context, Any]:
     ctx = Context(X, np.ones((1, 1), dtype=np.bool_), True, costs)
     ex = executor(plan, ctx, compiled)
     ex.advance(np.arange(ctx.n, dtype=np.int64))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest._inputs import to_matrix
 from thrifty.forest._predict import threads
 from thrifty.runtime._executors import Context, executor
@@ -25,9 +26,14 @@ Provider = Callable[[np.ndarray, np.ndarray], Any]
 Round = list[tuple[int, np.ndarray]]
 
 
-def lazy_rounds(model: Any, costs: CostModel | None = None, *, n_rows: int,
-                chunk_size: int | None = None, n_threads: int | None = None
-                ) -> Generator[Round, list[np.ndarray], Evaluation]:
+def lazy_rounds(
+    model: Any,
+    costs: CostModel | None = None,
+    *,
+    n_rows: int,
+    chunk_size: int | None = None,
+    n_threads: int | None = None,
+) -> Generator[Round, list[np.ndarray], Evaluation]:
     """Evaluate ``model`` lazily as a generator of feature-request rounds.
 
     Each ``next()``/``send()`` yields one round: a list of ``(feature_id, row_ids)`` pairs,
@@ -69,16 +75,17 @@ def lazy_rounds(model: Any, costs: CostModel | None = None, *, n_rows: int,
     plan = as_plan(model)
     costs = costs_for(plan, costs)
     if n_rows is None:
-        raise ValueError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
+        raise InputError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
     n = int(n_rows)
     if n < 0:
-        raise ValueError(f"n_rows must be >= 0, got {n}")
+        raise InputError(f"n_rows must be >= 0, got {n}")
     chunk = chunk_rows(plan, costs, True, chunk_size)
     return _rounds(plan, costs, n, chunk, n_threads)
 
 
-def _rounds(plan: Any, costs: CostModel, n: int, chunk: int, n_threads: int | None
-            ) -> Generator[Round, list[np.ndarray], Evaluation]:
+def _rounds(
+    plan: Any, costs: CostModel, n: int, chunk: int, n_threads: int | None
+) -> Generator[Round, list[np.ndarray], Evaluation]:
     out = Collector(plan, costs, n)
     F = plan.n_features
     for lo in range(0, n, chunk):
@@ -97,9 +104,11 @@ def _rounds(plan: Any, costs: CostModel, n: int, chunk: int, n_threads: int | No
             request = [(int(f), active[features == f] + lo) for f in np.unique(features)]
             values = yield request
             if values is None or len(values) != len(request):
-                raise ValueError(f"send one array of values per requested (feature, rows) pair: "
-                                 f"{len(request)} were requested, got "
-                                 f"{'none' if values is None else len(values)}")
+                raise InputError(
+                    f"send one array of values per requested (feature, rows) pair: "
+                    f"{len(request)} were requested, got "
+                    f"{'none' if values is None else len(values)}"
+                )
             for (f, rows), v in zip(request, values):
                 local = rows - lo
                 ctx.X[local, f] = _column(v, len(rows), f)
@@ -114,16 +123,27 @@ def _column(values: Any, n: int, feature: int) -> np.ndarray:
     try:
         v = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError("the feature provider returned non-numeric values; return numbers "
-                         "(category codes for categorical features)") from exc
+        raise InputError(
+            "the feature provider returned non-numeric values; return numbers "
+            "(category codes for categorical features)"
+        ) from exc
     if v.size != n or (v.ndim > 1 and v.shape[0] != n):
-        raise ValueError(f"got {v.shape} values for feature {feature} on {n} rows; send one value "
-                         "per requested row, in the order of row_ids")
+        raise InputError(
+            f"got {v.shape} values for feature {feature} on {n} rows; send one value "
+            "per requested row, in the order of row_ids"
+        )
     return v.reshape(n)
 
 
-def run_lazy(model: Any, provider: Provider, costs: CostModel | None = None, *, n_rows: int,
-             chunk_size: int | None = None, n_threads: int | None = None) -> Evaluation:
+def run_lazy(
+    model: Any,
+    provider: Provider,
+    costs: CostModel | None = None,
+    *,
+    n_rows: int,
+    chunk_size: int | None = None,
+    n_threads: int | None = None,
+) -> Evaluation:
     """Drive ``lazy_rounds`` with a synchronous ``provider(feature_ids, row_ids) -> values``.
 
     The provider is called once per requested pair, with one feature id, and returns an array
@@ -134,16 +154,22 @@ def run_lazy(model: Any, provider: Provider, costs: CostModel | None = None, *, 
     if inspect.iscoroutinefunction(fetch) or inspect.iscoroutinefunction(provider):
         raise TypeError("the feature provider is async; use `await thrifty.evaluate_async(...)`")
     if fetch is None:
+
         def fetch(request: Round) -> list[np.ndarray]:
-            return [provider_column(provider(np.array([f], dtype=np.int64), rows), len(rows))
-                    for f, rows in request]
+            return [
+                provider_column(provider(np.array([f], dtype=np.int64), rows), len(rows))
+                for f, rows in request
+            ]
 
     rounds = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     return drive(rounds, fetch)
 
 
-def drive(rounds: Generator[Round, list[np.ndarray], Evaluation], fetch: Callable[[Round], Any],
-          after: Callable[[Round], None] | None = None) -> Evaluation:
+def drive(
+    rounds: Generator[Round, list[np.ndarray], Evaluation],
+    fetch: Callable[[Round], Any],
+    after: Callable[[Round], None] | None = None,
+) -> Evaluation:
     """Run a round generator to its ``Evaluation``, answering each round with ``fetch(round)``
     (then calling ``after(round)``, e.g. to account latency)."""
     try:
@@ -164,8 +190,10 @@ def provider_column(values: Any, n_rows: int) -> np.ndarray:
     if values.ndim == 1:
         values = values.reshape(-1, 1)
     if values.shape != (n_rows, 1):
-        raise ValueError(f"the feature provider returned shape {values.shape} for {n_rows} rows "
-                         "and 1 feature(s); it must return (len(row_ids), len(feature_ids))")
+        raise InputError(
+            f"the feature provider returned shape {values.shape} for {n_rows} rows "
+            "and 1 feature(s); it must return (len(row_ids), len(feature_ids))"
+        )
     return values[:, 0]
 
 

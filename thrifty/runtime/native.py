@@ -36,8 +36,16 @@ CODEGEN_VERSION = 3
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``leaves``: (X, stride, rows, n_rows, p, k, out) -> None.
-LEAVES = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
-                          ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+LEAVES = ctypes.CFUNCTYPE(
+    None,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_void_p,
+)
 
 
 def cache_dir() -> Path:
@@ -59,12 +67,24 @@ def code_key(forest: Forest, order: np.ndarray, blocks: list[tuple[int, int]]) -
     """Hash of everything the native code depends on: the forest's splits, the plan's order
     and blocks, this generator's version and the target CPU."""
     h = hashlib.sha256()
-    h.update(f"{CODEGEN_VERSION}|{llvmlite.__version__}|{llvm.get_process_triple()}|"
-             f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}".encode())
-    for a in (forest.feature, forest.threshold, forest.children_left, forest.children_right,
-              forest.missing_left, forest.missing_type, forest.cat_start, forest.cat_size,
-              forest.cat_bitsets, forest.roots, np.asarray(order, dtype=np.int64),
-              np.asarray(blocks, dtype=np.int64)):
+    h.update(
+        f"{CODEGEN_VERSION}|{llvmlite.__version__}|{llvm.get_process_triple()}|"
+        f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}".encode()
+    )
+    for a in (
+        forest.feature,
+        forest.threshold,
+        forest.children_left,
+        forest.children_right,
+        forest.missing_left,
+        forest.missing_type,
+        forest.cat_start,
+        forest.cat_size,
+        forest.cat_bitsets,
+        forest.roots,
+        np.asarray(order, dtype=np.int64),
+        np.asarray(blocks, dtype=np.int64),
+    ):
         h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
     h.update(str(forest.n_features).encode())
     return h.hexdigest()[:32]
@@ -99,8 +119,9 @@ class NativeCode:
         Time spent compiling (0 when loaded from the cache).
     """
 
-    def __init__(self, forest: Forest, order: np.ndarray, stop: np.ndarray, chunk: int, *,
-                 progress: bool = True) -> None:
+    def __init__(
+        self, forest: Forest, order: np.ndarray, stop: np.ndarray, chunk: int, *, progress: bool = True
+    ) -> None:
         blocks = plan_blocks(stop, chunk)
         self.key = code_key(forest, order, blocks)
         path = cache_dir() / f"{self.key}.o"
@@ -120,9 +141,13 @@ class NativeCode:
 
 def _target_machine() -> llvm.TargetMachine:
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=2, reloc="pic", codemodel="default")
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=2,
+        reloc="pic",
+        codemodel="default",
+    )
 
 
 def plan_blocks(stop: np.ndarray, chunk: int) -> list[tuple[int, int]]:
@@ -136,8 +161,9 @@ def plan_blocks(stop: np.ndarray, chunk: int) -> list[tuple[int, int]]:
     return blocks
 
 
-def _compile(forest: Forest, order: np.ndarray, blocks: list[tuple[int, int]], key: str,
-             progress: bool) -> list[bytes]:
+def _compile(
+    forest: Forest, order: np.ndarray, blocks: list[tuple[int, int]], key: str, progress: bool
+) -> list[bytes]:
     """Object code of the blocks' functions (in modules of about ``_TREES_PER_MODULE`` trees)
     and of the dispatcher."""
     tm = _target_machine()
@@ -147,7 +173,7 @@ def _compile(forest: Forest, order: np.ndarray, blocks: list[tuple[int, int]], k
     module: list[str] = []
     trees = 0
     for b, (p, k) in enumerate(blocks):
-        module.append(_block_ir(forest, order[p:p + k], b, key))
+        module.append(_block_ir(forest, order[p : p + k], b, key))
         trees += k
         if trees % _TREES_PER_MODULE < k or b == len(blocks) - 1:
             objects.append(_emit(tm, "declare double @llvm.fabs.f64(double)\n" + "\n".join(module)))
@@ -156,11 +182,16 @@ def _compile(forest: Forest, order: np.ndarray, blocks: list[tuple[int, int]], k
             if progress and (shown or elapsed > 2.0) and b < len(blocks) - 1:
                 # Compiling a large forest takes a while: say how far it is.
                 shown = True
-                print(f"\rthrifty: compiling trees {trees}/{len(order)} ({elapsed:.0f} s)", end="",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"\rthrifty: compiling trees {trees}/{len(order)} ({elapsed:.0f} s)",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
     if shown:
-        print(f"\rthrifty: compiled {len(order)} trees in {time.perf_counter() - t0:.1f} s   ",
-              file=sys.stderr)
+        print(
+            f"\rthrifty: compiled {len(order)} trees in {time.perf_counter() - t0:.1f} s   ", file=sys.stderr
+        )
     objects.append(_emit(tm, _dispatcher_ir(blocks, key)))
     return objects
 
@@ -185,14 +216,22 @@ def _block_ir(forest: Forest, trees: np.ndarray, b: int, key: str) -> str:
     """Block ``b`` as ``void block(X, stride, rows, n_rows, out)``: for each listed row, every
     tree of the block in turn (their code inlined one after the other, so the CPU overlaps
     independent trees), writing the leaf of tree ``j`` to ``out[r * k + j]``."""
-    head = [f"define void @block_{key}_{b}(ptr noalias %X, i64 %stride, ptr noalias %rows, i64 %m, "
-            "ptr noalias %out) {",
-            "entry:", "  br label %loop",
-            "loop:", "  %r = phi i64 [0, %entry], [%r1, %next]",
-            "  %end = icmp sge i64 %r, %m", "  br i1 %end, label %exit, label %body",
-            "body:", "  %rp = getelementptr i64, ptr %rows, i64 %r", "  %ri = load i64, ptr %rp",
-            "  %off = mul i64 %ri, %stride", "  %row = getelementptr double, ptr %X, i64 %off",
-            "  br label %t0_start"]
+    head = [
+        f"define void @block_{key}_{b}(ptr noalias %X, i64 %stride, ptr noalias %rows, i64 %m, "
+        "ptr noalias %out) {",
+        "entry:",
+        "  br label %loop",
+        "loop:",
+        "  %r = phi i64 [0, %entry], [%r1, %next]",
+        "  %end = icmp sge i64 %r, %m",
+        "  br i1 %end, label %exit, label %body",
+        "body:",
+        "  %rp = getelementptr i64, ptr %rows, i64 %r",
+        "  %ri = load i64, ptr %rp",
+        "  %off = mul i64 %ri, %stride",
+        "  %row = getelementptr double, ptr %X, i64 %off",
+        "  br label %t0_start",
+    ]
     lines: list[str] = []
     globals_: list[str] = []
     for j, t in enumerate(trees):
@@ -202,8 +241,9 @@ def _block_ir(forest: Forest, trees: np.ndarray, b: int, key: str) -> str:
     return "\n".join(globals_ + head + lines + tail)
 
 
-def _tree_body(f: Forest, t: int, x: str, j: int, width: int, after: str, key: str,
-               globals_: list[str]) -> list[str]:
+def _tree_body(
+    f: Forest, t: int, x: str, j: int, width: int, after: str, key: str, globals_: list[str]
+) -> list[str]:
     """The code of tree ``t`` for the row at ``%row`` (names prefixed ``x``): it stores the
     leaf reached to ``out[r * width + j]`` and branches to ``after``. The split rules mirror
     ``thrifty.forest._traverse.next_node`` exactly."""
@@ -222,60 +262,76 @@ def _tree_body(f: Forest, t: int, x: str, j: int, width: int, after: str, key: s
         stack += [int(f.children_right[node]), int(f.children_left[node])]
         default = left if f.missing_left[node] else right
         v = f"%{n}v"
-        lines += [f"{n}:", f"  %{n}p = getelementptr double, ptr %row, i64 {feat}",
-                  f"  {v} = load double, ptr %{n}p"]
+        lines += [
+            f"{n}:",
+            f"  %{n}p = getelementptr double, ptr %row, i64 {feat}",
+            f"  {v} = load double, ptr %{n}p",
+        ]
         if f.cat_start[node] >= 0:
-            words = f.cat_bitsets[f.cat_start[node]:f.cat_start[node] + f.cat_size[node]]
+            words = f.cat_bitsets[f.cat_start[node] : f.cat_start[node] + f.cat_size[node]]
             name = f"@cat_{key}_{node}"
             if not any(g.startswith(name + " ") for g in globals_):
-                globals_.append(f"{name} = private unnamed_addr constant [{len(words)} x i32] ["
-                                + ", ".join(f"i32 {int(w)}" for w in words) + "]")
-            lines += [f"  %{n}nan = fcmp uno double {v}, 0.0",
-                      f"  br i1 %{n}nan, label {default}, label %{n}c",
-                      f"{n}c:",
-                      f"  %{n}gt = fcmp ogt double {v}, -1.0",
-                      f"  %{n}lt = fcmp olt double {v}, {_double(32.0 * len(words))}",
-                      f"  %{n}in = and i1 %{n}gt, %{n}lt",
-                      f"  br i1 %{n}in, label %{n}b, label {right}",
-                      f"{n}b:",
-                      # fptosi truncates toward zero, as the interpreter's int() does.
-                      f"  %{n}code = fptosi double {v} to i32",
-                      f"  %{n}w = lshr i32 %{n}code, 5",
-                      f"  %{n}s = and i32 %{n}code, 31",
-                      f"  %{n}wp = getelementptr [{len(words)} x i32], ptr {name}, i32 0, i32 %{n}w",
-                      f"  %{n}word = load i32, ptr %{n}wp",
-                      f"  %{n}bits = lshr i32 %{n}word, %{n}s",
-                      f"  %{n}bit = trunc i32 %{n}bits to i1",
-                      f"  br i1 %{n}bit, label {left}, label {right}"]
+                globals_.append(
+                    f"{name} = private unnamed_addr constant [{len(words)} x i32] ["
+                    + ", ".join(f"i32 {int(w)}" for w in words)
+                    + "]"
+                )
+            lines += [
+                f"  %{n}nan = fcmp uno double {v}, 0.0",
+                f"  br i1 %{n}nan, label {default}, label %{n}c",
+                f"{n}c:",
+                f"  %{n}gt = fcmp ogt double {v}, -1.0",
+                f"  %{n}lt = fcmp olt double {v}, {_double(32.0 * len(words))}",
+                f"  %{n}in = and i1 %{n}gt, %{n}lt",
+                f"  br i1 %{n}in, label %{n}b, label {right}",
+                f"{n}b:",
+                # fptosi truncates toward zero, as the interpreter's int() does.
+                f"  %{n}code = fptosi double {v} to i32",
+                f"  %{n}w = lshr i32 %{n}code, 5",
+                f"  %{n}s = and i32 %{n}code, 31",
+                f"  %{n}wp = getelementptr [{len(words)} x i32], ptr {name}, i32 0, i32 %{n}w",
+                f"  %{n}word = load i32, ptr %{n}wp",
+                f"  %{n}bits = lshr i32 %{n}word, %{n}s",
+                f"  %{n}bit = trunc i32 %{n}bits to i1",
+                f"  br i1 %{n}bit, label {left}, label {right}",
+            ]
             continue
         thr = _double(f.threshold[node])
         mt = int(f.missing_type[node])
         if np.isnan(f.threshold[node]) and mt != MISSING_ZERO:
             # No value is <= NaN: NaN takes the default child (or, read as 0.0, goes right).
             target = default if mt != MISSING_AS_ZERO else right
-            lines += [f"  %{n}nan = fcmp uno double {v}, 0.0",
-                      f"  br i1 %{n}nan, label {target}, label {right}"]
+            lines += [
+                f"  %{n}nan = fcmp uno double {v}, 0.0",
+                f"  br i1 %{n}nan, label {target}, label {right}",
+            ]
             continue
         if mt == MISSING_ZERO:
-            lines += [f"  %{n}a = call double @llvm.fabs.f64(double {v})",
-                      f"  %{n}z = fcmp ule double %{n}a, {_double(_ZERO)}",
-                      f"  br i1 %{n}z, label {default}, label %{n}c",
-                      f"{n}c:",
-                      f"  %{n}le = fcmp ole double {v}, {thr}",
-                      f"  br i1 %{n}le, label {left}, label {right}"]
+            lines += [
+                f"  %{n}a = call double @llvm.fabs.f64(double {v})",
+                f"  %{n}z = fcmp ule double %{n}a, {_double(_ZERO)}",
+                f"  br i1 %{n}z, label {default}, label %{n}c",
+                f"{n}c:",
+                f"  %{n}le = fcmp ole double {v}, {thr}",
+                f"  br i1 %{n}le, label {left}, label {right}",
+            ]
             continue
         # NaN goes to the default child (MISSING_NAN) or is read as 0.0 (MISSING_AS_ZERO): an
         # unordered comparison sends NaN left, an ordered one right.
         nan_left = (0.0 <= f.threshold[node]) if mt == MISSING_AS_ZERO else bool(f.missing_left[node])
-        lines += [f"  %{n}le = fcmp {'ule' if nan_left else 'ole'} double {v}, {thr}",
-                  f"  br i1 %{n}le, label {left}, label {right}"]
-    lines += [f"{x}leaf:",
-              f"  %{x}id = phi i32 " + ", ".join(f"[{leaf}, %{x}n{leaf}]" for leaf in leaves),
-              f"  %{x}o = mul i64 %r, {width}",
-              f"  %{x}oo = add i64 %{x}o, {j}",
-              f"  %{x}op = getelementptr i32, ptr %out, i64 %{x}oo",
-              f"  store i32 %{x}id, ptr %{x}op",
-              f"  br label {after}"]
+        lines += [
+            f"  %{n}le = fcmp {'ule' if nan_left else 'ole'} double {v}, {thr}",
+            f"  br i1 %{n}le, label {left}, label {right}",
+        ]
+    lines += [
+        f"{x}leaf:",
+        f"  %{x}id = phi i32 " + ", ".join(f"[{leaf}, %{x}n{leaf}]" for leaf in leaves),
+        f"  %{x}o = mul i64 %r, {width}",
+        f"  %{x}oo = add i64 %{x}o, {j}",
+        f"  %{x}op = getelementptr i32, ptr %out, i64 %{x}oo",
+        f"  store i32 %{x}id, ptr %{x}op",
+        f"  br label {after}",
+    ]
     return lines
 
 
@@ -283,8 +339,10 @@ def _dispatcher_ir(blocks: list[tuple[int, int]], key: str) -> str:
     """``leaves(X, stride, rows, m, p, k, out)``: the block starting at position ``p``."""
     decls = "\n".join(f"declare void @block_{key}_{b}(ptr, i64, ptr, i64, ptr)" for b in range(len(blocks)))
     cases = " ".join(f"i64 {p}, label %b{b}" for b, (p, _) in enumerate(blocks))
-    calls = "\n".join(f"b{b}:\n  call void @block_{key}_{b}(ptr %X, i64 %stride, ptr %rows, i64 %m, "
-                      "ptr %out)\n  ret void" for b in range(len(blocks)))
+    calls = "\n".join(
+        f"b{b}:\n  call void @block_{key}_{b}(ptr %X, i64 %stride, ptr %rows, i64 %m, ptr %out)\n  ret void"
+        for b in range(len(blocks))
+    )
     return f"""{decls}
 
 define void @leaves_{key}(ptr %X, i64 %stride, ptr %rows, i64 %m, i64 %p, i64 %k, ptr %out) {{
@@ -308,7 +366,7 @@ def _read_cached(path: Path) -> list[bytes] | None:
         at = 8
         for _ in range(count):
             (size,) = struct.unpack_from("<Q", data, at)
-            objects.append(data[at + 8:at + 8 + size])
+            objects.append(data[at + 8 : at + 8 + size])
             at += 8 + size
     except struct.error:
         return None
@@ -320,8 +378,9 @@ def _write_cached(path: Path, objects: list[bytes]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(struct.pack("<Q", len(objects))
-                        + b"".join(struct.pack("<Q", len(o)) + o for o in objects))
+        tmp.write_bytes(
+            struct.pack("<Q", len(objects)) + b"".join(struct.pack("<Q", len(o)) + o for o in objects)
+        )
         os.replace(tmp, path)
     except OSError:
         pass  # an unwritable cache only costs a compile next time

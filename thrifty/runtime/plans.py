@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest, raw_to_proba
 from thrifty.forest.io import decode_array, encode_array, forest_from_dict, forest_to_dict
 
@@ -102,7 +103,7 @@ class Plan:
 
         ev = evaluate(self, X)
         if ev.proba is None:
-            raise ValueError(f"predict_proba needs a classifier; this plan's task is {self.task!r}")
+            raise InputError(f"predict_proba needs a classifier; this plan's task is {self.task!r}")
         return ev.proba
 
     def predict(self, X: Any) -> np.ndarray:
@@ -130,8 +131,10 @@ class Plan:
 
 def _check_forest(forest: Any, what: str) -> Forest:
     if not isinstance(forest, Forest):
-        raise TypeError(f"{what} must be a thrifty Forest, got {type(forest).__name__}; "
-                        "use Forest.from_model(model) to import a fitted model")
+        raise TypeError(
+            f"{what} must be a thrifty Forest, got {type(forest).__name__}; "
+            "use Forest.from_model(model) to import a fitted model"
+        )
     return forest
 
 
@@ -143,8 +146,13 @@ class Full(Plan):
     def __init__(self, forest: Forest) -> None:
         self.forest = _check_forest(forest, "forest")
         T = forest.n_trees
-        self.schedule = Schedule(_readonly(np.arange(T), np.int64), _readonly(np.full(T, np.inf)),
-                                 _readonly(np.full(T, -np.inf)), BinnedExits.none(T), True)
+        self.schedule = Schedule(
+            _readonly(np.arange(T), np.int64),
+            _readonly(np.full(T, np.inf)),
+            _readonly(np.full(T, -np.inf)),
+            BinnedExits.none(T),
+            True,
+        )
 
     @property
     def _lead(self) -> Forest:
@@ -177,16 +185,16 @@ class BinnedExits:
     def __init__(self, width: Sequence[float], tables: Sequence[dict[int, tuple[float, float]]]) -> None:
         self.width = np.asarray(width, dtype=np.float64)
         if len(tables) != len(self.width):
-            raise ValueError(f"{len(tables)} bin tables for {len(self.width)} positions")
+            raise InputError(f"{len(tables)} bin tables for {len(self.width)} positions")
         if np.any(~np.isfinite(self.width)) or np.any(self.width < 0):
-            raise ValueError("bin widths must be finite and >= 0")
+            raise InputError("bin widths must be finite and >= 0")
         keys, pos, neg = [], [], []
         self.ptr = np.zeros(len(tables) + 1, dtype=np.int64)
         for r, table in enumerate(tables):
             for b in sorted(table):
                 p_, n_ = table[b]
                 if np.isnan(p_) or np.isnan(n_) or n_ > p_:
-                    raise ValueError(f"bin {b} of position {r}: thresholds must satisfy neg <= pos")
+                    raise InputError(f"bin {b} of position {r}: thresholds must satisfy neg <= pos")
                 keys.append(float(b))
                 pos.append(float(p_))
                 neg.append(float(n_))
@@ -196,13 +204,22 @@ class BinnedExits:
         self.neg = np.asarray(neg, dtype=np.float64)
 
     def tables(self) -> list[dict[int, tuple[float, float]]]:
-        return [{int(self.key[j]): (float(self.pos[j]), float(self.neg[j]))
-                 for j in range(self.ptr[r], self.ptr[r + 1])} for r in range(len(self.width))]
+        return [
+            {
+                int(self.key[j]): (float(self.pos[j]), float(self.neg[j]))
+                for j in range(self.ptr[r], self.ptr[r + 1])
+            }
+            for r in range(len(self.width))
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"width": encode_array(self.width), "ptr": encode_array(self.ptr),
-                "key": encode_array(self.key), "pos": encode_array(self.pos),
-                "neg": encode_array(self.neg)}
+        return {
+            "width": encode_array(self.width),
+            "ptr": encode_array(self.ptr),
+            "key": encode_array(self.key),
+            "pos": encode_array(self.pos),
+            "neg": encode_array(self.neg),
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BinnedExits:
@@ -215,8 +232,9 @@ class BinnedExits:
         return cls._of(np.zeros(n_positions), np.zeros(n_positions + 1, np.int64), empty, empty, empty)
 
     @classmethod
-    def _of(cls, width: np.ndarray, ptr: np.ndarray, key: np.ndarray, pos: np.ndarray,
-            neg: np.ndarray) -> BinnedExits:
+    def _of(
+        cls, width: np.ndarray, ptr: np.ndarray, key: np.ndarray, pos: np.ndarray, neg: np.ndarray
+    ) -> BinnedExits:
         out = cls.__new__(cls)
         out.width, out.ptr, out.key, out.pos, out.neg = width, ptr, key, pos, neg
         return out
@@ -261,35 +279,51 @@ class Sequential(Plan):
 
     kind = "sequential"
 
-    def __init__(self, forest: Forest, order: Sequence[int] | None = None,
-                 eps_pos: Sequence[float] | None = None, eps_neg: Sequence[float] | None = None,
-                 *, bins: BinnedExits | None = None) -> None:
+    def __init__(
+        self,
+        forest: Forest,
+        order: Sequence[int] | None = None,
+        eps_pos: Sequence[float] | None = None,
+        eps_neg: Sequence[float] | None = None,
+        *,
+        bins: BinnedExits | None = None,
+    ) -> None:
         self.forest = _check_forest(forest, "forest")
         T = forest.n_trees
         self.order = _readonly(np.arange(T) if order is None else order, np.int64)
         if self.order.ndim != 1 or np.any(self.order < 0) or np.any(self.order >= T):
-            raise ValueError(f"order must list tree indices in [0, {T})")
+            raise InputError(f"order must list tree indices in [0, {T})")
         if len(np.unique(self.order)) != len(self.order):
-            raise ValueError("order lists a tree more than once")
+            raise InputError("order lists a tree more than once")
         n = len(self.order)
         self.eps_pos = _thresholds(eps_pos, n, np.inf, "eps_pos")
         self.eps_neg = _thresholds(eps_neg, n, -np.inf, "eps_neg")
         if np.any(self.eps_neg > self.eps_pos):
             r = int(np.argmax(self.eps_neg > self.eps_pos))
-            raise ValueError(f"eps_neg[{r}]={self.eps_neg[r]:g} exceeds eps_pos[{r}]={self.eps_pos[r]:g}; "
-                             "an exit must not be both positive and negative")
+            raise InputError(
+                f"eps_neg[{r}]={self.eps_neg[r]:g} exceeds eps_pos[{r}]={self.eps_pos[r]:g}; "
+                "an exit must not be both positive and negative"
+            )
         if forest.n_outputs > 1 and (np.any(np.isfinite(self.eps_neg)) or bins is not None):
-            raise ValueError("with several outputs an exit is a margin of the leading class over "
-                             "the runner-up: eps_neg must be -inf and bins are not supported")
+            raise InputError(
+                "with several outputs an exit is a margin of the leading class over "
+                "the runner-up: eps_neg must be -inf and bins are not supported"
+            )
         if forest.n_outputs > 1 and np.any(self.eps_pos < 0):
-            raise ValueError("with several outputs eps_pos is a margin and must be >= 0")
+            raise InputError("with several outputs eps_pos is a margin and must be >= 0")
         if bins is not None and len(bins.width) != n:
-            raise ValueError(f"bins cover {len(bins.width)} positions, the order has {n}")
+            raise InputError(f"bins cover {len(bins.width)} positions, the order has {n}")
         self.bins = bins
-        full = bool(bins is None and np.all(np.isinf(self.eps_pos)) and np.all(np.isinf(self.eps_neg))
-                    and n == T and np.array_equal(self.order, np.arange(n)))
-        self.schedule = Schedule(self.order, self.eps_pos, self.eps_neg,
-                                 BinnedExits.none(n) if bins is None else bins, full)
+        full = bool(
+            bins is None
+            and np.all(np.isinf(self.eps_pos))
+            and np.all(np.isinf(self.eps_neg))
+            and n == T
+            and np.array_equal(self.order, np.arange(n))
+        )
+        self.schedule = Schedule(
+            self.order, self.eps_pos, self.eps_neg, BinnedExits.none(n) if bins is None else bins, full
+        )
 
     @property
     def _lead(self) -> Forest:
@@ -299,13 +333,22 @@ class Sequential(Plan):
         return [self.forest]
 
     def _body(self) -> dict[str, Any]:
-        return {"forest": forest_to_dict(self.forest), "order": self.order.tolist(),
-                "eps_pos": _floats(self.eps_pos), "eps_neg": _floats(self.eps_neg),
-                "bins": None if self.bins is None else self.bins.to_dict()}
+        return {
+            "forest": forest_to_dict(self.forest),
+            "order": self.order.tolist(),
+            "eps_pos": _floats(self.eps_pos),
+            "eps_neg": _floats(self.eps_neg),
+            "bins": None if self.bins is None else self.bins.to_dict(),
+        }
 
     def __repr__(self) -> str:
-        exits = int(np.sum(np.isfinite(self.eps_pos) | np.isfinite(self.eps_neg)
-                           | (self.bins is not None and self.bins.width > 0)))
+        exits = int(
+            np.sum(
+                np.isfinite(self.eps_pos)
+                | np.isfinite(self.eps_neg)
+                | (self.bins is not None and self.bins.width > 0)
+            )
+        )
         return f"Sequential(n_trees={len(self.order)}, exits={exits}, {self.forest!r})"
 
 
@@ -322,23 +365,31 @@ class Cascade(Plan):
 
     kind = "cascade"
 
-    def __init__(self, forest: Forest, stage_weights: Any, stage_thresholds: Sequence[float],
-                 stage_bias: Sequence[float] | None = None) -> None:
+    def __init__(
+        self,
+        forest: Forest,
+        stage_weights: Any,
+        stage_thresholds: Sequence[float],
+        stage_bias: Sequence[float] | None = None,
+    ) -> None:
         self.forest = _check_forest(forest, "forest")
         if forest.n_outputs != 1:
-            raise ValueError("Cascade needs a single-output forest (binary, regression or ranking)")
+            raise InputError("Cascade needs a single-output forest (binary, regression or ranking)")
         W = np.asarray(stage_weights, dtype=np.float64)
         if W.ndim != 2 or W.shape[1] != forest.n_trees:
-            raise ValueError(f"stage_weights must have shape (n_stages, {forest.n_trees}), got {W.shape}")
+            raise InputError(f"stage_weights must have shape (n_stages, {forest.n_trees}), got {W.shape}")
         if not np.all(np.isfinite(W)):
-            raise ValueError("stage_weights must be finite")
+            raise InputError("stage_weights must be finite")
         K = W.shape[0]
         if K == 0:
-            raise ValueError("a cascade needs at least one stage")
+            raise InputError("a cascade needs at least one stage")
         self.stage_weights = _readonly(W)
         self.stage_thresholds = _thresholds(stage_thresholds, K, None, "stage_thresholds")
-        self.stage_bias = (_readonly(np.full(K, forest.base_score[0])) if stage_bias is None
-                           else _thresholds(stage_bias, K, None, "stage_bias"))
+        self.stage_bias = (
+            _readonly(np.full(K, forest.base_score[0]))
+            if stage_bias is None
+            else _thresholds(stage_bias, K, None, "stage_bias")
+        )
         # Each stage's trees with non-zero weight, flattened (stage k: stage_trees[ptr[k]:ptr[k+1]]).
         nz = [np.flatnonzero(W[k]) for k in range(K)]
         self.stage_ptr = _readonly(np.concatenate([[0], np.cumsum([len(z) for z in nz])]), np.int64)
@@ -357,10 +408,12 @@ class Cascade(Plan):
         return [self.forest]
 
     def _body(self) -> dict[str, Any]:
-        return {"forest": forest_to_dict(self.forest),
-                "stage_weights": encode_array(self.stage_weights),
-                "stage_thresholds": _floats(self.stage_thresholds),
-                "stage_bias": _floats(self.stage_bias)}
+        return {
+            "forest": forest_to_dict(self.forest),
+            "stage_weights": encode_array(self.stage_weights),
+            "stage_thresholds": _floats(self.stage_thresholds),
+            "stage_bias": _floats(self.stage_bias),
+        }
 
     def __repr__(self) -> str:
         return f"Cascade(n_stages={self.n_stages}, {self.forest!r})"
@@ -374,15 +427,23 @@ class Linear(Plan):
 
     kind = "linear"
 
-    def __init__(self, coef: Any, intercept: Any = 0.0, *, link: str = "identity",
-                 task: str = "regression", classes: Any = None,
-                 feature_names: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        coef: Any,
+        intercept: Any = 0.0,
+        *,
+        link: str = "identity",
+        task: str = "regression",
+        classes: Any = None,
+        feature_names: Sequence[str] | None = None,
+    ) -> None:
         coef = np.asarray(coef, dtype=np.float64)
         self.coef = _readonly(coef.reshape(-1, 1) if coef.ndim == 1 else coef)
-        self.intercept = _readonly(np.broadcast_to(np.asarray(intercept, dtype=np.float64),
-                                                   (self.coef.shape[1],)))
+        self.intercept = _readonly(
+            np.broadcast_to(np.asarray(intercept, dtype=np.float64), (self.coef.shape[1],))
+        )
         if not (np.all(np.isfinite(self.coef)) and np.all(np.isfinite(self.intercept))):
-            raise ValueError("Linear coefficients and intercept must be finite")
+            raise InputError("Linear coefficients and intercept must be finite")
         # The features the model reads: those with a non-zero coefficient.
         self.features = _readonly(np.flatnonzero(np.any(self.coef != 0, axis=1)), np.int64)
         self._link, self._task = link, task
@@ -405,10 +466,14 @@ class Linear(Plan):
         return np.any(self.coef != 0, axis=1).astype(np.int64)
 
     def _body(self) -> dict[str, Any]:
-        return {"coef": encode_array(self.coef), "intercept": _floats(self.intercept),
-                "link": self._link, "task": self._task,
-                "classes": None if self._classes is None else self._classes.tolist(),
-                "feature_names": self._names}
+        return {
+            "coef": encode_array(self.coef),
+            "intercept": _floats(self.intercept),
+            "link": self._link,
+            "task": self._task,
+            "classes": None if self._classes is None else self._classes.tolist(),
+            "feature_names": self._names,
+        }
 
     def __repr__(self) -> str:
         return f"Linear(n_features={self.n_features}, nonzero={int(self.feature_usage().sum())})"
@@ -428,18 +493,22 @@ class Gated(Plan):
     def __init__(self, gate: Any, low: Any, high: Any) -> None:
         self.gate, self.low, self.high = as_plan(gate), as_plan(low), as_plan(high)
         if self.gate.n_outputs != 1:
-            raise ValueError("the gate must have a single output (its raw score > 0 routes to high)")
+            raise InputError("the gate must have a single output (its raw score > 0 routes to high)")
         nf = {self.gate.n_features, self.low.n_features, self.high.n_features}
         if len(nf) != 1:
-            raise ValueError(f"gate, low and high must read the same features; they read "
-                             f"{self.gate.n_features}, {self.low.n_features} and {self.high.n_features}")
+            raise InputError(
+                f"gate, low and high must read the same features; they read "
+                f"{self.gate.n_features}, {self.low.n_features} and {self.high.n_features}"
+            )
         if self.low.n_outputs != self.high.n_outputs or self.low.task != self.high.task:
-            raise ValueError("low and high must solve the same task with the same outputs")
+            raise InputError("low and high must solve the same task with the same outputs")
         lc, hc = self.low.classes, self.high.classes
         if lc is not None and hc is not None and not np.array_equal(np.asarray(lc), np.asarray(hc)):
             # Labels of the two models would mix silently: class j must mean the same in both.
-            raise ValueError(f"low and high must predict the same classes in the same order; low has "
-                             f"{list(lc)[:10]}, high has {list(hc)[:10]}")
+            raise InputError(
+                f"low and high must predict the same classes in the same order; low has "
+                f"{list(lc)[:10]}, high has {list(hc)[:10]}"
+            )
 
     @property
     def classes(self) -> np.ndarray | None:
@@ -490,38 +559,49 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
     if d.get("format") == "thrifty.forest":
         return Full(forest_from_dict(d))
     if d.get("format") != PLAN_FORMAT:
-        raise ValueError(f"not a thrifty plan or forest document (format={d.get('format')!r})")
+        raise InputError(f"not a thrifty plan or forest document (format={d.get('format')!r})")
     if d.get("version", 0) > PLAN_VERSION:
-        raise ValueError(f"plan document version {d['version']} is newer than this thrifty "
-                         f"understands ({PLAN_VERSION}); upgrade thrifty")
+        raise InputError(
+            f"plan document version {d['version']} is newer than this thrifty "
+            f"understands ({PLAN_VERSION}); upgrade thrifty"
+        )
     kind = d.get("kind")
     if kind == "full":
         return Full(forest_from_dict(d["forest"]))
     if kind == "sequential":
         bins = None if d.get("bins") is None else BinnedExits.from_dict(d["bins"])
-        return Sequential(forest_from_dict(d["forest"]), d["order"], d["eps_pos"], d["eps_neg"],
-                          bins=bins)
+        return Sequential(forest_from_dict(d["forest"]), d["order"], d["eps_pos"], d["eps_neg"], bins=bins)
     if kind == "cascade":
-        return Cascade(forest_from_dict(d["forest"]), decode_array(d["stage_weights"]),
-                       d["stage_thresholds"], d["stage_bias"])
+        return Cascade(
+            forest_from_dict(d["forest"]),
+            decode_array(d["stage_weights"]),
+            d["stage_thresholds"],
+            d["stage_bias"],
+        )
     if kind == "linear":
-        return Linear(decode_array(d["coef"]), d["intercept"], link=d["link"], task=d["task"],
-                      classes=d["classes"], feature_names=d["feature_names"])
+        return Linear(
+            decode_array(d["coef"]),
+            d["intercept"],
+            link=d["link"],
+            task=d["task"],
+            classes=d["classes"],
+            feature_names=d["feature_names"],
+        )
     if kind == "gated":
         return Gated(plan_from_dict(d["gate"]), plan_from_dict(d["low"]), plan_from_dict(d["high"]))
-    raise ValueError(f"unknown plan kind {kind!r}")
+    raise InputError(f"unknown plan kind {kind!r}")
 
 
 def _thresholds(values: Sequence[float] | None, n: int, default: float | None, what: str) -> np.ndarray:
     if values is None:
         if default is None:
-            raise ValueError(f"{what} is required")
+            raise InputError(f"{what} is required")
         return np.full(n, default)
     out = np.asarray(values, dtype=np.float64).reshape(-1)
     if out.shape != (n,):
-        raise ValueError(f"{what} needs {n} values, got {out.shape[0]}")
+        raise InputError(f"{what} needs {n} values, got {out.shape[0]}")
     if np.any(np.isnan(out)):
-        raise ValueError(f"{what} contains NaN; use +inf/-inf to disable an exit")
+        raise InputError(f"{what} contains NaN; use +inf/-inf to disable an exit")
     return _readonly(out)
 
 
@@ -537,8 +617,9 @@ def _floats(a: np.ndarray) -> list[float | str]:
     return [("inf" if v > 0 else "-inf") if np.isinf(v) else float(v) for v in a]
 
 
-def labels_from(raw: np.ndarray, decision: np.ndarray | None, link: str, classes: Any,
-                n_outputs: int) -> np.ndarray:
+def labels_from(
+    raw: np.ndarray, decision: np.ndarray | None, link: str, classes: Any, n_outputs: int
+) -> np.ndarray:
     """Class labels: forced decisions (+1/-1) where given, else the link's decision rule."""
     classes = np.asarray(classes) if classes is not None else np.arange(max(2, n_outputs))
     if n_outputs > 1:

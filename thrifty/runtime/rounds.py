@@ -37,12 +37,16 @@ def async_fetcher(provider: Any) -> Callable[[Requests], Awaitable[Any]]:
     """
     if hasattr(provider, "fetch"):
         if not inspect.iscoroutinefunction(provider.fetch):
-            raise TypeError("this driver needs an async fetch(requests); run a synchronous round "
-                            "provider in one worker thread instead")
+            raise TypeError(
+                "this driver needs an async fetch(requests); run a synchronous round "
+                "provider in one worker thread instead"
+            )
         return provider.fetch
     if not callable(provider):
-        raise TypeError(f"provider must have a fetch(requests) method or be a callable "
-                        f"provider(feature_ids, row_ids), got {type(provider).__name__}")
+        raise TypeError(
+            f"provider must have a fetch(requests) method or be a callable "
+            f"provider(feature_ids, row_ids), got {type(provider).__name__}"
+        )
     # An object whose __call__ is a coroutine function is async too.
     is_async = inspect.iscoroutinefunction(provider) or inspect.iscoroutinefunction(type(provider).__call__)
 

@@ -13,6 +13,7 @@ from collections.abc import Generator
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest._predict import threads
 from thrifty.runtime._executors import Context, executor
 from thrifty.runtime._results import Evaluation
@@ -23,8 +24,9 @@ from thrifty.runtime.plans import Full, Sequential
 _CHUNK = 4096
 
 
-def tree_rounds(plan: Full, costs: CostModel, *, n_rows: int, chunk_size: int | None = None,
-                n_threads: int | None = None) -> Generator[Round, list[np.ndarray], Evaluation]:
+def tree_rounds(
+    plan: Full, costs: CostModel, *, n_rows: int, chunk_size: int | None = None, n_threads: int | None = None
+) -> Generator[Round, list[np.ndarray], Evaluation]:
     """Rounds (as :func:`thrifty.runtime.lazy.lazy_rounds`) with every tree advancing on its own.
 
     The yielded pairs ``(feature_id, row_ids)`` have distinct features within a round, but a
@@ -58,16 +60,20 @@ def tree_rounds(plan: Full, costs: CostModel, *, n_rows: int, chunk_size: int | 
             wanted = [(int(f), pairs[pairs[:, 0] == f, 1]) for f in np.unique(pairs[:, 0])]
             answers = yield [(f, r + lo) for f, r in wanted]
             if answers is None or len(answers) != len(wanted):
-                raise ValueError(f"send one array of values per requested (feature, rows) pair: "
-                                 f"{len(wanted)} were requested")
+                raise InputError(
+                    f"send one array of values per requested (feature, rows) pair: "
+                    f"{len(wanted)} were requested"
+                )
             for (f, r), values in zip(wanted, answers):
                 X[r + lo, f] = _column(values, len(r), f)
                 known[r + lo, f] = True
+
     # Every value the in-order evaluation asks for has been fetched; it runs from them.
     def answer(requests: Round) -> list[np.ndarray]:
         if not all(known[r, f].all() for f, r in requests):
-            raise RuntimeError("tree-parallel rounds missed a feature the in-order evaluation "
-                               "needs; please report this bug")
+            raise RuntimeError(
+                "tree-parallel rounds missed a feature the in-order evaluation needs; please report this bug"
+            )
         return [X[r, f] for f, r in requests]
 
     return drive(lazy_rounds(plan, costs, n_rows=n, chunk_size=chunk_size, n_threads=n_threads), answer)

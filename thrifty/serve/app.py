@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.providers._base import missing_extra
 from thrifty.providers.http import HTTPProvider
 from thrifty.runtime._results import Evaluation, costs_for
@@ -23,9 +24,18 @@ from thrifty.runtime.rounds import Requests
 from thrifty.serve.rows import BadRequest, RowReader
 
 
-def create_app(model: Any, provider: Any = None, *, costs: CostModel | None = None, key: str = "id",
-               max_rows: int = 1000, max_body: int = 1 << 20, timeout: float = 10.0,
-               trees: str = "in-order", n_threads: int = 1) -> Any:
+def create_app(
+    model: Any,
+    provider: Any = None,
+    *,
+    costs: CostModel | None = None,
+    key: str = "id",
+    max_rows: int = 1000,
+    max_body: int = 1 << 20,
+    timeout: float = 10.0,
+    trees: str = "in-order",
+    n_threads: int = 1,
+) -> Any:
     """A Starlette application predicting with ``model``, fetching missing features lazily.
 
     ``POST /predict`` with ``{"rows": [{"id": ..., "feature": value, ...}, ...]}`` answers
@@ -63,22 +73,35 @@ def create_app(model: Any, provider: Any = None, *, costs: CostModel | None = No
     except ImportError:
         raise missing_extra("starlette", "serve") from None
     if provider is not None and not hasattr(provider, "with_keys"):
-        raise TypeError("provider must be a thrifty store provider (sql_provider or http_provider), "
-                        f"got {type(provider).__name__}")
+        raise TypeError(
+            "provider must be a thrifty store provider (sql_provider or http_provider), "
+            f"got {type(provider).__name__}"
+        )
     if not timeout > 0 or int(max_rows) < 1 or int(max_body) < 1:
-        raise ValueError("timeout, max_rows and max_body must be positive")
+        raise InputError("timeout, max_rows and max_body must be positive")
     plan = as_plan(model)
     if trees == "parallel" and not isinstance(plan, Full):
-        raise ValueError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
-    service = _Service(plan, provider, costs, key, int(max_rows), int(max_body), float(timeout),
-                       trees, n_threads)
-    return Starlette(routes=[Route("/predict", service.predict, methods=["POST"]),
-                             Route("/health", service.health, methods=["GET"])],
-                     lifespan=service.lifespan)
+        raise InputError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
+    service = _Service(
+        plan, provider, costs, key, int(max_rows), int(max_body), float(timeout), trees, n_threads
+    )
+    return Starlette(
+        routes=[
+            Route("/predict", service.predict, methods=["POST"]),
+            Route("/health", service.health, methods=["GET"]),
+        ],
+        lifespan=service.lifespan,
+    )
 
 
-def store_provider(url: str | None, model: Any, *, table: str | None = None,
-                   key_column: str | None = None, timeout: float = 10.0) -> Any:
+def store_provider(
+    url: str | None,
+    model: Any,
+    *,
+    table: str | None = None,
+    key_column: str | None = None,
+    timeout: float = 10.0,
+) -> Any:
     """The provider ``thrifty serve --provider URL`` configures (None without a URL).
 
     ``http://`` and ``https://`` URLs name a feature service (:func:`http_provider`); any other
@@ -89,19 +112,31 @@ def store_provider(url: str | None, model: Any, *, table: str | None = None,
 
     if url is None:
         if table or key_column:
-            raise ValueError("--table and --key-column need --provider DATABASE_URL")
+            raise InputError("--table and --key-column need --provider DATABASE_URL")
         return None
     if url.startswith(("http://", "https://")):
         return http_provider(url, [], model=model, timeout=timeout)
     if not table or not key_column:
-        raise ValueError(f"the database provider {url!r} needs --table NAME and --key-column NAME "
-                         "(the table of features and its column of row keys)")
+        raise InputError(
+            f"the database provider {url!r} needs --table NAME and --key-column NAME "
+            "(the table of features and its column of row keys)"
+        )
     return sql_provider(url, table, key_column, [], model=model)
 
 
 class _Service:
-    def __init__(self, plan: Plan, provider: Any, costs: CostModel | None, key: str, max_rows: int,
-                 max_body: int, timeout: float, trees: str, n_threads: int) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        provider: Any,
+        costs: CostModel | None,
+        key: str,
+        max_rows: int,
+        max_body: int,
+        timeout: float,
+        trees: str,
+        n_threads: int,
+    ) -> None:
         self.plan, self.provider = plan, provider
         self.costs = costs_for(plan, costs)
         self.names = plan.feature_names or [f"Column_{j}" for j in range(plan.n_features)]
@@ -131,15 +166,27 @@ class _Service:
         row = np.full((1, self.plan.n_features), np.nan)
         evaluate(self.plan, row, self.costs, n_threads=self.n_threads)
         given = np.ones_like(row, dtype=np.bool_)
-        await evaluate_async(self.plan, _RequestProvider(row, given, [None], None, self), self.costs,
-                             n_rows=1, trees=self.trees, n_threads=self.n_threads)
+        await evaluate_async(
+            self.plan,
+            _RequestProvider(row, given, [None], None, self),
+            self.costs,
+            n_rows=1,
+            trees=self.trees,
+            n_threads=self.n_threads,
+        )
 
     async def health(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        return JSONResponse({"status": "ok", "plan": type(self.plan).__name__,
-                             "task": self.plan.task, "features": self.names,
-                             "provider": type(self.provider).__name__ if self.provider else None})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "plan": type(self.plan).__name__,
+                "task": self.plan.task,
+                "features": self.names,
+                "provider": type(self.provider).__name__ if self.provider else None,
+            }
+        )
 
     async def predict(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -152,8 +199,11 @@ class _Service:
         except BadRequest as exc:
             return _error(exc.status, str(exc))
         except TimeoutError as exc:
-            return _error(504, str(exc) or f"the prediction did not finish within {self.timeout:g} s "
-                          "(is the feature provider slow?)")
+            return _error(
+                504,
+                str(exc)
+                or f"the prediction did not finish within {self.timeout:g} s (is the feature provider slow?)",
+            )
         except LookupError as exc:
             return _error(404, str(exc))
         except (ConnectionError, ValueError) as exc:
@@ -164,14 +214,18 @@ class _Service:
     async def _body(self, request: Any) -> Any:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            raise BadRequest(f"the request body has {declared} bytes; at most {self.max_body} are "
-                             "accepted (send fewer rows per request)", 413)
+            raise BadRequest(
+                f"the request body has {declared} bytes; at most {self.max_body} are "
+                "accepted (send fewer rows per request)",
+                413,
+            )
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > self.max_body:
-                raise BadRequest(f"the request body exceeds {self.max_body} bytes (send fewer rows "
-                                 "per request)", 413)
+                raise BadRequest(
+                    f"the request body exceeds {self.max_body} bytes (send fewer rows per request)", 413
+                )
             chunks.append(chunk)
         try:
             return json.loads(b"".join(chunks))
@@ -188,9 +242,14 @@ class _Service:
             store = self.provider.with_keys(["" if k is None else k for k in keys]).fetch
             if inspect.iscoroutinefunction(store):
                 kind = _AsyncRequestProvider
-        return await evaluate_async(self.plan, kind(values, given, keys, store, self),
-                                    self.costs, n_rows=len(keys), trees=self.trees,
-                                    n_threads=self.n_threads)
+        return await evaluate_async(
+            self.plan,
+            kind(values, given, keys, store, self),
+            self.costs,
+            n_rows=len(keys),
+            trees=self.trees,
+            n_threads=self.n_threads,
+        )
 
     def _results(self, keys: list[Any], ev: Evaluation) -> list[dict[str, Any]]:
         c = ev.cost
@@ -199,9 +258,14 @@ class _Service:
             r: dict[str, Any] = {self.key: k, "prediction": _plain(ev.predictions[i])}
             if ev.proba is not None:
                 r["probabilities"] = ev.proba[i].tolist()
-            r.update(cost=float(c.total[i]), feature_cost=float(c.feature[i]),
-                     latency=float(c.latency[i]), trees=int(c.n_trees[i]), exit=int(ev.exit[i]),
-                     acquired=[self.names[j] for j in np.flatnonzero(c.acquired[i])])
+            r.update(
+                cost=float(c.total[i]),
+                feature_cost=float(c.feature[i]),
+                latency=float(c.latency[i]),
+                trees=int(c.n_trees[i]),
+                exit=int(ev.exit[i]),
+                acquired=[self.names[j] for j in np.flatnonzero(c.acquired[i])],
+            )
             out.append(r)
         return out
 
@@ -213,8 +277,9 @@ class _RequestProvider:
     thread (see ``evaluate_async``).
     """
 
-    def __init__(self, values: np.ndarray, given: np.ndarray, keys: list[Any], store: Any,
-                 service: _Service) -> None:
+    def __init__(
+        self, values: np.ndarray, given: np.ndarray, keys: list[Any], store: Any, service: _Service
+    ) -> None:
         self.values, self.given, self.keys, self.store, self.service = values, given, keys, store, service
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
@@ -244,14 +309,18 @@ class _RequestProvider:
     def _check(self, forward: Requests) -> None:
         f, rows = forward[0]
         if self.store is None:
-            raise BadRequest(f"row {rows[0]} needs feature {self.service.names[f]!r}, which the request "
-                             "does not give, and the server has no feature provider (start it with "
-                             "--provider)")
+            raise BadRequest(
+                f"row {rows[0]} needs feature {self.service.names[f]!r}, which the request "
+                "does not give, and the server has no feature provider (start it with "
+                "--provider)"
+            )
         for f, rows in forward:
             unkeyed = [int(r) for r in rows if self.keys[r] is None]
             if unkeyed:
-                raise BadRequest(f"row {unkeyed[0]} needs feature {self.service.names[f]!r} from the "
-                                 f"feature provider but has no {self.service.key!r}")
+                raise BadRequest(
+                    f"row {unkeyed[0]} needs feature {self.service.names[f]!r} from the "
+                    f"feature provider but has no {self.service.key!r}"
+                )
 
 
 class _AsyncRequestProvider(_RequestProvider):

@@ -53,16 +53,19 @@ class RowReader:
                 raise BadRequest(f"row {i} must be a JSON object of feature: value, got {_kind(row)}")
             keys.append(row.get(self.key))
             if isinstance(keys[-1], (dict, list, bool)):
-                raise BadRequest(f"the {self.key!r} of row {i} must be a string or a number, "
-                                 f"got {_kind(keys[-1])}")
+                raise BadRequest(
+                    f"the {self.key!r} of row {i} must be a string or a number, got {_kind(keys[-1])}"
+                )
             for name, value in row.items():
                 if name == self.key:
                     continue
                 j = self.column.get(name)
                 if j is None:
                     more = "..." if len(self.names) > 10 else ""
-                    raise BadRequest(f"row {i} has unknown feature {name!r}; the model's features are "
-                                     f"{self.names[:10]}{more} (and the key {self.key!r})")
+                    raise BadRequest(
+                        f"row {i} has unknown feature {name!r}; the model's features are "
+                        f"{self.names[:10]}{more} (and the key {self.key!r})"
+                    )
                 values[i, j] = self._number(value, i, name, j)
                 given[i, j] = True
         return keys, values, given
@@ -79,5 +82,6 @@ class RowReader:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value),
-                                                                                         type(value).__name__)
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )

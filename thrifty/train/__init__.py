@@ -23,7 +23,24 @@ from thrifty.train.cegb import (
 )
 from thrifty.train.greedymiser import GreedyMiserClassifier, GreedyMiserRegressor, greedymiser_frontier
 
-__all__ = ["ADAPTClassifier", "ADAPTFit", "ADAPTProblem", "BudgetError", "BudgetRFClassifier",
-           "CEGBClassifier", "CEGBRanker", "CEGBRegressor", "GreedyMiserClassifier",
-           "GreedyMiserRegressor", "adapt_gbrt", "adapt_lin", "cegb_frontier", "cegb_params",
-           "cegb_penalties", "greedymiser_frontier", "l1_baseline", "q_step", "truncate_lin"]
+__all__ = [
+    "ADAPTClassifier",
+    "ADAPTFit",
+    "ADAPTProblem",
+    "BudgetError",
+    "BudgetRFClassifier",
+    "CEGBClassifier",
+    "CEGBRanker",
+    "CEGBRegressor",
+    "GreedyMiserClassifier",
+    "GreedyMiserRegressor",
+    "adapt_gbrt",
+    "adapt_lin",
+    "cegb_frontier",
+    "cegb_params",
+    "cegb_penalties",
+    "greedymiser_frontier",
+    "l1_baseline",
+    "q_step",
+    "truncate_lin",
+]

@@ -32,8 +32,9 @@ class Standardizer:
         return raw, intercept - self.mean @ raw
 
 
-def smooth_loss(P: np.ndarray, Z: np.ndarray, Y: np.ndarray, q: np.ndarray | None,
-                l2: float) -> tuple[float, np.ndarray]:
+def smooth_loss(
+    P: np.ndarray, Z: np.ndarray, Y: np.ndarray, q: np.ndarray | None, l2: float
+) -> tuple[float, np.ndarray]:
     """Mean loss of (OPT2) without the group penalty, and its gradient in ``P``.
 
     ``Y`` holds 0/1 targets: one column for a binary model, one-hot columns for a multiclass
@@ -84,10 +85,18 @@ def penalty(P: np.ndarray, weights: np.ndarray, gamma: float) -> float:
     return gamma * float(np.dot(weights, np.sqrt(np.sum(P[:-1] ** 2, axis=1))))
 
 
-def fit_group_sparse(Z: np.ndarray, Y: np.ndarray, *, q: np.ndarray | None = None,
-                     weights: np.ndarray | None = None, gamma: float = 0.0, l2: float = 1e-4,
-                     init: np.ndarray | None = None, max_iter: int = 500,
-                     tol: float = 1e-6) -> np.ndarray:
+def fit_group_sparse(
+    Z: np.ndarray,
+    Y: np.ndarray,
+    *,
+    q: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    gamma: float = 0.0,
+    l2: float = 1e-4,
+    init: np.ndarray | None = None,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+) -> np.ndarray:
     """Minimise ``smooth_loss + gamma * sum_a weights[a] ||P[a]||`` by FISTA; returns ``P``.
 
     Parameters
@@ -109,8 +118,17 @@ def fit_group_sparse(Z: np.ndarray, Y: np.ndarray, *, q: np.ndarray | None = Non
         return _fista(Z, Y, q, weights, gamma, l2, init, max_iter, tol)
 
 
-def _fista(Z: np.ndarray, Y: np.ndarray, q: np.ndarray | None, weights: np.ndarray | None, gamma: float,
-           l2: float, init: np.ndarray | None, max_iter: int, tol: float) -> np.ndarray:
+def _fista(
+    Z: np.ndarray,
+    Y: np.ndarray,
+    q: np.ndarray | None,
+    weights: np.ndarray | None,
+    gamma: float,
+    l2: float,
+    init: np.ndarray | None,
+    max_iter: int,
+    tol: float,
+) -> np.ndarray:
     n_feat = Z.shape[1]
     n_cols = Y.shape[1] + (1 if q is not None else 0)
     weights = np.ones(n_feat) if weights is None else weights

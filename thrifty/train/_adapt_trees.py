@@ -82,8 +82,22 @@ def _fill_hist(hs, hc, slot, binned, n_bins, resid, idx, lo, hi):
 
 
 @njit(cache=True)
-def grow_tree(binned, n_bins, resid, grad, hess, acquired, closure_ptr, closure_units, unit_cost,
-              gamma, max_depth, min_leaf, lam, n_total):
+def grow_tree(
+    binned,
+    n_bins,
+    resid,
+    grad,
+    hess,
+    acquired,
+    closure_ptr,
+    closure_units,
+    unit_cost,
+    gamma,
+    max_depth,
+    min_leaf,
+    lam,
+    n_total,
+):
     """One tree fitted to ``resid`` (breadth first), with the cost-aware impurity.
 
     ``acquired`` (bool per cost unit) is updated in place with the units the tree uses. The
@@ -108,7 +122,7 @@ def grow_tree(binned, n_bins, resid, grad, hess, acquired, closure_ptr, closure_
     # Histograms of the nodes that may split (depth < max_depth have BFS ids below n_inner):
     # a node's is computed directly for the root and the smaller child, by subtraction from
     # the parent's for the larger one.
-    n_inner = 2 ** max_depth - 1
+    n_inner = 2**max_depth - 1
     hs = np.empty((n_inner, F, MAX_BINS + 1))
     hc = np.empty((n_inner, F, MAX_BINS + 1), dtype=np.int64)
     queue_pos = 0
@@ -193,8 +207,14 @@ def grow_tree(binned, n_bins, resid, grad, hess, acquired, closure_ptr, closure_
                 for b in range(n_bins[f]):
                     hs[large, f, b] = hs[node, f, b] - hs[small, f, b]
                     hc[large, f, b] = hc[node, f, b] - hc[small, f, b]
-    return (feature[:n_nodes], split_bin[:n_nodes], left[:n_nodes], right[:n_nodes],
-            value[:n_nodes], leaf_of_row)
+    return (
+        feature[:n_nodes],
+        split_bin[:n_nodes],
+        left[:n_nodes],
+        right[:n_nodes],
+        value[:n_nodes],
+        leaf_of_row,
+    )
 
 
 class TreeList:
@@ -211,16 +231,33 @@ class TreeList:
     def used_features(self) -> set[int]:
         return {int(f) for t in self.trees for f in t[0] if f >= 0}
 
-    def to_forest(self, binner: Binner, *, base_score: np.ndarray, learning_rate: float, n_features: int,
-                  width: int, link: str, task: str, classes: np.ndarray | None,
-                  feature_names: list[str] | None, categories: dict[int, list] | None = None) -> Forest:
+    def to_forest(
+        self,
+        binner: Binner,
+        *,
+        base_score: np.ndarray,
+        learning_rate: float,
+        n_features: int,
+        width: int,
+        link: str,
+        task: str,
+        classes: np.ndarray | None,
+        feature_names: list[str] | None,
+        categories: dict[int, list] | None = None,
+    ) -> Forest:
         builder = ForestBuilder(1)
         for (feat, bins, left, right, value), k in zip(self.trees, self.outputs):
-            thr = np.array([binner.threshold(int(f), int(b)) if f >= 0 else 0.0
-                            for f, b in zip(feat, bins)])
-            builder.add_tree(feat, thr, left, right, value, missing_left=True,
-                             weight=learning_rate, tree_class=k)
-        return builder.build(base_score=np.asarray(base_score, dtype=np.float64).reshape(width),
-                             n_features=n_features, link=link, task=task, classes=classes,
-                             feature_names=feature_names, categories=categories or {},
-                             source="thrifty:adapt")
+            thr = np.array([binner.threshold(int(f), int(b)) if f >= 0 else 0.0 for f, b in zip(feat, bins)])
+            builder.add_tree(
+                feat, thr, left, right, value, missing_left=True, weight=learning_rate, tree_class=k
+            )
+        return builder.build(
+            base_score=np.asarray(base_score, dtype=np.float64).reshape(width),
+            n_features=n_features,
+            link=link,
+            task=task,
+            classes=classes,
+            feature_names=feature_names,
+            categories=categories or {},
+            source="thrifty:adapt",
+        )

@@ -61,14 +61,27 @@ def impurity(counts, kind, alpha, power):
         m = counts[i] - alpha
         if m > 0.0:
             s += m
-            sp += m ** power
-    v = s ** power - sp
+            sp += m**power
+    v = s**power - sp
     return v if v > 0.0 else 0.0
 
 
 @njit(cache=True)
-def grow_tree(X, y, n_classes, sample, feature_cost, kind, alpha, power, split_rule,
-              max_depth, min_samples_split, max_features, seed):
+def grow_tree(
+    X,
+    y,
+    n_classes,
+    sample,
+    feature_cost,
+    kind,
+    alpha,
+    power,
+    split_rule,
+    max_depth,
+    min_samples_split,
+    max_features,
+    seed,
+):
     """Grow one tree on the rows ``sample`` (with repeats, e.g. a bootstrap).
 
     Returns node arrays (root 0) ``feature`` (-1 at leaves), ``threshold``, ``left``, ``right``
@@ -190,8 +203,13 @@ def grow_tree(X, y, n_classes, sample, feature_cost, kind, alpha, power, split_r
         st_end[top] = start + n_left
         st_depth[top] = depth + 1
         top += 1
-    return (feature[:n_nodes].copy(), threshold[:n_nodes].copy(), left[:n_nodes].copy(),
-            right[:n_nodes].copy(), counts[:n_nodes].copy())
+    return (
+        feature[:n_nodes].copy(),
+        threshold[:n_nodes].copy(),
+        left[:n_nodes].copy(),
+        right[:n_nodes].copy(),
+        counts[:n_nodes].copy(),
+    )
 
 
 @njit(cache=True)

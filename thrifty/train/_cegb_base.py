@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d,
 
 from thrifty._validation import costs_for_X
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest._names import lightgbm_frame
 from thrifty.forest.importers import from_model
 from thrifty.train._search import SearchResult, search_tradeoff
@@ -35,8 +36,10 @@ def calibration_X(eval_set: Any, X: Any) -> Any:
         return X
     if isinstance(eval_set, list):
         if len(eval_set) != 1:
-            raise ValueError(f"eval_set holds {len(eval_set)} sets; give one calibration set, "
-                             "e.g. eval_set=[(X_cal, y_cal)] or eval_set=X_cal")
+            raise InputError(
+                f"eval_set holds {len(eval_set)} sets; give one calibration set, "
+                "e.g. eval_set=[(X_cal, y_cal)] or eval_set=X_cal"
+            )
         eval_set = eval_set[0]
     if isinstance(eval_set, tuple):
         eval_set = eval_set[0]
@@ -48,12 +51,13 @@ def _check_weight(sample_weight: Any, n: int) -> np.ndarray | None:
         return None
     w = column_or_1d(np.asarray(sample_weight, dtype=np.float64))
     if w.shape != (n,):
-        raise ValueError(f"sample_weight has {w.shape[0]} values for {n} rows of X")
+        raise InputError(f"sample_weight has {w.shape[0]} values for {n} rows of X")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("sample_weight must be finite and >= 0")
+        raise InputError("sample_weight must be finite and >= 0")
     if w.sum() <= 0:
-        raise ValueError("sample_weight is zero for every row (all weights zero); give at least "
-                         "one row a positive weight")
+        raise InputError(
+            "sample_weight is zero for every row (all weights zero); give at least one row a positive weight"
+        )
     return w
 
 
@@ -87,23 +91,32 @@ class CostAwareBoosting(BaseEstimator):
 
     def _validate_common(self) -> None:
         if self.tradeoff is not None and self.budget is not None:
-            raise ValueError("give either tradeoff= (the penalty lambda) or budget= (a target mean "
-                             "cost per example, the trade-off is then searched), not both")
-        if self.tradeoff is not None and not (isinstance(self.tradeoff, (int, float, np.number))
-                                              and self.tradeoff >= 0 and math.isfinite(self.tradeoff)):
-            raise ValueError(f"tradeoff must be a finite number >= 0, got {self.tradeoff!r}")
-        if self.budget is not None and not (isinstance(self.budget, (int, float, np.number))
-                                            and self.budget > 0 and math.isfinite(self.budget)):
-            raise ValueError(f"budget must be a finite number > 0, got {self.budget!r}")
+            raise InputError(
+                "give either tradeoff= (the penalty lambda) or budget= (a target mean "
+                "cost per example, the trade-off is then searched), not both"
+            )
+        if self.tradeoff is not None and not (
+            isinstance(self.tradeoff, (int, float, np.number))
+            and self.tradeoff >= 0
+            and math.isfinite(self.tradeoff)
+        ):
+            raise InputError(f"tradeoff must be a finite number >= 0, got {self.tradeoff!r}")
+        if self.budget is not None and not (
+            isinstance(self.budget, (int, float, np.number))
+            and self.budget > 0
+            and math.isfinite(self.budget)
+        ):
+            raise InputError(f"budget must be a finite number > 0, got {self.budget!r}")
         if not (isinstance(self.n_estimators, (int, np.integer)) and self.n_estimators >= 1):
-            raise ValueError(f"n_estimators must be an integer >= 1, got {self.n_estimators!r}")
+            raise InputError(f"n_estimators must be an integer >= 1, got {self.n_estimators!r}")
         if not 0 < float(self.tolerance) < 1:
-            raise ValueError(f"tolerance must be in (0, 1), got {self.tolerance!r}")
+            raise InputError(f"tolerance must be in (0, 1), got {self.tolerance!r}")
         if not (isinstance(self.max_fits, (int, np.integer)) and self.max_fits >= 2):
-            raise ValueError(f"max_fits must be an integer >= 2, got {self.max_fits!r}")
+            raise InputError(f"max_fits must be an integer >= 2, got {self.max_fits!r}")
         if self.lgbm_params is not None and not isinstance(self.lgbm_params, dict):
-            raise ValueError(f"lgbm_params must be a dict of LightGBM parameters, got "
-                             f"{type(self.lgbm_params).__name__}")
+            raise InputError(
+                f"lgbm_params must be a dict of LightGBM parameters, got {type(self.lgbm_params).__name__}"
+            )
 
     def _fit(self, X: Any, y: Any, sample_weight: Any, eval_set: Any, fit_params: dict) -> Any:
         from thrifty.runtime.evaluate import evaluate
@@ -112,18 +125,19 @@ class CostAwareBoosting(BaseEstimator):
         X = as_frame_or_array(X)
         validate_data(self, X, reset=True, skip_check_array=True)
         if X.shape[1] < 1:
-            raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+            raise InputError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
         if X.shape[0] < 2:
-            raise ValueError(f"Found array with {X.shape[0]} sample(s) (shape={X.shape}) while a "
-                             "minimum of 2 is required.")
+            raise InputError(
+                f"Found array with {X.shape[0]} sample(s) (shape={X.shape}) while a minimum of 2 is required."
+            )
         if len(y) != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} labels; give one label per row")
+            raise InputError(f"X has {X.shape[0]} rows but y has {len(y)} labels; give one label per row")
         sample_weight = _check_weight(sample_weight, X.shape[0])
         names = _names(X)
         costs = costs_for_X(self.costs, names, X.shape[1])
         X_cal = calibration_X(eval_set, X)
         if X_cal.shape[1] != X.shape[1]:
-            raise ValueError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
+            raise InputError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
         self.costs_ = costs
         # LightGBM refuses or rewrites some names; it trains on names it keeps, and the forest
         # reads the user's.
@@ -148,7 +162,7 @@ class CostAwareBoosting(BaseEstimator):
 
         self._validate_common()
         if self._task == "ranking":
-            raise ValueError("ranking on Dask collections is not supported; fit CEGBRanker in memory")
+            raise InputError("ranking on Dask collections is not supported; fit CEGBRanker in memory")
         X, y, sample_weight, X_cal = dk.check_dask_inputs(X, y, sample_weight, eval_set)
         client = dk.dask_client()
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
@@ -161,8 +175,9 @@ class CostAwareBoosting(BaseEstimator):
         if is_classifier(self):
             self.classes_ = dk.dask_labels(y)
             if len(self.classes_) < 2:
-                raise ValueError(f"y has one class only ({self.classes_[0]!r}); a classifier needs at "
-                                 "least 2 classes")
+                raise InputError(
+                    f"y has one class only ({self.classes_[0]!r}); a classifier needs at least 2 classes"
+                )
             self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
         costs = costs_for_X(self.costs, names, X.shape[1])
         self.costs_ = costs
@@ -185,10 +200,16 @@ class CostAwareBoosting(BaseEstimator):
             (forest, booster), cost = fit_one(lam)
             result = SearchResult(lam, cost, (forest, booster), 1, [(lam, cost)])
         else:
-            result = search_tradeoff(fit_one, float(self.budget), start=self._start(y, float(self.budget)),
-                                     tolerance=float(self.tolerance), max_fits=int(self.max_fits),
-                                     floor=self._floor(costs), progress=bool(self.progress),
-                                     desc=type(self).__name__)
+            result = search_tradeoff(
+                fit_one,
+                float(self.budget),
+                start=self._start(y, float(self.budget)),
+                tolerance=float(self.tolerance),
+                max_fits=int(self.max_fits),
+                floor=self._floor(costs),
+                progress=bool(self.progress),
+                desc=type(self).__name__,
+            )
         (forest, booster), tradeoff, cost = result.model, result.tradeoff, result.cost
         self.truncated_ = False
         if self.budget is not None and self.truncate and cost < (1.0 - self.tolerance) * self.budget:
@@ -265,7 +286,7 @@ def tradeoff_scale(y: np.ndarray, task: str) -> float:
     prior, averaged) for the log-losses and ranking.
     """
     if task == "regression":
-        if hasattr(y, "__dask_graph__"):   # a Dask collection: its variance, on the cluster
+        if hasattr(y, "__dask_graph__"):  # a Dask collection: its variance, on the cluster
             return max(0.5 * float(y.astype(np.float64).var().compute()), 1e-12)
         return max(0.5 * float(np.var(np.asarray(y, dtype=np.float64))), 1e-12)
     return 0.5

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
+
 __all__ = ["dask_client", "is_dask", "warn_data_parallel"]
 
 
@@ -34,13 +36,16 @@ def dask_client() -> Any:
     try:
         from distributed import default_client
     except ImportError as exc:  # pragma: no cover - only without the extra
-        raise ImportError("fitting on Dask collections needs the extra thrifty[dask] "
-                          "(`pip install 'thrifty[dask]'`)") from exc
+        raise ImportError(
+            "fitting on Dask collections needs the extra thrifty[dask] (`pip install 'thrifty[dask]'`)"
+        ) from exc
     try:
         return default_client()
     except ValueError as exc:
-        raise ValueError("fitting on a Dask collection needs a distributed Client: create one first, "
-                         "e.g. `distributed.Client(scheduler_address)` or `Client(LocalCluster())`") from exc
+        raise InputError(
+            "fitting on a Dask collection needs a distributed Client: create one first, "
+            "e.g. `distributed.Client(scheduler_address)` or `Client(LocalCluster())`"
+        ) from exc
 
 
 def check_dask_inputs(X: Any, y: Any, sample_weight: Any, eval_set: Any) -> tuple[Any, Any, Any, Any]:
@@ -51,25 +56,30 @@ def check_dask_inputs(X: Any, y: Any, sample_weight: Any, eval_set: Any) -> tupl
     if not isinstance(X, (dd.DataFrame, da.Array)):
         raise TypeError(f"a Dask X must be a Dask DataFrame or Array, got {type(X).__name__}")
     if isinstance(X, da.Array) and X.ndim != 2:
-        raise ValueError(f"a Dask Array X must be 2-D (rows, features), got {X.ndim}-D")
+        raise InputError(f"a Dask Array X must be 2-D (rows, features), got {X.ndim}-D")
     if not is_dask(y):
-        raise TypeError("X is a Dask collection but y is not; give y as a Dask Series or Array "
-                        "partitioned like X")
+        raise TypeError(
+            "X is a Dask collection but y is not; give y as a Dask Series or Array partitioned like X"
+        )
     if sample_weight is not None and not is_dask(sample_weight):
-        raise TypeError("X is a Dask collection but sample_weight is not; give it as a Dask Series "
-                        "or Array partitioned like X")
+        raise TypeError(
+            "X is a Dask collection but sample_weight is not; give it as a Dask Series "
+            "or Array partitioned like X"
+        )
     X_cal = X
     if eval_set is not None:
         if isinstance(eval_set, list):
             if len(eval_set) != 1:
-                raise ValueError(f"eval_set holds {len(eval_set)} sets; give one calibration set")
+                raise InputError(f"eval_set holds {len(eval_set)} sets; give one calibration set")
             eval_set = eval_set[0]
         X_cal = eval_set[0] if isinstance(eval_set, tuple) else eval_set
         if not is_dask(X_cal):
-            raise TypeError("X is a Dask collection but eval_set is not; give the calibration rows "
-                            "as a Dask collection too")
+            raise TypeError(
+                "X is a Dask collection but eval_set is not; give the calibration rows "
+                "as a Dask collection too"
+            )
         if X_cal.shape[1] != X.shape[1]:
-            raise ValueError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
+            raise InputError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
     return X, y, sample_weight, X_cal
 
 
@@ -97,7 +107,11 @@ def warn_data_parallel(params: dict[str, Any], n_workers: int) -> None:
     coupled = any(params.get("cegb_penalty_feature_coupled") or [])
     if n_workers > 1 and (lazy or coupled):
         kind = " and ".join(k for k, on in (("per-example", lazy), ("once-per-model", coupled)) if on)
-        warnings.warn(f"{kind} feature costs trained on {n_workers} Dask workers: LightGBM's "
-                      "data-parallel learner counts them per worker, so the model can use more "
-                      "features than one trained on one machine at the same trade-off (budgets are "
-                      "still measured exactly; see docs/scale.md)", UserWarning, stacklevel=4)
+        warnings.warn(
+            f"{kind} feature costs trained on {n_workers} Dask workers: LightGBM's "
+            "data-parallel learner counts them per worker, so the model can use more "
+            "features than one trained on one machine at the same trade-off (budgets are "
+            "still measured exactly; see docs/scale.md)",
+            UserWarning,
+            stacklevel=4,
+        )

@@ -17,14 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from thrifty.exceptions import BudgetError, InputError
+
 __all__ = ["BudgetError", "SearchResult", "search_tradeoff"]
 
 # Bracket expansion: at most this factor per step (log-log extrapolation is clamped to it).
 _STEP = 100.0
-
-
-class BudgetError(ValueError):
-    """No model of the family meets the budget (even the cheapest one costs more)."""
 
 
 @dataclass
@@ -55,9 +53,17 @@ class SearchResult:
     models: list[Any] = field(default_factory=list)
 
 
-def search_tradeoff(fit: Callable[[float], tuple[Any, float]], budget: float, *, start: float,
-                    tolerance: float = 0.05, max_fits: int = 12, floor: float = 0.0,
-                    progress: bool = True, desc: str = "budget search") -> SearchResult:
+def search_tradeoff(
+    fit: Callable[[float], tuple[Any, float]],
+    budget: float,
+    *,
+    start: float,
+    tolerance: float = 0.05,
+    max_fits: int = 12,
+    floor: float = 0.0,
+    progress: bool = True,
+    desc: str = "budget search",
+) -> SearchResult:
     """Find the smallest trade-off whose model's mean cost is within ``budget``.
 
     Stops at the first model with ``(1 - tolerance) * budget <= cost <= budget``; otherwise,
@@ -101,17 +107,19 @@ def search_tradeoff(fit: Callable[[float], tuple[Any, float]], budget: float, *,
     from tqdm.auto import tqdm
 
     if not (budget > 0 and math.isfinite(budget)):
-        raise ValueError(f"budget must be a finite number > 0, got {budget!r}")
+        raise InputError(f"budget must be a finite number > 0, got {budget!r}")
     if not 0 < tolerance < 1:
-        raise ValueError(f"tolerance must be in (0, 1), got {tolerance!r}")
+        raise InputError(f"tolerance must be in (0, 1), got {tolerance!r}")
     if int(max_fits) < 2:
-        raise ValueError(f"max_fits must be >= 2, got {max_fits!r}")
+        raise InputError(f"max_fits must be >= 2, got {max_fits!r}")
     if not (start > 0 and math.isfinite(start)):
-        raise ValueError(f"start must be a finite number > 0, got {start!r}")
+        raise InputError(f"start must be a finite number > 0, got {start!r}")
     if budget < floor:
-        raise BudgetError(f"budget {budget:g} is below {floor:g}, the mean cost of the cheapest "
-                          "possible model (no features, only the evaluation cost of its trees); "
-                          "raise the budget or lower the tree/split costs or the number of trees")
+        raise BudgetError(
+            f"budget {budget:g} is below {floor:g}, the mean cost of the cheapest "
+            "possible model (no features, only the evaluation cost of its trees); "
+            "raise the budget or lower the tree/split costs or the number of trees"
+        )
     lower_band = (1.0 - tolerance) * budget
     history: list[tuple[float, float]] = []
     models: list[Any] = []
@@ -130,15 +138,17 @@ def search_tradeoff(fit: Callable[[float], tuple[Any, float]], budget: float, *,
             return None
         # highest cost within budget; the smaller trade-off among equal costs
         i = max(feasible, key=lambda j: (history[j][1], -history[j][0]))
-        return SearchResult(history[i][0], history[i][1], models[i], len(history), list(history),
-                            list(models))
+        return SearchResult(
+            history[i][0], history[i][1], models[i], len(history), list(history), list(models)
+        )
 
     # disable=None hides the bar when stderr is not a terminal (logs, CI).
-    with tqdm(total=int(max_fits), desc=desc, unit="fit", disable=None if progress else True,
-              leave=False) as bar:
+    with tqdm(
+        total=int(max_fits), desc=desc, unit="fit", disable=None if progress else True, leave=False
+    ) as bar:
         cost = trial(start)
         tried_zero = False
-        sides: list[bool] = []   # per bracket step: did the trial come in over budget?
+        sides: list[bool] = []  # per bracket step: did the trial come in over budget?
         while len(history) < max_fits and not lower_band <= cost <= budget:
             lo, hi = _bracket(history, budget)
             if lo is None and hi is not None and not tried_zero:
@@ -147,9 +157,9 @@ def search_tradeoff(fit: Callable[[float], tuple[Any, float]], budget: float, *,
                 if trial(0.0) <= budget:
                     break
                 continue
-            if lo is None:       # every trial is feasible and under the band: go down
+            if lo is None:  # every trial is feasible and under the band: go down
                 lam = _extrapolate(hi, history, budget, down=True)
-            elif hi is None:     # every trial is over budget: go up
+            elif hi is None:  # every trial is over budget: go up
                 lam = _extrapolate(lo, history, budget, down=False)
             elif hi[0] / lo[0] < 1.0 + tolerance:
                 break
@@ -165,14 +175,17 @@ def search_tradeoff(fit: Callable[[float], tuple[Any, float]], budget: float, *,
     result = best()
     if result is None:
         top = max(history)
-        raise BudgetError(f"no model met the budget {budget:g}: the highest trade-off tried "
-                          f"({top[0]:.3g}) still costs {top[1]:.4g} per example after {len(history)} "
-                          "fits; raise the budget or max_fits, or lower the number of trees")
+        raise BudgetError(
+            f"no model met the budget {budget:g}: the highest trade-off tried "
+            f"({top[0]:.3g}) still costs {top[1]:.4g} per example after {len(history)} "
+            "fits; raise the budget or max_fits, or lower the number of trees"
+        )
     return result
 
 
-def _bracket(history: list[tuple[float, float]], budget: float
-             ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+def _bracket(
+    history: list[tuple[float, float]], budget: float
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
     """``(lo, hi)``: the over-budget trial of largest trade-off, and the feasible trial of
     smallest trade-off above it. Rebuilt from every trial, so a non-monotone step (a feasible
     trial below an infeasible one) cannot invert the bracket: the search stays above the
@@ -189,8 +202,9 @@ def _positive(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(lam, c) for lam, c in points if lam > 0 and c > 0]
 
 
-def _extrapolate(anchor: tuple[float, float], history: list[tuple[float, float]], budget: float,
-                 down: bool) -> float:
+def _extrapolate(
+    anchor: tuple[float, float], history: list[tuple[float, float]], budget: float, down: bool
+) -> float:
     """Next trade-off outside the bracket: along the log-log slope of the two nearest trials,
     at most a factor ``_STEP`` away (a factor 10 when no slope is known)."""
     lam, cost = anchor

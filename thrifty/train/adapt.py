@@ -37,13 +37,24 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from thrifty._validation import class_labels, costs_for_X
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.runtime.plans import Gated, Linear, Plan, as_plan
 from thrifty.train._adapt_linear import Standardizer, fit_group_sparse
 from thrifty.train._adapt_trees import Binner, TreeList, grow_tree
 
-__all__ = ["ADAPTClassifier", "ADAPTFit", "ADAPTProblem", "adapt_gbrt", "adapt_lin", "hpc_plan",
-           "l1_baseline", "lin_objective", "q_step", "truncate_lin"]
+__all__ = [
+    "ADAPTClassifier",
+    "ADAPTFit",
+    "ADAPTProblem",
+    "adapt_gbrt",
+    "adapt_lin",
+    "hpc_plan",
+    "l1_baseline",
+    "lin_objective",
+    "q_step",
+    "truncate_lin",
+]
 
 METHODS = ("gbrt", "lin", "l1")
 # Default gamma per method when gamma=None, in units of the mean positive feature price: the
@@ -53,9 +64,7 @@ DEFAULT_GAMMA = {"gbrt": 1e-3, "lin": 1e-2, "l1": 1e-2}
 # Sweep grids of budget= (gamma again in units of the mean positive feature price).
 # (the benchmark's letter systems within 1 point of f0 need p_full around 0.5-0.65)
 P_FULL_GRID = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8)
-GAMMA_GRID = {"gbrt": (1e-2, 1e-3, 3e-4, 1e-4),
-              "lin": (0.1, 0.03, 0.01, 3e-3),
-              "l1": (0.1, 0.03, 0.01, 3e-3)}
+GAMMA_GRID = {"gbrt": (1e-2, 1e-3, 3e-4, 1e-4), "lin": (0.1, 0.03, 0.01, 3e-3), "l1": (0.1, 0.03, 0.01, 3e-3)}
 
 
 # ----------------------------------------------------------------------------------- q-step
@@ -181,8 +190,14 @@ class ADAPTProblem:
     feature_names: list[str] | None = None
 
     @classmethod
-    def build(cls, X: Any, y: Any, proba0: Any, costs: CostModel | None = None,
-              feature_names: list[str] | None = None) -> ADAPTProblem:
+    def build(
+        cls,
+        X: Any,
+        y: Any,
+        proba0: Any,
+        costs: CostModel | None = None,
+        feature_names: list[str] | None = None,
+    ) -> ADAPTProblem:
         """From labels and the expensive model's ``predict_proba`` on the same rows.
 
         ``proba0`` has one column per class of ``np.unique(y)``, in that order; probabilities
@@ -192,14 +207,17 @@ class ADAPTProblem:
         classes, codes = np.unique(np.asarray(y), return_inverse=True)
         P = np.asarray(proba0, dtype=np.float64)
         if P.shape != (X.shape[0], len(classes)):
-            raise ValueError(f"proba0 has shape {P.shape}; it needs ({X.shape[0]}, {len(classes)}): one "
-                             "column per class of y, in sorted order")
+            raise InputError(
+                f"proba0 has shape {P.shape}; it needs ({X.shape[0]}, {len(classes)}): one "
+                "column per class of y, in sorted order"
+            )
         costs = CostModel.uniform(X.shape[1]) if costs is None else costs
         if costs.n_features != X.shape[1]:
-            raise ValueError(f"the cost model prices {costs.n_features} features but X has {X.shape[1]}")
+            raise InputError(f"the cost model prices {costs.n_features} features but X has {X.shape[1]}")
         p_true = np.clip(P[np.arange(len(codes)), codes], 1e-6, 1.0)
-        return cls(X=X, y=codes, nll0=-np.log(p_true), costs=costs, classes=classes,
-                   feature_names=feature_names)
+        return cls(
+            X=X, y=codes, nll0=-np.log(p_true), costs=costs, classes=classes, feature_names=feature_names
+        )
 
     @property
     def n_classes(self) -> int:
@@ -250,10 +268,21 @@ def _progress(total: int, desc: str, progress: bool) -> Any:
 
 
 # ------------------------------------------------------------------------------ ADAPT-GBRT
-def adapt_gbrt(prob: ADAPTProblem, *, p_full: float, gamma: float, n_estimators: int = 100,
-               max_depth: int = 3, learning_rate: float = 0.1, n_iter: int = 10,
-               min_samples_leaf: int = 5, reg_lambda: float = 1.0, tol: float = 1e-3,
-               init: tuple[np.ndarray, np.ndarray] | None = None, progress: bool = False) -> ADAPTFit:
+def adapt_gbrt(
+    prob: ADAPTProblem,
+    *,
+    p_full: float,
+    gamma: float,
+    n_estimators: int = 100,
+    max_depth: int = 3,
+    learning_rate: float = 0.1,
+    n_iter: int = 10,
+    min_samples_leaf: int = 5,
+    reg_lambda: float = 1.0,
+    tol: float = 1e-3,
+    init: tuple[np.ndarray, np.ndarray] | None = None,
+    progress: bool = False,
+) -> ADAPTFit:
     """ADAPT-GBRT (Algorithm 2): boosted cost-aware trees for the gate and the low-cost model.
 
     Each outer iteration solves (OPT1) for ``q`` and then grows ``n_estimators`` rounds from
@@ -299,8 +328,9 @@ def adapt_gbrt(prob: ADAPTProblem, *, p_full: float, gamma: float, n_estimators:
     total = (n_iter + (init is None)) * n_estimators
     bar = _progress(total, "ADAPT-GBRT", progress)
 
-    def boost(q: np.ndarray | None) -> tuple[TreeList, TreeList, np.ndarray, np.ndarray, np.ndarray,
-                                             np.ndarray]:
+    def boost(
+        q: np.ndarray | None,
+    ) -> tuple[TreeList, TreeList, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """One (g, f1)-step from constant models; ``q=None`` fits f1 alone (all weights 1)."""
         w = np.ones(n) if q is None else 1.0 - q
         f_base = prob.log_prior(w)
@@ -313,9 +343,22 @@ def adapt_gbrt(prob: ADAPTProblem, *, p_full: float, gamma: float, n_estimators:
             if q is not None:
                 s = expit(g)
                 grad = s - q
-                tree = grow_tree(binned, binner.n_bins, -grad, grad, s * (1.0 - s), acquired,
-                                 c.closure_ptr, c.closure_units, unit_prices, gamma, max_depth,
-                                 min_samples_leaf, reg_lambda, n)
+                tree = grow_tree(
+                    binned,
+                    binner.n_bins,
+                    -grad,
+                    grad,
+                    s * (1.0 - s),
+                    acquired,
+                    c.closure_ptr,
+                    c.closure_units,
+                    unit_prices,
+                    gamma,
+                    max_depth,
+                    min_samples_leaf,
+                    reg_lambda,
+                    n,
+                )
                 gate_trees.add(tree, 0)
                 g += learning_rate * tree[4][tree[5]]
             if K == 1:
@@ -325,9 +368,22 @@ def adapt_gbrt(prob: ADAPTProblem, *, p_full: float, gamma: float, n_estimators:
             for k in range(K):
                 grad = w * (p[:, k] - Y[:, k])
                 hess = w * p[:, k] * (1.0 - p[:, k])
-                tree = grow_tree(binned, binner.n_bins, -grad, grad, hess, acquired, c.closure_ptr,
-                                 c.closure_units, unit_prices, gamma, max_depth, min_samples_leaf,
-                                 reg_lambda, n)
+                tree = grow_tree(
+                    binned,
+                    binner.n_bins,
+                    -grad,
+                    grad,
+                    hess,
+                    acquired,
+                    c.closure_ptr,
+                    c.closure_units,
+                    unit_prices,
+                    gamma,
+                    max_depth,
+                    min_samples_leaf,
+                    reg_lambda,
+                    n,
+                )
                 low_trees.add(tree, k)
                 F[:, k] += learning_rate * tree[4][tree[5]]
             bar.update(1)
@@ -350,8 +406,14 @@ def adapt_gbrt(prob: ADAPTProblem, *, p_full: float, gamma: float, n_estimators:
             gate_trees, low_trees, g, F, g_base, f_base = boost(q)
             A, B = _losses(g, F, y, prob.nll0)
             change = math.inf if q_old is None else float(np.mean(np.abs(q - q_old)))
-            history.append({"mean_q": float(q.mean()), "beta": beta,
-                            "loss": float(np.mean((1 - q) * A + q * B)), "q_change": change})
+            history.append(
+                {
+                    "mean_q": float(q.mean()),
+                    "beta": beta,
+                    "loss": float(np.mean((1 - q) * A + q * B)),
+                    "q_change": change,
+                }
+            )
             if change < tol:
                 break
             q_old = q
@@ -360,18 +422,43 @@ def adapt_gbrt(prob: ADAPTProblem, *, p_full: float, gamma: float, n_estimators:
     if not gate_trees.trees:  # n_iter == 0: a constant gate that never routes to f0
         g_base = np.array([-1.0])
     common = {"n_features": X.shape[1], "feature_names": prob.feature_names}
-    gate = gate_trees.to_forest(binner, base_score=g_base, learning_rate=learning_rate, width=1,
-                                link="identity", task="regression", classes=None, **common)
-    low = low_trees.to_forest(binner, base_score=f_base,
-                              learning_rate=learning_rate, width=K, link=prob.link, task=prob.task,
-                              classes=prob.classes, **common)
+    gate = gate_trees.to_forest(
+        binner,
+        base_score=g_base,
+        learning_rate=learning_rate,
+        width=1,
+        link="identity",
+        task="regression",
+        classes=None,
+        **common,
+    )
+    low = low_trees.to_forest(
+        binner,
+        base_score=f_base,
+        learning_rate=learning_rate,
+        width=K,
+        link=prob.link,
+        task=prob.task,
+        classes=prob.classes,
+        **common,
+    )
     return ADAPTFit(gate=gate, low=low, q=q, beta=beta, history=history)
 
 
 # ------------------------------------------------------------------------------- ADAPT-LIN
-def adapt_lin(prob: ADAPTProblem, *, p_full: float, gamma: float, n_iter: int = 10, l2: float = 1e-4,
-              max_iter: int = 200, tol: float = 1e-3, init: np.ndarray | None = None,
-              support: np.ndarray | None = None, progress: bool = False) -> ADAPTFit:
+def adapt_lin(
+    prob: ADAPTProblem,
+    *,
+    p_full: float,
+    gamma: float,
+    n_iter: int = 10,
+    l2: float = 1e-4,
+    max_iter: int = 200,
+    tol: float = 1e-3,
+    init: np.ndarray | None = None,
+    support: np.ndarray | None = None,
+    progress: bool = False,
+) -> ADAPTFit:
     """ADAPT-LIN (Algorithm 1): linear gate and low-cost model with a group-sparse penalty.
 
     Alternates (OPT1) and (OPT2): ``min (1/N) sum_i (1 - q_i)[l(f1(x_i), y_i) + log(1 + e^{g^T x_i})]
@@ -404,8 +491,10 @@ def adapt_lin(prob: ADAPTProblem, *, p_full: float, gamma: float, n_iter: int = 
     """
     X, y = prob.X, prob.y
     if np.isnan(X).any():
-        raise ValueError("ADAPT-LIN and the L1 baseline need complete data: X has NaN values; "
-                         "impute them first or use method='gbrt'")
+        raise InputError(
+            "ADAPT-LIN and the L1 baseline need complete data: X has NaN values; "
+            "impute them first or use method='gbrt'"
+        )
     std = Standardizer(X)
     Z = std.transform(X)
     if support is not None:
@@ -430,13 +519,18 @@ def adapt_lin(prob: ADAPTProblem, *, p_full: float, gamma: float, n_iter: int = 
             S = Z @ P[:-1] + P[-1]
             A, B = _losses(S[:, 0], S[:, 1:], y, prob.nll0)
             q, beta = q_step(A, B, p_full)
-            P = fit_group_sparse(Z, Y, q=q, weights=prices, gamma=gamma, l2=l2, init=P,
-                                 max_iter=max_iter)
+            P = fit_group_sparse(Z, Y, q=q, weights=prices, gamma=gamma, l2=l2, init=P, max_iter=max_iter)
             S = Z @ P[:-1] + P[-1]
             A, B = _losses(S[:, 0], S[:, 1:], y, prob.nll0)
             change = math.inf if q_old is None else float(np.mean(np.abs(q - q_old)))
-            history.append({"mean_q": float(q.mean()), "beta": beta,
-                            "loss": float(np.mean((1 - q) * A + q * B)), "q_change": change})
+            history.append(
+                {
+                    "mean_q": float(q.mean()),
+                    "beta": beta,
+                    "loss": float(np.mean((1 - q) * A + q * B)),
+                    "q_change": change,
+                }
+            )
             bar.update(1)
             if change < tol:
                 break
@@ -446,17 +540,32 @@ def adapt_lin(prob: ADAPTProblem, *, p_full: float, gamma: float, n_iter: int = 
     if not history:  # n_iter == 0: a gate that never routes to f0
         P[-1, 0] = -1.0
     coef, intercept = std.unscale(P[:-1], P[-1])
-    gate = Linear(coef[:, 0], intercept[0], link="identity", task="regression",
-                  feature_names=prob.feature_names)
-    low = Linear(coef[:, 1:], intercept[1:], link=prob.link, task=prob.task, classes=prob.classes,
-                 feature_names=prob.feature_names)
+    gate = Linear(
+        coef[:, 0], intercept[0], link="identity", task="regression", feature_names=prob.feature_names
+    )
+    low = Linear(
+        coef[:, 1:],
+        intercept[1:],
+        link=prob.link,
+        task=prob.task,
+        classes=prob.classes,
+        feature_names=prob.feature_names,
+    )
     fit = ADAPTFit(gate=gate, low=low, q=q, beta=beta, history=history)
     fit.state = P  # type: ignore[attr-defined]  # standardized parameters, for warm starts
     return fit
 
 
-def truncate_lin(prob: ADAPTProblem, fit: ADAPTFit, n_features: int, *, p_full: float, gamma: float,
-                 n_iter: int = 10, progress: bool = False) -> ADAPTFit:
+def truncate_lin(
+    prob: ADAPTProblem,
+    fit: ADAPTFit,
+    n_features: int,
+    *,
+    p_full: float,
+    gamma: float,
+    n_iter: int = 10,
+    progress: bool = False,
+) -> ADAPTFit:
     """ADAPT-LIN kept to its ``n_features`` strongest features, then refitted on them.
 
     Features are ranked by the norm of their standardized coefficients in the gate and
@@ -494,8 +603,12 @@ def truncate_lin(prob: ADAPTProblem, fit: ADAPTFit, n_features: int, *, p_full: 
     keep[np.argsort(-score, kind="stable")[:n_features]] = True
     # The truncated parameters can sit in a poor basin (a gate that leaned on a dropped
     # feature), so the refit also starts cold on the kept features; (OPT) picks the better.
-    fits = [adapt_lin(prob, p_full=p_full, gamma=gamma, n_iter=n_iter, init=start, support=keep,
-                      progress=progress) for start in (P, None)]
+    fits = [
+        adapt_lin(
+            prob, p_full=p_full, gamma=gamma, n_iter=n_iter, init=start, support=keep, progress=progress
+        )
+        for start in (P, None)
+    ]
     return min(fits, key=lambda f: lin_objective(prob, f.state, p_full, gamma))  # type: ignore[attr-defined]
 
 
@@ -516,8 +629,15 @@ def lin_objective(prob: ADAPTProblem, P: np.ndarray, p_full: float, gamma: float
 
 
 # ----------------------------------------------------------------------------- L1 baseline
-def l1_baseline(prob: ADAPTProblem, *, p_full: float, gamma: float, l2: float | None = None,
-                max_iter: int = 500, memo: dict | None = None) -> ADAPTFit:
+def l1_baseline(
+    prob: ADAPTProblem,
+    *,
+    p_full: float,
+    gamma: float,
+    l2: float | None = None,
+    max_iter: int = 500,
+    memo: dict | None = None,
+) -> ADAPTFit:
     """The L1 baseline of section 5: select features, fit ``f1`` on them, gate on its mistakes.
 
     1. An L1-regularized logistic regression of the labels (multinomial for several classes;
@@ -539,8 +659,10 @@ def l1_baseline(prob: ADAPTProblem, *, p_full: float, gamma: float, l2: float | 
     """
     X, y = prob.X, prob.y
     if np.isnan(X).any():
-        raise ValueError("ADAPT-LIN and the L1 baseline need complete data: X has NaN values; "
-                         "impute them first or use method='gbrt'")
+        raise InputError(
+            "ADAPT-LIN and the L1 baseline need complete data: X has NaN values; "
+            "impute them first or use method='gbrt'"
+        )
     n, n_feat = X.shape
     l2 = 1.0 / n if l2 is None else l2
     pieces = None if memo is None else memo.get(float(gamma))
@@ -548,8 +670,7 @@ def l1_baseline(prob: ADAPTProblem, *, p_full: float, gamma: float, l2: float | 
         std = Standardizer(X)
         Z = std.transform(X)
         Y = _onehot(y, prob.n_classes)
-        P_sel = fit_group_sparse(Z, Y, weights=prob.feature_prices(), gamma=gamma, l2=0.0,
-                                 max_iter=max_iter)
+        P_sel = fit_group_sparse(Z, Y, weights=prob.feature_prices(), gamma=gamma, l2=0.0, max_iter=max_iter)
         support = np.flatnonzero(np.any(P_sel[:-1] != 0, axis=1))
         Zs = Z[:, support]
         P_f = fit_group_sparse(Zs, Y, l2=l2, max_iter=max_iter)
@@ -572,13 +693,20 @@ def l1_baseline(prob: ADAPTProblem, *, p_full: float, gamma: float, l2: float | 
     full_g[-1] = P_g[-1, 0]
     coef_f, int_f = std.unscale(full_f[:-1], full_f[-1])
     coef_g, int_g = std.unscale(full_g[:-1, None], full_g[-1:])
-    gate = Linear(coef_g[:, 0], int_g[0], link="identity", task="regression",
-                  feature_names=prob.feature_names)
-    low = Linear(coef_f, int_f, link=prob.link, task=prob.task, classes=prob.classes,
-                 feature_names=prob.feature_names)
+    gate = Linear(
+        coef_g[:, 0], int_g[0], link="identity", task="regression", feature_names=prob.feature_names
+    )
+    low = Linear(
+        coef_f, int_f, link=prob.link, task=prob.task, classes=prob.classes, feature_names=prob.feature_names
+    )
     q = (score - _route_shift(score, p_full) > 0).astype(np.float64)
-    return ADAPTFit(gate=gate, low=low, q=q, beta=0.0,
-                    history=[{"mean_q": float(q.mean()), "n_selected": float(len(support))}])
+    return ADAPTFit(
+        gate=gate,
+        low=low,
+        q=q,
+        beta=0.0,
+        history=[{"mean_q": float(q.mean()), "n_selected": float(len(support))}],
+    )
 
 
 def _route_shift(score: np.ndarray, p_full: float) -> float:
@@ -614,14 +742,16 @@ def hpc_plan(hpc: Any, n_features: int, classes: np.ndarray, hpc_features: Any =
     except TypeError:
         pass
     if not hasattr(hpc, "predict_proba"):
-        raise TypeError(f"the hpc {type(hpc).__name__} has no predict_proba; ADAPT needs the expensive "
-                        "model's class probabilities (pass a classifier, a thrifty Forest or a plan)")
+        raise TypeError(
+            f"the hpc {type(hpc).__name__} has no predict_proba; ADAPT needs the expensive "
+            "model's class probabilities (pass a classifier, a thrifty Forest or a plan)"
+        )
     used = np.ones(n_features, dtype=bool)
     if hpc_features is not None:
         hf = np.asarray(hpc_features)
         if hf.dtype == bool:
             if hf.shape != (n_features,):
-                raise ValueError(f"hpc_features as a mask needs {n_features} entries, got {hf.shape}")
+                raise InputError(f"hpc_features as a mask needs {n_features} entries, got {hf.shape}")
             used = hf
         else:
             used = np.zeros(n_features, dtype=bool)
@@ -631,8 +761,13 @@ def hpc_plan(hpc: Any, n_features: int, classes: np.ndarray, hpc_features: Any =
     coef = np.zeros((n_features, width))
     # Any non-zero coefficient makes the runtime acquire (and charge) the feature.
     coef[used] = 1e-300
-    return Linear(coef, 0.0, link="sigmoid" if width == 1 else "softmax",
-                  task="binary" if width == 1 else "multiclass", classes=classes), False
+    return Linear(
+        coef,
+        0.0,
+        link="sigmoid" if width == 1 else "softmax",
+        task="binary" if width == 1 else "multiclass",
+        classes=classes,
+    ), False
 
 
 def _is_fitted(model: Any) -> bool:
@@ -728,12 +863,29 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
         With ``budget=``: the chosen ``p_full`` and ``gamma``.
     """
 
-    def __init__(self, hpc: Any = None, costs: Any = None, *, method: str = "gbrt", p_full: float = 0.3,
-                 gamma: float | None = None, n_estimators: int = 100, max_depth: int = 3,
-                 learning_rate: float = 0.1, n_iter: int = 10, min_samples_leaf: int = 5,
-                 budget: float | None = None, p_full_grid: Any = None, gamma_grid: Any = None,
-                 validation_fraction: float = 0.25, hpc_features: Any = None, warm_start: bool = False,
-                 max_features: int | None = None, random_state: Any = None, progress: bool = True) -> None:
+    def __init__(
+        self,
+        hpc: Any = None,
+        costs: Any = None,
+        *,
+        method: str = "gbrt",
+        p_full: float = 0.3,
+        gamma: float | None = None,
+        n_estimators: int = 100,
+        max_depth: int = 3,
+        learning_rate: float = 0.1,
+        n_iter: int = 10,
+        min_samples_leaf: int = 5,
+        budget: float | None = None,
+        p_full_grid: Any = None,
+        gamma_grid: Any = None,
+        validation_fraction: float = 0.25,
+        hpc_features: Any = None,
+        warm_start: bool = False,
+        max_features: int | None = None,
+        random_state: Any = None,
+        progress: bool = True,
+    ) -> None:
         self.hpc = hpc
         self.costs = costs
         self.method = method
@@ -777,8 +929,9 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
         """
         self._check_params()
         y, classes, codes = class_labels(y, type(self).__name__)
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan" if self.method == "gbrt" else True,
-                             dtype=np.float64)
+        X, y = validate_data(
+            self, X, y, ensure_all_finite="allow-nan" if self.method == "gbrt" else True, dtype=np.float64
+        )
         self.classes_ = classes
         names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
         costs = costs_for_X(self.costs, names, X.shape[1])
@@ -791,46 +944,50 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
 
             idx = np.arange(len(y))
             stratify = codes if np.bincount(codes).min() >= 2 else None
-            tr, cal = train_test_split(idx, test_size=self.validation_fraction, stratify=stratify,
-                                       random_state=self.random_state)
+            tr, cal = train_test_split(
+                idx, test_size=self.validation_fraction, stratify=stratify, random_state=self.random_state
+            )
             X_fit, c_fit, X_cal, y_cal = X[tr], codes[tr], X[cal], y[cal]
         else:
             X_fit, c_fit = X, codes
             X_cal = np.asarray(calibration[0], dtype=np.float64)
             y_cal = np.asarray(calibration[1])
             if X_cal.ndim != 2 or X_cal.shape[1] != X.shape[1]:
-                raise ValueError(f"calibration X has shape {X_cal.shape}; it needs {X.shape[1]} features")
+                raise InputError(f"calibration X has shape {X_cal.shape}; it needs {X.shape[1]} features")
         self._sweep(X_fit, c_fit, X_cal, y_cal)
         return self
 
     def _check_params(self) -> None:
         if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+            raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
         if not (isinstance(self.p_full, (int, float)) and 0.0 <= self.p_full <= 1.0):
-            raise ValueError(f"p_full must be a number in [0, 1], got {self.p_full!r}")
-        if self.gamma is not None and not (isinstance(self.gamma, (int, float)) and self.gamma >= 0
-                                           and math.isfinite(self.gamma)):
-            raise ValueError(f"gamma must be a finite number >= 0 (or None), got {self.gamma!r}")
+            raise InputError(f"p_full must be a number in [0, 1], got {self.p_full!r}")
+        if self.gamma is not None and not (
+            isinstance(self.gamma, (int, float)) and self.gamma >= 0 and math.isfinite(self.gamma)
+        ):
+            raise InputError(f"gamma must be a finite number >= 0 (or None), got {self.gamma!r}")
         for name in ("n_estimators", "max_depth", "min_samples_leaf"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+                raise InputError(f"{name} must be an integer >= 1, got {v!r}")
         if not isinstance(self.n_iter, (int, np.integer)) or self.n_iter < 0:
-            raise ValueError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
+            raise InputError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
         if self.max_depth > 12:
-            raise ValueError(f"max_depth={self.max_depth} is too deep for ADAPT's trees; use at most 12")
+            raise InputError(f"max_depth={self.max_depth} is too deep for ADAPT's trees; use at most 12")
         if not (isinstance(self.learning_rate, (int, float)) and self.learning_rate > 0):
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+            raise InputError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         if self.budget is not None and not (isinstance(self.budget, (int, float)) and self.budget >= 0):
-            raise ValueError(f"budget must be a mean cost >= 0 (or None), got {self.budget!r}")
+            raise InputError(f"budget must be a mean cost >= 0 (or None), got {self.budget!r}")
         if self.max_features is not None:
             if self.method != "lin":
-                raise ValueError(f"max_features applies to method='lin' only (got method={self.method!r}); "
-                                 "for 'gbrt' and 'l1' raise gamma to use fewer features")
+                raise InputError(
+                    f"max_features applies to method='lin' only (got method={self.method!r}); "
+                    "for 'gbrt' and 'l1' raise gamma to use fewer features"
+                )
             if not isinstance(self.max_features, (int, np.integer)) or self.max_features < 1:
-                raise ValueError(f"max_features must be an integer >= 1 (or None), got {self.max_features!r}")
+                raise InputError(f"max_features must be an integer >= 1 (or None), got {self.max_features!r}")
         if not 0.0 < self.validation_fraction < 1.0:
-            raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}")
+            raise InputError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}")
 
     def _gamma(self) -> float:
         return DEFAULT_GAMMA[self.method] if self.gamma is None else float(self.gamma)
@@ -853,22 +1010,28 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
             high, exact = hpc_plan(hpc, X.shape[1], self.classes_, self.hpc_features)
             self._hpc_cache = (hpc, (X.shape[1], n_classes), high, exact)
         if high.n_features != X.shape[1]:
-            raise ValueError(f"the hpc reads {high.n_features} features but X has {X.shape[1]}")
+            raise InputError(f"the hpc reads {high.n_features} features but X has {X.shape[1]}")
         if exact:
             if not high.is_classifier:
-                raise ValueError(f"the hpc must be a classifier; its task is {high.task!r}")
+                raise InputError(f"the hpc must be a classifier; its task is {high.task!r}")
             hc = high.classes
             if hc is not None and (len(hc) != n_classes or not np.array_equal(np.asarray(hc), self.classes_)):
-                raise ValueError(f"the hpc predicts classes {list(hc)[:10]} but y has classes "
-                                 f"{list(self.classes_)[:10]}; fit both on the same labels")
+                raise InputError(
+                    f"the hpc predicts classes {list(hc)[:10]} but y has classes "
+                    f"{list(self.classes_)[:10]}; fit both on the same labels"
+                )
             if hc is None and not np.array_equal(self.classes_, np.arange(max(2, high.n_outputs))):
-                raise ValueError(f"the hpc has no class labels (it predicts 0..{max(2, high.n_outputs) - 1}) "
-                                 f"but y has classes {list(self.classes_)[:10]}; encode y as 0..K-1")
+                raise InputError(
+                    f"the hpc has no class labels (it predicts 0..{max(2, high.n_outputs) - 1}) "
+                    f"but y has classes {list(self.classes_)[:10]}; encode y as 0..K-1"
+                )
         else:
             hc = getattr(hpc, "classes_", None)
             if hc is not None and not np.array_equal(np.asarray(hc), self.classes_):
-                raise ValueError(f"the hpc predicts classes {list(hc)[:10]} but y has classes "
-                                 f"{list(self.classes_)[:10]}; fit both on the same labels")
+                raise InputError(
+                    f"the hpc predicts classes {list(hc)[:10]} but y has classes "
+                    f"{list(self.classes_)[:10]}; fit both on the same labels"
+                )
         self.hpc_, self.high_, self.hpc_exact_ = hpc, high, exact
 
     def _hpc_proba(self, X: np.ndarray) -> np.ndarray:
@@ -885,16 +1048,32 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
     def _train(self, prob: ADAPTProblem, p_full: float, gamma: float, init: Any = None) -> ADAPTFit:
         progress = bool(self.progress)
         if self.method == "gbrt":
-            return adapt_gbrt(prob, p_full=p_full, gamma=gamma, n_estimators=int(self.n_estimators),
-                              max_depth=int(self.max_depth), learning_rate=float(self.learning_rate),
-                              n_iter=int(self.n_iter), min_samples_leaf=int(self.min_samples_leaf),
-                              init=init, progress=progress)
+            return adapt_gbrt(
+                prob,
+                p_full=p_full,
+                gamma=gamma,
+                n_estimators=int(self.n_estimators),
+                max_depth=int(self.max_depth),
+                learning_rate=float(self.learning_rate),
+                n_iter=int(self.n_iter),
+                min_samples_leaf=int(self.min_samples_leaf),
+                init=init,
+                progress=progress,
+            )
         if self.method == "lin":
-            fit = adapt_lin(prob, p_full=p_full, gamma=gamma, n_iter=int(self.n_iter), init=init,
-                            progress=progress)
+            fit = adapt_lin(
+                prob, p_full=p_full, gamma=gamma, n_iter=int(self.n_iter), init=init, progress=progress
+            )
             if self.max_features is not None:
-                fit = truncate_lin(prob, fit, int(self.max_features), p_full=p_full, gamma=gamma,
-                                   n_iter=int(self.n_iter), progress=progress)
+                fit = truncate_lin(
+                    prob,
+                    fit,
+                    int(self.max_features),
+                    p_full=p_full,
+                    gamma=gamma,
+                    n_iter=int(self.n_iter),
+                    progress=progress,
+                )
             return fit
         # the L1 steps depend on gamma and the data only: sweeps over p_full reuse them
         key = (prob.X.shape, hash(prob.X.tobytes()), hash(prob.y.tobytes()))
@@ -951,8 +1130,15 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
                 labels = self._labels(ev, X_cal)
                 acc = float(np.mean(labels == y_cal))
                 cost = ev.cost.mean
-                rows.append({"p_full": float(p_full), "gamma": float(gamma), "accuracy": acc,
-                             "mean_cost": cost, "to_hpc": float(np.mean(ev.exit == 1))})
+                rows.append(
+                    {
+                        "p_full": float(p_full),
+                        "gamma": float(gamma),
+                        "accuracy": acc,
+                        "mean_cost": cost,
+                        "to_hpc": float(np.mean(ev.exit == 1)),
+                    }
+                )
                 if cost <= self.budget + 1e-12:
                     key = (acc, -cost)
                     if best is None or key > best:
@@ -961,9 +1147,11 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
         self.sweep_ = rows
         if best_fit is None:
             cheapest = min(r["mean_cost"] for r in rows)
-            raise ValueError(f"budget={self.budget:g} is below the cheapest system the sweep found "
-                             f"(mean cost {cheapest:.4g} on the calibration data); raise the budget, or "
-                             "add larger gamma / smaller p_full values to gamma_grid / p_full_grid")
+            raise InputError(
+                f"budget={self.budget:g} is below the cheapest system the sweep found "
+                f"(mean cost {cheapest:.4g} on the calibration data); raise the budget, or "
+                "add larger gamma / smaller p_full values to gamma_grid / p_full_grid"
+            )
         self._set_fit(best_fit)
 
     # ------------------------------------------------------------------ prediction
@@ -981,8 +1169,13 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
         from thrifty.runtime.evaluate import evaluate
 
         check_is_fitted(self, "plan_")
-        X = validate_data(self, X, reset=False, dtype=np.float64,
-                          ensure_all_finite="allow-nan" if self.method == "gbrt" else True)
+        X = validate_data(
+            self,
+            X,
+            reset=False,
+            dtype=np.float64,
+            ensure_all_finite="allow-nan" if self.method == "gbrt" else True,
+        )
         return evaluate(self.plan_, X, self.costs_ if costs is None else costs), X
 
     def predict(self, X: Any) -> np.ndarray:

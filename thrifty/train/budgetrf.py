@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from thrifty._validation import class_labels, costs_for_X
+from thrifty.exceptions import InputError
 from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, grow_tree, tree_leaves
 
 
@@ -73,11 +74,24 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     oob_decision_function_ : ndarray of shape (n, n_classes)
     """
 
-    def __init__(self, n_estimators: int = 40, *, costs: Any = None, impurity: str = "pairs",
-                 alpha: float = 0.0, power: float = 2.0, split: str = "minmax",
-                 max_depth: int | None = None, max_features: Any = "sqrt",
-                 min_samples_split: int = 2, bootstrap: bool = True, max_samples: Any = None,
-                 oob_score: bool = False, random_state: Any = None, progress: bool = True) -> None:
+    def __init__(
+        self,
+        n_estimators: int = 40,
+        *,
+        costs: Any = None,
+        impurity: str = "pairs",
+        alpha: float = 0.0,
+        power: float = 2.0,
+        split: str = "minmax",
+        max_depth: int | None = None,
+        max_features: Any = "sqrt",
+        min_samples_split: int = 2,
+        bootstrap: bool = True,
+        max_samples: Any = None,
+        oob_score: bool = False,
+        random_state: Any = None,
+        progress: bool = True,
+    ) -> None:
         self.n_estimators = n_estimators
         self.costs = costs
         self.impurity = impurity
@@ -127,21 +141,41 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         oob_sum = np.zeros((n, self.n_classes_)) if self.oob_score else None
         self.estimators_samples_ = []
         # disable=None: tqdm shows the bar only when stderr is a TTY
-        bar = tqdm(total=self.n_estimators, desc="BudgetRF trees", unit="tree",
-                   disable=None if self.progress else True)
+        bar = tqdm(
+            total=self.n_estimators,
+            desc="BudgetRF trees",
+            unit="tree",
+            disable=None if self.progress else True,
+        )
         for _ in range(self.n_estimators):
-            sample = (rng.integers(0, n, size=n_draw) if self.bootstrap
-                      else np.arange(n, dtype=np.int64))
+            sample = rng.integers(0, n, size=n_draw) if self.bootstrap else np.arange(n, dtype=np.int64)
             seed = int(rng.integers(0, 2**31 - 1))
             self.estimators_samples_.append(sample)
             feature, threshold, left, right, counts = grow_tree(
-                X, y_idx, self.n_classes_, sample, self.feature_costs_,
-                IMPURITY_CODES[self.impurity], float(self.alpha), float(self.power),
-                SPLIT_CODES[self.split], depth, int(self.min_samples_split), m_features, seed)
+                X,
+                y_idx,
+                self.n_classes_,
+                sample,
+                self.feature_costs_,
+                IMPURITY_CODES[self.impurity],
+                float(self.alpha),
+                float(self.power),
+                SPLIT_CODES[self.split],
+                depth,
+                int(self.min_samples_split),
+                m_features,
+                seed,
+            )
             dist = counts / counts.sum(axis=1, keepdims=True)
-            builder.add_tree(feature, threshold, left, right,
-                             dist[:, 1] if self.n_classes_ == 2 else dist,
-                             weight=1.0 / self.n_estimators, tree_class=-1 if width > 1 else 0)
+            builder.add_tree(
+                feature,
+                threshold,
+                left,
+                right,
+                dist[:, 1] if self.n_classes_ == 2 else dist,
+                weight=1.0 / self.n_estimators,
+                tree_class=-1 if width > 1 else 0,
+            )
             if oob_sum is not None:
                 out = np.setdiff1d(np.arange(n), sample)
                 if out.shape[0]:
@@ -151,17 +185,26 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         bar.close()
         names = getattr(self, "feature_names_in_", None)
         self.forest_ = builder.build(
-            base_score=np.zeros(width), n_features=d, link="proba",
-            task="binary" if self.n_classes_ == 2 else "multiclass", classes=self.classes_,
+            base_score=np.zeros(width),
+            n_features=d,
+            link="proba",
+            task="binary" if self.n_classes_ == 2 else "multiclass",
+            classes=self.classes_,
             feature_names=None if names is None else [str(c) for c in names],
-            aggregation="mean", source="thrifty:BudgetRFClassifier")
+            aggregation="mean",
+            source="thrifty:BudgetRFClassifier",
+        )
         if oob_sum is not None:
             seen = oob_sum.sum(axis=1) > 0
             if not seen.all():
                 import warnings
 
-                warnings.warn(f"{int((~seen).sum())} rows were never out of bag; their OOB "
-                              "estimate is NaN (use more trees)", UserWarning, stacklevel=2)
+                warnings.warn(
+                    f"{int((~seen).sum())} rows were never out of bag; their OOB "
+                    "estimate is NaN (use more trees)",
+                    UserWarning,
+                    stacklevel=2,
+                )
             with np.errstate(invalid="ignore"):
                 self.oob_decision_function_ = oob_sum / oob_sum.sum(axis=1, keepdims=True)
             pred = np.argmax(self.oob_decision_function_[seen], axis=1)
@@ -207,24 +250,24 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
             if v is None and none_ok:
                 return
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+                raise InputError(f"{name} must be an integer >= {low}, got {v!r}")
 
         integer("n_estimators", 1)
         integer("max_depth", 0, none_ok=True)
         integer("min_samples_split", 2)
         if self.impurity not in IMPURITY_CODES:
-            raise ValueError(f"impurity must be one of {tuple(IMPURITY_CODES)}, got {self.impurity!r}")
+            raise InputError(f"impurity must be one of {tuple(IMPURITY_CODES)}, got {self.impurity!r}")
         if self.split not in SPLIT_CODES:
-            raise ValueError(f"split must be one of {tuple(SPLIT_CODES)}, got {self.split!r}")
+            raise InputError(f"split must be one of {tuple(SPLIT_CODES)}, got {self.split!r}")
         if not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha) or self.alpha < 0:
-            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
+            raise InputError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
         if not isinstance(self.power, numbers.Real) or not self.power >= 2:
-            raise ValueError(f"power must be a number >= 2, got {self.power!r}")
+            raise InputError(f"power must be a number >= 2, got {self.power!r}")
         for name in ("bootstrap", "oob_score", "progress"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise InputError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.oob_score and not self.bootstrap:
-            raise ValueError("oob_score=True needs bootstrap=True (no row is out of bag otherwise)")
+            raise InputError("oob_score=True needs bootstrap=True (no row is out of bag otherwise)")
 
     def _feature_costs(self, d: int) -> np.ndarray:
         names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
@@ -240,15 +283,16 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
                 return max(1, int(np.sqrt(d)))
             if m == "log2":
                 return max(1, int(np.log2(d)))
-            raise ValueError(f"max_features must be 'sqrt', 'log2', an int, a float or None, got {m!r}")
+            raise InputError(f"max_features must be 'sqrt', 'log2', an int, a float or None, got {m!r}")
         if isinstance(m, numbers.Integral) and not isinstance(m, bool):
             if not 1 <= m <= d:
-                raise ValueError(f"max_features={m} must be within [1, n_features={d}]")
+                raise InputError(f"max_features={m} must be within [1, n_features={d}]")
             return int(m)
         if isinstance(m, numbers.Real) and 0.0 < m <= 1.0:
             return max(1, int(m * d))
-        raise ValueError(f"max_features must be 'sqrt', 'log2', an int in [1, {d}], a float in "
-                         f"(0, 1] or None, got {m!r}")
+        raise InputError(
+            f"max_features must be 'sqrt', 'log2', an int in [1, {d}], a float in (0, 1] or None, got {m!r}"
+        )
 
     def _n_samples(self, n: int) -> int:
         m = self.max_samples
@@ -258,7 +302,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
             return int(m)
         if isinstance(m, numbers.Real) and 0.0 < m <= 1.0:
             return max(1, int(round(m * n)))
-        raise ValueError(f"max_samples must be None, an int >= 1 or a float in (0, 1], got {m!r}")
+        raise InputError(f"max_samples must be None, an int >= 1 or a float in (0, 1], got {m!r}")
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

@@ -39,12 +39,20 @@ from sklearn.utils.validation import column_or_1d
 
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
 from thrifty.train._cegb_dask import is_dask
 from thrifty.train._search import BudgetError
 
-__all__ = ["BudgetError", "CEGBClassifier", "CEGBRanker", "CEGBRegressor", "cegb_frontier",
-           "cegb_params", "cegb_penalties"]
+__all__ = [
+    "BudgetError",
+    "CEGBClassifier",
+    "CEGBRanker",
+    "CEGBRegressor",
+    "cegb_frontier",
+    "cegb_params",
+    "cegb_penalties",
+]
 
 # The paper's lambda is half of LightGBM's cegb_tradeoff (LightGBM's gain omits Eq. (12)'s 1/2).
 GAIN_SCALE = 2.0
@@ -72,13 +80,16 @@ def cegb_penalties(costs: CostModel, *, num_leaves: int = 31, max_depth: int = -
         raise TypeError(f"costs must be a thrifty CostModel, got {type(costs).__name__}")
     lazy = [costs.acquisition_cost([f]) for f in range(costs.n_features)]
     depth = max_depth if max_depth and max_depth > 0 else max(1, math.ceil(math.log2(max(2, num_leaves))))
-    return {"cegb_penalty_feature_lazy": lazy,
-            "cegb_penalty_feature_coupled": [float(c) for c in costs.fixed_costs],
-            "cegb_penalty_split": float(costs.split_cost + costs.tree_cost / depth)}
+    return {
+        "cegb_penalty_feature_lazy": lazy,
+        "cegb_penalty_feature_coupled": [float(c) for c in costs.fixed_costs],
+        "cegb_penalty_split": float(costs.split_cost + costs.tree_cost / depth),
+    }
 
 
-def cegb_params(costs: CostModel, tradeoff: float, *, num_leaves: int = 31,
-                max_depth: int = -1) -> dict[str, Any]:
+def cegb_params(
+    costs: CostModel, tradeoff: float, *, num_leaves: int = 31, max_depth: int = -1
+) -> dict[str, Any]:
     """LightGBM parameters training with the paper's penalty ``lambda * Psi`` (Eqs. (7), (12)).
 
     ``cegb_tradeoff = 2 * tradeoff`` (LightGBM's split gain is twice Eq. (12)'s), penalties from
@@ -86,11 +97,13 @@ def cegb_params(costs: CostModel, tradeoff: float, *, num_leaves: int = 31,
     """
     tradeoff = float(tradeoff)
     if not (tradeoff >= 0 and math.isfinite(tradeoff)):
-        raise ValueError(f"tradeoff must be a finite number >= 0, got {tradeoff!r}")
+        raise InputError(f"tradeoff must be a finite number >= 0, got {tradeoff!r}")
     if tradeoff == 0:
         return {}
-    return {"cegb_tradeoff": GAIN_SCALE * tradeoff,
-            **cegb_penalties(costs, num_leaves=num_leaves, max_depth=max_depth)}
+    return {
+        "cegb_tradeoff": GAIN_SCALE * tradeoff,
+        **cegb_penalties(costs, num_leaves=num_leaves, max_depth=max_depth),
+    }
 
 
 class _CEGBBase(CostAwareBoosting):
@@ -98,12 +111,25 @@ class _CEGBBase(CostAwareBoosting):
 
     _task = "regression"
 
-    def __init__(self, *, costs: Any = None, tradeoff: float | None = None, budget: float | None = None,
-                 n_estimators: int = 100, learning_rate: float = 0.1, num_leaves: int = 31,
-                 max_depth: int = -1, min_child_samples: int = 20, lgbm_params: dict | None = None,
-                 tolerance: float = 0.05, max_fits: int = 12, truncate: bool = True,
-                 random_state: int | None = None, n_jobs: int | None = None,
-                 progress: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        costs: Any = None,
+        tradeoff: float | None = None,
+        budget: float | None = None,
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        num_leaves: int = 31,
+        max_depth: int = -1,
+        min_child_samples: int = 20,
+        lgbm_params: dict | None = None,
+        tolerance: float = 0.05,
+        max_fits: int = 12,
+        truncate: bool = True,
+        random_state: int | None = None,
+        n_jobs: int | None = None,
+        progress: bool = True,
+    ) -> None:
         self.costs = costs
         self.tradeoff = tradeoff
         self.budget = budget
@@ -123,26 +149,43 @@ class _CEGBBase(CostAwareBoosting):
     def _lgbm(self, tradeoff: float) -> Any:
         import lightgbm
 
-        params = {"n_estimators": int(self.n_estimators), "learning_rate": float(self.learning_rate),
-                  "num_leaves": int(self.num_leaves), "max_depth": int(self.max_depth),
-                  "min_child_samples": int(self.min_child_samples),
-                  "random_state": self.random_state, "n_jobs": self.n_jobs, "verbose": -1}
+        params = {
+            "n_estimators": int(self.n_estimators),
+            "learning_rate": float(self.learning_rate),
+            "num_leaves": int(self.num_leaves),
+            "max_depth": int(self.max_depth),
+            "min_child_samples": int(self.min_child_samples),
+            "random_state": self.random_state,
+            "n_jobs": self.n_jobs,
+            "verbose": -1,
+        }
         params.update(self.lgbm_params or {})
-        params.update(cegb_params(self.costs_, tradeoff, num_leaves=int(params["num_leaves"]),
-                                  max_depth=int(params["max_depth"])))
-        cls = {"binary": lightgbm.LGBMClassifier, "regression": lightgbm.LGBMRegressor,
-               "ranking": lightgbm.LGBMRanker}[self._task]
+        params.update(
+            cegb_params(
+                self.costs_,
+                tradeoff,
+                num_leaves=int(params["num_leaves"]),
+                max_depth=int(params["max_depth"]),
+            )
+        )
+        cls = {
+            "binary": lightgbm.LGBMClassifier,
+            "regression": lightgbm.LGBMRegressor,
+            "ranking": lightgbm.LGBMRanker,
+        }[self._task]
         return cls(**params)
 
-    def _train(self, X: Any, y: np.ndarray, sample_weight: Any, tradeoff: float,
-               fit_params: dict) -> tuple[Any, Any]:
+    def _train(
+        self, X: Any, y: np.ndarray, sample_weight: Any, tradeoff: float, fit_params: dict
+    ) -> tuple[Any, Any]:
         from thrifty.forest import Forest
 
         model = self._lgbm(tradeoff).fit(X, y, sample_weight=sample_weight, **fit_params)
         return Forest.from_model(model), model.booster_
 
-    def _train_dask(self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float,
-                    n_rows: int) -> tuple[Any, Any]:
+    def _train_dask(
+        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: int
+    ) -> tuple[Any, Any]:
         """One model trained through ``lightgbm.dask`` with the same parameters as in memory
         (see :mod:`thrifty.train._cegb_dask` for how LightGBM's data-parallel CEGB differs)."""
         import lightgbm.dask as lgb_dask
@@ -281,7 +324,7 @@ class CEGBRegressor(RegressorMixin, _CEGBBase):
             return self._fit_dask(X, y, sample_weight, eval_set)
         y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
         if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinity; regression targets must be finite")
+            raise InputError("y contains NaN or infinity; regression targets must be finite")
         self._n_outputs = 1
         return self._fit(X, y, sample_weight, eval_set, {})
 
@@ -296,8 +339,16 @@ class CEGBRanker(_CEGBBase):
 
     _task = "ranking"
 
-    def fit(self, X: Any, y: Any, group: Any = None, *, qid: Any = None, sample_weight: Any = None,
-            eval_set: Any = None) -> CEGBRanker:
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        *,
+        qid: Any = None,
+        sample_weight: Any = None,
+        eval_set: Any = None,
+    ) -> CEGBRanker:
         """Train (searching the trade-off when ``budget`` is set).
 
         Parameters
@@ -319,14 +370,14 @@ class CEGBRanker(_CEGBBase):
         """
         y = column_or_1d(np.asarray(y), warn=True)
         if group is not None and qid is not None:
-            raise ValueError("give the queries as group= or as qid=, not both")
+            raise InputError("give the queries as group= or as qid=, not both")
         if qid is not None:
             group = group_sizes(qid)
         if group is None:
             group = [len(y)]
         group = np.asarray(group, dtype=np.int64)
         if group.sum() != len(y):
-            raise ValueError(f"group sizes sum to {int(group.sum())} but y has {len(y)} rows")
+            raise InputError(f"group sizes sum to {int(group.sum())} but y has {len(y)} rows")
         self._n_outputs = 1
         return self._fit(X, y, sample_weight, eval_set, {"group": group})
 
@@ -344,14 +395,23 @@ def group_sizes(qid: Any) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
     if len(np.unique(q)) != len(starts):
-        raise ValueError("the rows of each query must be consecutive (sort the data by qid)")
+        raise InputError("the rows of each query must be consecutive (sort the data by qid)")
     return np.diff(np.r_[starts, len(q)]).astype(np.int64)
 
 
-def cegb_frontier(X: Any, y: Any, costs: CostModel | None, *, budgets: Sequence[float],
-                  eval_set: Any = None, test: tuple | None = None, qid: Any = None,
-                  metric: str | None = None, return_models: bool = False,
-                  **params: Any) -> Any:
+def cegb_frontier(
+    X: Any,
+    y: Any,
+    costs: CostModel | None,
+    *,
+    budgets: Sequence[float],
+    eval_set: Any = None,
+    test: tuple | None = None,
+    qid: Any = None,
+    metric: str | None = None,
+    return_models: bool = False,
+    **params: Any,
+) -> Any:
     """One CEGB model per budget, evaluated into a frontier table.
 
     Parameters
@@ -390,13 +450,37 @@ def cegb_frontier(X: Any, y: Any, costs: CostModel | None, *, budgets: Sequence[
         factory = CEGBClassifier
     else:
         factory = CEGBRegressor
-    return run_frontier(factory, "CEGB", X, y, costs, budgets=budgets, eval_set=eval_set, test=test,
-                        qid=qid, metric=metric, return_models=return_models, params=params)
+    return run_frontier(
+        factory,
+        "CEGB",
+        X,
+        y,
+        costs,
+        budgets=budgets,
+        eval_set=eval_set,
+        test=test,
+        qid=qid,
+        metric=metric,
+        return_models=return_models,
+        params=params,
+    )
 
 
-def run_frontier(factory: Any, method: str, X: Any, y: Any, costs: CostModel | None, *,
-                 budgets: Sequence[float], eval_set: Any, test: tuple | None, qid: Any,
-                 metric: str | None, return_models: bool, params: dict[str, Any]) -> Any:
+def run_frontier(
+    factory: Any,
+    method: str,
+    X: Any,
+    y: Any,
+    costs: CostModel | None,
+    *,
+    budgets: Sequence[float],
+    eval_set: Any,
+    test: tuple | None,
+    qid: Any,
+    metric: str | None,
+    return_models: bool,
+    params: dict[str, Any],
+) -> Any:
     """Fit ``factory(costs=..., budget=b, **params)`` per budget and tabulate them (shared by
     :func:`cegb_frontier` and :func:`thrifty.train.greedymiser.greedymiser_frontier`)."""
     import pandas as pd
@@ -405,7 +489,7 @@ def run_frontier(factory: Any, method: str, X: Any, y: Any, costs: CostModel | N
 
     budgets = [float(b) for b in budgets]
     if not budgets:
-        raise ValueError("budgets is empty; give at least one target mean cost per example")
+        raise InputError("budgets is empty; give at least one target mean cost per example")
     models, rows = [], []
     for b in budgets:
         est = factory(costs=costs, budget=b, **params)
@@ -417,19 +501,44 @@ def run_frontier(factory: Any, method: str, X: Any, y: Any, costs: CostModel | N
         except BudgetError:
             continue
         models.append(est)
-        rows.append({"method": method, "budget": b, "tradeoff": est.tradeoff_, "n_fits": est.n_fits_,
-                     "calibration_cost": est.calibration_cost_})
+        rows.append(
+            {
+                "method": method,
+                "budget": b,
+                "tradeoff": est.tradeoff_,
+                "n_fits": est.n_fits_,
+                "calibration_cost": est.calibration_cost_,
+            }
+        )
     if test is None:
         if isinstance(eval_set, list) and len(eval_set) == 1:
             eval_set = eval_set[0]
         test = eval_set if isinstance(eval_set, tuple) and len(eval_set) >= 2 else (X, y, qid)
     X_t, y_t, q_t = (tuple(test) + (None,))[:3]
     if not models:
-        table = pd.DataFrame(columns=["name", "mean_cost", "value", "method", "budget", "tradeoff",
-                                      "n_fits", "calibration_cost"])
+        table = pd.DataFrame(
+            columns=[
+                "name",
+                "mean_cost",
+                "value",
+                "method",
+                "budget",
+                "tradeoff",
+                "n_fits",
+                "calibration_cost",
+            ]
+        )
     else:
         extra = {k: [r[k] for r in rows] for k in rows[0]}
-        table = frontier([m.forest_ for m in models], X_t, y_t, models[0].costs_, qid=q_t,
-                         metric=metric, names=[f"{method} budget={r['budget']:g}" for r in rows],
-                         params=extra, progress=False)
+        table = frontier(
+            [m.forest_ for m in models],
+            X_t,
+            y_t,
+            models[0].costs_,
+            qid=q_t,
+            metric=metric,
+            names=[f"{method} budget={r['budget']:g}" for r in rows],
+            params=extra,
+            progress=False,
+        )
     return (table, models) if return_models else table

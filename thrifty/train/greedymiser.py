@@ -34,6 +34,7 @@ from sklearn.utils.validation import column_or_1d
 
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
+from thrifty.exceptions import InputError
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
 from thrifty.train._cegb_dask import is_dask
 from thrifty.train.cegb import GAIN_SCALE, run_frontier
@@ -60,19 +61,33 @@ def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: int) -> dict[s
     """
     if not tradeoff:
         return {}
-    coupled = [n_rows * costs.acquisition_cost([f]) + float(costs.fixed_costs[f])
-               for f in range(costs.n_features)]
+    coupled = [
+        n_rows * costs.acquisition_cost([f]) + float(costs.fixed_costs[f]) for f in range(costs.n_features)
+    ]
     return {"cegb_tradeoff": GAIN_SCALE * float(tradeoff), "cegb_penalty_feature_coupled": coupled}
 
 
 class _GreedyMiserBase(CostAwareBoosting):
     _task = "regression"
 
-    def __init__(self, *, costs: Any = None, tradeoff: float | None = None, budget: float | None = None,
-                 n_estimators: int = 100, learning_rate: float = 0.1, max_depth: int = 4,
-                 min_child_samples: int = 20, lgbm_params: dict | None = None, tolerance: float = 0.05,
-                 max_fits: int = 12, truncate: bool = True, random_state: int | None = None,
-                 n_jobs: int | None = None, progress: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        costs: Any = None,
+        tradeoff: float | None = None,
+        budget: float | None = None,
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_depth: int = 4,
+        min_child_samples: int = 20,
+        lgbm_params: dict | None = None,
+        tolerance: float = 0.05,
+        max_fits: int = 12,
+        truncate: bool = True,
+        random_state: int | None = None,
+        n_jobs: int | None = None,
+        progress: bool = True,
+    ) -> None:
         self.costs = costs
         self.tradeoff = tradeoff
         self.budget = budget
@@ -90,10 +105,16 @@ class _GreedyMiserBase(CostAwareBoosting):
 
     def _params(self, tradeoff: float, n_rows: int) -> dict[str, Any]:
         if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
-            raise ValueError(f"max_depth must be an integer in [1, 16], got {self.max_depth!r}")
-        params = {"learning_rate": float(self.learning_rate), "max_depth": int(self.max_depth),
-                  "num_leaves": 2 ** int(self.max_depth), "min_data_in_leaf": int(self.min_child_samples),
-                  "verbose": -1, "seed": self.random_state, "boost_from_average": False}
+            raise InputError(f"max_depth must be an integer in [1, 16], got {self.max_depth!r}")
+        params = {
+            "learning_rate": float(self.learning_rate),
+            "max_depth": int(self.max_depth),
+            "num_leaves": 2 ** int(self.max_depth),
+            "min_data_in_leaf": int(self.min_child_samples),
+            "verbose": -1,
+            "seed": self.random_state,
+            "boost_from_average": False,
+        }
         if self.n_jobs is not None:
             params["num_threads"] = int(self.n_jobs)
         if self.random_state is None:
@@ -105,8 +126,9 @@ class _GreedyMiserBase(CostAwareBoosting):
     def _start(self, y: np.ndarray, budget: float) -> float:
         return 0.1 * tradeoff_scale(y, self._task) / budget
 
-    def _train(self, X: Any, y: np.ndarray, sample_weight: Any, tradeoff: float,
-               fit_params: dict) -> tuple[Any, Any]:
+    def _train(
+        self, X: Any, y: np.ndarray, sample_weight: Any, tradeoff: float, fit_params: dict
+    ) -> tuple[Any, Any]:
         import lightgbm
 
         n = X.shape[0]
@@ -118,13 +140,15 @@ class _GreedyMiserBase(CostAwareBoosting):
         init_score = np.broadcast_to(init, (n, n_out)) if n_out > 1 else np.full(n, init[0])
         # Without pre-filtering: a custom objective on a dataset whose every feature was
         # filtered out (too few rows for min_data_in_leaf) is a LightGBM fatal error.
-        data = lightgbm.Dataset(X, target, weight=sample_weight, init_score=init_score,
-                                params={"feature_pre_filter": False})
+        data = lightgbm.Dataset(
+            X, target, weight=sample_weight, init_score=init_score, params={"feature_pre_filter": False}
+        )
         booster = lightgbm.train(params, data, num_boost_round=int(self.n_estimators))
         return self._forest(booster, init), booster
 
-    def _train_dask(self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float,
-                    n_rows: int) -> tuple[Any, Any]:
+    def _train_dask(
+        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: int
+    ) -> tuple[Any, Any]:
         """One model trained through ``lightgbm.dask`` (binary and regression): the same
         parameters as in memory, the unit-hessian objective and the initial score per row."""
         import lightgbm.dask as lgb_dask
@@ -132,8 +156,10 @@ class _GreedyMiserBase(CostAwareBoosting):
         from thrifty.train._cegb_dask import warn_data_parallel
 
         if self._n_outputs > 1:
-            raise ValueError("multiclass GreedyMiser on Dask collections is not supported; "
-                             "fit it in memory, or use CEGBClassifier")
+            raise InputError(
+                "multiclass GreedyMiser on Dask collections is not supported; "
+                "fit it in memory, or use CEGBClassifier"
+            )
         params = self._params(tradeoff, n_rows)
         warn_data_parallel(params, len(client.scheduler_info()["workers"]))
         import dask
@@ -143,7 +169,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         target = target.astype(np.float64)
         w = target * 0 + 1 if sample_weight is None else sample_weight
         total, weight = dask.compute((w * target).sum(), w.sum())
-        mean = float(total / weight)   # the prior (binary) or the mean target, weighted
+        mean = float(total / weight)  # the prior (binary) or the mean target, weighted
         if binary:
             p = min(max(mean, 1e-12), 1 - 1e-12)
             init = np.array([np.log(p / (1 - p))])
@@ -152,8 +178,9 @@ class _GreedyMiserBase(CostAwareBoosting):
             init = np.array([mean])
             params["objective"] = "regression"
         params.pop("verbose", None)
-        model = lgb_dask.DaskLGBMRegressor(client=client, n_estimators=int(self.n_estimators), verbose=-1,
-                                           feature_pre_filter=False, **params)
+        model = lgb_dask.DaskLGBMRegressor(
+            client=client, n_estimators=int(self.n_estimators), verbose=-1, feature_pre_filter=False, **params
+        )
         model.fit(X, target, sample_weight=sample_weight, init_score=target * 0 + init[0])
         booster = model.to_local().booster_
         return self._forest(booster, init), booster
@@ -233,8 +260,9 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
 
     _task = "binary"
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
-            eval_set: Any = None) -> GreedyMiserClassifier:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None
+    ) -> GreedyMiserClassifier:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
         if is_dask(X):
             return self._fit_dask(X, y, sample_weight, eval_set)
@@ -263,8 +291,9 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
         # (the trees are untouched) so the importer reads classification trees.
         lines = booster.model_to_string().splitlines()
         at = next(i for i, line in enumerate(lines) if line.startswith("max_feature_idx=")) + 1
-        declared = lightgbm.Booster(model_str="\n".join(lines[:at] + [f"objective={objective}"]
-                                                        + lines[at:]) + "\n")
+        declared = lightgbm.Booster(
+            model_str="\n".join(lines[:at] + [f"objective={objective}"] + lines[at:]) + "\n"
+        )
         forest = Forest.from_model(declared)
         self.init_score_ = np.asarray(init, dtype=np.float64)
         return dataclasses.replace(forest, base_score=forest.base_score + init, classes=self.classes_)
@@ -276,14 +305,13 @@ class GreedyMiserRegressor(RegressorMixin, _GreedyMiserBase):
 
     _task = "regression"
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *,
-            eval_set: Any = None) -> GreedyMiserRegressor:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None) -> GreedyMiserRegressor:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
         if is_dask(X):
             return self._fit_dask(X, y, sample_weight, eval_set)
         y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
         if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinity; regression targets must be finite")
+            raise InputError("y contains NaN or infinity; regression targets must be finite")
         self._n_outputs = 1
         return self._fit(X, y, sample_weight, eval_set, {})
 
@@ -299,14 +327,38 @@ class GreedyMiserRegressor(RegressorMixin, _GreedyMiserBase):
         return dataclasses.replace(forest, base_score=forest.base_score + init)
 
 
-def greedymiser_frontier(X: Any, y: Any, costs: CostModel | None, *, budgets: Sequence[float],
-                         eval_set: Any = None, test: tuple | None = None, metric: str | None = None,
-                         return_models: bool = False, **params: Any) -> Any:
+def greedymiser_frontier(
+    X: Any,
+    y: Any,
+    costs: CostModel | None,
+    *,
+    budgets: Sequence[float],
+    eval_set: Any = None,
+    test: tuple | None = None,
+    metric: str | None = None,
+    return_models: bool = False,
+    **params: Any,
+) -> Any:
     """One GreedyMiser model per budget, evaluated into a frontier table (see
     :func:`thrifty.train.cegb.cegb_frontier`; ``method`` is "GreedyMiser")."""
     from sklearn.utils.multiclass import type_of_target
 
-    factory = (GreedyMiserClassifier if type_of_target(np.asarray(y)) in ("binary", "multiclass")
-               else GreedyMiserRegressor)
-    return run_frontier(factory, "GreedyMiser", X, y, costs, budgets=budgets, eval_set=eval_set,
-                        test=test, qid=None, metric=metric, return_models=return_models, params=params)
+    factory = (
+        GreedyMiserClassifier
+        if type_of_target(np.asarray(y)) in ("binary", "multiclass")
+        else GreedyMiserRegressor
+    )
+    return run_frontier(
+        factory,
+        "GreedyMiser",
+        X,
+        y,
+        costs,
+        budgets=budgets,
+        eval_set=eval_set,
+        test=test,
+        qid=None,
+        metric=metric,
+        return_models=return_models,
+        params=params,
+    )

@@ -31,7 +31,7 @@ class Twin:
     """
 
     def __init__(self, kernel: numba.core.registry.CPUDispatcher, *, nrt: bool = False) -> None:
-        f = kernel.py_func
+        f = getattr(kernel, "py_func", kernel)  # NUMBA_DISABLE_JIT=1 makes njit return the function
         g = types.FunctionType(
             f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__, f.__closure__
         )

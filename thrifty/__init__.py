@@ -15,6 +15,7 @@ from thrifty.runtime import (
     Full,
     Gated,
     Linear,
+    Opaque,
     Sequential,
     compile,  # noqa: A004 (thrifty.compile, like the builtin, turns a description into code)
     evaluate,
@@ -50,6 +51,7 @@ __all__ = [
     "GreedyMiserClassifier",
     "GreedyMiserRegressor",
     "Linear",
+    "Opaque",
     "QWYCClassifier",
     "Sequential",
     "budget_prune",

@@ -13,6 +13,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.forest import Forest
 from thrifty.forest._names import align, check_unique
 from thrifty.io import load
 from thrifty.runtime.evaluate import evaluate
@@ -395,7 +396,7 @@ def _info(args: argparse.Namespace) -> int:
         raise InputError("--costs prices a model's features on data; give --data DATA too")
     model = load(args.model)
     plan = as_plan(model)
-    forests = [c for c in plan.components() if hasattr(c, "n_trees")]
+    forests = [c for c in plan.components() if isinstance(c, Forest)]
     names = plan.feature_names or [f"f{i}" for i in range(plan.n_features)]
     used = [names[i] for i in np.flatnonzero(plan.feature_usage())]
     depths = np.concatenate([f.tree_depths() for f in forests]) if forests else np.zeros(0, int)

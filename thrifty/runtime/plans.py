@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
@@ -158,7 +159,7 @@ class Full(Plan):
     def _lead(self) -> Forest:
         return self.forest
 
-    def components(self) -> list[Forest]:
+    def components(self) -> list[Forest | Linear]:
         return [self.forest]
 
     def _body(self) -> dict[str, Any]:
@@ -182,7 +183,7 @@ class BinnedExits:
     tables : sequence of mappings ``{bin: (pos, neg)}``, one per position
     """
 
-    def __init__(self, width: Sequence[float], tables: Sequence[dict[int, tuple[float, float]]]) -> None:
+    def __init__(self, width: ArrayLike, tables: Sequence[dict[int, tuple[float, float]]]) -> None:
         self.width = np.asarray(width, dtype=np.float64)
         if len(tables) != len(self.width):
             raise InputError(f"{len(tables)} bin tables for {len(self.width)} positions")
@@ -282,9 +283,9 @@ class Sequential(Plan):
     def __init__(
         self,
         forest: Forest,
-        order: Sequence[int] | None = None,
-        eps_pos: Sequence[float] | None = None,
-        eps_neg: Sequence[float] | None = None,
+        order: ArrayLike | None = None,
+        eps_pos: ArrayLike | None = None,
+        eps_neg: ArrayLike | None = None,
         *,
         bins: BinnedExits | None = None,
     ) -> None:
@@ -329,7 +330,7 @@ class Sequential(Plan):
     def _lead(self) -> Forest:
         return self.forest
 
-    def components(self) -> list[Forest]:
+    def components(self) -> list[Forest | Linear]:
         return [self.forest]
 
     def _body(self) -> dict[str, Any]:
@@ -369,8 +370,8 @@ class Cascade(Plan):
         self,
         forest: Forest,
         stage_weights: Any,
-        stage_thresholds: Sequence[float],
-        stage_bias: Sequence[float] | None = None,
+        stage_thresholds: ArrayLike,
+        stage_bias: ArrayLike | None = None,
     ) -> None:
         self.forest = _check_forest(forest, "forest")
         if forest.n_outputs != 1:
@@ -404,7 +405,7 @@ class Cascade(Plan):
     def _lead(self) -> Forest:
         return self.forest
 
-    def components(self) -> list[Forest]:
+    def components(self) -> list[Forest | Linear]:
         return [self.forest]
 
     def _body(self) -> dict[str, Any]:
@@ -450,19 +451,19 @@ class Linear(Plan):
         self._classes = None if classes is None else np.asarray(classes)
         self._names = None if feature_names is None else [str(f) for f in feature_names]
 
-    n_features = property(lambda self: int(self.coef.shape[0]))  # type: ignore[assignment]
-    n_outputs = property(lambda self: int(self.coef.shape[1]))  # type: ignore[assignment]
-    link = property(lambda self: self._link)  # type: ignore[assignment]
-    task = property(lambda self: self._task)  # type: ignore[assignment]
-    classes = property(lambda self: self._classes)  # type: ignore[assignment]
-    feature_names = property(lambda self: self._names)  # type: ignore[assignment]
-    categories = property(lambda self: {})  # type: ignore[assignment]
+    n_features = property(lambda self: int(self.coef.shape[0]))
+    n_outputs = property(lambda self: int(self.coef.shape[1]))
+    link = property(lambda self: self._link)
+    task = property(lambda self: self._task)
+    classes = property(lambda self: self._classes)
+    feature_names = property(lambda self: self._names)
+    categories = property(lambda self: {})
     decision_threshold = property(lambda self: 0.5 if self._link == "proba" else 0.0)
 
-    def components(self) -> list[Linear]:
+    def components(self) -> list[Forest | Linear]:
         return [self]
 
-    def feature_usage(self) -> np.ndarray:  # type: ignore[override]
+    def feature_usage(self) -> np.ndarray:
         return np.any(self.coef != 0, axis=1).astype(np.int64)
 
     def _body(self) -> dict[str, Any]:
@@ -592,7 +593,7 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
     raise InputError(f"unknown plan kind {kind!r}")
 
 
-def _thresholds(values: Sequence[float] | None, n: int, default: float | None, what: str) -> np.ndarray:
+def _thresholds(values: ArrayLike | None, n: int, default: float | None, what: str) -> np.ndarray:
     if values is None:
         if default is None:
             raise InputError(f"{what} is required")

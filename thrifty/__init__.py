@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         Full,
         Gated,
         Linear,
+        Opaque,
         Sequential,
         compile,  # noqa: A004 (thrifty.compile, like the builtin, turns a description into code)
         evaluate,
@@ -57,6 +58,7 @@ __all__ = [
     "GreedyMiserClassifier",
     "GreedyMiserRegressor",
     "Linear",
+    "Opaque",
     "QWYCClassifier",
     "Sequential",
     "budget_prune",

@@ -24,6 +24,9 @@ from thrifty.runtime.plans import Full, Plan, as_plan
 from thrifty.runtime.rounds import Requests
 from thrifty.serve.rows import BadRequest, RowReader
 
+# Starlette and httpx are the optional extra thrifty[serve]: imported where used, so that this
+# module imports without them and create_app() names the extra to install.
+
 
 def create_app(
     model: Any,

@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
 
+# The documentation site (docs/_build/html/index.html), warnings as errors. The test extra
+# holds the docs extra, and the modules every API page imports.
+docs: $(VENV)/.installed-test
+	$(BIN)/python -m sphinx -b html -W --keep-going -q docs docs/_build/html
+
 # Every benchmark in its --quick form, then the results page from what they wrote.
 bench: $(VENV)/.installed-test
 	for script in $(filter-out benchmarks/report.py benchmarks/_%,$(wildcard benchmarks/*.py)); do \
@@ -30,4 +35,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/report.py
 
 clean:
-	rm -rf $(VENV) thrifty-demo
+	rm -rf $(VENV) thrifty-demo docs/_build docs/api

@@ -7,6 +7,7 @@ import warnings
 
 import lightgbm
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
@@ -76,6 +77,12 @@ def test_budget_and_penalty_match_brute_force(lgbm_fit):
     assert scorer.mean_cost(model, X) == pytest.approx(mean_cost)
     counted = _booster_row_costs(model.booster_, X, np.ones(len(PRICES))).mean()
     assert make_budget_scorer("accuracy", cost_weight=1.0).mean_cost(model, X) == pytest.approx(counted)
+    # Prices by column name, matched to a DataFrame's columns whatever their order.
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(len(PRICES))])
+    named = make_budget_scorer(
+        "accuracy", {f"f{j}": p for j, p in reversed(list(enumerate(PRICES)))}, cost_weight=1
+    )
+    assert named.mean_cost(model, frame) == pytest.approx(mean_cost)
 
 
 def test_named_and_callable_metrics_and_sample_weight(lgbm_fit):

@@ -571,10 +571,11 @@ class BudgetScorer:
             if len(estimator) > 1:
                 X = estimator[:-1].transform(X)
             estimator = estimator[-1]
-        costs = self.costs
-        if costs is not None and not hasattr(costs, "for_features"):  # not a CostModel yet
-            from thrifty._validation import costs_for_X
+        from thrifty._validation import costs_for_X, to_frame
 
+        X = to_frame(X)
+        costs = self.costs
+        if costs is not None and not hasattr(costs, "for_features"):  # prices, not a CostModel yet
             names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
             costs = costs_for_X(costs, names, int(np.shape(X)[1]))
         if hasattr(estimator, "cost_report"):
@@ -624,8 +625,9 @@ def make_budget_scorer(
         ``predict``/``predict_proba``/``decision_function``; or a callable
         ``metric(y_true, y_pred)`` (``sample_weight=`` passed when given) applied to
         ``estimator.predict(X)``. Higher must be better (negate a loss).
-    costs : CostModel or array-like of shape (n_features,), optional
-        The prices to measure with (an array gives one price per column of ``X``). Default:
+    costs : CostModel, array-like of shape (n_features,) or dict, optional
+        The prices to measure with (an array gives one price per column of ``X``, a dict
+        maps column names to prices). Default:
         the cost model each estimator was fitted with (``costs_``; for a model that is not a
         thrifty estimator, every feature costs 1).
     budget : float, optional

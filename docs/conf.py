@@ -31,7 +31,7 @@ extensions = [
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "api/generated/*.examples", "**/.ipynb_checkpoints"]
+exclude_patterns = ["_build"]
 templates_path = ["_templates"]
 
 # Links such as forest.md#feature-names-as-users-write-them resolve to section anchors.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import shutil
 import sys
 from pathlib import Path
 
@@ -130,6 +131,8 @@ def write_api_index() -> None:
     path = HERE / "api" / "index.rst"
     path.parent.mkdir(exist_ok=True)
     if not path.exists() or path.read_text() != text:  # unchanged: keep Sphinx's cache valid
+        # The pages of names no longer listed would be orphans (a warning, so an error).
+        shutil.rmtree(path.parent / "generated", ignore_errors=True)
         path.write_text(text)
 
 

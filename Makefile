@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-nojit bench clean
+.PHONY: demo test test-nojit docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ NOJIT_TESTS := tests/runtime/test_evaluate.py tests/runtime/test_lazy.py tests/r
 	tests/prune/test_budgetprune.py tests/train/test_budgetrf.py tests/train/test_adapt_trees.py
 test-nojit: $(VENV)/.installed-test
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(NOJIT_TESTS)
+# The documentation site (docs/_build/html/index.html), warnings as errors. The test extra
+# holds the docs extra, and the modules every API page imports.
+docs: $(VENV)/.installed-test
+	$(BIN)/python -m sphinx -b html -W --keep-going -q docs docs/_build/html
 
 # Every benchmark in its --quick form, then the results page from what they wrote.
 bench: $(VENV)/.installed-test
@@ -40,4 +44,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/report.py
 
 clean:
-	rm -rf $(VENV) thrifty-demo
+	rm -rf $(VENV) thrifty-demo docs/_build docs/api

@@ -90,3 +90,19 @@ def validate_frame(est: Any, X: Any, y: Any = "no_validation") -> Any:
             raise InputError(f"y must be 1-d with one label per row of X ({X.shape[0]}), got shape {y.shape}")
         return X, y
     return out
+
+
+def check_sample_weight(sample_weight: Any, n: int) -> np.ndarray | None:
+    """``sample_weight`` as float64 of shape (n,), finite, >= 0 and not all zero (or None)."""
+    if sample_weight is None:
+        return None
+    from sklearn.utils.validation import column_or_1d
+
+    w = column_or_1d(np.asarray(sample_weight, dtype=np.float64))
+    if w.shape[0] != n:
+        raise InputError(f"sample_weight has {w.shape[0]} values for {n} rows of X")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise InputError("sample_weight must be finite and >= 0")
+    if not np.any(w > 0):
+        raise InputError("sample_weight is zero for every row; give at least one row a positive weight")
+    return w

@@ -240,7 +240,7 @@ def test_lam0_single_stage_fits_at_least_as_well(medium):
     original = forest.predict_raw(X)
     assert np.sum(w * (raw - s) ** 2) <= np.sum(w * (original - s) ** 2)
     # it is the weighted least-squares fit of the targets on the trees plus a constant
-    from thrifty.order._scores import tree_scores
+    from thrifty.forest.scores import tree_scores
 
     A = np.column_stack([tree_scores(forest, X), np.ones(len(X))])
     sw = np.sqrt(w)

@@ -247,7 +247,7 @@ def build_problem(
     forest: Forest, X: Any, y: Any, costs: CostModel | None, class_weight: Any
 ) -> tuple[Problem, CostModel]:
     """The data of eq. (8) for ``forest`` on ``(X, y)`` under ``costs``."""
-    from thrifty.order._scores import tree_scores
+    from thrifty.forest.scores import tree_scores
 
     if forest.n_outputs != 1:
         raise InputError(

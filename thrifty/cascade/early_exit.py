@@ -92,7 +92,7 @@ def ranking_early_exit(
     RankingEarlyExit
     """
     from thrifty.cascade.cronus import _as_forest
-    from thrifty.order._scores import tree_scores
+    from thrifty.forest.scores import tree_scores
     from thrifty.runtime.evaluate import evaluate
 
     forest = _as_forest(forest)

@@ -18,7 +18,7 @@ import numpy as np
 
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
-from thrifty.order._scores import partial_scores, tree_scores
+from thrifty.forest.scores import partial_scores, tree_scores
 from thrifty.runtime.plans import BinnedExits, Sequential
 
 

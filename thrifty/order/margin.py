@@ -22,6 +22,7 @@ import pandas as pd
 
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.scores import partial_scores, tree_scores
 from thrifty.runtime.plans import Sequential
 
 __all__ = ["calibrate_margin", "margin_early_exit", "margin_frontier"]
@@ -78,23 +79,8 @@ def _partial_scores(forest: Forest, X: Any, every: int) -> tuple[np.ndarray, np.
     Accumulated tree by tree in order from the base score, exactly as the runtime does, so
     comparisons against exit thresholds agree bit for bit.
     """
-    leaves = forest.apply(X)
-    n, T = leaves.shape
-    checks = _checks(T, every)
-    acc32 = forest.accumulate == "float32"
-    raw = np.full(n, float(forest.base_score[0]))
-    S = np.empty((n, len(checks)))
-    c = 0
-    for t in range(T):
-        contrib = forest.tree_weight[t] * forest.value[leaves[:, t], 0]
-        if acc32:
-            raw = (raw + contrib.astype(np.float32).astype(np.float64)).astype(np.float32).astype(np.float64)
-        else:
-            raw = raw + contrib
-        if c < len(checks) and checks[c] == t:
-            S[:, c] = raw
-            c += 1
-    return S, raw
+    G = partial_scores(forest, tree_scores(forest, X), np.arange(forest.n_trees))
+    return G[:, _checks(forest.n_trees, every)], G[:, -1]
 
 
 def _outcome(

@@ -1,4 +1,8 @@
-"""Base-model scores of a forest, summed the way the runtime sums them."""
+"""Per-tree scores of a forest, summed the way the runtime sums them, and each node's path features.
+
+Shared by the methods that re-order, re-weight or cut a forest's trees (QWYC, Fan, the margin
+exit, Cronus): ``F[i, t]`` is what tree ``t`` adds to example ``i``'s raw score.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from thrifty.forest import Forest
+from thrifty.forest._forest import Forest
+
+__all__ = ["leaf_paths", "partial_scores", "tree_scores"]
 
 
 def tree_scores(forest: Forest, X: Any) -> np.ndarray:

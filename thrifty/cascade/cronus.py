@@ -142,6 +142,7 @@ def cronus(
     progress: bool = False,
     n_threads: int | None = 1,
     return_result: bool = False,
+    sample_weight: Any = None,
 ) -> Cascade | CronusResult:
     """Build a Cronus cascade over the trees of ``forest`` (eq. 8, Algorithms 1 and 2).
 
@@ -189,6 +190,10 @@ def cronus(
         contend; more only pay off for the ``H^T Omega H`` products on very large ``n``.
     return_result : bool, default=False
         Return a :class:`CronusResult` instead of the plan alone.
+    sample_weight : array-like of shape (n,), optional
+        Weights of the inputs: eq. (8)'s loss sums ``omega_i`` times the input's share of the
+        total weight (instead of ``1 / n``) and each stage's reach ``d_k`` is the weighted mean
+        of ``p_i^k``, so integer weights act as repeated rows and zero weights as dropped rows.
 
     Returns
     -------
@@ -202,7 +207,7 @@ def cronus(
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise InputError(f"{name} must be an integer >= 0, got {v!r}")
     forest = _as_forest(forest)
-    prob, _ = build_problem(forest, X, y, costs, class_weight)
+    prob, _ = build_problem(forest, X, y, costs, class_weight, sample_weight)
     if lam is None:
         from thrifty.cascade._cronus_init import default_lam
 
@@ -259,7 +264,7 @@ def cronus(
         init_thresholds=init_theta,
         init_objective=J0,
         objective=history[-1],
-        reach=p.mean(axis=0),
+        reach=prob.pi @ p,
         cycles=cycles,
         lam=float(lam),
         history=history,
@@ -338,10 +343,10 @@ def _stage_function(
     last = k == K - 1
     Z = prob.H @ B.T
     I_all, p_all, _ = soft_flow(Z, theta, gamma)
-    d = p_all.mean(axis=0)
+    d = prob.pi @ p_all
     rows = np.flatnonzero(p_all[:, k] > _REACH_TOL)
     H = prob.H[np.ix_(rows, active)]
-    y, om, pk = prob.y[rows], prob.omega[rows], p_all[rows, k]
+    y, om, pk, pi = prob.y[rows], prob.omega[rows], p_all[rows, k], prob.pi[rows]
     kappa, eta = cost_norms(B, d, prob.F)
     w_tree = np.zeros(prob.n_trees + 1)
     w_tree[:-1] = np.where(B[k, :-1] != 0, prob.tree_price(eta, kappa), 0.0)
@@ -350,7 +355,6 @@ def _stage_function(
         inv_sigma = np.where(B[k, active] != 0, 1.0 / np.abs(B[k, active]), 0.0)
     inv_sigma[-1] = 0.0  # the constant is not penalised
     quad = rho * inv_sigma + lam * d[k] ** 2 * wa
-    n = prob.n
     if not last:
         # Later stages j > k: r^j = p^k prod_{k<l<j} I^l, qt^j = r^j (1 - I^j) (qt^K = r^K).
         later = np.arange(k + 1, K)
@@ -376,13 +380,13 @@ def _stage_function(
         gate = sigmoid(gamma * (z - th))
         dgate = gamma * gate * (1.0 - gate)
         res2 = res**2
-        d_after = (gate @ R) / n
+        d_after = (pi * gate) @ R
         value = (
             0.5 * np.sum(om * (pk * (1.0 - gate) * res2 + gate * L_after))
             + penalty
             + 0.5 * lam * float(np.sum(d_after**2 * S))
         )
-        a = 0.5 * om * (L_after - pk * res2) + (lam / n) * (R @ (d_after * S))
+        a = 0.5 * om * (L_after - pk * res2) + lam * pi * (R @ (d_after * S))
         dz = -om * pk * (1.0 - gate) * res + a * dgate
         return value, np.r_[H.T @ dz + g_beta, -np.sum(a * dgate)]
 
@@ -409,6 +413,7 @@ def lambda_max(
     rho: float = 0.0,
     class_weight: Any = 3.5,
     exact: bool = True,
+    sample_weight: Any = None,
 ) -> float:
     """The smallest ``lam`` (within 5%) at which single-stage re-weighting (eq. 7) keeps no tree.
 
@@ -418,8 +423,9 @@ def lambda_max(
     closed form, the ``lam`` above which no tree would pay for itself alone (a lower bound:
     trees sharing features share their cost and can enter together at a larger ``lam``).
     Infinite when a tree that helps costs nothing (no priced feature and no tree cost).
+    ``sample_weight`` weights the loss as in :func:`cronus`.
     """
     from thrifty.cascade._cronus_init import lambda_max as _lambda_max
 
-    prob, _ = build_problem(_as_forest(forest), X, y, costs, class_weight)
+    prob, _ = build_problem(_as_forest(forest), X, y, costs, class_weight, sample_weight)
     return _lambda_max(prob, float(rho), exact=bool(exact))

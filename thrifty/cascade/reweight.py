@@ -27,6 +27,7 @@ def reweight(
     class_weight: Any = 3.5,
     max_iter: int = 500,
     n_threads: int | None = 1,
+    sample_weight: Any = None,
 ) -> Cascade:
     """Re-weight the trees of ``forest`` to trade accuracy for cost, eq. (7).
 
@@ -55,6 +56,9 @@ def reweight(
         Reweighting steps at most.
     n_threads : int or None, default=1
         BLAS threads during the fit (None: the library's own setting).
+    sample_weight : array-like of shape (n,), optional
+        Weights of the examples in the loss (``omega_i`` times the example's share of the total
+        weight), as in :func:`thrifty.cascade.cronus`.
 
     Returns
     -------
@@ -67,7 +71,7 @@ def reweight(
     from threadpoolctl import threadpool_limits
 
     forest = _as_forest(forest)
-    prob, _ = build_problem(forest, X, y, costs, class_weight)
+    prob, _ = build_problem(forest, X, y, costs, class_weight, sample_weight)
     if lam is None:
         lam = default_lam(prob)
     with threadpool_limits(n_threads):

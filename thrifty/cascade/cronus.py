@@ -22,17 +22,20 @@ stage's threshold 0 (targets are -1/+1). Evaluate it with ``thrifty.evaluate`` t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
 
+from thrifty._param_validation import Interval, validate_params
+from thrifty._validation import as_forest
 from thrifty.cascade._cronus_init import initialize
 from thrifty.cascade._problem import Problem, build_problem, cost_norms, objective, prune, sigmoid, soft_flow
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
-from thrifty.forest import Forest
+from thrifty.exceptions import InvalidParameterError
 from thrifty.runtime.plans import Cascade
 
 __all__ = ["CronusResult", "cascade_scores", "cronus", "lambda_max"]
@@ -85,41 +88,33 @@ class CronusResult:
         return Cascade(self.plan.forest, self.init_weights[:, :-1], theta, self.init_weights[:, -1])
 
 
-def _check(n_stages: Any, lam: Any, rho: Any, delta: Any, eps: Any, gamma: Any) -> np.ndarray:
-    if isinstance(n_stages, bool) or not isinstance(n_stages, (int, np.integer)) or n_stages < 1:
-        raise InputError(f"n_stages must be an integer >= 1, got {n_stages!r}")
-    for name, v, lo in (("lam", lam, 0.0), ("delta", delta, 1.0), ("gamma", gamma, 0.0)):
-        if not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) or v < lo:
-            raise InputError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
-    if not gamma > 0:
-        raise InputError(f"gamma must be > 0 (the steepness of the soft exits), got {gamma!r}")
-    if not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 < eps < 1:
-        raise InputError(
-            f"eps must be in (0, 1) (the fraction each stage rejects at initialization), got {eps!r}"
-        )
+# The options of eq. (8) and of the optimisation, as the estimator declares them too.
+OPTIONS: dict[str, list[Any]] = {
+    "n_stages": [Interval(Integral, 1, None, closed="left")],
+    "lam": [None, Interval(Real, 0, math.inf, closed="left")],
+    "rho": [Interval(Real, 0, math.inf, closed="left"), "array-like"],
+    "delta": [Interval(Real, 1, math.inf, closed="left")],
+    "eps": [Interval(Real, 0, 1, closed="neither")],
+    "gamma": [Interval(Real, 0, math.inf, closed="neither")],
+    "init_only": ["boolean"],
+    "max_cycles": [Interval(Integral, 0, None, closed="left")],
+    "n_threads": [None, Interval(Integral, 1, None, closed="left")],
+}
+
+
+def stage_rho(rho: Any, n_stages: int) -> np.ndarray:
+    """``rho^k`` per stage from one value, a pair ``(rho_first, rho_last)`` or one per stage."""
     r = np.asarray(rho, dtype=np.float64).reshape(-1)
     if len(r) == 2 and n_stages != 2:
         # (rho_first, rho_last): Section 3.4 sets every stage but the last to rho_1.
         r = np.r_[np.full(n_stages - 1, r[0]), r[1]]
     r = np.broadcast_to(r, (n_stages,)) if len(r) == 1 else r
     if len(r) != n_stages or not np.all(np.isfinite(r)) or np.any(r < 0):
-        raise InputError(
+        raise InvalidParameterError(
             f"rho must be a number >= 0, a pair (rho_first, rho_last) or one value per "
             f"stage ({n_stages}), got {rho!r}"
         )
     return np.array(r, dtype=np.float64)
-
-
-def _as_forest(model: Any) -> Forest:
-    if isinstance(model, Forest):
-        return model
-    try:
-        return Forest.from_model(model)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"Cronus re-weights the trees of an additive tree ensemble; could not import "
-            f"{type(model).__name__}: {exc}"
-        ) from exc
 
 
 def cronus(
@@ -202,11 +197,21 @@ def cronus(
     from threadpoolctl import threadpool_limits
     from tqdm.auto import tqdm
 
-    rho_k = _check(n_stages, 0.0 if lam is None else lam, rho, delta, eps, gamma)
-    for name, v in (("max_cycles", max_cycles), ("max_iter", max_iter)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise InputError(f"{name} must be an integer >= 0, got {v!r}")
-    forest = _as_forest(forest)
+    options = dict(
+        n_stages=n_stages,
+        lam=lam,
+        rho=rho,
+        delta=delta,
+        eps=eps,
+        gamma=gamma,
+        init_only=init_only,
+        max_cycles=max_cycles,
+        n_threads=n_threads,
+        max_iter=max_iter,
+    )
+    validate_params({**OPTIONS, "max_iter": OPTIONS["max_cycles"]}, options, "cronus")
+    rho_k = stage_rho(rho, n_stages)
+    forest = as_forest(forest, who="cronus")
     prob, _ = build_problem(forest, X, y, costs, class_weight, sample_weight)
     if lam is None:
         from thrifty.cascade._cronus_init import default_lam
@@ -427,5 +432,5 @@ def lambda_max(
     """
     from thrifty.cascade._cronus_init import lambda_max as _lambda_max
 
-    prob, _ = build_problem(_as_forest(forest), X, y, costs, class_weight, sample_weight)
+    prob, _ = build_problem(as_forest(forest, who="lambda_max"), X, y, costs, class_weight, sample_weight)
     return _lambda_max(prob, float(rho), exact=bool(exact))

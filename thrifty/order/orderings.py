@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest.scores import tree_scores
 
@@ -62,9 +63,7 @@ def fixed_order(model: Any, X: Any, y: Any = None, *, kind: str, random_state: A
     ndarray of int64, shape (T,)
         Tree indices in evaluation order.
     """
-    from thrifty.forest import Forest
-
-    forest = model if isinstance(model, Forest) else Forest.from_model(model)
+    forest = as_forest(model, who="fixed_order")
     if forest.n_outputs != 1 or forest.task != "binary":
         raise InputError(
             f"fixed_order needs a binary classifier; this forest's task is {forest.task!r} "

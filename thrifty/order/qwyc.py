@@ -26,18 +26,25 @@ undecided after ``r`` positions (``C_0`` = all examples).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
-from thrifty._validation import check_sample_weight
+from thrifty._param_validation import Interval, StrOptions, validate_params
+from thrifty._validation import as_forest, check_sample_weight
 from thrifty.exceptions import InputError
 from thrifty.forest.scores import tree_scores
 from thrifty.order import _qwyc_kernels as _k
 from thrifty.order.orderings import FIXED_ORDERINGS, check_kind, order_from_scores, positive_labels
 
-_ORDERINGS = ("optimize",) + FIXED_ORDERINGS
-_MODES = ("both", "negative")
+ORDERINGS = ("optimize",) + FIXED_ORDERINGS
+MODES = ("both", "negative")
+_OPTIONS = {
+    "alpha": [Interval(Real, 0, 1, closed="left")],
+    "mode": [StrOptions(set(MODES))],
+    "ordering": [StrOptions(set(ORDERINGS))],
+}
 
 
 @dataclass
@@ -143,10 +150,10 @@ def qwyc(
     -------
     Sequential, or (Sequential, QWYCResult) with ``return_result=True``.
     """
-    from thrifty.forest import Forest
     from thrifty.runtime.plans import Sequential
 
-    forest = model if isinstance(model, Forest) else Forest.from_model(model)
+    _check_options(alpha, mode, ordering, y, "qwyc")
+    forest = as_forest(model, who="qwyc")
     if forest.task == "multiclass":
         return _qwyc_multiclass(
             forest,
@@ -170,7 +177,6 @@ def qwyc(
             f"{forest.decision_threshold:g}, which the returned plan uses for examples "
             "that never exit; use qwyc_scores for another threshold"
         )
-    _check_options(alpha, mode, ordering, y)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if X.shape[0] == 0:
@@ -241,7 +247,6 @@ def _qwyc_multiclass(
         raise InputError(
             f"ordering={ordering!r} is not available for multiclass models; use 'optimize' or 'given'"
         )
-    _check_options(alpha, mode, ordering, None)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if X.shape[0] == 0:
@@ -321,7 +326,7 @@ def qwyc_scores(
         raise InputError("qwyc_scores needs at least one base model (column of F)")
     if not np.all(np.isfinite(F)):
         raise InputError("F must be finite")
-    _check_options(alpha, mode, ordering, y)
+    _check_options(alpha, mode, ordering, y, "qwyc_scores")
     cost = _tree_costs(costs, F.shape[1])
     w, keep = _weights(sample_weight, F.shape[0])
     positive = None if y is None else positive_labels(y, None, F.shape[0])[keep]
@@ -342,17 +347,8 @@ def qwyc_scores(
 
 
 # ---------------------------------------------------------------------------------- internals
-def _check_options(alpha: float, mode: str, ordering: str, y: Any = None) -> None:
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise InputError(f"alpha must be a number in [0, 1), got {alpha!r}") from None
-    if not (0.0 <= a < 1.0):
-        raise InputError(f"alpha must be in [0, 1), got {alpha!r}")
-    if mode not in _MODES:
-        raise InputError(f"unknown mode {mode!r}; use one of {_MODES}")
-    if ordering not in _ORDERINGS:
-        raise InputError(f"unknown ordering {ordering!r}; use one of {_ORDERINGS}")
+def _check_options(alpha: float, mode: str, ordering: str, y: Any, caller: str) -> None:
+    validate_params(_OPTIONS, {"alpha": alpha, "mode": mode, "ordering": ordering}, caller)
     if ordering != "optimize":
         check_kind(ordering, y)
 

@@ -124,3 +124,43 @@ _WRAPPED_WEIGHTS = {
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_weights_equal_repeated_rows_end_to_end():
+    """scikit-learn's own equivalence check, with a wrapped model that weights exactly (a tree)."""
+    from sklearn.tree import DecisionTreeClassifier
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    tree = DecisionTreeClassifier(max_depth=3, random_state=0)
+    est = CronusClassifier(tree, n_stages=2, max_cycles=1, progress=False)
+    check_sample_weight_equivalence_on_dense_data("CronusClassifier", est)
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow"])
+def test_categorical_frames(kind):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    n = 600
+    X = pd.DataFrame(
+        {
+            "age": rng.normal(40, 10, n),
+            "colour": pd.Categorical(rng.choice(["red", "green", "blue"], n)),
+            "blood pressure": rng.normal(120, 15, n),
+        }
+    )
+    y = ((X["colour"] == "red") ^ (X["age"] > 45)).astype(int).to_numpy()
+    model = lightgbm.LGBMClassifier(n_estimators=20, num_leaves=4, verbose=-1, n_jobs=1).fit(X, y)
+    if kind == "polars":
+        X_in = pytest.importorskip("polars").from_pandas(X)
+    elif kind == "pyarrow":
+        X_in = pytest.importorskip("pyarrow").Table.from_pandas(X)
+    else:
+        X_in = X
+    costs = {"age": 1.0, "colour": 5.0, "blood pressure": 2.0}
+    clf = CronusClassifier(model, costs=costs, n_stages=2, max_cycles=1, progress=False).fit(X_in, y)
+    assert clf.feature_names_in_.tolist() == ["age", "colour", "blood pressure"]
+    assert clf.forest_.feature_names == ["age", "colour", "blood pressure"]  # not LightGBM's blood_pressure
+    ev = thrifty.evaluate(clf.plan_, X, clf.costs_)
+    np.testing.assert_array_equal(clf.predict(X_in), ev.labels)
+    np.testing.assert_array_equal(clf.cost_report(X_in).total, ev.cost.total)
+    assert clf.score(X_in, y) > 0.9

@@ -6,6 +6,7 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import thrifty
+from tests.order.test_estimator import categorical_frame
 from thrifty import CostModel
 from thrifty.cascade import CronusClassifier, cronus
 
@@ -138,24 +139,8 @@ def test_weights_equal_repeated_rows_end_to_end():
 
 @pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow"])
 def test_categorical_frames(kind):
-    pd = pytest.importorskip("pandas")
-    rng = np.random.default_rng(0)
-    n = 600
-    X = pd.DataFrame(
-        {
-            "age": rng.normal(40, 10, n),
-            "colour": pd.Categorical(rng.choice(["red", "green", "blue"], n)),
-            "blood pressure": rng.normal(120, 15, n),
-        }
-    )
-    y = ((X["colour"] == "red") ^ (X["age"] > 45)).astype(int).to_numpy()
+    X, y, X_in = categorical_frame(kind)
     model = lightgbm.LGBMClassifier(n_estimators=20, num_leaves=4, verbose=-1, n_jobs=1).fit(X, y)
-    if kind == "polars":
-        X_in = pytest.importorskip("polars").from_pandas(X)
-    elif kind == "pyarrow":
-        X_in = pytest.importorskip("pyarrow").Table.from_pandas(X)
-    else:
-        X_in = X
     costs = {"age": 1.0, "colour": 5.0, "blood pressure": 2.0}
     clf = CronusClassifier(model, costs=costs, n_stages=2, max_cycles=1, progress=False).fit(X_in, y)
     assert clf.feature_names_in_.tolist() == ["age", "colour", "blood pressure"]

@@ -209,8 +209,12 @@ def test_multiclass_estimator():
     m = lightgbm.LGBMClassifier(n_estimators=8, num_leaves=4, verbose=-1).fit(X, y)
     est = QWYCClassifier(m, alpha=0.01, progress=False).fit(X)
     assert est.disagreement(X) <= 0.01
-    assert est.predict_proba(X).shape == (300, 3)
     assert set(est.predict(X)) <= set(m.classes_)
+    # the partial scores at exit: their argmax is the prediction
+    dec, proba = est.decision_function(X), est.predict_proba(X)
+    assert dec.shape == proba.shape == (300, 3)
+    np.testing.assert_array_equal(est.classes_[dec.argmax(axis=1)], est.predict(X))
+    np.testing.assert_array_equal(est.classes_[proba.argmax(axis=1)], est.predict(X))
 
 
 def test_progress_bar_runs(data, capsys):
@@ -220,7 +224,9 @@ def test_progress_bar_runs(data, capsys):
     assert "QWYC positions" not in capsys.readouterr().err
 
 
-def _categorical_frame(n=600, seed=0):
+def categorical_frame(kind, n=600, seed=0):
+    """A pandas frame with a categorical column and a name LightGBM stores otherwise, its labels,
+    and the same frame as ``kind`` ("pandas", "polars" or "pyarrow") hands it to thrifty."""
     pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(seed)
     X = pd.DataFrame(
@@ -231,37 +237,23 @@ def _categorical_frame(n=600, seed=0):
         }
     )
     y = ((X["colour"] == "red") ^ (X["age"] > 45)).astype(int).to_numpy()
-    return X, y
+    if kind == "polars":
+        return X, y, pytest.importorskip("polars").from_pandas(X)
+    if kind == "pyarrow":
+        return X, y, pytest.importorskip("pyarrow").Table.from_pandas(X)
+    return X, y, X
 
 
 @pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow"])
 def test_categorical_frames(kind):
-    X, y = _categorical_frame()
+    X, y, X_in = categorical_frame(kind)
     model = lightgbm.LGBMClassifier(n_estimators=20, num_leaves=4, verbose=-1).fit(X, y)
-    if kind == "polars":
-        X_in = pytest.importorskip("polars").from_pandas(X)
-    elif kind == "pyarrow":
-        X_in = pytest.importorskip("pyarrow").Table.from_pandas(X)
-    else:
-        X_in = X
     clf = QWYCClassifier(model, alpha=0.0, costs={"age": 1, "colour": 5, "blood pressure": 2}, progress=False)
     clf.fit(X_in, y)
     assert clf.feature_names_in_.tolist() == ["age", "colour", "blood pressure"]
     assert clf.forest_.feature_names == ["age", "colour", "blood pressure"]  # not LightGBM's blood_pressure
     np.testing.assert_array_equal(clf.predict(X_in), model.predict(X))  # alpha=0 on the fit rows
     assert clf.cost_report(X_in).feature.max() <= 8.0
-
-
-def test_multiclass_decision_function():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 4))
-    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=300), [-0.5, 0.5])
-    m = lightgbm.LGBMClassifier(n_estimators=8, num_leaves=4, verbose=-1).fit(X, y)
-    est = QWYCClassifier(m, alpha=0.05, progress=False).fit(X)
-    dec = est.decision_function(X)
-    assert dec.shape == (300, 3)
-    np.testing.assert_array_equal(est.classes_[dec.argmax(axis=1)], est.predict(X))
-    np.testing.assert_array_equal(est.classes_[est.predict_proba(X).argmax(axis=1)], est.predict(X))
 
 
 _SMALL_GBT = lightgbm.LGBMClassifier(n_estimators=5, num_leaves=4, min_child_samples=2, verbose=-1, n_jobs=1)

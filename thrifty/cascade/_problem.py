@@ -19,6 +19,7 @@ from thrifty._validation import check_sample_weight
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.scores import tree_scores
 
 # A tree whose weighted output has a root-mean-square below this (targets are -1/+1) gets weight
 # exactly zero: the reweighting of Lemma 1 only approaches zero geometrically, and a tree with a
@@ -259,7 +260,6 @@ def build_problem(
     ``d_k`` of each stage) is weighted by it: integer weights act as repeated rows, and rows of
     weight 0 are dropped.
     """
-    from thrifty.forest.scores import tree_scores
 
     if forest.n_outputs != 1:
         raise InputError(

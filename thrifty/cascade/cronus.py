@@ -32,7 +32,8 @@ from scipy.optimize import minimize
 
 from thrifty._param_validation import Interval, validate_params
 from thrifty._validation import as_forest
-from thrifty.cascade._cronus_init import initialize
+from thrifty.cascade._cronus_init import default_lam, initialize
+from thrifty.cascade._cronus_init import lambda_max as _lambda_max
 from thrifty.cascade._problem import Problem, build_problem, cost_norms, objective, prune, sigmoid, soft_flow
 from thrifty.costs import CostModel
 from thrifty.exceptions import InvalidParameterError
@@ -214,8 +215,6 @@ def cronus(
     forest = as_forest(forest, who="cronus")
     prob, _ = build_problem(forest, X, y, costs, class_weight, sample_weight)
     if lam is None:
-        from thrifty.cascade._cronus_init import default_lam
-
         lam = default_lam(prob)
     K = int(n_stages)
     total = K * (1 if init_only else 1 + max_cycles)
@@ -430,7 +429,5 @@ def lambda_max(
     Infinite when a tree that helps costs nothing (no priced feature and no tree cost).
     ``sample_weight`` weights the loss as in :func:`cronus`.
     """
-    from thrifty.cascade._cronus_init import lambda_max as _lambda_max
-
     prob, _ = build_problem(as_forest(forest, who="lambda_max"), X, y, costs, class_weight, sample_weight)
     return _lambda_max(prob, float(rho), exact=bool(exact))

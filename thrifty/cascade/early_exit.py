@@ -28,6 +28,8 @@ from thrifty._validation import as_forest
 from thrifty.costs import CostModel, CostReport
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.scores import tree_scores
+from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Full
 
 __all__ = ["RankingEarlyExit", "ranking_early_exit", "truncate"]
@@ -92,8 +94,6 @@ def ranking_early_exit(
     -------
     RankingEarlyExit
     """
-    from thrifty.forest.scores import tree_scores
-    from thrifty.runtime.evaluate import evaluate
 
     forest = as_forest(forest, who="ranking_early_exit")
     if forest.n_outputs != 1:
@@ -136,7 +136,7 @@ def ranking_early_exit(
     g = g + contrib[:, done:].sum(axis=1)
     partial[alive] = g[alive]
     score = stage + 0.5 + np.arctan(partial) / np.pi
-    cost = _measure(forest, X, stop, costs, evaluate)
+    cost = _measure(forest, X, stop, costs)
     return RankingEarlyExit(score=score, n_trees=stop, partial=partial, cost=cost)
 
 
@@ -155,7 +155,7 @@ def _kth_best(g: np.ndarray, q: np.ndarray, alive: np.ndarray, k: int) -> np.nda
     return out[q]
 
 
-def _measure(forest: Forest, X: Any, stop: np.ndarray, costs: CostModel | None, evaluate) -> CostReport:
+def _measure(forest: Forest, X: Any, stop: np.ndarray, costs: CostModel | None) -> CostReport:
     """Cost of evaluating each document's first ``stop[i]`` trees, measured by the runtime."""
     n = len(stop)
     parts: dict[str, np.ndarray] = {}

@@ -21,7 +21,7 @@ from thrifty._validation import (
     is_fitted_model,
     validate_frame,
 )
-from thrifty.cascade.cronus import OPTIONS, cronus, stage_rho
+from thrifty.cascade.cronus import OPTIONS, cronus, lambda_max, stage_rho
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.runtime import evaluate
@@ -167,8 +167,6 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
         self
         """
         from tqdm.auto import tqdm
-
-        from thrifty.cascade.cronus import lambda_max
 
         self._validate_params()
         stage_rho(self.rho, self.n_stages)

@@ -17,6 +17,8 @@ import numpy as np
 from numba import njit, prange
 
 from thrifty.exceptions import InputError
+from thrifty.forest.scores import tree_scores
+from thrifty.runtime.plans import Sequential
 
 
 @njit(cache=True)
@@ -259,8 +261,6 @@ def qwyc_multiclass(
     eps, mean_cost, n_disagree)``; the cost of a round is the sum of its trees' costs,
     ``mean_cost`` is in those units on ``X``.
     """
-    from thrifty.forest.scores import tree_scores
-    from thrifty.runtime.plans import Sequential
 
     if np.any(forest.tree_class < 0):
         raise InputError(

@@ -22,6 +22,7 @@ from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import Forest, raw_to_proba
 from thrifty.order.orderings import LABELLED_ORDERINGS
 from thrifty.order.qwyc import ORDERINGS, qwyc
+from thrifty.runtime import evaluate
 
 # The disagreement bounds tried under a budget: from exact (0) to one example in five.
 ALPHAS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
@@ -220,7 +221,7 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
                 feature_costs=bool(self.feature_costs),
                 sample_weight=split.w_cal,
             )
-            ev = self._run(plan, split.X_cal, costs)
+            ev = evaluate(plan, split.X_cal, costs)
             cost = float(w_cal @ ev.cost.total / w_cal.sum())
             disagreement = float(w_cal @ (ev.labels != full) / w_cal.sum())
             return Candidate({"alpha": alpha}, cost, -disagreement, (plan, res, ev))
@@ -259,12 +260,6 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
         return clone(self.estimator).fit(X, y, **({} if w is None else {"sample_weight": w}))
 
     # ------------------------------------------------------------------ prediction
-    @staticmethod
-    def _run(plan: Any, X: Any, costs: Any) -> Any:
-        from thrifty.runtime import evaluate
-
-        return evaluate(plan, X, costs)
-
     def predict(self, X: Any) -> np.ndarray:
         """Labels decided by the early exits (the full model's where no exit fired)."""
         return self.evaluate(X).labels

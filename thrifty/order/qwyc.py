@@ -33,10 +33,14 @@ import numpy as np
 
 from thrifty._param_validation import Interval, StrOptions, validate_params
 from thrifty._validation import as_forest, check_sample_weight
+from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest.scores import tree_scores
+from thrifty.forest.scores import leaf_paths, tree_scores
 from thrifty.order import _qwyc_kernels as _k
+from thrifty.order._qwyc_multiclass import qwyc_multiclass
 from thrifty.order.orderings import FIXED_ORDERINGS, check_kind, order_from_scores, positive_labels
+from thrifty.runtime.evaluate import evaluate
+from thrifty.runtime.plans import Sequential
 
 ORDERINGS = ("optimize",) + FIXED_ORDERINGS
 MODES = ("both", "negative")
@@ -150,7 +154,6 @@ def qwyc(
     -------
     Sequential, or (Sequential, QWYCResult) with ``return_result=True``.
     """
-    from thrifty.runtime.plans import Sequential
 
     _check_options(alpha, mode, ordering, y, "qwyc")
     forest = as_forest(model, who="qwyc")
@@ -210,8 +213,6 @@ def qwyc(
 
 def _acquisition(forest: Any, X: Any, costs: Any, keep: Any) -> tuple[tuple, np.ndarray]:
     """What ``_fit`` needs to price the features each tree would newly acquire."""
-    from thrifty.costs import CostModel
-    from thrifty.forest.scores import leaf_paths
 
     if not isinstance(costs, CostModel):
         raise InputError("feature_costs=True needs costs= a thrifty CostModel (the feature prices)")
@@ -235,8 +236,6 @@ def _qwyc_multiclass(
     sample_weight: Any,
 ) -> Any:
     """Multiclass QWYC (beyond the paper): see ``thrifty.order._qwyc_multiclass``."""
-    from thrifty.order._qwyc_multiclass import qwyc_multiclass
-    from thrifty.runtime.evaluate import evaluate
 
     if mode != "both":
         raise InputError(
@@ -354,7 +353,6 @@ def _check_options(alpha: float, mode: str, ordering: str, y: Any, caller: str) 
 
 
 def _tree_costs(costs: Any, T: int) -> np.ndarray:
-    from thrifty.costs import CostModel
 
     if costs is None:
         return np.ones(T)

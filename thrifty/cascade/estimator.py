@@ -23,7 +23,7 @@ from thrifty._validation import (
 )
 from thrifty.cascade.cronus import OPTIONS, cronus, lambda_max, stage_rho
 from thrifty.exceptions import InputError
-from thrifty.forest import Forest
+from thrifty.forest.names import named_as
 from thrifty.runtime import evaluate
 
 _HALVINGS = 2.0  # the budget search tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
@@ -190,8 +190,7 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
                 "with binary targets)"
             )
         check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
-        if hasattr(X, "columns"):
-            forest = Forest.from_model(forest, feature_names=[str(c) for c in X.columns])
+        forest = named_as(forest, X)
         classes = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         unknown = np.setdiff1d(np.unique(y), classes)
         if len(unknown):

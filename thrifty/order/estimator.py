@@ -19,7 +19,8 @@ from thrifty._validation import (
     validate_frame,
 )
 from thrifty.exceptions import InputError, InvalidParameterError
-from thrifty.forest import Forest, raw_to_proba
+from thrifty.forest import raw_to_proba
+from thrifty.forest.names import named_as
 from thrifty.order.orderings import LABELLED_ORDERINGS
 from thrifty.order.qwyc import ORDERINGS, qwyc
 from thrifty.runtime import evaluate
@@ -199,8 +200,7 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
                 "there is nothing to quit early from; fit it on examples of at least 2 classes"
             )
         check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
-        if hasattr(X, "columns"):
-            forest = Forest.from_model(forest, feature_names=[str(c) for c in X.columns])
+        forest = named_as(forest, X)
         costs = self._fit_costs(X)
         split = self._calibration(X, y, w, calibration)
         full = forest.predict(split.X_cal)

@@ -23,7 +23,7 @@ from numba import njit
 
 from thrifty._validation import check_width
 from thrifty.exceptions import InputError
-from thrifty.forest._traverse import next_node
+from thrifty.forest import next_node
 from thrifty.prune._closure import min_weight_closure
 from thrifty.prune._problem import ClosureProblem, build_problem
 

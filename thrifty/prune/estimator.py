@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels, validate_frame
 from thrifty.exceptions import InputError
-from thrifty.forest._names import named_as
+from thrifty.forest.names import named_as
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
     MODES,

@@ -224,17 +224,17 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
             ev = evaluate(plan, split.X_cal, costs)
             cost = float(w_cal @ ev.cost.total / w_cal.sum())
             disagreement = float(w_cal @ (ev.labels != full) / w_cal.sum())
-            return Candidate({"alpha": alpha}, cost, -disagreement, (plan, res, ev))
+            mean_models = float(w_cal @ ev.cost.n_trees / w_cal.sum())
+            return Candidate({"alpha": alpha}, cost, -disagreement, (plan, res, mean_models))
 
         chosen = self._select(candidate(a) for a in alphas)
-        plan, res, ev = chosen.model
+        plan, res, self.mean_models_ = chosen.model
         self.estimator_ = model
         self.forest_ = forest
         self.plan_ = plan
         self.result_ = res
         self.alpha_ = chosen.params["alpha"]
         self.classes_ = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
-        self.mean_models_ = float(w_cal @ ev.cost.n_trees / w_cal.sum())
         return self
 
     def _alphas(self) -> list[float]:

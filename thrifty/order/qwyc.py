@@ -145,8 +145,9 @@ def qwyc(
         ``thrifty.evaluate`` reports (``tree_cost`` per tree plus features; split costs are not
         part of it). Binary forests only.
     sample_weight : array-like of shape (n,), optional
-        Weights of the examples of ``X``: in problem (2) every count becomes a sum of weights
-        (the mean cost ``sum_r c_{pi(r)} w(C_{r-1}) / w(C_0)``, the disagreements
+        Weights of the examples of ``X``, as an empirical distribution for the expectations of
+        problem (1): in its empirical analogue (2) every count becomes a sum of weights (the
+        mean cost ``sum_r c_{pi(r)} w(C_{r-1}) / w(C_0)``, the disagreements
         ``w(differ) <= alpha w(C_0)``, Algorithm 1's ``J_r = c w(C_{r-1}) / w(C_{r-1} -
         C_r)``), so integer weights act as repeated rows and zero weights as dropped rows.
 

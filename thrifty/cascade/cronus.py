@@ -109,7 +109,7 @@ def stage_rho(rho: Any, n_stages: int) -> np.ndarray:
     if len(r) == 2 and n_stages != 2:
         # (rho_first, rho_last): Section 3.4 sets every stage but the last to rho_1.
         r = np.r_[np.full(n_stages - 1, r[0]), r[1]]
-    r = np.broadcast_to(r, (n_stages,)) if len(r) == 1 else r
+    r = np.broadcast_to(r, (int(n_stages),)) if len(r) == 1 else r
     if len(r) != n_stages or not np.all(np.isfinite(r)) or np.any(r < 0):
         raise InvalidParameterError(
             f"rho must be a number >= 0, a pair (rho_first, rho_last) or one value per "

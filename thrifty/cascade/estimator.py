@@ -4,7 +4,7 @@ Cronus cascade, optionally within a target mean cost."""
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -21,7 +21,7 @@ from thrifty._validation import (
     is_fitted_model,
     validate_frame,
 )
-from thrifty.cascade.cronus import OPTIONS, cronus, lambda_max, stage_rho
+from thrifty.cascade.cronus import OPTIONS, CronusResult, cronus, lambda_max, stage_rho
 from thrifty.exceptions import InputError
 from thrifty.forest.names import named_as
 from thrifty.runtime import evaluate
@@ -217,7 +217,8 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
         w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
 
         def candidate(lam: float | None) -> Candidate:
-            res = cronus(forest, split.X, split.y, costs, lam=lam, **opts)
+            # opts holds return_result=True: cronus returns its CronusResult
+            res = cast(CronusResult, cronus(forest, split.X, split.y, costs, lam=lam, **opts))
             ev = evaluate(res.plan, split.X_cal, costs)
             cost = float(w_cal @ ev.cost.total / w_cal.sum())
             accuracy = float(w_cal @ (ev.labels == split.y_cal) / w_cal.sum())

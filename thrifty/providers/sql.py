@@ -60,7 +60,7 @@ class SQLProvider:
                 (int(f), wanted[i : i + self.max_params]) for i in range(0, len(wanted), self.max_params)
             ]
         out = [np.full(len(rows), np.nan) for _, rows in requests]
-        seen = [set() for _ in requests]
+        seen: list[set[Any]] = [set() for _ in requests]
         slot = {int(f): i for i, (f, _) in enumerate(requests)}
         for batch in _batches(parts, self.max_params):
             selects = [

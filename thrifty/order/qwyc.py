@@ -44,7 +44,7 @@ from thrifty.runtime.plans import Sequential
 
 ORDERINGS = ("optimize",) + FIXED_ORDERINGS
 MODES = ("both", "negative")
-_OPTIONS = {
+_OPTIONS: dict[str, list[Any]] = {
     "alpha": [Interval(Real, 0, 1, closed="left")],
     "mode": [StrOptions(set(MODES))],
     "ordering": [StrOptions(set(ORDERINGS))],
@@ -370,9 +370,9 @@ def _tree_costs(costs: Any, T: int) -> np.ndarray:
 def _weights(sample_weight: Any, n: int) -> tuple[np.ndarray | None, Any]:
     """``(weights of the kept rows or None, rows kept)``: rows of weight 0 are dropped, so a
     zero weight is exactly a missing row."""
-    if sample_weight is None:
-        return None, slice(None)
     w = check_sample_weight(sample_weight, n)
+    if w is None:
+        return None, slice(None)
     keep = np.flatnonzero(w > 0)
     return w[keep], keep
 

@@ -94,7 +94,6 @@ def ranking_early_exit(
     -------
     RankingEarlyExit
     """
-
     forest = as_forest(forest, who="ranking_early_exit")
     if forest.n_outputs != 1:
         raise InputError("ranking early exits need a single-output ranker or regressor")

@@ -68,8 +68,10 @@ def _partial_scores(forest: Forest, X: Any, every: int) -> tuple[np.ndarray, np.
     Accumulated tree by tree in order from the base score, exactly as the runtime does, so
     comparisons against exit thresholds agree bit for bit.
     """
-    G = partial_scores(forest, tree_scores(forest, X), np.arange(forest.n_trees))
-    return G[:, _checks(forest.n_trees, every)], G[:, -1]
+    checks = _checks(forest.n_trees, every)
+    at = np.unique(np.r_[checks, forest.n_trees - 1])  # the checks, then the full score
+    G = partial_scores(forest, tree_scores(forest, X), np.arange(forest.n_trees), at)
+    return G[:, : len(checks)], G[:, -1]
 
 
 def _outcome(

@@ -144,6 +144,97 @@ def test_errors(kwargs, match):
         BudgetRFClassifier(2, progress=False, **kwargs).fit(X, np.arange(20) % 2)
 
 
-@parametrize_with_checks([BudgetRFClassifier(5, max_depth=4, random_state=0, progress=False)])
+def _expected_failures(est):
+    if est.bootstrap:
+        reason = (
+            "a bootstrap draws n rows uniformly, so a row repeated k times is drawn about k times as "
+            "often as one of weight k: equal in expectation, not draw for draw (bootstrap=False passes)"
+        )
+        return {"check_sample_weight_equivalence_on_dense_data": reason}
+    return {}
+
+
+@parametrize_with_checks(
+    [
+        BudgetRFClassifier(5, max_depth=4, random_state=0, progress=False),
+        BudgetRFClassifier(3, max_depth=4, bootstrap=False, max_features=None, progress=False),
+    ],
+    expected_failed_checks=_expected_failures,
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def _same_forest(a, b):
+    for name in ("feature", "threshold", "children_left", "missing_left", "value"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def _weighted_data(seed=0, n=120):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).round(1)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(scale=0.7, size=n) > 0).astype(int) + (X[:, 1] > 1)
+    return X, y
+
+
+@pytest.mark.parametrize("split", ["minmax", "expected"])
+@pytest.mark.parametrize("impurity", ["pairs", "entropy", "powers"])
+def test_integer_weights_equal_repeated_rows(split, impurity):
+    X, y = _weighted_data()
+    w = np.random.default_rng(1).integers(0, 4, size=len(y))
+    params = dict(bootstrap=False, max_features=None, split=split, impurity=impurity, progress=False)
+    params.update(min_samples_split=3, alpha=0.5 if impurity != "entropy" else 0.05)
+    weighted = BudgetRFClassifier(3, random_state=0, **params).fit(X, y, sample_weight=w)
+    repeated = BudgetRFClassifier(3, random_state=0, **params).fit(np.repeat(X, w, 0), np.repeat(y, w))
+    _same_forest(weighted.forest_, repeated.forest_)
+    # weight 0 is the same as leaving the row out
+    kept = w > 0
+    dropped = BudgetRFClassifier(3, random_state=0, **params).fit(X[kept], y[kept], sample_weight=w[kept])
+    _same_forest(weighted.forest_, dropped.forest_)
+
+
+def test_weights_enter_the_bootstrap_as_counts():
+    # a bootstrapped tree's class counts at the root are the drawn rows' counts times their weights
+    X, y = _weighted_data(2)
+    w = np.random.default_rng(3).uniform(0.0, 3.0, size=len(y))
+    m = BudgetRFClassifier(2, max_depth=0, random_state=0, progress=False).fit(X, y, sample_weight=w)
+    for t, sample in enumerate(m.estimators_samples_):
+        counts = np.bincount(y[sample], weights=w[sample], minlength=3)
+        np.testing.assert_allclose(m.forest_.value[m.forest_.roots[t]], counts / counts.sum())
+
+
+def test_missing_values_follow_the_learned_direction():
+    # the label is "x is missing": the only useful split sends NaN one way
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    y = (rng.random(200) < 0.5).astype(int)
+    x[y == 1] = np.nan
+    X = np.column_stack([x, rng.normal(size=200)])
+    m = BudgetRFClassifier(1, bootstrap=False, max_features=None, max_depth=1, progress=False).fit(X, y)
+    assert m.score(X, y) == 1.0
+    np.testing.assert_array_equal(m.predict([[np.nan, 0.0], [0.3, 0.0]]), [1, 0])
+    np.testing.assert_allclose(thrifty.evaluate(m.forest_, X).proba, m.predict_proba(X))
+
+
+def test_pandas_categories_are_coded_and_recorded():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    colour = rng.choice(["red", "green", "blue"], size=300)
+    df = pd.DataFrame({"colour": pd.Categorical(colour), "x": rng.normal(size=300)})
+    df.loc[::17, "colour"] = None
+    y = np.isin(colour, ["red"]).astype(int)
+    m = BudgetRFClassifier(5, max_features=None, random_state=0, progress=False).fit(df, y)
+    assert m.forest_.categories == {0: ["blue", "green", "red"]}
+    assert list(m.feature_names_in_) == ["colour", "x"]
+    # the same rows with the columns reordered and a category order changed predict the same
+    other = df[["x", "colour"]].copy()
+    other["colour"] = other["colour"].cat.reorder_categories(["red", "blue", "green"])
+    np.testing.assert_array_equal(m.predict_proba(df), m.forest_.predict_proba(other))
+    # coded by hand: the codes the forest was trained on
+    codes = df["colour"].cat.codes.to_numpy().astype(float)
+    codes[codes < 0] = np.nan
+    np.testing.assert_allclose(
+        m.predict_proba(df), m.forest_.predict_proba(np.column_stack([codes, df["x"]]))
+    )
+    assert m.score(df, y) > 0.9

@@ -46,7 +46,7 @@ def calibration_X(eval_set: Any, X: Any) -> Any:
     return as_frame_or_array(eval_set)
 
 
-def _check_weight(sample_weight: Any, n: int) -> np.ndarray | None:
+def check_sample_weight(sample_weight: Any, n: int) -> np.ndarray | None:
     if sample_weight is None:
         return None
     w = column_or_1d(np.asarray(sample_weight, dtype=np.float64))
@@ -132,7 +132,7 @@ class CostAwareBoosting(BaseEstimator):
             )
         if len(y) != X.shape[0]:
             raise InputError(f"X has {X.shape[0]} rows but y has {len(y)} labels; give one label per row")
-        sample_weight = _check_weight(sample_weight, X.shape[0])
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
         names = _names(X)
         costs = costs_for_X(self.costs, names, X.shape[1])
         X_cal = calibration_X(eval_set, X)

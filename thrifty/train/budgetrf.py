@@ -7,11 +7,13 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from thrifty._validation import class_labels, costs_for_X
+from thrifty._validation import class_labels, costs_for_X, validate_frame
 from thrifty.exceptions import InputError
+from thrifty.forest._inputs import to_matrix
 from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, grow_tree, tree_leaves
+from thrifty.train._cegb_base import check_sample_weight
 
 
 class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
@@ -26,6 +28,20 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     tree's. ``predict_proba`` averages the leaves' class distributions. The fitted forest is a
     thrifty ``Forest`` (``forest_``) for ``thrifty.evaluate`` and for pruning
     (``thrifty.prune.budget_prune``).
+
+    ``sample_weight`` multiplies each example's contribution to the class counts ``n_i`` the
+    impurities are computed from (threshold-Pairs ``sum_{i<j} [[n_i - alpha]_+ [n_j - alpha]_+
+    - alpha^2]_+`` of Section 3.2 of the paper, and likewise entropy and powers), to the node
+    sizes of the ``expected`` rule and to ``min_samples_split`` (a node splits when its total
+    weight reaches it), so an integer weight is exactly a repeated row. Bootstrapping draws rows
+    uniformly, as scikit-learn's forests do, and a drawn row counts its draws times its weight;
+    rows of weight 0 take no part.
+
+    Missing values (NaN) are allowed (not in the paper): each split sends them to the child that
+    gives the lower criterion (to the heavier child when the node saw none). A DataFrame's
+    ``category`` columns are trained on their category codes, as ordered numbers (a missing
+    category is NaN); the fitted ``forest_`` records the categories, so a DataFrame at
+    prediction is coded by category, whatever its category order.
 
     Parameters
     ----------
@@ -46,6 +62,8 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     max_features : {"sqrt", "log2"}, int, float or None, default="sqrt"
         Candidate features per node (None: all).
     min_samples_split : int >= 2, default=2
+        A node splits only when its total sample weight (its row count, unweighted) is at
+        least this.
     bootstrap : bool, default=True
         Each tree's sample is drawn with replacement (``max_samples`` rows); otherwise every
         tree sees all rows (and differs only by its candidate features).
@@ -107,14 +125,17 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.progress = progress
 
-    def fit(self, X: Any, y: Any) -> BudgetRFClassifier:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> BudgetRFClassifier:
         """Grow the forest on ``(X, y)``.
 
         Parameters
         ----------
-        X : array-like of shape (n, n_features)
-            Finite numerical features (encode categories first).
+        X : array-like or DataFrame of shape (n, n_features)
+            Numerical features; NaN is missing. A DataFrame's ``category`` columns are
+            trained on their codes (see the class docstring).
         y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), optional
+            Weight of each row in the class counts (see the class docstring).
 
         Returns
         -------
@@ -126,9 +147,12 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
 
         self._check_params()
         y, self.classes_, y_idx = class_labels(y, type(self).__name__)
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_frame(self, X, y)
+        X, categories = _coded(X)
         self.n_classes_ = len(self.classes_)
         n, d = X.shape
+        w = check_sample_weight(sample_weight, n)
+        w = np.ones(n) if w is None else w
         self.n_fit_rows_ = n
         self.feature_costs_ = self._feature_costs(d)
         m_features = self._max_features(d)
@@ -147,13 +171,18 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
             unit="tree",
             disable=None if self.progress else True,
         )
+        # a tree whose sample holds no weight (every drawn row weighs 0) predicts the prior
+        prior = np.bincount(y_idx, weights=w, minlength=self.n_classes_) / w.sum()
         for _ in range(self.n_estimators):
             sample = rng.integers(0, n, size=n_draw) if self.bootstrap else np.arange(n, dtype=np.int64)
             seed = int(rng.integers(0, 2**31 - 1))
+            # rows of weight 0 take no part (they would still place thresholds otherwise)
+            sample = sample[w[sample] > 0]
             self.estimators_samples_.append(sample)
-            feature, threshold, left, right, counts = grow_tree(
+            feature, threshold, left, right, missing_left, counts = grow_tree(
                 X,
                 y_idx,
+                w,
                 self.n_classes_,
                 sample,
                 self.feature_costs_,
@@ -166,20 +195,22 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
                 m_features,
                 seed,
             )
-            dist = counts / counts.sum(axis=1, keepdims=True)
+            total = counts.sum(axis=1, keepdims=True)
+            dist = np.where(total > 0, counts / np.where(total > 0, total, 1.0), prior)
             builder.add_tree(
                 feature,
                 threshold,
                 left,
                 right,
                 dist[:, 1] if self.n_classes_ == 2 else dist,
+                missing_left=missing_left,
                 weight=1.0 / self.n_estimators,
                 tree_class=-1 if width > 1 else 0,
             )
             if oob_sum is not None:
                 out = np.setdiff1d(np.arange(n), sample)
                 if out.shape[0]:
-                    leaves = tree_leaves(X, out, feature, threshold, left, right)
+                    leaves = tree_leaves(X, out, feature, threshold, left, right, missing_left)
                     oob_sum[out] += dist[leaves]
             bar.update()
         bar.close()
@@ -191,6 +222,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
             task="binary" if self.n_classes_ == 2 else "multiclass",
             classes=self.classes_,
             feature_names=None if names is None else [str(c) for c in names],
+            categories=categories,
             aggregation="mean",
             source="thrifty:BudgetRFClassifier",
         )
@@ -224,8 +256,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: Any) -> np.ndarray:
         """Mean of the trees' leaf class distributions, shape (n, n_classes)."""
         check_is_fitted(self, "forest_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.forest_.predict_proba(X)
+        return self.forest_.predict_proba(validate_frame(self, X))
 
     def predict(self, X: Any) -> np.ndarray:
         """The class of highest mean leaf probability."""
@@ -238,7 +269,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         from thrifty.runtime.evaluate import evaluate
 
         check_is_fitted(self, "forest_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_frame(self, X)
         if costs is None:
             costs = self.costs if isinstance(self.costs, CostModel) else CostModel(self.feature_costs_)
         return evaluate(self.forest_, X, costs).cost
@@ -306,5 +337,24 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         return tags
+
+
+def _coded(X: Any) -> tuple[np.ndarray, dict[int, list]]:
+    """``X`` as the float64 matrix the kernel reads, and the categories of its categorical
+    columns: a DataFrame's ``category`` columns become their codes (missing -> NaN), which the
+    fitted Forest records so that a DataFrame at prediction is coded the same way."""
+    import pandas as pd
+
+    if not (hasattr(X, "columns") and hasattr(X, "iloc")):
+        return X, {}
+    M = to_matrix(X, X.shape[1])
+    if np.isinf(M).any():
+        raise InputError("X contains infinity; replace it (NaN is allowed: it is treated as missing)")
+    categories = {
+        j: list(X.iloc[:, j].cat.categories)
+        for j in range(X.shape[1])
+        if isinstance(X.iloc[:, j].dtype, pd.CategoricalDtype)
+    }
+    return M, categories

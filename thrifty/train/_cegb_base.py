@@ -143,8 +143,11 @@ class CostAwareBoosting(BaseEstimator):
         # reads the user's.
         X_fit = lightgbm_frame(X)
 
+        # the training rows' weights when they are the calibration rows
+        w_cal = sample_weight if eval_set is None else None
+
         def measure(forest: Any) -> float:
-            return evaluate(forest, X_cal, costs).cost.mean
+            return float(np.average(evaluate(forest, X_cal, costs).cost.total, weights=w_cal))
 
         def fit_one(lam: float) -> tuple[Any, float]:
             forest, booster = self._train(X_fit, y, sample_weight, lam, fit_params)
@@ -181,7 +184,8 @@ class CostAwareBoosting(BaseEstimator):
             self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
         costs = costs_for_X(self.costs, names, X.shape[1])
         self.costs_ = costs
-        n_rows = int(len(y))
+        # examples counted by weight, as in memory (GreedyMiser's coupled penalty charges them all)
+        n_rows = float(len(y)) if sample_weight is None else float(sample_weight.sum().compute())
 
         def measure(forest: Any) -> float:
             return dk.mean_cost(forest, X_cal, costs)

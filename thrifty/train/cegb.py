@@ -184,7 +184,7 @@ class _CEGBBase(CostAwareBoosting):
         return Forest.from_model(model), model.booster_
 
     def _train_dask(
-        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: int
+        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: float
     ) -> tuple[Any, Any]:
         """One model trained through ``lightgbm.dask`` with the same parameters as in memory
         (see :mod:`thrifty.train._cegb_dask` for how LightGBM's data-parallel CEGB differs)."""
@@ -219,6 +219,15 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
     once-only (fixed) cost of a feature it has not used yet. Trees become deep where few
     examples go and cheap where most go. See the module docstring for how a CostModel's groups
     and dependencies are approximated during training (reported costs are exact).
+
+    ``sample_weight`` weights the loss of Eq. (7), ``sum_i w_i L(y_i, F(x_i))``: LightGBM
+    multiplies each row's gradient and hessian by ``w_i``, so the loss reduction of Eq. (12) is
+    the weighted one. The penalty of Eq. (13) is not weighted: LightGBM's CEGB counts the rows
+    of a leaf (``alpha |I_p|`` and the lazy ``beta sum(1 - C)``), so a row of weight ``k`` pays
+    its split and acquisition penalties once, not ``k`` times (with weights of mean 1 the two
+    scales agree on average), and ``min_child_samples`` counts rows too: integer weights are
+    not the same as repeated rows. The budget is a mean over the calibration rows, weighted by
+    their weights when they have them.
 
     Parameters
     ----------

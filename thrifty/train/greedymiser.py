@@ -42,7 +42,7 @@ from thrifty.train.cegb import GAIN_SCALE, run_frontier
 __all__ = ["GreedyMiserClassifier", "GreedyMiserRegressor", "greedymiser_frontier", "greedymiser_params"]
 
 
-def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: int) -> dict[str, Any]:
+def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: float) -> dict[str, Any]:
     """LightGBM parameters of GreedyMiser's coupled penalty (Eq. (13) with ``beta = alpha = 0``).
 
     Parameters
@@ -50,8 +50,9 @@ def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: int) -> dict[s
     costs : CostModel
     tradeoff : float >= 0
         The paper's lambda (``cegb_tradeoff = 2 * tradeoff``, as for CEGB).
-    n_rows : int
-        Training rows: a feature's first use is charged as if every example acquired it.
+    n_rows : float
+        Training examples, counted by weight (their total ``sample_weight``): a feature's
+        first use is charged as if every example acquired it.
 
     Returns
     -------
@@ -103,7 +104,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         self.n_jobs = n_jobs
         self.progress = progress
 
-    def _params(self, tradeoff: float, n_rows: int) -> dict[str, Any]:
+    def _params(self, tradeoff: float, n_rows: float) -> dict[str, Any]:
         if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
             raise InputError(f"max_depth must be an integer in [1, 16], got {self.max_depth!r}")
         params = {
@@ -132,7 +133,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         import lightgbm
 
         n = X.shape[0]
-        params = self._params(tradeoff, n)
+        params = self._params(tradeoff, n if sample_weight is None else float(np.sum(sample_weight)))
         target, init, objective, n_out = self._objective(y, sample_weight)
         params["objective"] = objective
         if n_out > 1:
@@ -147,7 +148,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         return self._forest(booster, init), booster
 
     def _train_dask(
-        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: int
+        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: float
     ) -> tuple[Any, Any]:
         """One model trained through ``lightgbm.dask`` (binary and regression): the same
         parameters as in memory, the unit-hessian objective and the initial score per row."""
@@ -225,6 +226,13 @@ def _unit_hessian(link: str, weight: Any) -> Any:
 
 class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase):
     """GreedyMiser classifier (Xu et al. 2012) as the CEGB special case (Peter et al. 2017, 4.3).
+
+    ``sample_weight`` weights both terms of Eq. (7) of Peter et al.: each row's gradient and
+    (unit) hessian are multiplied by ``w_i``, so the loss is ``sum_i w_i L(y_i, F(x_i))``, and
+    a feature's coupled penalty charges the examples by weight, ``lambda * c_f * sum_i w_i``
+    (see :func:`greedymiser_params`); ``init_score_`` is the weighted prior (weighted mean for
+    regression). ``min_child_samples`` and LightGBM's histogram bins still count rows, so
+    integer weights equal repeated rows only up to them.
 
     Parameters
     ----------

@@ -316,7 +316,9 @@ def _cegb_models(ctx: Context) -> Iterator[Candidate]:
             try:
                 cand = timed(
                     f"budget={budget:.4g}",
-                    lambda e=est: e.fit(ctx.X_train, ctx.y_train, eval_set=ctx.X_val, **fit_kw).forest_,
+                    lambda e=est: (
+                        e.fit(ctx.X_train, ctx.y_train, calibration=(ctx.X_val, ctx.y_val), **fit_kw).forest_
+                    ),
                     budget=budget,
                 )
             except BudgetError as exc:
@@ -351,7 +353,7 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
         try:
             cand = timed(
                 f"budget={budget:.4g}",
-                lambda e=est: e.fit(ctx.X_train, ctx.y_train, eval_set=ctx.X_val).forest_,
+                lambda e=est: e.fit(ctx.X_train, ctx.y_train, calibration=(ctx.X_val, ctx.y_val)).forest_,
                 budget=budget,
             )
         except BudgetError as exc:

@@ -268,18 +268,3 @@ def grow_tree(
         missing_left[:n_nodes].copy(),
         counts[:n_nodes].copy(),
     )
-
-
-@njit(cache=True)
-def tree_leaves(X, rows, feature, threshold, left, right, missing_left):
-    """Local leaf reached by each of ``rows`` (NaN follows ``missing_left``)."""
-    out = np.empty(rows.shape[0], dtype=np.int64)
-    for k in range(rows.shape[0]):
-        node = 0
-        i = rows[k]
-        while feature[node] >= 0:
-            x = X[i, feature[node]]
-            go_left = missing_left[node] if np.isnan(x) else x <= threshold[node]
-            node = left[node] if go_left else right[node]
-        out[k] = node
-    return out

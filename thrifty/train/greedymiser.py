@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import column_or_1d
 
+from thrifty._param_validation import Interval
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
@@ -70,6 +72,10 @@ def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: float) -> dict
 
 class _GreedyMiserBase(CostAwareBoosting):
     _task = "regression"
+    _parameter_constraints: dict = {
+        **CostAwareBoosting._parameter_constraints,
+        "max_depth": [Interval(Integral, 1, 16, closed="both")],
+    }
 
     def __init__(
         self,
@@ -105,8 +111,6 @@ class _GreedyMiserBase(CostAwareBoosting):
         self.progress = progress
 
     def _params(self, tradeoff: float, n_rows: float) -> dict[str, Any]:
-        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
-            raise InputError(f"max_depth must be an integer in [1, 16], got {self.max_depth!r}")
         params = {
             "learning_rate": float(self.learning_rate),
             "max_depth": int(self.max_depth),
@@ -261,22 +265,22 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
         plus ``init_score_``.
     booster_ : lightgbm.Booster
     init_score_ : ndarray of shape (n_outputs,)
-    costs_, tradeoff_, n_fits_, calibration_cost_, search_history_, n_estimators_, truncated_,
-    classes_, n_features_in_, feature_names_in_
+    costs_, plan_, tradeoff_, n_fits_, calibration_cost_, budget_search_, n_estimators_,
+    truncated_, classes_, n_features_in_, feature_names_in_
         As in :class:`CEGBClassifier`.
     """
 
     _task = "binary"
 
     def fit(
-        self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None
     ) -> GreedyMiserClassifier:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
         if is_dask(X):
-            return self._fit_dask(X, y, sample_weight, eval_set)
+            return self._fit_dask(X, y, sample_weight, calibration)
         _, self.classes_, codes = class_labels(y, type(self).__name__)
         self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
-        return self._fit(X, codes, sample_weight, eval_set, {})
+        return self._fit(X, codes, sample_weight, calibration, {})
 
     def _objective(self, codes: np.ndarray, weight: Any) -> tuple[np.ndarray, np.ndarray, Any, int]:
         w = np.ones(len(codes)) if weight is None else np.asarray(weight, dtype=np.float64)
@@ -313,15 +317,17 @@ class GreedyMiserRegressor(RegressorMixin, _GreedyMiserBase):
 
     _task = "regression"
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None) -> GreedyMiserRegressor:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None
+    ) -> GreedyMiserRegressor:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
         if is_dask(X):
-            return self._fit_dask(X, y, sample_weight, eval_set)
+            return self._fit_dask(X, y, sample_weight, calibration)
         y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
         if not np.all(np.isfinite(y)):
             raise InputError("y contains NaN or infinity; regression targets must be finite")
         self._n_outputs = 1
-        return self._fit(X, y, sample_weight, eval_set, {})
+        return self._fit(X, y, sample_weight, calibration, {})
 
     def _objective(self, y: np.ndarray, weight: Any) -> tuple[np.ndarray, np.ndarray, Any, int]:
         init = np.array([np.average(y, weights=weight)])
@@ -341,7 +347,7 @@ def greedymiser_frontier(
     costs: CostModel | None,
     *,
     budgets: Sequence[float],
-    eval_set: Any = None,
+    calibration: tuple | None = None,
     test: tuple | None = None,
     metric: str | None = None,
     return_models: bool = False,
@@ -363,7 +369,7 @@ def greedymiser_frontier(
         y,
         costs,
         budgets=budgets,
-        eval_set=eval_set,
+        calibration=calibration,
         test=test,
         qid=None,
         metric=metric,

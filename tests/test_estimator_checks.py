@@ -27,6 +27,14 @@ from thrifty.estimator_checks import (
 )
 from thrifty.forest import Forest
 from thrifty.runtime import Full, evaluate
+from thrifty.train import (
+    BudgetRFClassifier,
+    CEGBClassifier,
+    CEGBRanker,
+    CEGBRegressor,
+    GreedyMiserClassifier,
+    GreedyMiserRegressor,
+)
 
 X, y = make_classification(n_samples=200, n_features=6, n_informative=4, random_state=0)
 PRICES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
@@ -110,6 +118,24 @@ def case(est, budgets=(8.0, 14.0, 30.0)):
 
 
 CASES = [case(PrefixForest())]
+
+# train family: CEGB, GreedyMiser (trade-off search) and BudgetRF (tree prefixes)
+_BOOST = {"n_estimators": 10, "max_fits": 6, "n_jobs": 1, "progress": False}
+CASES += [
+    case(CEGBClassifier(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(CEGBRegressor(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    BudgetCase(
+        CEGBRanker(min_child_samples=5, **_BOOST),
+        X,
+        y,
+        budgets=[4.0, 8.0, 14.0],
+        costs=PRICES,
+        fit_params={"qid": np.repeat(np.arange(20), 10)},
+    ),
+    case(GreedyMiserClassifier(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(GreedyMiserRegressor(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(BudgetRFClassifier(8, max_depth=4, random_state=0, progress=False), budgets=(7.0, 11.0, 20.0)),
+]
 
 
 @parametrize_with_budget_checks(CASES)

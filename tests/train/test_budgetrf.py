@@ -9,6 +9,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import thrifty
 from thrifty import CostModel
+from thrifty.exceptions import BudgetError
 from thrifty.train._budgetrf_kernels import impurity
 from thrifty.train.budgetrf import BudgetRFClassifier
 
@@ -109,9 +110,54 @@ def test_costs_steer_the_forest_to_cheap_features():
         thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
         < thrifty.evaluate(uniform.forest_, X, costs).cost.mean
     )
-    assert budgeted.cost_report(X).mean == pytest.approx(
-        thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
-    )
+
+
+def _prefix_table(forest, X, y, costs):
+    """Cost and accuracy of every prefix of ``forest``, by brute force."""
+    rows = []
+    for k in range(1, forest.n_trees + 1):
+        ev = thrifty.evaluate(forest.subset(range(k)), X, costs)
+        rows.append((k, ev.cost.mean, np.mean(forest.classes[np.argmax(ev.proba, axis=1)] == y)))
+    return rows
+
+
+def _budget_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6))
+    y = (X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + rng.normal(scale=0.5, size=400) > 0).astype(int)
+    return X, y, CostModel([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], tree_cost=0.1)
+
+
+def test_budget_on_training_rows_keeps_the_longest_prefix_within_it():
+    # the paper's rule: trees are added while the mean cost stays within the budget
+    X, y, costs = _budget_data()
+    params = dict(costs=costs, max_depth=4, random_state=0, progress=False)
+    full = BudgetRFClassifier(12, **params).fit(X, y)
+    table = _prefix_table(full.forest_, X, y, costs)
+    budget = (table[3][1] + table[4][1]) / 2 if table[3][1] < table[4][1] else table[6][1]
+    m = BudgetRFClassifier(12, budget=budget, **params).fit(X, y)
+    k = max(k for k, cost, _ in table if cost <= budget)
+    assert m.n_estimators_ == k < 12 and m.oob_mask().shape == (400, k)
+    np.testing.assert_allclose(m.predict_proba(X), full.forest_.subset(range(k)).predict_proba(X))
+    assert m.budget_search_["n_trees"].tolist() == list(range(1, 13))
+    np.testing.assert_allclose(m.budget_search_["cost"], [c for _, c, _ in table])
+    assert m.budget_search_["metric"].isna().all()
+
+
+def test_budget_with_calibration_rows_keeps_the_most_accurate_prefix_within_it():
+    X, y, costs = _budget_data()
+    params = dict(costs=costs, max_depth=4, random_state=0, progress=False)
+    full = BudgetRFClassifier(12, **params).fit(X[:250], y[:250])
+    table = _prefix_table(full.forest_, X[250:], y[250:], costs)
+    budget = table[8][1]
+    feasible = [row for row in table if row[1] <= budget]
+    best = max(acc for _, _, acc in feasible)
+    k = min((row for row in feasible if row[2] >= best - 1e-12), key=lambda r: (r[1], r[0]))[0]
+    m = BudgetRFClassifier(12, budget=budget, **params).fit(X[:250], y[:250], calibration=(X[250:], y[250:]))
+    assert m.n_estimators_ == k
+    np.testing.assert_allclose(m.budget_search_["metric"], [acc for _, _, acc in table])
+    with pytest.raises(BudgetError, match="no model meets budget"):
+        BudgetRFClassifier(12, budget=0.5 * table[0][1], **params).fit(X[:250], y[:250])
 
 
 def test_oob_estimates_and_string_labels():
@@ -135,6 +181,7 @@ def test_oob_estimates_and_string_labels():
         ({"alpha": -1.0}, "alpha must be"),
         ({"max_features": 0}, "max_features"),
         ({"oob_score": True, "bootstrap": False}, "needs bootstrap"),
+        ({"budget": 0.0}, "budget must be"),
         ({"costs": [1.0, 2.0]}, "X has 3 features, but costs= prices 2"),
     ],
 )
@@ -238,3 +285,23 @@ def test_pandas_categories_are_coded_and_recorded():
         m.predict_proba(df), m.forest_.predict_proba(np.column_stack([codes, df["x"]]))
     )
     assert m.score(df, y) > 0.9
+
+
+@pytest.mark.parametrize("kind", ["polars", "pyarrow"])
+def test_polars_and_pyarrow_tables_keep_names_and_categories(kind):
+    pd = pytest.importorskip("pandas")
+    lib = pytest.importorskip(kind, reason=f"{kind} is needed to test {kind} input")
+    rng = np.random.default_rng(1)
+    colour = rng.choice(["red", "green", "blue"], size=200)
+    df = pd.DataFrame({"x": rng.normal(size=200), "colour": pd.Categorical(colour)})
+    y = (colour == "red").astype(int)
+    table = lib.from_pandas(df) if kind == "polars" else lib.Table.from_pandas(df, preserve_index=False)
+    params = dict(costs={"x": 1.0, "colour": 3.0}, max_features=None, random_state=0, progress=False)
+    m = BudgetRFClassifier(4, **params).fit(table, y)
+    assert list(m.feature_names_in_) == ["x", "colour"] and m.costs_.feature_costs.tolist() == [1.0, 3.0]
+    # polars keeps its categories in order of appearance: they are recorded as given
+    assert sorted(m.forest_.categories[1]) == ["blue", "green", "red"]
+    reference = BudgetRFClassifier(4, **params).fit(table.to_pandas(), y)
+    np.testing.assert_array_equal(m.predict_proba(table), reference.predict_proba(table.to_pandas()))
+    # coded by category name, a pandas frame of the same rows predicts the same
+    np.testing.assert_array_equal(m.predict_proba(table), m.predict_proba(df))

@@ -62,7 +62,7 @@ class CostAwareBoosting(ThriftyEstimator):
     declares its tree-shape parameters' constraints.
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints = {
         "costs": [None, "cost-model"],
         "tradeoff": [None, Interval(Real, 0, None, closed="left")],
         "budget": [None, Interval(Real, 0, None, closed="neither")],

@@ -125,7 +125,7 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
     oob_decision_function_ : ndarray of shape (n, n_classes)
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "costs": [None, "cost-model"],
         "budget": [None, Interval(Real, 0, None, closed="neither")],
@@ -243,7 +243,7 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
         cost = float(np.average(ev.cost.total, weights=split.w_cal))
         metric = None
         if scored:
-            hits = self.classes_[np.argmax(ev.proba, axis=1)] == np.asarray(split.y_cal)
+            hits = self.classes_[np.argmax(np.asarray(ev.proba), axis=1)] == np.asarray(split.y_cal)
             metric = float(np.average(hits, weights=split.w_cal))
         return Candidate({"n_trees": k}, cost, metric, prefix)
 
@@ -366,7 +366,7 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
         if m == "log2":
             return max(1, int(np.log2(d)))
         if isinstance(m, Integral):
-            if m > d:
+            if int(m) > d:
                 raise InputError(f"max_features={m} must be within [1, n_features={d}]")
             return int(m)
         return max(1, int(m * d))

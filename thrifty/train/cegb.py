@@ -111,7 +111,7 @@ class _CEGBBase(CostAwareBoosting):
     """LightGBM's CEGB with a thrifty cost model and an optional budget search."""
 
     _task = "regression"
-    _parameter_constraints: dict = {
+    _parameter_constraints = {
         **CostAwareBoosting._parameter_constraints,
         "num_leaves": [Interval(Integral, 2, None, closed="left")],
         "max_depth": [Interval(Integral, -1, None, closed="left")],

@@ -72,7 +72,7 @@ def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: float) -> dict
 
 class _GreedyMiserBase(CostAwareBoosting):
     _task = "regression"
-    _parameter_constraints: dict = {
+    _parameter_constraints = {
         **CostAwareBoosting._parameter_constraints,
         "max_depth": [Interval(Integral, 1, 16, closed="both")],
     }

@@ -139,8 +139,9 @@ def test_budget_on_training_rows_keeps_the_longest_prefix_within_it():
     k = max(k for k, cost, _ in table if cost <= budget)
     assert m.n_estimators_ == k < 12 and m.oob_mask().shape == (400, k)
     np.testing.assert_allclose(m.predict_proba(X), full.forest_.subset(range(k)).predict_proba(X))
-    assert m.budget_search_["n_trees"].tolist() == list(range(1, 13))
-    np.testing.assert_allclose(m.budget_search_["cost"], [c for _, c, _ in table])
+    # the prefixes up to the first one over the budget, where adding trees stops
+    assert m.budget_search_["n_trees"].tolist() == list(range(1, k + 2))
+    np.testing.assert_allclose(m.budget_search_["cost"], [c for _, c, _ in table[: k + 1]])
     assert m.budget_search_["metric"].isna().all()
 
 
@@ -155,7 +156,8 @@ def test_budget_with_calibration_rows_keeps_the_most_accurate_prefix_within_it()
     k = min((row for row in feasible if row[2] >= best - 1e-12), key=lambda r: (r[1], r[0]))[0]
     m = BudgetRFClassifier(12, budget=budget, **params).fit(X[:250], y[:250], calibration=(X[250:], y[250:]))
     assert m.n_estimators_ == k
-    np.testing.assert_allclose(m.budget_search_["metric"], [acc for _, _, acc in table])
+    over = next(i for i, row in enumerate(table) if row[1] > budget)
+    np.testing.assert_allclose(m.budget_search_["metric"], [acc for _, _, acc in table[: over + 1]])
     with pytest.raises(BudgetError, match="no model meets budget"):
         BudgetRFClassifier(12, budget=0.5 * table[0][1], **params).fit(X[:250], y[:250])
 

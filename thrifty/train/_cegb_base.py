@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from numbers import Integral, Real
 from typing import Any
 
@@ -64,8 +65,8 @@ class CostAwareBoosting(ThriftyEstimator):
 
     _parameter_constraints = {
         "costs": [None, "cost-model"],
-        "tradeoff": [None, Interval(Real, 0, None, closed="left")],
-        "budget": [None, Interval(Real, 0, None, closed="neither")],
+        "tradeoff": [None, Interval(Real, 0, math.inf, closed="left")],
+        "budget": [None, Interval(Real, 0, math.inf, closed="neither")],
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "min_child_samples": [Interval(Integral, 0, None, closed="left")],

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Iterator
 from numbers import Integral, Real
 from typing import Any
 
@@ -50,8 +52,9 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
     ``fit``, else the training rows), as the paper's BudgetRF does: it adds trees while the
     forest's average cost on validation data stays within the budget, i.e. it keeps the
     longest prefix of trees within the budget (the cost never falls as trees are added). Here
-    every prefix of the ``n_estimators`` grown trees is a candidate, measured exactly with
-    :func:`thrifty.evaluate` (groups, dependencies and tree costs included). With calibration
+    each prefix of the ``n_estimators`` grown trees, up to the first one over the budget, is a
+    candidate, measured exactly with :func:`thrifty.evaluate` (groups, dependencies and tree
+    costs included). With calibration
     rows given, the prefix of highest calibration accuracy within the budget is kept (the
     cheaper on ties), which departs from the paper only when a shorter prefix is more accurate
     there. On the training rows (the default) accuracy is that of trees grown on those very
@@ -106,9 +109,9 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
     n_estimators_ : int
         Trees in ``forest_``.
     budget_search_ : DataFrame
-        One row per candidate: ``n_trees`` (the prefix length), ``cost`` (mean cost on the
-        calibration rows), ``metric`` (calibration accuracy, NaN on the training rows) and
-        ``chosen``; one row without a budget.
+        One row per candidate: ``n_trees`` (the prefix length, up to the first prefix over
+        the budget), ``cost`` (mean cost on the calibration rows), ``metric`` (calibration
+        accuracy, NaN on the training rows) and ``chosen``; one row without a budget.
     classes_ : ndarray
     n_classes_ : int
     n_features_in_ : int
@@ -128,9 +131,9 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
     _parameter_constraints = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "costs": [None, "cost-model"],
-        "budget": [None, Interval(Real, 0, None, closed="neither")],
+        "budget": [None, Interval(Real, 0, math.inf, closed="neither")],
         "impurity": [StrOptions(IMPURITY_CODES)],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, math.inf, closed="left")],
         "power": [Interval(Real, 2, None, closed="left")],
         "split": [StrOptions(SPLIT_CODES)],
         "max_depth": [None, Interval(Integral, 0, None, closed="left")],
@@ -225,9 +228,7 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
         self.n_fit_rows_ = n
         self.feature_costs_ = np.array([costs.acquisition_cost([f]) for f in range(d)], dtype=np.float64)
         forest = self._grow(M, y_idx.astype(np.int64), np.ones(n) if w is None else w, categories)
-        scored = calibration is not None
-        sizes = range(1, self.n_estimators + 1) if self.budget is not None else [self.n_estimators]
-        chosen = self._select(self._prefix(forest, k, split, scored) for k in sizes)
+        chosen = self._select(self._prefixes(forest, split, scored=calibration is not None))
         self.forest_ = chosen.model
         self.plan_ = Full(self.forest_)
         self.n_estimators_ = int(chosen.params["n_trees"])
@@ -235,6 +236,19 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
         if self.oob_score:
             self._oob(M, y_idx)
         return self
+
+    def _prefixes(self, forest: Any, split: Any, *, scored: bool) -> Iterator[Candidate]:
+        """The candidates: every forest, or with a budget each prefix of its trees up to the
+        first one over the budget (a prefix never costs less than a shorter one: each
+        example's acquired features and evaluated trees only grow)."""
+        if self.budget is None:
+            yield self._prefix(forest, forest.n_trees, split, scored)
+            return
+        for k in range(1, forest.n_trees + 1):
+            candidate = self._prefix(forest, k, split, scored)
+            yield candidate
+            if candidate.cost > self.budget:
+                return
 
     def _prefix(self, forest: Any, k: int, split: Any, scored: bool) -> Candidate:
         """The forest of the first ``k`` trees, measured on the calibration rows."""

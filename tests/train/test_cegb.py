@@ -40,6 +40,7 @@ _WEIGHT_REASON = (
     [
         CEGBClassifier(n_estimators=20, learning_rate=0.3, min_child_samples=5, n_jobs=1),
         CEGBRegressor(n_estimators=20, learning_rate=0.3, min_child_samples=5, n_jobs=1),
+        CEGBRanker(n_estimators=20, learning_rate=0.3, min_child_samples=5, n_jobs=1),
     ],
     expected_failed_checks=lambda est: {"check_sample_weight_equivalence_on_dense_data": _WEIGHT_REASON},
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
@@ -14,8 +15,9 @@ from thrifty._param_validation import Interval
 from thrifty._validation import check_sample_weight, to_frame, validate_frame
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError, InvalidParameterError
-from thrifty.forest._names import lightgbm_frame
+from thrifty.forest import Forest
 from thrifty.forest.importers import from_model
+from thrifty.forest.names import lightgbm_frame
 from thrifty.runtime import Full
 from thrifty.train._search import search_tradeoff
 
@@ -42,6 +44,10 @@ def _names(X: Any) -> list[str] | None:
 
 class ClassifierOutputs:
     """``predict_proba`` and ``decision_function`` of a fitted boosted classifier's ``forest_``."""
+
+    # Provided by the estimator this is mixed into (annotations only: nothing is shadowed).
+    forest_: Forest
+    _check_X: Callable[[Any], np.ndarray]
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities, shape (n, n_classes)."""

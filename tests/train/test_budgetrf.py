@@ -39,46 +39,64 @@ def test_impurities_match_their_formulas(counts, alpha):
     assert impurity(c, 2, alpha, 3.0) == pytest.approx(max(m.sum() ** 3 - (m**3).sum(), 0.0))
 
 
-def _root_split_reference(X, y, cost, split):
-    """Algorithm 1 of Nan et al. (2015) at the root, by enumeration, with the Pairs impurity."""
+def _root_split_reference(X, y, cost, split, w=None):
+    """Algorithm 1 of Nan et al. (2015) at the root, by enumeration, with the Pairs impurity of
+    weighted class counts; NaN tried on either side of every threshold (right first), and the
+    split of the non-missing values from the missing ones."""
+    w = np.ones(len(y)) if w is None else w
 
-    def pairs(labels):
-        return _pairs_ref(np.bincount(labels, minlength=2), 0.0)
+    def pairs(rows):
+        return _pairs_ref(np.bincount(y[rows], weights=w[rows], minlength=2), 0.0)
 
-    n = len(y)
-    imp = pairs(y)
-    best = (np.inf, 0.0, None, None)
+    def crit(left):
+        il, ir = pairs(left), pairs(~left)
+        if split == "minmax":
+            return max(il, ir)
+        return (w[left].sum() * il + w[~left].sum() * ir) / w.sum()
+
+    imp = pairs(np.ones(len(y), dtype=bool))
+    best = (np.inf, 0.0, None, None, None)
     for f in range(X.shape[1]):
-        values = np.unique(X[:, f])
-        crit_f, thr_f = np.inf, None
+        x = X[:, f]
+        missing = np.isnan(x)
+        values = np.unique(x[~missing])
+        crit_f, thr_f, nan_left_f = np.inf, None, None
         for a, b in zip(values[:-1], values[1:]):
-            left = X[:, f] <= a
-            il, ir = pairs(y[left]), pairs(y[~left])
-            crit = max(il, ir) if split == "minmax" else (left.sum() * il + (~left).sum() * ir) / n
-            if crit < crit_f:
-                crit_f, thr_f = crit, (a + b) / 2
+            for nan_left in (False, True) if missing.any() else (False,):
+                c = crit((x <= a) | (missing & nan_left))
+                if c < crit_f:
+                    crit_f, thr_f, nan_left_f = c, (a + b) / 2, nan_left
+        if missing.any() and len(values):
+            c = crit(~missing)
+            if c < crit_f:
+                crit_f, thr_f, nan_left_f = c, values[-1], False
         red = imp - crit_f
         if red > 1e-7 * (1 + imp):
             score = cost[f] / red
             if score < best[0] or (score == best[0] and red > best[1]):
-                best = (score, red, f, thr_f)
-    return best[2], best[3]
+                best = (score, red, f, thr_f, nan_left_f)
+    return best[2], best[3], best[4]
 
 
 @pytest.mark.parametrize("split", ["minmax", "expected"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_root_split_follows_the_cost_weighted_rule(split, seed):
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_root_split_follows_the_cost_weighted_rule(split, seed, missing):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(60, 5)).round(1)
     y = (X[:, 0] + 0.7 * X[:, 1] + rng.normal(scale=0.8, size=60) > 0).astype(int)
+    X[rng.random(X.shape) < missing] = np.nan
     cost = rng.uniform(0.5, 5.0, size=5)
+    w = rng.uniform(0.2, 3.0, size=60) if missing else None
     m = BudgetRFClassifier(
         1, costs=cost, max_depth=1, max_features=None, bootstrap=False, split=split, progress=False
-    ).fit(X, y)
-    f, t = _root_split_reference(X, y, cost, split)
+    ).fit(X, y, sample_weight=w)
+    f, t, nan_left = _root_split_reference(X, y, cost, split, w)
     root = m.forest_.roots[0]
     assert m.forest_.feature[root] == f
     assert m.forest_.threshold[root] == pytest.approx(t)
+    if missing and np.isnan(X[:, f]).any():
+        assert m.forest_.missing_left[root] == nan_left
 
 
 def test_full_trees_are_pure_and_proba_averages_leaf_distributions():

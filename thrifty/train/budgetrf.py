@@ -54,13 +54,13 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
     longest prefix of trees within the budget (the cost never falls as trees are added). Here
     each prefix of the ``n_estimators`` grown trees, up to the first one over the budget, is a
     candidate, measured exactly with :func:`thrifty.evaluate` (groups, dependencies and tree
-    costs included). With calibration
-    rows given, the prefix of highest calibration accuracy within the budget is kept (the
-    cheaper on ties), which departs from the paper only when a shorter prefix is more accurate
-    there. On the training rows (the default) accuracy is that of trees grown on those very
-    rows, so no accuracy is used and the longest prefix within the budget is kept: the paper's
-    rule. (The paper's text is not in this repository's reference set; this reading is from its
-    Algorithm "BudgetRF".)
+    costs included). With calibration rows given, the prefix of highest calibration accuracy
+    within the budget is kept (the cheaper on ties), which departs from the paper only when a
+    shorter prefix is more accurate there. On the training rows (the default) accuracy is that
+    of trees grown on those very rows, so no accuracy is used and the longest prefix within the
+    budget is kept: the paper's rule. (The 2015 paper's text is not among this repository's
+    references, which hold only the BudgetPrune paper that prunes its 40- and 90-tree forests;
+    this reading of its stopping rule is ours.)
 
     Parameters
     ----------

@@ -338,8 +338,9 @@ def test_truncate_lin_keeps_the_strongest_features_exactly(binary):
 
 
 def test_lin_objective_matches_its_formula(binary):
-    from thrifty.train._adapt_linear import Standardizer
-    from thrifty.train.adapt import ADAPTProblem, _losses, adapt_lin, lin_objective
+    from thrifty.train._adapt_group_sparse import Standardizer
+    from thrifty.train._adapt_problem import losses as _losses
+    from thrifty.train.adapt import ADAPTProblem, adapt_lin, lin_objective
 
     X, y, _, _, hpc = binary
     prob = ADAPTProblem.build(X, y, hpc.predict_proba(X))

@@ -75,6 +75,7 @@ class PrunePath:
     _X: np.ndarray = field(repr=False)
     _cls: np.ndarray = field(repr=False)
     _levels: np.ndarray = field(repr=False)
+    _w: np.ndarray = field(repr=False)
 
     def __len__(self) -> int:
         return int(self.lambdas.shape[0])
@@ -91,7 +92,8 @@ class PrunePath:
         return pruned_forest(self._forest, self._problem, self.chosen(k))
 
     def accuracy(self) -> np.ndarray:
-        """Accuracy of each point's pruned ensemble on the data the path was computed on."""
+        """Accuracy of each point's pruned ensemble on the data the path was computed on
+        (weighted by the sample weights)."""
         dist = self._problem.node_value
         keep_until = np.full(self._forest.n_nodes, -1.0)
         p = self._problem
@@ -100,6 +102,7 @@ class PrunePath:
         return _path_accuracy(
             self._X,
             self._cls,
+            self._w,
             self._levels,
             keep_until,
             dist,
@@ -145,6 +148,7 @@ def budget_prune(
     evaluation: bool = False,
     leaf_values: str = "auto",
     count_mask: Any = None,
+    sample_weight: Any = None,
     progress: bool = True,
 ) -> Any:
     """Prune a tree ensemble to trade error against feature cost, optimally ((IP3), Nan et al.).
@@ -157,7 +161,10 @@ def budget_prune(
     over valid prunings (problem (IP3) of the paper), exactly, as one minimum s-t cut. Every
     leaf of the result predicts the class distribution (or majority class) of the examples of
     ``(X, y)`` reaching it (see ``leaf_values``); ``e_h`` counts the examples of ``S_h`` its
-    class misclassifies.
+    class misclassifies. With ``sample_weight``, example ``i`` counts ``w_i`` times: ``e_h`` and
+    the leaf distributions are weighted counts, and ``1/N sum_i`` (errors and costs) becomes
+    ``sum_i w_i / sum_i w_i``, so integer weights are repeated rows and a zero weight drops
+    the row.
 
     Parameters
     ----------
@@ -193,6 +200,8 @@ def budget_prune(
         Which examples count toward each tree's errors ``e_h`` and leaf distributions, e.g.
         the out-of-bag rows of a random forest fitted on ``X`` (as the authors' code counts
         them); every example counts by default. Feature costs always count every example.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative weight of each example in (IP3) (default: 1 each).
     progress : bool, default=True
         Progress bar along the lambda path (only when stderr is a TTY).
 
@@ -215,12 +224,21 @@ def budget_prune(
             evaluation=evaluation,
             leaf_values=leaf_values,
             count_mask=count_mask,
+            sample_weight=sample_weight,
             progress=progress,
         )
         return path.forest(path.best_within(_check_number(budget, "budget")))
     lam = _check_number(lam, "lam")
     problem, f, _, _ = prepare(
-        forest, X, y, costs, mode=mode, evaluation=evaluation, leaf_values=leaf_values, count_mask=count_mask
+        forest,
+        X,
+        y,
+        costs,
+        mode=mode,
+        evaluation=evaluation,
+        leaf_values=leaf_values,
+        count_mask=count_mask,
+        sample_weight=sample_weight,
     )
     return pruned_forest(f, problem, solve(problem, lam))
 
@@ -235,6 +253,7 @@ def budget_prune_path(
     evaluation: bool = False,
     leaf_values: str = "auto",
     count_mask: Any = None,
+    sample_weight: Any = None,
     progress: bool = True,
 ) -> PrunePath:
     """All distinct optimal prunings of (IP3) as lambda grows from 0 (none) to infinity.
@@ -255,7 +274,15 @@ def budget_prune_path(
 
     t0 = time.perf_counter()
     problem, f, Xm, cls = prepare(
-        forest, X, y, costs, mode=mode, evaluation=evaluation, leaf_values=leaf_values, count_mask=count_mask
+        forest,
+        X,
+        y,
+        costs,
+        mode=mode,
+        evaluation=evaluation,
+        leaf_values=leaf_values,
+        count_mask=count_mask,
+        sample_weight=sample_weight,
     )
     # disable=None: tqdm shows the bar only when stderr is a TTY
     bar = tqdm(desc="BudgetPrune path", unit="cut", disable=None if progress else True)
@@ -293,6 +320,7 @@ def budget_prune_path(
         _X=Xm,
         _cls=cls,
         _levels=levels,
+        _w=problem.weight,
     )
 
 
@@ -306,12 +334,19 @@ def prepare(
     evaluation: bool = False,
     leaf_values: str = "auto",
     count_mask: Any = None,
+    sample_weight: Any = None,
 ) -> tuple:
     """The closure problem of (IP3) with the leaf values ``leaf_values`` asks for.
 
-    Returns ``(problem, forest, X as the forest's matrix, class index of each example)``.
+    Rows of zero weight are left out. Returns ``(problem, forest, X as the forest's matrix,
+    class index of each example)`` over the rows kept (their weights: ``problem.weight``).
     """
     f, Xm, cls, costs = _inputs(forest, X, y, costs, mode, leaf_values)
+    w = np.ones(Xm.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (Xm.shape[0],):
+        raise InputError(f"sample_weight has shape {w.shape}; it needs one weight per row ({Xm.shape[0]})")
+    if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum() > 0):
+        raise InputError("sample_weight must be finite, >= 0 and not all zero")
     n_classes = len(f.classes)
     keep = leaf_values == "keep" or (leaf_values == "auto" and f.link == "proba")
     if keep and f.link != "proba":
@@ -340,6 +375,10 @@ def prepare(
                 f"count_mask must have shape (n_examples, n_trees) = "
                 f"{(Xm.shape[0], f.n_trees)}, got {count_mask.shape}"
             )
+    kept = w > 0
+    if not kept.all():
+        Xm, cls, w = Xm[kept], cls[kept], w[kept]
+        count_mask = None if count_mask is None else count_mask[kept]
     problem = build_problem(
         f,
         Xm,
@@ -350,6 +389,7 @@ def prepare(
         evaluation=evaluation,
         leaf_class=leaf_class,
         count_mask=count_mask,
+        sample_weight=w,
     )
     value = _node_distributions(f, problem.counts)
     if leaf_values == "majority":
@@ -524,6 +564,7 @@ def _node_distributions(forest: Any, counts: np.ndarray) -> np.ndarray:
 def _path_accuracy(
     X,
     cls,
+    weight,
     levels,
     keep_until,
     dist,
@@ -539,13 +580,14 @@ def _path_accuracy(
     cat_size,
     cat_bitsets,
 ):
-    """Accuracy of the averaged leaf distributions at each path level (a split is kept while
-    ``keep_until[node] > level``); ties of the average go to the first class, as argmax does."""
+    """Weighted accuracy of the averaged leaf distributions at each path level (a split is kept
+    while ``keep_until[node] > level``); ties of the average go to the first class, as argmax
+    does."""
     n = X.shape[0]
     T = roots.shape[0]
     K = levels.shape[0]
     n_classes = dist.shape[1]
-    correct = np.zeros(K, dtype=np.int64)
+    correct = np.zeros(K)
     prob = np.empty(n_classes)
     w = 1.0 / T
     for k in range(K):
@@ -579,8 +621,8 @@ def _path_accuracy(
                     if prob[c] > prob[best]:
                         best = c
             if best == cls[i]:
-                correct[k] += 1
-    return correct / max(n, 1)
+                correct[k] += weight[i]
+    return correct / max(weight.sum(), 1e-300)
 
 
 def _check_number(value: Any, name: str) -> float:

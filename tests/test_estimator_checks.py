@@ -13,6 +13,7 @@ import pytest
 from sklearn.base import ClassifierMixin
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
+from sklearn.tree import DecisionTreeClassifier
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval
@@ -26,7 +27,9 @@ from thrifty.estimator_checks import (
     parametrize_with_budget_checks,
 )
 from thrifty.forest import Forest
+from thrifty.prune import BudgetPrunedClassifier
 from thrifty.runtime import Full, evaluate
+from thrifty.train.adapt import ADAPTClassifier
 
 X, y = make_classification(n_samples=200, n_features=6, n_informative=4, random_state=0)
 PRICES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
@@ -109,7 +112,28 @@ def case(est, budgets=(8.0, 14.0, 30.0)):
     return BudgetCase(est, X, y, budgets=list(budgets), costs=PRICES)
 
 
-CASES = [case(PrefixForest())]
+CASES = [
+    case(PrefixForest()),
+    # ADAPT: a gate and a low-cost model in front of a tree fitted on the training rows
+    case(
+        ADAPTClassifier(
+            DecisionTreeClassifier(max_depth=3, random_state=0),
+            n_estimators=5,
+            n_iter=1,
+            p_full_grid=(0.1, 0.5),
+            gamma_grid=(1.0, 1e-3),
+            progress=False,
+        ),
+        budgets=(5.0, 12.0, 30.0),
+    ),
+    # BudgetPrune: every pruning on the lambda path of a random forest
+    case(
+        BudgetPrunedClassifier(
+            RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0), progress=False
+        ),
+        budgets=(4.0, 8.0, 30.0),
+    ),
+]
 
 
 @parametrize_with_budget_checks(CASES)

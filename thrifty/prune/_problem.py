@@ -38,7 +38,7 @@ class ClosureProblem:
     each node's share of the ensemble's mean cost per example times ``N T`` (the runtime's
     cost whatever ``mode`` is), ``e_root`` the error count of the root-only forest. With
     example weights (``weight``, one per row) every count is a sum of weights and ``N``
-    (``n_examples``) their total.
+    (``n_examples``) their total; ``count_mask`` is the rows each tree counts (None: all).
     """
 
     a: np.ndarray
@@ -55,6 +55,7 @@ class ClosureProblem:
     n_trees: int
     fixed_cost: float
     weight: np.ndarray
+    count_mask: np.ndarray | None = None
 
     @property
     def n_split(self) -> int:
@@ -196,6 +197,7 @@ def build_problem(
         n_trees=T,
         fixed_cost=fixed,
         weight=weight,
+        count_mask=mask if use_mask else None,
     )
 
 

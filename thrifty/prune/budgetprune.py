@@ -75,7 +75,6 @@ class PrunePath:
     _X: np.ndarray = field(repr=False)
     _cls: np.ndarray = field(repr=False)
     _levels: np.ndarray = field(repr=False)
-    _w: np.ndarray = field(repr=False)
 
     def __len__(self) -> int:
         return int(self.lambdas.shape[0])
@@ -91,18 +90,29 @@ class PrunePath:
         k = k % len(self)
         return pruned_forest(self._forest, self._problem, self.chosen(k))
 
-    def accuracy(self) -> np.ndarray:
+    def accuracy(self, *, out_of_bag: bool = False) -> np.ndarray:
         """Accuracy of each point's pruned ensemble on the data the path was computed on
-        (weighted by the sample weights)."""
-        dist = self._problem.node_value
-        keep_until = np.full(self._forest.n_nodes, -1.0)
+        (weighted by the sample weights).
+
+        ``out_of_bag=True`` (for a path computed with a ``count_mask``): each example is
+        predicted by the trees that count it only (its out-of-bag trees); examples no tree
+        counts are left out.
+        """
         p = self._problem
+        dist = p.node_value
+        keep_until = np.full(self._forest.n_nodes, -1.0)
         keep_until[p.split_node] = self._leave[: p.n_split]
         f = self._forest
+        mask = p.count_mask
+        if out_of_bag and mask is None:
+            raise InputError("out_of_bag=True needs a path computed with a count_mask")
+        use_mask = out_of_bag and mask is not None
         return _path_accuracy(
             self._X,
             self._cls,
-            self._w,
+            p.weight,
+            use_mask,
+            mask if use_mask else np.zeros((0, 0), dtype=np.bool_),
             self._levels,
             keep_until,
             dist,
@@ -320,7 +330,6 @@ def budget_prune_path(
         _X=Xm,
         _cls=cls,
         _levels=levels,
-        _w=problem.weight,
     )
 
 
@@ -565,6 +574,8 @@ def _path_accuracy(
     X,
     cls,
     weight,
+    use_mask,
+    mask,
     levels,
     keep_until,
     dist,
@@ -582,19 +593,39 @@ def _path_accuracy(
 ):
     """Weighted accuracy of the averaged leaf distributions at each path level (a split is kept
     while ``keep_until[node] > level``); ties of the average go to the first class, as argmax
-    does."""
+    does. With ``use_mask`` an example averages the trees ``mask[i]`` marks only (none: left
+    out)."""
     n = X.shape[0]
     T = roots.shape[0]
     K = levels.shape[0]
     n_classes = dist.shape[1]
     correct = np.zeros(K)
     prob = np.empty(n_classes)
-    w = 1.0 / T
+    counted = np.zeros(n)
+    for i in range(n):
+        if use_mask:
+            m = 0
+            for t in range(T):
+                m += mask[i, t]
+            counted[i] = weight[i] if m > 0 else 0.0
+        else:
+            counted[i] = weight[i]
     for k in range(K):
         lev = levels[k]
         for i in range(n):
+            if counted[i] == 0.0:
+                continue
             prob[:] = 0.0
+            n_used = 0
+            if use_mask:
+                for t in range(T):
+                    n_used += mask[i, t]
+            else:
+                n_used = T
+            w = 1.0 / n_used
             for t in range(T):
+                if use_mask and not mask[i, t]:
+                    continue
                 node = roots[t]
                 while feature[node] >= 0 and keep_until[node] > lev:
                     node = next_node(
@@ -622,7 +653,7 @@ def _path_accuracy(
                         best = c
             if best == cls[i]:
                 correct[k] += weight[i]
-    return correct / max(weight.sum(), 1e-300)
+    return correct / max(counted.sum(), 1e-300)
 
 
 def _check_number(value: Any, name: str) -> float:

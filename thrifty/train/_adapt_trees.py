@@ -161,6 +161,9 @@ def grow_tree(
         best_b = -1
         if depth[node] < max_depth and m >= 2 * min_leaf:
             base = S * S / m
+            # Gains within rounding of each other are ties, kept by the first split found: the
+            # same split wins whatever order the sums were taken in (a weighted row or its copies).
+            tie = 1e-10 * base / (2.0 * w_total)
             if node == 0:
                 _fill_hist(hs, hw, hc, 0, binned, n_bins, resid, weight, idx, lo, hi)
             for f in range(F):
@@ -181,7 +184,7 @@ def grow_tree(
                     sr = S - sl
                     gain = (sl * sl / nl + sr * sr / nr - base) / (2.0 * w_total)
                     score = gain - pen
-                    if score > best_score:
+                    if score > best_score + tie:
                         best_score = score
                         best_f = f
                         best_b = b

@@ -24,17 +24,19 @@ Conventions: the gate's raw score ``g(x) > 0`` routes to ``f0`` (``sigma(g)`` is
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterator
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import ClassifierMixin, clone
+from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from thrifty._validation import class_labels, costs_for_X
-from thrifty.exceptions import InputError
-from thrifty.forest import Forest
+from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._param_validation import HasMethods, Interval, StrOptions
+from thrifty._validation import check_sample_weight, class_labels, is_fitted_model, validate_frame
+from thrifty.exceptions import InputError, InvalidParameterError
+from thrifty.forest._inputs import to_matrix
 from thrifty.runtime.plans import Gated, Plan
 from thrifty.train._adapt_gbrt import adapt_gbrt
 from thrifty.train._adapt_hpc import hpc_plan
@@ -65,20 +67,7 @@ P_FULL_GRID = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8)
 GAMMA_GRID = {"gbrt": (1e-2, 1e-3, 3e-4, 1e-4), "lin": (0.1, 0.03, 0.01, 3e-3), "l1": (0.1, 0.03, 0.01, 3e-3)}
 
 
-def _is_fitted(model: Any) -> bool:
-    if isinstance(model, (Forest, Plan)) or not hasattr(model, "fit"):
-        return True
-    try:
-        check_is_fitted(model)
-    except NotFittedError:
-        return False
-    except TypeError:
-        return True
-    return True
-
-
-# ------------------------------------------------------------------------------ estimator
-class ADAPTClassifier(ClassifierMixin, BaseEstimator):
+class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
     """A cheap gate and a cheap model that take over from an expensive classifier (ADAPT).
 
     At prediction time the gate ``g`` looks at a few cheap features and either answers with
@@ -91,11 +80,15 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
     ----------
     hpc : classifier, Forest or plan, optional
         The expensive model ``f0``. Fitted: used as is. Unfitted (a scikit-learn style
-        estimator): a clone is fitted on the training data first. None: a 100-tree random
+        estimator): a clone is fitted on the training rows first. None: a 100-tree random
         forest is fitted. Tree models are evaluated by thrifty's runtime (exact per-example
         cost); other classifiers are charged ``hpc_features`` (see :func:`hpc_plan`).
-    costs : CostModel or array-like of shape (n_features,), optional
+    costs : CostModel, array-like of shape (n_features,) or dict, optional
         Feature prices (default: 1 per feature).
+    budget : float, optional
+        Target mean cost per example. ``fit`` then sweeps ``p_full`` over ``p_full_grid`` and
+        ``gamma`` over ``gamma_grid``, measures each system's accuracy and mean cost on the
+        calibration rows with ``thrifty.evaluate`` and keeps the most accurate within budget.
     method : {"gbrt", "lin", "l1"}, default="gbrt"
         ADAPT-GBRT, ADAPT-LIN or the paper's L1 baseline.
     p_full : float in [0, 1], default=0.3
@@ -112,15 +105,12 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
     n_iter : int, default=10
         Outer (q-step, model-step) iterations (stops earlier once ``q`` settles).
     min_samples_leaf : int, default=5
-    budget : float, optional
-        Target mean cost per example. ``fit`` then sweeps ``p_full`` over ``p_full_grid`` and
-        ``gamma`` over ``gamma_grid``, measures each system's accuracy and mean cost on
-        calibration data with ``thrifty.evaluate`` and keeps the most accurate within budget.
+        Least total sample weight of a leaf (the number of rows when unweighted).
     p_full_grid, gamma_grid : sequence of float, optional
         Grids of the budget sweep (defaults: ``P_FULL_GRID``, ``GAMMA_GRID[method]``).
-    validation_fraction : float, default=0.25
-        Calibration share of the training data held out by ``budget=`` when ``fit`` gets no
-        ``calibration`` set.
+    calibration_fraction : float in (0, 1), default=0.25
+        Share of the training rows held out (stratified) to calibrate ``budget=`` when
+        ``fit`` gets no ``calibration`` set.
     hpc_features : array-like of int or bool, optional
         Features a non-tree ``hpc`` reads (default: all).
     warm_start : bool, default=False
@@ -138,31 +128,55 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     plan_ : Gated
-        ``Gated(gate, low, high)``: ``thrifty.evaluate(plan_, X, costs)`` gives predictions
-        and exact costs (for a black-box ``hpc`` the ``high`` branch is a cost stand-in and
-        predictions must come from this estimator).
+        ``Gated(gate, low, high)``: ``thrifty.evaluate(plan_, X, costs_)`` gives predictions
+        and exact costs.
     gate_, low_ : Forest or Linear
     hpc_ : object
         The fitted expensive model.
-    hpc_exact_ : bool
-        False when ``hpc_`` is a black box evaluated outside the plan.
+    result_ : ADAPTFit
+        The chosen training: the oracle routing ``q`` of the training rows, the iteration
+        history and (ADAPT-LIN) the standardized parameters.
+    p_full_, gamma_ : float
+        The chosen ``p_full`` and ``gamma``.
+    budget_search_ : pandas.DataFrame
+        Every ``(p_full, gamma)`` tried (one row without ``budget=``) with its mean ``cost`` and
+        accuracy (``metric``) on the calibration rows, and whether it was ``chosen``.
     costs_ : CostModel
     classes_ : ndarray
     n_features_in_ : int
-    fit_ : ADAPTFit
-        ``q`` and the iteration history.
-    sweep_ : list of dict
-        With ``budget=``: every ``(p_full, gamma)`` tried with its calibration accuracy, mean
-        cost and fraction sent to ``f0``.
-    best_params_ : dict
-        With ``budget=``: the chosen ``p_full`` and ``gamma``.
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has column names.
     """
+
+    _parameter_constraints: dict = {
+        **ThriftyEstimator._parameter_constraints,
+        "hpc": [None, HasMethods(["predict_proba"]), Plan],
+        "costs": ["cost-model", None],
+        "budget": [Interval(Real, 0, None, closed="left"), None],
+        "method": [StrOptions(set(METHODS))],
+        "p_full": [Interval(Real, 0, 1, closed="both")],
+        "gamma": [Interval(Real, 0, None, closed="left"), None],
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "max_depth": [Interval(Integral, 1, 12, closed="both")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "n_iter": [Interval(Integral, 0, None, closed="left")],
+        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
+        "p_full_grid": ["array-like", None],
+        "gamma_grid": ["array-like", None],
+        "calibration_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "hpc_features": ["array-like", None],
+        "warm_start": ["boolean"],
+        "max_features": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "progress": ["boolean"],
+    }
 
     def __init__(
         self,
         hpc: Any = None,
-        costs: Any = None,
         *,
+        costs: Any = None,
+        budget: float | None = None,
         method: str = "gbrt",
         p_full: float = 0.3,
         gamma: float | None = None,
@@ -171,10 +185,9 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
         learning_rate: float = 0.1,
         n_iter: int = 10,
         min_samples_leaf: int = 5,
-        budget: float | None = None,
         p_full_grid: Any = None,
         gamma_grid: Any = None,
-        validation_fraction: float = 0.25,
+        calibration_fraction: float = 0.25,
         hpc_features: Any = None,
         warm_start: bool = False,
         max_features: int | None = None,
@@ -183,6 +196,7 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
     ) -> None:
         self.hpc = hpc
         self.costs = costs
+        self.budget = budget
         self.method = method
         self.p_full = p_full
         self.gamma = gamma
@@ -191,10 +205,9 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.n_iter = n_iter
         self.min_samples_leaf = min_samples_leaf
-        self.budget = budget
         self.p_full_grid = p_full_grid
         self.gamma_grid = gamma_grid
-        self.validation_fraction = validation_fraction
+        self.calibration_fraction = calibration_fraction
         self.hpc_features = hpc_features
         self.warm_start = warm_start
         self.max_features = max_features
@@ -204,114 +217,136 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.method == "gbrt"
+        tags.input_tags.categorical = self.method == "gbrt"
         return tags
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Any, y: Any, calibration: tuple[Any, Any] | None = None) -> ADAPTClassifier:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: tuple | None = None
+    ) -> ADAPTClassifier:
         """Learn the gate and the low-cost model (and the hpc, when it is not fitted).
 
         Parameters
         ----------
-        X : array-like of shape (n, n_features)
+        X : array-like or DataFrame of shape (n, n_features)
+            DataFrames (pandas, polars, pyarrow) reach the hpc as they are, categorical columns
+            included; the gate and ``f1`` of ADAPT-GBRT split on the category codes.
         y : array-like of shape (n,)
-        calibration : (X_cal, y_cal), optional
-            Data on which ``budget=`` measures accuracy and cost (default: a stratified
-            ``validation_fraction`` of ``X`` held out from training).
+        sample_weight : array-like of shape (n,), optional
+            Each example's weight in (OPT): it multiplies the example's losses and entropy in
+            (OPT1) and its share of the constraint ``E[q] <= p_full`` (a weighted mean), its terms
+            of (OPT2) and impurities (1)/(2) (gradients, hessians and squared errors), and its
+            accuracy and cost on the calibration rows. Integer weights are repeated rows; 0 drops
+            the row. An unfitted ``hpc`` is fitted with the weights.
+        calibration : (X_cal, y_cal) or (X_cal, y_cal, w_cal), optional
+            Rows on which ``budget=`` measures accuracy and cost (default: a stratified
+            ``calibration_fraction`` of ``X`` held out from training when ``budget`` is given,
+            else the training rows).
 
         Returns
         -------
         self
         """
-        self._check_params()
-        y, classes, codes = class_labels(y, type(self).__name__)
-        X, y = validate_data(
-            self, X, y, ensure_all_finite="allow-nan" if self.method == "gbrt" else True, dtype=np.float64
-        )
-        self.classes_ = classes
-        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        costs = costs_for_X(self.costs, names, X.shape[1])
-        self.costs_ = costs
-        if self.budget is None:
-            self._fit_one(X, codes, self.p_full, self._gamma(), warm=self.warm_start)
-            return self
-        if calibration is None:
-            from sklearn.model_selection import train_test_split
-
-            idx = np.arange(len(y))
-            stratify = codes if np.bincount(codes).min() >= 2 else None
-            tr, cal = train_test_split(
-                idx, test_size=self.validation_fraction, stratify=stratify, random_state=self.random_state
+        self._validate_params()
+        if self.max_features is not None and self.method != "lin":
+            raise InvalidParameterError(
+                f"max_features applies to method='lin' only (got method={self.method!r}); "
+                "for 'gbrt' and 'l1' raise gamma to use fewer features"
             )
-            X_fit, c_fit, X_cal, y_cal = X[tr], codes[tr], X[cal], y[cal]
-        else:
-            X_fit, c_fit = X, codes
-            X_cal = np.asarray(calibration[0], dtype=np.float64)
-            y_cal = np.asarray(calibration[1])
-            if X_cal.ndim != 2 or X_cal.shape[1] != X.shape[1]:
-                raise InputError(f"calibration X has shape {X_cal.shape}; it needs {X.shape[1]} features")
-        self._sweep(X_fit, c_fit, X_cal, y_cal)
+        y, classes, _ = class_labels(y, type(self).__name__)
+        X, y = validate_frame(self, X, y)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        self.classes_ = classes
+        self._fit_costs(X)
+        split = self._calibration(
+            X,
+            y,
+            sample_weight,
+            calibration,
+            default="train" if self.budget is None else "split",
+            fraction=self.calibration_fraction,
+            random_state=self.random_state,
+        )
+        self._fit_hpc(split.X, split.y, split.w)
+        prob = self._problem(split.X, split.y, split.w)
+        chosen = self._select(self._candidates(prob, split))
+        result: ADAPTFit = chosen.model
+        self.result_ = result
+        self.p_full_, self.gamma_ = float(chosen.params["p_full"]), float(chosen.params["gamma"])
+        self.gate_, self.low_ = result.gate, result.low
+        self.plan_ = Gated(result.gate, result.low, self._high)
         return self
 
-    def _check_params(self) -> None:
-        if self.method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
-        if not (isinstance(self.p_full, (int, float)) and 0.0 <= self.p_full <= 1.0):
-            raise InputError(f"p_full must be a number in [0, 1], got {self.p_full!r}")
-        if self.gamma is not None and not (
-            isinstance(self.gamma, (int, float)) and self.gamma >= 0 and math.isfinite(self.gamma)
-        ):
-            raise InputError(f"gamma must be a finite number >= 0 (or None), got {self.gamma!r}")
-        for name in ("n_estimators", "max_depth", "min_samples_leaf"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise InputError(f"{name} must be an integer >= 1, got {v!r}")
-        if not isinstance(self.n_iter, (int, np.integer)) or self.n_iter < 0:
-            raise InputError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
-        if self.max_depth > 12:
-            raise InputError(f"max_depth={self.max_depth} is too deep for ADAPT's trees; use at most 12")
-        if not (isinstance(self.learning_rate, (int, float)) and self.learning_rate > 0):
-            raise InputError(f"learning_rate must be > 0, got {self.learning_rate!r}")
-        if self.budget is not None and not (isinstance(self.budget, (int, float)) and self.budget >= 0):
-            raise InputError(f"budget must be a mean cost >= 0 (or None), got {self.budget!r}")
-        if self.max_features is not None:
-            if self.method != "lin":
-                raise InputError(
-                    f"max_features applies to method='lin' only (got method={self.method!r}); "
-                    "for 'gbrt' and 'l1' raise gamma to use fewer features"
-                )
-            if not isinstance(self.max_features, (int, np.integer)) or self.max_features < 1:
-                raise InputError(f"max_features must be an integer >= 1 (or None), got {self.max_features!r}")
-        if not 0.0 < self.validation_fraction < 1.0:
-            raise InputError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}")
-
-    def _gamma(self) -> float:
-        return DEFAULT_GAMMA[self.method] if self.gamma is None else float(self.gamma)
-
-    def _hpc(self, X: np.ndarray, codes: np.ndarray) -> None:
-        """Fit (if needed) and import the expensive model; set hpc_, high_, hpc_exact_."""
+    def _fit_hpc(self, X: Any, y: np.ndarray, w: np.ndarray | None) -> None:
+        """Fit (if needed) and import the expensive model: sets ``hpc_`` and the plan of ``f0``."""
         hpc = self.hpc
         if hpc is None:
             from sklearn.ensemble import RandomForestClassifier
 
             hpc = RandomForestClassifier(n_estimators=100, random_state=self.random_state, n_jobs=1)
-        if not _is_fitted(hpc):
-            hpc = clone(hpc).fit(X, self.classes_[codes])
-        high, exact = hpc_plan(hpc, X.shape[1], self.classes_, self.hpc_features)
-        self.hpc_, self.high_, self.hpc_exact_ = hpc, high, exact
+        if not is_fitted_model(hpc):
+            if w is not None and not has_fit_parameter(hpc, "sample_weight"):
+                raise InputError(
+                    f"the hpc's fit ({type(hpc).__name__}) takes no sample_weight: fit it yourself "
+                    "and pass it fitted"
+                )
+            hpc = clone(hpc).fit(X, y, **({} if w is None else {"sample_weight": w}))
+        self._high, self.hpc_exact_ = hpc_plan(hpc, X.shape[1], self.classes_, self.hpc_features)
+        self.hpc_ = hpc
 
-    def _hpc_proba(self, X: np.ndarray) -> np.ndarray:
+    def _problem(self, X: Any, y: np.ndarray, w: np.ndarray | None) -> ADAPTProblem:
+        """The training rows as ADAPT's numeric problem (categories coded as the hpc codes them)."""
+        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
+        categories = dict(self._high.categories) or _frame_categories(X)
+        if categories and self.method != "gbrt":
+            raise InputError(
+                f"method={self.method!r} needs numeric features but X has categorical columns "
+                f"{[names[j] if names else j for j in sorted(categories)][:5]}; use method='gbrt' "
+                "or encode them"
+            )
+        M = to_matrix(X, X.shape[1], names, categories)
+        return ADAPTProblem.build(
+            M, y, self._hpc_proba(X), self.costs_, names, sample_weight=w, categories=categories
+        )
+
+    def _hpc_proba(self, X: Any) -> np.ndarray:
+        from thrifty.runtime.evaluate import evaluate
+
         if self.hpc_exact_:
-            from thrifty.runtime.evaluate import evaluate
-
-            return evaluate(self.high_, X).proba
+            return evaluate(self._high, X).proba
         return np.asarray(self.hpc_.predict_proba(X), dtype=np.float64)
 
-    def _problem(self, X: np.ndarray, codes: np.ndarray) -> ADAPTProblem:
-        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        return ADAPTProblem.build(X, self.classes_[codes], self._hpc_proba(X), self.costs_, names)
+    def _candidates(self, prob: ADAPTProblem, split: Any) -> Iterator[Candidate]:
+        """Each (p_full, gamma) trained on ``prob`` and measured on the calibration rows."""
+        from thrifty.runtime.evaluate import evaluate
+
+        if self.budget is None:
+            grid = [(float(self.p_full), self._gamma())]
+        else:
+            p_grid = P_FULL_GRID if self.p_full_grid is None else self.p_full_grid
+            g_grid = GAMMA_GRID[self.method] if self.gamma_grid is None else self.gamma_grid
+            # gamma from large to small: each fit starts from the sparser previous one
+            grid = [(float(p), float(g)) for p in p_grid for g in sorted(g_grid, reverse=True)]
+        init = self._warm_init(prob) if self.warm_start and self.budget is None else None
+        memo: dict[float, tuple] = {}  # the L1 steps of each gamma, shared across p_full
+        for i, (p_full, gamma) in enumerate(grid):
+            if self.budget is not None and (i == 0 or p_full != grid[i - 1][0]):
+                init = None
+            result = self._train(prob, p_full, gamma, init, memo)
+            if self.method == "lin" and self.budget is not None:
+                init = result.state
+            plan = Gated(result.gate, result.low, self._high)
+            ev = evaluate(plan, split.X_cal, self.costs_)
+            w = split.w_cal
+            accuracy = float(np.average(self._labels(ev, split.X_cal) == np.asarray(split.y_cal), weights=w))
+            cost = float(np.average(ev.cost.total, weights=w))
+            yield Candidate({"p_full": p_full, "gamma": gamma}, cost, accuracy, result)
+
+    def _gamma(self) -> float:
+        return DEFAULT_GAMMA[self.method] if self.gamma is None else float(self.gamma)
 
     def _train(
-        self, prob: ADAPTProblem, p_full: float, gamma: float, init: Any = None, memo: dict | None = None
+        self, prob: ADAPTProblem, p_full: float, gamma: float, init: Any, memo: dict[float, tuple]
     ) -> ADAPTFit:
         progress = bool(self.progress)
         if self.method == "gbrt":
@@ -328,118 +363,55 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
                 progress=progress,
             )
         if self.method == "lin":
-            fit = adapt_lin(
+            result = adapt_lin(
                 prob, p_full=p_full, gamma=gamma, n_iter=int(self.n_iter), init=init, progress=progress
             )
             if self.max_features is not None:
-                fit = truncate_lin(
+                result = truncate_lin(
                     prob,
-                    fit,
+                    result,
                     int(self.max_features),
                     p_full=p_full,
                     gamma=gamma,
                     n_iter=int(self.n_iter),
                     progress=progress,
                 )
-            return fit
+            return result
         return l1_baseline(prob, p_full=p_full, gamma=gamma, memo=memo)
 
     def _warm_init(self, prob: ADAPTProblem) -> Any:
-        prev = getattr(self, "fit_", None)
-        if prev is None or getattr(self, "_fitted_method", None) != self.method or self.method == "l1":
+        """The previous fit's parameters (ADAPT-LIN) or raw scores on the training rows (GBRT)."""
+        prev: ADAPTFit | None = getattr(self, "result_", None)
+        if prev is None or self.method == "l1" or prev.gate.n_features != prob.X.shape[1]:
             return None
         if self.method == "lin":
-            state = prev.state
-            return state if state is not None and state.shape[0] == prob.X.shape[1] + 1 else None
-        if prev.gate.n_features != prob.X.shape[1]:
+            return prev.state
+        if prev.state is not None:  # the previous fit was ADAPT-LIN
             return None
         g = np.asarray(prev.gate.predict_raw(prob.X)).reshape(-1)
         F = np.asarray(prev.low.predict_raw(prob.X)).reshape(len(prob.y), -1)
         return g, F
 
-    def _fit_one(self, X: np.ndarray, codes: np.ndarray, p_full: float, gamma: float, warm: bool) -> None:
-        self._hpc(X, codes)
-        prob = self._problem(X, codes)
-        init = self._warm_init(prob) if warm else None
-        self._set_fit(self._train(prob, p_full, gamma, init))
-
-    def _set_fit(self, fit: ADAPTFit) -> None:
-        self.fit_ = fit
-        self._fitted_method = self.method
-        self.gate_, self.low_ = fit.gate, fit.low
-        self.plan_ = Gated(fit.gate, fit.low, self.high_)
-
-    def _sweep(self, X: np.ndarray, codes: np.ndarray, X_cal: np.ndarray, y_cal: np.ndarray) -> None:
-        """budget=: every (p_full, gamma) of the grids, scored on calibration data."""
-        from thrifty.runtime.evaluate import evaluate
-
-        self._hpc(X, codes)
-        prob = self._problem(X, codes)
-        p_grid = tuple(P_FULL_GRID if self.p_full_grid is None else self.p_full_grid)
-        g_grid = tuple(GAMMA_GRID[self.method] if self.gamma_grid is None else self.gamma_grid)
-        rows: list[dict[str, float]] = []
-        best: tuple[float, float] | None = None
-        best_fit: ADAPTFit | None = None
-        memo: dict = {}  # the L1 steps of one gamma on this training set, shared across p_full
-        for p_full in p_grid:
-            init = None
-            # gamma from large to small: each fit starts from the sparser previous one
-            for gamma in sorted(g_grid, reverse=True):
-                fit = self._train(prob, float(p_full), float(gamma), init, memo)
-                if self.method == "lin":
-                    init = fit.state
-                self._set_fit(fit)
-                ev = evaluate(self.plan_, X_cal, self.costs_)
-                labels = self._labels(ev, X_cal)
-                acc = float(np.mean(labels == y_cal))
-                cost = ev.cost.mean
-                rows.append(
-                    {
-                        "p_full": float(p_full),
-                        "gamma": float(gamma),
-                        "accuracy": acc,
-                        "mean_cost": cost,
-                        "to_hpc": float(np.mean(ev.exit == 1)),
-                    }
-                )
-                if cost <= self.budget + 1e-12:
-                    key = (acc, -cost)
-                    if best is None or key > best:
-                        best, best_fit = key, fit
-                        self.best_params_ = {"p_full": float(p_full), "gamma": float(gamma)}
-        self.sweep_ = rows
-        if best_fit is None:
-            cheapest = min(r["mean_cost"] for r in rows)
-            raise InputError(
-                f"budget={self.budget:g} is below the cheapest system the sweep found "
-                f"(mean cost {cheapest:.4g} on the calibration data); raise the budget, or "
-                "add larger gamma / smaller p_full values to gamma_grid / p_full_grid"
-            )
-        self._set_fit(best_fit)
-
     # ------------------------------------------------------------------ prediction
-    def _labels(self, ev: Any, X: np.ndarray) -> np.ndarray:
+    def _labels(self, ev: Any, X: Any) -> np.ndarray:
         labels = ev.labels
         if self.hpc_exact_:
             return labels
         labels = labels.copy()
         high = np.flatnonzero(ev.exit == 1)
         if len(high):
-            labels[high] = self.classes_[np.argmax(self.hpc_.predict_proba(X[high]), axis=1)]
+            rows = X.iloc[high] if hasattr(X, "iloc") else X[high]
+            labels[high] = self.classes_[np.argmax(self.hpc_.predict_proba(rows), axis=1)]
         return labels
 
-    def _evaluate(self, X: Any, costs: Any = None) -> tuple[Any, np.ndarray]:
+    def _evaluate(self, X: Any) -> tuple[Any, Any]:
         from thrifty.runtime.evaluate import evaluate
 
         check_is_fitted(self, "plan_")
-        X = validate_data(
-            self,
-            X,
-            reset=False,
-            dtype=np.float64,
-            ensure_all_finite="allow-nan" if self.method == "gbrt" else True,
-        )
-        return evaluate(self.plan_, X, self.costs_ if costs is None else costs), X
+        X = validate_frame(self, X)
+        if self.method != "gbrt" and not hasattr(X, "iloc") and np.isnan(X).any():
+            raise InputError(f"X has NaN values; method={self.method!r} needs complete data")
+        return evaluate(self.plan_, X, self.costs_), X
 
     def predict(self, X: Any) -> np.ndarray:
         """Labels from ``f1`` where the gate keeps the example, from the hpc elsewhere."""
@@ -454,13 +426,22 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
             proba = proba.copy()
             high = np.flatnonzero(ev.exit == 1)
             if len(high):
-                proba[high] = self.hpc_.predict_proba(X[high])
+                proba[high] = self.hpc_.predict_proba(X.iloc[high] if hasattr(X, "iloc") else X[high])
         return proba
 
     def route(self, X: Any) -> np.ndarray:
         """1 where the gate sends the example to the hpc, 0 where ``f1`` answers."""
         return self._evaluate(X)[0].exit
 
-    def cost_report(self, X: Any, costs: Any = None) -> Any:
-        """The per-example ``CostReport`` (default prices: ``costs_``)."""
-        return self._evaluate(X, costs)[0].cost
+
+def _frame_categories(X: Any) -> dict[int, list]:
+    """The categories of a DataFrame's categorical columns, by column position."""
+    if not hasattr(X, "dtypes"):
+        return {}
+    import pandas as pd
+
+    return {
+        j: list(dtype.categories)
+        for j, dtype in enumerate(X.dtypes)
+        if isinstance(dtype, pd.CategoricalDtype)
+    }

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
 
 import numpy as np
 from numba import njit
 
-from thrifty._validation import check_width
-from thrifty.exceptions import InputError
+from thrifty._param_validation import Interval, StrOptions, validate_params
+from thrifty._validation import as_forest, check_width
+from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest._traverse import next_node
 from thrifty.prune._closure import min_weight_closure
 from thrifty.prune._problem import ClosureProblem, build_problem
@@ -31,6 +33,15 @@ MODES = ("ensemble", "individual")
 # When splits that raise the error on the data leave the path: before lambda = 0 itself.
 _HARMFUL = -1.0
 LEAF_VALUES = ("auto", "keep", "distribution", "majority")
+# The functions' parameters, checked as the estimators' are.
+_PARAMS: dict[str, list[Any]] = {
+    "lam": [Interval(Real, 0, None, closed="left"), None],
+    "budget": [Interval(Real, 0, None, closed="left"), None],
+    "mode": [StrOptions(set(MODES))],
+    "evaluation": ["boolean"],
+    "leaf_values": [StrOptions(set(LEAF_VALUES))],
+    "progress": ["boolean"],
+}
 
 
 @dataclass
@@ -220,8 +231,9 @@ def budget_prune(
     Forest
         Same number of trees, averaged leaf distributions (``link="proba"``).
     """
+    validate_params(_PARAMS, {"lam": lam, "budget": budget, "progress": progress}, "budget_prune")
     if (lam is None) == (budget is None):
-        raise InputError(
+        raise InvalidParameterError(
             "give exactly one of lam= (the (IP3) trade-off) or budget= (a mean cost per example)"
         )
     if budget is not None:
@@ -237,8 +249,7 @@ def budget_prune(
             sample_weight=sample_weight,
             progress=progress,
         )
-        return path.forest(path.best_within(_check_number(budget, "budget")))
-    lam = _check_number(lam, "lam")
+        return path.forest(path.best_within(float(budget)))
     problem, f, _, _ = prepare(
         forest,
         X,
@@ -250,7 +261,7 @@ def budget_prune(
         count_mask=count_mask,
         sample_weight=sample_weight,
     )
-    return pruned_forest(f, problem, solve(problem, lam))
+    return pruned_forest(f, problem, solve(problem, float(lam)))
 
 
 def budget_prune_path(
@@ -350,6 +361,9 @@ def prepare(
     Rows of zero weight are left out. Returns ``(problem, forest, X as the forest's matrix,
     class index of each example)`` over the rows kept (their weights: ``problem.weight``).
     """
+    validate_params(
+        _PARAMS, {"mode": mode, "evaluation": evaluation, "leaf_values": leaf_values}, "budget_prune"
+    )
     f, Xm, cls, costs = _inputs(forest, X, y, costs, mode, leaf_values)
     w = np.ones(Xm.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     if w.shape != (Xm.shape[0],):
@@ -656,40 +670,11 @@ def _path_accuracy(
     return correct / max(counted.sum(), 1e-300)
 
 
-def _check_number(value: Any, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number >= 0, got {value!r}") from None
-    if not np.isfinite(v) or v < 0:
-        raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
-    return v
-
-
-def as_forest(model: Any) -> Any:
-    """The Forest of a model: a thrifty estimator's ``forest_``, else ``Forest.from_model``."""
-    from sklearn.exceptions import NotFittedError
-
-    from thrifty.forest import Forest
-
-    if isinstance(model, Forest):
-        return model
-    if type(model).__module__.startswith("thrifty."):
-        if not isinstance(getattr(model, "forest_", None), Forest):
-            raise NotFittedError(f"{type(model).__name__} is not fitted yet; call fit first")
-        return model.forest_
-    return Forest.from_model(model)
-
-
 def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str) -> tuple:
     """Validated forest, feature matrix, class indices and cost model."""
     from thrifty.costs import CostModel
 
-    if mode not in MODES:
-        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
-    if leaf_values not in LEAF_VALUES:
-        raise InputError(f"leaf_values must be one of {LEAF_VALUES}, got {leaf_values!r}")
-    f = as_forest(forest)
+    f = as_forest(forest, who="BudgetPrune")
     if not f.is_classifier:
         raise InputError(
             f"BudgetPrune prunes classifiers (errors are counted against labels); "

@@ -430,7 +430,9 @@ def test_a_categorical_frame_goes_through_to_the_hpc():
     lightgbm = pytest.importorskip("lightgbm")
     X, y = _categorical_frame(600, 0)
     Xt, yt = _categorical_frame(300, 1)
-    hpc = lightgbm.LGBMClassifier(n_estimators=20, num_leaves=8, min_child_samples=5, verbose=-1).fit(X, y)
+    hpc = lightgbm.LGBMClassifier(
+        n_estimators=20, num_leaves=8, min_child_samples=5, n_jobs=1, verbose=-1
+    ).fit(X, y)
     costs = {"colour": 1.0, "x1": 2.0, "x2": 4.0}
     est = ADAPTClassifier(hpc, costs=costs, p_full=0.3, **FAST).fit(X, y)
     assert list(est.feature_names_in_) == ["colour", "x1", "x2"]

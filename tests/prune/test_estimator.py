@@ -252,15 +252,7 @@ def test_a_categorical_frame_goes_through_to_the_forest():
     x1 = rng.standard_normal(n)
     y = ((colour == "red") ^ (x1 > 0.3)).astype(int)
     X = pd.DataFrame({"colour": pd.Categorical(colour), "x1": x1, "x2": rng.standard_normal(n)})
-    rf = lightgbm.LGBMClassifier(
-        boosting_type="rf",
-        n_estimators=10,
-        num_leaves=16,
-        subsample=0.7,
-        subsample_freq=1,
-        n_jobs=1,
-        verbose=-1,
-    ).fit(X[:500], y[:500])
+    rf = _models()[-1].fit(X[:500], y[:500])  # LightGBM's random forest reads pandas categoricals
     costs = {"x2": 5.0, "x1": 2.0, "colour": 1.0}  # by name, in another order
     est = BudgetPrunedClassifier(rf, costs=costs, budget=3.0, progress=False).fit(X[500:], y[500:])
     assert est.costs_.feature_costs.tolist() == [1.0, 2.0, 5.0]

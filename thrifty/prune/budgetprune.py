@@ -236,31 +236,17 @@ def budget_prune(
         raise InvalidParameterError(
             "give exactly one of lam= (the (IP3) trade-off) or budget= (a mean cost per example)"
         )
+    options = {
+        "mode": mode,
+        "evaluation": evaluation,
+        "leaf_values": leaf_values,
+        "count_mask": count_mask,
+        "sample_weight": sample_weight,
+    }
     if budget is not None:
-        path = budget_prune_path(
-            forest,
-            X,
-            y,
-            costs,
-            mode=mode,
-            evaluation=evaluation,
-            leaf_values=leaf_values,
-            count_mask=count_mask,
-            sample_weight=sample_weight,
-            progress=progress,
-        )
+        path = budget_prune_path(forest, X, y, costs, progress=progress, **options)
         return path.forest(path.best_within(float(budget)))
-    problem, f, _, _ = prepare(
-        forest,
-        X,
-        y,
-        costs,
-        mode=mode,
-        evaluation=evaluation,
-        leaf_values=leaf_values,
-        count_mask=count_mask,
-        sample_weight=sample_weight,
-    )
+    problem, f, _, _ = prepare(forest, X, y, costs, **options)
     return pruned_forest(f, problem, solve(problem, float(lam)))
 
 

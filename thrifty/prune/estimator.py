@@ -99,7 +99,7 @@ class BudgetPrunedClassifier(ClassifierMixin, ThriftyEstimator):
         Only when ``X`` has column names.
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints = {
         **ThriftyEstimator._parameter_constraints,
         "estimator": [HasMethods(["predict"]), Forest],
         "costs": ["cost-model", None],

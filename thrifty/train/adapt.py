@@ -148,7 +148,7 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
         Only when ``X`` has column names.
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints = {
         **ThriftyEstimator._parameter_constraints,
         "hpc": [None, HasMethods(["predict_proba"]), Plan],
         "costs": ["cost-model", None],

@@ -258,3 +258,21 @@ def test_a_categorical_frame_goes_through_to_the_forest():
     assert est.costs_.feature_costs.tolist() == [1.0, 2.0, 5.0]
     assert est.cost_report(X[500:]).mean <= 3.0 < est.budget_search_["cost"].max()
     assert np.mean(est.predict(X[500:]) == y[500:]) > 0.9
+
+
+def test_polars_and_pyarrow_frames_equal_pandas(data):
+    import pandas as pd
+
+    X, y, X_test, _, costs = data
+    names = [f"f{i}" for i in range(X.shape[1])]
+    frame, test = pd.DataFrame(X, columns=names), pd.DataFrame(X_test, columns=names)
+    rf = RandomForestClassifier(n_estimators=5, max_depth=5, random_state=0).fit(frame[:300], y[:300])
+    kw = {"costs": dict(zip(names, costs.feature_costs)), "budget": 6.0, "progress": False}
+    ref = BudgetPrunedClassifier(rf, **kw).fit(frame[300:], y[300:])
+    for module in ("polars", "pyarrow"):
+        lib = pytest.importorskip(module)
+        convert = lib.Table.from_pandas if module == "pyarrow" else lib.from_pandas
+        est = BudgetPrunedClassifier(rf, **kw).fit(convert(frame[300:]), y[300:])
+        assert list(est.feature_names_in_) == names
+        np.testing.assert_array_equal(est.predict_proba(convert(test)), ref.predict_proba(test))
+        np.testing.assert_array_equal(est.cost_report(convert(test)).total, ref.cost_report(test).total)

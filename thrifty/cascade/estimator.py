@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from thrifty._validation import check_width, class_labels, validate_frame
 from thrifty.cascade.cronus import _check, cronus
 from thrifty.exceptions import InputError
-from thrifty.forest._names import named_as
+from thrifty.forest.names import named_as
 
 _HALVINGS = 2.0  # the budget sweep tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
 

@@ -8,16 +8,25 @@ in this process, in a ``concurrent.futures`` pool or on Dask workers (:func:`run
 
 from __future__ import annotations
 
+import concurrent.futures
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.model_selection import GroupKFold, GroupShuffleSplit, KFold, StratifiedKFold, train_test_split
+from tqdm.auto import tqdm
 
+from thrifty import metrics
+from thrifty.comparison.methods import METHODS, Context
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.frontier import cost_columns
+from thrifty.runtime.evaluate import evaluate
+from thrifty.runtime.plans import as_plan
 
 __all__ = [
     "FitTask",
@@ -125,8 +134,6 @@ def run_task(t: FitTask) -> TaskResult:
     The first candidate is always fitted once the task has started (so every method that
     starts offers a model); later ones only while the task's share and the deadline last.
     """
-    from thrifty.comparison.methods import METHODS, Context
-
     start = time.perf_counter()
     result = TaskResult(t.method, t.fold)
     if t.deadline is not None and time.time() >= t.deadline:
@@ -198,11 +205,6 @@ def measure(
         classification ``balanced_accuracy``, ``auc`` and ``single_class`` (every row got
         the same label).
     """
-    from thrifty import metrics
-    from thrifty.frontier import cost_columns
-    from thrifty.runtime.evaluate import evaluate
-    from thrifty.runtime.plans import as_plan
-
     plan = as_plan(model)
     ev = evaluate(plan, X, costs)
     name, value = metrics.score(task, y, ev, qid=qid)
@@ -281,12 +283,10 @@ def run_tasks(
 def _as_completed(futures: list[Any]) -> Any:
     """Futures as they complete: Dask's own iterator for Dask futures."""
     if futures and type(futures[0]).__module__.startswith("distributed"):
-        from distributed import as_completed
+        from distributed import as_completed  # the optional extra thrifty[dask], present with its futures
 
         return as_completed(futures)
-    from concurrent.futures import as_completed
-
-    return as_completed(futures)
+    return concurrent.futures.as_completed(futures)
 
 
 def _result(future: Any, t: FitTask) -> TaskResult:
@@ -325,8 +325,6 @@ def holdout_indices(
     y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(kept rows, held-out rows) of :func:`split_rows`, sorted."""
-    from sklearn.model_selection import GroupShuffleSplit, train_test_split
-
     n = len(y)
     if n < 8:
         raise InputError(
@@ -354,8 +352,6 @@ def fold_indices(
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """``k`` folds as (fit rows, held-out rows), sorted: by query for ranking, stratified
     for classification when every class has ``k`` rows."""
-    from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
-
     rows = np.zeros((len(y), 1))
     if task == "ranking":
         splits = GroupKFold(k).split(rows, y, qid)
@@ -375,10 +371,6 @@ class Reporter:
     each method finishes all its tasks, and one as each fold is done for every method."""
 
     def __init__(self, tasks: Sequence[FitTask], names: dict[str, str], enabled: bool, stage: str) -> None:
-        from collections import Counter
-
-        from tqdm.auto import tqdm
-
         self.left = Counter(t.method for t in tasks)
         self.fold_left = Counter(t.fold for t in tasks)
         self.n_methods, self.n_folds = len(self.left), len(self.fold_left)

@@ -9,14 +9,12 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
+from thrifty.forest.links import LINKS, TASKS, decision_threshold, labels_from, raw_to_proba
 
 # How a numerical split treats NaN (mirrors LightGBM's ``missing_type``; every other library is "nan").
 MISSING_NAN = 0  # NaN goes to the default child, other values are compared
 MISSING_AS_ZERO = 1  # NaN is replaced by 0.0, then compared (LightGBM "None")
 MISSING_ZERO = 2  # NaN and |x| <= 1e-35 go to the default child (LightGBM "Zero")
-
-LINKS = ("identity", "sigmoid", "softmax", "proba")
-TASKS = ("regression", "binary", "multiclass", "ranking")
 
 
 @dataclass(eq=False)
@@ -167,7 +165,7 @@ class Forest:
     @property
     def decision_threshold(self) -> float:
         """Raw score above which a binary model predicts the positive class."""
-        return 0.5 if self.link == "proba" else 0.0
+        return decision_threshold(self.link)
 
     def _validate(self) -> None:
         n = self.n_nodes
@@ -254,10 +252,7 @@ class Forest:
 
     def labels_from_raw(self, raw: np.ndarray) -> np.ndarray:
         """Class labels of raw scores (binary: ``raw > decision_threshold``; else argmax)."""
-        classes = self.classes if self.classes is not None else np.arange(max(2, self.n_outputs))
-        if raw.ndim == 1:
-            return classes[(raw > self.decision_threshold).astype(np.intp)]
-        return classes[np.argmax(raw, axis=1)]
+        return labels_from(raw, None, self.link, self.classes, self.n_outputs)
 
     def apply(self, X: Any) -> np.ndarray:
         """Global index of the leaf each example reaches in each tree, shape (n, n_trees)."""
@@ -365,31 +360,6 @@ def _frozen(a: Any, dtype: Any) -> np.ndarray:
     out = np.array(a, dtype=dtype, order="C")
     out.flags.writeable = False
     return out
-
-
-def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
-    """Probabilities of raw scores under ``link`` (binary models get two columns)."""
-    if link == "sigmoid":
-        p = _sigmoid(raw if raw.ndim == 1 else raw[:, 0])
-        out = np.empty((len(p), 2))
-        out[:, 0] = 1.0 - p
-        out[:, 1] = p
-        return out
-    if link == "softmax":
-        z = raw - raw.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
-    if link == "proba":
-        if raw.ndim == 1:
-            return np.column_stack([1.0 - raw, raw])
-        return raw.copy()
-    raise InputError(f"raw scores with link {link!r} are not probabilities")
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    # 1 / (1 + exp(-z)) for z >= 0 and exp(z) / (1 + exp(z)) below: exp(-|z|) never overflows.
-    e = np.exp(-np.abs(z))
-    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def _rebuild(

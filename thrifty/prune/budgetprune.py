@@ -25,7 +25,7 @@ from numba import njit
 from thrifty._param_validation import Interval, StrOptions, validate_params
 from thrifty._validation import as_forest, check_width
 from thrifty.exceptions import InputError, InvalidParameterError
-from thrifty.forest._traverse import next_node
+from thrifty.forest import next_node
 from thrifty.prune._closure import min_weight_closure
 from thrifty.prune._problem import ClosureProblem, build_problem
 

@@ -23,7 +23,7 @@ from thrifty._validation import (
 )
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import Forest
-from thrifty.forest._names import named_as
+from thrifty.forest.names import named_as
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
     MODES,

@@ -7,10 +7,12 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest._predict import SERIAL_ROWS, SWEEP, node_args
+from thrifty.forest.links import labels_from, raw_to_proba
 from thrifty.runtime import _kernels
 from thrifty.runtime._native_kernels import RUN_NATIVE
 from thrifty.runtime.compiled import CHUNK, NATIVE_BLOCK, CompiledPlan, NativeSchedule
-from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Plan, Schedule, Sequential
+from thrifty.runtime.exits import Schedule
+from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Opaque, Plan, Sequential
 
 
 class Context:
@@ -76,6 +78,8 @@ def executor(plan: Plan, ctx: Context, compiled: CompiledPlan | None = None) -> 
         return _CascadeExecutor(plan, ctx)
     if isinstance(plan, Linear):
         return _LinearExecutor(plan, ctx)
+    if isinstance(plan, Opaque):
+        return _OpaqueExecutor(plan, ctx)
     if isinstance(plan, Gated):
         return _GatedExecutor(plan, ctx, compiled)
     raise TypeError(f"no executor for plan {type(plan).__name__}")
@@ -85,13 +89,9 @@ class _ForestOutputs(Executor):
     forest: Forest
 
     def proba(self) -> np.ndarray | None:
-        from thrifty.runtime.plans import proba_from
-
-        return proba_from(self.raw, self.forest.link) if self.forest.is_classifier else None
+        return raw_to_proba(self.raw, self.forest.link) if self.forest.is_classifier else None
 
     def labels(self) -> np.ndarray | None:
-        from thrifty.runtime.plans import labels_from
-
         f = self.forest
         if not f.is_classifier:
             return None
@@ -313,13 +313,30 @@ class _CascadeExecutor(_ForestOutputs):
         self.decision[finished] = np.where(self.score[finished] > p.stage_thresholds[-1], 1, -1)
 
 
-class _LinearExecutor(Executor):
-    def __init__(self, plan: Linear, ctx: Context) -> None:
+class _ModelExecutor(Executor):
+    """A one-model plan (Linear, Opaque): every row is done in one step, nothing is forced."""
+
+    plan: Linear | Opaque
+
+    def __init__(self, plan: Linear | Opaque, ctx: Context) -> None:
         self.plan, self.ctx = plan, ctx
         self.raw = np.zeros((ctx.n, plan.n_outputs))
         self.done = np.zeros(ctx.n, dtype=np.bool_)
         self.exit = np.zeros(ctx.n, dtype=np.int64)
         self.decision = np.zeros(ctx.n, dtype=np.int8)
+
+    def proba(self) -> np.ndarray | None:
+        return raw_to_proba(self.raw, self.plan.link) if self.plan.is_classifier else None
+
+    def labels(self) -> np.ndarray | None:
+        p = self.plan
+        if not p.is_classifier:
+            return None
+        return labels_from(self.raw, None, p.link, p.classes, p.n_outputs)
+
+
+class _LinearExecutor(_ModelExecutor):
+    plan: Linear
 
     def advance(self, rows: np.ndarray) -> None:
         c, p = self.ctx, self.plan
@@ -337,18 +354,27 @@ class _LinearExecutor(Executor):
             self.done,
         )
 
-    def proba(self) -> np.ndarray | None:
-        from thrifty.runtime.plans import proba_from
 
-        return proba_from(self.raw, self.plan.link) if self.plan.is_classifier else None
+class _OpaqueExecutor(_ModelExecutor):
+    """Rows whose features are all known are scored by the black box, one call per step."""
 
-    def labels(self) -> np.ndarray | None:
-        from thrifty.runtime.plans import labels_from
+    plan: Opaque
 
-        p = self.plan
-        if not p.is_classifier:
-            return None
-        return labels_from(self.raw, None, p.link, p.classes, p.n_outputs)
+    def advance(self, rows: np.ndarray) -> None:
+        c, p = self.ctx, self.plan
+        rows = rows[~self.done[rows]]
+        c.blocked[rows] = -1
+        if not c.all_known and len(p.features):
+            # A row waits for the first of the model's features it does not have yet.
+            missing = ~c.known[np.ix_(rows, p.features)]
+            waiting = missing.any(axis=1)
+            c.blocked[rows[waiting]] = p.features[np.argmax(missing[waiting], axis=1)]
+            rows = rows[~waiting]
+        if not len(rows):
+            return
+        c.touched[np.ix_(rows, p.features)] = True
+        self.raw[rows] = p.outputs(c.X[np.ix_(rows, p.features)])
+        self.done[rows] = True
 
 
 class _GatedExecutor(Executor):

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
-from thrifty.forest import Forest, raw_to_proba
+from thrifty.exceptions import InputError, InvalidParameterError
+from thrifty.forest import Forest
 from thrifty.forest.io import decode_array, encode_array, forest_from_dict, forest_to_dict
+from thrifty.forest.links import LINKS, TASKS, decision_threshold
+from thrifty.runtime.exits import BinnedExits, Schedule
 
 PLAN_FORMAT = "thrifty.plan"
 PLAN_VERSION = 1
@@ -30,7 +31,7 @@ class Plan:
 
     # -------------------------------------------------------------- metadata
     @property
-    def _lead(self) -> Forest | Linear:
+    def _lead(self) -> Forest | _Model:
         raise NotImplementedError
 
     @property
@@ -65,7 +66,7 @@ class Plan:
     def is_classifier(self) -> bool:
         return self.task in ("binary", "multiclass")
 
-    def components(self) -> list[Forest | Linear]:
+    def components(self) -> Sequence[Forest | _Model]:
         """The forests and linear models the plan evaluates from."""
         raise NotImplementedError
 
@@ -166,92 +167,6 @@ class Full(Plan):
 
     def __repr__(self) -> str:
         return f"Full({self.forest!r})"
-
-
-class BinnedExits:
-    """Per-bin exit thresholds of each position (Fan et al. 2002's dynamic scheduling).
-
-    After position ``r`` the partial score ``g`` falls in bin ``floor(g / width[r])``; a bin in
-    the table of position ``r`` exits positive when ``g > pos`` and negative when ``g < neg``;
-    a bin missing from the table means "evaluate this example in full" (no further exits).
-    ``width[r] == 0`` gives position ``r`` no table.
-
-    Parameters
-    ----------
-    width : array-like of shape (n_positions,)
-    tables : sequence of mappings ``{bin: (pos, neg)}``, one per position
-    """
-
-    def __init__(self, width: Sequence[float], tables: Sequence[dict[int, tuple[float, float]]]) -> None:
-        self.width = np.asarray(width, dtype=np.float64)
-        if len(tables) != len(self.width):
-            raise InputError(f"{len(tables)} bin tables for {len(self.width)} positions")
-        if np.any(~np.isfinite(self.width)) or np.any(self.width < 0):
-            raise InputError("bin widths must be finite and >= 0")
-        keys, pos, neg = [], [], []
-        self.ptr = np.zeros(len(tables) + 1, dtype=np.int64)
-        for r, table in enumerate(tables):
-            for b in sorted(table):
-                p_, n_ = table[b]
-                if np.isnan(p_) or np.isnan(n_) or n_ > p_:
-                    raise InputError(f"bin {b} of position {r}: thresholds must satisfy neg <= pos")
-                keys.append(float(b))
-                pos.append(float(p_))
-                neg.append(float(n_))
-            self.ptr[r + 1] = len(keys)
-        self.key = np.asarray(keys, dtype=np.float64)
-        self.pos = np.asarray(pos, dtype=np.float64)
-        self.neg = np.asarray(neg, dtype=np.float64)
-
-    def tables(self) -> list[dict[int, tuple[float, float]]]:
-        return [
-            {
-                int(self.key[j]): (float(self.pos[j]), float(self.neg[j]))
-                for j in range(self.ptr[r], self.ptr[r + 1])
-            }
-            for r in range(len(self.width))
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "width": encode_array(self.width),
-            "ptr": encode_array(self.ptr),
-            "key": encode_array(self.key),
-            "pos": encode_array(self.pos),
-            "neg": encode_array(self.neg),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BinnedExits:
-        return cls._of(**{name: decode_array(d[name]) for name in ("width", "ptr", "key", "pos", "neg")})
-
-    @classmethod
-    def none(cls, n_positions: int) -> BinnedExits:
-        """No bin tables at any of ``n_positions`` positions."""
-        empty = np.zeros(0, dtype=np.float64)
-        return cls._of(np.zeros(n_positions), np.zeros(n_positions + 1, np.int64), empty, empty, empty)
-
-    @classmethod
-    def _of(
-        cls, width: np.ndarray, ptr: np.ndarray, key: np.ndarray, pos: np.ndarray, neg: np.ndarray
-    ) -> BinnedExits:
-        out = cls.__new__(cls)
-        out.width, out.ptr, out.key, out.pos, out.neg = width, ptr, key, pos, neg
-        return out
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """The trees a forest plan visits, in order, with each position's exits (see ``Sequential``).
-
-    ``full`` is True when every tree is visited in forest order with no exit at all.
-    """
-
-    order: np.ndarray
-    eps_pos: np.ndarray
-    eps_neg: np.ndarray
-    bins: BinnedExits
-    full: bool
 
 
 class Sequential(Plan):
@@ -419,7 +334,59 @@ class Cascade(Plan):
         return f"Cascade(n_stages={self.n_stages}, {self.forest!r})"
 
 
-class Linear(Plan):
+class _Model(Plan):
+    """A plan that is one model (not a forest): its outputs are described by its arguments."""
+
+    features: np.ndarray  # the features it reads on every example
+
+    def _describe(
+        self,
+        n_features: int,
+        n_outputs: int,
+        link: str,
+        task: str,
+        classes: Any,
+        feature_names: Sequence[str] | None,
+    ) -> None:
+        if link not in LINKS:
+            raise InputError(f"unknown link {link!r}; expected one of {LINKS}")
+        if task not in TASKS:
+            raise InputError(f"unknown task {task!r}; expected one of {TASKS}")
+        if feature_names is not None and len(feature_names) != n_features:
+            raise InputError(f"{len(feature_names)} feature names for {n_features} features")
+        self._n_features, self._n_outputs = int(n_features), int(n_outputs)
+        self._link, self._task = link, task
+        self._classes = None if classes is None else np.asarray(classes)
+        self._names = None if feature_names is None else [str(f) for f in feature_names]
+
+    n_features = property(lambda self: self._n_features)  # type: ignore[assignment]
+    n_outputs = property(lambda self: self._n_outputs)  # type: ignore[assignment]
+    link = property(lambda self: self._link)  # type: ignore[assignment]
+    task = property(lambda self: self._task)  # type: ignore[assignment]
+    classes = property(lambda self: self._classes)  # type: ignore[assignment]
+    feature_names = property(lambda self: self._names)  # type: ignore[assignment]
+    categories = property(lambda self: {})  # type: ignore[assignment]
+    decision_threshold = property(lambda self: decision_threshold(self._link))
+
+    def components(self) -> list[_Model]:  # type: ignore[override]
+        return [self]
+
+    def feature_usage(self) -> np.ndarray:
+        """1 for each feature the model reads (all of them on every example), else 0."""
+        used = np.zeros(self.n_features, dtype=np.int64)
+        used[self.features] = 1
+        return used
+
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "link": self._link,
+            "task": self._task,
+            "classes": None if self._classes is None else self._classes.tolist(),
+            "feature_names": self._names,
+        }
+
+
+class Linear(_Model):
     """A linear model ``intercept + X @ coef`` (ADAPT-LIN's gate and low-cost model).
 
     It acquires every feature with a non-zero coefficient.
@@ -446,37 +413,116 @@ class Linear(Plan):
             raise InputError("Linear coefficients and intercept must be finite")
         # The features the model reads: those with a non-zero coefficient.
         self.features = _readonly(np.flatnonzero(np.any(self.coef != 0, axis=1)), np.int64)
-        self._link, self._task = link, task
-        self._classes = None if classes is None else np.asarray(classes)
-        self._names = None if feature_names is None else [str(f) for f in feature_names]
-
-    n_features = property(lambda self: int(self.coef.shape[0]))  # type: ignore[assignment]
-    n_outputs = property(lambda self: int(self.coef.shape[1]))  # type: ignore[assignment]
-    link = property(lambda self: self._link)  # type: ignore[assignment]
-    task = property(lambda self: self._task)  # type: ignore[assignment]
-    classes = property(lambda self: self._classes)  # type: ignore[assignment]
-    feature_names = property(lambda self: self._names)  # type: ignore[assignment]
-    categories = property(lambda self: {})  # type: ignore[assignment]
-    decision_threshold = property(lambda self: 0.5 if self._link == "proba" else 0.0)
-
-    def components(self) -> list[Linear]:
-        return [self]
-
-    def feature_usage(self) -> np.ndarray:  # type: ignore[override]
-        return np.any(self.coef != 0, axis=1).astype(np.int64)
+        self._describe(self.coef.shape[0], self.coef.shape[1], link, task, classes, feature_names)
 
     def _body(self) -> dict[str, Any]:
-        return {
-            "coef": encode_array(self.coef),
-            "intercept": _floats(self.intercept),
-            "link": self._link,
-            "task": self._task,
-            "classes": None if self._classes is None else self._classes.tolist(),
-            "feature_names": self._names,
-        }
+        return {"coef": encode_array(self.coef), "intercept": _floats(self.intercept), **self._meta()}
 
     def __repr__(self) -> str:
-        return f"Linear(n_features={self.n_features}, nonzero={int(self.feature_usage().sum())})"
+        return f"Linear(n_features={self.n_features}, nonzero={len(self.features)})"
+
+
+class Opaque(_Model):
+    """A model thrifty cannot see inside, charged a fixed set of features on every example.
+
+    Every example acquires (and pays for) exactly ``features``; its raw output is what
+    ``predict`` returns for it. Use it for a black box (an SVM, a neural network, a linear
+    model of scikit-learn) inside a plan, e.g. as ADAPT's expensive model in a ``Gated`` plan.
+
+    Parameters
+    ----------
+    predict : callable
+        ``predict(Z) -> raw scores`` of shape ``(len(Z), width)`` (or ``(len(Z),)`` when
+        ``width == 1``), where ``Z`` is a float64 matrix holding, for the examples evaluated,
+        the columns ``features`` in the order given (category codes for categorical columns).
+        It is called once per batch of examples (lazily: once per round of examples whose
+        features have all arrived), never on zero rows.
+    features : array-like of int, or boolean mask of shape (n_features,)
+        The features the model reads: feature indices (then ``n_features`` is required), or a
+        mask (its length is ``n_features``).
+    width : int
+        Outputs per example: 1 for regression, ranking and binary classification (the positive
+        class's score), the number of classes for multiclass.
+    link : {"identity", "sigmoid", "softmax", "proba"}
+        How raw scores become probabilities (``"proba"``: they already are).
+    task : {"regression", "binary", "multiclass", "ranking"}
+    classes : array-like, optional
+        Class labels in output order (classifiers).
+    n_features : int, optional
+        Width of the inputs the plan reads (required with feature indices).
+    feature_names : sequence of str, optional
+
+    Notes
+    -----
+    The plan is not saveable as JSON (``thrifty.save`` refuses it); it pickles when ``predict``
+    pickles. ``thrifty.compile`` runs it on the interpreter (``native`` is False).
+    """
+
+    kind = "opaque"
+
+    def __init__(
+        self,
+        predict: Callable[[np.ndarray], Any],
+        features: Any,
+        *,
+        width: int = 1,
+        link: str = "identity",
+        task: str = "regression",
+        classes: Any = None,
+        n_features: int | None = None,
+        feature_names: Sequence[str] | None = None,
+    ) -> None:
+        if not callable(predict):
+            raise InvalidParameterError(
+                f"Opaque needs a callable predict(X) -> raw scores, got {type(predict).__name__}"
+            )
+        feats = np.asarray(features)
+        if feats.dtype == np.bool_:
+            if feats.ndim != 1 or (n_features is not None and len(feats) != n_features):
+                raise InputError(
+                    f"features as a mask needs one entry per feature, got shape {feats.shape}"
+                    + ("" if n_features is None else f" for n_features={n_features}")
+                )
+            n_features, feats = len(feats), np.flatnonzero(feats)
+        elif n_features is None:
+            raise InputError("Opaque with feature indices needs n_features= (or pass a boolean mask)")
+        elif feats.size and not np.issubdtype(feats.dtype, np.integer):
+            raise InputError(f"features must be integer indices or a boolean mask, got {feats.dtype}")
+        feats = feats.reshape(-1).astype(np.int64)
+        if np.any(feats < 0) or np.any(feats >= n_features):
+            raise InputError(f"features must be indices in [0, {n_features}), got {feats.tolist()[:10]}")
+        if len(np.unique(feats)) != len(feats):
+            raise InputError("features lists a feature more than once")
+        if int(width) < 1:
+            raise InputError(f"width must be >= 1, got {width}")
+        # Not ``self.predict``: that is the plan's own prediction method.
+        self.function = predict
+        self.features = _readonly(feats, np.int64)
+        self._describe(n_features, int(width), link, task, classes, feature_names)
+
+    def outputs(self, Z: np.ndarray) -> np.ndarray:
+        """``predict(Z)``, checked to be scores (no NaN) of shape ``(len(Z), width)``."""
+        n, width = Z.shape[0], self.n_outputs
+        out = np.asarray(self.function(Z), dtype=np.float64)
+        if out.shape == (n,) and width == 1:
+            out = out.reshape(n, 1)
+        if out.shape != (n, width):
+            raise InputError(
+                f"Opaque's predict returned shape {out.shape} for {n} rows; it must return "
+                f"({n}, {width})" + (f" or ({n},)" if width == 1 else "")
+            )
+        if np.isnan(out).any():
+            raise InputError("Opaque's predict returned NaN; it must score every row")
+        return out
+
+    def _body(self) -> dict[str, Any]:
+        raise InputError(
+            "an Opaque plan wraps a Python callable and cannot be saved as JSON; pickle it "
+            "(if its predict pickles) or save the model it wraps"
+        )
+
+    def __repr__(self) -> str:
+        return f"Opaque({getattr(self.function, '__qualname__', self.function)!r}, features={len(self.features)})"
 
 
 class Gated(Plan):
@@ -527,8 +573,8 @@ class Gated(Plan):
     def categories(self) -> dict[int, list]:
         return {**self.gate.categories, **self.low.categories, **self.high.categories}
 
-    def components(self) -> list[Forest | Linear]:
-        return self.gate.components() + self.low.components() + self.high.components()
+    def components(self) -> list[Forest | _Model]:
+        return [*self.gate.components(), *self.low.components(), *self.high.components()]
 
     def _body(self) -> dict[str, Any]:
         return {"gate": self.gate.to_dict(), "low": self.low.to_dict(), "high": self.high.to_dict()}
@@ -615,21 +661,3 @@ def _readonly(a: Any, dtype: Any = np.float64) -> np.ndarray:
 def _floats(a: np.ndarray) -> list[float | str]:
     """JSON-safe floats (JSON has no infinity)."""
     return [("inf" if v > 0 else "-inf") if np.isinf(v) else float(v) for v in a]
-
-
-def labels_from(
-    raw: np.ndarray, decision: np.ndarray | None, link: str, classes: Any, n_outputs: int
-) -> np.ndarray:
-    """Class labels: forced decisions (+1/-1) where given, else the link's decision rule."""
-    classes = np.asarray(classes) if classes is not None else np.arange(max(2, n_outputs))
-    if n_outputs > 1:
-        return classes[np.argmax(raw, axis=1)]
-    r = raw[:, 0] if raw.ndim == 2 else raw
-    positive = r > (0.5 if link == "proba" else 0.0)
-    if decision is not None:
-        positive = np.where(decision != 0, decision > 0, positive)
-    return classes[positive.astype(np.intp)]
-
-
-def proba_from(raw: np.ndarray, link: str) -> np.ndarray:
-    return raw_to_proba(raw[:, 0] if raw.shape[1] == 1 else raw, link)

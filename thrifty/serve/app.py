@@ -14,7 +14,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.providers._base import missing_extra
+from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
 from thrifty.runtime._results import Evaluation, costs_for
 from thrifty.runtime.async_eval import evaluate_async

@@ -12,8 +12,8 @@ from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d,
 from thrifty._validation import costs_for_X
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest._names import lightgbm_frame
 from thrifty.forest.importers import from_model
+from thrifty.forest.names import lightgbm_frame
 from thrifty.train._search import SearchResult, search_tradeoff
 
 # Trade-off used when neither ``tradeoff`` nor ``budget`` is given: a mild penalty (a feature of

@@ -36,7 +36,7 @@ from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import HasMethods, Interval, StrOptions
 from thrifty._validation import check_sample_weight, class_labels, is_fitted_model, validate_frame
 from thrifty.exceptions import InputError, InvalidParameterError
-from thrifty.forest._inputs import to_matrix
+from thrifty.forest import to_matrix
 from thrifty.runtime.plans import Gated, Plan
 from thrifty.train._adapt_gbrt import adapt_gbrt
 from thrifty.train._adapt_hpc import hpc_plan

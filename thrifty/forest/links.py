@@ -1,0 +1,59 @@
+"""Links and labels: the one place raw scores become probabilities and class labels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from thrifty.exceptions import InputError
+
+LINKS = ("identity", "sigmoid", "softmax", "proba")
+TASKS = ("regression", "binary", "multiclass", "ranking")
+
+
+def decision_threshold(link: str) -> float:
+    """Raw score above which a single-output classifier predicts the positive class."""
+    return 0.5 if link == "proba" else 0.0
+
+
+def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
+    """Probabilities of raw scores under ``link`` (binary models get two columns)."""
+    if link == "sigmoid":
+        p = _sigmoid(raw if raw.ndim == 1 else raw[:, 0])
+        out = np.empty((len(p), 2))
+        out[:, 0] = 1.0 - p
+        out[:, 1] = p
+        return out
+    if link == "softmax":
+        z = raw - raw.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+    if link == "proba":
+        if raw.ndim == 1 or raw.shape[1] == 1:
+            r = raw.reshape(-1)
+            return np.column_stack([1.0 - r, r])
+        return raw.copy()
+    raise InputError(f"raw scores with link {link!r} are not probabilities")
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    # 1 / (1 + exp(-z)) for z >= 0 and exp(z) / (1 + exp(z)) below: exp(-|z|) never overflows.
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def labels_from(
+    raw: np.ndarray, decision: np.ndarray | None, link: str, classes: Any, n_outputs: int
+) -> np.ndarray:
+    """Class labels of raw scores of shape (n,) or (n, n_outputs): forced decisions (+1/-1)
+    where ``decision`` is non-zero, else ``raw > decision_threshold(link)`` (one output) or the
+    argmax (several)."""
+    classes = np.asarray(classes) if classes is not None else np.arange(max(2, n_outputs))
+    if n_outputs > 1:
+        return classes[np.argmax(raw, axis=1)]
+    r = raw[:, 0] if raw.ndim == 2 else raw
+    positive = r > decision_threshold(link)
+    if decision is not None:
+        positive = np.where(decision != 0, decision > 0, positive)
+    return classes[positive.astype(np.intp)]

@@ -1,0 +1,98 @@
+"""Exit tables of forest plans: per-position thresholds and Fan et al.'s binned exits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from thrifty.exceptions import InputError
+from thrifty.forest.io import decode_array, encode_array
+
+
+class BinnedExits:
+    """Per-bin exit thresholds of each position (Fan et al. 2002's dynamic scheduling).
+
+    After position ``r`` the partial score ``g`` falls in bin ``floor(g / width[r])``; a bin in
+    the table of position ``r`` exits positive when ``g > pos`` and negative when ``g < neg``;
+    a bin missing from the table means "evaluate this example in full" (no further exits).
+    ``width[r] == 0`` gives position ``r`` no table.
+
+    Parameters
+    ----------
+    width : array-like of shape (n_positions,)
+    tables : sequence of mappings ``{bin: (pos, neg)}``, one per position
+    """
+
+    def __init__(self, width: Sequence[float], tables: Sequence[dict[int, tuple[float, float]]]) -> None:
+        self.width = np.asarray(width, dtype=np.float64)
+        if len(tables) != len(self.width):
+            raise InputError(f"{len(tables)} bin tables for {len(self.width)} positions")
+        if np.any(~np.isfinite(self.width)) or np.any(self.width < 0):
+            raise InputError("bin widths must be finite and >= 0")
+        keys, pos, neg = [], [], []
+        self.ptr = np.zeros(len(tables) + 1, dtype=np.int64)
+        for r, table in enumerate(tables):
+            for b in sorted(table):
+                p_, n_ = table[b]
+                if np.isnan(p_) or np.isnan(n_) or n_ > p_:
+                    raise InputError(f"bin {b} of position {r}: thresholds must satisfy neg <= pos")
+                keys.append(float(b))
+                pos.append(float(p_))
+                neg.append(float(n_))
+            self.ptr[r + 1] = len(keys)
+        self.key = np.asarray(keys, dtype=np.float64)
+        self.pos = np.asarray(pos, dtype=np.float64)
+        self.neg = np.asarray(neg, dtype=np.float64)
+
+    def tables(self) -> list[dict[int, tuple[float, float]]]:
+        return [
+            {
+                int(self.key[j]): (float(self.pos[j]), float(self.neg[j]))
+                for j in range(self.ptr[r], self.ptr[r + 1])
+            }
+            for r in range(len(self.width))
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "width": encode_array(self.width),
+            "ptr": encode_array(self.ptr),
+            "key": encode_array(self.key),
+            "pos": encode_array(self.pos),
+            "neg": encode_array(self.neg),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BinnedExits:
+        return cls._of(**{name: decode_array(d[name]) for name in ("width", "ptr", "key", "pos", "neg")})
+
+    @classmethod
+    def none(cls, n_positions: int) -> BinnedExits:
+        """No bin tables at any of ``n_positions`` positions."""
+        empty = np.zeros(0, dtype=np.float64)
+        return cls._of(np.zeros(n_positions), np.zeros(n_positions + 1, np.int64), empty, empty, empty)
+
+    @classmethod
+    def _of(
+        cls, width: np.ndarray, ptr: np.ndarray, key: np.ndarray, pos: np.ndarray, neg: np.ndarray
+    ) -> BinnedExits:
+        out = cls.__new__(cls)
+        out.width, out.ptr, out.key, out.pos, out.neg = width, ptr, key, pos, neg
+        return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The trees a forest plan visits, in order, with each position's exits (see ``Sequential``).
+
+    ``full`` is True when every tree is visited in forest order with no exit at all.
+    """
+
+    order: np.ndarray
+    eps_pos: np.ndarray
+    eps_neg: np.ndarray
+    bins: BinnedExits
+    full: bool

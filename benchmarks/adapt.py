@@ -94,7 +94,7 @@ def hpc_models(quick: bool) -> dict:
 
 
 def accuracy(est, ev, X, y) -> float:
-    return float(np.mean(est._labels(ev, X) == y))
+    return float(np.mean(ev.labels == y))
 
 
 def sweep_method(method: str, hpc, data: dict, grids: dict, settings: dict) -> list[dict]:

@@ -12,7 +12,7 @@ from sklearn.tree import DecisionTreeClassifier
 from thrifty.costs import CostModel
 from thrifty.exceptions import BudgetError, InvalidParameterError
 from thrifty.forest import Forest
-from thrifty.runtime import Gated, Linear, array_provider, evaluate
+from thrifty.runtime import Full, Gated, Linear, Opaque, array_provider, evaluate
 from thrifty.train.adapt import ADAPTClassifier, q_step
 
 # ------------------------------------------------------------------------------------ q-step
@@ -219,22 +219,38 @@ def test_unfitted_hpc_is_cloned_and_fitted(binary):
     proto = DecisionTreeClassifier(max_depth=3, random_state=0)
     est = ADAPTClassifier(proto, p_full=0.2, **FAST).fit(X, y)
     assert not hasattr(proto, "tree_")
-    assert est.hpc_exact_ and hasattr(est.hpc_, "tree_")
+    assert hasattr(est.hpc_, "tree_") and isinstance(est.plan_.high, Full)
 
 
-def test_black_box_hpc_is_charged_its_features(binary):
+class _SignSVC(SVC):
+    """An SVC whose probabilities are its hard decision (an honest black box, fast)."""
+
+    def predict_proba(self, X):
+        up = self.decision_function(X) > 0
+        return np.column_stack([~up, up]).astype(float)
+
+
+def test_black_box_hpc_is_an_opaque_plan_charged_its_features(binary):
     X, y, Xt, _, _ = binary
-    svc = SVC(random_state=0).fit(X, y)
-    svc.predict_proba = lambda Z: np.column_stack(
-        [1 - (svc.decision_function(Z) > 0), (svc.decision_function(Z) > 0)]
-    ).astype(float)
-    est = ADAPTClassifier(svc, p_full=0.5, hpc_features=[0, 2, 3], **{**FAST, "n_iter": 8}).fit(X, y)
-    assert not est.hpc_exact_
+    cols = [0, 2, 3]
+    svc = _SignSVC(random_state=0).fit(X[:, cols], y)  # it reads three of the six features
+    est = ADAPTClassifier(svc, p_full=0.5, hpc_features=cols, **{**FAST, "n_iter": 8}).fit(X, y)
+    assert isinstance(est.plan_.high, Opaque)
     ev = evaluate(est.plan_, Xt)
     high = ev.exit == 1
     assert high.any()
-    assert np.all(ev.cost.acquired[high][:, [0, 2, 3]])
-    np.testing.assert_array_equal(est.predict(Xt)[high], svc.predict(Xt[high]))
+    # every example sent on pays exactly the gate's features and the hpc's three
+    gate_only = evaluate(est.gate_, Xt).cost.acquired
+    expect = gate_only[high] | np.isin(np.arange(6), cols)
+    np.testing.assert_array_equal(ev.cost.acquired[high], expect)
+    # its labels and probabilities are the black box's, through the plan alone
+    np.testing.assert_array_equal(ev.labels[high], svc.predict(Xt[high][:, cols]))
+    np.testing.assert_array_equal(est.predict_proba(Xt)[high], svc.predict_proba(Xt[high][:, cols]))
+    # unfitted, it is fitted on its columns
+    est = ADAPTClassifier(_SignSVC(random_state=0), p_full=0.5, hpc_features=cols, **FAST).fit(X, y)
+    assert est.hpc_.n_features_in_ == 3
+    with pytest.raises(ValueError, match="fitted on 3 features but hpc_features lists 6"):
+        ADAPTClassifier(svc, **FAST).fit(X, y)
 
 
 def test_errors_name_the_problem(binary):

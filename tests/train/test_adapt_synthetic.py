@@ -74,7 +74,7 @@ def _best_cost_at_full_accuracy(method, X, y, f0, gammas, p_fulls, **kw):
                 f0, costs=[1.0, 1.0], method=method, p_full=p_full, gamma=gamma, progress=False, **kw
             ).fit(X, y)
             ev = evaluate(est.plan_, X, est.costs_)
-            if np.mean(est._labels(ev, X) == y) >= 0.995:
+            if np.mean(ev.labels == y) >= 0.995:
                 best = min(best, ev.cost.mean)
     return best
 

@@ -37,9 +37,10 @@ from thrifty._param_validation import HasMethods, Interval, StrOptions
 from thrifty._validation import check_sample_weight, class_labels, is_fitted_model, validate_frame
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import to_matrix
+from thrifty.runtime.evaluate import evaluate as evaluate_plan
 from thrifty.runtime.plans import Gated, Plan
 from thrifty.train._adapt_gbrt import adapt_gbrt
-from thrifty.train._adapt_hpc import hpc_plan
+from thrifty.train._adapt_hpc import hpc_columns, hpc_plan
 from thrifty.train._adapt_lin import adapt_lin, l1_baseline, lin_objective, truncate_lin
 from thrifty.train._adapt_problem import ADAPTFit, ADAPTProblem, q_step
 
@@ -82,7 +83,8 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
         The expensive model ``f0``. Fitted: used as is. Unfitted (a scikit-learn style
         estimator): a clone is fitted on the training rows first. None: a 100-tree random
         forest is fitted. Tree models are evaluated by thrifty's runtime (exact per-example
-        cost); other classifiers are charged ``hpc_features`` (see :func:`hpc_plan`).
+        cost); other classifiers are ``Opaque`` plans charged ``hpc_features`` (see
+        :func:`hpc_plan`).
     costs : CostModel, array-like of shape (n_features,) or dict, optional
         Feature prices (default: 1 per feature).
     budget : float, optional
@@ -112,7 +114,8 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
         Share of the training rows held out (stratified) to calibrate ``budget=`` when
         ``fit`` gets no ``calibration`` set.
     hpc_features : array-like of int or bool, optional
-        Features a non-tree ``hpc`` reads (default: all).
+        Features a non-tree ``hpc`` reads (default: all): it is charged them on every example it
+        predicts, and is given only those columns (an unfitted ``hpc`` is fitted on them).
     warm_start : bool, default=False
         Start from the previous fit's gate and ``f1`` (same method).
     max_features : int, optional
@@ -284,14 +287,24 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
             from sklearn.ensemble import RandomForestClassifier
 
             hpc = RandomForestClassifier(n_estimators=100, random_state=self.random_state, n_jobs=1)
+        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
         if not is_fitted_model(hpc):
             if w is not None and not has_fit_parameter(hpc, "sample_weight"):
                 raise InputError(
                     f"the hpc's fit ({type(hpc).__name__}) takes no sample_weight: fit it yourself "
                     "and pass it fitted"
                 )
-            hpc = clone(hpc).fit(X, y, **({} if w is None else {"sample_weight": w}))
-        self._high, self.hpc_exact_ = hpc_plan(hpc, X.shape[1], self.classes_, self.hpc_features)
+            columns = hpc_columns(self.hpc_features, X.shape[1])
+            rows = X.iloc[:, columns] if hasattr(X, "iloc") else X[:, columns]
+            hpc = clone(hpc).fit(rows, y, **({} if w is None else {"sample_weight": w}))
+        self._high = hpc_plan(
+            hpc,
+            X.shape[1],
+            self.classes_,
+            self.hpc_features,
+            feature_names=names,
+            categories=_frame_categories(X),
+        )
         self.hpc_ = hpc
 
     def _problem(self, X: Any, y: np.ndarray, w: np.ndarray | None) -> ADAPTProblem:
@@ -305,21 +318,11 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
                 "or encode them"
             )
         M = to_matrix(X, X.shape[1], names, categories)
-        return ADAPTProblem.build(
-            M, y, self._hpc_proba(X), self.costs_, names, sample_weight=w, categories=categories
-        )
-
-    def _hpc_proba(self, X: Any) -> np.ndarray:
-        from thrifty.runtime.evaluate import evaluate
-
-        if self.hpc_exact_:
-            return evaluate(self._high, X).proba
-        return np.asarray(self.hpc_.predict_proba(X), dtype=np.float64)
+        proba0 = evaluate_plan(self._high, X).proba
+        return ADAPTProblem.build(M, y, proba0, self.costs_, names, sample_weight=w, categories=categories)
 
     def _candidates(self, prob: ADAPTProblem, split: Any) -> Iterator[Candidate]:
         """Each (p_full, gamma) trained on ``prob`` and measured on the calibration rows."""
-        from thrifty.runtime.evaluate import evaluate
-
         if self.budget is None:
             grid = [(float(self.p_full), self._gamma())]
         else:
@@ -336,9 +339,9 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
             if self.method == "lin" and self.budget is not None:
                 init = result.state
             plan = Gated(result.gate, result.low, self._high)
-            ev = evaluate(plan, split.X_cal, self.costs_)
+            ev = evaluate_plan(plan, split.X_cal, self.costs_)
             w = split.w_cal
-            accuracy = float(np.average(self._labels(ev, split.X_cal) == np.asarray(split.y_cal), weights=w))
+            accuracy = float(np.average(ev.labels == np.asarray(split.y_cal), weights=w))
             cost = float(np.average(ev.cost.total, weights=w))
             yield Candidate({"p_full": p_full, "gamma": gamma}, cost, accuracy, result)
 
@@ -393,45 +396,25 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
         return g, F
 
     # ------------------------------------------------------------------ prediction
-    def _labels(self, ev: Any, X: Any) -> np.ndarray:
-        labels = ev.labels
-        if self.hpc_exact_:
-            return labels
-        labels = labels.copy()
-        high = np.flatnonzero(ev.exit == 1)
-        if len(high):
-            rows = X.iloc[high] if hasattr(X, "iloc") else X[high]
-            labels[high] = self.classes_[np.argmax(self.hpc_.predict_proba(rows), axis=1)]
-        return labels
-
-    def _evaluate(self, X: Any) -> tuple[Any, Any]:
-        from thrifty.runtime.evaluate import evaluate
-
+    def evaluate(self, X: Any, costs: Any = None) -> Any:
+        """``thrifty.evaluate`` of ``plan_``: predictions, routes (``exit``) and exact costs."""
         check_is_fitted(self, "plan_")
         X = validate_frame(self, X)
         if self.method != "gbrt" and not hasattr(X, "iloc") and np.isnan(X).any():
             raise InputError(f"X has NaN values; method={self.method!r} needs complete data")
-        return evaluate(self.plan_, X, self.costs_), X
+        return evaluate_plan(self.plan_, X, self.costs_ if costs is None else costs)
 
     def predict(self, X: Any) -> np.ndarray:
         """Labels from ``f1`` where the gate keeps the example, from the hpc elsewhere."""
-        ev, X = self._evaluate(X)
-        return self._labels(ev, X)
+        return self.evaluate(X).labels
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities of the model each example is routed to, shape (n, n_classes)."""
-        ev, X = self._evaluate(X)
-        proba = ev.proba
-        if not self.hpc_exact_:
-            proba = proba.copy()
-            high = np.flatnonzero(ev.exit == 1)
-            if len(high):
-                proba[high] = self.hpc_.predict_proba(X.iloc[high] if hasattr(X, "iloc") else X[high])
-        return proba
+        return self.evaluate(X).proba
 
     def route(self, X: Any) -> np.ndarray:
         """1 where the gate sends the example to the hpc, 0 where ``f1`` answers."""
-        return self._evaluate(X)[0].exit
+        return self.evaluate(X).exit
 
 
 def _frame_categories(X: Any) -> dict[int, list]:

@@ -64,7 +64,9 @@ def _kept_tree(
     root: int, keep: np.ndarray, children_left: np.ndarray, children_right: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Preorder nodes of the pruned tree with local children (``-1``: leaf)."""
-    nodes, left, right = [], [], []
+    nodes: list[int] = []
+    left: list[int] = []
+    right: list[int] = []
     stack = [(root, -1, 0)]
     while stack:
         node, parent, side = stack.pop()

@@ -246,7 +246,7 @@ def budget_prune(
         path = budget_prune_path(forest, X, y, costs, progress=progress, **options)
         return path.forest(path.best_within(float(budget)))
     problem, f, _, _ = prepare(forest, X, y, costs, **options)
-    return pruned_forest(f, problem, solve(problem, float(lam)))
+    return pruned_forest(f, problem, solve(problem, float(lam)))  # type: ignore[arg-type]  # lam given
 
 
 def budget_prune_path(

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
+import lightgbm
 import numpy as np
 import pytest
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
+from sklearn.frozen import FrozenEstimator
 from sklearn.tree import DecisionTreeClassifier
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval
 from thrifty._validation import class_labels, validate_frame
+from thrifty.cascade import CronusClassifier
 from thrifty.estimator_checks import (
     BudgetCase,
     check_budget_met,
@@ -27,6 +30,7 @@ from thrifty.estimator_checks import (
     parametrize_with_budget_checks,
 )
 from thrifty.forest import Forest
+from thrifty.order import QWYCClassifier
 from thrifty.prune import BudgetPrunedClassifier
 from thrifty.runtime import Full, evaluate
 from thrifty.train.adapt import ADAPTClassifier
@@ -132,6 +136,15 @@ CASES = [
             RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0), progress=False
         ),
         budgets=(4.0, 8.0, 30.0),
+    ),
+]
+
+# order + cascade: QWYC on a frozen fitted LightGBM (no labels needed), Cronus fitting its own
+_GBT = lightgbm.LGBMClassifier(n_estimators=12, num_leaves=4, verbose=-1, n_jobs=1)
+CASES += [
+    case(QWYCClassifier(FrozenEstimator(clone(_GBT).fit(X, y)), progress=False), budgets=(8.5, 10.0, 13.0)),
+    case(
+        CronusClassifier(_GBT, n_stages=2, max_cycles=1, n_lams=4, progress=False), budgets=(5.0, 14.0, 20.0)
     ),
 ]
 

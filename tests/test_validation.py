@@ -54,7 +54,7 @@ ESTIMATORS = {
     "BudgetRF": lambda X, c: BudgetRFClassifier(6, costs=c, max_depth=4, random_state=0, progress=False),
     "ADAPT": lambda X, c: ADAPTClassifier(_rf(X), costs=c, n_estimators=8, progress=False),
     "BudgetPrune": lambda X, c: BudgetPrunedClassifier(_rf(X), costs=c, lam=0.01, progress=False),
-    "Cronus": lambda X, c: CronusClassifier(_cegb(X), c, n_stages=2, n_lams=2, progress=False),
+    "Cronus": lambda X, c: CronusClassifier(_cegb(X), costs=c, n_stages=2, n_lams=2, progress=False),
     "QWYC": lambda X, c: QWYCClassifier(_cegb(X), costs=c, progress=False),
 }
 
@@ -128,7 +128,7 @@ def test_budget_prune_refuses_a_boosted_model_and_says_what_to_use():
     [
         # a LightGBM random forest, which BudgetPrune prunes
         lambda m, c: BudgetPrunedClassifier(m["rf"], costs=c, lam=0.01, progress=False),
-        lambda m, c: CronusClassifier(m["gbdt"], c, n_stages=2, n_lams=2, progress=False),
+        lambda m, c: CronusClassifier(m["gbdt"], costs=c, n_stages=2, n_lams=2, progress=False),
         lambda m, c: QWYCClassifier(m["gbdt"], costs=c, progress=False),
     ],
     ids=["BudgetPrune", "Cronus", "QWYC"],

@@ -9,7 +9,7 @@ from thrifty._version import __version__
 # nor scikit-learn nor LightGBM.
 if TYPE_CHECKING:
     from thrifty.cascade import CronusClassifier, cronus
-    from thrifty.comparison import Comparison, compare
+    from thrifty.comparison.compare import Comparison, compare
     from thrifty.costs import CostModel, CostReport
     from thrifty.forest import Forest
     from thrifty.io import load, save

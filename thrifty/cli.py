@@ -393,13 +393,14 @@ def _categorical(X: Any) -> Any:
 def _info(args: argparse.Namespace) -> int:
     if args.costs is not None and args.data is None:
         raise InputError("--costs prices a model's features on data; give --data DATA too")
+    from thrifty.forest import Forest
     from thrifty.io import load
     from thrifty.runtime.evaluate import evaluate
     from thrifty.runtime.plans import as_plan
 
     model = load(args.model)
     plan = as_plan(model)
-    forests = [c for c in plan.components() if hasattr(c, "n_trees")]
+    forests = [c for c in plan.components() if isinstance(c, Forest)]
     names = plan.feature_names or [f"f{i}" for i in range(plan.n_features)]
     used = [names[i] for i in np.flatnonzero(plan.feature_usage())]
     depths = np.concatenate([f.tree_depths() for f in forests]) if forests else np.zeros(0, int)

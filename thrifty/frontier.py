@@ -285,10 +285,10 @@ def _named_metric(name: str, ev: Evaluation, y: Any, qid: Any) -> float:
     if base in ("precision", "ndcg"):
         if qid is None:
             raise InputError(f"metric {name!r} needs qid= (the query id of each example)")
-        fn = metrics.precision_at_k if base == "precision" else metrics.ndcg_at_k
+        at_k = metrics.precision_at_k if base == "precision" else metrics.ndcg_at_k
         if k and not k.isdigit():
             raise InputError(f"metric {name!r}: k must be an integer, as in 'ndcg@10'")
-        return fn(y, ev.raw, qid, k=int(k)) if k else fn(y, ev.raw, qid)
+        return at_k(y, ev.raw, qid, k=int(k)) if k else at_k(y, ev.raw, qid)
     raise InputError(
         f"unknown metric {name!r}; use 'accuracy', 'auc', 'log_loss', "
         "'precision@k', 'ndcg@k' or a callable(y, evaluation)"

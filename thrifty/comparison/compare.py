@@ -370,7 +370,9 @@ def compare(
             for m in chosen
         ]
     # Under cross-validation a share of the allowance is kept for the final refit.
-    select_end = None if wall_end is None else wall_end - (time_limit / (k + 1) if k else 0.0)
+    select_end = (
+        None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
+    )
     results = _sweep(tasks, executor, select_end, progress)
     table = select(results, METHODS)
     skipped = _skipped(results)
@@ -384,7 +386,7 @@ def compare(
         # without its refit cannot be confirmed): the whole run then overruns by as much.
         refit_end = (
             None
-            if wall_end is None
+            if wall_end is None or time_limit is None
             else max(wall_end + REFIT_GRACE * float(time_limit), time.time() + float(time_limit) / (k + 1))
         )
         models, refit_stopped = _refit(
@@ -449,7 +451,7 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
 
 
 def _final_context(
-    rows: tuple,
+    rows: tuple[Any, np.ndarray, np.ndarray | None],
     task: str,
     costs: CostModel,
     params: dict[str, Any],

@@ -225,7 +225,7 @@ def method(key: str, name: str, family: str, tasks: Sequence[str] = TASKS) -> Ca
     return register
 
 
-def timed(name: str, build: Callable[[], Any], **params: Any) -> Candidate:
+def timed(name: str, build: Callable[..., Any], **params: Any) -> Candidate:
     """Run ``build()`` and wrap its result as a Candidate with its wall-clock time."""
     start = time.perf_counter()
     model = build()
@@ -289,7 +289,7 @@ def _only(X: Any, keep: list[str]) -> Any:
 def _capacity(ctx: Context) -> dict[str, Any]:
     """The plain model's settings for the CEGB family, so only the cost penalty differs."""
     p = dict(ctx.lightgbm_params)
-    own = {
+    own: dict[str, Any] = {
         k: p.pop(k)
         for k in (
             "n_estimators",

@@ -56,8 +56,9 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
         m = methods[key]
         names = [row["name"] for row in done[0].rows]
         for name in names:
-            per_fold = [next((row for row in r.rows if row["name"] == name), None) for r in done]
-            if any(row is None for row in per_fold):
+            found = [next((row for row in r.rows if row["name"] == name), None) for r in done]
+            per_fold = [row for row in found if row is not None]
+            if len(per_fold) < len(found):
                 continue
             first = per_fold[0]
             row = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,7 +183,7 @@ def run_task(t: FitTask) -> TaskResult:
                 continue
             wanted.discard(cand.name)
         row = {"name": cand.name, "params": dict(cand.params), "fit_seconds": cand.fit_seconds}
-        if t.X_eval is not None:
+        if t.X_eval is not None and t.y_eval is not None:
             row.update(measure(cand.model, t.X_eval, t.y_eval, t.qid_eval, t.costs, t.task)[0])
         result.rows.append(row)
         if t.keep_models or wanted is not None:
@@ -212,7 +212,7 @@ def measure(
     if task in ("binary", "multiclass"):
         out["balanced_accuracy"] = metrics.balanced_accuracy(y, ev.labels)
         out["auc"] = metrics.macro_auc(y, ev.proba, plan.classes)
-        out["single_class"] = bool(len(np.unique(ev.labels)) == 1)
+        out["single_class"] = bool(len(np.unique(np.asarray(ev.labels))) == 1)
     return out, ev
 
 
@@ -257,9 +257,9 @@ def run_tasks(
             if deadline is not None:
                 t.deadline = deadline
                 t.seconds = max(0.0, deadline - time.time()) / (len(tasks) - i)
-            results[i] = run_task(t)
+            results[i] = result = run_task(t)
             if on_done is not None:
-                on_done(results[i])
+                on_done(result)
         return results  # type: ignore[return-value]
     if deadline is not None:
         share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, len(tasks))
@@ -268,13 +268,13 @@ def run_tasks(
     futures = {executor.submit(run_task, t): i for i, t in enumerate(tasks)}
     for future in _as_completed(list(futures)):
         i = futures[future]
-        results[i] = _result(future, tasks[i])
+        results[i] = result = _result(future, tasks[i])
         if deadline is not None and time.time() >= deadline:
             for f in futures:  # not started by the deadline: never started at all
                 if not f.done():
                     f.cancel()
         if on_done is not None:
-            on_done(results[i])
+            on_done(result)
     return [
         r if r is not None else TaskResult(t.method, t.fold, started=False) for r, t in zip(results, tasks)
     ]
@@ -375,7 +375,7 @@ class Reporter:
         self.fold_left = Counter(t.fold for t in tasks)
         self.n_methods, self.n_folds = len(self.left), len(self.fold_left)
         self.rows: Counter[str] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
         self.names, self.stage, self.done = names, stage, 0
         self.start = time.perf_counter()
         self.terminal = enabled and sys.stderr.isatty()

@@ -39,7 +39,7 @@ class Dataset:
         ``meta["categorical"]`` have pandas ``category`` dtype (categories: the sorted values
         found in all rows). Missing values are NaN.
     y : numpy.ndarray
-        Labels as read from the files (text labels stay text, e.g. letter's ``"A"``...``"Z"``).
+        Labels as read from the files (text labels stay text, e.g. letter's ``"A"`` to ``"Z"``).
     qid : numpy.ndarray of int64 or None
         Query id of each row (ranking only). Ids are made unique across files: a file whose
         ids would collide with an earlier file's is shifted past that file's largest id, so a
@@ -106,9 +106,9 @@ class Dataset:
         ValueError
             If the dataset is not a ranking dataset or a query's rows are not consecutive.
         """
-        if self.qid is None:
-            raise InputError(f"dataset {self.name!r} is not a ranking dataset (it has no qid)")
         _, _, q = self.subset(split)
+        if q is None:
+            raise InputError(f"dataset {self.name!r} is not a ranking dataset (it has no qid)")
         if len(q) == 0:
             return np.zeros(0, dtype=np.int64)
         starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])

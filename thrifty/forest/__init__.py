@@ -6,9 +6,9 @@ from thrifty._lazy import attach
 
 if TYPE_CHECKING:
     from thrifty.forest._forest import Forest
-    from thrifty.forest.links import raw_to_proba
     from thrifty.forest._inputs import to_matrix
     from thrifty.forest._traverse import next_node
+    from thrifty.forest.links import raw_to_proba
 
 __all__ = ["Forest", "next_node", "raw_to_proba", "to_matrix"]
 

@@ -69,6 +69,8 @@ class CompiledPlan:
         self.costs = costs
         self.parts: tuple[CompiledPlan, ...] = ()
         self.schedule: NativeSchedule | None = None
+        self.native: bool
+        self.compile_seconds: float
         if isinstance(self.plan, Gated):
             self.parts = tuple(
                 CompiledPlan(p, progress=progress) for p in (self.plan.gate, self.plan.low, self.plan.high)

@@ -14,6 +14,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.providers import http_provider, sql_provider
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
 from thrifty.runtime._results import Evaluation, costs_for
@@ -22,6 +23,9 @@ from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Full, Plan, as_plan
 from thrifty.runtime.rounds import Requests
 from thrifty.serve.rows import BadRequest, RowReader
+
+# Starlette and httpx are the optional extra thrifty[serve]: imported where used, so that this
+# module imports without them and create_app() names the extra to install.
 
 
 def create_app(
@@ -108,8 +112,6 @@ def store_provider(
     URL is a SQLAlchemy database URL, read with :func:`sql_provider` from ``table`` keyed by
     ``key_column``. Feature names are the model's.
     """
-    from thrifty.providers import http_provider, sql_provider
-
     if url is None:
         if table or key_column:
             raise InputError("--table and --key-column need --provider DATABASE_URL")
@@ -252,16 +254,17 @@ class _Service:
         )
 
     def _results(self, keys: list[Any], ev: Evaluation) -> list[dict[str, Any]]:
-        c = ev.cost
+        c, proba, latency = ev.cost, ev.proba, ev.cost.latency
+        assert latency is not None  # _evaluate always measures it
         out = []
         for i, k in enumerate(keys):
             r: dict[str, Any] = {self.key: k, "prediction": _plain(ev.predictions[i])}
-            if ev.proba is not None:
-                r["probabilities"] = ev.proba[i].tolist()
+            if proba is not None:
+                r["probabilities"] = proba[i].tolist()
             r.update(
                 cost=float(c.total[i]),
                 feature_cost=float(c.feature[i]),
-                latency=float(c.latency[i]),
+                latency=float(latency[i]),
                 trees=int(c.n_trees[i]),
                 exit=int(ev.exit[i]),
                 acquired=[self.names[j] for j in np.flatnonzero(c.acquired[i])],

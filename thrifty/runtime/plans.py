@@ -522,7 +522,8 @@ class Opaque(_Model):
         )
 
     def __repr__(self) -> str:
-        return f"Opaque({getattr(self.function, '__qualname__', self.function)!r}, features={len(self.features)})"
+        name = getattr(self.function, "__qualname__", self.function)
+        return f"Opaque({name!r}, features={len(self.features)})"
 
 
 class Gated(Plan):

@@ -49,16 +49,7 @@ class Twin:
 @njit(parallel=True, cache=True)
 def sweep(
     X,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     value,
     roots,
     tree_weight,
@@ -75,6 +66,18 @@ def sweep(
     This is both ``predict_raw`` and the runtime's dense evaluation of a ``Full`` plan, so
     accounting cost costs two stores per split and nothing else.
     """
+    (
+        feature,
+        fast_threshold,
+        threshold,
+        children_left,
+        children_right,
+        missing_left,
+        missing_type,
+        cat_start,
+        cat_size,
+        cat_bitsets,
+    ) = nodes
     n = X.shape[0]
     width = value.shape[1]
     n_blocks = (n + _BLOCK - 1) // _BLOCK
@@ -91,16 +94,7 @@ def sweep(
                     i,
                     i + 1,
                     root,
-                    feature,
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
+                    nodes,
                     record,
                     touched,
                     n_nodes,
@@ -112,16 +106,7 @@ def sweep(
                     X,
                     hi - 1,
                     root,
-                    feature,
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
+                    nodes,
                     record,
                     touched,
                     n_nodes,
@@ -135,19 +120,22 @@ SWEEP = Twin(sweep)
 @njit(parallel=True, cache=True)
 def _apply(
     X,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     roots,
     out,
 ):
+    (
+        feature,
+        fast_threshold,
+        threshold,
+        children_left,
+        children_right,
+        missing_left,
+        missing_type,
+        cat_start,
+        cat_size,
+        cat_bitsets,
+    ) = nodes
     for i in prange(X.shape[0]):
         for t in range(roots.shape[0]):
             node = roots[t]
@@ -169,19 +157,8 @@ def _apply(
 
 
 def node_args(forest: Forest) -> tuple:
-    """The node arrays in the order the kernels take them."""
-    return (
-        forest.feature,
-        forest._fast_threshold,
-        forest.threshold,
-        forest.children_left,
-        forest.children_right,
-        forest.missing_left,
-        forest.missing_type,
-        forest.cat_start,
-        forest.cat_size,
-        forest.cat_bitsets,
-    )
+    """The node record the kernels take: one tuple of the node arrays (``Forest.nodes``)."""
+    return forest.nodes
 
 
 class threads:
@@ -212,7 +189,7 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
     with threads(n_threads):
         SWEEP.for_rows(X.shape[0])(
             X,
-            *node_args(forest),
+            node_args(forest),
             forest.value,
             forest.roots,
             forest.tree_weight,
@@ -229,5 +206,5 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
 def apply(forest: Forest, X: np.ndarray) -> np.ndarray:
     out = np.empty((X.shape[0], forest.n_trees), dtype=np.int32)
     if X.shape[0]:
-        _apply(X, *node_args(forest), forest.roots, out)
+        _apply(X, node_args(forest), forest.roots, out)
     return out

@@ -115,16 +115,7 @@ def walk_pair(
     i,
     j,
     root,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     record,
     touched,
     n_nodes,
@@ -132,6 +123,18 @@ def walk_pair(
     """Leaves reached by rows ``i`` and ``j`` from ``root``, walked in lockstep so their
     independent chains of loads overlap in the CPU; with ``record``, marks the features each
     row tests and counts its splits."""
+    (
+        feature,
+        fast_threshold,
+        threshold,
+        children_left,
+        children_right,
+        missing_left,
+        missing_type,
+        cat_start,
+        cat_size,
+        cat_bitsets,
+    ) = nodes
     a = root
     c = root
     va = 0
@@ -186,21 +189,24 @@ def walk_one(
     X,
     i,
     root,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     record,
     touched,
     n_nodes,
 ):
     """Leaf reached by row ``i`` from ``root`` (``walk_pair`` for a lone row)."""
+    (
+        feature,
+        fast_threshold,
+        threshold,
+        children_left,
+        children_right,
+        missing_left,
+        missing_type,
+        cat_start,
+        cat_size,
+        cat_bitsets,
+    ) = nodes
     node = root
     while feature[node] >= 0:
         f = feature[node]

@@ -123,7 +123,7 @@ class _SequentialExecutor(_ForestOutputs):
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
             SWEEP.for_rows(c.n)(
                 X,
-                *node_args(f),
+                node_args(f),
                 f.value,
                 f.roots,
                 f.tree_weight,
@@ -148,7 +148,7 @@ class _SequentialExecutor(_ForestOutputs):
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
             _kernels.run_sequential_dense(
                 X,
-                *node_args(f),
+                node_args(f),
                 f.value,
                 f.roots,
                 f.tree_weight,
@@ -178,7 +178,7 @@ class _SequentialExecutor(_ForestOutputs):
             c.known,
             c.all_known,
             f.input_dtype == "float32",
-            *node_args(f),
+            node_args(f),
             f.value,
             f.roots,
             f.tree_weight,
@@ -275,7 +275,7 @@ class _CascadeExecutor(_ForestOutputs):
             c.known,
             c.all_known,
             f.input_dtype == "float32",
-            *node_args(f),
+            node_args(f),
             f.value,
             f.roots,
             f.tree_weight,

@@ -77,16 +77,7 @@ def run_sequential(
     known,
     all_known,
     round32,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     value,
     roots,
     tree_weight,
@@ -119,6 +110,18 @@ def run_sequential(
     ``bin_pos`` and negative below its ``bin_neg`` (Fan et al.'s dynamic scheduling); a bin not
     listed freezes the row: it is evaluated in full, with no further exits.
     """
+    (
+        feature,
+        fast_threshold,
+        threshold,
+        children_left,
+        children_right,
+        missing_left,
+        missing_type,
+        cat_start,
+        cat_size,
+        cat_bitsets,
+    ) = nodes
     n_order = order.shape[0]
     width = value.shape[1]
     n_blocks = (rows.shape[0] + _BLOCK - 1) // _BLOCK
@@ -248,16 +251,7 @@ def _exit_after(i, p, g, eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos,
 @njit(parallel=True, cache=True)
 def run_sequential_dense(
     X,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     value,
     roots,
     tree_weight,
@@ -285,6 +279,18 @@ def run_sequential_dense(
     and walks them two at a time (``walk_pair``). Single-output forests; rows start at 0.
     Large blocks keep late positions cheap (a tree's nodes are fetched once per block however
     few of its rows remain), so ``block`` is as large as keeping every thread busy allows."""
+    (
+        feature,
+        fast_threshold,
+        threshold,
+        children_left,
+        children_right,
+        missing_left,
+        missing_type,
+        cat_start,
+        cat_size,
+        cat_bitsets,
+    ) = nodes
     n = X.shape[0]
     n_order = order.shape[0]
     n_blocks = (n + block - 1) // block
@@ -307,16 +313,7 @@ def run_sequential_dense(
                     i,
                     j,
                     root,
-                    feature,
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
+                    nodes,
                     True,
                     touched,
                     n_nodes,
@@ -329,16 +326,7 @@ def run_sequential_dense(
                     X,
                     i,
                     root,
-                    feature,
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
+                    nodes,
                     True,
                     touched,
                     n_nodes,
@@ -379,16 +367,7 @@ def run_cascade(
     known,
     all_known,
     round32,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     value,
     roots,
     tree_weight,
@@ -415,6 +394,18 @@ def run_cascade(
     ``h_t(x) = tree_weight[t] * leaf value``; each tree is evaluated at most once per example
     and its output reused by later stages.
     """
+    (
+        feature,
+        fast_threshold,
+        threshold,
+        children_left,
+        children_right,
+        missing_left,
+        missing_type,
+        cat_start,
+        cat_size,
+        cat_bitsets,
+    ) = nodes
     n_stages = stage_ptr.shape[0] - 1
     for r in prange(rows.shape[0]):
         i = rows[r]

@@ -201,9 +201,9 @@ def test_plans_it_does_not_compile_run_on_the_interpreter():
     ).native
 
 
-def test_cache_pickle_and_plan_method():
+def test_cache_and_pickle():
     plan = PLANS["sequential"]
-    first = plan.compile(cost_model())
+    first = thrifty.compile(plan, cost_model())
     again = thrifty.compile(plan, cost_model())
     assert again.compile_seconds == 0.0 and again.schedule.native.from_cache
     X = random_inputs(np.random.default_rng(13), 30, N_FEATURES)

@@ -1,6 +1,8 @@
 """The command line on data files as users write them: odd header names, repeated names, no costs."""
 
 import json
+import subprocess
+import sys
 
 import lightgbm
 import numpy as np
@@ -152,10 +154,81 @@ def test_evaluate_without_costs_warns_that_every_feature_costs_1(tmp_path, capsy
     assert "warning" not in capsys.readouterr().err
 
 
-def test_a_bug_is_not_reported_as_a_user_error(monkeypatch):
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        # a binary file named .csv
+        (b"\xff\xfe\x00\x81garbage", "is not a readable CSV file"),
+        # an empty file
+        (b"", "is not a readable CSV file"),
+        # rows longer than the header
+        (b"a,b,target\n1,2,0\n1,2,3,4,5\n", "is not a readable CSV file"),
+    ],
+)
+def test_an_unreadable_data_file_is_one_line(tmp_path, capsys, content, message):
+    X, y, _ = _files(tmp_path, ["a", "b"])
+    thrifty.save(
+        thrifty.Forest.from_model(lightgbm.LGBMClassifier(n_estimators=2, verbose=-1).fit(X, y)),
+        tmp_path / "model.json",
+    )
+    (tmp_path / "bad.csv").write_bytes(content)
+    assert main(["evaluate", str(tmp_path / "model.json"), str(tmp_path / "bad.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("thrifty: error: ") and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        thrifty.exceptions.InputError("the costs name a feature 'x' the model lacks"),
+        thrifty.exceptions.BudgetError("no candidate meets the budget 1; raise it to >= 2"),
+        FileNotFoundError("data file 'x.csv' does not exist"),
+        PermissionError("[Errno 13] Permission denied: 'model.json'"),
+    ],
+)
+def test_thriftys_own_errors_and_os_errors_are_one_line(monkeypatch, capsys, error):
+    def fails(args):
+        raise error
+
+    monkeypatch.setattr(cli, "_info", fails)
+    assert main(["info", "model.json"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"thrifty: error: {error}\n"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # a library's ValueError is not a message written for the user
+        ValueError("operands could not be broadcast together with shapes (3,) (4,)"),
+        TypeError("unsupported operand type(s) for +: 'int' and 'str'"),
+        KeyError("feature_names"),
+    ],
+)
+def test_a_bug_is_not_reported_as_a_user_error(monkeypatch, error):
     def broken(args):
-        raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
+        raise error
 
     monkeypatch.setattr(cli, "_info", broken)
-    with pytest.raises(TypeError, match="unsupported operand"):
+    with pytest.raises(type(error)) as raised:
         main(["info", "model.json"])
+    assert raised.value is error
+
+
+def test_the_command_shows_a_bugs_traceback_and_a_user_errors_line(tmp_path):
+    def run(code):
+        return subprocess.run(
+            [sys.executable, "-c", f"import sys; from thrifty import cli; {code}; sys.exit(cli.main())"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            cwd=tmp_path,
+        )
+
+    user = run("sys.argv[1:] = ['info', 'nosuch.json']")
+    assert user.returncode == 2
+    assert user.stderr == "thrifty: error: model file 'nosuch.json' does not exist\n"
+    bug = run("cli._info = lambda args: 1 / 0; sys.argv[1:] = ['info', 'nosuch.json']")
+    assert bug.returncode == 1
+    assert "Traceback (most recent call last)" in bug.stderr and "ZeroDivisionError" in bug.stderr

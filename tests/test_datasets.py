@@ -16,10 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import thrifty
 from thrifty import CostModel, datasets
-from thrifty.datasets import ChecksumError, Dataset
+from thrifty.datasets import ChecksumError, Dataset, converters, fetch, registry
 
-EMBEDDED = Path(datasets.__file__).parent / "data"
+EMBEDDED = Path(thrifty.__file__).parent / "data"
 HEART_COSTS_TOTAL = 600.57  # sum of Turney's 13 heart test prices, Canadian dollars
 
 
@@ -296,7 +297,7 @@ def test_checksum_is_cached_per_process(tmp_path, monkeypatch):
     _heart_folder(tmp_path)
     datasets.load("heart", data_home=tmp_path)
     calls = []
-    monkeypatch.setattr(datasets, "_sha256", lambda data: calls.append(1) or hashlib.sha256(data).hexdigest())
+    monkeypatch.setattr(fetch, "_sha256", lambda data: calls.append(1) or hashlib.sha256(data).hexdigest())
     datasets.load("heart", data_home=tmp_path)
     datasets.load("heart", data_home=tmp_path)
     assert calls == []
@@ -363,7 +364,7 @@ def test_convert_letter_from_uci_format(tmp_path):
     _zip(tmp_path / "letter+recognition.zip", {"letter-recognition.data": lines})
     folder = datasets.convert("letter", tmp_path, data_home=tmp_path / "home")
     text = gzip.decompress((folder / "data.csv.gz").read_bytes()).decode().splitlines()
-    assert text[0] == ",".join(datasets._LETTER_FEATURES + ["target"])
+    assert text[0] == ",".join(registry.LETTER_FEATURES + ["target"])
     # exactly the first two rows of the shared letter/data.csv.gz
     assert text[1] == "2.0,8.0,3.0,5.0,1.0,8.0,13.0,0.0,6.0,6.0,10.0,8.0,0.0,8.0,0.0,8.0,T"
     assert text[2] == "5.0,12.0,3.0,7.0,2.0,10.0,5.0,5.0,4.0,13.0,3.0,9.0,2.0,8.0,4.0,10.0,I"
@@ -371,7 +372,7 @@ def test_convert_letter_from_uci_format(tmp_path):
 
 def _cleveland_lines(ds: Dataset) -> list[str]:
     """Rows of a heart Dataset written back in processed.cleveland.data's numeric format."""
-    inverse = {col: {v: k for k, v in codes.items()} for col, codes in datasets._HEART_CODES.items()}
+    inverse = {col: {v: k for k, v in codes.items()} for col, codes in registry.HEART_CODES.items()}
     lines = []
     for i in range(len(ds.X)):
         row = []
@@ -497,7 +498,7 @@ def _heart_zip_bytes(tmp_path: Path) -> bytes:
 
 
 def test_download_without_network(tmp_path, monkeypatch):
-    url = datasets._REGISTRY["heart"].sources[0].url
+    url = registry.REGISTRY["heart"].sources[0].url
     assert url == "https://archive.ics.uci.edu/static/public/45/heart+disease.zip"
     web = _FakeWeb({url: _heart_zip_bytes(tmp_path)})
     monkeypatch.setattr(urllib.request, "urlopen", web)
@@ -515,31 +516,51 @@ def test_download_without_network(tmp_path, monkeypatch):
 
 
 def test_download_goes_to_the_user_cache_by_default(tmp_path, monkeypatch, no_data_home):
-    url = datasets._REGISTRY["heart"].sources[0].url
+    url = registry.REGISTRY["heart"].sources[0].url
     monkeypatch.setattr(urllib.request, "urlopen", _FakeWeb({url: _heart_zip_bytes(tmp_path)}))
     assert datasets.download("heart") == no_data_home / "heart"
     assert datasets.load("heart").path == no_data_home / "heart"
 
 
 def test_download_verifies_recorded_sha256(tmp_path, monkeypatch):
-    spec = datasets._REGISTRY["heart"]
+    spec = registry.REGISTRY["heart"]
     data = _heart_zip_bytes(tmp_path)
     monkeypatch.setattr(urllib.request, "urlopen", _FakeWeb({spec.sources[0].url: data}))
     wrong = dataclasses.replace(spec, sources=(dataclasses.replace(spec.sources[0], sha256="f" * 64),))
-    monkeypatch.setitem(datasets._REGISTRY, "heart", wrong)
+    monkeypatch.setitem(registry.REGISTRY, "heart", wrong)
     with pytest.raises(ChecksumError, match="heart"):
         datasets.download("heart", data_home=tmp_path / "home")
     assert not (tmp_path / "home" / "heart").exists()
     right = dataclasses.replace(
         spec, sources=(dataclasses.replace(spec.sources[0], sha256=hashlib.sha256(data).hexdigest()),)
     )
-    monkeypatch.setitem(datasets._REGISTRY, "heart", right)
+    monkeypatch.setitem(registry.REGISTRY, "heart", right)
     assert datasets.download("heart", data_home=tmp_path / "home").is_dir()
 
 
 def test_every_dataset_has_a_public_source():
-    for name, spec in datasets._REGISTRY.items():
+    for name, spec in registry.REGISTRY.items():
         assert spec.sources and all(s.url.startswith("https://") for s in spec.sources), name
         assert spec.origin.startswith("https://"), name
-    assert datasets._REGISTRY["higgs_small"].origin.endswith("/280/higgs.zip")
-    assert datasets._REGISTRY["adult"].sources[0].url.endswith("/2/adult.zip")
+    assert registry.REGISTRY["higgs_small"].origin.endswith("/280/higgs.zip")
+    assert registry.REGISTRY["adult"].sources[0].url.endswith("/2/adult.zip")
+
+
+def test_every_registered_dataset_has_a_converter():
+    assert set(converters.CONVERTERS) == set(registry.REGISTRY)
+
+
+def test_the_package_exposes_its_public_names_lazily():
+    assert sorted(datasets.__all__) == sorted(
+        [
+            "ChecksumError",
+            "Dataset",
+            "convert",
+            "download",
+            "list_datasets",
+            "load",
+            "load_demo",
+            "yahoo_costs",
+        ]
+    )
+    assert datasets.load is thrifty.datasets.dataset.load and datasets.convert is fetch.convert

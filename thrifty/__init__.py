@@ -1,35 +1,42 @@
 """thrifty: tree-ensemble predictions that pay only for the features and trees they need."""
 
+from typing import TYPE_CHECKING
+
+from thrifty._lazy import attach
 from thrifty._version import __version__
-from thrifty.cascade import CronusClassifier, cronus
-from thrifty.comparison import Comparison, compare
-from thrifty.costs import CostModel, CostReport
-from thrifty.forest import Forest
-from thrifty.io import load, save
-from thrifty.order import QWYCClassifier, qwyc
-from thrifty.prune import BudgetPrunedClassifier, budget_prune
-from thrifty.runtime import (
-    Cascade,
-    CompiledPlan,
-    Evaluation,
-    Full,
-    Gated,
-    Linear,
-    Opaque,
-    Sequential,
-    compile,  # noqa: A004 (thrifty.compile, like the builtin, turns a description into code)
-    evaluate,
-    evaluate_async,
-)
-from thrifty.train import (
-    ADAPTClassifier,
-    BudgetRFClassifier,
-    CEGBClassifier,
-    CEGBRanker,
-    CEGBRegressor,
-    GreedyMiserClassifier,
-    GreedyMiserRegressor,
-)
+
+# Imported on first use (PEP 562): `import thrifty.costs` and `thrifty --help` load neither numba
+# nor scikit-learn nor LightGBM.
+if TYPE_CHECKING:
+    from thrifty.cascade import CronusClassifier, cronus
+    from thrifty.comparison.compare import Comparison, compare
+    from thrifty.costs import CostModel, CostReport
+    from thrifty.forest import Forest
+    from thrifty.io import load, save
+    from thrifty.order import QWYCClassifier, qwyc
+    from thrifty.prune import BudgetPrunedClassifier, budget_prune
+    from thrifty.runtime import (
+        Cascade,
+        CompiledPlan,
+        Evaluation,
+        Full,
+        Gated,
+        Linear,
+        Opaque,
+        Sequential,
+        compile,  # noqa: A004 (thrifty.compile, like the builtin, turns a description into code)
+        evaluate,
+        evaluate_async,
+    )
+    from thrifty.train import (
+        ADAPTClassifier,
+        BudgetRFClassifier,
+        CEGBClassifier,
+        CEGBRanker,
+        CEGBRegressor,
+        GreedyMiserClassifier,
+        GreedyMiserRegressor,
+    )
 
 __all__ = [
     "ADAPTClassifier",
@@ -65,3 +72,5 @@ __all__ = [
     "save",
     "__version__",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -44,13 +45,21 @@ def check_width(n_columns: int, n_features: int, what: str) -> None:
 def costs_for_X(costs: Any, names: list[str] | None, n_features: int) -> Any:
     """An estimator's ``costs`` as a CostModel aligned to the columns of ``X``.
 
-    ``None`` prices every feature at 1; a sequence gives one price per column; a CostModel is
-    matched by name when it and ``X`` both have names, else by position.
+    ``None`` prices every feature at 1; a sequence gives one price per column; a mapping
+    prices features by name (``X`` needs column names); a CostModel is matched by name when it
+    and ``X`` both have names, else by position.
     """
     from thrifty.costs import CostModel
 
     if costs is None:
         return CostModel.uniform(n_features, feature_names=names)
+    if isinstance(costs, Mapping):
+        if names is None:
+            raise InputError(
+                "costs are given by feature name but X has no column names; pass X as a DataFrame, or "
+                "give one cost per column"
+            )
+        return CostModel(dict(costs), feature_names=names)
     if isinstance(costs, CostModel):
         if names is None or costs.feature_names is None:
             check_width(n_features, costs.n_features, "the cost model prices")
@@ -71,6 +80,7 @@ def validate_frame(est: Any, X: Any, y: Any = "no_validation") -> Any:
     """
     from sklearn.utils.validation import validate_data
 
+    X = to_frame(X)
     reset = not isinstance(y, str)
     frame = hasattr(X, "columns") and hasattr(X, "iloc")
     out = validate_data(
@@ -90,3 +100,106 @@ def validate_frame(est: Any, X: Any, y: Any = "no_validation") -> Any:
             raise InputError(f"y must be 1-d with one label per row of X ({X.shape[0]}), got shape {y.shape}")
         return X, y
     return out
+
+
+def to_frame(X: Any) -> Any:
+    """``X`` with polars and pyarrow tables turned into pandas DataFrames; anything else as is.
+
+    Column names are kept, and dictionary / categorical columns become pandas categoricals,
+    so costs can be matched by name and categories coded as the forest stores them.
+    """
+    module = type(X).__module__.split(".")[0]
+    if module == "polars" and hasattr(X, "to_pandas"):
+        return X.to_pandas()
+    if module == "pyarrow" and hasattr(X, "to_pandas") and hasattr(X, "column_names"):
+        return X.to_pandas()
+    return X
+
+
+def check_sample_weight(sample_weight: Any, n: int) -> np.ndarray | None:
+    """``sample_weight`` as float64 of shape ``(n,)``: finite, ``>= 0``, not all zero (``None`` stays)."""
+    from sklearn.utils.validation import column_or_1d
+
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    w = column_or_1d(w)
+    if w.shape != (n,):
+        raise InputError(f"sample_weight has {w.shape[0]} values for {n} rows of X; give one weight per row")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise InputError("sample_weight must be finite and >= 0")
+    if w.sum() <= 0:
+        raise InputError(
+            "sample_weight is zero for every row (all weights zero); give at least one row a positive weight"
+        )
+    return w
+
+
+def is_fitted_model(model: Any) -> bool:
+    """Whether ``model`` can be used as it is: a thrifty Forest or plan, a model with no ``fit``,
+    a ``FrozenEstimator``, or a fitted estimator (scikit-learn's ``check_is_fitted``)."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    from thrifty.forest import Forest
+    from thrifty.runtime.plans import Plan
+
+    if isinstance(model, Forest | Plan) or not hasattr(model, "fit") or _is_frozen(model):
+        return True
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
+        return False
+    except TypeError:  # not a scikit-learn estimator (e.g. a raw booster): usable as it is
+        return True
+    return True
+
+
+def _is_frozen(model: Any) -> bool:
+    return type(model).__name__ == "FrozenEstimator" and hasattr(model, "estimator")
+
+
+def as_forest(model: Any, *, feature_names: Any = None, who: str = "thrifty") -> Any:
+    """The Forest of ``model``, the one conversion every method uses.
+
+    A Forest passes through; a ``FrozenEstimator`` is unwrapped; a fitted thrifty estimator
+    gives its ``forest_``; a fitted LightGBM, XGBoost or scikit-learn tree model is imported
+    with ``Forest.from_model`` (``feature_names`` as there).
+
+    Raises
+    ------
+    UnsupportedModelError
+        For a model of a type no importer handles (a ``TypeError``).
+    InputError
+        For an unfitted model, naming ``who`` needs it fitted.
+    """
+    from thrifty.forest import Forest
+
+    if isinstance(model, Forest):
+        return model
+    if _is_frozen(model):
+        model = model.estimator
+    if type(model).__module__.startswith("thrifty."):
+        inner = getattr(model, "forest_", None)
+        if not isinstance(inner, Forest):
+            raise InputError(f"{who} needs a fitted {type(model).__name__}; call its fit first")
+        return inner
+    if not is_fitted_model(model):
+        raise InputError(f"{who} needs a fitted {type(model).__name__}; fit it first (or let {who} fit it)")
+    if feature_names is None:
+        return Forest.from_model(model)
+    return Forest.from_model(model, feature_names=feature_names)
+
+
+def as_plan(model: Any, *, who: str = "thrifty") -> Any:
+    """A plan for ``model``: a plan passes through, a fitted thrifty estimator gives its ``plan_``,
+    anything else is ``Full(as_forest(model))``."""
+    from thrifty.runtime.plans import Full, Plan
+
+    if isinstance(model, Plan):
+        return model
+    if type(model).__module__.startswith("thrifty.") and isinstance(getattr(model, "plan_", None), Plan):
+        return model.plan_
+    return Full(as_forest(model, who=who))

@@ -11,18 +11,16 @@ from typing import Any
 
 import numpy as np
 
+from thrifty._version import __version__
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
-from thrifty.forest._names import align, check_unique
-from thrifty.io import load
-from thrifty.runtime.evaluate import evaluate
-from thrifty.runtime.plans import as_plan
+from thrifty.exceptions import InputError, ThriftyError
+from thrifty.forest.names import align, check_unique
 
-# Errors a user causes (a missing file, a bad cost file, a feature the model lacks): thrifty
-# raises these with a message that says what to fix, so the CLI shows the message alone.
-# Anything else (a TypeError, KeyError, ... from thrifty's own code) is a bug and keeps its
-# traceback.
-USER_ERRORS = (OSError, ValueError)
+# Errors a user causes: thrifty's own (a bad cost file, a feature the model lacks, a budget no
+# model meets), raised with a message that says what to fix, and OSError (a missing or
+# unreadable file). The CLI shows their message alone. Anything else (a ValueError, TypeError,
+# KeyError, ... from thrifty's code or a library it calls) is a bug and keeps its traceback.
+USER_ERRORS = (ThriftyError, OSError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,8 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from thrifty import __version__
-
     parser = argparse.ArgumentParser(
         prog="thrifty",
         description="Tree-ensemble predictions that pay only for the features and trees they need.",
@@ -262,6 +258,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 # ---------------------------------------------------------------------- commands
+# Each command imports the machinery it runs, so that `thrifty --help` and a command's own
+# argument errors answer without loading numba, scikit-learn or LightGBM (about 2 s).
+
+
 def _demo(args: argparse.Namespace) -> int:
     from thrifty.demo import run_demo
 
@@ -393,9 +393,14 @@ def _categorical(X: Any) -> Any:
 def _info(args: argparse.Namespace) -> int:
     if args.costs is not None and args.data is None:
         raise InputError("--costs prices a model's features on data; give --data DATA too")
+    from thrifty.forest import Forest
+    from thrifty.io import load
+    from thrifty.runtime.evaluate import evaluate
+    from thrifty.runtime.plans import as_plan
+
     model = load(args.model)
     plan = as_plan(model)
-    forests = [c for c in plan.components() if hasattr(c, "n_trees")]
+    forests = [c for c in plan.components() if isinstance(c, Forest)]
     names = plan.feature_names or [f"f{i}" for i in range(plan.n_features)]
     used = [names[i] for i in np.flatnonzero(plan.feature_usage())]
     depths = np.concatenate([f.tree_depths() for f in forests]) if forests else np.zeros(0, int)
@@ -438,7 +443,9 @@ def _info(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    plan = as_plan(load(args.model))
+    from thrifty.runtime.evaluate import evaluate
+
+    plan = _plan(args.model)
     X, y, qid, costs = _data(args, plan)
     ev = evaluate(plan, X, costs)
     _warn_unpriced(costs)
@@ -467,6 +474,14 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- inputs
+def _plan(path: Path) -> Any:
+    """The plan of a model or plan file saved with ``thrifty.save``."""
+    from thrifty.io import load
+    from thrifty.runtime.plans import as_plan
+
+    return as_plan(load(path))
+
+
 def _data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
     """Features, labels, query ids and cost model (None: none given) for a DATA argument."""
     dataset_costs = None
@@ -526,7 +541,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    plan = as_plan(load(args.model))
+    plan = _plan(args.model)
     costs = CostModel.from_file(args.costs, feature_names=plan.feature_names) if args.costs else None
     provider = store_provider(
         args.provider, plan, table=args.table, key_column=args.key_column, timeout=args.timeout
@@ -559,18 +574,25 @@ def _read_table(path: Path, target: str) -> tuple[Any, Any, Any]:
 
     if not path.exists():
         raise FileNotFoundError(f"data file {str(path)!r} does not exist")
-    if path.suffix.lower() in (".parquet", ".pq"):
-        try:
+    parquet = path.suffix.lower() in (".parquet", ".pq")
+    try:
+        if parquet:
             df = pd.read_parquet(path)
-        except ImportError as exc:
-            raise InputError(
-                f"reading {str(path)!r} needs a Parquet engine (pip install pyarrow); or give a CSV file"
-            ) from exc
-    else:
-        # pandas renames a repeated header name ("mass" -> "mass.1"): check the raw header.
-        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+        else:
+            # pandas renames a repeated header name ("mass" -> "mass.1"): check the raw header.
+            header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+            df = pd.read_csv(path)
+    except ImportError as exc:
+        raise InputError(
+            f"reading {str(path)!r} needs a Parquet engine (pip install pyarrow); or give a CSV file"
+        ) from exc
+    except ValueError as exc:  # pandas' ParserError and EmptyDataError, UnicodeDecodeError, ArrowInvalid
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"data file {str(path)!r} is not a readable {'Parquet' if parquet else 'CSV'} file ({reason})"
+        ) from exc
+    if not parquet:
         check_unique([str(c) for c in header.iloc[0]] if len(header) else [], f"{str(path)!r}")
-        df = pd.read_csv(path)
     check_unique([str(c) for c in df.columns], f"{str(path)!r}")
     y = df.pop(target).to_numpy() if target in df.columns else None
     qid = df.pop("qid").to_numpy() if "qid" in df.columns else None

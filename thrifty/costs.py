@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
-from thrifty.forest._names import align, check_unique, is_generic
+from thrifty.forest.names import align, check_unique, is_generic
 
 Key = int | str
 # Largest total price accepted: what an example pays for every feature plus one tree and one

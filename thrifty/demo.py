@@ -291,7 +291,7 @@ def _write(
     fig = Figure(figsize=(10, 4), layout="constrained")
     left, right = fig.subplots(1, 2, sharex=True, sharey=True)
     # Shared bins from zero make the two panels' costs directly comparable.
-    bins = np.linspace(0.0, max(baseline.cost.max, picked.cost.max, 1.0), 41)
+    bins = np.linspace(0.0, max(baseline.cost.max, picked.cost.max, 1.0), 41).tolist()
     for ax, ev, title in ((left, baseline, "baseline"), (right, picked, f"{pick['method']}, {pick['name']}")):
         plot_cost_histogram(ev, ax=ax, cost_unit=unit or None, bins=bins)
         ax.set_xlabel(f"cost per patient{f' ({unit})' if unit else ''}")

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
 
+from thrifty import metrics
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.runtime.evaluate import Evaluation, evaluate
 from thrifty.runtime.plans import as_plan
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = ["cost_columns", "frontier", "frontier_gap", "pareto_front"]
 
@@ -87,9 +87,6 @@ def frontier(
     ...                  metric="accuracy")  # doctest: +SKIP
     >>> pareto_front(table)  # doctest: +SKIP
     """
-    import pandas as pd
-    from tqdm.auto import tqdm
-
     if isinstance(models, Mapping):
         names = list(models) if names is None else names
         models = list(models.values())
@@ -265,8 +262,6 @@ def _params(params: Any, n: int) -> dict[str, list[Any]]:
 
 
 def _score(metric: str | Metric | None, task: str, ev: Evaluation, y: Any, qid: Any) -> tuple[str, float]:
-    from thrifty import metrics
-
     if metric is None:
         name, value = metrics.score(task, y, ev, qid=qid)
         return str(name), float(value)
@@ -281,8 +276,6 @@ def _score(metric: str | Metric | None, task: str, ev: Evaluation, y: Any, qid: 
 
 
 def _named_metric(name: str, ev: Evaluation, y: Any, qid: Any) -> float:
-    from thrifty import metrics
-
     base, _, k = name.partition("@")
     if base in ("accuracy", "auc", "log_loss") and not k:
         if ev.proba is None:
@@ -292,10 +285,10 @@ def _named_metric(name: str, ev: Evaluation, y: Any, qid: Any) -> float:
     if base in ("precision", "ndcg"):
         if qid is None:
             raise InputError(f"metric {name!r} needs qid= (the query id of each example)")
-        fn = metrics.precision_at_k if base == "precision" else metrics.ndcg_at_k
+        at_k = metrics.precision_at_k if base == "precision" else metrics.ndcg_at_k
         if k and not k.isdigit():
             raise InputError(f"metric {name!r}: k must be an integer, as in 'ndcg@10'")
-        return fn(y, ev.raw, qid, k=int(k)) if k else fn(y, ev.raw, qid)
+        return at_k(y, ev.raw, qid, k=int(k)) if k else at_k(y, ev.raw, qid)
     raise InputError(
         f"unknown metric {name!r}; use 'accuracy', 'auc', 'log_loss', "
         "'precision@k', 'ndcg@k' or a callable(y, evaluation)"

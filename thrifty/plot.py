@@ -82,7 +82,7 @@ def plot_frontier(
         t = table.sort_values([cost, value], kind="stable")
         # A lone point (a baseline) gets a large marker so the lines do not hide it.
         single = len(t) == 1
-        style = {"color": colours[i]} if many else {}
+        style: dict[str, Any] = {"color": colours[i]} if colours is not None else {}
         ax.plot(
             t[cost].to_numpy(float),
             t[value].to_numpy(float),
@@ -179,7 +179,7 @@ def plot_trees_histogram(report: Any, *, ax: Axes | None = None) -> Axes:
     ax = _axes(ax)
     top = int(report.n_trees.max()) if report.n_examples else 0
     # Integer-centred bins so a plan that always evaluates T trees shows one bar at T.
-    ax.hist(report.n_trees, bins=np.arange(-0.5, top + 1.5), color="tab:green", alpha=0.8)
+    ax.hist(report.n_trees, bins=np.arange(-0.5, top + 1.5).tolist(), color="tab:green", alpha=0.8)
     ax.set_xlabel("trees evaluated per example")
     ax.set_ylabel("examples")
     return ax

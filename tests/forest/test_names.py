@@ -10,7 +10,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassif
 
 import thrifty
 from thrifty import CostModel, Forest
-from thrifty.forest._names import align, check_unique, lightgbm_frame
+from thrifty.forest.names import align, check_unique, lightgbm_frame
 
 # Names users write (each row a kind LightGBM, XGBoost or pandas treats specially).
 NASTY = [

@@ -101,7 +101,7 @@ def _check(n_stages: Any, lam: Any, rho: Any, delta: Any, eps: Any, gamma: Any) 
     if len(r) == 2 and n_stages != 2:
         # (rho_first, rho_last): Section 3.4 sets every stage but the last to rho_1.
         r = np.r_[np.full(n_stages - 1, r[0]), r[1]]
-    r = np.broadcast_to(r, (n_stages,)) if len(r) == 1 else r
+    r = np.broadcast_to(r, (int(n_stages),)) if len(r) == 1 else r
     if len(r) != n_stages or not np.all(np.isfinite(r)) or np.any(r < 0):
         raise InputError(
             f"rho must be a number >= 0, a pair (rho_first, rho_last) or one value per "

@@ -3,7 +3,7 @@ Cronus cascade, optionally within a target mean cost."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -12,9 +12,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels, validate_frame
-from thrifty.cascade.cronus import _check, cronus
+from thrifty.cascade.cronus import CronusResult, _check, cronus
 from thrifty.exceptions import InputError
-from thrifty.forest._names import named_as
+from thrifty.forest.names import named_as
 
 _HALVINGS = 2.0  # the budget sweep tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
 
@@ -199,7 +199,8 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
             return_result=True,
         )
         if self.budget is None:
-            result = cronus(forest, X, y, self.costs, lam=self.lam, **opts)
+            # opts holds return_result=True: cronus returns its CronusResult
+            result = cast(CronusResult, cronus(forest, X, y, self.costs, lam=self.lam, **opts))
             lam_ = result.lam
             self.sweep_ = []
         else:
@@ -218,7 +219,7 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
                 disable=None if self.progress else True,
             ):
                 lam = top / _HALVINGS**j
-                res = cronus(forest, X, y, self.costs, lam=lam, **opts)
+                res = cast(CronusResult, cronus(forest, X, y, self.costs, lam=lam, **opts))
                 ev = evaluate(res.plan, X, self.costs)
                 row = {"lam": lam, "mean_cost": ev.cost.mean, "accuracy": float(np.mean(ev.labels == y))}
                 sweep.append(row)

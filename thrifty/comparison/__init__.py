@@ -1,5 +1,7 @@
 """One frontier for all methods: :func:`compare` runs every method that applies over budgets."""
 
+# Imported eagerly, not lazily as thrifty's other packages: the function `compare` shares the
+# name of its module, which importing that module would bind over it in a lazy namespace.
 from thrifty.comparison.compare import Comparison, compare
 from thrifty.comparison.methods import METHODS, Candidate, Context, Method, method
 

@@ -11,12 +11,26 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils.multiclass import type_of_target
 
 from thrifty.comparison.methods import METHODS, Context, _rounds
+from thrifty.comparison.report import answer, headline, markdown_report
 from thrifty.comparison.selection import confirm, eligible_front, select
-from thrifty.comparison.sweep import FitTask, Reporter, fold_indices, run_tasks, split_rows, take, workers_of
+from thrifty.comparison.sweep import (
+    CALIBRATION,
+    FitTask,
+    Reporter,
+    fold_indices,
+    holdout_indices,
+    run_tasks,
+    split_rows,
+    take,
+    workers_of,
+)
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.io import save
+from thrifty.plot import plot_frontier
 
 __all__ = ["Comparison", "compare"]
 
@@ -141,8 +155,6 @@ class Comparison:
 
     def plot(self, ax: Any = None, *, cost_unit: str | None = None) -> Any:
         """Every method's candidates joined by cost, the front drawn boldly (see ``thrifty.plot``)."""
-        from thrifty.plot import plot_frontier
-
         label = f"{self.table['metric'].iloc[0]} ({self.selection})" if len(self.table) else None
         ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit, value_label=label, front=self.front)
         done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
@@ -173,10 +185,7 @@ class Comparison:
     ) -> list[Path]:
         """Write ``table.csv``, ``front.csv``, ``frontier.png``, ``report.md`` and the
         recommended models as JSON (``models/``) to the folder ``out``."""
-        from matplotlib.figure import Figure
-
-        from thrifty.comparison.report import markdown_report
-        from thrifty.io import save
+        from matplotlib.figure import Figure  # matplotlib (0.3 s) loads only when a figure is drawn
 
         out = Path(out)
         (out / "models").mkdir(parents=True, exist_ok=True)
@@ -202,8 +211,6 @@ class Comparison:
 
     def summary(self, cost_unit: str | None = None) -> str:
         """A few lines for the terminal."""
-        from thrifty.comparison.report import answer, headline
-
         lines = headline(self)
         lines += [answer(row, self, cost_unit) for _, row in self.recommend().iterrows()]
         return "\n".join(lines)
@@ -363,7 +370,9 @@ def compare(
             for m in chosen
         ]
     # Under cross-validation a share of the allowance is kept for the final refit.
-    select_end = None if wall_end is None else wall_end - (time_limit / (k + 1) if k else 0.0)
+    select_end = (
+        None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
+    )
     results = _sweep(tasks, executor, select_end, progress)
     table = select(results, METHODS)
     skipped = _skipped(results)
@@ -377,7 +386,7 @@ def compare(
         # without its refit cannot be confirmed): the whole run then overruns by as much.
         refit_end = (
             None
-            if wall_end is None
+            if wall_end is None or time_limit is None
             else max(wall_end + REFIT_GRACE * float(time_limit), time.time() + float(time_limit) / (k + 1))
         )
         models, refit_stopped = _refit(
@@ -442,7 +451,7 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
 
 
 def _final_context(
-    rows: tuple,
+    rows: tuple[Any, np.ndarray, np.ndarray | None],
     task: str,
     costs: CostModel,
     params: dict[str, Any],
@@ -452,8 +461,6 @@ def _final_context(
 ) -> Context:
     """The context of the final fit (every row but the test rows, or the validation split's
     fitting rows): its plain model prices the budgets and is the baseline."""
-    from thrifty.comparison.sweep import CALIBRATION
-
     (Xt, yt, qt), (Xc, yc, qc) = split_rows(*rows, task, CALIBRATION, random_state)
     return Context(
         task=task,
@@ -569,8 +576,6 @@ def _holdout(
     y: np.ndarray, qid: np.ndarray | None, task: str, n_given: int | None, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(fitting rows, validation rows): the rows given as X_val, else a held-out fraction."""
-    from thrifty.comparison.sweep import holdout_indices
-
     if n_given is not None:
         return np.arange(n_given), np.arange(n_given, len(y))
     return holdout_indices(y, qid, task, VALIDATION_FRACTION, seed)
@@ -583,8 +588,6 @@ def _counts(y: np.ndarray) -> dict[Any, int]:
 
 # ---------------------------------------------------------------------- inputs
 def _task(y: Any, qid: Any) -> str:
-    from sklearn.utils.multiclass import type_of_target
-
     if qid is not None:
         return "ranking"
     kind = type_of_target(np.asarray(y))

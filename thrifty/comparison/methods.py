@@ -15,12 +15,28 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import lightgbm
 import numpy as np
+import pandas as pd
+from sklearn.ensemble import RandomForestClassifier
 
+from thrifty.cascade import cronus, lambda_max
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
-from thrifty.forest import Forest
-from thrifty.forest._names import lightgbm_frame
+from thrifty.exceptions import BudgetError, InputError
+from thrifty.forest import Forest, to_matrix
+from thrifty.forest.names import lightgbm_frame
+from thrifty.order import calibrate_margin, fan, qwyc
+from thrifty.prune import budget_prune_path
+from thrifty.runtime.evaluate import evaluate
+from thrifty.train import (
+    ADAPTClassifier,
+    BudgetRFClassifier,
+    CEGBClassifier,
+    CEGBRanker,
+    CEGBRegressor,
+    GreedyMiserClassifier,
+    GreedyMiserRegressor,
+)
 
 __all__ = ["METHODS", "Candidate", "Context", "Method", "method"]
 
@@ -94,8 +110,6 @@ class Context:
     def fit_lightgbm(self, X: Any = None, **overrides: Any) -> Any:
         """A LightGBM model of the task fitted on the training split (or on ``X``, the
         training rows with other columns)."""
-        import lightgbm
-
         params = {**self.lightgbm_params, **overrides}
         X = lightgbm_frame(self.X_train if X is None else X)  # names LightGBM accepts
         if self.task == "ranking":
@@ -110,8 +124,6 @@ class Context:
         so that it reads the same DataFrames as every other model.
         """
         if "random_forest" not in self._cache:
-            from sklearn.ensemble import RandomForestClassifier
-
             rf = RandomForestClassifier(
                 n_estimators=30 if self.quick else 100,
                 max_depth=10,
@@ -125,8 +137,6 @@ class Context:
 
     def matrix(self, X: Any) -> np.ndarray:
         """``X`` as the float matrix of the training frame's columns (categories as codes)."""
-        from thrifty.forest._inputs import to_matrix
-
         names = self.feature_names
         return to_matrix(X, len(names), names, self.categories)
 
@@ -145,8 +155,6 @@ class Context:
     @property
     def categories(self) -> dict[int, list]:
         """Category lists of the training frame's categorical columns, by position."""
-        import pandas as pd
-
         if not hasattr(self.X_train, "dtypes"):
             return {}
         return {
@@ -159,8 +167,6 @@ class Context:
     def full_cost(self) -> float:
         """Mean cost per example of the plain LightGBM model on the calibration split."""
         if "full_cost" not in self._cache:
-            from thrifty.runtime.evaluate import evaluate
-
             self._cache["full_cost"] = evaluate(self.lightgbm(), self.X_val, self.costs).cost.mean
         return self._cache["full_cost"]
 
@@ -219,7 +225,7 @@ def method(key: str, name: str, family: str, tasks: Sequence[str] = TASKS) -> Ca
     return register
 
 
-def timed(name: str, build: Callable[[], Any], **params: Any) -> Candidate:
+def timed(name: str, build: Callable[..., Any], **params: Any) -> Candidate:
     """Run ``build()`` and wrap its result as a Candidate with its wall-clock time."""
     start = time.perf_counter()
     model = build()
@@ -275,8 +281,6 @@ def _only(X: Any, keep: list[str]) -> Any:
     An all-missing column never wins a split, so the model uses only ``keep`` yet still reads
     the full table: every candidate then takes the same test matrix and cost model.
     """
-    import pandas as pd
-
     blank = pd.Series(False, index=X.index)
     return X.assign(**{c: X[c].where(blank) for c in X.columns if c not in keep})
 
@@ -285,7 +289,7 @@ def _only(X: Any, keep: list[str]) -> Any:
 def _capacity(ctx: Context) -> dict[str, Any]:
     """The plain model's settings for the CEGB family, so only the cost penalty differs."""
     p = dict(ctx.lightgbm_params)
-    own = {
+    own: dict[str, Any] = {
         k: p.pop(k)
         for k in (
             "n_estimators",
@@ -305,9 +309,6 @@ def _capacity(ctx: Context) -> dict[str, Any]:
 def _cegb_models(ctx: Context) -> Iterator[Candidate]:
     """CEGB models, one per budget, fitted once and shared (compositions reuse them)."""
     if "cegb" not in ctx._cache:
-        from thrifty.train._search import BudgetError
-        from thrifty.train.cegb import CEGBClassifier, CEGBRanker, CEGBRegressor
-
         cls = {"ranking": CEGBRanker, "regression": CEGBRegressor}.get(ctx.task, CEGBClassifier)
         fit_kw = {"qid": ctx.qid_train} if ctx.task == "ranking" else {}
         found = []
@@ -339,9 +340,6 @@ def _cegb(ctx: Context) -> Iterator[Candidate]:
 @method("greedymiser", "GreedyMiser", "train", ("binary", "multiclass", "regression"))
 def _greedymiser(ctx: Context) -> Iterator[Candidate]:
     """GreedyMiser (Xu et al. 2012): depth-4 first-order trees, feature costs once per model."""
-    from thrifty.train._search import BudgetError
-    from thrifty.train.greedymiser import GreedyMiserClassifier, GreedyMiserRegressor
-
     cls = GreedyMiserRegressor if ctx.task == "regression" else GreedyMiserClassifier
     kw = _capacity(ctx)
     kw.pop("num_leaves", None)
@@ -365,8 +363,6 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
 def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
     """Each CEGB model with QWYC's order and exits (alpha=0.01) fitted on the calibration split:
     CEGB buys cheap features, QWYC stops evaluating once the decision is safe."""
-    from thrifty.order import qwyc
-
     for cand in _cegb_models(ctx):
         if cand.model is None:
             continue
@@ -381,8 +377,6 @@ def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
 @method("qwyc", "QWYC", "post-hoc", ("binary", "multiclass"))
 def _qwyc(ctx: Context) -> Iterator[Candidate]:
     """QWYC's order and exits on the plain model, fitted on the calibration split (no labels)."""
-    from thrifty.order import qwyc
-
     forest = ctx.lightgbm()
     for alpha in (0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
         yield timed(
@@ -397,8 +391,6 @@ def _qwyc(ctx: Context) -> Iterator[Candidate]:
 @method("fan", "Fan et al.", "post-hoc", ("binary",))
 def _fan(ctx: Context) -> Iterator[Candidate]:
     """Fan et al.'s binned exits on the plain model's own tree order."""
-    from thrifty.order import fan
-
     forest = ctx.lightgbm()
     for gamma in (1.0, 2.0, 4.0) if ctx.quick else (0.5, 1.0, 2.0, 3.0, 4.0, 6.0):
         yield timed(f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
@@ -407,8 +399,6 @@ def _fan(ctx: Context) -> Iterator[Candidate]:
 @method("margin", "margin early exit", "post-hoc", ("binary",))
 def _margin(ctx: Context) -> Iterator[Candidate]:
     """LightGBM's ``pred_early_stop`` rule, margins calibrated on the calibration split."""
-    from thrifty.order import calibrate_margin
-
     forest = ctx.lightgbm()
     every = max(1, _rounds(forest) // 20)
     for rate in (0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
@@ -423,8 +413,6 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
 def _cascades(ctx: Context, forest: Forest, exponents: Sequence[int]) -> Iterator[Candidate]:
     """Cronus cascades of ``forest`` fitted on the training rows (as the paper does), lambda
     swept down from ``lambda_max`` (the smallest lambda keeping no tree)."""
-    from thrifty.cascade import cronus, lambda_max
-
     # Accuracy is the target here: unweighted squared loss (the paper's 3.5 on positives serves
     # ranking precision).
     top = lambda_max(forest, ctx.X_train, ctx.y_train, ctx.costs, rho=1e-3, class_weight=None)
@@ -486,9 +474,6 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
 
     The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
     model and hpc read the same columns alike."""
-    from thrifty.forest._inputs import to_matrix
-    from thrifty.train.adapt import ADAPTClassifier
-
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
     for p_full, gamma in (ADAPT_QUICK if ctx.quick else ADAPT_GRID)[kind]:
         yield timed(
@@ -537,8 +522,6 @@ def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
     """BudgetPrune's most accurate pruning of ``forest`` within each budget, on one lambda path
     over the calibration rows (their errors are honest: the forest has seen the training rows).
     A pruning that serves several budgets is offered once."""
-    from thrifty.prune import budget_prune_path
-
     start = time.perf_counter()
     path = budget_prune_path(forest, ctx.X_val, ctx.y_val, ctx.costs, progress=False)
     seconds = time.perf_counter() - start  # one path serves every budget: charged to the first
@@ -565,8 +548,6 @@ def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
 def _budgetrf(ctx: Context) -> Forest:
     """A BudgetRF forest on the training split (fitted once; categories as codes)."""
     if "budgetrf" not in ctx._cache:
-        from thrifty.train.budgetrf import BudgetRFClassifier
-
         X = ctx.matrix(ctx.X_train)
         if np.isnan(X).any():
             raise InputError("BudgetRF needs finite features and the data has missing values")

@@ -9,11 +9,13 @@ rows, with a 95% interval.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from thrifty import metrics
 from thrifty.comparison.sweep import TaskResult, measure
 from thrifty.costs import CostModel
 from thrifty.frontier import COLUMNS, pareto_front
@@ -54,8 +56,9 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
         m = methods[key]
         names = [row["name"] for row in done[0].rows]
         for name in names:
-            per_fold = [next((row for row in r.rows if row["name"] == name), None) for r in done]
-            if any(row is None for row in per_fold):
+            found = [next((row for row in r.rows if row["name"] == name), None) for r in done]
+            per_fold = [row for row in found if row is not None]
+            if len(per_fold) < len(found):
                 continue
             first = per_fold[0]
             row = {
@@ -112,8 +115,6 @@ def confirm(
         ``test_<column>`` for each column of :func:`~thrifty.comparison.sweep.measure`, and
         ``test_low``, ``test_high``.
     """
-    from thrifty import metrics
-
     columns, ev = measure(model, X, y, qid, costs, task)
     n = len(y)
     if columns["metric"] == "accuracy":
@@ -132,8 +133,6 @@ def confirm(
 
 def _rows(ev: Any, idx: np.ndarray) -> Any:
     """The predictions of ``ev`` on rows ``idx`` (what :func:`thrifty.metrics.score` reads)."""
-    from types import SimpleNamespace
-
     labels = None if ev.labels is None else ev.labels[idx]
     return SimpleNamespace(
         raw=ev.raw[idx],

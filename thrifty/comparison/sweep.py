@@ -8,16 +8,25 @@ in this process, in a ``concurrent.futures`` pool or on Dask workers (:func:`run
 
 from __future__ import annotations
 
+import concurrent.futures
 import sys
 import time
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.model_selection import GroupKFold, GroupShuffleSplit, KFold, StratifiedKFold, train_test_split
+from tqdm.auto import tqdm
 
+from thrifty import metrics
+from thrifty.comparison.methods import METHODS, Context
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.frontier import cost_columns
+from thrifty.runtime.evaluate import evaluate
+from thrifty.runtime.plans import as_plan
 
 __all__ = [
     "FitTask",
@@ -125,8 +134,6 @@ def run_task(t: FitTask) -> TaskResult:
     The first candidate is always fitted once the task has started (so every method that
     starts offers a model); later ones only while the task's share and the deadline last.
     """
-    from thrifty.comparison.methods import METHODS, Context
-
     start = time.perf_counter()
     result = TaskResult(t.method, t.fold)
     if t.deadline is not None and time.time() >= t.deadline:
@@ -176,7 +183,7 @@ def run_task(t: FitTask) -> TaskResult:
                 continue
             wanted.discard(cand.name)
         row = {"name": cand.name, "params": dict(cand.params), "fit_seconds": cand.fit_seconds}
-        if t.X_eval is not None:
+        if t.X_eval is not None and t.y_eval is not None:
             row.update(measure(cand.model, t.X_eval, t.y_eval, t.qid_eval, t.costs, t.task)[0])
         result.rows.append(row)
         if t.keep_models or wanted is not None:
@@ -198,11 +205,6 @@ def measure(
         classification ``balanced_accuracy``, ``auc`` and ``single_class`` (every row got
         the same label).
     """
-    from thrifty import metrics
-    from thrifty.frontier import cost_columns
-    from thrifty.runtime.evaluate import evaluate
-    from thrifty.runtime.plans import as_plan
-
     plan = as_plan(model)
     ev = evaluate(plan, X, costs)
     name, value = metrics.score(task, y, ev, qid=qid)
@@ -210,7 +212,7 @@ def measure(
     if task in ("binary", "multiclass"):
         out["balanced_accuracy"] = metrics.balanced_accuracy(y, ev.labels)
         out["auc"] = metrics.macro_auc(y, ev.proba, plan.classes)
-        out["single_class"] = bool(len(np.unique(ev.labels)) == 1)
+        out["single_class"] = bool(len(np.unique(np.asarray(ev.labels))) == 1)
     return out, ev
 
 
@@ -255,9 +257,9 @@ def run_tasks(
             if deadline is not None:
                 t.deadline = deadline
                 t.seconds = max(0.0, deadline - time.time()) / (len(tasks) - i)
-            results[i] = run_task(t)
+            results[i] = result = run_task(t)
             if on_done is not None:
-                on_done(results[i])
+                on_done(result)
         return results  # type: ignore[return-value]
     if deadline is not None:
         share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, len(tasks))
@@ -266,13 +268,13 @@ def run_tasks(
     futures = {executor.submit(run_task, t): i for i, t in enumerate(tasks)}
     for future in _as_completed(list(futures)):
         i = futures[future]
-        results[i] = _result(future, tasks[i])
+        results[i] = result = _result(future, tasks[i])
         if deadline is not None and time.time() >= deadline:
             for f in futures:  # not started by the deadline: never started at all
                 if not f.done():
                     f.cancel()
         if on_done is not None:
-            on_done(results[i])
+            on_done(result)
     return [
         r if r is not None else TaskResult(t.method, t.fold, started=False) for r, t in zip(results, tasks)
     ]
@@ -281,12 +283,10 @@ def run_tasks(
 def _as_completed(futures: list[Any]) -> Any:
     """Futures as they complete: Dask's own iterator for Dask futures."""
     if futures and type(futures[0]).__module__.startswith("distributed"):
-        from distributed import as_completed
+        from distributed import as_completed  # the optional extra thrifty[dask], present with its futures
 
         return as_completed(futures)
-    from concurrent.futures import as_completed
-
-    return as_completed(futures)
+    return concurrent.futures.as_completed(futures)
 
 
 def _result(future: Any, t: FitTask) -> TaskResult:
@@ -325,8 +325,6 @@ def holdout_indices(
     y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(kept rows, held-out rows) of :func:`split_rows`, sorted."""
-    from sklearn.model_selection import GroupShuffleSplit, train_test_split
-
     n = len(y)
     if n < 8:
         raise InputError(
@@ -354,8 +352,6 @@ def fold_indices(
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """``k`` folds as (fit rows, held-out rows), sorted: by query for ranking, stratified
     for classification when every class has ``k`` rows."""
-    from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
-
     rows = np.zeros((len(y), 1))
     if task == "ranking":
         splits = GroupKFold(k).split(rows, y, qid)
@@ -375,15 +371,11 @@ class Reporter:
     each method finishes all its tasks, and one as each fold is done for every method."""
 
     def __init__(self, tasks: Sequence[FitTask], names: dict[str, str], enabled: bool, stage: str) -> None:
-        from collections import Counter
-
-        from tqdm.auto import tqdm
-
         self.left = Counter(t.method for t in tasks)
         self.fold_left = Counter(t.fold for t in tasks)
         self.n_methods, self.n_folds = len(self.left), len(self.fold_left)
         self.rows: Counter[str] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
         self.names, self.stage, self.done = names, stage, 0
         self.start = time.perf_counter()
         self.terminal = enabled and sys.stderr.isatty()

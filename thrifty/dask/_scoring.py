@@ -96,7 +96,7 @@ def evaluate(
         raise TypeError("provider_factory must be callable: provider_factory(partition_info) -> provider")
     frame, as_array = _as_frame(data)
     classes = getattr(plan, "classes", None)
-    options = {
+    options: dict[str, Any] = {
         "as_array": as_array,
         "provider_factory": provider_factory,
         "classes": None if classes is None else [str(c) for c in classes],
@@ -157,7 +157,7 @@ def _score_partition(
     plan, costs = shipped
     n = len(part)
     if provider_factory is not None:
-        provider = _no_provider
+        provider: Callable[[np.ndarray, np.ndarray], Any] = _no_provider
         if n:
             number = partition_info["number"] if partition_info else 0
             provider = provider_factory(PartitionInfo(number=number, rows=part))
@@ -255,7 +255,7 @@ def cost_summary(
 def _digest(part: pd.DataFrame) -> dict[str, Any]:
     cost = part["cost"].to_numpy(dtype=np.float64)
     n = len(cost)
-    digest = {
+    digest: dict[str, Any] = {
         "n": n,
         "sum": float(cost.sum()),
         "feature": float(part["feature_cost"].sum()),
@@ -322,5 +322,5 @@ def _weighted_quantile(values: np.ndarray, counts: np.ndarray, q: float) -> floa
     pos = q * (ends[-1] - 1)
     lo, frac = int(np.floor(pos)), pos - np.floor(pos)
     a = values[np.searchsorted(ends, lo, side="right")]
-    b = values[min(len(values) - 1, np.searchsorted(ends, lo + 1, side="right"))]
+    b = values[min(len(values) - 1, int(np.searchsorted(ends, lo + 1, side="right")))]
     return float(a + frac * (b - a))

@@ -315,12 +315,12 @@ class Forest:
 
     def subset(self, trees: Sequence[int]) -> Forest:
         """A forest of the given trees (in that order); a mean-aggregated forest is re-averaged."""
-        trees = np.asarray(trees, dtype=np.int64)
-        weight = self.tree_weight[trees].copy()
-        if self.aggregation == "mean" and len(trees):
-            weight = weight * self.n_trees / len(trees)
+        order = np.asarray(trees, dtype=np.int64)
+        weight = self.tree_weight[order].copy()
+        if self.aggregation == "mean" and len(order):
+            weight = weight * self.n_trees / len(order)
         return _rebuild(
-            self, [self._tree_nodes(int(t)) for t in trees], self.roots[trees], weight, self.tree_class[trees]
+            self, [self._tree_nodes(int(t)) for t in order], self.roots[order], weight, self.tree_class[order]
         )
 
     # ------------------------------------------------------------------ io
@@ -395,7 +395,9 @@ def _rebuild(
     tree listed twice is duplicated rather than shared between two roots.
     """
     nodes = np.concatenate(node_lists) if node_lists else np.zeros(0, dtype=np.int64)
-    lefts, rights, new_roots, offset = [], [], [], 0
+    lefts: list[np.ndarray] = []
+    rights: list[np.ndarray] = []
+    new_roots, offset = [], 0
     for tree_nodes, root in zip(node_lists, roots):
         for c, out in (
             (forest.children_left[tree_nodes], lefts),

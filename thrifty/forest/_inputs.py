@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from thrifty.exceptions import InputError
-from thrifty.forest._names import align, check_unique, is_generic
+from thrifty.forest.names import align, check_unique, is_generic
 
 if TYPE_CHECKING:
     from thrifty.forest._forest import Forest

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -12,6 +12,8 @@ from numba import njit, prange
 from thrifty.forest._traverse import add_tree, next_node, walk_one, walk_pair
 
 if TYPE_CHECKING:
+    from numba.core.dispatcher import Dispatcher
+
     from thrifty.forest._forest import Forest
 
 # Rows per block: all trees run over one block before the next, so a tree's nodes stay in cache.
@@ -30,7 +32,7 @@ class Twin:
     increments and decrements, which makes a serial tree walk many times slower.
     """
 
-    def __init__(self, kernel: numba.core.registry.CPUDispatcher, *, nrt: bool = False) -> None:
+    def __init__(self, kernel: Dispatcher[Any], *, nrt: bool = False) -> None:
         f = kernel.py_func
         g = types.FunctionType(
             f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__, f.__closure__
@@ -39,9 +41,10 @@ class Twin:
         g.__qualname__ = f.__qualname__ + "_serial"
         g.__doc__ = f.__doc__
         self.parallel = kernel
-        self.serial = njit(cache=True, _nrt=nrt)(g)
+        # _nrt is numba's private switch for reference counting, absent from its stubs.
+        self.serial = njit(cache=True, _nrt=nrt)(g)  # type: ignore[call-overload]
 
-    def for_rows(self, n: int) -> numba.core.registry.CPUDispatcher:
+    def for_rows(self, n: int) -> Dispatcher[Any]:
         """The kernel to run on ``n`` rows."""
         return self.serial if n < SERIAL_ROWS or numba.get_num_threads() == 1 else self.parallel
 
@@ -156,7 +159,7 @@ def _apply(
             out[i, t] = node
 
 
-def node_args(forest: Forest) -> tuple:
+def node_args(forest: Forest) -> tuple[np.ndarray, ...]:
     """The node record the kernels take: one tuple of the node arrays (``Forest.nodes``)."""
     return forest.nodes
 
@@ -171,7 +174,8 @@ class threads:
         self.saved = None
         if self.n is not None:
             # Setting the count costs microseconds: only when it changes (one-row calls count).
-            wanted = max(1, min(int(self.n), numba.config.NUMBA_NUM_THREADS))
+            # numba.config sets its attributes at import time; its stubs do not list them.
+            wanted = max(1, min(int(self.n), numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
             current = numba.get_num_threads()
             if wanted != current:
                 self.saved = current

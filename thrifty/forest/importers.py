@@ -10,7 +10,7 @@ import numpy as np
 
 from thrifty.exceptions import InputError, UnsupportedModelError
 from thrifty.forest._forest import MISSING_NAN, Forest
-from thrifty.forest._names import restore_names
+from thrifty.forest.names import restore_names
 
 SUPPORTED = (
     "lightgbm: Booster, LGBMClassifier, LGBMRegressor, LGBMRanker",

@@ -90,7 +90,9 @@ def forest_from_dict(d: dict[str, Any]) -> Forest:
     if missing:
         raise InputError(f"forest document lacks {', '.join(missing)}")
     try:
-        arrays = {name: decode_array(d["arrays"][name]).astype(dtype) for name, dtype in _ARRAYS.items()}
+        arrays: dict[str, np.ndarray] = {
+            name: decode_array(d["arrays"][name]).astype(dtype) for name, dtype in _ARRAYS.items()
+        }
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"forest document has a malformed array: {exc}") from exc
     _check_values(arrays)

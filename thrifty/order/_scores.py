@@ -42,7 +42,7 @@ def leaf_paths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
     path_ptr[v + 1]]``."""
     paths: list[tuple[int, ...]] = [()] * forest.n_nodes
     for root in forest.roots:
-        stack = [(int(root), ())]
+        stack: list[tuple[int, tuple[int, ...]]] = [(int(root), ())]
         while stack:
             node, path = stack.pop()
             paths[node] = path

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels
 from thrifty.exceptions import InputError
-from thrifty.forest._names import named_as
+from thrifty.forest.names import named_as
 from thrifty.order.orderings import LABELLED_ORDERINGS
 from thrifty.order.qwyc import _check_options, qwyc
 

@@ -138,6 +138,7 @@ def order_from_scores(
     if kind == "random":
         return np.random.default_rng(random_state).permutation(T).astype(np.int64)
     check_kind(kind, positive)
+    assert positive is not None  # check_kind refused the labelled orderings without labels
     target = threshold + half_margin * np.where(positive, 1.0, -1.0)
     resid = base_score - target  # partial score minus target of the empty ensemble
     if kind == "individual_mse":

@@ -1,8 +1,15 @@
 """Feature providers for lazy evaluation: in-memory arrays, SQL tables, HTTP feature services."""
 
-from thrifty.providers.http import HTTPProvider, http_provider
-from thrifty.providers.sql import SQLProvider, sql_provider
-from thrifty.runtime.lazy import array_provider
-from thrifty.runtime.rounds import RoundProvider
+from typing import TYPE_CHECKING
+
+from thrifty._lazy import attach
+
+if TYPE_CHECKING:
+    from thrifty.providers.http import HTTPProvider, http_provider
+    from thrifty.providers.sql import SQLProvider, sql_provider
+    from thrifty.runtime.lazy import array_provider
+    from thrifty.runtime.rounds import RoundProvider
 
 __all__ = ["HTTPProvider", "RoundProvider", "SQLProvider", "array_provider", "http_provider", "sql_provider"]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
-from thrifty.providers._base import as_keys, feature_columns, missing_extra, plain_key
+from thrifty.providers.base import as_keys, feature_columns, missing_extra, plain_key
 from thrifty.runtime.rounds import Requests
 
 

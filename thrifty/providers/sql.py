@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
-from thrifty.providers._base import as_keys, feature_columns, missing_extra, plain_key
+from thrifty.providers.base import as_keys, feature_columns, missing_extra, plain_key
 from thrifty.runtime.rounds import Requests
 
 # SQLite refuses compound SELECTs of more than 500 terms; other databases have larger limits.
@@ -60,7 +60,7 @@ class SQLProvider:
                 (int(f), wanted[i : i + self.max_params]) for i in range(0, len(wanted), self.max_params)
             ]
         out = [np.full(len(rows), np.nan) for _, rows in requests]
-        seen = [set() for _ in requests]
+        seen: list[set[Any]] = [set() for _ in requests]
         slot = {int(f): i for i, (f, _) in enumerate(requests)}
         for batch in _batches(parts, self.max_params):
             selects = [

@@ -1,6 +1,13 @@
 """Pruning under feature costs: BudgetPrune's exact (IP3) solve by minimum cut, and its lambda path."""
 
-from thrifty.prune.budgetprune import PrunePath, budget_prune, budget_prune_path
-from thrifty.prune.estimator import BudgetPrunedClassifier
+from typing import TYPE_CHECKING
+
+from thrifty._lazy import attach
+
+if TYPE_CHECKING:
+    from thrifty.prune.budgetprune import PrunePath, budget_prune, budget_prune_path
+    from thrifty.prune.estimator import BudgetPrunedClassifier
 
 __all__ = ["BudgetPrunedClassifier", "PrunePath", "budget_prune", "budget_prune_path"]
+
+__getattr__, __dir__ = attach(__name__, __file__)

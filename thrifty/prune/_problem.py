@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from thrifty.forest._traverse import next_node
+from thrifty.forest import next_node
 
 
 @dataclass

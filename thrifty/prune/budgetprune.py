@@ -23,7 +23,7 @@ from numba import njit
 
 from thrifty._validation import check_width
 from thrifty.exceptions import InputError
-from thrifty.forest._traverse import next_node
+from thrifty.forest import next_node
 from thrifty.prune._closure import min_weight_closure
 from thrifty.prune._problem import ClosureProblem, build_problem
 
@@ -484,7 +484,9 @@ def _kept_tree(
     root: int, keep: np.ndarray, children_left: np.ndarray, children_right: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Preorder nodes of the pruned tree with local children (``-1``: leaf)."""
-    nodes, left, right = [], [], []
+    nodes: list[int] = []
+    left: list[int] = []
+    right: list[int] = []
     stack = [(root, -1, 0)]
     while stack:
         node, parent, side = stack.pop()

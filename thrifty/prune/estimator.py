@@ -12,10 +12,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from thrifty._validation import check_width, class_labels, validate_frame
 from thrifty.exceptions import InputError
-from thrifty.forest._names import named_as
+from thrifty.forest.names import named_as
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
     MODES,
+    PrunePath,
     _check_number,
     as_forest,
     budget_prune_path,
@@ -162,7 +163,7 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
             k = path.best_within(budget)
             _warn_between(path, k, budget)
             self.forest_ = path.forest(k)
-            self.path_ = path
+            self.path_: PrunePath | None = path
             self.lam_ = float(path.lambdas[k])
             self.fit_cost_ = float(path.cost[k])
         else:

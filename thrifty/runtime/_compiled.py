@@ -44,6 +44,8 @@ class NativePlan:
         self.parts: tuple[NativePlan, ...] = ()
         self.schedule: NativeSchedule | None = None
         self.fast: FastPath | None = None
+        self.native: bool
+        self.compile_seconds: float
         if isinstance(self.plan, Gated):
             self.parts = tuple(
                 NativePlan(p, progress=progress) for p in (self.plan.gate, self.plan.low, self.plan.high)

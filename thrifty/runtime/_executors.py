@@ -405,11 +405,15 @@ class _GatedExecutor(Executor):
 
     @property
     def raw(self) -> np.ndarray:  # type: ignore[override]
-        return self._pick(self.low.raw, self.high.raw)
+        raw = self._pick(self.low.raw, self.high.raw)
+        assert raw is not None  # both branches always hold raw scores
+        return raw
 
     @property
     def decision(self) -> np.ndarray:  # type: ignore[override]
-        return self._pick(self.low.decision, self.high.decision)
+        decision = self._pick(self.low.decision, self.high.decision)
+        assert decision is not None  # both branches always hold decisions
+        return decision
 
     def proba(self) -> np.ndarray | None:
         return self._pick(self.low.proba(), self.high.proba())

@@ -37,6 +37,7 @@ class FastPath:
 
     def __init__(self, plan: Full | Sequential, schedule: NativeSchedule, costs: CostModel) -> None:
         f = plan.forest
+        assert schedule.native.eval is not None  # fast_path builds one only then
         self.eval = schedule.native.eval
         self.tables = schedule.T.ctypes.data
         self.F, self.K, self.W = f.n_features, f.n_outputs, schedule.width
@@ -141,14 +142,14 @@ class ServedEvaluation(Evaluation):
         self._proba: np.ndarray | None = None
         self._labels: np.ndarray | None = None
 
-    @property  # type: ignore[override]
-    def proba(self) -> np.ndarray:
+    @property
+    def proba(self) -> np.ndarray:  # type: ignore[override]
         if self._proba is None:
             self._proba = raw_to_proba(self.raw, self._outputs[0])
         return self._proba
 
-    @property  # type: ignore[override]
-    def labels(self) -> np.ndarray:
+    @property
+    def labels(self) -> np.ndarray:  # type: ignore[override]
         if self._labels is None:
             link, classes, K = self._outputs
             self._labels = labels_from(self.raw, self._decision, link, classes, K)

@@ -69,7 +69,7 @@ _POOL: list[ThreadPoolExecutor] = []
 
 def _pool() -> ThreadPoolExecutor:
     if not _POOL:
-        _POOL.append(ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS))
+        _POOL.append(ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     return _POOL[0]
 
 

@@ -65,7 +65,7 @@ class Collector:
         self.acquired[lo:hi], self.feature[lo:hi] = ctx.settle()
         self.n_nodes[lo:hi] = ctx.n_nodes
         self.n_trees[lo:hi] = ctx.n_trees
-        if self.proba is not None:
+        if self.proba is not None and self.labels is not None:  # set together, for classifiers
             self.proba[lo:hi] = ex.proba()
             self.labels[lo:hi] = ex.labels()
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from thrifty.exceptions import InputError
 from thrifty.forest.io import decode_array, encode_array
@@ -26,7 +27,7 @@ class BinnedExits:
     tables : sequence of mappings ``{bin: (pos, neg)}``, one per position
     """
 
-    def __init__(self, width: Sequence[float], tables: Sequence[dict[int, tuple[float, float]]]) -> None:
+    def __init__(self, width: ArrayLike, tables: Sequence[dict[int, tuple[float, float]]]) -> None:
         self.width = np.asarray(width, dtype=np.float64)
         if len(tables) != len(self.width):
             raise InputError(f"{len(tables)} bin tables for {len(self.width)} positions")

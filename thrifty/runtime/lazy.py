@@ -30,7 +30,7 @@ def lazy_rounds(
     model: Any,
     costs: CostModel | None = None,
     *,
-    n_rows: int,
+    n_rows: int | None,
     chunk_size: int | None = None,
     n_threads: int | None = None,
 ) -> Generator[Round, list[np.ndarray], Evaluation]:
@@ -140,7 +140,7 @@ def run_lazy(
     provider: Provider,
     costs: CostModel | None = None,
     *,
-    n_rows: int,
+    n_rows: int | None,
     chunk_size: int | None = None,
     n_threads: int | None = None,
 ) -> Evaluation:

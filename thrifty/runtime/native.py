@@ -244,5 +244,5 @@ def leaf_tables(forest: Forest) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 stack.append(c)
     ptr = np.zeros(f.n_nodes + 1, dtype=np.int64)
     ptr[1:] = np.cumsum([len(p) for p in paths])
-    feat = np.fromiter((x for p in paths for x in p), dtype=np.int64, count=int(ptr[-1]))
-    return depth, ptr, feat
+    tested = np.fromiter((x for p in paths for x in p), dtype=np.int64, count=int(ptr[-1]))
+    return depth, ptr, tested

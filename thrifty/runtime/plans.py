@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError, InvalidParameterError
@@ -128,7 +129,7 @@ class Full(Plan):
     def _lead(self) -> Forest:
         return self.forest
 
-    def components(self) -> list[Forest]:
+    def components(self) -> list[Forest | Linear]:
         return [self.forest]
 
     def _body(self) -> dict[str, Any]:
@@ -166,9 +167,9 @@ class Sequential(Plan):
     def __init__(
         self,
         forest: Forest,
-        order: Sequence[int] | None = None,
-        eps_pos: Sequence[float] | None = None,
-        eps_neg: Sequence[float] | None = None,
+        order: ArrayLike | None = None,
+        eps_pos: ArrayLike | None = None,
+        eps_neg: ArrayLike | None = None,
         *,
         bins: BinnedExits | None = None,
     ) -> None:
@@ -213,7 +214,7 @@ class Sequential(Plan):
     def _lead(self) -> Forest:
         return self.forest
 
-    def components(self) -> list[Forest]:
+    def components(self) -> list[Forest | Linear]:
         return [self.forest]
 
     def _body(self) -> dict[str, Any]:
@@ -253,8 +254,8 @@ class Cascade(Plan):
         self,
         forest: Forest,
         stage_weights: Any,
-        stage_thresholds: Sequence[float],
-        stage_bias: Sequence[float] | None = None,
+        stage_thresholds: ArrayLike,
+        stage_bias: ArrayLike | None = None,
     ) -> None:
         self.forest = _check_forest(forest, "forest")
         if forest.n_outputs != 1:
@@ -288,7 +289,7 @@ class Cascade(Plan):
     def _lead(self) -> Forest:
         return self.forest
 
-    def components(self) -> list[Forest]:
+    def components(self) -> list[Forest | Linear]:
         return [self.forest]
 
     def _body(self) -> dict[str, Any]:
@@ -328,16 +329,16 @@ class _Model(Plan):
         self._classes = None if classes is None else np.asarray(classes)
         self._names = None if feature_names is None else [str(f) for f in feature_names]
 
-    n_features = property(lambda self: self._n_features)  # type: ignore[assignment]
-    n_outputs = property(lambda self: self._n_outputs)  # type: ignore[assignment]
-    link = property(lambda self: self._link)  # type: ignore[assignment]
-    task = property(lambda self: self._task)  # type: ignore[assignment]
-    classes = property(lambda self: self._classes)  # type: ignore[assignment]
-    feature_names = property(lambda self: self._names)  # type: ignore[assignment]
-    categories = property(lambda self: {})  # type: ignore[assignment]
+    n_features = property(lambda self: self._n_features)
+    n_outputs = property(lambda self: self._n_outputs)
+    link = property(lambda self: self._link)
+    task = property(lambda self: self._task)
+    classes = property(lambda self: self._classes)
+    feature_names = property(lambda self: self._names)
+    categories = property(lambda self: {})
     decision_threshold = property(lambda self: decision_threshold(self._link))
 
-    def components(self) -> list[_Model]:  # type: ignore[override]
+    def components(self) -> list[_Model]:
         return [self]
 
     def feature_usage(self) -> np.ndarray:
@@ -608,7 +609,7 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
     raise InputError(f"unknown plan kind {kind!r}")
 
 
-def _thresholds(values: Sequence[float] | None, n: int, default: float | None, what: str) -> np.ndarray:
+def _thresholds(values: ArrayLike | None, n: int, default: float | None, what: str) -> np.ndarray:
     if values is None:
         if default is None:
             raise InputError(f"{what} is required")

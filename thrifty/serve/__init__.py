@@ -1,5 +1,12 @@
 """``thrifty serve``: a plan behind HTTP (Starlette on uvicorn), fetching missing features lazily."""
 
-from thrifty.serve.app import create_app, store_provider
+from typing import TYPE_CHECKING
+
+from thrifty._lazy import attach
+
+if TYPE_CHECKING:
+    from thrifty.serve.app import create_app, store_provider
 
 __all__ = ["create_app", "store_provider"]
+
+__getattr__, __dir__ = attach(__name__, __file__)

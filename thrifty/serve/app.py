@@ -14,7 +14,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.providers._base import missing_extra
+from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
 from thrifty.runtime._results import Evaluation, costs_for
 from thrifty.runtime.async_eval import evaluate_async
@@ -252,16 +252,17 @@ class _Service:
         )
 
     def _results(self, keys: list[Any], ev: Evaluation) -> list[dict[str, Any]]:
-        c = ev.cost
+        c, proba, latency = ev.cost, ev.proba, ev.cost.latency
+        assert latency is not None  # _evaluate always measures it
         out = []
         for i, k in enumerate(keys):
             r: dict[str, Any] = {self.key: k, "prediction": _plain(ev.predictions[i])}
-            if ev.proba is not None:
-                r["probabilities"] = ev.proba[i].tolist()
+            if proba is not None:
+                r["probabilities"] = proba[i].tolist()
             r.update(
                 cost=float(c.total[i]),
                 feature_cost=float(c.feature[i]),
-                latency=float(c.latency[i]),
+                latency=float(latency[i]),
                 trees=int(c.n_trees[i]),
                 exit=int(ev.exit[i]),
                 acquired=[self.names[j] for j in np.flatnonzero(c.acquired[i])],

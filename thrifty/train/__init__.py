@@ -1,27 +1,32 @@
 """Training-time methods: models that meet a feature budget from the start (CEGB, GreedyMiser,
 BudgetRF, ADAPT)."""
 
-from thrifty.train._search import BudgetError
-from thrifty.train.adapt import (
-    ADAPTClassifier,
-    ADAPTFit,
-    ADAPTProblem,
-    adapt_gbrt,
-    adapt_lin,
-    l1_baseline,
-    q_step,
-    truncate_lin,
-)
-from thrifty.train.budgetrf import BudgetRFClassifier
-from thrifty.train.cegb import (
-    CEGBClassifier,
-    CEGBRanker,
-    CEGBRegressor,
-    cegb_frontier,
-    cegb_params,
-    cegb_penalties,
-)
-from thrifty.train.greedymiser import GreedyMiserClassifier, GreedyMiserRegressor, greedymiser_frontier
+from typing import TYPE_CHECKING
+
+from thrifty._lazy import attach
+
+if TYPE_CHECKING:
+    from thrifty.exceptions import BudgetError
+    from thrifty.train.adapt import (
+        ADAPTClassifier,
+        ADAPTFit,
+        ADAPTProblem,
+        adapt_gbrt,
+        adapt_lin,
+        l1_baseline,
+        q_step,
+        truncate_lin,
+    )
+    from thrifty.train.budgetrf import BudgetRFClassifier
+    from thrifty.train.cegb import (
+        CEGBClassifier,
+        CEGBRanker,
+        CEGBRegressor,
+        cegb_frontier,
+        cegb_params,
+        cegb_penalties,
+    )
+    from thrifty.train.greedymiser import GreedyMiserClassifier, GreedyMiserRegressor, greedymiser_frontier
 
 __all__ = [
     "ADAPTClassifier",
@@ -44,3 +49,5 @@ __all__ = [
     "q_step",
     "truncate_lin",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

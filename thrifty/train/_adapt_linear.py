@@ -45,7 +45,7 @@ def smooth_loss(
     A = Z @ P[:-1] + P[-1]
     gate = q is not None
     F = A[:, 1:] if gate else A
-    w = (1.0 - q) if gate else np.ones(n)
+    w = (1.0 - q) if q is not None else np.ones(n)
     if F.shape[1] == 1:
         f = F[:, 0]
         loss_f = np.logaddexp(0.0, f) - Y[:, 0] * f
@@ -56,7 +56,7 @@ def smooth_loss(
         dF = softmax(F, axis=1) - Y
     total = float(np.dot(w, loss_f)) / n
     dA = np.empty_like(A)
-    if gate:
+    if q is not None:
         g = A[:, 0]
         total += float(np.dot(w, np.logaddexp(0.0, g)) + np.dot(q, np.logaddexp(0.0, -g))) / n
         # d/dg of (1-q) log(1+e^g) + q log(1+e^-g) is sigma(g) - q

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,8 +13,9 @@ from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d,
 from thrifty._validation import costs_for_X
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest._names import lightgbm_frame
+from thrifty.forest import Forest
 from thrifty.forest.importers import from_model
+from thrifty.forest.names import lightgbm_frame
 from thrifty.train._search import SearchResult, search_tradeoff
 
 # Trade-off used when neither ``tradeoff`` nor ``budget`` is given: a mild penalty (a feature of
@@ -69,6 +71,10 @@ def _names(X: Any) -> list[str] | None:
 
 class ClassifierOutputs:
     """``predict_proba`` and ``decision_function`` of a fitted boosted classifier's ``forest_``."""
+
+    # Provided by the estimator this is mixed into (annotations only: nothing is shadowed).
+    forest_: Forest
+    _check_X: Callable[[Any], np.ndarray]
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities, shape (n, n_classes)."""

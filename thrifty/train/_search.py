@@ -158,6 +158,7 @@ def search_tradeoff(
                     break
                 continue
             if lo is None:  # every trial is feasible and under the band: go down
+                assert hi is not None  # the first trial's trade-off (start) is positive
                 lam = _extrapolate(hi, history, budget, down=True)
             elif hi is None:  # every trial is over budget: go up
                 lam = _extrapolate(lo, history, budget, down=False)

@@ -1038,7 +1038,9 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
         if self.hpc_exact_:
             from thrifty.runtime.evaluate import evaluate
 
-            return evaluate(self.high_, X).proba
+            proba = evaluate(self.high_, X).proba
+            assert proba is not None  # the hpc is a classifier
+            return proba
         return np.asarray(self.hpc_.predict_proba(X), dtype=np.float64)
 
     def _problem(self, X: np.ndarray, codes: np.ndarray) -> ADAPTProblem:
@@ -1113,6 +1115,7 @@ class ADAPTClassifier(ClassifierMixin, BaseEstimator):
 
         self._hpc(X, codes)
         prob = self._problem(X, codes)
+        assert self.budget is not None  # fit sweeps only when given a budget
         p_grid = tuple(P_FULL_GRID if self.p_full_grid is None else self.p_full_grid)
         g_grid = tuple(GAMMA_GRID[self.method] if self.gamma_grid is None else self.gamma_grid)
         rows: list[dict[str, float]] = []

@@ -285,11 +285,11 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
                 return max(1, int(np.log2(d)))
             raise InputError(f"max_features must be 'sqrt', 'log2', an int, a float or None, got {m!r}")
         if isinstance(m, numbers.Integral) and not isinstance(m, bool):
-            if not 1 <= m <= d:
+            if not 1 <= int(m) <= d:
                 raise InputError(f"max_features={m} must be within [1, n_features={d}]")
             return int(m)
-        if isinstance(m, numbers.Real) and 0.0 < m <= 1.0:
-            return max(1, int(m * d))
+        if isinstance(m, numbers.Real) and 0.0 < float(m) <= 1.0:
+            return max(1, int(float(m) * d))
         raise InputError(
             f"max_features must be 'sqrt', 'log2', an int in [1, {d}], a float in (0, 1] or None, got {m!r}"
         )
@@ -298,10 +298,10 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         m = self.max_samples
         if m is None:
             return n
-        if isinstance(m, numbers.Integral) and not isinstance(m, bool) and m >= 1:
+        if isinstance(m, numbers.Integral) and not isinstance(m, bool) and int(m) >= 1:
             return int(m)
-        if isinstance(m, numbers.Real) and 0.0 < m <= 1.0:
-            return max(1, int(round(m * n)))
+        if isinstance(m, numbers.Real) and 0.0 < float(m) <= 1.0:
+            return max(1, int(round(float(m) * n)))
         raise InputError(f"max_samples must be None, an int >= 1 or a float in (0, 1], got {m!r}")
 
     def __sklearn_tags__(self) -> Any:

@@ -149,7 +149,7 @@ class _CEGBBase(CostAwareBoosting):
     def _lgbm(self, tradeoff: float) -> Any:
         import lightgbm
 
-        params = {
+        params: dict[str, Any] = {
             "n_estimators": int(self.n_estimators),
             "learning_rate": float(self.learning_rate),
             "num_leaves": int(self.num_leaves),

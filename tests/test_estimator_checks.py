@@ -1,0 +1,131 @@
+"""thrifty's own estimator checks (thrifty.estimator_checks), over every estimator.
+
+Each family appends its estimators to CASES. The checks are first shown to pass on a small
+reference estimator built on the shared base and to fail on estimators that break a promise.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import pytest
+from sklearn.base import ClassifierMixin
+from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestClassifier
+
+from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._param_validation import Interval
+from thrifty._validation import class_labels, validate_frame
+from thrifty.estimator_checks import (
+    BudgetCase,
+    check_budget_met,
+    check_budget_monotone,
+    check_budget_search_table,
+    check_cost_report_matches_evaluate,
+    parametrize_with_budget_checks,
+)
+from thrifty.forest import Forest
+from thrifty.runtime import Full, evaluate
+
+X, y = make_classification(n_samples=200, n_features=6, n_informative=4, random_state=0)
+PRICES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+class PrefixForest(ClassifierMixin, ThriftyEstimator):
+    """Reference estimator: a random forest whose candidates are its tree prefixes."""
+
+    _parameter_constraints = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "costs": [None, "cost-model"],
+        "budget": [None, Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_estimators: int = 8, *, costs=None, budget=None):
+        self.n_estimators = n_estimators
+        self.costs = costs
+        self.budget = budget
+
+    def fit(self, X, y, sample_weight=None, *, calibration=None):
+        self._validate_params()
+        X, y = validate_frame(self, X, y)
+        y, self.classes_, codes = class_labels(y, "PrefixForest")
+        costs = self._fit_costs(X)
+        split = self._calibration(X, codes, sample_weight, calibration)
+        rf = RandomForestClassifier(self.n_estimators, max_depth=3, random_state=0).fit(split.X, split.y)
+        forest = Forest.from_model(rf)
+        ks = [self.n_estimators] if self.budget is None else range(1, self.n_estimators + 1)
+
+        def candidate(k):
+            plan = Full(forest.subset(range(k)))
+            ev = evaluate(plan, split.X_cal, costs)
+            return Candidate({"n_trees": k}, ev.cost.mean, float(np.mean(ev.labels == split.y_cal)), plan)
+
+        self.plan_ = self._select(candidate(k) for k in ks).model
+        return self
+
+    def predict(self, X):
+        return self.classes_[self.evaluate(X).labels]
+
+
+class AlwaysFull(PrefixForest):
+    """Broken: ignores the budget."""
+
+    def fit(self, X, y, sample_weight=None, *, calibration=None):
+        budget, self.budget = self.budget, None
+        try:
+            return super().fit(X, y, calibration=calibration)
+        finally:
+            self.budget = budget
+
+
+class Cheapest(PrefixForest):
+    """Broken: a larger budget gives a cheaper model (the selection reversed)."""
+
+    def _select(self, candidates):
+        cands = list(candidates)
+        if self.budget is not None and self.budget > 20:
+            cands = cands[:1]
+        return super()._select(cands)
+
+
+class WrongPlan(PrefixForest):
+    """Broken: the plan fitted is not the table's chosen row (always the first candidate)."""
+
+    def _select(self, candidates):
+        cands = list(candidates)
+        super()._select(cands)
+        return cands[0]
+
+
+class WrongReport(PrefixForest):
+    """Broken: cost_report prices with uniform costs."""
+
+    def cost_report(self, X, costs=None):
+        return evaluate(self.plan_, X).cost
+
+
+def case(est, budgets=(8.0, 14.0, 30.0)):
+    return BudgetCase(est, X, y, budgets=list(budgets), costs=PRICES)
+
+
+CASES = [case(PrefixForest())]
+
+
+@parametrize_with_budget_checks(CASES)
+def test_budget_contract(check):
+    check()
+
+
+@pytest.mark.parametrize(
+    "broken, check",
+    [
+        (AlwaysFull(), check_budget_met),
+        (Cheapest(), check_budget_monotone),
+        (WrongReport(), check_cost_report_matches_evaluate),
+        (WrongPlan(), check_budget_search_table),
+    ],
+)
+def test_checks_catch_broken_estimators(broken, check):
+    with pytest.raises(AssertionError):
+        check(case(broken))

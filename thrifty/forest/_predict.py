@@ -159,11 +159,6 @@ def _apply(
             out[i, t] = node
 
 
-def node_args(forest: Forest) -> tuple[np.ndarray, ...]:
-    """The node record the kernels take: one tuple of the node arrays (``Forest.nodes``)."""
-    return forest.nodes
-
-
 class threads:
     """Context manager running numba kernels on ``n`` threads (None: all)."""
 
@@ -193,7 +188,7 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
     with threads(n_threads):
         SWEEP.for_rows(X.shape[0])(
             X,
-            node_args(forest),
+            forest.nodes,
             forest.value,
             forest.roots,
             forest.tree_weight,
@@ -210,5 +205,5 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
 def apply(forest: Forest, X: np.ndarray) -> np.ndarray:
     out = np.empty((X.shape[0], forest.n_trees), dtype=np.int32)
     if X.shape[0]:
-        _apply(X, node_args(forest), forest.roots, out)
+        _apply(X, forest.nodes, forest.roots, out)
     return out

@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 # LightGBM's kZeroThreshold (1e-35f): values this close to zero count as zero.
-_ZERO = float(np.float32(1e-35))
+ZERO = float(np.float32(1e-35))
 
 
 def fast_thresholds(threshold: np.ndarray, missing_type: np.ndarray, cat_start: np.ndarray) -> np.ndarray:
@@ -84,7 +84,7 @@ def _full_rule(
             v = 0.0
         else:
             return children_left[node] if missing_left[node] else children_right[node]
-    elif mt == 2 and v >= -_ZERO and v <= _ZERO:
+    elif mt == 2 and v >= -ZERO and v <= ZERO:
         return children_left[node] if missing_left[node] else children_right[node]
     if v <= threshold[node]:
         return children_left[node]

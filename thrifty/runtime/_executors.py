@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.forest._predict import SERIAL_ROWS, SWEEP, node_args
+from thrifty.forest.kernels import SERIAL_ROWS, SWEEP
 from thrifty.forest.links import labels_from, raw_to_proba
 from thrifty.runtime import _kernels
 from thrifty.runtime._compiled import NativePlan
@@ -123,7 +123,7 @@ class _SequentialExecutor(_ForestOutputs):
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
             SWEEP.for_rows(c.n)(
                 X,
-                node_args(f),
+                f.nodes,
                 f.value,
                 f.roots,
                 f.tree_weight,
@@ -148,7 +148,7 @@ class _SequentialExecutor(_ForestOutputs):
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
             _kernels.run_sequential_dense(
                 X,
-                node_args(f),
+                f.nodes,
                 f.value,
                 f.roots,
                 f.tree_weight,
@@ -178,7 +178,7 @@ class _SequentialExecutor(_ForestOutputs):
             c.known,
             c.all_known,
             f.input_dtype == "float32",
-            node_args(f),
+            f.nodes,
             f.value,
             f.roots,
             f.tree_weight,
@@ -275,7 +275,7 @@ class _CascadeExecutor(_ForestOutputs):
             c.known,
             c.all_known,
             f.input_dtype == "float32",
-            node_args(f),
+            f.nodes,
             f.value,
             f.roots,
             f.tree_weight,

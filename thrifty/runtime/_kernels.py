@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest._predict import Twin
-from thrifty.forest._traverse import add_leaf, next_node, walk_one, walk_pair
+from thrifty.forest.kernels import Twin, add_leaf, next_node, walk_one, walk_pair
 
 
 @njit(parallel=True, cache=True)

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.forest._predict import SERIAL_ROWS
+from thrifty.forest.kernels import SERIAL_ROWS
 from thrifty.runtime.codegen import STATE_FIELDS, TABLES, Layout
 from thrifty.runtime.exits import Schedule
 from thrifty.runtime.native import NativeCode, leaf_tables
@@ -39,7 +39,7 @@ class NativeSchedule:
         """Evaluate ``rows`` of ``X`` (C-contiguous float64, inputs already rounded to the
         forest's precision) into the state ``S`` (``state``); ``touched`` is marked for
         forests of more than 64 features. Batches of ``SERIAL_ROWS`` rows or more are split
-        over numba's thread count (``thrifty.forest._predict.threads``)."""
+        over numba's thread count (``thrifty.forest.kernels.threads``)."""
         m, n = len(rows), len(S) // self.width
         work = S[(self.width - 1) * n :].view(np.int64)  # the work list, consumed
         work[:m] = rows

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
-from thrifty.forest._predict import SERIAL_ROWS
+from thrifty.forest.kernels import SERIAL_ROWS
 from thrifty.runtime._compiled import NativePlan
 from thrifty.runtime.evaluate import Evaluation, evaluate
 from thrifty.runtime.plans import Plan

@@ -8,8 +8,8 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest._inputs import to_matrix
-from thrifty.forest._predict import SERIAL_ROWS, threads
+from thrifty.forest import to_matrix
+from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.runtime._compiled import NativePlan
 from thrifty.runtime._executors import Context, executor
 from thrifty.runtime._results import MIN_CHUNK, Collector, Evaluation, chunk_rows, costs_for, evaluation_of

@@ -22,6 +22,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.runtime.codegen import Layout, module_irs
+from thrifty.runtime.codegen_eval import eval_ir
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
 CODEGEN_VERSION = 7
@@ -160,6 +161,8 @@ def _compile(lay: Layout, key: str, progress: bool) -> list[bytes]:
     t0 = time.perf_counter()
     shown = False
     irs = module_irs(lay, key, _TREES_PER_MODULE)
+    if lay.masked:
+        irs[-1] += eval_ir(lay, key)
     for m, ir in enumerate(irs):
         objects.append(_emit(tm, ir))
         elapsed = time.perf_counter() - t0

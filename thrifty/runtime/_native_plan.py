@@ -74,7 +74,9 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> NativeSchedule:
-    depth, path_ptr, path_feat = leaf_tables(forest)
+    """Compile (or load from the cache) the native code of ``forest`` visited as ``schedule``
+    and build the tables it reads."""
+    tree, depth, path_ptr, path_feat = leaf_tables(forest)
     bins = schedule.bins
     exits = np.where(bins.width > 0, 2, np.isfinite(schedule.eps_pos) | np.isfinite(schedule.eps_neg)).astype(
         np.int8
@@ -87,18 +89,21 @@ def native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> Nativ
     # tests as bits.
     K = forest.n_outputs
     leaf = np.zeros((forest.n_nodes, K + 2))
-    for t in range(forest.n_trees):
-        nodes = forest._tree_nodes(t)
-        cols = slice(0, 1) if forest.tree_class[t] >= 0 else slice(0, K)
-        leaf[nodes, cols] = forest.tree_weight[t] * forest.value[nodes, cols]
+    weight = forest.tree_weight[tree][:, None]
+    vector = forest.tree_class[tree] < 0
+    leaf[:, :1] = weight * forest.value[:, :1]
+    if vector.any():
+        leaf[vector, :K] = weight[vector] * forest.value[vector, :K]
     if lay.acc32:
         leaf[:, :K] = leaf[:, :K].astype(np.float32)
     words = leaf.view(np.int64)
     words[:, K] = depth
     if lay.masked:
-        for node in range(forest.n_nodes):
-            for feat in path_feat[path_ptr[node] : path_ptr[node + 1]]:
-                words[node, K + 1] |= np.int64(1) << np.int64(feat)
+        # Each node's tested features as bits: an OR over its CSR segment (a trailing 0 keeps
+        # every segment start a valid index; empty segments are 0).
+        ones = np.append(np.left_shift(np.int64(1), path_feat), np.int64(0))
+        bits = np.bitwise_or.reduceat(ones, path_ptr[:-1])
+        words[:, K + 1] = np.where(path_ptr[1:] > path_ptr[:-1], bits, 0)
     named = {
         "leaf": leaf,
         "eps_pos": schedule.eps_pos,

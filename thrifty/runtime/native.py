@@ -226,17 +226,19 @@ def _write_cached(path: Path, objects: list[bytes]) -> None:
         pass  # an unwritable cache only costs a compile next time
 
 
-def leaf_tables(forest: Forest) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per node: its depth (splits on the path from the root) and the distinct features tested
-    on that path (CSR: ``feat[ptr[node]:ptr[node + 1]]``). At a leaf these are exactly the
-    splits a row reaching it visited and the features it tested."""
+def leaf_tables(forest: Forest) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per node: the tree it belongs to, its depth (splits on the path from the root) and the
+    distinct features tested on that path (CSR: ``feat[ptr[node]:ptr[node + 1]]``). At a leaf
+    these are exactly the splits a row reaching it visited and the features it tested."""
     f = forest
+    tree = np.zeros(f.n_nodes, dtype=np.int64)
     depth = np.zeros(f.n_nodes, dtype=np.int64)
     paths: list[tuple[int, ...]] = [()] * f.n_nodes
-    for root in f.roots:
-        stack = [int(root)]
+    for t, root in enumerate(f.roots.tolist()):
+        stack = [root]
         while stack:
             node = stack.pop()
+            tree[node] = t
             feat = int(f.feature[node])
             if feat < 0:
                 continue
@@ -248,4 +250,4 @@ def leaf_tables(forest: Forest) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ptr = np.zeros(f.n_nodes + 1, dtype=np.int64)
     ptr[1:] = np.cumsum([len(p) for p in paths])
     tested = np.fromiter((x for p in paths for x in p), dtype=np.int64, count=int(ptr[-1]))
-    return depth, ptr, tested
+    return tree, depth, ptr, tested

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest._traverse import add_tree, next_node, walk_one, walk_pair
+from thrifty.forest._traverse import add_tree, child, walk_one, walk_pair
 
 if TYPE_CHECKING:
     from numba.core.dispatcher import Dispatcher
@@ -69,18 +69,6 @@ def sweep(
     This is both ``predict_raw`` and the runtime's dense evaluation of a ``Full`` plan, so
     accounting cost costs two stores per split and nothing else.
     """
-    (
-        feature,
-        fast_threshold,
-        threshold,
-        children_left,
-        children_right,
-        missing_left,
-        missing_type,
-        cat_start,
-        cat_size,
-        cat_bitsets,
-    ) = nodes
     n = X.shape[0]
     width = value.shape[1]
     n_blocks = (n + _BLOCK - 1) // _BLOCK
@@ -127,35 +115,12 @@ def _apply(
     roots,
     out,
 ):
-    (
-        feature,
-        fast_threshold,
-        threshold,
-        children_left,
-        children_right,
-        missing_left,
-        missing_type,
-        cat_start,
-        cat_size,
-        cat_bitsets,
-    ) = nodes
+    feature = nodes[0]
     for i in prange(X.shape[0]):
         for t in range(roots.shape[0]):
             node = roots[t]
             while feature[node] >= 0:
-                node = next_node(
-                    node,
-                    X[i, feature[node]],
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
-                )
+                node = child(nodes, node, X[i, feature[node]])
             out[i, t] = node
 
 

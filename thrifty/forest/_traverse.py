@@ -55,6 +55,13 @@ def next_node(
 
 
 @njit(inline="always", cache=True)
+def child(nodes, node, v):
+    """``next_node`` of the node record ``nodes`` (``Forest.nodes``)."""
+    _, fast, thr, left, right, mleft, mtype, cstart, csize, cbits = nodes
+    return next_node(node, v, fast, thr, left, right, mleft, mtype, cstart, csize, cbits)
+
+
+@njit(inline="always", cache=True)
 def _full_rule(
     node,
     v,
@@ -123,18 +130,7 @@ def walk_pair(
     """Leaves reached by rows ``i`` and ``j`` from ``root``, walked in lockstep so their
     independent chains of loads overlap in the CPU; with ``record``, marks the features each
     row tests and counts its splits."""
-    (
-        feature,
-        fast_threshold,
-        threshold,
-        children_left,
-        children_right,
-        missing_left,
-        missing_type,
-        cat_start,
-        cat_size,
-        cat_bitsets,
-    ) = nodes
+    feature = nodes[0]
     a = root
     c = root
     va = 0
@@ -148,36 +144,12 @@ def walk_pair(
             if record:
                 touched[i, fa] = True
                 va += 1
-            a = next_node(
-                a,
-                X[i, fa],
-                fast_threshold,
-                threshold,
-                children_left,
-                children_right,
-                missing_left,
-                missing_type,
-                cat_start,
-                cat_size,
-                cat_bitsets,
-            )
+            a = child(nodes, a, X[i, fa])
         if fc >= 0:
             if record:
                 touched[j, fc] = True
                 vc += 1
-            c = next_node(
-                c,
-                X[j, fc],
-                fast_threshold,
-                threshold,
-                children_left,
-                children_right,
-                missing_left,
-                missing_type,
-                cat_start,
-                cat_size,
-                cat_bitsets,
-            )
+            c = child(nodes, c, X[j, fc])
     if record:
         n_nodes[i] += va
         n_nodes[j] += vc
@@ -195,35 +167,12 @@ def walk_one(
     n_nodes,
 ):
     """Leaf reached by row ``i`` from ``root`` (``walk_pair`` for a lone row)."""
-    (
-        feature,
-        fast_threshold,
-        threshold,
-        children_left,
-        children_right,
-        missing_left,
-        missing_type,
-        cat_start,
-        cat_size,
-        cat_bitsets,
-    ) = nodes
+    feature = nodes[0]
     node = root
     while feature[node] >= 0:
         f = feature[node]
         if record:
             touched[i, f] = True
             n_nodes[i] += 1
-        node = next_node(
-            node,
-            X[i, f],
-            fast_threshold,
-            threshold,
-            children_left,
-            children_right,
-            missing_left,
-            missing_type,
-            cat_start,
-            cat_size,
-            cat_bitsets,
-        )
+        node = child(nodes, node, X[i, f])
     return node

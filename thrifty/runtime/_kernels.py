@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest.kernels import Twin, add_leaf, next_node, walk_one, walk_pair
+from thrifty.forest.kernels import Twin, add_leaf, child, walk_one, walk_pair
 
 
 @njit(parallel=True, cache=True)
@@ -109,18 +109,7 @@ def run_sequential(
     ``bin_pos`` and negative below its ``bin_neg`` (Fan et al.'s dynamic scheduling); a bin not
     listed freezes the row: it is evaluated in full, with no further exits.
     """
-    (
-        feature,
-        fast_threshold,
-        threshold,
-        children_left,
-        children_right,
-        missing_left,
-        missing_type,
-        cat_start,
-        cat_size,
-        cat_bitsets,
-    ) = nodes
+    feature = nodes[0]
     n_order = order.shape[0]
     width = value.shape[1]
     n_blocks = (rows.shape[0] + _BLOCK - 1) // _BLOCK
@@ -157,19 +146,7 @@ def run_sequential(
                         break
                     touched[i, f] = True
                     visited += 1
-                    node = next_node(
-                        node,
-                        _read(X, i, f, round32),
-                        fast_threshold,
-                        threshold,
-                        children_left,
-                        children_right,
-                        missing_left,
-                        missing_type,
-                        cat_start,
-                        cat_size,
-                        cat_bitsets,
-                    )
+                    node = child(nodes, node, _read(X, i, f, round32))
                 n_nodes[i] += visited
                 if blocked[i] >= 0:
                     cur[i] = node
@@ -278,18 +255,6 @@ def run_sequential_dense(
     and walks them two at a time (``walk_pair``). Single-output forests; rows start at 0.
     Large blocks keep late positions cheap (a tree's nodes are fetched once per block however
     few of its rows remain), so ``block`` is as large as keeping every thread busy allows."""
-    (
-        feature,
-        fast_threshold,
-        threshold,
-        children_left,
-        children_right,
-        missing_left,
-        missing_type,
-        cat_start,
-        cat_size,
-        cat_bitsets,
-    ) = nodes
     n = X.shape[0]
     n_order = order.shape[0]
     n_blocks = (n + block - 1) // block
@@ -393,18 +358,7 @@ def run_cascade(
     ``h_t(x) = tree_weight[t] * leaf value``; each tree is evaluated at most once per example
     and its output reused by later stages.
     """
-    (
-        feature,
-        fast_threshold,
-        threshold,
-        children_left,
-        children_right,
-        missing_left,
-        missing_type,
-        cat_start,
-        cat_size,
-        cat_bitsets,
-    ) = nodes
+    feature = nodes[0]
     n_stages = stage_ptr.shape[0] - 1
     for r in prange(rows.shape[0]):
         i = rows[r]
@@ -431,19 +385,7 @@ def run_cascade(
                             break
                         touched[i, f] = True
                         n_nodes[i] += 1
-                        node = next_node(
-                            node,
-                            _read(X, i, f, round32),
-                            fast_threshold,
-                            threshold,
-                            children_left,
-                            children_right,
-                            missing_left,
-                            missing_type,
-                            cat_start,
-                            cat_size,
-                            cat_bitsets,
-                        )
+                        node = child(nodes, node, _read(X, i, f, round32))
                     if stopped:
                         break
                     tree_out[i, t] = tree_weight[t] * value[node, 0]

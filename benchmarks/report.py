@@ -63,6 +63,7 @@ SECTIONS = [
             ),
             ("compile_seconds", "seconds to compile the 500 trees (cold)", "<= 30 for 1,000 trees"),
             ("cache_load_seconds", "seconds to load the compiled plan in a new process", "<= 1"),
+            ("load_average", "the machine's 1-minute load average at the end of the run", ""),
         ],
         "differs": "Adult, a 500-tree LightGBM model of depth 5; ratios measured in one run on a shared "
         "2-core machine.",

@@ -149,6 +149,46 @@ def test_many_rows_take_the_parallel_path():
         check(PLANS[name], X, cost_model(tree_cost=0.5))
 
 
+def test_the_serving_path_takes_any_numeric_matrix_and_hands_over_the_rest():
+    """One-row and batch calls of a forest plan go straight from the matrix to the settled
+    costs in native code; inputs it does not take (DataFrames, huge batches, other costs)
+    take the general path. Every route gives the interpreter's results."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(14)
+    costs = cost_model(tree_cost=0.5, split_cost=0.25)
+    X = random_inputs(rng, 70_000, N_FEATURES)
+    for name in ("full", "sequential-bins", "full-float32", "sequential-multiclass"):
+        plan = PLANS[name]
+        compiled = thrifty.compile(plan, costs)
+        assert compiled.fast is not None
+        for Z in (X[:1], X[:40], X[:3000], np.asfortranarray(X[:70]), X[:5].astype(np.float32)):
+            assert_same(compiled.evaluate(Z), evaluate(plan, Z, costs))
+        assert_same(compiled.evaluate(pd.DataFrame(X[:9])), evaluate(plan, X[:9], costs))
+        assert_same(evaluate(compiled, X[:9], cost_model()), evaluate(plan, X[:9], cost_model()))
+    # Beyond the serving path's batch size: chunks on the executors' native path.
+    assert_same(thrifty.compile(PLANS["full"], costs).evaluate(X), evaluate(PLANS["full"], X, costs))
+    ints = rng.integers(-2, 40, size=(20, N_FEATURES))
+    assert_same(thrifty.compile(PLANS["full"]).evaluate(ints), evaluate(PLANS["full"], ints))
+    # Probabilities and labels are computed when read, and pickle as a plain Evaluation.
+    served = thrifty.compile(PLANS["sequential"], costs).evaluate(X[:30])
+    back = pickle.loads(pickle.dumps(served))
+    assert type(back) is thrifty.Evaluation
+    assert_same(back, evaluate(PLANS["sequential"], X[:30], costs))
+
+
+def test_more_than_64_features():
+    """Wide forests mark the features each path tests in the touched matrix from native code."""
+    rng = np.random.default_rng(15)
+    n_features = 70
+    forest = random_forest(rng, n_features, n_trees=12)
+    X = random_inputs(rng, 1500, n_features)
+    costs = thrifty.CostModel(rng.uniform(0, 3, n_features).round(2), groups={"g": [0, 65, 69]})
+    for plan in (Full(forest), Sequential(forest, rng.permutation(12), np.full(12, 1.0), np.full(12, -1.0))):
+        compiled = check(plan, X, costs)
+        assert compiled.fast is None
+        assert_same(compiled.evaluate(X[:1]), evaluate(plan, X[:1], costs))
+
+
 def test_plans_it_does_not_compile_run_on_the_interpreter():
     rng = np.random.default_rng(12)
     forest = random_forest(rng, N_FEATURES, n_trees=6)
@@ -161,9 +201,9 @@ def test_plans_it_does_not_compile_run_on_the_interpreter():
     ).native
 
 
-def test_cache_pickle_and_plan_method():
+def test_cache_and_pickle():
     plan = PLANS["sequential"]
-    first = plan.compile(cost_model())
+    first = thrifty.compile(plan, cost_model())
     again = thrifty.compile(plan, cost_model())
     assert again.compile_seconds == 0.0 and again.schedule.native.from_cache
     X = random_inputs(np.random.default_rng(13), 30, N_FEATURES)

@@ -53,7 +53,6 @@ def test_predictions_and_costs_are_the_models(data):
     # Exact equality up to the BLAS's summation order (it depends on the batch's memory layout).
     np.testing.assert_allclose(ev.raw, lr.decision_function(Z), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(ev.labels, lr.predict(Z))
-    np.testing.assert_array_equal(binary(lr).predict(X), ev.labels)
     np.testing.assert_allclose(ev.proba, lr.predict_proba(Z), rtol=0, atol=1e-12)
     # Every row pays for exactly the listed features and what they require; no tree, no node.
     paid = REF.price(set(FEATURES))

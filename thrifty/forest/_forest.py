@@ -133,6 +133,19 @@ class Forest:
         self._usage = _frozen(
             np.bincount(self.feature[self.feature >= 0], minlength=self.n_features), np.int64
         )
+        # The node record every kernel takes (one argument instead of ten arrays).
+        self._nodes = (
+            self.feature,
+            self._fast_threshold,
+            self.threshold,
+            self.children_left,
+            self.children_right,
+            self.missing_left,
+            self.missing_type,
+            self.cat_start,
+            self.cat_size,
+            self.cat_bitsets,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         # Derived data (and the Full plan ``as_plan`` caches here) is rebuilt, not pickled.
@@ -146,6 +159,13 @@ class Forest:
         self._derive()
 
     # ------------------------------------------------------------------ shape
+    @property
+    def nodes(self) -> tuple[np.ndarray, ...]:
+        """The node arrays as the kernels take them, in one tuple: ``feature``, the fast-path
+        thresholds, ``threshold``, ``children_left``, ``children_right``, ``missing_left``,
+        ``missing_type``, ``cat_start``, ``cat_size``, ``cat_bitsets`` (read-only)."""
+        return self._nodes
+
     @property
     def n_nodes(self) -> int:
         return int(self.feature.shape[0])

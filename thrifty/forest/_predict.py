@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest._traverse import add_tree, next_node, walk_one, walk_pair
+from thrifty.forest._traverse import add_tree, child, walk_one, walk_pair
 
 if TYPE_CHECKING:
     from numba.core.dispatcher import Dispatcher
@@ -53,16 +53,7 @@ class Twin:
 @njit(parallel=True, cache=True)
 def sweep(
     X,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     value,
     roots,
     tree_weight,
@@ -95,16 +86,7 @@ def sweep(
                     i,
                     i + 1,
                     root,
-                    feature,
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
+                    nodes,
                     record,
                     touched,
                     n_nodes,
@@ -116,16 +98,7 @@ def sweep(
                     X,
                     hi - 1,
                     root,
-                    feature,
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
+                    nodes,
                     record,
                     touched,
                     n_nodes,
@@ -139,68 +112,17 @@ SWEEP = Twin(sweep)
 @njit(parallel=True, cache=True)
 def _apply(
     X,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     roots,
     out,
 ):
+    feature = nodes[0]
     for i in prange(X.shape[0]):
         for t in range(roots.shape[0]):
             node = roots[t]
             while feature[node] >= 0:
-                node = next_node(
-                    node,
-                    X[i, feature[node]],
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
-                )
+                node = child(nodes, node, X[i, feature[node]])
             out[i, t] = node
-
-
-# Ten arrays, spelt out so that mypy can count a kernel's arguments through ``*node_args(f)``.
-NodeArgs = tuple[
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-    np.ndarray,
-]
-
-
-def node_args(forest: Forest) -> NodeArgs:
-    """The node arrays in the order the kernels take them."""
-    return (
-        forest.feature,
-        forest._fast_threshold,
-        forest.threshold,
-        forest.children_left,
-        forest.children_right,
-        forest.missing_left,
-        forest.missing_type,
-        forest.cat_start,
-        forest.cat_size,
-        forest.cat_bitsets,
-    )
 
 
 class threads:
@@ -232,7 +154,7 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
     with threads(n_threads):
         SWEEP.for_rows(X.shape[0])(
             X,
-            *node_args(forest),
+            forest.nodes,
             forest.value,
             forest.roots,
             forest.tree_weight,
@@ -249,5 +171,5 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
 def apply(forest: Forest, X: np.ndarray) -> np.ndarray:
     out = np.empty((X.shape[0], forest.n_trees), dtype=np.int32)
     if X.shape[0]:
-        _apply(X, *node_args(forest), forest.roots, out)
+        _apply(X, forest.nodes, forest.roots, out)
     return out

@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 # LightGBM's kZeroThreshold (1e-35f): values this close to zero count as zero.
-_ZERO = float(np.float32(1e-35))
+ZERO = float(np.float32(1e-35))
 
 
 def fast_thresholds(threshold: np.ndarray, missing_type: np.ndarray, cat_start: np.ndarray) -> np.ndarray:
@@ -55,6 +55,13 @@ def next_node(
 
 
 @njit(inline="always", cache=True)
+def child(nodes, node, v):
+    """``next_node`` of the node record ``nodes`` (``Forest.nodes``)."""
+    _, fast, thr, left, right, mleft, mtype, cstart, csize, cbits = nodes
+    return next_node(node, v, fast, thr, left, right, mleft, mtype, cstart, csize, cbits)
+
+
+@njit(inline="always", cache=True)
 def _full_rule(
     node,
     v,
@@ -84,7 +91,7 @@ def _full_rule(
             v = 0.0
         else:
             return children_left[node] if missing_left[node] else children_right[node]
-    elif mt == 2 and v >= -_ZERO and v <= _ZERO:
+    elif mt == 2 and v >= -ZERO and v <= ZERO:
         return children_left[node] if missing_left[node] else children_right[node]
     if v <= threshold[node]:
         return children_left[node]
@@ -115,16 +122,7 @@ def walk_pair(
     i,
     j,
     root,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     record,
     touched,
     n_nodes,
@@ -132,6 +130,7 @@ def walk_pair(
     """Leaves reached by rows ``i`` and ``j`` from ``root``, walked in lockstep so their
     independent chains of loads overlap in the CPU; with ``record``, marks the features each
     row tests and counts its splits."""
+    feature = nodes[0]
     a = root
     c = root
     va = 0
@@ -145,36 +144,12 @@ def walk_pair(
             if record:
                 touched[i, fa] = True
                 va += 1
-            a = next_node(
-                a,
-                X[i, fa],
-                fast_threshold,
-                threshold,
-                children_left,
-                children_right,
-                missing_left,
-                missing_type,
-                cat_start,
-                cat_size,
-                cat_bitsets,
-            )
+            a = child(nodes, a, X[i, fa])
         if fc >= 0:
             if record:
                 touched[j, fc] = True
                 vc += 1
-            c = next_node(
-                c,
-                X[j, fc],
-                fast_threshold,
-                threshold,
-                children_left,
-                children_right,
-                missing_left,
-                missing_type,
-                cat_start,
-                cat_size,
-                cat_bitsets,
-            )
+            c = child(nodes, c, X[j, fc])
     if record:
         n_nodes[i] += va
         n_nodes[j] += vc
@@ -186,38 +161,18 @@ def walk_one(
     X,
     i,
     root,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     record,
     touched,
     n_nodes,
 ):
     """Leaf reached by row ``i`` from ``root`` (``walk_pair`` for a lone row)."""
+    feature = nodes[0]
     node = root
     while feature[node] >= 0:
         f = feature[node]
         if record:
             touched[i, f] = True
             n_nodes[i] += 1
-        node = next_node(
-            node,
-            X[i, f],
-            fast_threshold,
-            threshold,
-            children_left,
-            children_right,
-            missing_left,
-            missing_type,
-            cat_start,
-            cat_size,
-            cat_bitsets,
-        )
+        node = child(nodes, node, X[i, f])
     return node

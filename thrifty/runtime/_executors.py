@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.forest._predict import SERIAL_ROWS, SWEEP, node_args
+from thrifty.forest.kernels import SERIAL_ROWS, SWEEP
 from thrifty.forest.links import labels_from, raw_to_proba
 from thrifty.runtime import _kernels
-from thrifty.runtime._native_kernels import RUN_NATIVE
-from thrifty.runtime.compiled import CHUNK, NATIVE_BLOCK, CompiledPlan, NativeSchedule
+from thrifty.runtime._compiled import NativePlan
+from thrifty.runtime._native_plan import NativeSchedule
+from thrifty.runtime.codegen import STATE_FIELDS
 from thrifty.runtime.exits import Schedule
 from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Opaque, Plan, Sequential
 
@@ -67,8 +67,8 @@ class Executor:
         raise NotImplementedError
 
 
-def executor(plan: Plan, ctx: Context, compiled: CompiledPlan | None = None) -> Executor:
-    """The executor of ``plan``; with ``compiled`` (a ``CompiledPlan`` of ``plan``), forests run
+def executor(plan: Plan, ctx: Context, compiled: NativePlan | None = None) -> Executor:
+    """The executor of ``plan``; with ``compiled`` (a ``NativePlan`` of ``plan``), forests run
     natively where it compiled them."""
     if isinstance(plan, (Full, Sequential)):
         if compiled is not None and compiled.schedule is not None:
@@ -123,7 +123,7 @@ class _SequentialExecutor(_ForestOutputs):
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
             SWEEP.for_rows(c.n)(
                 X,
-                *node_args(f),
+                f.nodes,
                 f.value,
                 f.roots,
                 f.tree_weight,
@@ -148,7 +148,7 @@ class _SequentialExecutor(_ForestOutputs):
             X = c.X if f.input_dtype == "float64" else _round32(c.X)
             _kernels.run_sequential_dense(
                 X,
-                *node_args(f),
+                f.nodes,
                 f.value,
                 f.roots,
                 f.tree_weight,
@@ -178,7 +178,7 @@ class _SequentialExecutor(_ForestOutputs):
             c.known,
             c.all_known,
             f.input_dtype == "float32",
-            *node_args(f),
+            f.nodes,
             f.value,
             f.roots,
             f.tree_weight,
@@ -223,38 +223,27 @@ class _NativeSequentialExecutor(_SequentialExecutor):
             super().advance(rows)
             return
         X = c.X if f.input_dtype == "float64" else _round32(c.X)
-        n = len(rows)
-        kernel = RUN_NATIVE.for_rows(n)
-        # Blocks of rows small enough that their leaf buffer stays in cache.
-        block = max(
-            1,
-            min(
-                n,
-                NATIVE_BLOCK
-                if kernel is RUN_NATIVE.serial
-                else max(64, min(NATIVE_BLOCK, -(-n // numba.get_num_threads()))),
-            ),
+        n, K = c.n, f.n_outputs
+        S = s.state(n)
+        s.run(X, rows, S, c.touched)
+        every = len(rows) == n  # all rows (dense evaluation), not a gate's share of them
+        take = slice(None) if every else rows
+        raw = S[: K * n].reshape(K, n)
+        ints = S[K * n :].view(np.int64).reshape(len(STATE_FIELDS), n)
+        nodes, bits, pos, direction, frozen = (
+            ints[STATE_FIELDS.index(name), take] for name in ("nodes", "bits", "pos", "dir", "frozen")
         )
-        n_blocks = -(-n // block) if n else 0
-        kernel(
-            s.native.leaves,
-            X,
-            rows,
-            *s.args,
-            c.touched,
-            c.n_nodes,
-            c.n_trees,
-            self.pos,
-            self.raw,
-            self.done,
-            self.decision,
-            self.frozen,
-            np.empty(n, dtype=np.int64),
-            np.empty(c.n, dtype=np.uint64),
-            np.empty(n_blocks * block * CHUNK, dtype=np.int32),
-            block,
-            CHUNK,
-        )
+        self.raw[take] = raw[:, take].T
+        self.pos[take] = pos
+        self.decision[take] = direction
+        self.frozen[take] = frozen != 0
+        self.done[take] = True
+        c.n_nodes[take] += nodes
+        c.n_trees[take] += pos
+        if s.masked:
+            # Bit f of a row's word is set when its paths tested feature f.
+            tested = np.unpackbits(bits.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+            c.touched[take] |= tested[:, : f.n_features].view(np.bool_)
 
 
 class _CascadeExecutor(_ForestOutputs):
@@ -286,7 +275,7 @@ class _CascadeExecutor(_ForestOutputs):
             c.known,
             c.all_known,
             f.input_dtype == "float32",
-            *node_args(f),
+            f.nodes,
             f.value,
             f.roots,
             f.tree_weight,
@@ -380,7 +369,7 @@ class _OpaqueExecutor(_ModelExecutor):
 class _GatedExecutor(Executor):
     """Gate first; as soon as an example's gate is done it continues in the model it picked."""
 
-    def __init__(self, plan: Gated, ctx: Context, compiled: CompiledPlan | None) -> None:
+    def __init__(self, plan: Gated, ctx: Context, compiled: NativePlan | None) -> None:
         self.plan, self.ctx = plan, ctx
         parts = compiled.parts if compiled is not None else (None, None, None)
         self.gate = executor(plan.gate, ctx, parts[0])

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest._predict import Twin
-from thrifty.forest._traverse import add_leaf, next_node, walk_one, walk_pair
+from thrifty.forest.kernels import Twin, add_leaf, child, walk_one, walk_pair
 
 
 @njit(parallel=True, cache=True)
@@ -77,16 +76,7 @@ def run_sequential(
     known,
     all_known,
     round32,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     value,
     roots,
     tree_weight,
@@ -119,6 +109,7 @@ def run_sequential(
     ``bin_pos`` and negative below its ``bin_neg`` (Fan et al.'s dynamic scheduling); a bin not
     listed freezes the row: it is evaluated in full, with no further exits.
     """
+    feature = nodes[0]
     n_order = order.shape[0]
     width = value.shape[1]
     n_blocks = (rows.shape[0] + _BLOCK - 1) // _BLOCK
@@ -155,19 +146,7 @@ def run_sequential(
                         break
                     touched[i, f] = True
                     visited += 1
-                    node = next_node(
-                        node,
-                        _read(X, i, f, round32),
-                        fast_threshold,
-                        threshold,
-                        children_left,
-                        children_right,
-                        missing_left,
-                        missing_type,
-                        cat_start,
-                        cat_size,
-                        cat_bitsets,
-                    )
+                    node = child(nodes, node, _read(X, i, f, round32))
                 n_nodes[i] += visited
                 if blocked[i] >= 0:
                     cur[i] = node
@@ -248,16 +227,7 @@ def _exit_after(i, p, g, eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos,
 @njit(parallel=True, cache=True)
 def run_sequential_dense(
     X,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     value,
     roots,
     tree_weight,
@@ -307,16 +277,7 @@ def run_sequential_dense(
                     i,
                     j,
                     root,
-                    feature,
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
+                    nodes,
                     True,
                     touched,
                     n_nodes,
@@ -329,16 +290,7 @@ def run_sequential_dense(
                     X,
                     i,
                     root,
-                    feature,
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
+                    nodes,
                     True,
                     touched,
                     n_nodes,
@@ -379,16 +331,7 @@ def run_cascade(
     known,
     all_known,
     round32,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     value,
     roots,
     tree_weight,
@@ -415,6 +358,7 @@ def run_cascade(
     ``h_t(x) = tree_weight[t] * leaf value``; each tree is evaluated at most once per example
     and its output reused by later stages.
     """
+    feature = nodes[0]
     n_stages = stage_ptr.shape[0] - 1
     for r in prange(rows.shape[0]):
         i = rows[r]
@@ -441,19 +385,7 @@ def run_cascade(
                             break
                         touched[i, f] = True
                         n_nodes[i] += 1
-                        node = next_node(
-                            node,
-                            _read(X, i, f, round32),
-                            fast_threshold,
-                            threshold,
-                            children_left,
-                            children_right,
-                            missing_left,
-                            missing_type,
-                            cat_start,
-                            cat_size,
-                            cat_bitsets,
-                        )
+                        node = child(nodes, node, _read(X, i, f, round32))
                     if stopped:
                         break
                     tree_out[i, t] = tree_weight[t] * value[node, 0]

@@ -1,64 +1,22 @@
-"""What evaluation returns (``Evaluation``) and the pieces every evaluation mode shares: the
-cost model aligned to the plan, the chunk size, and the outputs collected chunk by chunk."""
+"""The pieces every evaluation mode shares: the chunk size and the outputs collected chunk by
+chunk into an ``Evaluation``."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from thrifty.costs import CostModel, CostReport
 from thrifty.exceptions import InputError
+from thrifty.runtime._evaluation import Evaluation, costs_for
 from thrifty.runtime._executors import Context, Executor
 from thrifty.runtime.plans import Cascade, Gated, Plan
+
+__all__ = ["MIN_CHUNK", "Collector", "Evaluation", "assemble", "chunk_rows", "costs_for", "evaluation_of"]
 
 # Bytes of per-row state a chunk may hold; bounds memory whatever the number of rows.
 _CHUNK_BYTES = 1 << 27
 # The fewest rows of a default chunk: a batch this small is always one chunk.
 MIN_CHUNK = 256
-
-
-@dataclass
-class Evaluation:
-    """The result of evaluating a plan on a set of examples.
-
-    Attributes
-    ----------
-    raw : ndarray, shape (n,) or (n, n_outputs)
-        Raw scores (for early exits: the partial score at exit).
-    proba : ndarray of shape (n, n_classes) or None
-        Class probabilities, for classifiers.
-    labels : ndarray of shape (n,) or None
-        Predicted classes, for classifiers (early exits decide by their exit side).
-    exit : ndarray of int, shape (n,)
-        Trees evaluated before stopping (Full/Sequential), stage reached (Cascade), or route
-        (Gated: 0 low-cost model, 1 expensive model).
-    cost : CostReport
-        What each example cost.
-    """
-
-    raw: np.ndarray
-    proba: np.ndarray | None
-    labels: np.ndarray | None
-    exit: np.ndarray
-    cost: CostReport
-
-    @property
-    def predictions(self) -> np.ndarray:
-        """Labels for classifiers, raw scores otherwise."""
-        return self.labels if self.labels is not None else self.raw
-
-
-def costs_for(plan: Plan, costs: CostModel | None) -> CostModel:
-    """``costs`` aligned to the plan's features (the plan's default when None)."""
-    if costs is None:
-        return plan.default_costs
-    if not isinstance(costs, CostModel):
-        raise TypeError(
-            f"costs must be a thrifty CostModel, got {type(costs).__name__}; "
-            "build one with CostModel(...) or CostModel.from_file(path)"
-        )
-    return costs.for_features(plan.feature_names, plan.n_features)
 
 
 def chunk_rows(plan: Plan, costs: CostModel, lazy: bool, chunk_size: int | None) -> int:

@@ -8,11 +8,11 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest._inputs import to_matrix
-from thrifty.forest._predict import SERIAL_ROWS, threads
+from thrifty.forest import to_matrix
+from thrifty.forest.kernels import SERIAL_ROWS, threads
+from thrifty.runtime._compiled import NativePlan
 from thrifty.runtime._executors import Context, executor
 from thrifty.runtime._results import MIN_CHUNK, Collector, Evaluation, chunk_rows, costs_for, evaluation_of
-from thrifty.runtime.compiled import CompiledPlan
 from thrifty.runtime.lazy import Provider, array_provider, run_lazy
 from thrifty.runtime.plans import Plan, as_plan
 
@@ -57,7 +57,14 @@ def evaluate(
     -------
     Evaluation
     """
-    compiled = model if isinstance(model, CompiledPlan) else None
+    compiled = model if isinstance(model, NativePlan) else None
+    if compiled is not None and compiled.fast is not None and costs is None and type(X) is np.ndarray:
+        # The serving path: one native call from the matrix to the settled costs.
+        if n_rows is None and chunk_size is None:
+            with threads(n_threads if X.shape[0] >= SERIAL_ROWS else None):
+                ev = compiled.fast(X)
+            if ev is not None:
+                return ev
     plan = compiled.plan if compiled is not None else as_plan(model)
     if compiled is not None and costs is None:
         costs = compiled.costs
@@ -91,7 +98,7 @@ def evaluate(
 
 
 def _run_dense(
-    plan: Plan, X: np.ndarray, costs: CostModel, compiled: CompiledPlan | None
+    plan: Plan, X: np.ndarray, costs: CostModel, compiled: NativePlan | None
 ) -> tuple[Context, Any]:
     ctx = Context(X, np.ones((1, 1), dtype=np.bool_), True, costs)
     ex = executor(plan, ctx, compiled)

@@ -16,8 +16,8 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest._inputs import to_matrix
-from thrifty.forest._predict import threads
+from thrifty.forest import to_matrix
+from thrifty.forest.kernels import threads
 from thrifty.runtime._executors import Context, executor
 from thrifty.runtime._results import Collector, Evaluation, chunk_rows, costs_for
 from thrifty.runtime.plans import as_plan

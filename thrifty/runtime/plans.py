@@ -22,10 +22,11 @@ PLAN_VERSION = 1
 
 
 class Plan:
-    """Base of every plan: metadata of its outputs and the shared prediction API.
+    """Base of every plan: what to evaluate and the metadata of its outputs.
 
-    Subclasses say which trees an example visits; ``thrifty.evaluate`` executes them, in dense
-    or lazy mode, and accounts cost exactly.
+    Plans are data: subclasses say which trees (or models) an example visits and when it stops;
+    ``thrifty.evaluate`` (or ``thrifty.compile``) runs them, in dense or lazy mode, and
+    accounts cost exactly.
     """
 
     kind = "plan"
@@ -87,38 +88,6 @@ class Plan:
     def default_costs(self) -> CostModel:
         """The cost model used when none is given: every feature costs 1, evaluation is free."""
         return CostModel.uniform(self.n_features, feature_names=self.feature_names)
-
-    def compile(self, costs: CostModel | None = None) -> Any:
-        """This plan compiled to native code: ``thrifty.compile(self, costs)``."""
-        from thrifty.runtime.compiled import compile
-
-        return compile(self, costs)
-
-    # -------------------------------------------------------------- prediction
-    def predict_raw(self, X: Any) -> np.ndarray:
-        from thrifty.runtime.evaluate import evaluate
-
-        return evaluate(self, X).raw
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        from thrifty.runtime.evaluate import evaluate
-
-        ev = evaluate(self, X)
-        if ev.proba is None:
-            raise InputError(f"predict_proba needs a classifier; this plan's task is {self.task!r}")
-        return ev.proba
-
-    def predict(self, X: Any) -> np.ndarray:
-        from thrifty.runtime.evaluate import evaluate
-
-        ev = evaluate(self, X)
-        return ev.labels if ev.labels is not None else ev.raw
-
-    def cost_report(self, X: Any, costs: Any = None) -> Any:
-        """The per-example ``CostReport`` of predicting ``X`` under ``costs``."""
-        from thrifty.runtime.evaluate import evaluate
-
-        return evaluate(self, X, costs).cost
 
     # -------------------------------------------------------------- io
     def to_dict(self) -> dict[str, Any]:
@@ -496,7 +465,7 @@ class Opaque(_Model):
             raise InputError("features lists a feature more than once")
         if int(width) < 1:
             raise InputError(f"width must be >= 1, got {width}")
-        # Not ``self.predict``: that is the plan's own prediction method.
+        # The callable, under a name that does not suggest a plan-level predict (labels).
         self.function = predict
         self.features = _readonly(feats, np.int64)
         self._describe(n_features, int(width), link, task, classes, feature_names)

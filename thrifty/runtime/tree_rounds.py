@@ -14,7 +14,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest._predict import threads
+from thrifty.forest.kernels import threads
 from thrifty.runtime._executors import Context, executor
 from thrifty.runtime._results import Evaluation
 from thrifty.runtime.lazy import Round, _column, drive, lazy_rounds

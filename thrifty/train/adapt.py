@@ -391,8 +391,8 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
             return prev.state
         if prev.state is not None:  # the previous fit was ADAPT-LIN
             return None
-        g = np.asarray(prev.gate.predict_raw(prob.X)).reshape(-1)
-        F = np.asarray(prev.low.predict_raw(prob.X)).reshape(len(prob.y), -1)
+        g = np.asarray(evaluate_plan(prev.gate, prob.X).raw).reshape(-1)
+        F = np.asarray(evaluate_plan(prev.low, prob.X).raw).reshape(len(prob.y), -1)
         return g, F
 
     # ------------------------------------------------------------------ prediction

@@ -1,0 +1,120 @@
+"""A forest plan's native code with the tables it reads, and how it runs over rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from thrifty.forest import Forest
+from thrifty.forest.kernels import SERIAL_ROWS
+from thrifty.runtime.codegen import STATE_FIELDS, TABLES, Layout
+from thrifty.runtime.exits import Schedule
+from thrifty.runtime.native import NativeCode, leaf_tables
+
+
+@dataclass(frozen=True)
+class NativeSchedule:
+    """A forest plan's native code with the tables it reads (kept alive here: ``T`` holds
+    their addresses)."""
+
+    native: NativeCode
+    forest: Forest
+    tables: tuple[np.ndarray, ...]
+    T: np.ndarray
+    masked: bool
+
+    def state(self, n: int) -> np.ndarray:
+        """Fresh per-row state of ``n`` rows (``codegen.STATE_FIELDS`` after the raw scores):
+        raw scores at the base score, counters at zero."""
+        K = self.forest.n_outputs
+        S = np.zeros(self.width * n)
+        S[: K * n].reshape(K, n)[:] = self.forest.base_score[:, None]
+        return S
+
+    def run(self, X: np.ndarray, rows: np.ndarray, S: np.ndarray, touched: np.ndarray) -> None:
+        """Evaluate ``rows`` of ``X`` (C-contiguous float64, inputs already rounded to the
+        forest's precision) into the state ``S`` (``state``); ``touched`` is marked for
+        forests of more than 64 features. Batches of ``SERIAL_ROWS`` rows or more are split
+        over numba's thread count (``thrifty.forest.kernels.threads``)."""
+        m, n = len(rows), len(S) // self.width
+        work = S[(self.width - 1) * n :].view(np.int64)  # the work list, consumed
+        work[:m] = rows
+        x, s, t = X.ctypes.data, S.ctypes.data, self.T.ctypes.data
+        at = s + 8 * (self.width - 1) * n
+        parallel(lambda lo, hi: self.native.run(x, s, t, touched.ctypes.data, at + 8 * lo, hi - lo, n), m)
+
+    @property
+    def width(self) -> int:
+        """Words of state per row."""
+        return self.forest.n_outputs + len(STATE_FIELDS)
+
+
+def parallel(task: Callable[[int, int], None], m: int) -> None:
+    """``task(lo, hi)`` over ``[0, m)``: in one call below ``SERIAL_ROWS`` rows, else in parts
+    on numba's thread count (the native code releases the GIL, so threads run in parallel)."""
+    parts = 1 if m < SERIAL_ROWS else min(numba.get_num_threads(), -(-m // SERIAL_ROWS))
+    if parts == 1:
+        task(0, m)
+        return
+    bounds = np.linspace(0, m, parts + 1).astype(np.int64).tolist()
+    list(_pool().map(task, bounds[:-1], bounds[1:]))
+
+
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def _pool() -> ThreadPoolExecutor:
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+    return _POOL[0]
+
+
+def native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> NativeSchedule:
+    """Compile (or load from the cache) the native code of ``forest`` visited as ``schedule``
+    and build the tables it reads."""
+    tree, depth, path_ptr, path_feat = leaf_tables(forest)
+    bins = schedule.bins
+    exits = np.where(bins.width > 0, 2, np.isfinite(schedule.eps_pos) | np.isfinite(schedule.eps_neg)).astype(
+        np.int8
+    )
+    lay = Layout(forest, schedule.order, exits, depth, path_ptr, path_feat)
+    code = NativeCode(lay, progress=progress)
+    # Per node, a record of K + 2 words: the weighted leaf value of each output the interpreter
+    # adds (the same product, so sums agree bit for bit; rounded to float32 where XGBoost sums
+    # in float32), the splits on its path and, with at most 64 features, the features the path
+    # tests as bits.
+    K = forest.n_outputs
+    leaf = np.zeros((forest.n_nodes, K + 2))
+    weight = forest.tree_weight[tree][:, None]
+    vector = forest.tree_class[tree] < 0
+    leaf[:, :1] = weight * forest.value[:, :1]
+    if vector.any():
+        leaf[vector, :K] = weight[vector] * forest.value[vector, :K]
+    if lay.acc32:
+        leaf[:, :K] = leaf[:, :K].astype(np.float32)
+    words = leaf.view(np.int64)
+    words[:, K] = depth
+    if lay.masked:
+        # Each node's tested features as bits: an OR over its CSR segment (a trailing 0 keeps
+        # every segment start a valid index; empty segments are 0).
+        ones = np.append(np.left_shift(np.int64(1), path_feat), np.int64(0))
+        bits = np.bitwise_or.reduceat(ones, path_ptr[:-1])
+        words[:, K + 1] = np.where(path_ptr[1:] > path_ptr[:-1], bits, 0)
+    named = {
+        "leaf": leaf,
+        "eps_pos": schedule.eps_pos,
+        "eps_neg": schedule.eps_neg,
+        "bin_width": bins.width,
+        "bin_ptr": bins.ptr,
+        "bin_key": bins.key,
+        "bin_pos": bins.pos,
+        "bin_neg": bins.neg,
+        "base": forest.base_score,
+    }
+    tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
+    T = np.array([t.ctypes.data for t in tables], dtype=np.int64)
+    return NativeSchedule(code, forest, tables, T, lay.masked)

@@ -1,0 +1,533 @@
+"""LLVM IR for a forest plan: its trees, score accumulation, cost counters and exits.
+
+A plan's positions are cut into blocks of up to ``CHUNK`` trees. Block ``b`` is one function
+that, for each row of a work list, runs the block's trees one after the other with every split
+as constants (feature offset, threshold bit for bit, missing-value rule, category bitset),
+adds each reached leaf's value to the row's scores, adds the splits on the leaf's path to the
+row's node count, marks the features that path tests, and applies the plan's exit rules after
+each position that has one (``_kernels._exit_after``: thresholds, then Fan et al.'s bins). A
+row that exits leaves the work list; the others are compacted to its front. ``run`` takes the
+rows in groups of ``ROW_GROUP`` and runs every block over a group before the next group (trees
+blocked over rows: a block's code and the group's rows stay in cache).
+
+Per-row state lives in one float64/int64 buffer ``S`` of ``n`` rows, field after field (see
+``STATE_FIELDS``); read-only tables (leaf values, exit thresholds, bins) are reached through
+``T``, an array of their addresses. Leaf values and thresholds are tables, not constants, so
+plans that differ only in them share code. Where a numerical split's rule is the interpreter's
+(``thrifty.forest.kernels.next_node``), this code follows it exactly.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from thrifty.forest import Forest
+from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
+
+# Positions per block (one function).
+CHUNK = 32
+# Rows a block runs over before the next block starts.
+ROW_GROUP = 256
+# Fields of the per-row state after the K raw scores, one 8-byte word per row each: splits
+# visited, features tested (bits), positions evaluated, exit side, frozen by a bin table,
+# feature cost and acquired features (bits) once settled, and the work list of rows.
+# ``eval`` also writes each row's evaluation cost and total cost, and after the fields, one byte
+# per row and feature: the acquired features.
+STATE_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cost", "acq", "work", "evaluation", "total")
+# Indices of the cost tables' addresses in ``C``: ``CostModel``'s closures, each unit's features
+# as bits, and (tree_cost, split_cost).
+COST_TABLES = ("closure_ptr", "closure_units", "unit_cost", "unit_bits", "prices")
+# Indices of the table addresses in ``T``.
+TABLES = ("leaf", "eps_pos", "eps_neg", "bin_width", "bin_ptr", "bin_key", "bin_pos", "bin_neg", "base")
+_INF = "0x7FF0000000000000"
+
+
+def double(x: float) -> str:
+    """A double constant written bit for bit (LLVM's hexadecimal form)."""
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
+
+
+def blocks_of(n_positions: int) -> list[tuple[int, int]]:
+    """Blocks ``(start, length)`` of up to ``CHUNK`` positions."""
+    return [(p, min(CHUNK, n_positions - p)) for p in range(0, n_positions, CHUNK)]
+
+
+class Layout:
+    """What the generated code is specialised for besides the trees (all part of the cache key).
+
+    Parameters
+    ----------
+    forest : Forest
+    order : ndarray of int64
+        Trees in the order the plan visits them.
+    exits : ndarray of int8
+        Per position: 0 no exit, 1 threshold exits, 2 threshold and bin exits.
+    depth, path_ptr, path_feat : ndarray
+        Per node: splits on its path, and the features it tests (``native.leaf_tables``).
+    """
+
+    def __init__(
+        self,
+        forest: Forest,
+        order: np.ndarray,
+        exits: np.ndarray,
+        depth: np.ndarray,
+        path_ptr: np.ndarray,
+        path_feat: np.ndarray,
+    ) -> None:
+        self.forest, self.order, self.exits = forest, order, exits
+        self.depth, self.path_ptr, self.path_feat = depth, path_ptr, path_feat
+        self.F = forest.n_features
+        self.K = forest.n_outputs
+        self.masked = self.F <= 64
+        self.acc32 = forest.accumulate == "float32"
+        self.any_bins = bool(np.any(exits == 2))
+
+
+def module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]:
+    """The IR modules: the blocks (about ``trees_per_module`` trees each), then ``run``."""
+    decl = "declare double @llvm.fabs.f64(double)\ndeclare double @llvm.floor.f64(double)\n" + _bins_helper(
+        key
+    )
+    modules, current, trees = [], [], 0
+    blocks = blocks_of(len(lay.order))
+    for b, (p, k) in enumerate(blocks):
+        current.append(_block_ir(lay, p, k, b, key))
+        trees += k
+        if trees >= trees_per_module or b == len(blocks) - 1:
+            modules.append(decl + "\n".join(current))
+            current, trees = [], 0
+    modules.append(_run_ir(len(blocks), key))
+    return modules
+
+
+def _run_ir(n_blocks: int, key: str) -> str:
+    """``run(X, S, T, touched, rows, m, n)``: every block over each group of rows."""
+    sig = "ptr %X, ptr %S, ptr %T, ptr %touched, ptr %rows, i64 %m, i64 %n"
+    decls = "\n".join(f"declare i64 @block_{key}_{b}({sig})" for b in range(n_blocks))
+    body = [
+        f"define void @run_{key}({sig}) {{",
+        "entry:",
+        "  br label %group",
+        "group:",
+        "  %lo = phi i64 [0, %entry], [%lo1, %next]",
+        "  %more = icmp slt i64 %lo, %m",
+        "  br i1 %more, label %go, label %done",
+        "go:",
+        "  %left = sub i64 %m, %lo",
+        f"  %small = icmp slt i64 %left, {ROW_GROUP}",
+        f"  %g0 = select i1 %small, i64 %left, i64 {ROW_GROUP}",
+        "  %wl = getelementptr i64, ptr %rows, i64 %lo",
+        f"  br label %{'b0' if n_blocks else 'next'}",
+    ]
+    for b in range(n_blocks):
+        nxt = f"%b{b + 1}" if b + 1 < n_blocks else "%next"
+        body += [
+            f"b{b}:",
+            f"  %g{b + 1} = call i64 @block_{key}_{b}(ptr %X, ptr %S, ptr %T, ptr %touched, ptr %wl, "
+            f"i64 %g{b}, i64 %n)",
+            f"  %e{b} = icmp eq i64 %g{b + 1}, 0",
+            f"  br i1 %e{b}, label %next, label {nxt}",
+        ]
+    body += [
+        "next:",
+        f"  %lo1 = add i64 %lo, {ROW_GROUP}",
+        "  br label %group",
+        "done:",
+        "  ret void",
+        "}",
+    ]
+    return decls + "\n" + "\n".join(body) + "\n"
+
+
+def _bins_helper(key: str) -> str:
+    """``bins(g, p, T, frozen) -> i64``: Fan et al.'s bin exit of position ``p``: 1 or -1 to
+    exit, 0 to go on; a score outside the table freezes the row (``_kernels._exit_after``)."""
+    t = {name: i for i, name in enumerate(TABLES)}
+    return f"""
+define private i64 @bins_{key}(double %g, i64 %p, ptr %T, ptr %fz) alwaysinline {{
+entry:
+  %wa = getelementptr ptr, ptr %T, i64 {t["bin_width"]}
+  %wt = load ptr, ptr %wa
+  %wp = getelementptr double, ptr %wt, i64 %p
+  %w = load double, ptr %wp
+  %has = fcmp ogt double %w, 0.0
+  br i1 %has, label %body, label %none
+body:
+  %q = fdiv double %g, %w
+  %b = call double @llvm.floor.f64(double %q)
+  %ab = call double @llvm.fabs.f64(double %b)
+  %fin = fcmp olt double %ab, {_INF}
+  br i1 %fin, label %search, label %freeze
+search:
+  %pa = getelementptr ptr, ptr %T, i64 {t["bin_ptr"]}
+  %pt = load ptr, ptr %pa
+  %s0p = getelementptr i64, ptr %pt, i64 %p
+  %start = load i64, ptr %s0p
+  %p1 = add i64 %p, 1
+  %e0p = getelementptr i64, ptr %pt, i64 %p1
+  %end = load i64, ptr %e0p
+  %ka = getelementptr ptr, ptr %T, i64 {t["bin_key"]}
+  %keys = load ptr, ptr %ka
+  br label %loop
+loop:
+  %lo = phi i64 [%start, %search], [%lo2, %step]
+  %hi = phi i64 [%end, %search], [%hi2, %step]
+  %open = icmp slt i64 %lo, %hi
+  br i1 %open, label %step, label %found
+step:
+  %sum = add i64 %lo, %hi
+  %mid = lshr i64 %sum, 1
+  %kp = getelementptr double, ptr %keys, i64 %mid
+  %kv = load double, ptr %kp
+  %below = fcmp olt double %kv, %b
+  %mid1 = add i64 %mid, 1
+  %lo2 = select i1 %below, i64 %mid1, i64 %lo
+  %hi2 = select i1 %below, i64 %hi, i64 %mid
+  br label %loop
+found:
+  %inside = icmp slt i64 %lo, %end
+  br i1 %inside, label %check, label %freeze
+check:
+  %fkp = getelementptr double, ptr %keys, i64 %lo
+  %fk = load double, ptr %fkp
+  %same = fcmp oeq double %fk, %b
+  br i1 %same, label %decide, label %freeze
+decide:
+  %ppa = getelementptr ptr, ptr %T, i64 {t["bin_pos"]}
+  %ppt = load ptr, ptr %ppa
+  %pvp = getelementptr double, ptr %ppt, i64 %lo
+  %pv = load double, ptr %pvp
+  %gp = fcmp ogt double %g, %pv
+  br i1 %gp, label %pos, label %negc
+negc:
+  %npa = getelementptr ptr, ptr %T, i64 {t["bin_neg"]}
+  %npt = load ptr, ptr %npa
+  %nvp = getelementptr double, ptr %npt, i64 %lo
+  %nv = load double, ptr %nvp
+  %gn = fcmp olt double %g, %nv
+  %r = select i1 %gn, i64 -1, i64 0
+  ret i64 %r
+pos:
+  ret i64 1
+freeze:
+  store i64 1, ptr %fz
+  ret i64 0
+none:
+  ret i64 0
+}}
+"""
+
+
+def _block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
+    """Block ``b`` (positions ``[p0, p0 + k)``) as ``block(X, S, T, touched, rows, m, n) ->
+    kept``: the rows ``rows[:m]`` that did not exit, compacted to the front of ``rows``."""
+    K, F = lay.K, lay.F
+    t = {name: i for i, name in enumerate(TABLES)}
+    off = {name: (K + j) for j, name in enumerate(STATE_FIELDS)}
+    head = [
+        f"define i64 @block_{key}_{b}(ptr noalias %X, ptr noalias %S, ptr noalias %T, "
+        "ptr noalias %touched, ptr noalias %rows, i64 %m, i64 %n) {",
+        "entry:",
+    ]
+    for name in ("leaf", "eps_pos", "eps_neg"):
+        head += [
+            f"  %{name}a = getelementptr ptr, ptr %T, i64 {t[name]}",
+            f"  %{name} = load ptr, ptr %{name}a",
+        ]
+    # Field f of row i is S[f * n + i] (raw scores: field c < K).
+    for name, o in off.items():
+        head += [f"  %{name}o = mul i64 %n, {o}", f"  %{name}S = getelementptr i64, ptr %S, i64 %{name}o"]
+    head += [
+        "  br label %loop",
+        "loop:",
+        "  %a = phi i64 [0, %entry], [%a1, %cont]",
+        "  %kept = phi i64 [0, %entry], [%kept1, %cont]",
+        "  %end = icmp sge i64 %a, %m",
+        "  br i1 %end, label %exit, label %body",
+        "body:",
+        "  %rp = getelementptr i64, ptr %rows, i64 %a",
+        "  %i = load i64, ptr %rp",
+        f"  %xo = mul i64 %i, {F}",
+        "  %row = getelementptr double, ptr %X, i64 %xo",
+    ]
+    if not lay.masked:
+        head += [f"  %to = mul i64 %i, {F}", "  %trow = getelementptr i8, ptr %touched, i64 %to"]
+    acc = []
+    for c in range(K):
+        head += [
+            f"  %rawi{c} = mul i64 %n, {c}",
+            f"  %rawj{c} = add i64 %rawi{c}, %i",
+            f"  %rawp{c} = getelementptr double, ptr %S, i64 %rawj{c}",
+            f"  %acc{c}_0 = load double, ptr %rawp{c}",
+        ]
+        acc.append(f"%acc{c}_0")
+    for name in ("nodes", "bits"):
+        head += [
+            f"  %{name}p = getelementptr i64, ptr %{name}S, i64 %i",
+            f"  %{name}_0 = load i64, ptr %{name}p",
+        ]
+    head += [
+        "  %frozenp = getelementptr i64, ptr %frozenS, i64 %i",
+        "  br label %t0_start",
+    ]
+    lines: list[str] = []
+    globals_: list[str] = []
+    exits: list[tuple[str, str, list[str], str, str, int]] = []  # (pred, dir, accs, nodes, bits, pos)
+    nodes, bits = "%nodes_0", "%bits_0"
+    for j in range(k):
+        p = p0 + j
+        tree = int(lay.order[p])
+        after = f"%t{j + 1}_start" if j + 1 < k else "%rowend"
+        code, acc, nodes, bits, site = _tree_ir(lay, tree, f"t{j}_", acc, nodes, bits, globals_, key)
+        lines += code
+        kind = int(lay.exits[p])
+        if not kind:
+            lines.append(f"  br label {after}")
+            continue
+        x = f"t{j}_x"
+        g = acc[0] if K == 1 else _margin(lines, acc, x)
+        if lay.any_bins:
+            # A row frozen by a bin table (its score fell outside it) never exits again.
+            lines += [
+                f"  %{x}fz = load i64, ptr %frozenp",
+                f"  %{x}isfz = icmp ne i64 %{x}fz, 0",
+                f"  br i1 %{x}isfz, label {after}, label %{x}pos",
+                f"{x}pos:",
+            ]
+        lines += [
+            f"  %{x}epp = getelementptr double, ptr %eps_pos, i64 {p}",
+            f"  %{x}ep = load double, ptr %{x}epp",
+            f"  %{x}gp = fcmp ogt double {g}, %{x}ep",
+            f"  br i1 %{x}gp, label %rowexit, label %{x}neg",
+            f"{x}neg:",
+            f"  %{x}enp = getelementptr double, ptr %eps_neg, i64 {p}",
+            f"  %{x}en = load double, ptr %{x}enp",
+            f"  %{x}gn = fcmp olt double {g}, %{x}en",
+        ]
+        exits.append((f"%{x}pos" if lay.any_bins else f"%{site}", "1", acc, nodes, bits, p + 1))
+        exits.append((f"%{x}neg", "-1", acc, nodes, bits, p + 1))
+        if kind == 2:
+            lines += [
+                f"  br i1 %{x}gn, label %rowexit, label %{x}bin",
+                f"{x}bin:",
+                f"  %{x}bc = call i64 @bins_{key}(double {g}, i64 {p}, ptr %T, ptr %frozenp)",
+                f"  %{x}bz = icmp eq i64 %{x}bc, 0",
+                f"  br i1 %{x}bz, label {after}, label %rowexit",
+            ]
+            exits.append((f"%{x}bin", f"%{x}bc", acc, nodes, bits, p + 1))
+        else:
+            lines.append(f"  br i1 %{x}gn, label %rowexit, label {after}")
+    tail = ["rowend:"]
+    tail += _store_state(acc, nodes, bits, f"{p0 + k}", None)
+    tail += [
+        "  %kp = getelementptr i64, ptr %rows, i64 %kept",
+        "  store i64 %i, ptr %kp",
+        "  %kept_in = add i64 %kept, 1",
+        "  br label %cont",
+    ]
+    if exits:
+        tail.append("rowexit:")
+        preds = [e[0] for e in exits]
+
+        def phi(name: str, ty: str, values: list[str]) -> str:
+            return f"  %{name} = phi {ty} " + ", ".join(f"[{v}, {q}]" for v, q in zip(values, preds))
+
+        tail.append(phi("xdir", "i64", [e[1] for e in exits]))
+        tail += [phi(f"xacc{c}", "double", [e[2][c] for e in exits]) for c in range(K)]
+        tail.append(phi("xnodes", "i64", [e[3] for e in exits]))
+        tail.append(phi("xbits", "i64", [e[4] for e in exits]))
+        tail.append(phi("xpos", "i64", [str(e[5]) for e in exits]))
+        tail += _store_state([f"%xacc{c}" for c in range(K)], "%xnodes", "%xbits", "%xpos", "%xdir")
+        tail.append("  br label %cont")
+    tail += [
+        "cont:",
+        "  %kept1 = phi i64 [%kept_in, %rowend]" + (", [%kept, %rowexit]" if exits else ""),
+        "  %a1 = add i64 %a, 1",
+        "  br label %loop",
+        "exit:",
+        "  ret i64 %kept",
+        "}",
+    ]
+    return "\n".join(globals_ + head + lines + tail) + "\n"
+
+
+def _store_state(acc: list[str], nodes: str, bits: str, pos: str, direction: str | None) -> list[str]:
+    out = [f"  store double {a}, ptr %rawp{c}" for c, a in enumerate(acc)]
+    out += [f"  store i64 {nodes}, ptr %nodesp", f"  store i64 {bits}, ptr %bitsp"]
+    out += ["  %posp = getelementptr i64, ptr %posS, i64 %i"] if direction is None else []
+    if direction is None:
+        out.append(f"  store i64 {pos}, ptr %posp")
+    else:
+        out += [
+            "  %xposp = getelementptr i64, ptr %posS, i64 %i",
+            f"  store i64 {pos}, ptr %xposp",
+            "  %xdirp = getelementptr i64, ptr %dirS, i64 %i",
+            f"  store i64 {direction}, ptr %xdirp",
+        ]
+    return out
+
+
+def _margin(lines: list[str], acc: list[str], x: str) -> str:
+    """The leading score's margin over the runner-up (``_kernels._exit_score``)."""
+    top, second = _INF.replace("7FF", "FFF"), _INF.replace("7FF", "FFF")
+    for c, v in enumerate(acc):
+        lines += [
+            f"  %{x}gt{c} = fcmp ogt double {v}, {top}",
+            f"  %{x}gs{c} = fcmp ogt double {v}, {second}",
+            f"  %{x}s2{c} = select i1 %{x}gs{c}, double {v}, double {second}",
+            f"  %{x}s{c} = select i1 %{x}gt{c}, double {top}, double %{x}s2{c}",
+            f"  %{x}t{c} = select i1 %{x}gt{c}, double {v}, double {top}",
+        ]
+        top, second = f"%{x}t{c}", f"%{x}s{c}"
+    lines.append(f"  %{x}g = fsub double {top}, {second}")
+    return f"%{x}g"
+
+
+def _tree_ir(
+    lay: Layout,
+    t: int,
+    x: str,
+    acc: list[str],
+    nodes: str,
+    bits: str,
+    globals_: list[str],
+    key: str,
+) -> tuple[list[str], list[str], str, str, str]:
+    """Tree ``t`` for the row at ``%row`` (names prefixed ``x``), then its leaf's value added
+    to ``acc``, its path's splits to ``nodes`` and features to ``bits`` (or ``touched``).
+    Returns the code, the new values and the label the code ends in."""
+    f = lay.forest
+    lines = [f"{x}start:", f"  br label %{x}n{int(f.roots[t])}"]
+    leaves: list[int] = []
+    stack = [int(f.roots[t])]
+    while stack:
+        node = stack.pop()
+        feat = int(f.feature[node])
+        n = f"{x}n{node}"
+        if feat < 0:
+            leaves.append(node)
+            lines.append(f"{n}:")
+            if not lay.masked:
+                for e in range(lay.path_ptr[node], lay.path_ptr[node + 1]):
+                    q = int(lay.path_feat[e])
+                    lines += [
+                        f"  %{n}tp{q} = getelementptr i8, ptr %trow, i64 {q}",
+                        f"  store i8 1, ptr %{n}tp{q}",
+                    ]
+            lines.append(f"  br label %{x}leaf")
+            continue
+        left, right = f"%{x}n{int(f.children_left[node])}", f"%{x}n{int(f.children_right[node])}"
+        stack += [int(f.children_right[node]), int(f.children_left[node])]
+        lines += _split_ir(f, node, feat, n, left, right, globals_, key)
+    # A leaf's record: weighted values (one per output), the splits on its path and the
+    # features that path tests as bits (tables keep the code small: one constant per leaf).
+    R = lay.K + 2
+    lines += [
+        f"{x}leaf:",
+        f"  %{x}id = phi i64 " + ", ".join(f"[{leaf}, %{x}n{leaf}]" for leaf in leaves),
+        f"  %{x}r = mul i64 %{x}id, {R}",
+        f"  %{x}dj = add i64 %{x}r, {lay.K}",
+        f"  %{x}dpp = getelementptr i64, ptr %leaf, i64 %{x}dj",
+        f"  %{x}dp = load i64, ptr %{x}dpp",
+        f"  %{x}nodes = add i64 {nodes}, %{x}dp",
+    ]
+    if lay.masked:
+        lines += [
+            f"  %{x}mj = add i64 %{x}r, {lay.K + 1}",
+            f"  %{x}mkp = getelementptr i64, ptr %leaf, i64 %{x}mj",
+            f"  %{x}mk = load i64, ptr %{x}mkp",
+            f"  %{x}bits = or i64 {bits}, %{x}mk",
+        ]
+        bits = f"%{x}bits"
+    cls = int(f.tree_class[t])
+    outputs = [cls] if cls >= 0 else list(range(lay.K))
+    acc = list(acc)
+    for o in outputs:
+        # Class trees add the record's first value to their output; vector leaves value o.
+        col = 0 if cls >= 0 else o
+        v = f"%{x}v{o}"
+        lines += [
+            f"  %{x}w{o}j = add i64 %{x}r, {col}",
+            f"  %{x}w{o}p = getelementptr double, ptr %leaf, i64 %{x}w{o}j",
+            f"  %{x}w{o} = load double, ptr %{x}w{o}p",
+        ]
+        if lay.acc32:
+            # XGBoost sums in float32 (the table holds float32(weight * value)).
+            lines += [
+                f"  {v}s = fadd double {acc[o]}, %{x}w{o}",
+                f"  {v}f = fptrunc double {v}s to float",
+                f"  {v} = fpext float {v}f to double",
+            ]
+        else:
+            lines.append(f"  {v} = fadd double {acc[o]}, %{x}w{o}")
+        acc[o] = v
+    return lines, acc, f"%{x}nodes", bits, f"{x}leaf"
+
+
+def _split_ir(
+    f: Forest, node: int, feat: int, n: str, left: str, right: str, globals_: list[str], key: str
+) -> list[str]:
+    """One split node: load the feature, branch left or right (``_traverse.next_node``)."""
+    default = left if f.missing_left[node] else right
+    v = f"%{n}v"
+    lines = [
+        f"{n}:",
+        f"  %{n}p = getelementptr double, ptr %row, i64 {feat}",
+        f"  {v} = load double, ptr %{n}p",
+    ]
+    if f.cat_start[node] >= 0:
+        words = f.cat_bitsets[f.cat_start[node] : f.cat_start[node] + f.cat_size[node]]
+        name = f"@cat_{key}_{node}"
+        if not any(g.startswith(name + " ") for g in globals_):
+            globals_.append(
+                f"{name} = private unnamed_addr constant [{len(words)} x i32] ["
+                + ", ".join(f"i32 {int(w)}" for w in words)
+                + "]"
+            )
+        return lines + [
+            f"  %{n}nan = fcmp uno double {v}, 0.0",
+            f"  br i1 %{n}nan, label {default}, label %{n}c",
+            f"{n}c:",
+            f"  %{n}gt = fcmp ogt double {v}, -1.0",
+            f"  %{n}lt = fcmp olt double {v}, {double(32.0 * len(words))}",
+            f"  %{n}in = and i1 %{n}gt, %{n}lt",
+            f"  br i1 %{n}in, label %{n}b, label {right}",
+            f"{n}b:",
+            # fptosi truncates toward zero, as the interpreter's int() does.
+            f"  %{n}code = fptosi double {v} to i32",
+            f"  %{n}w = lshr i32 %{n}code, 5",
+            f"  %{n}s = and i32 %{n}code, 31",
+            f"  %{n}wp = getelementptr [{len(words)} x i32], ptr {name}, i32 0, i32 %{n}w",
+            f"  %{n}word = load i32, ptr %{n}wp",
+            f"  %{n}bits = lshr i32 %{n}word, %{n}s",
+            f"  %{n}bit = trunc i32 %{n}bits to i1",
+            f"  br i1 %{n}bit, label {left}, label {right}",
+        ]
+    thr = double(f.threshold[node])
+    mt = int(f.missing_type[node])
+    if np.isnan(f.threshold[node]) and mt != MISSING_ZERO:
+        # No value is <= NaN: NaN takes the default child (or, read as 0.0, goes right).
+        target = default if mt != MISSING_AS_ZERO else right
+        return lines + [
+            f"  %{n}nan = fcmp uno double {v}, 0.0",
+            f"  br i1 %{n}nan, label {target}, label {right}",
+        ]
+    if mt == MISSING_ZERO:
+        return lines + [
+            f"  %{n}a = call double @llvm.fabs.f64(double {v})",
+            f"  %{n}z = fcmp ule double %{n}a, {double(ZERO)}",
+            f"  br i1 %{n}z, label {default}, label %{n}c",
+            f"{n}c:",
+            f"  %{n}le = fcmp ole double {v}, {thr}",
+            f"  br i1 %{n}le, label {left}, label {right}",
+        ]
+    # NaN goes to the default child (MISSING_NAN) or is read as 0.0 (MISSING_AS_ZERO): an
+    # unordered comparison sends NaN left, an ordered one right.
+    nan_left = (0.0 <= f.threshold[node]) if mt == MISSING_AS_ZERO else bool(f.missing_left[node])
+    return lines + [
+        f"  %{n}le = fcmp {'ule' if nan_left else 'ole'} double {v}, {thr}",
+        f"  br i1 %{n}le, label {left}, label {right}",
+    ]

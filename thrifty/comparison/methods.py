@@ -39,6 +39,7 @@ from thrifty.train import (
     GreedyMiserClassifier,
     GreedyMiserRegressor,
 )
+from thrifty.train.adapt import DEFAULT_GAMMA, GAMMA_GRID, P_FULL_GRID
 
 __all__ = ["METHODS", "Candidate", "Context", "Method", "method"]
 
@@ -467,20 +468,21 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
 
 
 # ---------------------------------------------------------------------- ADAPT
-ADAPT_GRID = {
-    "gbrt": [(0.1, 1e-2), (0.3, 1e-2), (0.3, 3e-3), (0.3, 1e-3), (0.5, 1e-3)],
-    "lin": [(0.1, 1e-1), (0.3, 3e-2), (0.3, 1e-2), (0.5, 1e-3)],
-}
-ADAPT_QUICK = {"gbrt": [(0.3, 1e-2), (0.3, 1e-3)], "lin": [(0.3, 3e-2), (0.3, 1e-3)]}
+def _adapt_grid(kind: str, quick: bool) -> list[tuple[float, float]]:
+    """(p_full, gamma) pairs: the grid ADAPTClassifier's budget search tries, cheapest first
+    (small p_full, large gamma); quick: two values of p_full at the method's default gamma."""
+    if quick:
+        return [(p, DEFAULT_GAMMA[kind]) for p in P_FULL_GRID[1::3]]
+    return [(p, g) for p in P_FULL_GRID for g in sorted(GAMMA_GRID[kind], reverse=True)]
 
 
 def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
-    """ADAPT gates and low-cost models in front of ``hpc`` over a grid of (p_full, gamma).
+    """ADAPT gates and low-cost models in front of ``hpc`` over ADAPT's grid of (p_full, gamma).
 
     The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
     model and hpc read the same columns alike."""
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
-    for p_full, gamma in (ADAPT_QUICK if ctx.quick else ADAPT_GRID)[kind]:
+    for p_full, gamma in _adapt_grid(kind, ctx.quick):
         yield timed(
             f"p_full={p_full:g}, gamma={gamma:g}",
             lambda p=p_full, g=gamma: (

@@ -19,7 +19,7 @@ from thrifty._param_validation import Interval, StrOptions
 from thrifty._validation import check_sample_weight, class_labels, validate_frame
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import to_matrix
-from thrifty.forest.importers import ForestBuilder
+from thrifty.forest.builder import ForestBuilder
 from thrifty.runtime import Full, evaluate
 from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, grow_tree
 

@@ -26,7 +26,14 @@ from thrifty.exceptions import InputError
 from thrifty.forest.names import named_as
 from thrifty.runtime import evaluate
 
-_HALVINGS = 2.0  # the budget search tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
+# The budget search tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1 (thrifty.compare too).
+N_LAMS = 8
+
+
+def lam_grid(lam_max: float, n_lams: int = N_LAMS) -> list[float]:
+    """The values of ``lam`` a budget search tries: ``lam_max / 2**j`` for ``j = 0 .. n_lams - 1``
+    (``lam_max`` from :func:`~thrifty.cascade.lambda_max` keeps no tree)."""
+    return [lam_max / 2.0**j for j in range(int(n_lams))]
 
 
 class CronusClassifier(ClassifierMixin, ThriftyEstimator):
@@ -121,7 +128,7 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
         class_weight: Any = 3.5,
         init_only: bool = False,
         max_cycles: int = 5,
-        n_lams: int = 8,
+        n_lams: int = N_LAMS,
         progress: bool = True,
         n_threads: int | None = 1,
     ) -> None:
@@ -237,7 +244,7 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
                     "(CostModel(..., tree_cost=1)) or pass lam= instead of budget="
                 )
             lams = tqdm(
-                [top / _HALVINGS**j for j in range(int(self.n_lams))],
+                lam_grid(top, self.n_lams),
                 desc="Cronus budget search",
                 unit="lam",
                 disable=None if self.progress else True,

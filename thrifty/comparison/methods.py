@@ -21,11 +21,13 @@ import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 
 from thrifty.cascade import cronus, lambda_max
+from thrifty.cascade.estimator import lam_grid
 from thrifty.costs import CostModel
 from thrifty.exceptions import BudgetError, InputError
 from thrifty.forest import Forest, to_matrix
 from thrifty.forest.names import lightgbm_frame
 from thrifty.order import calibrate_margin, fan, qwyc
+from thrifty.order.estimator import ALPHAS
 from thrifty.prune import budget_prune_path
 from thrifty.runtime.evaluate import evaluate
 from thrifty.train import (
@@ -37,6 +39,7 @@ from thrifty.train import (
     GreedyMiserClassifier,
     GreedyMiserRegressor,
 )
+from thrifty.train.adapt import DEFAULT_GAMMA, GAMMA_GRID, P_FULL_GRID
 
 __all__ = ["METHODS", "Candidate", "Context", "Method", "method"]
 
@@ -380,7 +383,7 @@ def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
 def _qwyc(ctx: Context) -> Iterator[Candidate]:
     """QWYC's order and exits on the plain model, fitted on the calibration split (no labels)."""
     forest = ctx.lightgbm()
-    for alpha in (0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
+    for alpha in ALPHAS[::3] if ctx.quick else ALPHAS:  # the grid QWYCClassifier's budget search tries
         yield timed(
             f"alpha={alpha:g}",
             lambda a=alpha: qwyc(
@@ -412,14 +415,15 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
         )
 
 
-def _cascades(ctx: Context, forest: Forest, exponents: Sequence[int]) -> Iterator[Candidate]:
+def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
     """Cronus cascades of ``forest`` fitted on the training rows (as the paper does), lambda
-    swept down from ``lambda_max`` (the smallest lambda keeping no tree)."""
+    swept down from ``lambda_max`` (the smallest lambda keeping no tree) over the grid
+    CronusClassifier's budget search tries (every other value when quick)."""
     # Accuracy is the target here: unweighted squared loss (the paper's 3.5 on positives serves
     # ranking precision).
     top = lambda_max(forest, ctx.X_train, ctx.y_train, ctx.costs, rho=1e-3, class_weight=None)
-    for j in exponents:
-        lam = top / 2**j
+    lams = list(enumerate(lam_grid(top)))
+    for j, lam in lams[1::2] if ctx.quick else lams:
         yield timed(
             f"lam=lambda_max/2^{j}",
             lambda lam=lam: cronus(
@@ -441,7 +445,7 @@ def _cascades(ctx: Context, forest: Forest, exponents: Sequence[int]) -> Iterato
 def _cronus(ctx: Context) -> Iterator[Candidate]:
     """Cronus (Chen et al. 2012): the plain model's trees re-weighted into a cascade of
     early-reject stages."""
-    yield from _cascades(ctx, ctx.lightgbm(), (1, 3, 5) if ctx.quick else (1, 2, 3, 4, 5, 6, 8))
+    yield from _cascades(ctx, ctx.lightgbm())
 
 
 @method("cegb+cronus", "Cronus cascade of a CEGB model", "composition", ("binary",))
@@ -454,7 +458,7 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     base = models[-1]
     # Named by the cascade's setting alone: which budget is the largest feasible one can vary
     # between the folds of the selection, and a candidate must keep its name across them.
-    for cand in _cascades(ctx, base.model, (2, 4) if ctx.quick else (1, 2, 3, 4, 6)):
+    for cand in _cascades(ctx, base.model):
         yield Candidate(
             f"largest budget, {cand.name}",
             cand.model,
@@ -464,20 +468,21 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
 
 
 # ---------------------------------------------------------------------- ADAPT
-ADAPT_GRID = {
-    "gbrt": [(0.1, 1e-2), (0.3, 1e-2), (0.3, 3e-3), (0.3, 1e-3), (0.5, 1e-3)],
-    "lin": [(0.1, 1e-1), (0.3, 3e-2), (0.3, 1e-2), (0.5, 1e-3)],
-}
-ADAPT_QUICK = {"gbrt": [(0.3, 1e-2), (0.3, 1e-3)], "lin": [(0.3, 3e-2), (0.3, 1e-3)]}
+def _adapt_grid(kind: str, quick: bool) -> list[tuple[float, float]]:
+    """(p_full, gamma) pairs: the grid ADAPTClassifier's budget search tries, cheapest first
+    (small p_full, large gamma); quick: two values of p_full at the method's default gamma."""
+    if quick:
+        return [(p, DEFAULT_GAMMA[kind]) for p in P_FULL_GRID[1::3]]
+    return [(p, g) for p in P_FULL_GRID for g in sorted(GAMMA_GRID[kind], reverse=True)]
 
 
 def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
-    """ADAPT gates and low-cost models in front of ``hpc`` over a grid of (p_full, gamma).
+    """ADAPT gates and low-cost models in front of ``hpc`` over ADAPT's grid of (p_full, gamma).
 
     The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
     model and hpc read the same columns alike."""
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
-    for p_full, gamma in (ADAPT_QUICK if ctx.quick else ADAPT_GRID)[kind]:
+    for p_full, gamma in _adapt_grid(kind, ctx.quick):
         yield timed(
             f"p_full={p_full:g}, gamma={gamma:g}",
             lambda p=p_full, g=gamma: (

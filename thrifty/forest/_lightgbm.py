@@ -9,7 +9,7 @@ import numpy as np
 
 from thrifty.exceptions import InputError
 from thrifty.forest._forest import MISSING_AS_ZERO, MISSING_NAN, MISSING_ZERO, Forest
-from thrifty.forest.importers import ForestBuilder, bitset_words, flatten_tree, unsupported
+from thrifty.forest.builder import ForestBuilder, bitset_words, flatten_tree, unsupported
 
 _MISSING = {"None": MISSING_AS_ZERO, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
 # Objectives whose prediction is the raw score itself.

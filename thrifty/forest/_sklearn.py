@@ -9,7 +9,7 @@ import numpy as np
 
 from thrifty.exceptions import InputError
 from thrifty.forest._forest import MISSING_NAN, Forest
-from thrifty.forest.importers import ForestBuilder, bitset_words, unsupported
+from thrifty.forest.builder import ForestBuilder, bitset_words, unsupported
 
 _TREES = ("DecisionTreeClassifier", "DecisionTreeRegressor", "ExtraTreeClassifier", "ExtraTreeRegressor")
 _FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")

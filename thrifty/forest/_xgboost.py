@@ -11,7 +11,7 @@ import numpy as np
 
 from thrifty.exceptions import InputError
 from thrifty.forest._forest import MISSING_NAN, Forest
-from thrifty.forest.importers import ForestBuilder, bitset_words, unsupported
+from thrifty.forest.builder import ForestBuilder, bitset_words, unsupported
 
 # Objectives whose prediction is the margin itself, and whose base_score is a margin already.
 _IDENTITY = {

@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from thrifty.forest import next_node
-from thrifty.forest.importers import ForestBuilder
+from thrifty.forest.builder import ForestBuilder
 from thrifty.prune._problem import ClosureProblem
 
 __all__ = ["node_distributions", "path_accuracy", "pruned_forest"]

@@ -23,6 +23,7 @@ import numpy as np
 
 from thrifty._param_validation import Interval, StrOptions, validate_params
 from thrifty._validation import as_forest, check_width
+from thrifty.costs import CostModel
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.prune._closure import min_weight_closure
 from thrifty.prune._problem import ClosureProblem, build_problem
@@ -483,8 +484,6 @@ def _breakpoints(problem: ClosureProblem, tick: Any) -> tuple[np.ndarray, int]:
 
 def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str) -> tuple:
     """Validated forest, feature matrix, class indices and cost model."""
-    from thrifty.costs import CostModel
-
     f = as_forest(forest, who="BudgetPrune")
     if not f.is_classifier:
         raise InputError(

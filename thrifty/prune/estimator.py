@@ -33,6 +33,7 @@ from thrifty.prune.budgetprune import (
     pruned_forest,
     solve,
 )
+from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Full
 
 
@@ -240,8 +241,6 @@ class BudgetPrunedClassifier(ClassifierMixin, ThriftyEstimator):
 
 def _measure(forest: Forest, split: Any, costs: Any) -> tuple[float, float]:
     """Weighted mean cost and accuracy of ``forest`` on the calibration rows of ``split``."""
-    from thrifty.runtime.evaluate import evaluate
-
     ev = evaluate(forest, split.X_cal, costs)
     w = split.w_cal
     return float(np.average(ev.cost.total, weights=w)), float(

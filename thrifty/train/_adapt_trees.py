@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from thrifty.forest import Forest
-from thrifty.forest.importers import ForestBuilder
+from thrifty.forest.builder import ForestBuilder
 
 MAX_BINS = 255
 

@@ -8,6 +8,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from sklearn.base import is_classifier
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from thrifty._estimator import Candidate, ThriftyEstimator
@@ -19,6 +20,8 @@ from thrifty.forest import Forest
 from thrifty.forest.importers import from_model
 from thrifty.forest.names import lightgbm_frame
 from thrifty.runtime import Full
+from thrifty.runtime.evaluate import evaluate
+from thrifty.train import _cegb_dask as dk
 from thrifty.train._search import search_tradeoff
 
 # Trade-off used when neither ``tradeoff`` nor ``budget`` is given: a mild penalty (a feature of
@@ -94,8 +97,6 @@ class CostAwareBoosting(ThriftyEstimator):
             )
 
     def _fit(self, X: Any, y: Any, sample_weight: Any, calibration: Any, fit_params: dict) -> Any:
-        from thrifty.runtime.evaluate import evaluate
-
         self._check_params()
         X = as_frame_or_array(X)
         validate_data(self, X, reset=True, skip_check_array=True)
@@ -129,10 +130,6 @@ class CostAwareBoosting(ThriftyEstimator):
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, calibration: Any) -> Any:
         """``fit`` on Dask collections: trains through ``lightgbm.dask`` on the current
         ``distributed.Client``; budgets are measured with :func:`thrifty.dask.evaluate`."""
-        from sklearn.base import is_classifier
-
-        from thrifty.train import _cegb_dask as dk
-
         self._check_params()
         if self._task == "ranking":
             raise InputError("ranking on Dask collections is not supported; fit CEGBRanker in memory")

@@ -86,7 +86,7 @@ def check_dask_inputs(X: Any, y: Any, sample_weight: Any, calibration: Any) -> t
 
 def mean_cost(forest: Any, X_cal: Any, costs: Any) -> float:
     """Mean cost per example of ``forest`` on the Dask calibration rows, computed on the cluster."""
-    from thrifty.dask import cost_summary, evaluate
+    from thrifty.dask import cost_summary, evaluate  # thrifty.dask needs the optional extra thrifty[dask]
 
     return float(cost_summary(evaluate(forest, X_cal, costs), quantiles=()).mean)
 

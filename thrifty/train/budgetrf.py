@@ -9,14 +9,17 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
+from tqdm.auto import tqdm
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval, StrOptions
 from thrifty._validation import check_sample_weight, class_labels, validate_frame
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import to_matrix
+from thrifty.forest.builder import ForestBuilder
 from thrifty.runtime import Full, evaluate
 from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, grow_tree
 
@@ -263,10 +266,6 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
 
     def _grow(self, X: np.ndarray, y_idx: np.ndarray, w: np.ndarray, categories: dict) -> Any:
         """The ``n_estimators`` trees of Algorithm 1, as one averaged Forest."""
-        from tqdm.auto import tqdm
-
-        from thrifty.forest.importers import ForestBuilder
-
         n, d = X.shape
         m_features = self._max_features(d)
         n_draw = self._n_samples(n)
@@ -410,8 +409,6 @@ def _coded(X: Any) -> tuple[np.ndarray, dict[int, list]]:
     """``X`` as the float64 matrix the kernel reads, and the categories of its categorical
     columns: a DataFrame's ``category`` columns become their codes (missing -> NaN), which the
     fitted Forest records so that a DataFrame at prediction is coded the same way."""
-    import pandas as pd
-
     if not (hasattr(X, "columns") and hasattr(X, "iloc")):
         return X, {}
     M = to_matrix(X, X.shape[1])

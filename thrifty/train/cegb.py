@@ -34,16 +34,21 @@ from collections.abc import Sequence
 from numbers import Integral
 from typing import Any
 
+import lightgbm
 import numpy as np
+import pandas as pd
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 from thrifty._param_validation import Interval
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
 from thrifty.exceptions import BudgetError, InputError
+from thrifty.forest import Forest
+from thrifty.frontier import frontier
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
-from thrifty.train._cegb_dask import is_dask
+from thrifty.train._cegb_dask import is_dask, warn_data_parallel
 
 __all__ = [
     "BudgetError",
@@ -153,8 +158,6 @@ class _CEGBBase(CostAwareBoosting):
         self.progress = progress
 
     def _lgbm(self, tradeoff: float) -> Any:
-        import lightgbm
-
         params: dict[str, Any] = {
             "n_estimators": int(self.n_estimators),
             "learning_rate": float(self.learning_rate),
@@ -184,8 +187,6 @@ class _CEGBBase(CostAwareBoosting):
     def _train(
         self, X: Any, y: np.ndarray, sample_weight: Any, tradeoff: float, fit_params: dict
     ) -> tuple[Any, Any]:
-        from thrifty.forest import Forest
-
         model = self._lgbm(tradeoff).fit(X, y, sample_weight=sample_weight, **fit_params)
         return Forest.from_model(model), model.booster_
 
@@ -194,10 +195,7 @@ class _CEGBBase(CostAwareBoosting):
     ) -> tuple[Any, Any]:
         """One model trained through ``lightgbm.dask`` with the same parameters as in memory
         (see :mod:`thrifty.train._cegb_dask` for how LightGBM's data-parallel CEGB differs)."""
-        import lightgbm.dask as lgb_dask
-
-        from thrifty.forest import Forest
-        from thrifty.train._cegb_dask import warn_data_parallel
+        import lightgbm.dask as lgb_dask  # needs the optional extra thrifty[dask]
 
         params = self._lgbm(tradeoff).get_params()
         warn_data_parallel(params, len(client.scheduler_info()["workers"]))
@@ -465,8 +463,6 @@ def cegb_frontier(
         ``budget``, ``tradeoff``, ``n_fits`` and ``calibration_cost``; budgets below the
         cheapest model's cost are skipped.
     """
-    from sklearn.utils.multiclass import type_of_target
-
     if qid is not None:
         factory: Any = CEGBRanker
     elif type_of_target(np.asarray(y)) in ("binary", "multiclass"):
@@ -506,10 +502,6 @@ def run_frontier(
 ) -> Any:
     """Fit ``factory(costs=..., budget=b, **params)`` per budget and tabulate them (shared by
     :func:`cegb_frontier` and :func:`thrifty.train.greedymiser.greedymiser_frontier`)."""
-    import pandas as pd
-
-    from thrifty.frontier import frontier
-
     budgets = [float(b) for b in budgets]
     if not budgets:
         raise InputError("budgets is empty; give at least one target mean cost per example")

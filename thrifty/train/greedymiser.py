@@ -29,16 +29,19 @@ from collections.abc import Sequence
 from numbers import Integral
 from typing import Any
 
+import lightgbm
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 from thrifty._param_validation import Interval
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.forest import Forest
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
-from thrifty.train._cegb_dask import is_dask
+from thrifty.train._cegb_dask import is_dask, warn_data_parallel
 from thrifty.train.cegb import GAIN_SCALE, run_frontier
 
 __all__ = ["GreedyMiserClassifier", "GreedyMiserRegressor", "greedymiser_frontier", "greedymiser_params"]
@@ -134,8 +137,6 @@ class _GreedyMiserBase(CostAwareBoosting):
     def _train(
         self, X: Any, y: np.ndarray, sample_weight: Any, tradeoff: float, fit_params: dict
     ) -> tuple[Any, Any]:
-        import lightgbm
-
         n = X.shape[0]
         params = self._params(tradeoff, n if sample_weight is None else float(np.sum(sample_weight)))
         target, init, objective, n_out = self._objective(y, sample_weight)
@@ -156,9 +157,7 @@ class _GreedyMiserBase(CostAwareBoosting):
     ) -> tuple[Any, Any]:
         """One model trained through ``lightgbm.dask`` (binary and regression): the same
         parameters as in memory, the unit-hessian objective and the initial score per row."""
-        import lightgbm.dask as lgb_dask
-
-        from thrifty.train._cegb_dask import warn_data_parallel
+        import lightgbm.dask as lgb_dask  # needs the optional extra thrifty[dask]
 
         if self._n_outputs > 1:
             raise InputError(
@@ -167,7 +166,7 @@ class _GreedyMiserBase(CostAwareBoosting):
             )
         params = self._params(tradeoff, n_rows)
         warn_data_parallel(params, len(client.scheduler_info()["workers"]))
-        import dask
+        import dask  # the optional extra thrifty[dask], present with a Dask collection
 
         binary = self._task == "binary"
         target = (y == self.classes_[1]) if binary else y
@@ -293,10 +292,6 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
         return codes.astype(np.float64), np.log(prior), _unit_hessian("softmax", weight), k
 
     def _forest(self, booster: Any, init: np.ndarray) -> Any:
-        import lightgbm
-
-        from thrifty.forest import Forest
-
         k = len(self.classes_)
         objective = "binary sigmoid:1" if k == 2 else f"multiclass num_class:{k}"
         # The custom objective leaves no link in the model file; declare the one it trained
@@ -334,8 +329,6 @@ class GreedyMiserRegressor(RegressorMixin, _GreedyMiserBase):
         return y, init, "regression", 1
 
     def _forest(self, booster: Any, init: np.ndarray) -> Any:
-        from thrifty.forest import Forest
-
         forest = Forest.from_model(booster)
         self.init_score_ = np.asarray(init, dtype=np.float64)
         return dataclasses.replace(forest, base_score=forest.base_score + init)
@@ -355,8 +348,6 @@ def greedymiser_frontier(
 ) -> Any:
     """One GreedyMiser model per budget, evaluated into a frontier table (see
     :func:`thrifty.train.cegb.cegb_frontier`; ``method`` is "GreedyMiser")."""
-    from sklearn.utils.multiclass import type_of_target
-
     factory = (
         GreedyMiserClassifier
         if type_of_target(np.asarray(y)) in ("binary", "multiclass")

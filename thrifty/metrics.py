@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from numbers import Real
 from typing import Any, Literal
 
 import numpy as np
 from sklearn import metrics as _skm
 
+from thrifty._param_validation import Interval, validate_params
+from thrifty._validation import costs_for_X, to_frame
 from thrifty.exceptions import InputError, InvalidParameterError
 
 __all__ = [
@@ -571,8 +574,6 @@ class BudgetScorer:
             if len(estimator) > 1:
                 X = estimator[:-1].transform(X)
             estimator = estimator[-1]
-        from thrifty._validation import costs_for_X, to_frame
-
         X = to_frame(X)
         costs = self.costs
         if costs is not None and not hasattr(costs, "for_features"):  # prices, not a CostModel yet
@@ -603,6 +604,14 @@ def _named_scorer(name: str) -> Any:
         ) from None
 
 
+_SCORER_CONSTRAINTS: dict[str, list[Any]] = {
+    "metric": [str, callable],
+    "costs": ["cost-model", None],
+    "budget": [None, Interval(Real, 0, None, closed="left")],
+    "cost_weight": [None, Interval(Real, 0, math.inf, closed="left")],
+}
+
+
 def make_budget_scorer(
     metric: str | Callable[[Any, Any], float],
     costs: Any = None,
@@ -627,9 +636,8 @@ def make_budget_scorer(
         ``estimator.predict(X)``. Higher must be better (negate a loss).
     costs : CostModel, array-like of shape (n_features,) or dict, optional
         The prices to measure with (an array gives one price per column of ``X``, a dict
-        maps column names to prices). Default:
-        the cost model each estimator was fitted with (``costs_``; for a model that is not a
-        thrifty estimator, every feature costs 1).
+        maps column names to prices). Default: the cost model each estimator was fitted
+        with (``costs_``; for a model that is not a thrifty estimator, every feature costs 1).
     budget : float, optional
         The largest mean cost per example allowed; a fold over it scores ``-inf`` (see
         :class:`BudgetScorer` for why).
@@ -645,8 +653,8 @@ def make_budget_scorer(
     Raises
     ------
     InvalidParameterError
-        If neither ``budget`` nor ``cost_weight`` is given, or either is negative or not
-        finite.
+        If neither ``budget`` nor ``cost_weight`` is given, or a parameter has the wrong type
+        or range (a negative budget, an infinite cost_weight).
     InputError
         If ``metric`` is an unknown name.
 
@@ -661,26 +669,18 @@ def make_budget_scorer(
     ...     scoring=make_budget_scorer("accuracy", budget=3.0),
     ... )  # doctest: +SKIP
     """
+    validate_params(
+        _SCORER_CONSTRAINTS,
+        {"metric": metric, "costs": costs, "budget": budget, "cost_weight": cost_weight},
+        "make_budget_scorer",
+    )
     if budget is None and cost_weight is None:
         raise InvalidParameterError(
             "make_budget_scorer needs budget= (a mean-cost limit) or cost_weight= (a cost "
             "penalty), or both; without either, score with the metric itself"
         )
-    for name, value in (("budget", budget), ("cost_weight", cost_weight)):
-        if value is not None and not (
-            isinstance(value, (int, float, np.integer, np.floating))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and value >= 0
-        ):
-            raise InvalidParameterError(f"{name} must be a finite number >= 0, got {value!r}")
     if isinstance(metric, str):
         _named_scorer(metric)
-    elif not callable(metric):
-        raise InvalidParameterError(
-            f"metric must be a scikit-learn scorer name or a callable(y_true, y_pred), got "
-            f"{type(metric).__name__}"
-        )
     return BudgetScorer(
         metric,
         costs,

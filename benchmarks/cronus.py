@@ -310,7 +310,8 @@ def _classification_split(name, X_tr, y_tr, X_te, y_te, args, rows, log) -> dict
     import lightgbm as lgb
 
     from thrifty import CostModel, Forest, evaluate
-    from thrifty.cascade import margin_early_exit, truncate
+    from thrifty.cascade import truncate
+    from thrifty.order import margin_early_exit
 
     n_trees = 60 if args.quick else 300
     model = lgb.LGBMClassifier(

@@ -170,9 +170,10 @@ def run_dataset(name: str, args, rows: list, log: list) -> dict:
 
     from thrifty import Forest, evaluate
     from thrifty.datasets import load
+    from thrifty.forest.scores import tree_scores
     from thrifty.order.fan import fan
     from thrifty.order.margin import margin_early_exit
-    from thrifty.order.orderings import fixed_order, tree_scores
+    from thrifty.order.orderings import fixed_order
     from thrifty.order.qwyc import qwyc, qwyc_scores
     from thrifty.runtime.plans import Sequential
 

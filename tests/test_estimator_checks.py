@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
+import lightgbm
 import numpy as np
 import pytest
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
+from sklearn.frozen import FrozenEstimator
+from sklearn.tree import DecisionTreeClassifier
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval
 from thrifty._validation import class_labels, validate_frame
+from thrifty.cascade import CronusClassifier
 from thrifty.estimator_checks import (
     BudgetCase,
     check_budget_met,
@@ -26,7 +30,18 @@ from thrifty.estimator_checks import (
     parametrize_with_budget_checks,
 )
 from thrifty.forest import Forest
+from thrifty.order import QWYCClassifier
+from thrifty.prune import BudgetPrunedClassifier
 from thrifty.runtime import Full, evaluate
+from thrifty.train import (
+    ADAPTClassifier,
+    BudgetRFClassifier,
+    CEGBClassifier,
+    CEGBRanker,
+    CEGBRegressor,
+    GreedyMiserClassifier,
+    GreedyMiserRegressor,
+)
 
 X, y = make_classification(n_samples=200, n_features=6, n_informative=4, random_state=0)
 PRICES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
@@ -109,7 +124,55 @@ def case(est, budgets=(8.0, 14.0, 30.0)):
     return BudgetCase(est, X, y, budgets=list(budgets), costs=PRICES)
 
 
-CASES = [case(PrefixForest())]
+CASES = [
+    case(PrefixForest()),
+    # ADAPT: a gate and a low-cost model in front of a tree fitted on the training rows
+    case(
+        ADAPTClassifier(
+            DecisionTreeClassifier(max_depth=3, random_state=0),
+            n_estimators=5,
+            n_iter=1,
+            p_full_grid=(0.1, 0.5),
+            gamma_grid=(1.0, 1e-3),
+            progress=False,
+        ),
+        budgets=(5.0, 12.0, 30.0),
+    ),
+    # BudgetPrune: every pruning on the lambda path of a random forest
+    case(
+        BudgetPrunedClassifier(
+            RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0), progress=False
+        ),
+        budgets=(4.0, 8.0, 30.0),
+    ),
+]
+
+# order + cascade: QWYC on a frozen fitted LightGBM (no labels needed), Cronus fitting its own
+_GBT = lightgbm.LGBMClassifier(n_estimators=12, num_leaves=4, verbose=-1, n_jobs=1)
+CASES += [
+    case(QWYCClassifier(FrozenEstimator(clone(_GBT).fit(X, y)), progress=False), budgets=(8.5, 10.0, 13.0)),
+    case(
+        CronusClassifier(_GBT, n_stages=2, max_cycles=1, n_lams=4, progress=False), budgets=(5.0, 14.0, 20.0)
+    ),
+]
+
+# train family: CEGB, GreedyMiser (trade-off search) and BudgetRF (tree prefixes)
+_BOOST = {"n_estimators": 10, "max_fits": 6, "n_jobs": 1, "progress": False}
+CASES += [
+    case(CEGBClassifier(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(CEGBRegressor(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    BudgetCase(
+        CEGBRanker(min_child_samples=5, **_BOOST),
+        X,
+        y,
+        budgets=[4.0, 8.0, 14.0],
+        costs=PRICES,
+        fit_params={"qid": np.repeat(np.arange(20), 10)},
+    ),
+    case(GreedyMiserClassifier(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(GreedyMiserRegressor(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(BudgetRFClassifier(8, max_depth=4, random_state=0, progress=False), budgets=(7.0, 11.0, 20.0)),
+]
 
 
 @parametrize_with_budget_checks(CASES)

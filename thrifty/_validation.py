@@ -92,7 +92,7 @@ def validate_frame(est: Any, X: Any, y: Any = "no_validation") -> Any:
         ensure_all_finite="allow-nan",
         dtype=None if frame else np.float64,
     )
-    if frame and reset:
+    if frame and reset and y is not None:
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()

@@ -240,7 +240,7 @@ def test_lam0_single_stage_fits_at_least_as_well(medium):
     original = forest.predict_raw(X)
     assert np.sum(w * (raw - s) ** 2) <= np.sum(w * (original - s) ** 2)
     # it is the weighted least-squares fit of the targets on the trees plus a constant
-    from thrifty.order._scores import tree_scores
+    from thrifty.forest.scores import tree_scores
 
     A = np.column_stack([tree_scores(forest, X), np.ones(len(X))])
     sw = np.sqrt(w)
@@ -381,3 +381,24 @@ def test_errors(small, medium):
     )
     with pytest.raises(ValueError, match="single-output"):
         cronus(multi, X, y, costs)
+
+
+@pytest.mark.parametrize("init_only", [True, False])
+def test_integer_weights_are_repeated_rows_and_zero_weights_dropped_rows(small, init_only):
+    forest, X, y, costs = small
+    w = np.random.default_rng(5).integers(0, 3, size=len(y))
+    kw = dict(lam=0.01, n_stages=3, max_cycles=1, init_only=init_only, return_result=True)
+    weighted = cronus(forest, X, y, costs, sample_weight=w, **kw)
+    repeated = cronus(forest, np.repeat(X, w, axis=0), np.repeat(y, w), costs, **kw)
+    # the same problem, summed in another order: equal up to rounding
+    np.testing.assert_allclose(weighted.weights, repeated.weights, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(weighted.thresholds, repeated.thresholds, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(weighted.reach, repeated.reach, rtol=1e-9)
+    assert weighted.objective == pytest.approx(repeated.objective, rel=1e-9)
+    one = reweight(forest, X, y, costs, lam=0.01, sample_weight=w)
+    again = reweight(forest, np.repeat(X, w, axis=0), np.repeat(y, w), costs, lam=0.01)
+    np.testing.assert_allclose(one.stage_weights, again.stage_weights, rtol=1e-6, atol=1e-9)
+    top = lambda_max(forest, X, y, costs, sample_weight=w, exact=False)
+    assert top == pytest.approx(
+        lambda_max(forest, np.repeat(X, w, axis=0), np.repeat(y, w), costs, exact=False)
+    )

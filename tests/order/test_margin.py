@@ -201,19 +201,19 @@ def test_frontier_and_calibration_match_the_runtime(seed):
 
 def test_clear_errors(binary):
     booster, X = binary
-    with pytest.raises(ValueError, match="margin must be >= 0"):
+    with pytest.raises(ValueError, match="margin_early_exit: margin must be a float >= 0, got -1.0"):
         margin_early_exit(booster, -1.0)
-    with pytest.raises(ValueError, match="margin must be >= 0"):
+    with pytest.raises(ValueError, match="margin must be a float >= 0, got nan"):
         margin_early_exit(booster, np.nan)
-    with pytest.raises(ValueError, match="every must be >= 1"):
+    with pytest.raises(ValueError, match="every must be an int >= 1, got 0"):
         margin_early_exit(booster, 1.0, every=0)
-    with pytest.raises(TypeError, match="every must be an integer"):
+    with pytest.raises(TypeError, match="every must be an int >= 1, got 2.5"):
         margin_early_exit(booster, 1.0, every=2.5)
-    with pytest.raises(ValueError, match=r"max_disagreement must be a fraction in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"max_disagreement must be a float in the range \[0, 1\]"):
         calibrate_margin(booster, X, max_disagreement=1.5)
     with pytest.raises(ValueError, match="at least one row"):
         calibrate_margin(booster, X[:0], max_disagreement=0.1)
-    with pytest.raises(ValueError, match="each margin must be >= 0"):
+    with pytest.raises(ValueError, match="each margin must be a float >= 0, got -2.0"):
         margin_frontier(booster, X, [1.0, -2.0])
     Xm, ym = make_classification(300, 6, n_informative=4, n_classes=3, random_state=0)
     multi = lgb.train(

@@ -319,3 +319,38 @@ def test_feature_costs_need_a_cost_model():
     model = lightgbm.LGBMClassifier(n_estimators=3, num_leaves=4, verbose=-1).fit(X, X[:, 0] > 0)
     with pytest.raises(ValueError, match="needs costs= a thrifty CostModel"):
         qwyc(model, X, feature_costs=True)
+
+
+# ------------------------------------------------------------------------------ sample weights
+
+
+def _same_result(a, b):
+    for name in ("order", "eps_pos", "eps_neg", "n_exit"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert (a.mean_cost, a.n_disagree, a.budget) == (b.mean_cost, b.n_disagree, b.budget)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    F=int_scores,
+    data=st.data(),
+    alpha=st.sampled_from([0.0, 0.2, 0.5]),
+    kw=st.sampled_from([{}, {"mode": "negative"}, {"ordering": "given"}]),
+)
+def test_integer_weights_are_repeated_rows_and_zero_weights_dropped_rows(F, data, alpha, kw):
+    n = F.shape[0]
+    w = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n).filter(any)))
+    weighted = qwyc_scores(F, alpha=alpha, sample_weight=w, return_result=True, **kw)
+    repeated = qwyc_scores(np.repeat(F, w, axis=0), alpha=alpha, return_result=True, **kw)
+    _same_result(weighted, repeated)
+
+
+def test_forest_weights_are_repeated_rows(lgbm):
+    forest, X = lgbm
+    X, w = X[:300], np.random.default_rng(0).integers(0, 3, size=300)
+    for kw in ({}, {"ordering": "greedy_mse", "y": X[:, 0] > 0}):
+        y = kw.pop("y", None)
+        _, weighted = qwyc(forest, X, y, alpha=0.05, sample_weight=w, return_result=True, **kw)
+        y_rep = None if y is None else np.repeat(y, w)
+        _, repeated = qwyc(forest, np.repeat(X, w, axis=0), y_rep, alpha=0.05, return_result=True, **kw)
+        _same_result(weighted, repeated)

@@ -51,18 +51,30 @@ def test_threshold_search_equals_brute_force():
     for _ in range(200):
         m = int(rng.integers(1, 12))
         margins = rng.choice([0.0, 0.5, 1.0, 1.5, 2.0, 3.0], size=m)
-        wrong = rng.integers(0, 2, size=m)
+        wrong = rng.integers(0, 2, size=m).astype(float)
         budget = int(rng.integers(0, 3))
-        k, w, eps = _threshold(margins, wrong, budget)
+        k, e, w, eps = _threshold(margins, wrong, np.ones(m), budget)
         best = 0
         for cut in sorted(set(margins.tolist()) | {0.0, np.inf}):  # exits: margin > cut >= 0
             ex = margins > cut
             if wrong[ex].sum() <= budget:
                 best = max(best, int(ex.sum()))
-        assert k == best
+        assert k == best == e
         assert int((margins > eps).sum()) == k and int(wrong[margins > eps].sum()) == w
 
 
 def test_rounds_layout():
     assert [r.tolist() for r in rounds_of(np.array([0, 1, 2, 0, 1, 2]), 3)] == [[0, 1, 2], [3, 4, 5]]
     assert len(rounds_of(np.array([0, 0, 1]), 2)) == 3
+
+
+def test_integer_weights_are_repeated_rows(forest_and_data):
+    from thrifty.order import qwyc
+
+    forest, X = forest_and_data
+    X, w = X[:300], np.random.default_rng(1).integers(0, 3, size=300)
+    _, weighted = qwyc(forest, X, alpha=0.03, sample_weight=w, return_result=True)
+    _, repeated = qwyc(forest, np.repeat(X, w, axis=0), alpha=0.03, return_result=True)
+    for name in ("order", "eps_pos", "n_exit"):
+        np.testing.assert_array_equal(getattr(weighted, name), getattr(repeated, name))
+    assert (weighted.mean_cost, weighted.n_disagree) == (repeated.mean_cost, repeated.n_disagree)

@@ -4,7 +4,6 @@ from thrifty.cascade.cronus import CronusResult, cascade_scores, cronus, lambda_
 from thrifty.cascade.early_exit import RankingEarlyExit, ranking_early_exit, truncate
 from thrifty.cascade.estimator import CronusClassifier
 from thrifty.cascade.reweight import reweight
-from thrifty.order.margin import margin_early_exit
 
 __all__ = [
     "CronusClassifier",
@@ -13,7 +12,6 @@ __all__ = [
     "cascade_scores",
     "cronus",
     "lambda_max",
-    "margin_early_exit",
     "ranking_early_exit",
     "reweight",
     "truncate",

@@ -154,11 +154,11 @@ def _screen(
     return out
 
 
-def pass_threshold(z: np.ndarray, p: np.ndarray, gamma: float, eps: float) -> float:
-    """``theta`` such that ``sum_i p_i sigma_gamma(z_i - theta) = (1 - eps) sum_i p_i``
-    (Algorithm 2, line 7: ``d_{k+1} = (1 - eps) d_k``)."""
+def pass_threshold(z: np.ndarray, p: np.ndarray, gamma: float, eps: float, pi: np.ndarray) -> float:
+    """``theta`` such that ``sum_i pi_i p_i sigma_gamma(z_i - theta) = (1 - eps) sum_i pi_i p_i``
+    (Algorithm 2, line 7: ``d_{k+1} = (1 - eps) d_k``; ``pi`` the examples' shares)."""
     mask = p > _REACH_TOL
-    z, p = z[mask], p[mask]
+    z, p = z[mask], p[mask] * pi[mask]
     if not len(z):
         return float("-inf")
     target = (1.0 - eps) * p.sum()
@@ -201,13 +201,13 @@ def initialize(
     p = np.ones(prob.n)
     d = np.zeros(K)
     for k in range(K):
-        d[k] = p.mean()
+        d[k] = prob.pi @ p
         G, r, c0 = stage_gram(prob, prob.omega * p)
         lam_k = lam * delta ** (K - 1 - k)
         B[k], _ = solve_stage(prob, G, r, c0, B[:k], d[:k], d[k], lam=lam_k, rho=float(rho[k]))
         if k < K - 1:
             z = prob.H @ B[k]
-            theta[k] = min(pass_threshold(z, p, gamma, eps), 0.0)
+            theta[k] = min(pass_threshold(z, p, gamma, eps, prob.pi), 0.0)
             p = p * sigmoid(gamma * (z - theta[k]))
         if bar is not None:
             bar.update(1)

@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from thrifty._validation import check_sample_weight
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.scores import tree_scores
 
 # A tree whose weighted output has a root-mean-square below this (targets are -1/+1) gets weight
 # exactly zero: the reweighting of Lemma 1 only approaches zero geometrically, and a tree with a
@@ -36,7 +38,10 @@ class Problem:
     y : ndarray of shape (n,)
         Targets in {-1, +1}.
     omega : ndarray of shape (n,)
-        Loss weight of each example (class weight / n).
+        Loss weight of each example (its class weight times its share ``pi``).
+    pi : ndarray of shape (n,)
+        Each example's share of the data (``1 / n``, or its sample weight over their sum):
+        the reach ``d_k`` of a stage is ``sum_i pi_i p_i^k``.
     e : ndarray of shape (n_trees,)
         Evaluation cost of each tree.
     c : ndarray of shape (n_units,)
@@ -50,6 +55,7 @@ class Problem:
     H: np.ndarray
     y: np.ndarray
     omega: np.ndarray
+    pi: np.ndarray
     e: np.ndarray
     c: np.ndarray
     F: np.ndarray
@@ -84,8 +90,9 @@ def tree_units(forest: Forest, costs: CostModel) -> np.ndarray:
     return F
 
 
-def tree_eval_costs(forest: Forest, costs: CostModel, leaves: np.ndarray) -> np.ndarray:
-    """``e_t``: the tree cost plus the split cost times the mean number of splits visited."""
+def tree_eval_costs(forest: Forest, costs: CostModel, leaves: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """``e_t``: the tree cost plus the split cost times the mean number of splits visited (each
+    example counted by its share ``pi``)."""
     e = np.full(forest.n_trees, costs.tree_cost)
     if costs.split_cost > 0 and leaves.size:
         depth = np.zeros(forest.n_nodes, dtype=np.int64)
@@ -97,12 +104,13 @@ def tree_eval_costs(forest: Forest, costs: CostModel, leaves: np.ndarray) -> np.
                     for child in (forest.children_left[node], forest.children_right[node]):
                         depth[child] = depth[node] + 1
                         stack.append(int(child))
-        e = e + costs.split_cost * depth[leaves].mean(axis=0)
+        e = e + costs.split_cost * (pi @ depth[leaves])
     return e
 
 
-def class_weights(y: np.ndarray, class_weight: Any) -> np.ndarray:
-    """Per-example loss weights ``omega_i`` (normalised by ``n``), eq. (2)'s ``omega^+ / omega^-``."""
+def class_weights(y: np.ndarray, class_weight: Any, pi: np.ndarray) -> np.ndarray:
+    """Per-example loss weights ``omega_i``: eq. (2)'s ``omega^+ / omega^-`` times the example's
+    share ``pi_i`` (``1 / n`` unweighted)."""
     n = len(y)
     if class_weight is None:
         w = np.ones(n)
@@ -125,7 +133,7 @@ def class_weights(y: np.ndarray, class_weight: Any) -> np.ndarray:
         raise TypeError(
             f"class_weight must be None, a number or a dict {{-1: w, +1: w}}, got {class_weight!r}"
         )
-    return w / n
+    return w * pi
 
 
 def soft_flow(Z: np.ndarray, theta: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -181,7 +189,7 @@ def objective(
     rho = np.broadcast_to(np.asarray(rho, dtype=np.float64), (K,))
     Z = prob.H @ B.T if Z is None else Z
     _, p, q = soft_flow(Z, theta, gamma)
-    d = p.mean(axis=0)
+    d = prob.pi @ p
     loss = 0.5 * np.sum(prob.omega[:, None] * q * (prob.y[:, None] - Z) ** 2)
     reg = float(np.sum(rho * np.abs(B[:, :-1]).sum(axis=1)))
     kappa, eta = cost_norms(B, d, prob.F)
@@ -207,7 +215,7 @@ def substituted_objective(
     rho = np.broadcast_to(np.asarray(rho, dtype=np.float64), (K,))
     Z = prob.H @ B.T
     _, p, q = soft_flow(Z, theta, gamma)
-    d = p.mean(axis=0)
+    d = prob.pi @ p
     loss = 0.5 * np.sum(prob.omega[:, None] * q * (prob.y[:, None] - Z) ** 2)
     W = B[:, :-1]
     reg = 0.5 * np.sum(rho[:, None] * (W**2 / sigma + sigma))
@@ -244,10 +252,14 @@ def to_signs(y: Any, forest: Forest) -> np.ndarray:
 
 
 def build_problem(
-    forest: Forest, X: Any, y: Any, costs: CostModel | None, class_weight: Any
+    forest: Forest, X: Any, y: Any, costs: CostModel | None, class_weight: Any, sample_weight: Any = None
 ) -> tuple[Problem, CostModel]:
-    """The data of eq. (8) for ``forest`` on ``(X, y)`` under ``costs``."""
-    from thrifty.order._scores import tree_scores
+    """The data of eq. (8) for ``forest`` on ``(X, y)`` under ``costs``.
+
+    With ``sample_weight`` every mean over the examples of eq. (8) (the loss and the reach
+    ``d_k`` of each stage) is weighted by it: integer weights act as repeated rows, and rows of
+    weight 0 are dropped.
+    """
 
     if forest.n_outputs != 1:
         raise InputError(
@@ -272,17 +284,22 @@ def build_problem(
         raise InputError(f"X has {np.shape(X)[0]} rows but y has {len(signs)}")
     if len(signs) == 0:
         raise InputError("Cronus needs at least one training example")
-    leaves = forest.apply(X) if costs.split_cost > 0 else np.zeros((0, forest.n_trees), dtype=np.int64)
+    w = check_sample_weight(sample_weight, len(signs))
+    keep = slice(None) if w is None else np.flatnonzero(w > 0)
+    pi = np.full(len(signs), 1.0 / len(signs)) if w is None else w[keep] / w[keep].sum()
+    signs = signs[keep]
+    leaves = forest.apply(X)[keep] if costs.split_cost > 0 else np.zeros((0, forest.n_trees), dtype=np.int64)
     H = np.empty((len(signs), forest.n_trees + 1))
-    H[:, :-1] = tree_scores(forest, X)
+    H[:, :-1] = tree_scores(forest, X)[keep]
     H[:, -1] = 1.0
     prob = Problem(
         H=H,
         y=signs,
-        omega=class_weights(signs, class_weight),
-        e=tree_eval_costs(forest, costs, leaves),
+        omega=class_weights(signs, class_weight, pi),
+        pi=pi,
+        e=tree_eval_costs(forest, costs, leaves, pi),
         c=costs.unit_cost.copy(),
         F=tree_units(forest, costs),
-        scale=np.sqrt(np.mean(H**2, axis=0)),
+        scale=np.sqrt(pi @ H**2),
     )
     return prob, costs

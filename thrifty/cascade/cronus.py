@@ -22,17 +22,21 @@ stage's threshold 0 (targets are -1/+1). Evaluate it with ``thrifty.evaluate`` t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
 
-from thrifty.cascade._cronus_init import initialize
+from thrifty._param_validation import Interval, validate_params
+from thrifty._validation import as_forest
+from thrifty.cascade._cronus_init import default_lam, initialize
+from thrifty.cascade._cronus_init import lambda_max as _lambda_max
 from thrifty.cascade._problem import Problem, build_problem, cost_norms, objective, prune, sigmoid, soft_flow
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
-from thrifty.forest import Forest
+from thrifty.exceptions import InvalidParameterError
 from thrifty.runtime.plans import Cascade
 
 __all__ = ["CronusResult", "cascade_scores", "cronus", "lambda_max"]
@@ -85,41 +89,33 @@ class CronusResult:
         return Cascade(self.plan.forest, self.init_weights[:, :-1], theta, self.init_weights[:, -1])
 
 
-def _check(n_stages: Any, lam: Any, rho: Any, delta: Any, eps: Any, gamma: Any) -> np.ndarray:
-    if isinstance(n_stages, bool) or not isinstance(n_stages, (int, np.integer)) or n_stages < 1:
-        raise InputError(f"n_stages must be an integer >= 1, got {n_stages!r}")
-    for name, v, lo in (("lam", lam, 0.0), ("delta", delta, 1.0), ("gamma", gamma, 0.0)):
-        if not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) or v < lo:
-            raise InputError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
-    if not gamma > 0:
-        raise InputError(f"gamma must be > 0 (the steepness of the soft exits), got {gamma!r}")
-    if not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 < eps < 1:
-        raise InputError(
-            f"eps must be in (0, 1) (the fraction each stage rejects at initialization), got {eps!r}"
-        )
+# The options of eq. (8) and of the optimisation, as the estimator declares them too.
+OPTIONS: dict[str, list[Any]] = {
+    "n_stages": [Interval(Integral, 1, None, closed="left")],
+    "lam": [None, Interval(Real, 0, math.inf, closed="left")],
+    "rho": [Interval(Real, 0, math.inf, closed="left"), "array-like"],
+    "delta": [Interval(Real, 1, math.inf, closed="left")],
+    "eps": [Interval(Real, 0, 1, closed="neither")],
+    "gamma": [Interval(Real, 0, math.inf, closed="neither")],
+    "init_only": ["boolean"],
+    "max_cycles": [Interval(Integral, 0, None, closed="left")],
+    "n_threads": [None, Interval(Integral, 1, None, closed="left")],
+}
+
+
+def stage_rho(rho: Any, n_stages: int) -> np.ndarray:
+    """``rho^k`` per stage from one value, a pair ``(rho_first, rho_last)`` or one per stage."""
     r = np.asarray(rho, dtype=np.float64).reshape(-1)
     if len(r) == 2 and n_stages != 2:
         # (rho_first, rho_last): Section 3.4 sets every stage but the last to rho_1.
         r = np.r_[np.full(n_stages - 1, r[0]), r[1]]
     r = np.broadcast_to(r, (int(n_stages),)) if len(r) == 1 else r
     if len(r) != n_stages or not np.all(np.isfinite(r)) or np.any(r < 0):
-        raise InputError(
+        raise InvalidParameterError(
             f"rho must be a number >= 0, a pair (rho_first, rho_last) or one value per "
             f"stage ({n_stages}), got {rho!r}"
         )
     return np.array(r, dtype=np.float64)
-
-
-def _as_forest(model: Any) -> Forest:
-    if isinstance(model, Forest):
-        return model
-    try:
-        return Forest.from_model(model)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"Cronus re-weights the trees of an additive tree ensemble; could not import "
-            f"{type(model).__name__}: {exc}"
-        ) from exc
 
 
 def cronus(
@@ -142,6 +138,7 @@ def cronus(
     progress: bool = False,
     n_threads: int | None = 1,
     return_result: bool = False,
+    sample_weight: Any = None,
 ) -> Cascade | CronusResult:
     """Build a Cronus cascade over the trees of ``forest`` (eq. 8, Algorithms 1 and 2).
 
@@ -189,6 +186,10 @@ def cronus(
         contend; more only pay off for the ``H^T Omega H`` products on very large ``n``.
     return_result : bool, default=False
         Return a :class:`CronusResult` instead of the plan alone.
+    sample_weight : array-like of shape (n,), optional
+        Weights of the inputs: eq. (8)'s loss sums ``omega_i`` times the input's share of the
+        total weight (instead of ``1 / n``) and each stage's reach ``d_k`` is the weighted mean
+        of ``p_i^k``, so integer weights act as repeated rows and zero weights as dropped rows.
 
     Returns
     -------
@@ -197,15 +198,23 @@ def cronus(
     from threadpoolctl import threadpool_limits
     from tqdm.auto import tqdm
 
-    rho_k = _check(n_stages, 0.0 if lam is None else lam, rho, delta, eps, gamma)
-    for name, v in (("max_cycles", max_cycles), ("max_iter", max_iter)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise InputError(f"{name} must be an integer >= 0, got {v!r}")
-    forest = _as_forest(forest)
-    prob, _ = build_problem(forest, X, y, costs, class_weight)
+    options = dict(
+        n_stages=n_stages,
+        lam=lam,
+        rho=rho,
+        delta=delta,
+        eps=eps,
+        gamma=gamma,
+        init_only=init_only,
+        max_cycles=max_cycles,
+        n_threads=n_threads,
+        max_iter=max_iter,
+    )
+    validate_params({**OPTIONS, "max_iter": OPTIONS["max_cycles"]}, options, "cronus")
+    rho_k = stage_rho(rho, n_stages)
+    forest = as_forest(forest, who="cronus")
+    prob, _ = build_problem(forest, X, y, costs, class_weight, sample_weight)
     if lam is None:
-        from thrifty.cascade._cronus_init import default_lam
-
         lam = default_lam(prob)
     K = int(n_stages)
     total = K * (1 if init_only else 1 + max_cycles)
@@ -259,7 +268,7 @@ def cronus(
         init_thresholds=init_theta,
         init_objective=J0,
         objective=history[-1],
-        reach=p.mean(axis=0),
+        reach=prob.pi @ p,
         cycles=cycles,
         lam=float(lam),
         history=history,
@@ -338,10 +347,10 @@ def _stage_function(
     last = k == K - 1
     Z = prob.H @ B.T
     I_all, p_all, _ = soft_flow(Z, theta, gamma)
-    d = p_all.mean(axis=0)
+    d = prob.pi @ p_all
     rows = np.flatnonzero(p_all[:, k] > _REACH_TOL)
     H = prob.H[np.ix_(rows, active)]
-    y, om, pk = prob.y[rows], prob.omega[rows], p_all[rows, k]
+    y, om, pk, pi = prob.y[rows], prob.omega[rows], p_all[rows, k], prob.pi[rows]
     kappa, eta = cost_norms(B, d, prob.F)
     w_tree = np.zeros(prob.n_trees + 1)
     w_tree[:-1] = np.where(B[k, :-1] != 0, prob.tree_price(eta, kappa), 0.0)
@@ -350,7 +359,6 @@ def _stage_function(
         inv_sigma = np.where(B[k, active] != 0, 1.0 / np.abs(B[k, active]), 0.0)
     inv_sigma[-1] = 0.0  # the constant is not penalised
     quad = rho * inv_sigma + lam * d[k] ** 2 * wa
-    n = prob.n
     if not last:
         # Later stages j > k: r^j = p^k prod_{k<l<j} I^l, qt^j = r^j (1 - I^j) (qt^K = r^K).
         later = np.arange(k + 1, K)
@@ -376,13 +384,13 @@ def _stage_function(
         gate = sigmoid(gamma * (z - th))
         dgate = gamma * gate * (1.0 - gate)
         res2 = res**2
-        d_after = (gate @ R) / n
+        d_after = (pi * gate) @ R
         value = (
             0.5 * np.sum(om * (pk * (1.0 - gate) * res2 + gate * L_after))
             + penalty
             + 0.5 * lam * float(np.sum(d_after**2 * S))
         )
-        a = 0.5 * om * (L_after - pk * res2) + (lam / n) * (R @ (d_after * S))
+        a = 0.5 * om * (L_after - pk * res2) + lam * pi * (R @ (d_after * S))
         dz = -om * pk * (1.0 - gate) * res + a * dgate
         return value, np.r_[H.T @ dz + g_beta, -np.sum(a * dgate)]
 
@@ -409,6 +417,7 @@ def lambda_max(
     rho: float = 0.0,
     class_weight: Any = 3.5,
     exact: bool = True,
+    sample_weight: Any = None,
 ) -> float:
     """The smallest ``lam`` (within 5%) at which single-stage re-weighting (eq. 7) keeps no tree.
 
@@ -418,8 +427,7 @@ def lambda_max(
     closed form, the ``lam`` above which no tree would pay for itself alone (a lower bound:
     trees sharing features share their cost and can enter together at a larger ``lam``).
     Infinite when a tree that helps costs nothing (no priced feature and no tree cost).
+    ``sample_weight`` weights the loss as in :func:`cronus`.
     """
-    from thrifty.cascade._cronus_init import lambda_max as _lambda_max
-
-    prob, _ = build_problem(_as_forest(forest), X, y, costs, class_weight)
+    prob, _ = build_problem(as_forest(forest, who="lambda_max"), X, y, costs, class_weight, sample_weight)
     return _lambda_max(prob, float(rho), exact=bool(exact))

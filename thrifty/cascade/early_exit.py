@@ -18,13 +18,18 @@ documents that stopped there (``thrifty.evaluate``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
+from thrifty._param_validation import Interval, validate_params
+from thrifty._validation import as_forest
 from thrifty.costs import CostModel, CostReport
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.scores import tree_scores
+from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Full
 
 __all__ = ["RankingEarlyExit", "ranking_early_exit", "truncate"]
@@ -32,9 +37,7 @@ __all__ = ["RankingEarlyExit", "ranking_early_exit", "truncate"]
 
 def truncate(forest: Any, k: int) -> Full:
     """The ensemble cut after its first ``k`` trees (the paper's GBRT curve)."""
-    from thrifty.cascade.cronus import _as_forest
-
-    forest = _as_forest(forest)
+    forest = as_forest(forest, who="truncate")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= forest.n_trees:
         raise InputError(f"k must be an integer in [1, {forest.n_trees}], got {k!r}")
     return Full(forest.subset(range(int(k))))
@@ -91,20 +94,19 @@ def ranking_early_exit(
     -------
     RankingEarlyExit
     """
-    from thrifty.cascade.cronus import _as_forest
-    from thrifty.order._scores import tree_scores
-    from thrifty.runtime.evaluate import evaluate
-
-    forest = _as_forest(forest)
+    forest = as_forest(forest, who="ranking_early_exit")
     if forest.n_outputs != 1:
         raise InputError("ranking early exits need a single-output ranker or regressor")
-    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
-        raise InputError(f"every must be an integer >= 1, got {every!r}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k must be an integer >= 1, got {k!r}")
+    validate_params(
+        {
+            "s": [Interval(Real, 0, None, closed="left")],  # inf disables the exits
+            "every": [Interval(Integral, 1, None, closed="left")],
+            "k": [Interval(Integral, 1, None, closed="left")],
+        },
+        {"s": s, "every": every, "k": k},
+        "ranking_early_exit",
+    )
     s = float(s)
-    if np.isnan(s) or s < 0:
-        raise InputError(f"s must be >= 0 (inf disables the exits), got {s!r}")
     qid = np.asarray(qid).reshape(-1)
     n = qid.shape[0]
     if np.shape(X)[0] != n:
@@ -133,7 +135,7 @@ def ranking_early_exit(
     g = g + contrib[:, done:].sum(axis=1)
     partial[alive] = g[alive]
     score = stage + 0.5 + np.arctan(partial) / np.pi
-    cost = _measure(forest, X, stop, costs, evaluate)
+    cost = _measure(forest, X, stop, costs)
     return RankingEarlyExit(score=score, n_trees=stop, partial=partial, cost=cost)
 
 
@@ -152,7 +154,7 @@ def _kth_best(g: np.ndarray, q: np.ndarray, alive: np.ndarray, k: int) -> np.nda
     return out[q]
 
 
-def _measure(forest: Forest, X: Any, stop: np.ndarray, costs: CostModel | None, evaluate) -> CostReport:
+def _measure(forest: Forest, X: Any, stop: np.ndarray, costs: CostModel | None) -> CostReport:
     """Cost of evaluating each document's first ``stop[i]`` trees, measured by the runtime."""
     n = len(stop)
     parts: dict[str, np.ndarray] = {}

@@ -3,42 +3,53 @@ Cronus cascade, optionally within a target mean cost."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from numbers import Integral, Real
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import ClassifierMixin, clone
+from sklearn.utils.multiclass import type_of_target
 
-from thrifty._validation import check_width, class_labels, validate_frame
-from thrifty.cascade.cronus import CronusResult, _check, cronus
+from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._param_validation import Interval, StrOptions
+from thrifty._validation import (
+    as_forest,
+    check_sample_weight,
+    check_width,
+    class_labels,
+    is_fitted_model,
+    validate_frame,
+)
+from thrifty.cascade.cronus import OPTIONS, CronusResult, cronus, lambda_max, stage_rho
 from thrifty.exceptions import InputError
 from thrifty.forest.names import named_as
+from thrifty.runtime import evaluate
 
-_HALVINGS = 2.0  # the budget sweep tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
+_HALVINGS = 2.0  # the budget search tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1
 
 
-class CronusClassifier(ClassifierMixin, BaseEstimator):
+class CronusClassifier(ClassifierMixin, ThriftyEstimator):
     """Re-weight and re-order a binary tree ensemble into a cascade of early rejects (Cronus).
 
     ``fit`` solves eq. (8) of Chen et al. (AISTATS 2012) on ``(X, y)``: stages re-weighting
     the ensemble's trees, each rejecting inputs whose score is below its threshold, trading
     a class-weighted squared loss against the expected per-input cost of the trees evaluated
-    and the features acquired (see :func:`thrifty.cascade.cronus`). With ``budget``, it sweeps
-    ``lam`` and keeps the most accurate cascade whose mean cost on ``X`` (measured by
-    ``thrifty.evaluate``) is within the budget.
+    and the features acquired (see :func:`thrifty.cascade.cronus`). With ``budget``, it tries
+    ``lam = lambda_max / 2**j`` (``j = 0 .. n_lams - 1``) and keeps the most accurate cascade
+    on the calibration rows whose mean cost there (measured by ``thrifty.evaluate``) is within
+    the budget; ``budget_search_`` lists them all.
 
     Parameters
     ----------
     estimator : fitted binary tree model or Forest
         Any additive ensemble ``Forest.from_model`` imports (LightGBM, XGBoost, scikit-learn
         gradient boosting, a CEGB model), possibly wrapped in ``sklearn.frozen.FrozenEstimator``.
-        An unfitted estimator is cloned and fitted on ``(X, y)`` first.
-    costs : CostModel, optional
+        An unfitted estimator is cloned and fitted on ``(X, y, sample_weight)`` first.
+    costs : CostModel, dict or array-like of feature costs, optional
         Feature acquisition costs and the per-tree cost; default 1 per feature, trees free.
     budget : float, optional
-        Target mean cost per example on the fit data. ``None``: use ``lam``.
+        Largest mean cost per calibration example. ``None``: use ``lam``.
     lam : float, optional
         The trade-off when ``budget`` is None (default: ``lambda_max(..., exact=False) / 16``,
         see :func:`thrifty.cascade.lambda_max`).
@@ -46,12 +57,12 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         As in :func:`thrifty.cascade.cronus`.
     class_weight : float, dict, "balanced" or None, default=3.5
         Loss weight of the positive class (the paper's 3.5), or weights keyed by class label,
-        or "balanced" (``n / (2 n_class)``).
+        or "balanced" (``n / (2 n_class)``, counting rows by their sample weights).
     n_lams : int, default=8
-        Values of the budget sweep: ``lambda_max / 2**j`` for ``j = 0 .. n_lams - 1``
-        (``lambda_max`` keeps no tree, so the sweep always has a feasible point).
+        Values of ``lam`` tried under a budget: ``lambda_max / 2**j`` for ``j = 0 .. n_lams -
+        1`` (``lambda_max`` keeps no tree, so some cascade always meets a budget >= 0).
     progress : bool, default=True
-        Progress bar over the sweep (shown only when stderr is a TTY).
+        Progress bar over the budget search (shown only when stderr is a TTY).
     n_threads : int or None, default=1
         BLAS threads during fit (see :func:`thrifty.cascade.cronus`).
 
@@ -60,25 +71,46 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
     estimator_ : object
     forest_ : Forest
     plan_ : Cascade
-        ``thrifty.evaluate(plan_, X, costs)`` runs it and reports each example's cost.
+        ``thrifty.evaluate(plan_, X, costs_)`` runs it and reports each example's cost.
+    costs_ : CostModel
+        ``costs`` aligned with ``X``'s columns.
     result_ : CronusResult
     lam_ : float
         The trade-off of the chosen cascade.
-    sweep_ : list of dict
-        With ``budget``: ``lam``, ``mean_cost`` and ``accuracy`` on the fit data of each cascade.
+    budget_search_ : pandas.DataFrame
+        One row per cascade fitted (one without ``budget``): ``lam``, ``cost`` (mean on the
+        calibration rows), ``metric`` (accuracy there) and ``chosen``.
     slope_ : float
         Platt slope mapping ``decision_function`` to probabilities.
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has column names.
+
+    Notes
+    -----
+    ``sample_weight`` weights eq. (8): each input's loss weight ``omega_i`` is its class weight
+    times its share of the total sample weight, and each stage's reach ``d_k`` is the weighted
+    mean of the inputs' soft reach (see :func:`thrifty.cascade.cronus`); the calibration
+    accuracy and cost, ``slope_`` and an unfitted ``estimator``'s fit are weighted too.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        # any model ``as_forest`` imports; checked when it is imported
+        "estimator": [object],
+        "costs": [None, "cost-model"],
+        "budget": [None, Interval(Real, 0, None, closed="left")],
+        **OPTIONS,
+        "class_weight": [None, Interval(Real, 0, None, closed="neither"), dict, StrOptions({"balanced"})],
+        "n_lams": [Interval(Integral, 1, None, closed="left")],
+        "progress": ["boolean"],
+    }
 
     def __init__(
         self,
         estimator: Any,
-        costs: Any = None,
         *,
+        costs: Any = None,
         budget: float | None = None,
         lam: float | None = None,
         n_stages: int = 10,
@@ -116,7 +148,7 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Any, y: Any) -> CronusClassifier:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None) -> CronusClassifier:
         """Build the cascade on ``(X, y)``.
 
         Parameters
@@ -124,6 +156,11 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         X : array-like or DataFrame of shape (n, n_features)
         y : array-like of shape (n,)
             Binary labels (the estimator's classes).
+        sample_weight : array-like of shape (n,), optional
+            Weights of the rows (see Notes).
+        calibration : tuple, optional
+            ``(X_cal, y_cal)`` or ``(X_cal, y_cal, w_cal)``: the rows the budget and the
+            accuracy of each cascade are measured on (default: the training rows).
 
         Returns
         -------
@@ -131,45 +168,21 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         """
         from tqdm.auto import tqdm
 
-        from thrifty.cascade.cronus import lambda_max
-        from thrifty.costs import CostModel
-        from thrifty.forest import Forest
-        from thrifty.runtime.evaluate import evaluate
-
-        _check(
-            self.n_stages, 0.0 if self.lam is None else self.lam, self.rho, self.delta, self.eps, self.gamma
-        )
-        if self.budget is not None and (
-            not isinstance(self.budget, (int, float, np.integer, np.floating))
-            or not np.isfinite(self.budget)
-            or self.budget < 0
-        ):
-            raise InputError(f"budget must be a finite mean cost >= 0, got {self.budget!r}")
-        if isinstance(self.n_lams, bool) or not isinstance(self.n_lams, (int, np.integer)) or self.n_lams < 1:
-            raise InputError(f"n_lams must be an integer >= 1, got {self.n_lams!r}")
-        if self.costs is not None and not isinstance(self.costs, CostModel):
-            raise TypeError(f"costs must be a thrifty CostModel, got {type(self.costs).__name__}")
-        from sklearn.utils.multiclass import type_of_target
-
+        self._validate_params()
+        stage_rho(self.rho, self.n_stages)
         y = class_labels(y, type(self).__name__)[0]
         X, y = validate_frame(self, X, y)
+        w = check_sample_weight(sample_weight, X.shape[0])
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             raise InputError(
                 f"Only binary classification is supported. The type of the target is {y_type} "
                 "(Cronus cascades reject inputs as negative)"
             )
-        model = (
-            getattr(self.estimator, "estimator", self.estimator)
-            if _is_frozen(self.estimator)
-            else self.estimator
-        )
-        try:
-            forest = Forest.from_model(model)
-        except NotFittedError:
-            model = clone(model).fit(X, y)
-            forest = Forest.from_model(model)
-        forest = named_as(forest, X)
+        model = self.estimator
+        if not is_fitted_model(model):
+            model = clone(model).fit(X, y, **({} if w is None else {"sample_weight": w}))
+        forest = as_forest(model, who=type(self).__name__)
         if forest.task != "binary":
             raise InputError(
                 f"CronusClassifier needs a binary classifier; the estimator's task is "
@@ -177,6 +190,7 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
                 "with binary targets)"
             )
         check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
+        forest = named_as(forest, X)
         classes = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         unknown = np.setdiff1d(np.unique(y), classes)
         if len(unknown):
@@ -184,8 +198,9 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
                 f"y has label(s) {unknown[:5].tolist()} the estimator does not know; its "
                 f"classes are {classes.tolist()}"
             )
-
-        class_weight = _class_weight(self.class_weight, y, classes)
+        costs = self._fit_costs(X)
+        split = self._calibration(X, y, w, calibration)
+        class_weight = _class_weight(self.class_weight, split.y, classes, split.w)
         opts = dict(
             n_stages=self.n_stages,
             rho=self.rho,
@@ -197,66 +212,57 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
             max_cycles=self.max_cycles,
             n_threads=self.n_threads,
             return_result=True,
+            sample_weight=split.w,
         )
-        if self.budget is None:
+        w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
+
+        def candidate(lam: float | None) -> Candidate:
             # opts holds return_result=True: cronus returns its CronusResult
-            result = cast(CronusResult, cronus(forest, X, y, self.costs, lam=self.lam, **opts))
-            lam_ = result.lam
-            self.sweep_ = []
+            res = cast(CronusResult, cronus(forest, split.X, split.y, costs, lam=lam, **opts))
+            ev = evaluate(res.plan, split.X_cal, costs)
+            cost = float(w_cal @ ev.cost.total / w_cal.sum())
+            accuracy = float(w_cal @ (ev.labels == split.y_cal) / w_cal.sum())
+            return Candidate({"lam": res.lam}, cost, accuracy, res)
+
+        if self.budget is None:
+            lams: Any = [self.lam]
         else:
-            top = lambda_max(forest, X, y, self.costs, class_weight=class_weight)
+            top = lambda_max(
+                forest, split.X, split.y, costs, class_weight=class_weight, sample_weight=split.w
+            )
             if not np.isfinite(top):
                 raise InputError(
                     "some trees cost nothing (no priced feature, tree_cost 0), so no lam "
-                    "drops them and the budget sweep has no scale; give trees a cost "
+                    "drops them and the budget search has no scale; give trees a cost "
                     "(CostModel(..., tree_cost=1)) or pass lam= instead of budget="
                 )
-            sweep, best = [], None
-            for j in tqdm(
-                range(int(self.n_lams)),
-                desc="Cronus budget sweep",
+            lams = tqdm(
+                [top / _HALVINGS**j for j in range(int(self.n_lams))],
+                desc="Cronus budget search",
                 unit="lam",
                 disable=None if self.progress else True,
-            ):
-                lam = top / _HALVINGS**j
-                res = cast(CronusResult, cronus(forest, X, y, self.costs, lam=lam, **opts))
-                ev = evaluate(res.plan, X, self.costs)
-                row = {"lam": lam, "mean_cost": ev.cost.mean, "accuracy": float(np.mean(ev.labels == y))}
-                sweep.append(row)
-                better = best is None or row["accuracy"] > best[0]["accuracy"]
-                if row["mean_cost"] <= self.budget and better:
-                    best = (row, res)
-            if best is None:
-                cheapest = min(r["mean_cost"] for r in sweep)
-                raise InputError(
-                    f"no cascade met the budget {self.budget:g}: the cheapest costs "
-                    f"{cheapest:g} per example; raise the budget"
-                )
-            lam_, result = best[0]["lam"], best[1]
-            self.sweep_ = sweep
+            )
+        result = self._select(candidate(lam) for lam in lams).model
         self.estimator_ = model
         self.forest_ = forest
         self.result_ = result
         self.plan_ = result.plan
-        self.lam_ = lam_
+        self.lam_ = result.lam
         self.classes_ = classes
-        self.slope_ = _platt_slope(self._decision(evaluate(self.plan_, X)), y == classes[1])
+        fit_w = np.ones(split.X.shape[0]) if split.w is None else split.w
+        self.slope_ = _platt_slope(
+            self._decision(evaluate(self.plan_, split.X)), split.y == classes[1], fit_w
+        )
         return self
 
     # ------------------------------------------------------------------ prediction
-    def _evaluate(self, X: Any, costs: Any = None) -> Any:
-        from thrifty.runtime.evaluate import evaluate
-
-        check_is_fitted(self, "plan_")
-        return evaluate(self.plan_, validate_frame(self, X), costs)
-
     def _decision(self, ev: Any) -> np.ndarray:
         raw = np.asarray(ev.raw, dtype=np.float64).reshape(-1)
         return raw - self.plan_.stage_thresholds[ev.exit]
 
     def predict(self, X: Any) -> np.ndarray:
         """Labels: negative when a stage rejects, else the last stage's sign."""
-        return self._evaluate(X).labels
+        return self.evaluate(X).labels
 
     def decision_function(self, X: Any) -> np.ndarray:
         """The score at the exit stage minus that stage's threshold, shape (n,).
@@ -264,7 +270,7 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         Negative for rejected examples; for the others the last stage's score (its threshold
         is 0). Its sign is always the prediction's.
         """
-        return self._decision(self._evaluate(X))
+        return self._decision(self.evaluate(X))
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """``sigmoid(slope_ * decision_function)``, shape (n, 2); its argmax is ``predict``.
@@ -276,19 +282,15 @@ class CronusClassifier(ClassifierMixin, BaseEstimator):
         p = 1.0 / (1.0 + np.exp(-np.clip(self.slope_ * d, -500, 500)))
         return np.column_stack([1.0 - p, p])
 
-    def cost_report(self, X: Any, costs: Any = None) -> Any:
-        """The per-example ``CostReport`` of predicting ``X`` (default prices: ``self.costs``)."""
-        return self._evaluate(X, self.costs if costs is None else costs).cost
 
-
-def _class_weight(class_weight: Any, y: np.ndarray, classes: np.ndarray) -> Any:
+def _class_weight(class_weight: Any, y: np.ndarray, classes: np.ndarray, w: np.ndarray | None) -> Any:
     """scikit-learn's ``class_weight`` (a dict keyed by class label, or "balanced") as the
-    ``{-1: w, +1: w}`` of :func:`thrifty.cascade.cronus`; a number stays the positives' weight."""
+    ``{-1: w, +1: w}`` of :func:`thrifty.cascade.cronus`; a number stays the positives' weight.
+    "balanced" counts rows by their weights ``w``."""
     if isinstance(class_weight, str):
-        if class_weight != "balanced":
-            raise InputError(f"class_weight must be a number, a dict or 'balanced', got {class_weight!r}")
-        n_pos = float(np.sum(y == classes[1]))
-        n = float(len(y))
+        w = np.ones(len(y)) if w is None else w
+        n_pos = float(w @ (y == classes[1]))
+        n = float(w.sum())
         return {1: n / (2.0 * n_pos), -1: n / (2.0 * (n - n_pos))}
     if isinstance(class_weight, dict):
         unknown = [k for k in class_weight if k not in classes.tolist()]
@@ -300,14 +302,10 @@ def _class_weight(class_weight: Any, y: np.ndarray, classes: np.ndarray) -> Any:
     return class_weight
 
 
-def _platt_slope(d: np.ndarray, positive: np.ndarray) -> float:
+def _platt_slope(d: np.ndarray, positive: np.ndarray, w: np.ndarray) -> float:
     s = np.where(positive, 1.0, -1.0)
 
     def loss(log_a: float) -> float:
-        return float(np.mean(np.logaddexp(0.0, -np.exp(log_a) * s * d)))
+        return float(w @ np.logaddexp(0.0, -np.exp(log_a) * s * d) / w.sum())
 
     return float(np.exp(minimize_scalar(loss, bounds=(-5.0, 8.0), method="bounded").x))
-
-
-def _is_frozen(est: Any) -> bool:
-    return type(est).__name__ == "FrozenEstimator" and hasattr(est, "estimator")

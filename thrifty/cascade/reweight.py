@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from thrifty._param_validation import validate_params
+from thrifty._validation import as_forest
 from thrifty.cascade._cronus_init import default_lam, solve_stage, stage_gram
 from thrifty.cascade._problem import build_problem
-from thrifty.cascade.cronus import _as_forest
+from thrifty.cascade.cronus import OPTIONS
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
 from thrifty.runtime.plans import Cascade
 
 __all__ = ["reweight"]
@@ -27,6 +28,7 @@ def reweight(
     class_weight: Any = 3.5,
     max_iter: int = 500,
     n_threads: int | None = 1,
+    sample_weight: Any = None,
 ) -> Cascade:
     """Re-weight the trees of ``forest`` to trade accuracy for cost, eq. (7).
 
@@ -55,19 +57,24 @@ def reweight(
         Reweighting steps at most.
     n_threads : int or None, default=1
         BLAS threads during the fit (None: the library's own setting).
+    sample_weight : array-like of shape (n,), optional
+        Weights of the examples in the loss (``omega_i`` times the example's share of the total
+        weight), as in :func:`thrifty.cascade.cronus`.
 
     Returns
     -------
     Cascade
         One stage; its decision threshold is 0.
     """
-    for name, v in (("lam", 0.0 if lam is None else lam), ("rho", rho)):
-        if not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) or v < 0:
-            raise InputError(f"{name} must be a finite number >= 0, got {v!r}")
+    validate_params(
+        {"lam": OPTIONS["lam"], "rho": OPTIONS["rho"][:1], "max_iter": OPTIONS["max_cycles"]},
+        {"lam": lam, "rho": rho, "max_iter": max_iter},
+        "reweight",
+    )
     from threadpoolctl import threadpool_limits
 
-    forest = _as_forest(forest)
-    prob, _ = build_problem(forest, X, y, costs, class_weight)
+    forest = as_forest(forest, who="reweight")
+    prob, _ = build_problem(forest, X, y, costs, class_weight, sample_weight)
     if lam is None:
         lam = default_lam(prob)
     with threadpool_limits(n_threads):

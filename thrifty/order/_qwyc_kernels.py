@@ -36,16 +36,39 @@ def _mid_closed_open(a, b):
 
 
 @njit(cache=True)
-def thresholds_one(s, ypos, budget, neg_only, buf):
+def _select(vals, wts, n, budget, unit):
+    """``(found, v)``: the smallest ``v`` of ``vals[:n]`` whose rows at or below it weigh more
+    than ``budget`` (with ``unit`` weights: the ``floor(budget)``-th smallest, by selection)."""
+    if unit:
+        k = int(np.floor(budget))
+        if n > k:
+            return True, np.partition(vals[:n], k)[k]
+        return False, np.inf
+    idx = np.argsort(vals[:n])
+    total = 0.0
+    j = 0
+    while j < n:
+        v = vals[idx[j]]
+        while j < n and vals[idx[j]] == v:  # equal scores exit together
+            total += wts[idx[j]]
+            j += 1
+        if total > budget:
+            return True, v
+    return False, np.inf
+
+
+@njit(cache=True)
+def thresholds_one(s, ypos, w, unit, budget, neg_only, buf, wbuf):
     """Algorithm 2 for one position: ``(eps_neg, eps_pos)`` given scores ``s`` of undecided rows.
 
-    ``ypos[i]`` is the full ensemble's decision of row ``i``; ``budget`` the number of
-    disagreements still allowed (``floor(alpha n)`` minus those made at earlier positions).
-    Line 4 first: the largest negative exit set ``{s < eps_neg}`` holding at most ``budget``
-    full-positive rows (the positive exit disabled meanwhile). Line 5 then: the largest
-    positive exit set ``{s > eps_pos}`` among the rest, with ``eps_pos >= eps_neg``, spending
-    what the negative side left of the budget. ``buf`` is scratch of at least ``len(s)``.
-    O(len(s)) via selection, no sort.
+    ``ypos[i]`` is the full ensemble's decision of row ``i``, ``w[i]`` its weight (all 1 when
+    ``unit``); ``budget`` the weight of disagreements still allowed (``alpha`` times the total
+    weight, minus those made at earlier positions). Line 4 first: the largest negative exit
+    set ``{s < eps_neg}`` whose full-positive rows weigh at most ``budget`` (the positive exit
+    disabled meanwhile). Line 5 then: the largest positive exit set ``{s > eps_pos}`` among the
+    rest, with ``eps_pos >= eps_neg``, spending what the negative side left of the budget.
+    ``buf``, ``wbuf`` are scratch of at least ``len(s)``. O(len(s)) via selection when
+    ``unit``, a sort otherwise.
     """
     m = s.shape[0]
     inf = np.inf
@@ -54,12 +77,10 @@ def thresholds_one(s, ypos, budget, neg_only, buf):
     for i in range(m):
         if ypos[i]:
             buf[npos] = s[i]
+            wbuf[npos] = w[i]
             npos += 1
-    has_e = npos > budget
-    e = inf
-    if has_e:
-        # the (budget+1)-th smallest full-positive score: the first one that may not exit
-        e = np.partition(buf[:npos], budget)[budget]
+    # e: the smallest full-positive score that may not exit
+    has_e, e = _select(buf, wbuf, npos, budget, unit)
     any_neg = False
     L = -inf
     for i in range(m):
@@ -76,26 +97,27 @@ def thresholds_one(s, ypos, budget, neg_only, buf):
     # ---------------------------------------------------------------- line 5: eps_pos
     eps_pos = inf
     if not neg_only:
-        used = 0
+        used = 0.0
         nneg = 0
         nrest = 0
         min_rest = inf
         for i in range(m):
             if s[i] < eps_neg:
                 if ypos[i]:
-                    used += 1
+                    used += w[i]
             else:
                 nrest += 1
                 if s[i] < min_rest:
                     min_rest = s[i]
                 if not ypos[i]:
-                    buf[nneg] = s[i]
+                    buf[nneg] = -s[i]
+                    wbuf[nneg] = w[i]
                     nneg += 1
-        left = budget - used
         if nrest > 0:
-            if nneg > left:
-                # the (left+1)-th largest full-negative score among the rest may not exit
-                f = np.partition(buf[:nneg], nneg - 1 - left)[nneg - 1 - left]
+            # f: the largest full-negative score among the rest that may not exit
+            has_f, neg_f = _select(buf, wbuf, nneg, budget - used, unit)
+            if has_f:
+                f = -neg_f
                 U = inf
                 for i in range(m):
                     if s[i] > f and s[i] < U:
@@ -117,50 +139,60 @@ def thresholds_one(s, ypos, budget, neg_only, buf):
 
 
 @njit(cache=True)
-def apply_thresholds(s, ypos, eps_neg, eps_pos):
-    """``(n_exit, n_disagree)``: rows exiting at this position (runtime rule) and wrong ones."""
+def apply_thresholds(s, ypos, w, eps_neg, eps_pos):
+    """``(n_exit, w_exit, w_disagree)``: rows exiting at this position (runtime rule), their
+    weight and the weight of the wrong ones."""
     n_exit = 0
-    n_dis = 0
+    w_exit = 0.0
+    w_dis = 0.0
     for i in range(s.shape[0]):
         if s[i] > eps_pos:
             n_exit += 1
+            w_exit += w[i]
             if not ypos[i]:
-                n_dis += 1
+                w_dis += w[i]
         elif s[i] < eps_neg:
             n_exit += 1
+            w_exit += w[i]
             if ypos[i]:
-                n_dis += 1
-    return n_exit, n_dis
+                w_dis += w[i]
+    return n_exit, w_exit, w_dis
 
 
 @njit(parallel=True, cache=True)
-def scan_candidates(Ft, cols, g, ypos, cand, budget, neg_only, acc32, n_exit, n_dis, eps_neg, eps_pos):
+def scan_candidates(
+    Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, n_exit, w_exit, w_dis, eps_neg, eps_pos
+):
     """Algorithm 2 for every candidate base model ``cand[j]`` (a row of ``Ft``) at one position.
 
     ``Ft[:, cols]`` has shape (T, m): base-model outputs of the m undecided rows; ``g`` their
-    partial scores. Writes the chosen thresholds and resulting exits/disagreements per candidate.
+    partial scores, ``w`` their weights. Writes the chosen thresholds and the resulting exits
+    (count and weight) and disagreements (weight) per candidate.
     """
     m = g.shape[0]
     for j in prange(cand.shape[0]):
         k = cand[j]
         s = np.empty(m)
         buf = np.empty(m)
+        wbuf = np.empty(m)
         for i in range(m):
             s[i] = _add(g[i], Ft[k, cols[i]], acc32)
-        en, ep = thresholds_one(s, ypos, budget, neg_only, buf)
-        ne, nd = apply_thresholds(s, ypos, en, ep)
+        en, ep = thresholds_one(s, ypos, w, unit, budget, neg_only, buf, wbuf)
+        ne, we, wd = apply_thresholds(s, ypos, w, en, ep)
         eps_neg[j] = en
         eps_pos[j] = ep
         n_exit[j] = ne
-        n_dis[j] = nd
+        w_exit[j] = we
+        w_dis[j] = wd
 
 
 @njit(parallel=True, cache=True)
 def acquisition_costs(
-    leaves, rows, cand, path_ptr, path_feat, closure_ptr, closure_units, unit_cost, paid, out
+    leaves, rows, w, cand, path_ptr, path_feat, closure_ptr, closure_units, unit_cost, paid, out
 ):
     """``out[j]``: what the undecided ``rows`` pay for the features tree ``cand[j]`` would newly
-    acquire on their paths (each unit of a feature's closure paid once per example)."""
+    acquire on their paths (each unit of a feature's closure paid once per example), each row
+    weighted by ``w[row]``."""
     n_units = unit_cost.shape[0]
     for j in prange(cand.shape[0]):
         t = cand[j]
@@ -175,7 +207,7 @@ def acquisition_costs(
                     u = closure_units[c]
                     if not paid[i, u] and stamp[u] != a + 1:
                         stamp[u] = a + 1
-                        total += unit_cost[u]
+                        total += w[i] * unit_cost[u]
         out[j] = total
 
 

@@ -6,15 +6,19 @@ partial score exceeds the runner-up's by more than ``eps[r]``; an exit *disagree
 leading class is not the full ensemble's. As in the binary case (Algorithms 1 and 2 of the
 paper), each position takes the base model with the smallest ``J_r = c |C_{r-1}| / n_exits``,
 its threshold being the smallest margin whose exits keep the disagreements made so far within
-``floor(alpha n)``.
+``floor(alpha n)``. With sample weights every count is a sum of weights (as in the binary case).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
 
 from thrifty.exceptions import InputError
+from thrifty.forest.scores import tree_scores
+from thrifty.runtime.plans import Sequential
 
 
 @njit(cache=True)
@@ -42,57 +46,77 @@ def _after_round(G, F, tree_class, trees, i, acc32, out):
 
 
 @njit(cache=True)
-def _threshold(margins, wrong, budget):
-    """Most exits with at most ``budget`` wrong ones: ``(n_exit, n_wrong, eps)``.
+def _threshold(margins, wrong, weight, budget):
+    """Most exits with wrong ones weighing at most ``budget``: ``(n_exit, w_exit, w_wrong, eps)``.
 
-    Examples exit when their margin is ``> eps``; equal margins exit together, so the scan
-    stops only between distinct margins. A margin of 0 (a tie for the lead) never exits.
+    ``wrong[a]`` is the weight of row ``a`` if its leading class is not the full ensemble's,
+    else 0; ``weight[a]`` its weight. Examples exit when their margin is ``> eps``; equal
+    margins exit together, so the scan stops only between distinct margins. A margin of 0 (a
+    tie for the lead) never exits.
     """
     m = margins.shape[0]
     idx = np.argsort(-margins)
-    best_k, best_w, eps = 0, 0, np.inf
-    k, w = 0, 0
+    best_k, best_e, best_w, eps = 0, 0.0, 0.0, np.inf
+    k, e, w = 0, 0.0, 0.0
     while k < m:
         v = margins[idx[k]]
         if v <= 0.0:
             break
-        k2, w2 = k, w
+        k2, e2, w2 = k, e, w
         while k2 < m and margins[idx[k2]] == v:
             w2 += wrong[idx[k2]]
+            e2 += weight[idx[k2]]
             k2 += 1
         if w2 > budget:
             break
-        k, w = k2, w2
-        best_k, best_w = k, w
+        k, e, w = k2, e2, w2
+        best_k, best_e, best_w = k, e, w
         nxt = margins[idx[k]] if k < m else 0.0
         eps = 0.5 * (v + max(nxt, 0.0))
-    return best_k, best_w, eps
+    return best_k, best_e, best_w, eps
 
 
 @njit(parallel=True, cache=True)
 def _scan(
-    G, F, tree_class, round_ptr, round_trees, cand, rows, full_cls, budget, acc32, n_exit, n_wrong, eps
+    G,
+    F,
+    tree_class,
+    round_ptr,
+    round_trees,
+    cand,
+    rows,
+    w,
+    full_cls,
+    budget,
+    acc32,
+    n_exit,
+    w_exit,
+    w_wrong,
+    eps,
 ):
     K = G.shape[1]
     for c in prange(cand.shape[0]):
         trees = round_trees[round_ptr[cand[c]] : round_ptr[cand[c] + 1]]
         margins = np.empty(rows.shape[0])
-        wrong = np.empty(rows.shape[0], dtype=np.int64)
+        wrong = np.empty(rows.shape[0])
+        weight = np.empty(rows.shape[0])
         g = np.empty(K)
         for a in range(rows.shape[0]):
             _after_round(G, F, tree_class, trees, rows[a], acc32, g)
             mg, arg = _margin(g)
             margins[a] = mg
-            wrong[a] = 1 if arg != full_cls[rows[a]] else 0
-        n_exit[c], n_wrong[c], eps[c] = _threshold(margins, wrong, budget)
+            weight[a] = w[rows[a]]
+            wrong[a] = weight[a] if arg != full_cls[rows[a]] else 0.0
+        n_exit[c], w_exit[c], w_wrong[c], eps[c] = _threshold(margins, wrong, weight, budget)
 
 
 @njit(cache=True)
-def _apply_round(G, F, tree_class, trees, rows, eps, full_cls, acc32):
-    """Add the chosen round to the undecided rows; which of them stay, and the new disagreements."""
+def _apply_round(G, F, tree_class, trees, rows, w, eps, full_cls, acc32):
+    """Add the chosen round to the undecided rows; which of them stay, and the weight of the
+    new disagreements."""
     keep = np.ones(rows.shape[0], dtype=np.bool_)
     g = np.empty(G.shape[1])
-    wrong = 0
+    wrong = 0.0
     for a in range(rows.shape[0]):
         i = rows[a]
         _after_round(G, F, tree_class, trees, i, acc32, g)
@@ -101,7 +125,7 @@ def _apply_round(G, F, tree_class, trees, rows, eps, full_cls, acc32):
         if mg > eps:
             keep[a] = False
             if arg != full_cls[i]:
-                wrong += 1
+                wrong += w[i]
     return keep, wrong
 
 
@@ -115,7 +139,8 @@ def fit_rounds(
     optimize: bool,
     acc32: bool,
     progress=None,
-) -> tuple[np.ndarray, np.ndarray, float, int]:
+    weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Greedy order of ``rounds`` and their margin thresholds.
 
     Parameters
@@ -133,13 +158,17 @@ def fit_rounds(
         Algorithm 1's greedy order; otherwise the rounds' own order with optimal thresholds.
     acc32 : bool
         Partial scores are summed in float32 (XGBoost), as the runtime does.
+    weight : ndarray of shape (n,), optional
+        Weights (> 0) of the rows: counts become sums of weights.
 
     Returns
     -------
     order : ndarray of round indices, eps : ndarray of thresholds per round position,
-    mean_cost : float, n_disagree : int
+    mean_cost : float, n_disagree : float (the weight of the disagreeing rows)
     """
     n = F.shape[0]
+    w = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    W = float(w.sum())
     round_ptr = np.zeros(len(rounds) + 1, dtype=np.int64)
     round_ptr[1:] = np.cumsum([len(r) for r in rounds])
     round_trees = np.concatenate(rounds).astype(np.int64)
@@ -151,16 +180,17 @@ def fit_rounds(
     full_cls = np.argmax(full, axis=1)
     G = np.tile(base, (n, 1)).astype(np.float64)
     rows = np.arange(n, dtype=np.int64)
-    budget = int(np.floor(alpha * n + 1e-9))
+    budget = float(alpha) * W + 1e-9
     remaining = list(range(len(rounds)))
     order, eps_out = [], []
-    total_cost, spent = 0.0, 0
+    total_cost, spent = 0.0, 0.0
     for _ in range(len(rounds)):
         if progress is not None:
             progress()
         cand = np.asarray(remaining if optimize else remaining[:1], dtype=np.int64)
         n_exit = np.zeros(len(cand), dtype=np.int64)
-        n_wrong = np.zeros(len(cand), dtype=np.int64)
+        w_exit = np.zeros(len(cand))
+        w_wrong = np.zeros(len(cand))
         eps = np.full(len(cand), np.inf)
         if len(rows):
             _scan(
@@ -171,27 +201,38 @@ def fit_rounds(
                 round_trees,
                 cand,
                 rows,
+                w,
                 full_cls,
                 budget - spent,
                 acc32,
                 n_exit,
-                n_wrong,
+                w_exit,
+                w_wrong,
                 eps,
             )
+        reached = float(len(rows)) if weight is None else float(w[rows].sum())
         with np.errstate(divide="ignore"):
-            J = np.where(n_exit > 0, cost[cand] * len(rows) / np.maximum(n_exit, 1), np.inf)
+            J = np.where(n_exit > 0, cost[cand] * reached / np.where(n_exit > 0, w_exit, 1.0), np.inf)
         c = int(np.argmin(J)) if np.isfinite(J).any() else 0
         r = int(cand[c])
-        total_cost += cost[r] * len(rows)
+        total_cost += cost[r] * reached
         remaining.remove(r)
         order.append(r)
         eps_out.append(float(eps[c]) if n_exit[c] > 0 else np.inf)
         keep, wrong = _apply_round(
-            G, F, tree_class, round_trees[round_ptr[r] : round_ptr[r + 1]], rows, eps_out[-1], full_cls, acc32
+            G,
+            F,
+            tree_class,
+            round_trees[round_ptr[r] : round_ptr[r + 1]],
+            rows,
+            w,
+            eps_out[-1],
+            full_cls,
+            acc32,
         )
-        spent += int(wrong)
+        spent += wrong
         rows = rows[keep]
-    return np.asarray(order, dtype=np.int64), np.asarray(eps_out), total_cost / n, spent
+    return np.asarray(order, dtype=np.int64), np.asarray(eps_out), total_cost / W, spent
 
 
 def rounds_of(tree_class: np.ndarray, n_outputs: int) -> list[np.ndarray]:
@@ -203,21 +244,30 @@ def rounds_of(tree_class: np.ndarray, n_outputs: int) -> list[np.ndarray]:
     return [np.array([t]) for t in range(T)]
 
 
-def qwyc_multiclass(forest, X, *, alpha: float, cost_per_tree: np.ndarray, optimize: bool, progress=None):
+def qwyc_multiclass(
+    forest,
+    X,
+    *,
+    alpha: float,
+    cost_per_tree: np.ndarray,
+    optimize: bool,
+    progress=None,
+    weight: np.ndarray | None = None,
+    rows: Any = slice(None),
+):
     """A multiclass ``Sequential`` plan: rounds in QWYC order, a margin exit after each round.
 
-    Returns ``(plan, order_of_rounds, eps, mean_cost, n_disagree)``; the cost of a round is the
-    sum of its trees' costs, ``mean_cost`` is in those units on ``X``.
+    Fitted on the ``rows`` of ``X`` (with their ``weight``). Returns ``(plan, order_of_rounds,
+    eps, mean_cost, n_disagree)``; the cost of a round is the sum of its trees' costs,
+    ``mean_cost`` is in those units on ``X``.
     """
-    from thrifty.order._scores import tree_scores
-    from thrifty.runtime.plans import Sequential
 
     if np.any(forest.tree_class < 0):
         raise InputError(
             "multiclass QWYC needs trees that each add to one class (boosting); "
             "this forest has vector leaves (a random forest)"
         )
-    F = tree_scores(forest, X)
+    F = tree_scores(forest, X)[rows]
     rounds = rounds_of(forest.tree_class, forest.n_outputs)
     cost = np.array([cost_per_tree[r].sum() for r in rounds])
     order, eps, mean_cost, n_disagree = fit_rounds(
@@ -230,6 +280,7 @@ def qwyc_multiclass(forest, X, *, alpha: float, cost_per_tree: np.ndarray, optim
         optimize,
         forest.accumulate == "float32",
         progress,
+        weight,
     )
     tree_order = np.concatenate([rounds[r] for r in order])
     eps_pos = np.full(len(tree_order), np.inf)

@@ -1,55 +1,83 @@
-"""``QWYCClassifier``: a scikit-learn meta-estimator making a fitted binary forest quit early."""
+"""``QWYCClassifier``: a scikit-learn meta-estimator making a fitted tree classifier quit early."""
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Real
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import ClassifierMixin, clone
 
-from thrifty._validation import check_width, class_labels
-from thrifty.exceptions import InputError
+from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._param_validation import Interval, StrOptions
+from thrifty._validation import (
+    as_forest,
+    check_sample_weight,
+    check_width,
+    class_labels,
+    is_fitted_model,
+    validate_frame,
+)
+from thrifty.exceptions import InputError, InvalidParameterError
+from thrifty.forest import raw_to_proba
 from thrifty.forest.names import named_as
 from thrifty.order.orderings import LABELLED_ORDERINGS
-from thrifty.order.qwyc import _check_options, qwyc
+from thrifty.order.qwyc import ORDERINGS, qwyc
+from thrifty.runtime import evaluate
+
+# The disagreement bounds tried under a budget: from exact (0) to one example in five.
+ALPHAS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
-class QWYCClassifier(ClassifierMixin, BaseEstimator):
-    """Evaluate a binary tree ensemble tree by tree, stopping once the decision is safe (QWYC).
+class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
+    """Evaluate a tree ensemble tree by tree, stopping once the decision is safe (QWYC).
 
     ``fit`` chooses an order of the trees and, after each tree, two thresholds on the partial
     raw score: above ``eps_pos`` the example is declared positive, below ``eps_neg`` negative,
-    and no further tree is evaluated. On the examples ``fit`` sees, at most ``floor(alpha n)``
-    of them get a label different from the full ensemble's (problem (2) of Wang, Gupta et al.,
-    "Quit When You Can"); on other data, measure it with ``disagreement``.
+    and no further tree is evaluated. It minimises the mean evaluation cost of the calibration
+    examples subject to at most a fraction ``alpha`` of them getting a label different from the
+    full ensemble's (problem (2) of Wang, Gupta et al., "Quit When You Can"); on other data,
+    measure it with ``disagreement``. Multiclass boosted models exit on the margin between the
+    two leading classes after each boosting round (beyond the paper, see ``thrifty.order.qwyc``).
+
+    With ``budget``, QWYC is solved for every ``alpha`` of ``alphas`` and the plan with the
+    smallest disagreement on the calibration rows among those whose mean cost there (as
+    ``thrifty.evaluate`` measures it under ``costs``) is within the budget is kept (ties: the
+    cheaper); ``budget_search_`` lists them all (its ``metric`` is minus the disagreement).
 
     Parameters
     ----------
-    estimator : fitted binary tree model or Forest
+    estimator : fitted tree classifier or Forest
         A LightGBM, XGBoost or scikit-learn tree classifier (anything ``Forest.from_model``
         imports), a thrifty ``Forest``, or either wrapped in ``sklearn.frozen.FrozenEstimator``
         (which keeps it fitted through ``sklearn.base.clone``). An *unfitted* scikit-learn
         style estimator is accepted when ``fit`` gets labels: a clone of it is fitted on
-        ``(X, y)`` first and kept as ``estimator_``.
+        ``(X, y, sample_weight)`` first and kept as ``estimator_``.
     alpha : float in [0, 1), default=0.005
-        Largest fraction of the fit examples whose label may differ from the full model's.
+        Largest fraction of the calibration examples whose label may differ from the full
+        model's (without ``budget``).
     mode : {"both", "negative"}, default="both"
         ``"negative"``: only early-negative exits (filter-and-score: positives always get the
         full model's score).
     ordering : {"optimize", "given", "random", "individual_mse", "greedy_mse"}, default="optimize"
         ``"optimize"`` is QWYC's joint order and thresholds (Algorithm 1); the others fix the
         order first (see ``thrifty.order.fixed_order``). The MSE orderings need ``y``.
-    costs : CostModel or array-like of shape (n_trees,), optional
-        Per-tree evaluation cost QWYC minimises (default: 1 per tree).
+    costs : CostModel, dict or array-like of feature costs, optional
+        Feature prices (default: every feature costs 1) and ``tree_cost``. QWYC's objective
+        charges each evaluated tree ``tree_cost`` (1 when it is 0) and, with
+        ``feature_costs``, the features it newly acquires; ``cost_report`` and ``budget``
+        use the full per-example cost ``thrifty.evaluate`` reports under these prices.
+    budget : float, optional
+        Largest mean cost per calibration example; ``None`` uses ``alpha``.
+    alphas : array-like of floats in [0, 1), optional
+        The disagreement bounds tried under a budget (default: ``ALPHAS``, 0 to 0.2).
     random_state : int, Generator or None
         Seed of ``ordering="random"``.
     progress : bool, default=True
         Progress bar over QWYC's positions (shown only when stderr is a TTY).
     feature_costs : bool, default=False
-        With a ``CostModel`` in ``costs``, also count the features each tree would newly
-        acquire, so QWYC minimises the mean per-example cost the runtime reports.
+        Also count, in QWYC's objective, the features each tree would newly acquire, so that
+        it minimises the mean per-example cost the runtime reports.
 
     Attributes
     ----------
@@ -58,16 +86,44 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
     forest_ : Forest
         The imported forest.
     plan_ : Sequential
-        Order and thresholds; ``thrifty.evaluate(plan_, X, costs)`` runs it.
+        Order and thresholds; ``thrifty.evaluate(plan_, X, costs_)`` runs it.
+    costs_ : CostModel
+        ``costs`` aligned with ``X``'s columns.
+    budget_search_ : pandas.DataFrame
+        One row per ``alpha`` tried (one row without ``budget``): ``alpha``, ``cost``,
+        ``metric`` (minus the disagreement on the calibration rows), ``chosen``.
+    alpha_ : float
+        The disagreement bound of the chosen plan.
     result_ : QWYCResult
-        Order, thresholds, exits per position and cost on the fit data.
-    classes_ : ndarray of shape (2,)
+        Order, thresholds, exits per position and cost on the calibration rows.
+    classes_ : ndarray
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has column names.
     mean_models_ : float
-        Mean number of trees evaluated per fit example.
+        Mean number of trees evaluated per calibration example.
+
+    Notes
+    -----
+    ``sample_weight`` weights the calibration examples in problem (2): the mean cost
+    ``sum_r c_{pi(r)} w(C_{r-1}) / w(C_0)`` and the disagreement ``w(differ) / w(C_0) <=
+    alpha`` are weighted sums (see ``thrifty.order.qwyc``); it is also passed to the fit of
+    an unfitted ``estimator``.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        # any model ``as_forest`` imports; checked when it is imported
+        "estimator": [object],
+        "alpha": [Interval(Real, 0, 1, closed="left")],
+        "mode": [StrOptions({"both", "negative"})],
+        "ordering": [StrOptions(set(ORDERINGS))],
+        "costs": [None, "cost-model"],
+        "budget": [None, Interval(Real, 0, None, closed="left")],
+        "alphas": [None, "array-like"],
+        "random_state": ["random_state"],
+        "progress": ["boolean"],
+        "feature_costs": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -77,6 +133,8 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
         mode: str = "both",
         ordering: str = "optimize",
         costs: Any = None,
+        budget: float | None = None,
+        alphas: Any = None,
         random_state: Any = None,
         progress: bool = True,
         feature_costs: bool = False,
@@ -86,136 +144,166 @@ class QWYCClassifier(ClassifierMixin, BaseEstimator):
         self.mode = mode
         self.ordering = ordering
         self.costs = costs
+        self.budget = budget
+        self.alphas = alphas
         self.random_state = random_state
         self.progress = progress
         self.feature_costs = feature_costs
 
-    def fit(self, X: Any, y: Any = None) -> QWYCClassifier:
-        """Choose the order and exits on ``X`` (``y`` only for MSE orderings or an unfitted model).
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
+        tags.target_tags.required = False  # a fitted estimator needs no labels
+        return tags
+
+    def fit(
+        self, X: Any, y: Any = None, sample_weight: Any = None, *, calibration: Any = None
+    ) -> QWYCClassifier:
+        """Choose the order and exits on the calibration rows (labels are optional).
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n, n_features)
         y : array-like of shape (n,), optional
+            Needed only by the MSE orderings and to fit an unfitted ``estimator``.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the rows of ``X`` (see Notes).
+        calibration : tuple, optional
+            ``(X_cal, y_cal)`` or ``(X_cal, y_cal, w_cal)``: the rows QWYC is fitted on and the
+            budget is measured on (default: ``X``, ``y`` and ``sample_weight``).
 
         Returns
         -------
         self
         """
-        from thrifty.forest import Forest
-
-        if self.ordering in LABELLED_ORDERINGS and y is None:
+        self._validate_params()
+        alphas = self._alphas()
+        if self.ordering in LABELLED_ORDERINGS and y is None and calibration is None:
             raise InputError(
                 f"ordering={self.ordering!r} needs labels: call fit(X, y); the orderings "
                 "'optimize', 'given' and 'random' need none"
             )
-        if y is not None:
+        if y is None:
+            X = validate_frame(self, X, None)
+        else:
+            X, y = validate_frame(self, X, y)
             y = class_labels(y, type(self).__name__)[0]
-        _check_options(self.alpha, self.mode, self.ordering, y)
-        if not isinstance(self.progress, (bool, np.bool_)):
-            raise InputError(f"progress must be True or False, got {self.progress!r}")
-        if not hasattr(X, "shape"):
-            X = np.asarray(X)
-        if X.ndim != 2:
-            raise InputError(f"X must be 2-d (n_examples, n_features), got shape {X.shape}")
-
-        model = (
-            getattr(self.estimator, "estimator", self.estimator)
-            if _is_frozen(self.estimator)
-            else self.estimator
-        )
-        try:
-            forest = Forest.from_model(model)
-        except NotFittedError:
-            if y is None:
-                raise InputError(
-                    f"estimator {type(model).__name__} is not fitted: pass a fitted model, "
-                    "or labels (fit(X, y)) to fit a clone of it first"
-                ) from None
-            model = clone(model).fit(X, y)
-            forest = Forest.from_model(model)
-        forest = named_as(forest, X)
+        w = check_sample_weight(sample_weight, X.shape[0])
+        model = self._fitted_model(X, y, w)
+        forest = as_forest(model, who=type(self).__name__)
         if forest.task not in ("binary", "multiclass"):
             raise InputError(f"QWYCClassifier needs a classifier; the estimator's task is {forest.task!r}")
+        if forest.classes is not None and len(forest.classes) < 2:
+            only = np.asarray(forest.classes)[0].item()
+            raise InputError(
+                f"the estimator was fitted on one class only ({only!r}): it always predicts it, so "
+                "there is nothing to quit early from; fit it on examples of at least 2 classes"
+            )
         check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
+        forest = named_as(forest, X)
+        costs = self._fit_costs(X)
+        split = self._calibration(X, y, w, calibration)
+        full = forest.predict(split.X_cal)
+        w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
 
-        plan, res = qwyc(
-            forest,
-            X,
-            y,
-            alpha=self.alpha,
-            costs=self.costs,
-            mode=self.mode,
-            ordering=self.ordering,
-            random_state=self.random_state,
-            return_result=True,
-            progress=bool(self.progress),
-            feature_costs=bool(self.feature_costs),
-        )
+        def candidate(alpha: float) -> Candidate:
+            plan, res = qwyc(
+                forest,
+                split.X_cal,
+                split.y_cal,
+                alpha=alpha,
+                costs=costs,
+                mode=self.mode,
+                ordering=self.ordering,
+                random_state=self.random_state,
+                return_result=True,
+                progress=bool(self.progress),
+                feature_costs=bool(self.feature_costs),
+                sample_weight=split.w_cal,
+            )
+            ev = evaluate(plan, split.X_cal, costs)
+            cost = float(w_cal @ ev.cost.total / w_cal.sum())
+            disagreement = float(w_cal @ (ev.labels != full) / w_cal.sum())
+            mean_models = float(w_cal @ ev.cost.n_trees / w_cal.sum())
+            return Candidate({"alpha": alpha}, cost, -disagreement, (plan, res, mean_models))
+
+        chosen = self._select(candidate(a) for a in alphas)
+        plan, res, self.mean_models_ = chosen.model
         self.estimator_ = model
         self.forest_ = forest
         self.plan_ = plan
         self.result_ = res
+        self.alpha_ = chosen.params["alpha"]
         self.classes_ = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
-        self.n_features_in_ = int(X.shape[1])
-        if hasattr(X, "columns"):
-            self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        # exits at position r have evaluated r + 1 trees; the rest evaluate every tree
-        n = X.shape[0]
-        exits = res.n_exit
-        stayed = n - int(exits.sum())
-        self.mean_models_ = float((np.arange(1, len(exits) + 1) @ exits + stayed * len(exits)) / n)
         return self
 
+    def _alphas(self) -> list[float]:
+        if self.budget is None:
+            return [float(self.alpha)]
+        alphas = ALPHAS if self.alphas is None else np.asarray(self.alphas, dtype=np.float64).reshape(-1)
+        if len(alphas) == 0 or not all(0.0 <= a < 1.0 for a in alphas):
+            raise InvalidParameterError(
+                f"QWYCClassifier: alphas must be one or more floats in [0, 1), got {self.alphas!r}"
+            )
+        return sorted({float(a) for a in alphas})
+
+    def _fitted_model(self, X: Any, y: Any, w: np.ndarray | None) -> Any:
+        """``estimator``, or a clone of it fitted on ``(X, y, w)`` when it is not fitted."""
+        if is_fitted_model(self.estimator):
+            return self.estimator
+        if y is None:
+            raise InputError(
+                f"QWYCClassifier requires y to be passed, but the target y is None: the estimator "
+                f"{type(self.estimator).__name__} is not fitted; pass a fitted model, or labels "
+                "(fit(X, y)) to fit a clone of it first"
+            )
+        return clone(self.estimator).fit(X, y, **({} if w is None else {"sample_weight": w}))
+
     # ------------------------------------------------------------------ prediction
-    def _evaluate(self, X: Any, costs: Any = None) -> Any:
-        from thrifty.runtime.evaluate import evaluate
-
-        check_is_fitted(self, "plan_")
-        return evaluate(self.plan_, X, costs)
-
     def predict(self, X: Any) -> np.ndarray:
         """Labels decided by the early exits (the full model's where no exit fired)."""
-        return self._evaluate(X).labels
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Probabilities from the partial score at exit, shape (n, 2).
-
-        The link of the partial score: an early exit's label comes from the threshold it
-        crossed, so ``predict`` and ``argmax(predict_proba)`` can differ for exited examples.
-        """
-        return self._evaluate(X).proba
+        return self.evaluate(X).labels
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """The raw partial score at exit (the full raw score when no exit fired), shape (n,).
+        """How far past the deciding threshold each example's raw score is.
 
-        Its sign need not match ``predict`` for examples that exited: they exit positive above
-        ``plan_.eps_pos[r]`` and negative below ``plan_.eps_neg[r]``, which need not be 0.
+        Binary, shape (n,): for an example that exited, its partial raw score minus the
+        threshold it crossed (``plan_.eps_pos`` or ``plan_.eps_neg`` of its exit position);
+        for the others, the full raw score minus the decision threshold. Its sign is always
+        the prediction's (positive for the second class). Multiclass, shape (n, n_classes):
+        the partial raw scores at exit, whose argmax is the prediction.
         """
-        raw = self._evaluate(X).raw
-        return raw.reshape(raw.shape[0]) if raw.ndim == 2 else raw
+        return self._decision(self.evaluate(X))
 
-    def cost_report(self, X: Any, costs: Any = None) -> Any:
-        """The per-example ``CostReport`` of predicting ``X``.
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """The model's link applied to ``decision_function`` (shifted back by the decision
+        threshold), shape (n, n_classes); its argmax is ``predict``.
 
-        ``costs`` is a ``CostModel``; by default ``self.costs`` when that is a CostModel, else
-        every feature costs 1 and evaluation is free (``.n_trees`` counts trees either way).
+        Examples that never exit get the full model's probabilities; an exited example's
+        probability says how far past its exit threshold it was, not the full model's.
         """
-        from thrifty.costs import CostModel
+        d = self._decision(self.evaluate(X))
+        if d.ndim == 2:
+            return raw_to_proba(d, self.forest_.link)
+        proba = raw_to_proba(d + self.forest_.decision_threshold, self.forest_.link)
+        return np.clip(proba, 0.0, 1.0)
 
-        if costs is None and isinstance(self.costs, CostModel):
-            costs = self.costs
-        return self._evaluate(X, costs).cost
+    def _decision(self, ev: Any) -> np.ndarray:
+        raw = np.asarray(ev.raw, dtype=np.float64)
+        if raw.ndim == 2 and raw.shape[1] > 1:
+            return raw
+        raw = raw.reshape(-1)
+        plan = self.plan_
+        at = np.clip(ev.exit - 1, 0, len(plan.order) - 1)
+        up, down = plan.eps_pos[at], plan.eps_neg[at]
+        # the runtime's rule: positive exit first, then negative, else the full decision
+        return np.where(
+            raw > up, raw - up, np.where(raw < down, raw - down, raw - self.forest_.decision_threshold)
+        )
 
     def disagreement(self, X: Any) -> float:
         """Fraction of the examples of ``X`` whose predicted label differs from the full model's."""
         labels = self.predict(X)
         if len(labels) == 0:
             return 0.0
-        return float(np.mean(labels != self.forest_.predict(X)))
-
-
-def _is_frozen(est: Any) -> bool:
-    return type(est).__name__ == "FrozenEstimator" and hasattr(est, "estimator")
+        return float(np.mean(labels != self.forest_.predict(validate_frame(self, X))))

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
-from thrifty.forest import Forest
-from thrifty.order._scores import partial_scores, tree_scores
+from thrifty.forest.scores import partial_scores, tree_scores
 from thrifty.runtime.plans import BinnedExits, Sequential
 
 
@@ -46,7 +46,7 @@ def fan(model: Any, X: Any, *, order: Any = None, bin_width: float = 0.01, gamma
     Sequential
         A plan whose per-bin exits (``plan.bins``) implement the decision rule above.
     """
-    forest = model if isinstance(model, Forest) else Forest.from_model(model)
+    forest = as_forest(model, who="fan")
     if forest.n_outputs != 1 or forest.task != "binary":
         raise InputError(
             "fan needs a binary classifier with one output "

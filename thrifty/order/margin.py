@@ -15,13 +15,17 @@ supported: ``Sequential`` runs single-output forests only.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from thrifty._param_validation import Interval, validate_params
+from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.scores import partial_scores, tree_scores
 from thrifty.runtime.plans import Sequential
 
 __all__ = ["calibrate_margin", "margin_early_exit", "margin_frontier"]
@@ -31,7 +35,7 @@ __all__ = ["calibrate_margin", "margin_early_exit", "margin_frontier"]
 
 
 def _forest(model: Any) -> Forest:
-    forest = model if isinstance(model, Forest) else Forest.from_model(model)
+    forest = as_forest(model, who="the margin early exit")
     if forest.task == "multiclass" or forest.n_outputs != 1:
         raise InputError(
             f"margin early exits need a binary model; this one is {forest.task!r} with "
@@ -49,22 +53,8 @@ def _forest(model: Any) -> Forest:
     return forest
 
 
-def _check_every(every: Any) -> int:
-    if isinstance(every, bool) or not isinstance(every, (int, np.integer)):
-        raise TypeError(f"every must be an integer >= 1, got {every!r}")
-    if every < 1:
-        raise InputError(f"every must be >= 1, got {every}")
-    return int(every)
-
-
-def _check_margin(margin: Any, name: str = "margin") -> float:
-    try:
-        m = float(margin)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a number >= 0, got {margin!r}") from exc
-    if np.isnan(m) or m < 0:
-        raise InputError(f"{name} must be >= 0 (inf disables every exit), got {margin!r}")
-    return m
+_MARGIN = [Interval(Real, 0, None, closed="left")]  # inf disables every exit
+_EVERY = [Interval(Integral, 1, None, closed="left")]
 
 
 def _checks(n_trees: int, every: int) -> np.ndarray:
@@ -78,23 +68,10 @@ def _partial_scores(forest: Forest, X: Any, every: int) -> tuple[np.ndarray, np.
     Accumulated tree by tree in order from the base score, exactly as the runtime does, so
     comparisons against exit thresholds agree bit for bit.
     """
-    leaves = forest.apply(X)
-    n, T = leaves.shape
-    checks = _checks(T, every)
-    acc32 = forest.accumulate == "float32"
-    raw = np.full(n, float(forest.base_score[0]))
-    S = np.empty((n, len(checks)))
-    c = 0
-    for t in range(T):
-        contrib = forest.tree_weight[t] * forest.value[leaves[:, t], 0]
-        if acc32:
-            raw = (raw + contrib.astype(np.float32).astype(np.float64)).astype(np.float32).astype(np.float64)
-        else:
-            raw = raw + contrib
-        if c < len(checks) and checks[c] == t:
-            S[:, c] = raw
-            c += 1
-    return S, raw
+    checks = _checks(forest.n_trees, every)
+    at = np.unique(np.r_[checks, forest.n_trees - 1])  # the checks, then the full score
+    G = partial_scores(forest, tree_scores(forest, X), np.arange(forest.n_trees), at)
+    return G[:, : len(checks)], G[:, -1]
 
 
 def _outcome(
@@ -131,8 +108,10 @@ def margin_early_exit(model: Any, margin: float, *, every: int = 10) -> Sequenti
     -------
     Sequential
     """
-    m = _check_margin(margin)
-    every = _check_every(every)
+    validate_params(
+        {"margin": _MARGIN, "every": _EVERY}, {"margin": margin, "every": every}, "margin_early_exit"
+    )
+    m = float(margin)
     forest = _forest(model)
     T = forest.n_trees
     eps_pos = np.full(T, np.inf)
@@ -162,13 +141,12 @@ def calibrate_margin(
     (Sequential, float)
         The plan and its margin (``0.0`` when the budget allows exiting at every first check).
     """
-    every = _check_every(every)
-    try:
-        alpha = float(max_disagreement)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"max_disagreement must be a fraction in [0, 1], got {max_disagreement!r}") from exc
-    if not 0.0 <= alpha <= 1.0:
-        raise InputError(f"max_disagreement must be a fraction in [0, 1], got {max_disagreement!r}")
+    validate_params(
+        {"max_disagreement": [Interval(Real, 0, 1, closed="both")], "every": _EVERY},
+        {"max_disagreement": max_disagreement, "every": every},
+        "calibrate_margin",
+    )
+    alpha = float(max_disagreement)
     forest = _forest(model)
     S, full = _partial_scores(forest, X, every)
     n = S.shape[0]
@@ -211,8 +189,11 @@ def margin_frontier(model: Any, X: Any, margins: Any, *, every: int = 10) -> pd.
         Columns ``margin``, ``mean_trees`` (trees evaluated per row) and ``disagreement``
         (fraction of rows decided differently from the full model).
     """
-    every = _check_every(every)
-    ms = [_check_margin(m, "each margin") for m in np.atleast_1d(np.asarray(margins, dtype=object))]
+    validate_params({"every": _EVERY}, {"every": every}, "margin_frontier")
+    ms = np.atleast_1d(np.asarray(margins, dtype=object)).tolist()
+    for m in ms:
+        validate_params({"each margin": _MARGIN}, {"each margin": m}, "margin_frontier")
+    ms = [float(m) for m in ms]
     forest = _forest(model)
     S, full = _partial_scores(forest, X, every)
     n = S.shape[0]

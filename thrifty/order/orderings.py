@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
-from thrifty.order._scores import tree_scores
+from thrifty.forest.scores import tree_scores
 
 FIXED_ORDERINGS = ("given", "random", "individual_mse", "greedy_mse")
 LABELLED_ORDERINGS = ("individual_mse", "greedy_mse")
@@ -62,9 +63,7 @@ def fixed_order(model: Any, X: Any, y: Any = None, *, kind: str, random_state: A
     ndarray of int64, shape (T,)
         Tree indices in evaluation order.
     """
-    from thrifty.forest import Forest
-
-    forest = model if isinstance(model, Forest) else Forest.from_model(model)
+    forest = as_forest(model, who="fixed_order")
     if forest.n_outputs != 1 or forest.task != "binary":
         raise InputError(
             f"fixed_order needs a binary classifier; this forest's task is {forest.task!r} "
@@ -130,8 +129,11 @@ def order_from_scores(
     threshold: float = 0.0,
     half_margin: float = 1.0,
     random_state: Any = None,
+    weight: np.ndarray | None = None,
 ) -> np.ndarray:
-    """A fixed order of the columns of ``F`` (see ``fixed_order``; ``positive`` are the labels)."""
+    """A fixed order of the columns of ``F`` (see ``fixed_order``; ``positive`` are the labels).
+
+    With ``weight`` (one per row of ``F``) the MSEs are weighted means."""
     T = F.shape[1]
     if kind == "given":
         return np.arange(T, dtype=np.int64)
@@ -141,16 +143,17 @@ def order_from_scores(
     assert positive is not None  # check_kind refused the labelled orderings without labels
     target = threshold + half_margin * np.where(positive, 1.0, -1.0)
     resid = base_score - target  # partial score minus target of the empty ensemble
+    w = np.ones(F.shape[0]) if weight is None else weight
     if kind == "individual_mse":
-        mse = np.mean((resid[:, None] + F) ** 2, axis=0)
+        mse = w @ (resid[:, None] + F) ** 2
         return np.argsort(mse, kind="stable").astype(np.int64)
-    # greedy_mse: n MSE = sum (resid + f_t)^2 = sum resid^2 + 2 sum resid f_t + sum f_t^2; the
-    # first term is shared by all candidates of a step, so only the other two decide.
-    sq = np.einsum("it,it->t", F, F)
+    # greedy_mse: n MSE = sum w (resid + f_t)^2 = sum w resid^2 + 2 sum w resid f_t + sum w f_t^2;
+    # the first term is shared by all candidates of a step, so only the other two decide.
+    sq = w @ (F * F)
     order = np.empty(T, dtype=np.int64)
     used = np.zeros(T, dtype=bool)
     for r in range(T):
-        gain = 2.0 * (resid @ F) + sq
+        gain = 2.0 * ((w * resid) @ F) + sq
         gain[used] = np.inf
         t = int(np.argmin(gain))
         order[r] = t

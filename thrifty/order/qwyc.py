@@ -26,17 +26,29 @@ undecided after ``r`` positions (``C_0`` = all examples).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
+from thrifty._param_validation import Interval, StrOptions, validate_params
+from thrifty._validation import as_forest, check_sample_weight
+from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.forest.scores import leaf_paths, tree_scores
 from thrifty.order import _qwyc_kernels as _k
-from thrifty.order._scores import tree_scores
+from thrifty.order._qwyc_multiclass import qwyc_multiclass
 from thrifty.order.orderings import FIXED_ORDERINGS, check_kind, order_from_scores, positive_labels
+from thrifty.runtime.evaluate import evaluate
+from thrifty.runtime.plans import Sequential
 
-_ORDERINGS = ("optimize",) + FIXED_ORDERINGS
-_MODES = ("both", "negative")
+ORDERINGS = ("optimize",) + FIXED_ORDERINGS
+MODES = ("both", "negative")
+_OPTIONS: dict[str, list[Any]] = {
+    "alpha": [Interval(Real, 0, 1, closed="left")],
+    "mode": [StrOptions(set(MODES))],
+    "ordering": [StrOptions(set(ORDERINGS))],
+}
 
 
 @dataclass
@@ -50,13 +62,15 @@ class QWYCResult:
     eps_pos, eps_neg : ndarray of float64, shape (T,)
         Exit thresholds per position (``+inf`` / ``-inf`` disable an exit).
     mean_cost : float
-        ``(1/n) sum_r c_{order[r]} |C_{r-1}|`` on the fitted examples (objective of (2)).
-    n_disagree : int
-        Examples whose early decision differs from the full ensemble's (``<= floor(alpha n)``).
-    budget : int
-        ``floor(alpha n)``.
-    n_exit : ndarray of int64, shape (T,)
-        Examples exiting at each position.
+        ``(1/n) sum_r c_{order[r]} |C_{r-1}|`` on the fitted examples (objective of (2));
+        with sample weights, counts are sums of weights.
+    n_disagree : float
+        Examples whose early decision differs from the full ensemble's (their total weight
+        with sample weights), at most ``budget``.
+    budget : float
+        ``alpha n`` (``alpha`` times the total weight).
+    n_exit : ndarray of float64, shape (T,)
+        Examples exiting at each position (their total weight with sample weights).
     J : ndarray of float64, shape (T,)
         The ratio ``J_r`` of the base model chosen at each position (``inf``: none exited).
     """
@@ -65,8 +79,8 @@ class QWYCResult:
     eps_pos: np.ndarray
     eps_neg: np.ndarray
     mean_cost: float
-    n_disagree: int
-    budget: int
+    n_disagree: float
+    budget: float
     n_exit: np.ndarray = field(repr=False)
     J: np.ndarray = field(repr=False)
 
@@ -85,6 +99,7 @@ def qwyc(
     return_result: bool = False,
     progress: bool = False,
     feature_costs: bool = False,
+    sample_weight: Any = None,
 ) -> Any:
     """Order the trees of a binary forest and choose early exits with QWYC.
 
@@ -129,15 +144,20 @@ def qwyc(
         included, each paid once per example), so the objective is the mean per-example cost
         ``thrifty.evaluate`` reports (``tree_cost`` per tree plus features; split costs are not
         part of it). Binary forests only.
+    sample_weight : array-like of shape (n,), optional
+        Weights of the examples of ``X``, as an empirical distribution for the expectations of
+        problem (1): in its empirical analogue (2) every count becomes a sum of weights (the
+        mean cost ``sum_r c_{pi(r)} w(C_{r-1}) / w(C_0)``, the disagreements
+        ``w(differ) <= alpha w(C_0)``, Algorithm 1's ``J_r = c w(C_{r-1}) / w(C_{r-1} -
+        C_r)``), so integer weights act as repeated rows and zero weights as dropped rows.
 
     Returns
     -------
     Sequential, or (Sequential, QWYCResult) with ``return_result=True``.
     """
-    from thrifty.forest import Forest
-    from thrifty.runtime.plans import Sequential
 
-    forest = model if isinstance(model, Forest) else Forest.from_model(model)
+    _check_options(alpha, mode, ordering, y, "qwyc")
+    forest = as_forest(model, who="qwyc")
     if forest.task == "multiclass":
         return _qwyc_multiclass(
             forest,
@@ -148,6 +168,7 @@ def qwyc(
             ordering=ordering,
             return_result=return_result,
             progress=progress,
+            sample_weight=sample_weight,
         )
     if forest.n_outputs != 1 or forest.task != "binary":
         raise InputError(
@@ -160,22 +181,22 @@ def qwyc(
             f"{forest.decision_threshold:g}, which the returned plan uses for examples "
             "that never exit; use qwyc_scores for another threshold"
         )
-    _check_options(alpha, mode, ordering, y)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if X.shape[0] == 0:
         raise InputError("qwyc needs at least one example in X")
-    F = tree_scores(forest, X)
+    w, keep = _weights(sample_weight, X.shape[0])
+    F = tree_scores(forest, X)[keep]
     acc32 = forest.accumulate == "float32"
     acquisition = None
     if feature_costs:
-        acquisition, cost = _acquisition(forest, X, costs)
+        acquisition, cost = _acquisition(forest, X, costs, keep)
     else:
         cost = _tree_costs(costs, forest.n_trees)
     base = float(forest.base_score[0])
     order = None
     if ordering != "optimize":
-        positive = None if y is None else positive_labels(y, forest.classes, F.shape[0])
+        positive = None if y is None else positive_labels(y, forest.classes, X.shape[0])[keep]
         order = order_from_scores(
             F,
             positive,
@@ -184,22 +205,21 @@ def qwyc(
             threshold=forest.decision_threshold,
             half_margin=0.5 if forest.link == "proba" else 1.0,
             random_state=random_state,
+            weight=w,
         )
-    res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress, acquisition)
+    res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress, acquisition, w)
     plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
     return (plan, res) if return_result else plan
 
 
-def _acquisition(forest: Any, X: Any, costs: Any) -> tuple[tuple, np.ndarray]:
+def _acquisition(forest: Any, X: Any, costs: Any, keep: Any) -> tuple[tuple, np.ndarray]:
     """What ``_fit`` needs to price the features each tree would newly acquire."""
-    from thrifty.costs import CostModel
-    from thrifty.order._scores import leaf_paths
 
     if not isinstance(costs, CostModel):
         raise InputError("feature_costs=True needs costs= a thrifty CostModel (the feature prices)")
     costs = costs.for_features(forest.feature_names, forest.n_features)
     path_ptr, path_feat = leaf_paths(forest)
-    leaves = np.ascontiguousarray(forest.apply(X), dtype=np.int64)
+    leaves = np.ascontiguousarray(forest.apply(X)[keep], dtype=np.int64)
     acquisition = (leaves, path_ptr, path_feat, costs.closure_ptr, costs.closure_units, costs.unit_cost)
     return acquisition, np.full(forest.n_trees, float(costs.tree_cost))
 
@@ -214,10 +234,9 @@ def _qwyc_multiclass(
     ordering: str,
     return_result: bool,
     progress: bool,
+    sample_weight: Any,
 ) -> Any:
     """Multiclass QWYC (beyond the paper): see ``thrifty.order._qwyc_multiclass``."""
-    from thrifty.order._qwyc_multiclass import qwyc_multiclass
-    from thrifty.runtime.evaluate import evaluate
 
     if mode != "both":
         raise InputError(
@@ -228,11 +247,11 @@ def _qwyc_multiclass(
         raise InputError(
             f"ordering={ordering!r} is not available for multiclass models; use 'optimize' or 'given'"
         )
-    _check_options(alpha, mode, ordering, None)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if X.shape[0] == 0:
         raise InputError("qwyc needs at least one example in X")
+    w, keep = _weights(sample_weight, X.shape[0])
     from tqdm.auto import tqdm
 
     # disable=None: tqdm shows the bar only when stderr is a TTY
@@ -249,11 +268,13 @@ def _qwyc_multiclass(
         cost_per_tree=_tree_costs(costs, forest.n_trees),
         optimize=ordering == "optimize",
         progress=bar.update,
+        weight=w,
+        rows=keep,
     )
     bar.close()
     if not return_result:
         return plan
-    exits = evaluate(plan, X).exit
+    exits = evaluate(plan, X).exit[keep]
     early = exits[exits < len(plan.order)]
     res = QWYCResult(
         order=plan.order,
@@ -261,8 +282,10 @@ def _qwyc_multiclass(
         eps_neg=plan.eps_neg,
         mean_cost=mean_cost,
         n_disagree=n_disagree,
-        budget=int(np.floor(alpha * X.shape[0] + 1e-9)),
-        n_exit=np.bincount(early - 1, minlength=len(plan.order)),
+        budget=float(alpha) * (len(exits) if w is None else float(w.sum())),
+        n_exit=np.bincount(
+            early - 1, weights=None if w is None else w[exits < len(plan.order)], minlength=len(plan.order)
+        ).astype(np.float64),
         J=np.full(len(plan.order), np.nan),
     )
     return plan, res
@@ -281,13 +304,14 @@ def qwyc_scores(
     random_state: Any = None,
     return_result: bool = False,
     progress: bool = False,
+    sample_weight: Any = None,
 ) -> Any:
     """QWYC on a score matrix of any base models: ``F[i, t]`` is base model ``t`` on example ``i``.
 
     The full score is ``base_score + F[i].sum()``; it is positive when ``> threshold``. Exits
     compare the partial score ``base_score + sum of the base models so far`` to the thresholds.
     ``y`` (labels: 0/1, -1/+1 or booleans) is needed by the MSE orderings only, whose targets
-    are ``threshold -/+ 1``. Other parameters as in ``qwyc``.
+    are ``threshold -/+ 1``. Other parameters (``sample_weight`` included) as in ``qwyc``.
 
     Returns
     -------
@@ -302,11 +326,13 @@ def qwyc_scores(
         raise InputError("qwyc_scores needs at least one base model (column of F)")
     if not np.all(np.isfinite(F)):
         raise InputError("F must be finite")
-    _check_options(alpha, mode, ordering, y)
+    _check_options(alpha, mode, ordering, y, "qwyc_scores")
     cost = _tree_costs(costs, F.shape[1])
+    w, keep = _weights(sample_weight, F.shape[0])
+    positive = None if y is None else positive_labels(y, None, F.shape[0])[keep]
+    F = F[keep]
     order = None
     if ordering != "optimize":
-        positive = None if y is None else positive_labels(y, None, F.shape[0])
         order = order_from_scores(
             F,
             positive,
@@ -314,29 +340,20 @@ def qwyc_scores(
             base_score=float(base_score),
             threshold=float(threshold),
             random_state=random_state,
+            weight=w,
         )
-    res = _fit(F, float(base_score), float(threshold), cost, alpha, mode, order, False, progress)
+    res = _fit(F, float(base_score), float(threshold), cost, alpha, mode, order, False, progress, None, w)
     return res if return_result else (res.order, res.eps_pos, res.eps_neg)
 
 
 # ---------------------------------------------------------------------------------- internals
-def _check_options(alpha: float, mode: str, ordering: str, y: Any = None) -> None:
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise InputError(f"alpha must be a number in [0, 1), got {alpha!r}") from None
-    if not (0.0 <= a < 1.0):
-        raise InputError(f"alpha must be in [0, 1), got {alpha!r}")
-    if mode not in _MODES:
-        raise InputError(f"unknown mode {mode!r}; use one of {_MODES}")
-    if ordering not in _ORDERINGS:
-        raise InputError(f"unknown ordering {ordering!r}; use one of {_ORDERINGS}")
+def _check_options(alpha: float, mode: str, ordering: str, y: Any, caller: str) -> None:
+    validate_params(_OPTIONS, {"alpha": alpha, "mode": mode, "ordering": ordering}, caller)
     if ordering != "optimize":
         check_kind(ordering, y)
 
 
 def _tree_costs(costs: Any, T: int) -> np.ndarray:
-    from thrifty.costs import CostModel
 
     if costs is None:
         return np.ones(T)
@@ -348,6 +365,16 @@ def _tree_costs(costs: Any, T: int) -> np.ndarray:
     if not np.all(np.isfinite(c)) or np.any(c <= 0):
         raise InputError("per-model costs must be finite and > 0")
     return c
+
+
+def _weights(sample_weight: Any, n: int) -> tuple[np.ndarray | None, Any]:
+    """``(weights of the kept rows or None, rows kept)``: rows of weight 0 are dropped, so a
+    zero weight is exactly a missing row."""
+    w = check_sample_weight(sample_weight, n)
+    if w is None:
+        return None, slice(None)
+    keep = np.flatnonzero(w > 0)
+    return w[keep], keep
 
 
 def _full_decisions(F: np.ndarray, base: float, threshold: float, acc32: bool) -> np.ndarray:
@@ -371,29 +398,37 @@ def _fit(
     acc32: bool,
     progress: bool = False,
     acquisition: tuple | None = None,
+    weight: np.ndarray | None = None,
 ) -> QWYCResult:
     """Algorithm 1 when ``order`` is None, else Algorithm 2 thresholds for the fixed ``order``.
 
     With ``acquisition = (leaves, path_ptr, path_feat, closure_ptr, closure_units, unit_cost)``
     a base model costs ``cost[t]`` per undecided example plus what each of them pays for the
-    features the tree would newly acquire on its path.
+    features the tree would newly acquire on its path. With ``weight`` (all > 0) every count of
+    problem (2) is a sum of weights: the cost ``sum_r c_{pi(r)} w(C_{r-1}) / w(C_0)``, the
+    disagreements ``w({i: decision differs}) <= alpha w(C_0)`` and ``J_r = c_{pi(r)}
+    w(C_{r-1}) / w(C_{r-1} - C_r)``; integer weights are repeated rows.
     """
     from tqdm.auto import tqdm
 
     n, T = F.shape
+    unit = weight is None
+    w_all = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    W = float(w_all.sum())
     ypos_all = _full_decisions(F, base, threshold, acc32)
-    budget_total = int(np.floor(float(alpha) * n))
+    budget_total = float(alpha) * W
     neg_only = mode == "negative"
     optimize = order is None
     pi = np.arange(T, dtype=np.int64) if optimize else np.array(order, dtype=np.int64)  # Alg. 1, line 1
     eps_pos = np.full(T, np.inf)
     eps_neg = np.full(T, -np.inf)
-    n_exit = np.zeros(T, dtype=np.int64)
+    n_exit = np.zeros(T)
     J = np.full(T, np.inf)
 
     Ft = np.ascontiguousarray(F.T)  # (T, n): one base model's outputs are contiguous
     cols = np.arange(n, dtype=np.int64)  # columns of Ft still undecided
     rows = np.arange(n, dtype=np.int64)  # the original examples they are
+    w = w_all
     if acquisition is not None:
         leaves, path_ptr, path_feat, closure_ptr, closure_units, unit_cost = acquisition
         paid = np.zeros((n, unit_cost.shape[0]), dtype=np.bool_)
@@ -401,7 +436,7 @@ def _fit(
     if acc32:
         g = g.astype(np.float32).astype(np.float64)
     ypos = ypos_all.copy()
-    spent = 0
+    spent = 0.0
     total_cost = 0.0
     # disable=None: tqdm shows the bar only when stderr is a TTY
     bar = tqdm(total=T, desc="QWYC positions", unit="pos", disable=None if progress else True)
@@ -414,16 +449,18 @@ def _fit(
         cand = pi[r:] if optimize else pi[r : r + 1]
         k = cand.shape[0]
         ne = np.zeros(k, dtype=np.int64)
-        nd = np.zeros(k, dtype=np.int64)
+        we = np.zeros(k)
+        wd = np.zeros(k)
         en = np.zeros(k)
         ep = np.zeros(k)
-        _k.scan_candidates(Ft, cols, g, ypos, cand, budget, neg_only, acc32, ne, nd, en, ep)
-        cand_cost = cost[cand] * m
+        _k.scan_candidates(Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, ne, we, wd, en, ep)
+        cand_cost = cost[cand] * (float(m) if unit else float(w.sum()))
         if acquisition is not None:
             feature_cost = np.zeros(k)
             _k.acquisition_costs(
                 leaves,
                 rows,
+                w_all,
                 cand,
                 path_ptr,
                 path_feat,
@@ -435,7 +472,7 @@ def _fit(
             )
             cand_cost = cand_cost + feature_cost
         with np.errstate(divide="ignore"):
-            Jc = np.where(ne > 0, cand_cost / np.maximum(ne, 1), np.inf)
+            Jc = np.where(ne > 0, cand_cost / np.where(ne > 0, we, 1.0), np.inf)
         # Algorithm 1 lines 3-15: k* = r, J* = inf; update on strictly smaller J only.
         j = 0
         best = np.inf
@@ -454,10 +491,10 @@ def _fit(
             g = s  # nothing can exit here: eps* stays (+inf, -inf) (line 4)
             continue
         eps_pos[r], eps_neg[r] = ep[j], en[j]
-        n_exit[r], J[r] = ne[j], best
-        spent += int(nd[j])
+        n_exit[r], J[r] = we[j], best
+        spent += wd[j]
         keep = ~((s > ep[j]) | (s < en[j]))
-        g, cols, ypos, rows = s[keep], cols[keep], ypos[keep], rows[keep]
+        g, cols, ypos, rows, w = s[keep], cols[keep], ypos[keep], rows[keep], w[keep]
         if cols.shape[0] < 0.75 * Ft.shape[1]:  # compact: later scans read fewer columns
             Ft = np.ascontiguousarray(Ft[:, cols])
             cols = np.arange(cols.shape[0], dtype=np.int64)
@@ -466,7 +503,7 @@ def _fit(
         order=pi,
         eps_pos=eps_pos,
         eps_neg=eps_neg,
-        mean_cost=total_cost / n,
+        mean_cost=total_cost / W,
         n_disagree=spent,
         budget=budget_total,
         n_exit=n_exit,

@@ -1,4 +1,8 @@
-"""Base-model scores of a forest, summed the way the runtime sums them."""
+"""Per-tree scores of a forest, summed the way the runtime sums them, and each node's path features.
+
+Shared by the methods that re-order, re-weight or cut a forest's trees (QWYC, Fan, the margin
+exit, Cronus): ``F[i, t]`` is what tree ``t`` adds to example ``i``'s raw score.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from thrifty.forest import Forest
+from thrifty.forest._forest import Forest
+
+__all__ = ["leaf_paths", "partial_scores", "tree_scores"]
 
 
 def tree_scores(forest: Forest, X: Any) -> np.ndarray:
@@ -22,17 +28,24 @@ def tree_scores(forest: Forest, X: Any) -> np.ndarray:
     return F
 
 
-def partial_scores(forest: Forest, F: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """``G[:, r]``: base score plus the first ``r + 1`` trees of ``order``, summed in that order
-    (in float32 for a float32-accumulating forest, as the runtime does)."""
-    G = np.empty((F.shape[0], len(order)))
+def partial_scores(forest: Forest, F: np.ndarray, order: Any, at: Any = None) -> np.ndarray:
+    """``G[:, j]``: base score plus the first ``at[j] + 1`` trees of ``order``, summed in that
+    order (in float32 for a float32-accumulating forest, as the runtime does).
+
+    ``at`` (increasing positions) keeps only those columns; default every position.
+    """
+    at = np.arange(len(order)) if at is None else np.asarray(at, dtype=np.int64)
+    G = np.empty((F.shape[0], len(at)))
     g = np.full(F.shape[0], float(forest.base_score[0]))
     acc32 = forest.accumulate == "float32"
-    for r, t in enumerate(order):
+    j = 0
+    for r, t in enumerate(order[: at[-1] + 1] if len(at) else []):
         g = g + F[:, t]
         if acc32:
             g = g.astype(np.float32).astype(np.float64)
-        G[:, r] = g
+        if r == at[j]:
+            G[:, j] = g
+            j += 1
     return G
 
 

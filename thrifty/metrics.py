@@ -1,5 +1,6 @@
 """Prediction-quality metrics (classification, ranking, agreement), cost statistics, and a
-cost-aware scorer for scikit-learn's model selection (``make_budget_scorer``, from ``_scorer``)."""
+cost-aware scorer for scikit-learn's model selection (``make_budget_scorer``, defined in
+``thrifty.budget_scorer``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 from sklearn import metrics as _skm
 
-from thrifty._scorer import BudgetScorer, make_budget_scorer
+from thrifty.budget_scorer import BudgetScorer, make_budget_scorer
 from thrifty.exceptions import InputError
 
 __all__ = [

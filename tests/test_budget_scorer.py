@@ -128,14 +128,19 @@ def test_thrifty_estimator_cost_is_its_cost_report():
 def test_bad_arguments_are_refused_with_the_fix():
     with pytest.raises(InvalidParameterError, match="budget= .* or cost_weight="):
         make_budget_scorer("accuracy")
-    with pytest.raises(InvalidParameterError, match="budget must be a finite number >= 0"):
+    with pytest.raises(InvalidParameterError, match="budget must be None or a float >= 0, got -1"):
         make_budget_scorer("accuracy", budget=-1)
-    with pytest.raises(InvalidParameterError, match="cost_weight must be a finite number"):
-        make_budget_scorer("accuracy", cost_weight=float("nan"))
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(
+            InvalidParameterError, match=r"cost_weight must be None or a float in the range \[0, inf\)"
+        ):
+            make_budget_scorer("accuracy", cost_weight=bad)
     with pytest.raises(InputError, match="unknown metric 'acuracy'"):
         make_budget_scorer("acuracy", budget=1)
     with pytest.raises(InvalidParameterError, match="metric must be"):
         make_budget_scorer(3, budget=1)
+    with pytest.raises(InvalidParameterError, match="costs must be"):
+        make_budget_scorer("accuracy", "prices", budget=1)
 
 
 def test_grid_search_picks_the_best_model_within_budget():

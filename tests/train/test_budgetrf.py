@@ -325,3 +325,19 @@ def test_polars_and_pyarrow_tables_keep_names_and_categories(kind):
     np.testing.assert_array_equal(m.predict_proba(table), reference.predict_proba(table.to_pandas()))
     # coded by category name, a pandas frame of the same rows predicts the same
     np.testing.assert_array_equal(m.predict_proba(table), m.predict_proba(df))
+
+
+def test_pruned_and_adapt_wrap_a_forest_of_categorical_frames():
+    # issue 16: both failed with "could not convert string to float" when wrapping BudgetRF
+    pd = pytest.importorskip("pandas")
+    from thrifty.prune.estimator import BudgetPrunedClassifier
+    from thrifty.train import ADAPTClassifier
+
+    rng = np.random.default_rng(0)
+    colour = rng.choice(["red", "green", "blue"], size=300)
+    df = pd.DataFrame({"colour": pd.Categorical(colour), "x": rng.normal(size=300)})
+    y = ((colour == "red") ^ (df["x"] > 1)).astype(int).to_numpy()
+    rf = BudgetRFClassifier(10, max_depth=5, random_state=0, progress=False)
+    for wrapper in (BudgetPrunedClassifier(rf, budget=3.0), ADAPTClassifier(rf)):
+        fitted = wrapper.fit(df, y)
+        np.testing.assert_array_equal(fitted.predict(df), fitted.evaluate(df).labels)

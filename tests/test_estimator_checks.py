@@ -34,6 +34,7 @@ from thrifty.order import QWYCClassifier
 from thrifty.prune import BudgetPrunedClassifier
 from thrifty.runtime import Full, evaluate
 from thrifty.train import (
+    ADAPTClassifier,
     BudgetRFClassifier,
     CEGBClassifier,
     CEGBRanker,
@@ -41,7 +42,6 @@ from thrifty.train import (
     GreedyMiserClassifier,
     GreedyMiserRegressor,
 )
-from thrifty.train.adapt import ADAPTClassifier
 
 X, y = make_classification(n_samples=200, n_features=6, n_informative=4, random_state=0)
 PRICES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]

@@ -416,6 +416,7 @@ def main() -> None:
     from thrifty.datasets import load
 
     quick = args.quick
+    tag = "_quick" if quick else ""  # a quick run never overwrites the full run's files
     RESULTS.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     folds, small_trees, big_trees, seeds = (3, 30, 20, [0]) if quick else (10, 90, 40, [0, 1, 2])
@@ -432,7 +433,7 @@ def main() -> None:
             flush=True,
         )
         stem = name.split()[0] + ("_real" if "real" in name else "")
-        plot(name, crv, rows, RESULTS / f"budgetprune_{stem}.png")
+        plot(name, crv, rows, RESULTS / f"budgetprune_{stem}{tag}.png")
         for r in rows:
             print(
                 f"{name:22s} {r['row']:13s} cost {r['cost']:9.4f} +- {r['cost_std']:7.4f} "
@@ -472,8 +473,8 @@ def main() -> None:
         [run_split(Xa, ya, Xa[:0], ya[:0], Xt, yt, real, big_trees, s, real) for s in seeds],
     )
     table_df = pd.DataFrame(table)
-    table_df.to_csv(RESULTS / "budgetprune_table.csv", index=False)
-    pd.DataFrame(curves).to_csv(RESULTS / "budgetprune_curves.csv", index=False)
+    table_df.to_csv(RESULTS / f"budgetprune_table{tag}.csv", index=False)
+    pd.DataFrame(curves).to_csv(RESULTS / f"budgetprune_curves{tag}.csv", index=False)
 
     ds = load("miniboone_tiny", data_home=args.data_home)
     Xall, yall = _numeric(ds.X), np.asarray(ds.y)

@@ -243,7 +243,8 @@ def test_calibration_rows_measure_every_pruning(data):
         assert table["metric"].iloc[k] == pytest.approx(np.mean(ev.labels == y_test))
 
 
-def test_a_categorical_frame_goes_through_to_the_forest():
+@pytest.mark.parametrize("kind", ["budgetrf", "lightgbm"])
+def test_a_categorical_frame_goes_through_to_the_forest(kind):
     import pandas as pd
 
     rng = np.random.default_rng(0)
@@ -252,12 +253,18 @@ def test_a_categorical_frame_goes_through_to_the_forest():
     x1 = rng.standard_normal(n)
     y = ((colour == "red") ^ (x1 > 0.3)).astype(int)
     X = pd.DataFrame({"colour": pd.Categorical(colour), "x1": x1, "x2": rng.standard_normal(n)})
-    rf = _models()[-1].fit(X[:500], y[:500])  # LightGBM's random forest reads pandas categoricals
     costs = {"x2": 5.0, "x1": 2.0, "colour": 1.0}  # by name, in another order
+    if kind == "budgetrf":
+        rf = BudgetRFClassifier(10, costs=costs, max_depth=6, random_state=0, progress=False)
+    else:
+        rf = _models()[-1]  # LightGBM's random forest
+    rf.fit(X[:500], y[:500])
     est = BudgetPrunedClassifier(rf, costs=costs, budget=3.0, progress=False).fit(X[500:], y[500:])
     assert est.costs_.feature_costs.tolist() == [1.0, 2.0, 5.0]
     assert est.cost_report(X[500:]).mean <= 3.0 < est.budget_search_["cost"].max()
     assert np.mean(est.predict(X[500:]) == y[500:]) > 0.9
+    shuffled = X.assign(colour=X["colour"].cat.reorder_categories(["red", "blue", "green"]))
+    np.testing.assert_array_equal(est.predict(shuffled), est.predict(X))
 
 
 def test_polars_and_pyarrow_frames_equal_pandas(data):

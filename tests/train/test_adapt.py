@@ -13,6 +13,7 @@ from thrifty.costs import CostModel
 from thrifty.exceptions import BudgetError, InvalidParameterError
 from thrifty.forest import Forest
 from thrifty.runtime import Full, Gated, Linear, Opaque, array_provider, evaluate
+from thrifty.train import BudgetRFClassifier
 from thrifty.train.adapt import ADAPTClassifier, q_step
 
 # ------------------------------------------------------------------------------------ q-step
@@ -442,14 +443,19 @@ def _categorical_frame(n, seed):
     return X, y
 
 
-def test_a_categorical_frame_goes_through_to_the_hpc():
-    lightgbm = pytest.importorskip("lightgbm")
+@pytest.mark.parametrize("kind", ["budgetrf", "lightgbm"])
+def test_a_categorical_frame_goes_through_to_the_hpc(kind):
     X, y = _categorical_frame(600, 0)
     Xt, yt = _categorical_frame(300, 1)
-    hpc = lightgbm.LGBMClassifier(
-        n_estimators=20, num_leaves=8, min_child_samples=5, n_jobs=1, verbose=-1
-    ).fit(X, y)
     costs = {"colour": 1.0, "x1": 2.0, "x2": 4.0}
+    if kind == "budgetrf":
+        hpc = BudgetRFClassifier(10, costs=costs, max_depth=6, random_state=0, progress=False)
+    else:
+        lightgbm = pytest.importorskip("lightgbm")
+        hpc = lightgbm.LGBMClassifier(
+            n_estimators=20, num_leaves=8, min_child_samples=5, n_jobs=1, verbose=-1
+        )
+    hpc.fit(X, y)
     est = ADAPTClassifier(hpc, costs=costs, p_full=0.3, **FAST).fit(X, y)
     assert list(est.feature_names_in_) == ["colour", "x1", "x2"]
     assert est.costs_.feature_costs.tolist() == [1.0, 2.0, 4.0]

@@ -165,8 +165,10 @@ class ADAPTProblem:
     categories: dict[int, list] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.w.shape[0] != self.X.shape[0]:
+        if self.w.size == 0:  # not given: every example weighs 1
             self.w = np.ones(self.X.shape[0])
+        if self.w.shape != (self.X.shape[0],):
+            raise InputError(f"w has shape {self.w.shape}; it needs one weight per row ({self.X.shape[0]})")
 
     @classmethod
     def build(

@@ -31,6 +31,14 @@ from thrifty.estimator_checks import (
 from thrifty.forest import Forest
 from thrifty.order import QWYCClassifier
 from thrifty.runtime import Full, evaluate
+from thrifty.train import (
+    BudgetRFClassifier,
+    CEGBClassifier,
+    CEGBRanker,
+    CEGBRegressor,
+    GreedyMiserClassifier,
+    GreedyMiserRegressor,
+)
 
 X, y = make_classification(n_samples=200, n_features=6, n_informative=4, random_state=0)
 PRICES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
@@ -122,6 +130,24 @@ CASES += [
     case(
         CronusClassifier(_GBT, n_stages=2, max_cycles=1, n_lams=4, progress=False), budgets=(5.0, 14.0, 20.0)
     ),
+]
+
+# train family: CEGB, GreedyMiser (trade-off search) and BudgetRF (tree prefixes)
+_BOOST = {"n_estimators": 10, "max_fits": 6, "n_jobs": 1, "progress": False}
+CASES += [
+    case(CEGBClassifier(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(CEGBRegressor(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    BudgetCase(
+        CEGBRanker(min_child_samples=5, **_BOOST),
+        X,
+        y,
+        budgets=[4.0, 8.0, 14.0],
+        costs=PRICES,
+        fit_params={"qid": np.repeat(np.arange(20), 10)},
+    ),
+    case(GreedyMiserClassifier(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(GreedyMiserRegressor(**_BOOST), budgets=(4.0, 8.0, 14.0)),
+    case(BudgetRFClassifier(8, max_depth=4, random_state=0, progress=False), budgets=(7.0, 11.0, 20.0)),
 ]
 
 

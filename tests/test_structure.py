@@ -226,6 +226,18 @@ def test_every_public_name_resolves_and_is_listed():
         thrifty.no_such_name  # noqa: B018
 
 
+def test_lazy_names_are_not_spelled_like_submodules():
+    # Importing thrifty.x.name (the module) binds the module as the package's attribute `name`,
+    # over the lazily imported function of that name: such names must be imported eagerly.
+    lazy = [p for p in PACKAGES if "attach(__name__, __file__)" in MODULES[p].read_text()]
+    assert "thrifty" in lazy and "thrifty.forest" in lazy
+    clashes = {
+        p: sorted(n for n in __import__(p, fromlist=["__all__"]).__all__ if f"{p}.{n}" in MODULES)
+        for p in lazy
+    }
+    assert {p: c for p, c in clashes.items() if c} == {}
+
+
 @pytest.mark.parametrize("package", sorted(p for p in PACKAGES if p != "thrifty.dask"))
 def test_every_subpackage_name_resolves(package):
     module = __import__(package, fromlist=["__all__"])

@@ -24,16 +24,13 @@ def attach(package: str, init_file: str) -> tuple[Callable[[str], Any], Callable
     module on first access (then stored on the package, so later accesses are plain lookups); a
     submodule not imported yet is imported on access (``thrifty.datasets`` after ``import thrifty``).
     The block's names must be the package's ``__all__`` (less the names the ``__init__`` defines
-    itself), and none may be spelled like one of the
-    package's submodules: importing that submodule would bind the submodule over the name.
+    itself), and none may be spelled like one of the package's submodules: importing that
+    submodule would bind the submodule over the name (``tests/test_structure.py`` checks it).
     """
     where = _type_checking_imports(Path(init_file))
     module = sys.modules[package]
     if set(where) != set(module.__all__) - set(vars(module)):
         raise ImportError(f"{package}: __all__ and the TYPE_CHECKING imports list different names")
-    clash = sorted(n for n in where if importlib.util.find_spec(f"{package}.{n}") is not None)
-    if clash:
-        raise ImportError(f"{package}: lazy names {clash} are spelled like submodules; import them eagerly")
 
     def __getattr__(name: str) -> Any:
         if name in where:

@@ -6,11 +6,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from thrifty.costs import CostModel, CostReport
+from thrifty.frontier import pareto_front
 
+# matplotlib (0.3 s, and pyplot picks a GUI backend) is imported by the functions that draw, so that
+# importing thrifty's estimators and `thrifty --help` never load it.
 if TYPE_CHECKING:
-    import pandas as pd
     from matplotlib.axes import Axes
 
 __all__ = ["plot_cost_histogram", "plot_feature_acquisition", "plot_frontier", "plot_trees_histogram"]
@@ -64,9 +67,6 @@ def plot_frontier(
         Series are in ``ax.lines``, in order, the front (if drawn) last.
     """
     import matplotlib
-    import pandas as pd
-
-    from thrifty.frontier import pareto_front
 
     series = _series(tables)
     if ax is None:

@@ -48,11 +48,13 @@ def test_one_worker_dask_cegb_is_the_in_memory_model():
 
 def test_two_workers_train_with_the_same_penalties_and_budget_is_measured_on_the_cluster(client):
     X, y = _data()
-    X_cal, _ = _data(1500, seed=1)
+    X_cal, y_cal = _data(1500, seed=1)
     dX, dy = dd.from_pandas(X, npartitions=4), dd.from_pandas(y, npartitions=4)
     clf = CEGBClassifier(costs=COSTS, budget=8.0, max_fits=4, tolerance=0.3, **FAST)
     with pytest.warns(UserWarning, match="per-example feature costs trained on 2 Dask workers"):
-        clf.fit(dX, dy, eval_set=dd.from_pandas(X_cal, npartitions=3))
+        clf.fit(
+            dX, dy, calibration=(dd.from_pandas(X_cal, npartitions=3), dd.from_pandas(y_cal, npartitions=3))
+        )
     assert clf.tradeoff_ > 0  # the unpenalised model costs more than the budget
     lazy = cegb_params(COSTS, clf.tradeoff_)["cegb_penalty_feature_lazy"]
     # the parameters LightGBM trained with, as its model file records them
@@ -89,5 +91,5 @@ def test_dask_fit_input_errors(client):
     dX = dd.from_pandas(X, npartitions=2)
     with pytest.raises(TypeError, match="y is not"):
         CEGBClassifier(**FAST).fit(dX, y)
-    with pytest.raises(TypeError, match="eval_set"):
-        CEGBClassifier(**FAST).fit(dX, dd.from_pandas(y, npartitions=2), eval_set=X)
+    with pytest.raises(TypeError, match="calibration X is not"):
+        CEGBClassifier(**FAST).fit(dX, dd.from_pandas(y, npartitions=2), calibration=(X, y))

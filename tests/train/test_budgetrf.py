@@ -9,6 +9,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import thrifty
 from thrifty import CostModel
+from thrifty.exceptions import BudgetError
 from thrifty.train._budgetrf_kernels import impurity
 from thrifty.train.budgetrf import BudgetRFClassifier
 
@@ -38,46 +39,64 @@ def test_impurities_match_their_formulas(counts, alpha):
     assert impurity(c, 2, alpha, 3.0) == pytest.approx(max(m.sum() ** 3 - (m**3).sum(), 0.0))
 
 
-def _root_split_reference(X, y, cost, split):
-    """Algorithm 1 of Nan et al. (2015) at the root, by enumeration, with the Pairs impurity."""
+def _root_split_reference(X, y, cost, split, w=None):
+    """Algorithm 1 of Nan et al. (2015) at the root, by enumeration, with the Pairs impurity of
+    weighted class counts; NaN tried on either side of every threshold (right first), and the
+    split of the non-missing values from the missing ones."""
+    w = np.ones(len(y)) if w is None else w
 
-    def pairs(labels):
-        return _pairs_ref(np.bincount(labels, minlength=2), 0.0)
+    def pairs(rows):
+        return _pairs_ref(np.bincount(y[rows], weights=w[rows], minlength=2), 0.0)
 
-    n = len(y)
-    imp = pairs(y)
-    best = (np.inf, 0.0, None, None)
+    def crit(left):
+        il, ir = pairs(left), pairs(~left)
+        if split == "minmax":
+            return max(il, ir)
+        return (w[left].sum() * il + w[~left].sum() * ir) / w.sum()
+
+    imp = pairs(np.ones(len(y), dtype=bool))
+    best = (np.inf, 0.0, None, None, None)
     for f in range(X.shape[1]):
-        values = np.unique(X[:, f])
-        crit_f, thr_f = np.inf, None
+        x = X[:, f]
+        missing = np.isnan(x)
+        values = np.unique(x[~missing])
+        crit_f, thr_f, nan_left_f = np.inf, None, None
         for a, b in zip(values[:-1], values[1:]):
-            left = X[:, f] <= a
-            il, ir = pairs(y[left]), pairs(y[~left])
-            crit = max(il, ir) if split == "minmax" else (left.sum() * il + (~left).sum() * ir) / n
-            if crit < crit_f:
-                crit_f, thr_f = crit, (a + b) / 2
+            for nan_left in (False, True) if missing.any() else (False,):
+                c = crit((x <= a) | (missing & nan_left))
+                if c < crit_f:
+                    crit_f, thr_f, nan_left_f = c, (a + b) / 2, nan_left
+        if missing.any() and len(values):
+            c = crit(~missing)
+            if c < crit_f:
+                crit_f, thr_f, nan_left_f = c, values[-1], False
         red = imp - crit_f
         if red > 1e-7 * (1 + imp):
             score = cost[f] / red
             if score < best[0] or (score == best[0] and red > best[1]):
-                best = (score, red, f, thr_f)
-    return best[2], best[3]
+                best = (score, red, f, thr_f, nan_left_f)
+    return best[2], best[3], best[4]
 
 
 @pytest.mark.parametrize("split", ["minmax", "expected"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_root_split_follows_the_cost_weighted_rule(split, seed):
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_root_split_follows_the_cost_weighted_rule(split, seed, missing):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(60, 5)).round(1)
     y = (X[:, 0] + 0.7 * X[:, 1] + rng.normal(scale=0.8, size=60) > 0).astype(int)
+    X[rng.random(X.shape) < missing] = np.nan
     cost = rng.uniform(0.5, 5.0, size=5)
+    w = rng.uniform(0.2, 3.0, size=60) if missing else None
     m = BudgetRFClassifier(
         1, costs=cost, max_depth=1, max_features=None, bootstrap=False, split=split, progress=False
-    ).fit(X, y)
-    f, t = _root_split_reference(X, y, cost, split)
+    ).fit(X, y, sample_weight=w)
+    f, t, nan_left = _root_split_reference(X, y, cost, split, w)
     root = m.forest_.roots[0]
     assert m.forest_.feature[root] == f
     assert m.forest_.threshold[root] == pytest.approx(t)
+    if missing and np.isnan(X[:, f]).any():
+        assert m.forest_.missing_left[root] == nan_left
 
 
 def test_full_trees_are_pure_and_proba_averages_leaf_distributions():
@@ -109,9 +128,56 @@ def test_costs_steer_the_forest_to_cheap_features():
         thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
         < thrifty.evaluate(uniform.forest_, X, costs).cost.mean
     )
-    assert budgeted.cost_report(X).mean == pytest.approx(
-        thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
-    )
+
+
+def _prefix_table(forest, X, y, costs):
+    """Cost and accuracy of every prefix of ``forest``, by brute force."""
+    rows = []
+    for k in range(1, forest.n_trees + 1):
+        ev = thrifty.evaluate(forest.subset(range(k)), X, costs)
+        rows.append((k, ev.cost.mean, np.mean(forest.classes[np.argmax(ev.proba, axis=1)] == y)))
+    return rows
+
+
+def _budget_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6))
+    y = (X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + rng.normal(scale=0.5, size=400) > 0).astype(int)
+    return X, y, CostModel([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], tree_cost=0.1)
+
+
+def test_budget_on_training_rows_keeps_the_longest_prefix_within_it():
+    # the paper's rule: trees are added while the mean cost stays within the budget
+    X, y, costs = _budget_data()
+    params = dict(costs=costs, max_depth=4, random_state=0, progress=False)
+    full = BudgetRFClassifier(12, **params).fit(X, y)
+    table = _prefix_table(full.forest_, X, y, costs)
+    budget = (table[3][1] + table[4][1]) / 2 if table[3][1] < table[4][1] else table[6][1]
+    m = BudgetRFClassifier(12, budget=budget, **params).fit(X, y)
+    k = max(k for k, cost, _ in table if cost <= budget)
+    assert m.n_estimators_ == k < 12 and m.oob_mask().shape == (400, k)
+    np.testing.assert_allclose(m.predict_proba(X), full.forest_.subset(range(k)).predict_proba(X))
+    # the prefixes up to the first one over the budget, where adding trees stops
+    assert m.budget_search_["n_trees"].tolist() == list(range(1, k + 2))
+    np.testing.assert_allclose(m.budget_search_["cost"], [c for _, c, _ in table[: k + 1]])
+    assert m.budget_search_["metric"].isna().all()
+
+
+def test_budget_with_calibration_rows_keeps_the_most_accurate_prefix_within_it():
+    X, y, costs = _budget_data()
+    params = dict(costs=costs, max_depth=4, random_state=0, progress=False)
+    full = BudgetRFClassifier(12, **params).fit(X[:250], y[:250])
+    table = _prefix_table(full.forest_, X[250:], y[250:], costs)
+    budget = table[8][1]
+    feasible = [row for row in table if row[1] <= budget]
+    best = max(acc for _, _, acc in feasible)
+    k = min((row for row in feasible if row[2] >= best - 1e-12), key=lambda r: (r[1], r[0]))[0]
+    m = BudgetRFClassifier(12, budget=budget, **params).fit(X[:250], y[:250], calibration=(X[250:], y[250:]))
+    assert m.n_estimators_ == k
+    over = next(i for i, row in enumerate(table) if row[1] > budget)
+    np.testing.assert_allclose(m.budget_search_["metric"], [acc for _, _, acc in table[: over + 1]])
+    with pytest.raises(BudgetError, match="no model meets budget"):
+        BudgetRFClassifier(12, budget=0.5 * table[0][1], **params).fit(X[:250], y[:250])
 
 
 def test_oob_estimates_and_string_labels():
@@ -135,6 +201,7 @@ def test_oob_estimates_and_string_labels():
         ({"alpha": -1.0}, "alpha must be"),
         ({"max_features": 0}, "max_features"),
         ({"oob_score": True, "bootstrap": False}, "needs bootstrap"),
+        ({"budget": 0.0}, "budget must be"),
         ({"costs": [1.0, 2.0]}, "X has 3 features, but costs= prices 2"),
     ],
 )
@@ -144,6 +211,117 @@ def test_errors(kwargs, match):
         BudgetRFClassifier(2, progress=False, **kwargs).fit(X, np.arange(20) % 2)
 
 
-@parametrize_with_checks([BudgetRFClassifier(5, max_depth=4, random_state=0, progress=False)])
+def _expected_failures(est):
+    if est.bootstrap:
+        reason = (
+            "a bootstrap draws n rows uniformly, so a row repeated k times is drawn about k times as "
+            "often as one of weight k: equal in expectation, not draw for draw (bootstrap=False passes)"
+        )
+        return {"check_sample_weight_equivalence_on_dense_data": reason}
+    return {}
+
+
+@parametrize_with_checks(
+    [
+        BudgetRFClassifier(5, max_depth=4, random_state=0, progress=False),
+        BudgetRFClassifier(3, max_depth=4, bootstrap=False, max_features=None, progress=False),
+    ],
+    expected_failed_checks=_expected_failures,
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def _same_forest(a, b):
+    for name in ("feature", "threshold", "children_left", "missing_left", "value"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def _weighted_data(seed=0, n=120):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).round(1)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(scale=0.7, size=n) > 0).astype(int) + (X[:, 1] > 1)
+    return X, y
+
+
+@pytest.mark.parametrize("split", ["minmax", "expected"])
+@pytest.mark.parametrize("impurity", ["pairs", "entropy", "powers"])
+def test_integer_weights_equal_repeated_rows(split, impurity):
+    X, y = _weighted_data()
+    w = np.random.default_rng(1).integers(0, 4, size=len(y))
+    params = dict(bootstrap=False, max_features=None, split=split, impurity=impurity, progress=False)
+    params.update(min_samples_split=3, alpha=0.5 if impurity != "entropy" else 0.05)
+    weighted = BudgetRFClassifier(3, random_state=0, **params).fit(X, y, sample_weight=w)
+    repeated = BudgetRFClassifier(3, random_state=0, **params).fit(np.repeat(X, w, 0), np.repeat(y, w))
+    _same_forest(weighted.forest_, repeated.forest_)
+    # weight 0 is the same as leaving the row out
+    kept = w > 0
+    dropped = BudgetRFClassifier(3, random_state=0, **params).fit(X[kept], y[kept], sample_weight=w[kept])
+    _same_forest(weighted.forest_, dropped.forest_)
+
+
+def test_weights_enter_the_bootstrap_as_counts():
+    # a bootstrapped tree's class counts at the root are the drawn rows' counts times their weights
+    X, y = _weighted_data(2)
+    w = np.random.default_rng(3).uniform(0.0, 3.0, size=len(y))
+    m = BudgetRFClassifier(2, max_depth=0, random_state=0, progress=False).fit(X, y, sample_weight=w)
+    for t, sample in enumerate(m.estimators_samples_):
+        counts = np.bincount(y[sample], weights=w[sample], minlength=3)
+        np.testing.assert_allclose(m.forest_.value[m.forest_.roots[t]], counts / counts.sum())
+
+
+def test_missing_values_follow_the_learned_direction():
+    # the label is "x is missing": the only useful split sends NaN one way
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    y = (rng.random(200) < 0.5).astype(int)
+    x[y == 1] = np.nan
+    X = np.column_stack([x, rng.normal(size=200)])
+    m = BudgetRFClassifier(1, bootstrap=False, max_features=None, max_depth=1, progress=False).fit(X, y)
+    assert m.score(X, y) == 1.0
+    np.testing.assert_array_equal(m.predict([[np.nan, 0.0], [0.3, 0.0]]), [1, 0])
+    np.testing.assert_allclose(thrifty.evaluate(m.forest_, X).proba, m.predict_proba(X))
+
+
+def test_pandas_categories_are_coded_and_recorded():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    colour = rng.choice(["red", "green", "blue"], size=300)
+    df = pd.DataFrame({"colour": pd.Categorical(colour), "x": rng.normal(size=300)})
+    df.loc[::17, "colour"] = None
+    y = np.isin(colour, ["red"]).astype(int)
+    m = BudgetRFClassifier(5, max_features=None, random_state=0, progress=False).fit(df, y)
+    assert m.forest_.categories == {0: ["blue", "green", "red"]}
+    assert list(m.feature_names_in_) == ["colour", "x"]
+    # the same rows with the columns reordered and a category order changed predict the same
+    other = df[["x", "colour"]].copy()
+    other["colour"] = other["colour"].cat.reorder_categories(["red", "blue", "green"])
+    np.testing.assert_array_equal(m.predict_proba(df), m.forest_.predict_proba(other))
+    # coded by hand: the codes the forest was trained on
+    codes = df["colour"].cat.codes.to_numpy().astype(float)
+    codes[codes < 0] = np.nan
+    np.testing.assert_allclose(
+        m.predict_proba(df), m.forest_.predict_proba(np.column_stack([codes, df["x"]]))
+    )
+    assert m.score(df, y) > 0.9
+
+
+@pytest.mark.parametrize("kind", ["polars", "pyarrow"])
+def test_polars_and_pyarrow_tables_keep_names_and_categories(kind):
+    pd = pytest.importorskip("pandas")
+    lib = pytest.importorskip(kind, reason=f"{kind} is needed to test {kind} input")
+    rng = np.random.default_rng(1)
+    colour = rng.choice(["red", "green", "blue"], size=200)
+    df = pd.DataFrame({"x": rng.normal(size=200), "colour": pd.Categorical(colour)})
+    y = (colour == "red").astype(int)
+    table = lib.from_pandas(df) if kind == "polars" else lib.Table.from_pandas(df, preserve_index=False)
+    params = dict(costs={"x": 1.0, "colour": 3.0}, max_features=None, random_state=0, progress=False)
+    m = BudgetRFClassifier(4, **params).fit(table, y)
+    assert list(m.feature_names_in_) == ["x", "colour"] and m.costs_.feature_costs.tolist() == [1.0, 3.0]
+    # polars keeps its categories in order of appearance: they are recorded as given
+    assert sorted(m.forest_.categories[1]) == ["blue", "green", "red"]
+    reference = BudgetRFClassifier(4, **params).fit(table.to_pandas(), y)
+    np.testing.assert_array_equal(m.predict_proba(table), reference.predict_proba(table.to_pandas()))
+    # coded by category name, a pandas frame of the same rows predicts the same
+    np.testing.assert_array_equal(m.predict_proba(table), m.predict_proba(df))

@@ -317,7 +317,9 @@ def _cegb_models(ctx: Context) -> Iterator[Candidate]:
             try:
                 cand = timed(
                     f"budget={budget:.4g}",
-                    lambda e=est: e.fit(ctx.X_train, ctx.y_train, eval_set=ctx.X_val, **fit_kw).forest_,
+                    lambda e=est: (
+                        e.fit(ctx.X_train, ctx.y_train, calibration=(ctx.X_val, ctx.y_val), **fit_kw).forest_
+                    ),
                     budget=budget,
                 )
             except BudgetError as exc:
@@ -349,7 +351,7 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
         try:
             cand = timed(
                 f"budget={budget:.4g}",
-                lambda e=est: e.fit(ctx.X_train, ctx.y_train, eval_set=ctx.X_val).forest_,
+                lambda e=est: e.fit(ctx.X_train, ctx.y_train, calibration=(ctx.X_val, ctx.y_val)).forest_,
                 budget=budget,
             )
         except BudgetError as exc:
@@ -548,9 +550,7 @@ def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
 def _budgetrf(ctx: Context) -> Forest:
     """A BudgetRF forest on the training split (fitted once; categories as codes)."""
     if "budgetrf" not in ctx._cache:
-        X = ctx.matrix(ctx.X_train)
-        if np.isnan(X).any():
-            raise InputError("BudgetRF needs finite features and the data has missing values")
+        X = ctx.matrix(ctx.X_train)  # categories as codes, missing values NaN (BudgetRF routes them)
         est = BudgetRFClassifier(
             15 if ctx.quick else 40,
             costs=ctx.costs,

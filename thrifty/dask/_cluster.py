@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from distributed import Client, LocalCluster
+
 from thrifty.exceptions import InputError
 
 
@@ -26,8 +28,6 @@ def cluster_client(*, workers: int | None = None, scheduler: str | None = None) 
     ------
     distributed.Client
     """
-    from distributed import Client, LocalCluster
-
     if (workers is None) == (scheduler is None):
         raise InputError("give either workers= (a local cluster) or scheduler= (an address), not both")
     if scheduler is not None:

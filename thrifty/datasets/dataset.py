@@ -106,9 +106,9 @@ class Dataset:
         ValueError
             If the dataset is not a ranking dataset or a query's rows are not consecutive.
         """
-        if self.qid is None:
+        _, _, q = self.subset(split)
+        if q is None:
             raise InputError(f"dataset {self.name!r} is not a ranking dataset (it has no qid)")
-        q = self.qid[self.splits[split]]
         if len(q) == 0:
             return np.zeros(0, dtype=np.int64)
         starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])

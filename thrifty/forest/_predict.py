@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numba
 import numpy as np
@@ -33,7 +33,8 @@ class Twin:
     """
 
     def __init__(self, kernel: Dispatcher[Any], *, nrt: bool = False) -> None:
-        f = kernel.py_func
+        # NUMBA_DISABLE_JIT=1 (make test-nojit) makes njit return the plain function, without py_func.
+        f = cast(types.FunctionType, getattr(kernel, "py_func", kernel))
         g = types.FunctionType(
             f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__, f.__closure__
         )

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
+from thrifty.runtime.plans import as_plan
 
 
 def missing_extra(package: str, extra: str) -> ImportError:
@@ -24,7 +25,6 @@ def feature_columns(columns: Sequence[str] | None, model: Any) -> list[str]:
             "give columns=[...] (the store's name of each model feature, in model order) "
             "or model= (a model whose feature names are the store's column names)"
         )
-    from thrifty.runtime.plans import as_plan
 
     names = as_plan(model).feature_names
     if names is None:

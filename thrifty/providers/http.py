@@ -14,6 +14,9 @@ from thrifty.exceptions import InputError
 from thrifty.providers.base import as_keys, feature_columns, missing_extra, plain_key
 from thrifty.runtime.rounds import Requests
 
+# httpx is the optional extra thrifty[serve]: imported where a request is made, so that
+# thrifty.providers imports without it and http_provider() names the extra to install.
+
 
 class HTTPProvider:
     """Features served over HTTP: ``POST url`` with ``{"feature": name, "keys": [...]}``.

@@ -13,6 +13,9 @@ from thrifty.exceptions import InputError
 from thrifty.providers.base import as_keys, feature_columns, missing_extra, plain_key
 from thrifty.runtime.rounds import Requests
 
+# SQLAlchemy is the optional extra thrifty[sql]: imported where a query is built, so that
+# thrifty.providers imports without it and sql_provider() names the extra to install.
+
 # SQLite refuses compound SELECTs of more than 500 terms; other databases have larger limits.
 _MAX_TERMS = 400
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.providers import http_provider, sql_provider
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
 from thrifty.runtime._results import Evaluation, costs_for
@@ -22,6 +23,9 @@ from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Full, Plan, as_plan
 from thrifty.runtime.rounds import Requests
 from thrifty.serve.rows import BadRequest, RowReader
+
+# Starlette and httpx are the optional extra thrifty[serve]: imported where used, so that this
+# module imports without them and create_app() names the extra to install.
 
 
 def create_app(
@@ -108,8 +112,6 @@ def store_provider(
     URL is a SQLAlchemy database URL, read with :func:`sql_provider` from ``table`` keyed by
     ``key_column``. Feature names are the model's.
     """
-    from thrifty.providers import http_provider, sql_provider
-
     if url is None:
         if table or key_column:
             raise InputError("--table and --key-column need --provider DATABASE_URL")

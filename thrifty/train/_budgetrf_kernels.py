@@ -5,6 +5,12 @@ at a node with impurity ``F(G)``, for each candidate feature ``f`` take the thre
 the children's impurity -- ``max(F(G_l), F(G_r))`` (``minmax``, the worst case the paper's
 guarantee is about) or ``(|G_l| F(G_l) + |G_r| F(G_r)) / |G|`` (``expected``) -- then pick the
 feature minimising ``c_f / (F(G) - that impurity)``. A node whose impurity is 0 is a leaf.
+
+Sample weights enter through the class counts: ``n_i`` is the total weight of the node's
+class-``i`` examples and ``|G|`` the node's total weight, so every impurity is the paper's
+with each example counted ``w`` times. Missing values (NaN; also the code of a missing pandas
+category) are not in the paper: they follow one learned direction per node, the one giving the
+lower criterion, as LightGBM and scikit-learn's trees route them.
 """
 
 from __future__ import annotations
@@ -67,9 +73,21 @@ def impurity(counts, kind, alpha, power):
 
 
 @njit(cache=True)
+def _criterion(c_l, c_r, w_l, w_r, kind, alpha, power, split_rule):
+    """The children's impurity a split is judged by: their maximum (minmax) or their
+    weight-averaged mean (expected)."""
+    il = impurity(c_l, kind, alpha, power)
+    ir = impurity(c_r, kind, alpha, power)
+    if split_rule == 0:
+        return il if il > ir else ir
+    return (w_l * il + w_r * ir) / (w_l + w_r)
+
+
+@njit(cache=True)
 def grow_tree(
     X,
     y,
+    weight,
     n_classes,
     sample,
     feature_cost,
@@ -84,8 +102,14 @@ def grow_tree(
 ):
     """Grow one tree on the rows ``sample`` (with repeats, e.g. a bootstrap).
 
-    Returns node arrays (root 0) ``feature`` (-1 at leaves), ``threshold``, ``left``, ``right``
-    and ``counts`` (class counts of the sample at each node).
+    Row ``i`` counts ``weight[i]`` each time it appears in ``sample`` (its class count in
+    every node it reaches, hence in the impurities, the ``expected`` rule's child sizes and
+    ``min_samples_split``), so an integer weight is the same as repeating the row. NaN is
+    routed to the child (``missing_left``) that gives the lower criterion; at a node where the
+    chosen feature had no NaN it goes to the heavier child.
+
+    Returns node arrays (root 0) ``feature`` (-1 at leaves), ``threshold``, ``left``,
+    ``right``, ``missing_left`` and ``counts`` (weighted class counts at each node).
     """
     np.random.seed(seed)
     n = sample.shape[0]
@@ -95,6 +119,7 @@ def grow_tree(
     threshold = np.zeros(cap)
     left = np.full(cap, -1, dtype=np.int64)
     right = np.full(cap, -1, dtype=np.int64)
+    missing_left = np.zeros(cap, dtype=np.bool_)
     counts = np.zeros((cap, n_classes))
     idx = sample.copy()
     # work stack of (node, start, end, depth)
@@ -102,7 +127,6 @@ def grow_tree(
     st_start = np.empty(cap, dtype=np.int64)
     st_end = np.empty(cap, dtype=np.int64)
     st_depth = np.empty(cap, dtype=np.int64)
-    top = 0
     st_node[0] = 0
     st_start[0] = 0
     st_end[0] = n
@@ -112,6 +136,9 @@ def grow_tree(
     features = np.arange(n_features)
     c_l = np.zeros(n_classes)
     c_r = np.zeros(n_classes)
+    c_nan = np.zeros(n_classes)
+    c_l2 = np.zeros(n_classes)
+    c_r2 = np.zeros(n_classes)
     tmp = np.empty(n, dtype=np.int64)
     while top > 0:
         top -= 1
@@ -121,9 +148,10 @@ def grow_tree(
         depth = st_depth[top]
         m = end - start
         for k in range(start, end):
-            counts[node, y[idx[k]]] += 1.0
+            counts[node, y[idx[k]]] += weight[idx[k]]
+        total = counts[node].sum()
         imp = impurity(counts[node], kind, alpha, power)
-        if imp <= 0.0 or depth >= max_depth or m < min_samples_split:
+        if imp <= 0.0 or depth >= max_depth or total < min_samples_split:
             continue
         # random candidate features: a partial Fisher-Yates shuffle
         for k in range(max_features):
@@ -133,35 +161,61 @@ def grow_tree(
         best_red = 0.0
         best_f = -1
         best_t = 0.0
+        best_nan_left = False
         for kf in range(max_features):
             f = features[kf]
             vals = np.empty(m)
             for k in range(m):
                 vals[k] = X[idx[start + k], f]
-            order = np.argsort(vals)
+            order = np.argsort(vals)  # NaN sorts last
+            m_valid = m
+            while m_valid > 0 and np.isnan(vals[order[m_valid - 1]]):
+                m_valid -= 1
+            c_nan[:] = 0.0
+            for k in range(m_valid, m):
+                c_nan[y[idx[start + order[k]]]] += weight[idx[start + order[k]]]
+            w_nan = c_nan.sum()
             c_l[:] = 0.0
-            c_r[:] = counts[node]
+            c_r[:] = counts[node] - c_nan
+            w_l = 0.0
+            w_r = total - w_nan
             best_crit = np.inf
             t_f = 0.0
-            for k in range(m - 1):
-                c = y[idx[start + order[k]]]
-                c_l[c] += 1.0
-                c_r[c] -= 1.0
+            nan_left_f = False
+            # with NaN present, the last boundary (every value left, NaN right) splits on
+            # missingness alone
+            last = m_valid if w_nan > 0.0 else m_valid - 1
+            for k in range(last):
+                r = idx[start + order[k]]
+                c_l[y[r]] += weight[r]
+                c_r[y[r]] -= weight[r]
+                w_l += weight[r]
+                w_r -= weight[r]
                 a = vals[order[k]]
-                b = vals[order[k + 1]]
-                if a == b:
-                    continue
-                il = impurity(c_l, kind, alpha, power)
-                ir = impurity(c_r, kind, alpha, power)
-                if split_rule == 0:
-                    crit = il if il > ir else ir
-                else:
-                    crit = ((k + 1) * il + (m - k - 1) * ir) / m
-                if crit < best_crit:
-                    best_crit = crit
+                if k + 1 < m_valid:
+                    b = vals[order[k + 1]]
+                    if a == b:
+                        continue
                     t = 0.5 * (a + b)
                     # the midpoint of two adjacent doubles can round up to b
-                    t_f = t if t < b else a
+                    t = t if t < b else a
+                else:
+                    t = a
+                if w_nan > 0.0:
+                    for c in range(n_classes):
+                        c_r2[c] = c_r[c] + c_nan[c]
+                    crit = _criterion(c_l, c_r2, w_l, w_r + w_nan, kind, alpha, power, split_rule)
+                else:
+                    crit = _criterion(c_l, c_r, w_l, w_r, kind, alpha, power, split_rule)
+                if crit < best_crit:
+                    # no NaN seen here: at prediction NaN follows the heavier child
+                    best_crit, t_f, nan_left_f = crit, t, w_nan == 0.0 and w_l >= w_r
+                if w_nan > 0.0 and k + 1 < m_valid:
+                    for c in range(n_classes):
+                        c_l2[c] = c_l[c] + c_nan[c]
+                    crit = _criterion(c_l2, c_r, w_l + w_nan, w_r, kind, alpha, power, split_rule)
+                    if crit < best_crit:
+                        best_crit, t_f, nan_left_f = crit, t, True
             red = imp - best_crit
             if red <= _MIN_REDUCTION * (1.0 + imp):
                 continue
@@ -171,13 +225,15 @@ def grow_tree(
                 best_red = red
                 best_f = f
                 best_t = t_f
+                best_nan_left = nan_left_f
         if best_f < 0:
             continue
         # stable partition of idx[start:end] by the chosen split
         n_left = 0
         n_right = 0
         for k in range(start, end):
-            if X[idx[k], best_f] <= best_t:
+            x = X[idx[k], best_f]
+            if x <= best_t or (best_nan_left and np.isnan(x)):
                 idx[start + n_left] = idx[k]
                 n_left += 1
             else:
@@ -187,6 +243,7 @@ def grow_tree(
             idx[start + n_left + k] = tmp[k]
         feature[node] = best_f
         threshold[node] = best_t
+        missing_left[node] = best_nan_left
         lnode = n_nodes
         rnode = n_nodes + 1
         n_nodes += 2
@@ -208,18 +265,6 @@ def grow_tree(
         threshold[:n_nodes].copy(),
         left[:n_nodes].copy(),
         right[:n_nodes].copy(),
+        missing_left[:n_nodes].copy(),
         counts[:n_nodes].copy(),
     )
-
-
-@njit(cache=True)
-def tree_leaves(X, rows, feature, threshold, left, right):
-    """Local leaf reached by each of ``rows`` (NaN-free input)."""
-    out = np.empty(rows.shape[0], dtype=np.int64)
-    for k in range(rows.shape[0]):
-        node = 0
-        i = rows[k]
-        while feature[node] >= 0:
-            node = left[node] if X[i, feature[node]] <= threshold[node] else right[node]
-        out[k] = node
-    return out

@@ -1,22 +1,25 @@
-"""The estimator machinery CEGB and GreedyMiser share: input checks, cost alignment, budget search."""
+"""The estimator machinery CEGB and GreedyMiser share: parameters, calibration, the budget search."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from thrifty._validation import costs_for_X
+from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._param_validation import Interval
+from thrifty._validation import check_sample_weight, to_frame, validate_frame
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
+from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import Forest
 from thrifty.forest.importers import from_model
 from thrifty.forest.names import lightgbm_frame
-from thrifty.train._search import SearchResult, search_tradeoff
+from thrifty.runtime import Full
+from thrifty.train._search import search_tradeoff
 
 # Trade-off used when neither ``tradeoff`` nor ``budget`` is given: a mild penalty (a feature of
 # cost 1 must reduce the loss by 0.01 per example it is acquired for).
@@ -24,43 +27,13 @@ DEFAULT_TRADEOFF = 0.01
 
 
 def as_frame_or_array(X: Any) -> Any:
-    """``X`` as LightGBM and the runtime read it: DataFrames kept (categorical columns intact),
-    anything else a float64 array (NaN allowed, infinities rejected)."""
+    """``X`` as LightGBM and the runtime read it: DataFrames kept (categorical columns intact;
+    polars and pyarrow tables become pandas), anything else a float64 array (NaN allowed,
+    infinities rejected)."""
+    X = to_frame(X)
     if hasattr(X, "columns") and hasattr(X, "iloc"):
         return X
     return check_array(X, dtype=np.float64, ensure_all_finite="allow-nan")
-
-
-def calibration_X(eval_set: Any, X: Any) -> Any:
-    """The rows the budget is measured on: ``eval_set``'s X (as LightGBM's ``[(X, y)]``, a
-    ``(X, y)`` tuple or a bare matrix), else the training rows."""
-    if eval_set is None:
-        return X
-    if isinstance(eval_set, list):
-        if len(eval_set) != 1:
-            raise InputError(
-                f"eval_set holds {len(eval_set)} sets; give one calibration set, "
-                "e.g. eval_set=[(X_cal, y_cal)] or eval_set=X_cal"
-            )
-        eval_set = eval_set[0]
-    if isinstance(eval_set, tuple):
-        eval_set = eval_set[0]
-    return as_frame_or_array(eval_set)
-
-
-def _check_weight(sample_weight: Any, n: int) -> np.ndarray | None:
-    if sample_weight is None:
-        return None
-    w = column_or_1d(np.asarray(sample_weight, dtype=np.float64))
-    if w.shape != (n,):
-        raise InputError(f"sample_weight has {w.shape[0]} values for {n} rows of X")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise InputError("sample_weight must be finite and >= 0")
-    if w.sum() <= 0:
-        raise InputError(
-            "sample_weight is zero for every row (all weights zero); give at least one row a positive weight"
-        )
-    return w
 
 
 def _names(X: Any) -> list[str] | None:
@@ -88,46 +61,42 @@ class ClassifierOutputs:
         return raw[:, 0] if raw.ndim == 2 and raw.shape[1] == 1 else raw
 
 
-class CostAwareBoosting(BaseEstimator):
+class CostAwareBoosting(ThriftyEstimator):
     """Base of the CEGB and GreedyMiser estimators: subclasses say how one model is trained.
 
     A subclass implements ``_train(X, y, sample_weight, tradeoff, fit_params)`` returning
-    ``(forest, booster)`` and ``_start(y, budget)``, a first guess of the trade-off.
+    ``(forest, booster)`` and ``_start(y, budget)``, a first guess of the trade-off, and
+    declares its tree-shape parameters' constraints.
     """
 
-    def _validate_common(self) -> None:
+    _parameter_constraints = {
+        "costs": [None, "cost-model"],
+        "tradeoff": [None, Interval(Real, 0, math.inf, closed="left")],
+        "budget": [None, Interval(Real, 0, math.inf, closed="neither")],
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "min_child_samples": [Interval(Integral, 0, None, closed="left")],
+        "lgbm_params": [None, dict],
+        "tolerance": [Interval(Real, 0, 1, closed="neither")],
+        "max_fits": [Interval(Integral, 2, None, closed="left")],
+        "truncate": ["boolean"],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Interval(Integral, None, None, closed="neither")],
+        "progress": ["boolean"],
+    }
+
+    def _check_params(self) -> None:
+        self._validate_params()
         if self.tradeoff is not None and self.budget is not None:
-            raise InputError(
-                "give either tradeoff= (the penalty lambda) or budget= (a target mean "
-                "cost per example, the trade-off is then searched), not both"
-            )
-        if self.tradeoff is not None and not (
-            isinstance(self.tradeoff, (int, float, np.number))
-            and self.tradeoff >= 0
-            and math.isfinite(self.tradeoff)
-        ):
-            raise InputError(f"tradeoff must be a finite number >= 0, got {self.tradeoff!r}")
-        if self.budget is not None and not (
-            isinstance(self.budget, (int, float, np.number))
-            and self.budget > 0
-            and math.isfinite(self.budget)
-        ):
-            raise InputError(f"budget must be a finite number > 0, got {self.budget!r}")
-        if not (isinstance(self.n_estimators, (int, np.integer)) and self.n_estimators >= 1):
-            raise InputError(f"n_estimators must be an integer >= 1, got {self.n_estimators!r}")
-        if not 0 < float(self.tolerance) < 1:
-            raise InputError(f"tolerance must be in (0, 1), got {self.tolerance!r}")
-        if not (isinstance(self.max_fits, (int, np.integer)) and self.max_fits >= 2):
-            raise InputError(f"max_fits must be an integer >= 2, got {self.max_fits!r}")
-        if self.lgbm_params is not None and not isinstance(self.lgbm_params, dict):
-            raise InputError(
-                f"lgbm_params must be a dict of LightGBM parameters, got {type(self.lgbm_params).__name__}"
+            raise InvalidParameterError(
+                f"{type(self).__name__}: give either tradeoff= (the penalty lambda) or budget= (a "
+                "target mean cost per example, the trade-off is then searched), not both"
             )
 
-    def _fit(self, X: Any, y: Any, sample_weight: Any, eval_set: Any, fit_params: dict) -> Any:
+    def _fit(self, X: Any, y: Any, sample_weight: Any, calibration: Any, fit_params: dict) -> Any:
         from thrifty.runtime.evaluate import evaluate
 
-        self._validate_common()
+        self._check_params()
         X = as_frame_or_array(X)
         validate_data(self, X, reset=True, skip_check_array=True)
         if X.shape[1] < 1:
@@ -138,19 +107,17 @@ class CostAwareBoosting(BaseEstimator):
             )
         if len(y) != X.shape[0]:
             raise InputError(f"X has {X.shape[0]} rows but y has {len(y)} labels; give one label per row")
-        sample_weight = _check_weight(sample_weight, X.shape[0])
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
         names = _names(X)
-        costs = costs_for_X(self.costs, names, X.shape[1])
-        X_cal = calibration_X(eval_set, X)
-        if X_cal.shape[1] != X.shape[1]:
-            raise InputError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
-        self.costs_ = costs
+        costs = self._fit_costs(X)
+        split = self._calibration(X, y, sample_weight, calibration)
+        X_cal, w_cal = as_frame_or_array(split.X_cal), split.w_cal
         # LightGBM refuses or rewrites some names; it trains on names it keeps, and the forest
         # reads the user's.
         X_fit = lightgbm_frame(X)
 
         def measure(forest: Any) -> float:
-            return evaluate(forest, X_cal, costs).cost.mean
+            return float(np.average(evaluate(forest, X_cal, costs).cost.total, weights=w_cal))
 
         def fit_one(lam: float) -> tuple[Any, float]:
             forest, booster = self._train(X_fit, y, sample_weight, lam, fit_params)
@@ -159,17 +126,17 @@ class CostAwareBoosting(BaseEstimator):
 
         return self._search(fit_one, measure, costs, y)
 
-    def _fit_dask(self, X: Any, y: Any, sample_weight: Any, eval_set: Any) -> Any:
+    def _fit_dask(self, X: Any, y: Any, sample_weight: Any, calibration: Any) -> Any:
         """``fit`` on Dask collections: trains through ``lightgbm.dask`` on the current
         ``distributed.Client``; budgets are measured with :func:`thrifty.dask.evaluate`."""
         from sklearn.base import is_classifier
 
         from thrifty.train import _cegb_dask as dk
 
-        self._validate_common()
+        self._check_params()
         if self._task == "ranking":
             raise InputError("ranking on Dask collections is not supported; fit CEGBRanker in memory")
-        X, y, sample_weight, X_cal = dk.check_dask_inputs(X, y, sample_weight, eval_set)
+        X, y, sample_weight, X_cal = dk.check_dask_inputs(X, y, sample_weight, calibration)
         client = dk.dask_client()
         names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
         self.n_features_in_ = int(X.shape[1])
@@ -185,9 +152,9 @@ class CostAwareBoosting(BaseEstimator):
                     f"y has one class only ({self.classes_[0]!r}); a classifier needs at least 2 classes"
                 )
             self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
-        costs = costs_for_X(self.costs, names, X.shape[1])
-        self.costs_ = costs
-        n_rows = int(len(y))
+        costs = self._fit_costs(X)
+        # examples counted by weight, as in memory (GreedyMiser's coupled penalty charges them all)
+        n_rows = float(len(y)) if sample_weight is None else float(sample_weight.sum().compute())
 
         def measure(forest: Any) -> float:
             return dk.mean_cost(forest, X_cal, costs)
@@ -198,43 +165,59 @@ class CostAwareBoosting(BaseEstimator):
 
         return self._search(fit_one, measure, costs, y)
 
-    def _search(self, fit_one: Any, measure: Any, costs: CostModel, y: Any) -> Any:
-        """Train at the given trade-off, or search the one meeting the budget (``fit_one(lam) ->
-        ((forest, booster), mean cost)``; ``measure(forest)`` is a model's mean cost)."""
+    def _candidates(
+        self, fit_one: Any, measure: Any, costs: CostModel, y: Any
+    ) -> tuple[list[Candidate], int]:
+        """The models to choose between, and the number trained: the one at the given
+        trade-off, or every trial of the budget search (plus, with ``truncate``, the cheapest
+        over-budget trial cut where the budget runs out). ``fit_one(lam) -> ((forest,
+        booster), mean cost)``; ``measure(forest)`` is a model's mean cost."""
         if self.budget is None:
             lam = DEFAULT_TRADEOFF if self.tradeoff is None else float(self.tradeoff)
-            (forest, booster), cost = fit_one(lam)
-            result = SearchResult(lam, cost, (forest, booster), 1, [(lam, cost)])
-        else:
-            result = search_tradeoff(
-                fit_one,
-                float(self.budget),
-                start=self._start(y, float(self.budget)),
-                tolerance=float(self.tolerance),
-                max_fits=int(self.max_fits),
-                floor=self._floor(costs),
-                progress=bool(self.progress),
-                desc=type(self).__name__,
-            )
-        (forest, booster), tradeoff, cost = result.model, result.tradeoff, result.cost
-        self.truncated_ = False
-        if self.budget is not None and self.truncate and cost < (1.0 - self.tolerance) * self.budget:
+            model, cost = fit_one(lam)
+            return [Candidate({"tradeoff": lam, "truncated": False}, cost, None, model)], 1
+        budget = float(self.budget)
+        trials = search_tradeoff(
+            fit_one,
+            budget,
+            start=self._start(y, budget),
+            tolerance=float(self.tolerance),
+            max_fits=int(self.max_fits),
+            floor=self._floor(costs),
+            progress=bool(self.progress),
+            desc=type(self).__name__,
+        )
+        candidates = [
+            Candidate({"tradeoff": lam, "truncated": False}, cost, None, model)
+            for (lam, cost), model in zip(trials.history, trials.models, strict=True)
+        ]
+        best = max((c for _, c in trials.history if c <= budget), default=None)
+        if self.truncate and (best is None or best < (1.0 - self.tolerance) * budget):
             # The cost jumps over the budget between two trade-offs (a feature enters for many
-            # examples at once): stop boosting the cheapest over-budget model where the budget
-            # runs out, as GreedyMiser does, when that spends more of the budget.
-            over = [(lam, i) for i, (lam, c) in enumerate(result.history) if c > self.budget and lam > 0]
+            # examples at once): the cheapest over-budget model, stopped boosting where the
+            # budget runs out as GreedyMiser does, may spend more of it.
+            over = [(lam, i) for i, (lam, c) in enumerate(trials.history) if c > budget and lam > 0]
             if over:
                 lam, i = max(over)
-                big_forest, big_booster = result.models[i]
-                cut, cut_cost = _truncate(big_forest, measure, float(self.budget))
-                if cut is not None and cut_cost > cost:
-                    forest, booster, tradeoff, cost = cut, big_booster, lam, cut_cost
-                    self.truncated_ = True
-        self.forest_, self.booster_ = forest, booster
-        self.tradeoff_ = float(tradeoff)
-        self.n_fits_ = int(result.n_fits)
-        self.calibration_cost_ = float(cost)
-        self.search_history_ = list(result.history)
+                big_forest, big_booster = trials.models[i]
+                cut, cut_cost = _truncate(big_forest, measure, budget)
+                if cut is not None:
+                    candidates.append(
+                        Candidate({"tradeoff": lam, "truncated": True}, cut_cost, None, (cut, big_booster))
+                    )
+        return candidates, len(trials.history)
+
+    def _search(self, fit_one: Any, measure: Any, costs: CostModel, y: Any) -> Any:
+        """Fit the candidates and keep the one the shared rule selects (no metric: the most
+        expensive within the budget)."""
+        candidates, n_fits = self._candidates(fit_one, measure, costs, y)
+        chosen = self._select(candidates)
+        self.forest_, self.booster_ = chosen.model
+        self.plan_ = Full(self.forest_)
+        self.tradeoff_ = float(chosen.params["tradeoff"])
+        self.truncated_ = bool(chosen.params["truncated"])
+        self.n_fits_ = int(n_fits)
+        self.calibration_cost_ = float(chosen.cost)
         self.n_estimators_ = int(self.forest_.n_trees // max(1, self.forest_.n_outputs))
         return self
 
@@ -244,19 +227,7 @@ class CostAwareBoosting(BaseEstimator):
 
     def _check_X(self, X: Any) -> Any:
         check_is_fitted(self, "forest_")
-        X = as_frame_or_array(X)
-        validate_data(self, X, reset=False, skip_check_array=True)
-        return X
-
-    def cost_report(self, X: Any, costs: CostModel | None = None) -> Any:
-        """The per-example ``CostReport`` of predicting ``X`` (exact, from thrifty's runtime).
-
-        ``costs`` defaults to the cost model the estimator was fitted with.
-        """
-        from thrifty.runtime.evaluate import evaluate
-
-        X = self._check_X(X)
-        return evaluate(self.forest_, X, self.costs_ if costs is None else costs).cost
+        return validate_frame(self, X)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

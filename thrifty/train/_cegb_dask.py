@@ -48,7 +48,7 @@ def dask_client() -> Any:
         ) from exc
 
 
-def check_dask_inputs(X: Any, y: Any, sample_weight: Any, eval_set: Any) -> tuple[Any, Any, Any, Any]:
+def check_dask_inputs(X: Any, y: Any, sample_weight: Any, calibration: Any) -> tuple[Any, Any, Any, Any]:
     """``(X, y, sample_weight, X_cal)`` as Dask collections with matching rows per partition."""
     import dask.array as da
     import dask.dataframe as dd
@@ -67,19 +67,20 @@ def check_dask_inputs(X: Any, y: Any, sample_weight: Any, eval_set: Any) -> tupl
             "or Array partitioned like X"
         )
     X_cal = X
-    if eval_set is not None:
-        if isinstance(eval_set, list):
-            if len(eval_set) != 1:
-                raise InputError(f"eval_set holds {len(eval_set)} sets; give one calibration set")
-            eval_set = eval_set[0]
-        X_cal = eval_set[0] if isinstance(eval_set, tuple) else eval_set
+    if calibration is not None:
+        if not isinstance(calibration, tuple | list) or len(calibration) != 2:
+            raise InputError(
+                "on Dask, calibration must be a tuple (X_cal, y_cal) of Dask collections (calibration "
+                f"weights are not supported there), got {type(calibration).__name__}"
+            )
+        X_cal = calibration[0]
         if not is_dask(X_cal):
             raise TypeError(
-                "X is a Dask collection but eval_set is not; give the calibration rows "
+                "X is a Dask collection but the calibration X is not; give the calibration rows "
                 "as a Dask collection too"
             )
         if X_cal.shape[1] != X.shape[1]:
-            raise InputError(f"eval_set has {X_cal.shape[1]} features but X has {X.shape[1]}")
+            raise InputError(f"the calibration X has {X_cal.shape[1]} features but X has {X.shape[1]}")
     return X, y, sample_weight, X_cal
 
 

@@ -7,7 +7,8 @@ ends of the bracket in (log lambda, log cost) crosses the budget, clamped to the
 middle 80% so every step removes at least a fifth of it; after two steps moving the same end
 (the secant stalls on a step of the cost curve), or when the line is unusable, the next trial is
 the plain log-space midpoint (a safeguarded bisection). Cost is never assumed monotone:
-every trial is kept, and the answer is the feasible trial of highest cost seen.
+every trial is kept and returned; the estimator chooses among them with the shared selection
+rule (:meth:`thrifty._estimator.ThriftyEstimator._select`: the feasible trial of highest cost).
 """
 
 from __future__ import annotations
@@ -27,30 +28,23 @@ _STEP = 100.0
 
 @dataclass
 class SearchResult:
-    """Outcome of :func:`search_tradeoff`.
+    """The trials of :func:`search_tradeoff`, in the order they were trained.
 
     Attributes
     ----------
-    tradeoff : float
-        The trade-off of the returned model.
-    cost : float
-        Its mean cost per example on the calibration data.
-    model : object
-        What ``fit(tradeoff)`` returned for it.
-    n_fits : int
-        Models trained during the search.
     history : list of (float, float)
-        ``(tradeoff, cost)`` of every trial, in order.
+        ``(tradeoff, mean cost)`` of every trial.
     models : list
-        What ``fit`` returned for every trial, in the order of ``history``.
+        What ``fit(tradeoff)`` returned for every trial, in the order of ``history``.
     """
 
-    tradeoff: float
-    cost: float
-    model: Any
-    n_fits: int
     history: list[tuple[float, float]] = field(default_factory=list)
     models: list[Any] = field(default_factory=list)
+
+    @property
+    def n_fits(self) -> int:
+        """Models trained."""
+        return len(self.history)
 
 
 def search_tradeoff(
@@ -64,14 +58,15 @@ def search_tradeoff(
     progress: bool = True,
     desc: str = "budget search",
 ) -> SearchResult:
-    """Find the smallest trade-off whose model's mean cost is within ``budget``.
+    """Train models at trade-offs searched for the smallest one whose mean cost is within ``budget``.
 
-    Stops at the first model with ``(1 - tolerance) * budget <= cost <= budget``; otherwise,
-    after ``max_fits`` models or once the bracket's ends are within a factor ``1 + tolerance``
-    (a model's cost is a step function of the trade-off: it jumps when a feature enters or
-    leaves, so a finer trade-off rarely helps), returns the feasible model of highest cost
-    found. ``lambda = 0`` (no cost penalty at all) is tried when a model
-    comes in under the tolerance band, since no trade-off can buy more than it.
+    Stops at the first model with ``(1 - tolerance) * budget <= cost <= budget``, after
+    ``max_fits`` models, or once the bracket's ends are within a factor ``1 + tolerance`` (a
+    model's cost is a step function of the trade-off: it jumps when a feature enters or
+    leaves, so a finer trade-off rarely helps). ``lambda = 0`` (no cost penalty at all) is
+    tried when a model comes in under the tolerance band, since no trade-off can buy more than
+    it. Every trial is returned; none may meet the budget (the caller's selection then raises
+    :class:`BudgetError`).
 
     Parameters
     ----------
@@ -101,8 +96,7 @@ def search_tradeoff(
     Raises
     ------
     BudgetError
-        When the budget is below ``floor``, or no trial met it (the highest trade-off's model
-        still costs more than the budget).
+        When the budget is below ``floor`` (before any model is trained).
     """
     from tqdm.auto import tqdm
 
@@ -131,16 +125,6 @@ def search_tradeoff(
         bar.update()
         bar.set_postfix_str(f"lambda={lam:.3g} cost={cost:.4g} budget={budget:.4g}")
         return float(cost)
-
-    def best() -> SearchResult | None:
-        feasible = [i for i, (_, c) in enumerate(history) if c <= budget]
-        if not feasible:
-            return None
-        # highest cost within budget; the smaller trade-off among equal costs
-        i = max(feasible, key=lambda j: (history[j][1], -history[j][0]))
-        return SearchResult(
-            history[i][0], history[i][1], models[i], len(history), list(history), list(models)
-        )
 
     # disable=None hides the bar when stderr is not a terminal (logs, CI).
     with tqdm(
@@ -173,15 +157,7 @@ def search_tradeoff(
                 sides.append(cost > budget)
                 continue
             cost = trial(lam)
-    result = best()
-    if result is None:
-        top = max(history)
-        raise BudgetError(
-            f"no model met the budget {budget:g}: the highest trade-off tried "
-            f"({top[0]:.3g}) still costs {top[1]:.4g} per example after {len(history)} "
-            "fits; raise the budget or max_fits, or lower the number of trees"
-        )
-    return result
+    return SearchResult(history, models)
 
 
 def _bracket(

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-import numbers
+import math
+import warnings
+from collections.abc import Iterator
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 
-from thrifty._validation import class_labels, costs_for_X
-from thrifty.exceptions import InputError
-from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, grow_tree, tree_leaves
+from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._param_validation import Interval, StrOptions
+from thrifty._validation import check_sample_weight, class_labels, validate_frame
+from thrifty.exceptions import InputError, InvalidParameterError
+from thrifty.forest import to_matrix
+from thrifty.runtime import Full, evaluate
+from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, grow_tree
 
 
-class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
+class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
     """Random forest whose splits trade impurity reduction against feature cost (BudgetRF).
 
     Each tree is grown on a bootstrap sample. At a node, for each of ``max_features`` random
@@ -27,12 +34,44 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     thrifty ``Forest`` (``forest_``) for ``thrifty.evaluate`` and for pruning
     (``thrifty.prune.budget_prune``).
 
+    ``sample_weight`` multiplies each example's contribution to the class counts ``n_i`` the
+    impurities are computed from (threshold-Pairs ``sum_{i<j} [[n_i - alpha]_+ [n_j - alpha]_+
+    - alpha^2]_+`` of Section 3.2 of the paper, and likewise entropy and powers), to the node
+    sizes of the ``expected`` rule and to ``min_samples_split`` (a node splits when its total
+    weight reaches it), so an integer weight is exactly a repeated row. Bootstrapping draws rows
+    uniformly, as scikit-learn's forests do, and a drawn row counts its draws times its weight;
+    rows of weight 0 take no part.
+
+    Missing values (NaN) are allowed (not in the paper): each split sends them to the child that
+    gives the lower criterion (to the heavier child when the node saw none). A DataFrame's
+    ``category`` columns are trained on their category codes, as ordered numbers (a missing
+    category is NaN); the fitted ``forest_`` records the categories, so a DataFrame at
+    prediction is coded by category, whatever its category order.
+
+    ``budget`` bounds the mean cost per example on the calibration rows (``calibration`` of
+    ``fit``, else the training rows), as the paper's BudgetRF does: it adds trees while the
+    forest's average cost on validation data stays within the budget, i.e. it keeps the
+    longest prefix of trees within the budget (the cost never falls as trees are added). Here
+    each prefix of the ``n_estimators`` grown trees, up to the first one over the budget, is a
+    candidate, measured exactly with :func:`thrifty.evaluate` (groups, dependencies and tree
+    costs included). With calibration rows given, the prefix of highest calibration accuracy
+    within the budget is kept (the cheaper on ties), which departs from the paper only when a
+    shorter prefix is more accurate there. On the training rows (the default) accuracy is that
+    of trees grown on those very rows, so no accuracy is used and the longest prefix within the
+    budget is kept: the paper's rule. (The 2015 paper's text is not among this repository's
+    references, which hold only the BudgetPrune paper that prunes its 40- and 90-tree forests;
+    this reading of its stopping rule is ours.)
+
     Parameters
     ----------
     n_estimators : int, default=40
-    costs : CostModel or array-like of shape (n_features,), optional
-        Feature prices; default 1 per feature. With groups or dependencies a feature is priced
-        at what acquiring it alone costs.
+        Trees grown (with ``budget``, the most the fitted forest keeps).
+    costs : CostModel, dict or array-like of shape (n_features,), optional
+        Feature prices; default 1 per feature. With groups or dependencies the split rule
+        prices a feature at what acquiring it alone costs; the budget is measured exactly.
+    budget : float > 0, optional
+        Most mean cost per example on the calibration rows; raises :class:`BudgetError` when
+        even the first tree costs more.
     impurity : {"pairs", "entropy", "powers"}, default="pairs"
         Threshold-Pairs, thresholded entropy, or powers (see ``_budgetrf_kernels.impurity``).
     alpha : float >= 0, default=0.0
@@ -46,6 +85,8 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     max_features : {"sqrt", "log2"}, int, float or None, default="sqrt"
         Candidate features per node (None: all).
     min_samples_split : int >= 2, default=2
+        A node splits only when its total sample weight (its row count, unweighted) is at
+        least this.
     bootstrap : bool, default=True
         Each tree's sample is drawn with replacement (``max_samples`` rows); otherwise every
         tree sees all rows (and differs only by its candidate features).
@@ -53,13 +94,24 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         Bootstrap size (None: ``n``; float: fraction of ``n``).
     oob_score : bool, default=False
         Estimate accuracy on out-of-bag rows (``oob_score_``, ``oob_decision_function_``).
-    random_state : int, Generator or None
+    random_state : int, RandomState, Generator or None
     progress : bool, default=True
         Progress bar over trees (only when stderr is a TTY).
 
     Attributes
     ----------
     forest_ : Forest
+        The kept trees (every grown tree without a budget), averaged.
+    plan_ : Full
+        ``Full(forest_)``, the plan ``cost_report`` and ``evaluate`` run.
+    costs_ : CostModel
+        The cost model aligned to the columns of ``X``.
+    n_estimators_ : int
+        Trees in ``forest_``.
+    budget_search_ : DataFrame
+        One row per candidate: ``n_trees`` (the prefix length, up to the first prefix over
+        the budget), ``cost`` (mean cost on the calibration rows), ``metric`` (calibration
+        accuracy, NaN on the training rows) and ``chosen``; one row without a budget.
     classes_ : ndarray
     n_classes_ : int
     n_features_in_ : int
@@ -68,17 +120,47 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     feature_costs_ : ndarray of shape (n_features,)
         The price of each feature the split rule used.
     estimators_samples_ : list of ndarray
-        The rows each tree was grown on (with repeats); ``oob_mask`` turns them into the
-        out-of-bag mask ``budget_prune(count_mask=...)`` takes.
+        The rows each kept tree was grown on (with repeats; rows of weight 0 left out);
+        ``oob_mask`` turns them into the out-of-bag mask ``budget_prune(count_mask=...)``
+        takes.
     oob_score_ : float
+        Accuracy of the kept trees on their out-of-bag rows (unweighted).
     oob_decision_function_ : ndarray of shape (n, n_classes)
     """
+
+    _parameter_constraints = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "costs": [None, "cost-model"],
+        "budget": [None, Interval(Real, 0, math.inf, closed="neither")],
+        "impurity": [StrOptions(IMPURITY_CODES)],
+        "alpha": [Interval(Real, 0, math.inf, closed="left")],
+        "power": [Interval(Real, 2, None, closed="left")],
+        "split": [StrOptions(SPLIT_CODES)],
+        "max_depth": [None, Interval(Integral, 0, None, closed="left")],
+        "max_features": [
+            None,
+            StrOptions({"sqrt", "log2"}),
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Real, 0, 1, closed="right"),
+        ],
+        "min_samples_split": [Interval(Integral, 2, None, closed="left")],
+        "bootstrap": ["boolean"],
+        "max_samples": [
+            None,
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Real, 0, 1, closed="right"),
+        ],
+        "oob_score": ["boolean"],
+        "random_state": ["random_state"],
+        "progress": ["boolean"],
+    }
 
     def __init__(
         self,
         n_estimators: int = 40,
         *,
         costs: Any = None,
+        budget: float | None = None,
         impurity: str = "pairs",
         alpha: float = 0.0,
         power: float = 2.0,
@@ -94,6 +176,7 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     ) -> None:
         self.n_estimators = n_estimators
         self.costs = costs
+        self.budget = budget
         self.impurity = impurity
         self.alpha = alpha
         self.power = power
@@ -107,115 +190,172 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.progress = progress
 
-    def fit(self, X: Any, y: Any) -> BudgetRFClassifier:
-        """Grow the forest on ``(X, y)``.
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None
+    ) -> BudgetRFClassifier:
+        """Grow the forest on ``(X, y)`` and keep the prefix of trees the budget allows.
 
         Parameters
         ----------
-        X : array-like of shape (n, n_features)
-            Finite numerical features (encode categories first).
+        X : array-like or DataFrame of shape (n, n_features)
+            Numerical features; NaN is missing. A DataFrame's ``category`` columns are
+            trained on their codes (see the class docstring); polars and pyarrow tables are
+            read as pandas DataFrames.
         y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), optional
+            Weight of each row in the class counts (see the class docstring).
+        calibration : tuple (X_cal, y_cal) or (X_cal, y_cal, sample_weight_cal), optional
+            Rows the budget is measured on and the prefixes are scored on (weighted mean cost,
+            weighted accuracy); default the training rows (see the class docstring).
 
         Returns
         -------
         self
         """
+        self._validate_params()
+        if self.oob_score and not self.bootstrap:
+            raise InvalidParameterError(
+                "BudgetRFClassifier: oob_score=True needs bootstrap=True (no row is out of bag otherwise)"
+            )
+        y, self.classes_, y_idx = class_labels(y, type(self).__name__)
+        X, y = validate_frame(self, X, y)
+        M, categories = _coded(X)
+        n, d = M.shape
+        w = check_sample_weight(sample_weight, n)
+        costs = self._fit_costs(X)
+        split = self._calibration(X, y, w, calibration)
+        self.n_classes_ = len(self.classes_)
+        self.n_fit_rows_ = n
+        self.feature_costs_ = np.array([costs.acquisition_cost([f]) for f in range(d)], dtype=np.float64)
+        forest = self._grow(M, y_idx.astype(np.int64), np.ones(n) if w is None else w, categories)
+        chosen = self._select(self._prefixes(forest, split, scored=calibration is not None))
+        self.forest_ = chosen.model
+        self.plan_ = Full(self.forest_)
+        self.n_estimators_ = int(chosen.params["n_trees"])
+        del self.estimators_samples_[self.n_estimators_ :]
+        if self.oob_score:
+            self._oob(M, y_idx)
+        return self
+
+    def _prefixes(self, forest: Any, split: Any, *, scored: bool) -> Iterator[Candidate]:
+        """The candidates: every forest, or with a budget each prefix of its trees up to the
+        first one over the budget (a prefix never costs less than a shorter one: each
+        example's acquired features and evaluated trees only grow)."""
+        if self.budget is None:
+            yield self._prefix(forest, forest.n_trees, split, scored)
+            return
+        for k in range(1, forest.n_trees + 1):
+            candidate = self._prefix(forest, k, split, scored)
+            yield candidate
+            if candidate.cost > self.budget:
+                return
+
+    def _prefix(self, forest: Any, k: int, split: Any, scored: bool) -> Candidate:
+        """The forest of the first ``k`` trees, measured on the calibration rows."""
+        prefix = forest if k == forest.n_trees else forest.subset(range(k))
+        ev = evaluate(prefix, split.X_cal, self.costs_)
+        cost = float(np.average(ev.cost.total, weights=split.w_cal))
+        metric = None
+        if scored:
+            hits = self.classes_[np.argmax(np.asarray(ev.proba), axis=1)] == np.asarray(split.y_cal)
+            metric = float(np.average(hits, weights=split.w_cal))
+        return Candidate({"n_trees": k}, cost, metric, prefix)
+
+    def _grow(self, X: np.ndarray, y_idx: np.ndarray, w: np.ndarray, categories: dict) -> Any:
+        """The ``n_estimators`` trees of Algorithm 1, as one averaged Forest."""
         from tqdm.auto import tqdm
 
         from thrifty.forest.importers import ForestBuilder
 
-        self._check_params()
-        y, self.classes_, y_idx = class_labels(y, type(self).__name__)
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        self.n_classes_ = len(self.classes_)
         n, d = X.shape
-        self.n_fit_rows_ = n
-        self.feature_costs_ = self._feature_costs(d)
         m_features = self._max_features(d)
         n_draw = self._n_samples(n)
         depth = np.iinfo(np.int64).max if self.max_depth is None else int(self.max_depth)
-        rng = np.random.default_rng(self.random_state)
-        y_idx = y_idx.astype(np.int64)
+        rng = _generator(self.random_state)
         width = self.n_classes_ if self.n_classes_ > 2 else 1
         builder = ForestBuilder(width)
-        oob_sum = np.zeros((n, self.n_classes_)) if self.oob_score else None
         self.estimators_samples_ = []
+        # a tree whose sample holds no weight (every drawn row weighs 0) predicts the prior
+        prior = np.bincount(y_idx, weights=w, minlength=self.n_classes_) / w.sum()
         # disable=None: tqdm shows the bar only when stderr is a TTY
-        bar = tqdm(
+        with tqdm(
             total=self.n_estimators,
             desc="BudgetRF trees",
             unit="tree",
             disable=None if self.progress else True,
-        )
-        for _ in range(self.n_estimators):
-            sample = rng.integers(0, n, size=n_draw) if self.bootstrap else np.arange(n, dtype=np.int64)
-            seed = int(rng.integers(0, 2**31 - 1))
-            self.estimators_samples_.append(sample)
-            feature, threshold, left, right, counts = grow_tree(
-                X,
-                y_idx,
-                self.n_classes_,
-                sample,
-                self.feature_costs_,
-                IMPURITY_CODES[self.impurity],
-                float(self.alpha),
-                float(self.power),
-                SPLIT_CODES[self.split],
-                depth,
-                int(self.min_samples_split),
-                m_features,
-                seed,
-            )
-            dist = counts / counts.sum(axis=1, keepdims=True)
-            builder.add_tree(
-                feature,
-                threshold,
-                left,
-                right,
-                dist[:, 1] if self.n_classes_ == 2 else dist,
-                weight=1.0 / self.n_estimators,
-                tree_class=-1 if width > 1 else 0,
-            )
-            if oob_sum is not None:
-                out = np.setdiff1d(np.arange(n), sample)
-                if out.shape[0]:
-                    leaves = tree_leaves(X, out, feature, threshold, left, right)
-                    oob_sum[out] += dist[leaves]
-            bar.update()
-        bar.close()
+        ) as bar:
+            for _ in range(self.n_estimators):
+                sample = rng.integers(0, n, size=n_draw) if self.bootstrap else np.arange(n, dtype=np.int64)
+                seed = int(rng.integers(0, 2**31 - 1))
+                # rows of weight 0 take no part (they would still place thresholds otherwise)
+                sample = sample[w[sample] > 0]
+                self.estimators_samples_.append(sample)
+                feature, threshold, left, right, missing_left, counts = grow_tree(
+                    X,
+                    y_idx,
+                    w,
+                    self.n_classes_,
+                    sample,
+                    self.feature_costs_,
+                    IMPURITY_CODES[self.impurity],
+                    float(self.alpha),
+                    float(self.power),
+                    SPLIT_CODES[self.split],
+                    depth,
+                    int(self.min_samples_split),
+                    m_features,
+                    seed,
+                )
+                total = counts.sum(axis=1, keepdims=True)
+                dist = np.where(total > 0, counts / np.where(total > 0, total, 1.0), prior)
+                builder.add_tree(
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                    dist[:, 1] if self.n_classes_ == 2 else dist,
+                    missing_left=missing_left,
+                    weight=1.0 / self.n_estimators,
+                    tree_class=-1 if width > 1 else 0,
+                )
+                bar.update()
         names = getattr(self, "feature_names_in_", None)
-        self.forest_ = builder.build(
+        return builder.build(
             base_score=np.zeros(width),
             n_features=d,
             link="proba",
             task="binary" if self.n_classes_ == 2 else "multiclass",
             classes=self.classes_,
             feature_names=None if names is None else [str(c) for c in names],
+            categories=categories,
             aggregation="mean",
             source="thrifty:BudgetRFClassifier",
         )
-        if oob_sum is not None:
-            seen = oob_sum.sum(axis=1) > 0
-            if not seen.all():
-                import warnings
 
-                warnings.warn(
-                    f"{int((~seen).sum())} rows were never out of bag; their OOB "
-                    "estimate is NaN (use more trees)",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            with np.errstate(invalid="ignore"):
-                self.oob_decision_function_ = oob_sum / oob_sum.sum(axis=1, keepdims=True)
-            pred = np.argmax(self.oob_decision_function_[seen], axis=1)
-            self.oob_score_ = float(np.mean(pred == y_idx[seen])) if seen.any() else float("nan")
-        return self
+    def _oob(self, X: np.ndarray, y_idx: np.ndarray) -> None:
+        """Out-of-bag class distributions and accuracy of the kept trees."""
+        leaves = self.forest_.apply(X)
+        dist = self.forest_.value[leaves]  # (n, trees, width)
+        if self.n_classes_ == 2:
+            dist = np.concatenate([1.0 - dist, dist], axis=2)
+        oob_sum = (dist * self.oob_mask()[:, :, None]).sum(axis=1)
+        seen = oob_sum.sum(axis=1) > 0
+        if not seen.all():
+            warnings.warn(
+                f"{int((~seen).sum())} rows were never out of bag; their OOB estimate is NaN "
+                "(use more trees)",
+                UserWarning,
+                stacklevel=3,
+            )
+        with np.errstate(invalid="ignore"):
+            self.oob_decision_function_ = oob_sum / oob_sum.sum(axis=1, keepdims=True)
+        pred = np.argmax(self.oob_decision_function_[seen], axis=1)
+        self.oob_score_ = float(np.mean(pred == y_idx[seen])) if seen.any() else float("nan")
 
     def oob_mask(self) -> np.ndarray:
-        """Boolean (n_fit_rows, n_estimators): row ``i`` was out of tree ``t``'s sample."""
+        """Boolean (n_fit_rows, n_estimators_): row ``i`` was out of tree ``t``'s sample."""
         check_is_fitted(self, "forest_")
-        n = self.n_fit_rows_
-        mask = np.ones((n, self.n_estimators), dtype=bool)
+        mask = np.ones((self.n_fit_rows_, len(self.estimators_samples_)), dtype=bool)
         for t, sample in enumerate(self.estimators_samples_):
             mask[sample, t] = False
         return mask
@@ -224,87 +364,62 @@ class BudgetRFClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: Any) -> np.ndarray:
         """Mean of the trees' leaf class distributions, shape (n, n_classes)."""
         check_is_fitted(self, "forest_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.forest_.predict_proba(X)
+        return self.forest_.predict_proba(validate_frame(self, X))
 
     def predict(self, X: Any) -> np.ndarray:
         """The class of highest mean leaf probability."""
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
-    def cost_report(self, X: Any, costs: Any = None) -> Any:
-        """Per-example ``CostReport`` of predicting ``X`` (default: the fit's ``costs``)."""
-        from thrifty.costs import CostModel
-        from thrifty.runtime.evaluate import evaluate
-
-        check_is_fitted(self, "forest_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        if costs is None:
-            costs = self.costs if isinstance(self.costs, CostModel) else CostModel(self.feature_costs_)
-        return evaluate(self.forest_, X, costs).cost
-
-    # ------------------------------------------------------------------ validation
-    def _check_params(self) -> None:
-        def integer(name: str, low: int, none_ok: bool = False) -> None:
-            v = getattr(self, name)
-            if v is None and none_ok:
-                return
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low:
-                raise InputError(f"{name} must be an integer >= {low}, got {v!r}")
-
-        integer("n_estimators", 1)
-        integer("max_depth", 0, none_ok=True)
-        integer("min_samples_split", 2)
-        if self.impurity not in IMPURITY_CODES:
-            raise InputError(f"impurity must be one of {tuple(IMPURITY_CODES)}, got {self.impurity!r}")
-        if self.split not in SPLIT_CODES:
-            raise InputError(f"split must be one of {tuple(SPLIT_CODES)}, got {self.split!r}")
-        if not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha) or self.alpha < 0:
-            raise InputError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
-        if not isinstance(self.power, numbers.Real) or not self.power >= 2:
-            raise InputError(f"power must be a number >= 2, got {self.power!r}")
-        for name in ("bootstrap", "oob_score", "progress"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise InputError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.oob_score and not self.bootstrap:
-            raise InputError("oob_score=True needs bootstrap=True (no row is out of bag otherwise)")
-
-    def _feature_costs(self, d: int) -> np.ndarray:
-        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        costs = costs_for_X(self.costs, names, d)
-        return np.array([costs.acquisition_cost([f]) for f in range(d)], dtype=np.float64)
-
     def _max_features(self, d: int) -> int:
         m = self.max_features
         if m is None:
             return d
-        if isinstance(m, str):
-            if m == "sqrt":
-                return max(1, int(np.sqrt(d)))
-            if m == "log2":
-                return max(1, int(np.log2(d)))
-            raise InputError(f"max_features must be 'sqrt', 'log2', an int, a float or None, got {m!r}")
-        if isinstance(m, numbers.Integral) and not isinstance(m, bool):
-            if not 1 <= int(m) <= d:
+        if m == "sqrt":
+            return max(1, int(np.sqrt(d)))
+        if m == "log2":
+            return max(1, int(np.log2(d)))
+        if isinstance(m, Integral):
+            if int(m) > d:
                 raise InputError(f"max_features={m} must be within [1, n_features={d}]")
             return int(m)
-        if isinstance(m, numbers.Real) and 0.0 < float(m) <= 1.0:
-            return max(1, int(float(m) * d))
-        raise InputError(
-            f"max_features must be 'sqrt', 'log2', an int in [1, {d}], a float in (0, 1] or None, got {m!r}"
-        )
+        return max(1, int(m * d))
 
     def _n_samples(self, n: int) -> int:
         m = self.max_samples
         if m is None:
             return n
-        if isinstance(m, numbers.Integral) and not isinstance(m, bool) and int(m) >= 1:
+        if isinstance(m, Integral):
             return int(m)
-        if isinstance(m, numbers.Real) and 0.0 < float(m) <= 1.0:
-            return max(1, int(round(float(m) * n)))
-        raise InputError(f"max_samples must be None, an int >= 1 or a float in (0, 1], got {m!r}")
+        return max(1, int(round(m * n)))
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         return tags
+
+
+def _generator(random_state: Any) -> np.random.Generator:
+    """A numpy Generator from any scikit-learn ``random_state`` (a RandomState seeds a new one)."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    return np.random.default_rng(random_state)
+
+
+def _coded(X: Any) -> tuple[np.ndarray, dict[int, list]]:
+    """``X`` as the float64 matrix the kernel reads, and the categories of its categorical
+    columns: a DataFrame's ``category`` columns become their codes (missing -> NaN), which the
+    fitted Forest records so that a DataFrame at prediction is coded the same way."""
+    import pandas as pd
+
+    if not (hasattr(X, "columns") and hasattr(X, "iloc")):
+        return X, {}
+    M = to_matrix(X, X.shape[1])
+    if np.isinf(M).any():
+        raise InputError("X contains infinity; replace it (NaN is allowed: it is treated as missing)")
+    categories = {
+        j: list(X.iloc[:, j].cat.categories)
+        for j in range(X.shape[1])
+        if isinstance(X.iloc[:, j].dtype, pd.CategoricalDtype)
+    }
+    return M, categories

@@ -31,18 +31,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import column_or_1d
 
+from thrifty._param_validation import Interval
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
+from thrifty.exceptions import BudgetError, InputError
 from thrifty.train._cegb_base import ClassifierOutputs, CostAwareBoosting, tradeoff_scale
 from thrifty.train._cegb_dask import is_dask
-from thrifty.train._search import BudgetError
 
 __all__ = [
     "BudgetError",
@@ -110,6 +111,11 @@ class _CEGBBase(CostAwareBoosting):
     """LightGBM's CEGB with a thrifty cost model and an optional budget search."""
 
     _task = "regression"
+    _parameter_constraints = {
+        **CostAwareBoosting._parameter_constraints,
+        "num_leaves": [Interval(Integral, 2, None, closed="left")],
+        "max_depth": [Interval(Integral, -1, None, closed="left")],
+    }
 
     def __init__(
         self,
@@ -184,7 +190,7 @@ class _CEGBBase(CostAwareBoosting):
         return Forest.from_model(model), model.booster_
 
     def _train_dask(
-        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: int
+        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: float
     ) -> tuple[Any, Any]:
         """One model trained through ``lightgbm.dask`` with the same parameters as in memory
         (see :mod:`thrifty.train._cegb_dask` for how LightGBM's data-parallel CEGB differs)."""
@@ -220,6 +226,15 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
     examples go and cheap where most go. See the module docstring for how a CostModel's groups
     and dependencies are approximated during training (reported costs are exact).
 
+    ``sample_weight`` weights the loss of Eq. (7), ``sum_i w_i L(y_i, F(x_i))``: LightGBM
+    multiplies each row's gradient and hessian by ``w_i``, so the loss reduction of Eq. (12) is
+    the weighted one. The penalty of Eq. (13) is not weighted: LightGBM's CEGB counts the rows
+    of a leaf (``alpha |I_p|`` and the lazy ``beta sum(1 - C)``), so a row of weight ``k`` pays
+    its split and acquisition penalties once, not ``k`` times (with weights of mean 1 the two
+    scales agree on average), and ``min_child_samples`` counts rows too: integer weights are
+    not the same as repeated rows. The budget is a mean over the calibration rows, weighted by
+    their weights when they have them.
+
     Parameters
     ----------
     costs : CostModel or array-like of shape (n_features,), optional
@@ -230,9 +245,10 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
     budget : float > 0, optional
         Target mean cost per example instead of ``tradeoff``: the trade-off is searched
         (bisection in log space) until the mean cost that :func:`thrifty.evaluate` measures on
-        the calibration data (``eval_set`` of ``fit``, else the training data) is within the
-        budget and within ``tolerance`` of it. Raises :class:`BudgetError` when even a model
-        using no feature costs more.
+        the calibration rows (``calibration`` of ``fit``, else the training rows) is within the
+        budget and within ``tolerance`` of it. Every model trained is a candidate; the most
+        expensive one within the budget is kept (the shared selection rule with no metric).
+        Raises :class:`BudgetError` when none is within it.
     n_estimators, learning_rate, num_leaves, max_depth, min_child_samples
         LightGBM's parameters (best-first growth with ``num_leaves`` leaves per tree).
     lgbm_params : dict, optional
@@ -260,12 +276,16 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
         The cost model aligned to the columns of ``X``.
     tradeoff_ : float
         The trade-off of the fitted model (searched when ``budget`` was given).
+    plan_ : Full
+        ``Full(forest_)``, the plan ``cost_report`` and ``evaluate`` run.
     n_fits_ : int
         Models trained.
     calibration_cost_ : float
-        Mean cost per example on the calibration data.
-    search_history_ : list of (float, float)
-        ``(tradeoff, mean cost)`` of every model the search trained.
+        Mean cost per example on the calibration rows.
+    budget_search_ : DataFrame
+        One row per candidate (``candidate``, ``tradeoff``, ``truncated``, ``cost``,
+        ``metric`` (NaN: cost only), ``chosen``): every model the search trained, in order,
+        then the truncated one when truncation was tried; one row without a budget.
     n_estimators_ : int
         Boosting iterations in ``forest_`` (LightGBM stops early when no split pays for its
         cost; a truncated model keeps fewer than ``booster_`` holds).
@@ -284,32 +304,36 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
 
     _task = "binary"
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None) -> CEGBClassifier:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None) -> CEGBClassifier:
         """Train (searching the trade-off when ``budget`` is set).
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n, n_features), or a Dask DataFrame or Array
-            DataFrame ``category`` columns are LightGBM categorical features. A Dask
-            collection (with ``y``, ``sample_weight`` and ``eval_set`` as Dask collections
-            partitioned like it) trains through ``lightgbm.dask`` on the current
+            DataFrame ``category`` columns are LightGBM categorical features; polars and
+            pyarrow tables are read as pandas DataFrames (names and categories kept). A Dask
+            collection (with ``y``, ``sample_weight`` and the calibration rows as Dask
+            collections partitioned like it) trains through ``lightgbm.dask`` on the current
             ``distributed.Client``, and the budget is measured on the cluster (see
             docs/scale.md: LightGBM's data-parallel CEGB does not charge a trade-off as one
             machine does).
         y : array-like of shape (n,)
         sample_weight : array-like of shape (n,), optional
-        eval_set : array-like, (X_cal, y_cal) or [(X_cal, y_cal)], optional
-            Calibration rows the budget is measured on (only their X is used).
+            Weights of the loss (see the class docstring).
+        calibration : tuple (X_cal, y_cal) or (X_cal, y_cal, sample_weight_cal), optional
+            Rows the budget is measured on (their weighted mean cost); default the training
+            rows, weighted by ``sample_weight``. The search measures cost only, so ``y_cal``
+            is not used beyond its length.
 
         Returns
         -------
         self
         """
         if is_dask(X):
-            return self._fit_dask(X, y, sample_weight, eval_set)
+            return self._fit_dask(X, y, sample_weight, calibration)
         y, self.classes_, _ = class_labels(y, type(self).__name__)
         self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
-        return self._fit(X, y, sample_weight, eval_set, {})
+        return self._fit(X, y, sample_weight, calibration, {})
 
 
 class CEGBRegressor(RegressorMixin, _CEGBBase):
@@ -318,15 +342,15 @@ class CEGBRegressor(RegressorMixin, _CEGBBase):
 
     _task = "regression"
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None) -> CEGBRegressor:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None) -> CEGBRegressor:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
         if is_dask(X):
-            return self._fit_dask(X, y, sample_weight, eval_set)
+            return self._fit_dask(X, y, sample_weight, calibration)
         y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
         if not np.all(np.isfinite(y)):
             raise InputError("y contains NaN or infinity; regression targets must be finite")
         self._n_outputs = 1
-        return self._fit(X, y, sample_weight, eval_set, {})
+        return self._fit(X, y, sample_weight, calibration, {})
 
 
 class CEGBRanker(_CEGBBase):
@@ -347,7 +371,7 @@ class CEGBRanker(_CEGBBase):
         *,
         qid: Any = None,
         sample_weight: Any = None,
-        eval_set: Any = None,
+        calibration: Any = None,
     ) -> CEGBRanker:
         """Train (searching the trade-off when ``budget`` is set).
 
@@ -361,8 +385,8 @@ class CEGBRanker(_CEGBBase):
         qid : array-like of shape (n,), optional
             Query id of each row instead of ``group``. Without either, all rows form one query.
         sample_weight : array-like of shape (n,), optional
-        eval_set : array-like, (X_cal, ...) or [(X_cal, ...)], optional
-            Calibration rows the budget is measured on.
+        calibration : tuple (X_cal, y_cal) or (X_cal, y_cal, sample_weight_cal), optional
+            Rows the budget is measured on (default: the training rows).
 
         Returns
         -------
@@ -379,7 +403,7 @@ class CEGBRanker(_CEGBBase):
         if group.sum() != len(y):
             raise InputError(f"group sizes sum to {int(group.sum())} but y has {len(y)} rows")
         self._n_outputs = 1
-        return self._fit(X, y, sample_weight, eval_set, {"group": group})
+        return self._fit(X, y, sample_weight, calibration, {"group": group})
 
     def predict(self, X: Any) -> np.ndarray:
         """Ranking scores (higher ranks first)."""
@@ -405,7 +429,7 @@ def cegb_frontier(
     costs: CostModel | None,
     *,
     budgets: Sequence[float],
-    eval_set: Any = None,
+    calibration: tuple | None = None,
     test: tuple | None = None,
     qid: Any = None,
     metric: str | None = None,
@@ -421,11 +445,10 @@ def cegb_frontier(
         Prices (None: 1 per feature).
     budgets : sequence of float
         Target mean costs per example; each gets its own budget search.
-    eval_set : calibration data, optional
+    calibration : tuple (X_cal, y_cal), optional
         As in ``fit``; default the training rows.
     test : tuple (X_test, y_test) or (X_test, y_test, qid_test), optional
-        Rows the table is measured on (default: ``eval_set`` when it has labels, else the
-        training rows).
+        Rows the table is measured on (default: ``calibration``, else the training rows).
     qid : array-like, optional
         Query ids of the training rows (ranking: trains :class:`CEGBRanker`).
     metric : str, optional
@@ -457,7 +480,7 @@ def cegb_frontier(
         y,
         costs,
         budgets=budgets,
-        eval_set=eval_set,
+        calibration=calibration,
         test=test,
         qid=qid,
         metric=metric,
@@ -474,7 +497,7 @@ def run_frontier(
     costs: CostModel | None,
     *,
     budgets: Sequence[float],
-    eval_set: Any,
+    calibration: tuple | None,
     test: tuple | None,
     qid: Any,
     metric: str | None,
@@ -495,9 +518,9 @@ def run_frontier(
         est = factory(costs=costs, budget=b, **params)
         try:
             if qid is not None:
-                est.fit(X, y, qid=qid, eval_set=eval_set)
+                est.fit(X, y, qid=qid, calibration=calibration)
             else:
-                est.fit(X, y, eval_set=eval_set)
+                est.fit(X, y, calibration=calibration)
         except BudgetError:
             continue
         models.append(est)
@@ -511,9 +534,7 @@ def run_frontier(
             }
         )
     if test is None:
-        if isinstance(eval_set, list) and len(eval_set) == 1:
-            eval_set = eval_set[0]
-        test = eval_set if isinstance(eval_set, tuple) and len(eval_set) >= 2 else (X, y, qid)
+        test = (calibration[0], calibration[1]) if calibration is not None else (X, y, qid)
     X_t, y_t, q_t = (tuple(test) + (None,))[:3]
     if not models:
         table = pd.DataFrame(

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import column_or_1d
 
+from thrifty._param_validation import Interval
 from thrifty._validation import class_labels
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
@@ -42,7 +44,7 @@ from thrifty.train.cegb import GAIN_SCALE, run_frontier
 __all__ = ["GreedyMiserClassifier", "GreedyMiserRegressor", "greedymiser_frontier", "greedymiser_params"]
 
 
-def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: int) -> dict[str, Any]:
+def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: float) -> dict[str, Any]:
     """LightGBM parameters of GreedyMiser's coupled penalty (Eq. (13) with ``beta = alpha = 0``).
 
     Parameters
@@ -50,8 +52,9 @@ def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: int) -> dict[s
     costs : CostModel
     tradeoff : float >= 0
         The paper's lambda (``cegb_tradeoff = 2 * tradeoff``, as for CEGB).
-    n_rows : int
-        Training rows: a feature's first use is charged as if every example acquired it.
+    n_rows : float
+        Training examples, counted by weight (their total ``sample_weight``): a feature's
+        first use is charged as if every example acquired it.
 
     Returns
     -------
@@ -69,6 +72,10 @@ def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: int) -> dict[s
 
 class _GreedyMiserBase(CostAwareBoosting):
     _task = "regression"
+    _parameter_constraints = {
+        **CostAwareBoosting._parameter_constraints,
+        "max_depth": [Interval(Integral, 1, 16, closed="both")],
+    }
 
     def __init__(
         self,
@@ -103,9 +110,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         self.n_jobs = n_jobs
         self.progress = progress
 
-    def _params(self, tradeoff: float, n_rows: int) -> dict[str, Any]:
-        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
-            raise InputError(f"max_depth must be an integer in [1, 16], got {self.max_depth!r}")
+    def _params(self, tradeoff: float, n_rows: float) -> dict[str, Any]:
         params = {
             "learning_rate": float(self.learning_rate),
             "max_depth": int(self.max_depth),
@@ -132,7 +137,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         import lightgbm
 
         n = X.shape[0]
-        params = self._params(tradeoff, n)
+        params = self._params(tradeoff, n if sample_weight is None else float(np.sum(sample_weight)))
         target, init, objective, n_out = self._objective(y, sample_weight)
         params["objective"] = objective
         if n_out > 1:
@@ -147,7 +152,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         return self._forest(booster, init), booster
 
     def _train_dask(
-        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: int
+        self, client: Any, X: Any, y: Any, sample_weight: Any, tradeoff: float, n_rows: float
     ) -> tuple[Any, Any]:
         """One model trained through ``lightgbm.dask`` (binary and regression): the same
         parameters as in memory, the unit-hessian objective and the initial score per row."""
@@ -226,6 +231,13 @@ def _unit_hessian(link: str, weight: Any) -> Any:
 class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase):
     """GreedyMiser classifier (Xu et al. 2012) as the CEGB special case (Peter et al. 2017, 4.3).
 
+    ``sample_weight`` weights both terms of Eq. (7) of Peter et al.: each row's gradient and
+    (unit) hessian are multiplied by ``w_i``, so the loss is ``sum_i w_i L(y_i, F(x_i))``, and
+    a feature's coupled penalty charges the examples by weight, ``lambda * c_f * sum_i w_i``
+    (see :func:`greedymiser_params`); ``init_score_`` is the weighted prior (weighted mean for
+    regression). ``min_child_samples`` and LightGBM's histogram bins still count rows, so
+    integer weights equal repeated rows only up to them.
+
     Parameters
     ----------
     costs : CostModel or array-like of shape (n_features,), optional
@@ -253,22 +265,22 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
         plus ``init_score_``.
     booster_ : lightgbm.Booster
     init_score_ : ndarray of shape (n_outputs,)
-    costs_, tradeoff_, n_fits_, calibration_cost_, search_history_, n_estimators_, truncated_,
-    classes_, n_features_in_, feature_names_in_
+    costs_, plan_, tradeoff_, n_fits_, calibration_cost_, budget_search_, n_estimators_,
+    truncated_, classes_, n_features_in_, feature_names_in_
         As in :class:`CEGBClassifier`.
     """
 
     _task = "binary"
 
     def fit(
-        self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None
     ) -> GreedyMiserClassifier:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
         if is_dask(X):
-            return self._fit_dask(X, y, sample_weight, eval_set)
+            return self._fit_dask(X, y, sample_weight, calibration)
         _, self.classes_, codes = class_labels(y, type(self).__name__)
         self._n_outputs = 1 if len(self.classes_) == 2 else len(self.classes_)
-        return self._fit(X, codes, sample_weight, eval_set, {})
+        return self._fit(X, codes, sample_weight, calibration, {})
 
     def _objective(self, codes: np.ndarray, weight: Any) -> tuple[np.ndarray, np.ndarray, Any, int]:
         w = np.ones(len(codes)) if weight is None else np.asarray(weight, dtype=np.float64)
@@ -305,15 +317,17 @@ class GreedyMiserRegressor(RegressorMixin, _GreedyMiserBase):
 
     _task = "regression"
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, eval_set: Any = None) -> GreedyMiserRegressor:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None
+    ) -> GreedyMiserRegressor:
         """Train (searching the trade-off when ``budget`` is set); see :meth:`CEGBClassifier.fit`."""
         if is_dask(X):
-            return self._fit_dask(X, y, sample_weight, eval_set)
+            return self._fit_dask(X, y, sample_weight, calibration)
         y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
         if not np.all(np.isfinite(y)):
             raise InputError("y contains NaN or infinity; regression targets must be finite")
         self._n_outputs = 1
-        return self._fit(X, y, sample_weight, eval_set, {})
+        return self._fit(X, y, sample_weight, calibration, {})
 
     def _objective(self, y: np.ndarray, weight: Any) -> tuple[np.ndarray, np.ndarray, Any, int]:
         init = np.array([np.average(y, weights=weight)])
@@ -333,7 +347,7 @@ def greedymiser_frontier(
     costs: CostModel | None,
     *,
     budgets: Sequence[float],
-    eval_set: Any = None,
+    calibration: tuple | None = None,
     test: tuple | None = None,
     metric: str | None = None,
     return_models: bool = False,
@@ -355,7 +369,7 @@ def greedymiser_frontier(
         y,
         costs,
         budgets=budgets,
-        eval_set=eval_set,
+        calibration=calibration,
         test=test,
         qid=None,
         metric=metric,

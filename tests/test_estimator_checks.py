@@ -15,6 +15,7 @@ from sklearn.base import ClassifierMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.frozen import FrozenEstimator
+from sklearn.tree import DecisionTreeClassifier
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval
@@ -30,8 +31,10 @@ from thrifty.estimator_checks import (
 )
 from thrifty.forest import Forest
 from thrifty.order import QWYCClassifier
+from thrifty.prune import BudgetPrunedClassifier
 from thrifty.runtime import Full, evaluate
 from thrifty.train import (
+    ADAPTClassifier,
     BudgetRFClassifier,
     CEGBClassifier,
     CEGBRanker,
@@ -121,7 +124,28 @@ def case(est, budgets=(8.0, 14.0, 30.0)):
     return BudgetCase(est, X, y, budgets=list(budgets), costs=PRICES)
 
 
-CASES = [case(PrefixForest())]
+CASES = [
+    case(PrefixForest()),
+    # ADAPT: a gate and a low-cost model in front of a tree fitted on the training rows
+    case(
+        ADAPTClassifier(
+            DecisionTreeClassifier(max_depth=3, random_state=0),
+            n_estimators=5,
+            n_iter=1,
+            p_full_grid=(0.1, 0.5),
+            gamma_grid=(1.0, 1e-3),
+            progress=False,
+        ),
+        budgets=(5.0, 12.0, 30.0),
+    ),
+    # BudgetPrune: every pruning on the lambda path of a random forest
+    case(
+        BudgetPrunedClassifier(
+            RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0), progress=False
+        ),
+        budgets=(4.0, 8.0, 30.0),
+    ),
+]
 
 # order + cascade: QWYC on a frozen fitted LightGBM (no labels needed), Cronus fitting its own
 _GBT = lightgbm.LGBMClassifier(n_estimators=12, num_leaves=4, verbose=-1, n_jobs=1)

@@ -52,8 +52,8 @@ ESTIMATORS = {
     "CEGB": lambda X, c: CEGBClassifier(costs=c, n_estimators=8, progress=False),
     "GreedyMiser": lambda X, c: GreedyMiserClassifier(costs=c, n_estimators=8, progress=False),
     "BudgetRF": lambda X, c: BudgetRFClassifier(6, costs=c, max_depth=4, random_state=0, progress=False),
-    "ADAPT": lambda X, c: ADAPTClassifier(_rf(X), c, n_estimators=8, progress=False),
-    "BudgetPrune": lambda X, c: BudgetPrunedClassifier(_rf(X), c, lam=0.01, progress=False),
+    "ADAPT": lambda X, c: ADAPTClassifier(_rf(X), costs=c, n_estimators=8, progress=False),
+    "BudgetPrune": lambda X, c: BudgetPrunedClassifier(_rf(X), costs=c, lam=0.01, progress=False),
     "Cronus": lambda X, c: CronusClassifier(_cegb(X), costs=c, n_stages=2, n_lams=2, progress=False),
     "QWYC": lambda X, c: QWYCClassifier(_cegb(X), costs=c, progress=False),
 }
@@ -127,7 +127,7 @@ def test_budget_prune_refuses_a_boosted_model_and_says_what_to_use():
     "make",
     [
         # a LightGBM random forest, which BudgetPrune prunes
-        lambda m, c: BudgetPrunedClassifier(m["rf"], c, lam=0.01, progress=False),
+        lambda m, c: BudgetPrunedClassifier(m["rf"], costs=c, lam=0.01, progress=False),
         lambda m, c: CronusClassifier(m["gbdt"], costs=c, n_stages=2, n_lams=2, progress=False),
         lambda m, c: QWYCClassifier(m["gbdt"], costs=c, progress=False),
     ],

@@ -278,8 +278,8 @@ def test_leaves_predict_the_class_distribution_of_their_examples():
     [
         ({}, "exactly one of"),
         ({"lam": 0.1, "budget": 1.0}, "exactly one of"),
-        ({"lam": -1.0}, "lam must be"),
-        ({"lam": 0.1, "mode": "trees"}, "mode must be"),
+        ({"lam": -1.0}, "budget_prune: lam must be a float >= 0 or None, got -1.0"),
+        ({"lam": 0.1, "mode": "trees"}, "budget_prune: mode must be a str among 'ensemble', 'individual'"),
     ],
 )
 def test_errors(kwargs, match):

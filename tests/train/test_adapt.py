@@ -1,6 +1,6 @@
 """ADAPT: the q-step, the three methods, exact costs of the fitted Gated plan, the estimator."""
 
-import json
+import pickle
 
 import numpy as np
 import pytest
@@ -10,8 +10,9 @@ from sklearn.svm import SVC
 from sklearn.tree import DecisionTreeClassifier
 
 from thrifty.costs import CostModel
+from thrifty.exceptions import BudgetError, InvalidParameterError
 from thrifty.forest import Forest
-from thrifty.runtime import Gated, Linear, array_provider, evaluate, plan_from_dict
+from thrifty.runtime import Full, Gated, Linear, Opaque, array_provider, evaluate
 from thrifty.train.adapt import ADAPTClassifier, q_step
 
 # ------------------------------------------------------------------------------------ q-step
@@ -100,7 +101,7 @@ FAST = {"n_estimators": 15, "n_iter": 3, "progress": False}
 def test_p_full_zero_routes_everything_to_f1(binary, method):
     X, y, Xt, _, hpc = binary
     est = ADAPTClassifier(hpc, method=method, p_full=0.0, **FAST).fit(X, y)
-    assert np.all(est.fit_.q == 0)
+    assert np.all(est.result_.q == 0)
     for data in (X, Xt):
         ev = evaluate(est.plan_, data)
         assert np.all(ev.exit == 0)
@@ -126,7 +127,7 @@ def test_plan_is_gated_and_routes_by_gate_sign(binary, method):
     assert est.predict_proba(Xt).shape == (len(Xt), 2)
     # the oracle q honours the constraint
     if method != "l1":
-        assert est.fit_.q.mean() <= 0.3 + 1e-9
+        assert est.result_.q.mean() <= 0.3 + 1e-9
 
 
 def test_larger_gamma_uses_fewer_features(binary):
@@ -149,7 +150,7 @@ def test_gbrt_prefers_the_cheap_equivalent_feature():
     y = (z > 0).astype(int)
     hpc = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, y)
     costs = CostModel([100.0, 1.0, 1.0])
-    est = ADAPTClassifier(hpc, costs, p_full=0.1, gamma=1e-3, **FAST).fit(X, y)
+    est = ADAPTClassifier(hpc, costs=costs, p_full=0.1, gamma=1e-3, **FAST).fit(X, y)
     used = est.gate_.feature_usage() + est.low_.feature_usage()
     assert used[1] > 0 and used[0] == 0
 
@@ -188,7 +189,7 @@ def test_reported_cost_equals_cost_recomputed_by_hand(method):
     )
     hpc = RandomForestClassifier(n_estimators=8, max_depth=5, random_state=1, n_jobs=1).fit(X, y)
     est = ADAPTClassifier(
-        hpc, costs, method=method, p_full=0.4, gamma=1e-4 if method == "gbrt" else 0.05, **FAST
+        hpc, costs=costs, method=method, p_full=0.4, gamma=1e-4 if method == "gbrt" else 0.05, **FAST
     ).fit(X, y)
     ev = evaluate(est.plan_, X, costs)
     high = Forest.from_model(hpc)
@@ -200,7 +201,6 @@ def test_reported_cost_equals_cost_recomputed_by_hand(method):
         for f in feats:
             units.update(costs.closure_units[costs.closure_ptr[f] : costs.closure_ptr[f + 1]].tolist())
         assert ev.cost.feature[i] == pytest.approx(sum(costs.unit_cost[u] for u in units)), i
-    assert ev.cost.mean == pytest.approx(est.cost_report(X).mean)
     assert 0 < ev.cost.mean < costs.acquisition_cost(names)
 
 
@@ -213,48 +213,55 @@ def test_dense_and_lazy_evaluation_agree(binary):
     np.testing.assert_allclose(dense.cost.total, lazy.cost.total)
 
 
-def test_plan_json_round_trip(binary):
-    X, y, Xt, _, hpc = binary
-    est = ADAPTClassifier(hpc, p_full=0.3, **FAST).fit(X, y)
-    back = plan_from_dict(json.loads(est.plan_.to_json()))
-    a, b = evaluate(est.plan_, Xt), evaluate(back, Xt)
-    np.testing.assert_array_equal(a.labels, b.labels)
-    np.testing.assert_allclose(a.cost.total, b.cost.total)
-
-
 # ------------------------------------------------------------------------------ hpc kinds
 def test_unfitted_hpc_is_cloned_and_fitted(binary):
     X, y, _, _, _ = binary
     proto = DecisionTreeClassifier(max_depth=3, random_state=0)
     est = ADAPTClassifier(proto, p_full=0.2, **FAST).fit(X, y)
     assert not hasattr(proto, "tree_")
-    assert est.hpc_exact_ and hasattr(est.hpc_, "tree_")
+    assert hasattr(est.hpc_, "tree_") and isinstance(est.plan_.high, Full)
 
 
-def test_black_box_hpc_is_charged_its_features(binary):
+class _SignSVC(SVC):
+    """An SVC whose probabilities are its hard decision (an honest black box, fast)."""
+
+    def predict_proba(self, X):
+        up = self.decision_function(X) > 0
+        return np.column_stack([~up, up]).astype(float)
+
+
+def test_black_box_hpc_is_an_opaque_plan_charged_its_features(binary):
     X, y, Xt, _, _ = binary
-    svc = SVC(random_state=0).fit(X, y)
-    svc.predict_proba = lambda Z: np.column_stack(
-        [1 - (svc.decision_function(Z) > 0), (svc.decision_function(Z) > 0)]
-    ).astype(float)
-    est = ADAPTClassifier(svc, p_full=0.5, hpc_features=[0, 2, 3], **{**FAST, "n_iter": 8}).fit(X, y)
-    assert not est.hpc_exact_
+    cols = [0, 2, 3]
+    svc = _SignSVC(random_state=0).fit(X[:, cols], y)  # it reads three of the six features
+    est = ADAPTClassifier(svc, p_full=0.5, hpc_features=cols, **{**FAST, "n_iter": 8}).fit(X, y)
+    assert isinstance(est.plan_.high, Opaque)
     ev = evaluate(est.plan_, Xt)
     high = ev.exit == 1
     assert high.any()
-    assert np.all(ev.cost.acquired[high][:, [0, 2, 3]])
-    np.testing.assert_array_equal(est.predict(Xt)[high], svc.predict(Xt[high]))
+    # every example sent on pays exactly the gate's features and the hpc's three
+    gate_only = evaluate(est.gate_, Xt).cost.acquired
+    expect = gate_only[high] | np.isin(np.arange(6), cols)
+    np.testing.assert_array_equal(ev.cost.acquired[high], expect)
+    # its labels and probabilities are the black box's, through the plan alone
+    np.testing.assert_array_equal(ev.labels[high], svc.predict(Xt[high][:, cols]))
+    np.testing.assert_array_equal(est.predict_proba(Xt)[high], svc.predict_proba(Xt[high][:, cols]))
+    # unfitted, it is fitted on its columns
+    est = ADAPTClassifier(_SignSVC(random_state=0), p_full=0.5, hpc_features=cols, **FAST).fit(X, y)
+    assert est.hpc_.n_features_in_ == 3
+    with pytest.raises(ValueError, match="fitted on 3 features but hpc_features lists 6"):
+        ADAPTClassifier(svc, **FAST).fit(X, y)
 
 
 def test_errors_name_the_problem(binary):
     X, y, _, _, hpc = binary
     with pytest.raises(ValueError, match="X has 6 features, but costs= prices 3"):
-        ADAPTClassifier(hpc, [1.0, 2.0, 3.0], **FAST).fit(X, y)
+        ADAPTClassifier(hpc, costs=[1.0, 2.0, 3.0], **FAST).fit(X, y)
     with pytest.raises(ValueError, match="cost of feature"):
-        ADAPTClassifier(hpc, [1.0, -2.0, 3.0, 1, 1, 1], **FAST).fit(X, y)
-    with pytest.raises(ValueError, match="method must be one of"):
+        ADAPTClassifier(hpc, costs=[1.0, -2.0, 3.0, 1, 1, 1], **FAST).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="ADAPTClassifier: method must be a str among"):
         ADAPTClassifier(hpc, method="svm").fit(X, y)
-    with pytest.raises(TypeError, match="no predict_proba"):
+    with pytest.raises(TypeError, match="hpc must be None, an object with predict_proba()"):
         ADAPTClassifier(object(), **FAST).fit(X, y)
     with pytest.raises(ValueError, match="hpc predicts classes"):
         ADAPTClassifier(hpc, **FAST).fit(X, y + 5)
@@ -263,32 +270,55 @@ def test_errors_name_the_problem(binary):
         est.predict(X[:, :4])
 
 
-# ------------------------------------------------------------------------------ budget
-def test_budget_picks_the_most_accurate_system_within_budget(binary):
-    X, y, Xt, yt, hpc = binary
-    kw = {"p_full_grid": (0.1, 0.3), "gamma_grid": (1e-2, 1e-3), "random_state": 0, **FAST}
-    loose = ADAPTClassifier(hpc, budget=6.0, **kw).fit(X, y)
-    tight = ADAPTClassifier(hpc, budget=2.5, **kw).fit(X, y)
-    for est in (loose, tight):
-        assert len(est.sweep_) == 4
-        ok = [r for r in est.sweep_ if r["mean_cost"] <= est.budget]
-        best = max(r["accuracy"] for r in ok)
-        chosen = [
-            r
-            for r in ok
-            if r["p_full"] == est.best_params_["p_full"] and r["gamma"] == est.best_params_["gamma"]
-        ][0]
-        assert chosen["accuracy"] == best
-    with pytest.raises(ValueError, match="below the cheapest system"):
-        ADAPTClassifier(hpc, budget=0.0, **{**kw, "gamma_grid": (1e-5,)}).fit(X, y)
+def test_an_importer_error_surfaces_instead_of_a_black_box(binary):
+    """Only "no importer for this type" makes a black box: a tree model the importer refuses
+    raises its error rather than being charged every feature silently."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X, y, _, _, _ = binary
+    gb = GradientBoostingClassifier(loss="exponential", n_estimators=3, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="exponential"):
+        ADAPTClassifier(gb, **FAST).fit(X, y)
 
 
-def test_budget_with_calibration_set(binary):
-    X, y, Xt, yt, hpc = binary
+def test_an_hpc_refitted_in_place_is_imported_again(binary):
+    X, y, Xt, _, _ = binary
+    hpc = DecisionTreeClassifier(max_depth=1, random_state=0).fit(X, y)
+    est = ADAPTClassifier(hpc, p_full=0.5, **FAST).fit(X, y)
+    assert est.plan_.high.forest.n_nodes == 3
+    hpc.set_params(max_depth=5).fit(X, y)  # same object, new trees
+    est.fit(X, y)
+    fresh = Forest.from_model(hpc)
+    assert est.plan_.high.forest.n_nodes == fresh.n_nodes > 3
+    np.testing.assert_array_equal(evaluate(est.plan_.high, Xt).raw, evaluate(fresh, Xt).raw)
+
+
+def test_the_l1_memo_lives_in_one_fit_only(binary):
+    """The L1 steps shared across p_full are kept for one budget sweep, never on the estimator
+    (nor in its pickle)."""
+    X, y, _, _, hpc = binary
+    X, y = np.tile(X, (4, 1)), np.tile(y, 4)
     est = ADAPTClassifier(
-        hpc, method="lin", budget=4.0, p_full_grid=(0.2,), gamma_grid=(0.1, 0.01), **FAST
-    ).fit(X, y, calibration=(Xt, yt))
-    assert est.cost_report(Xt).mean <= 4.0 + 1e-9
+        hpc, method="l1", budget=1e9, p_full_grid=(0.1, 0.3), gamma_grid=(0.1, 0.01), progress=False
+    ).fit(X, y)
+    assert len(est.budget_search_) == 4
+    assert {k for k in vars(est) if k.startswith("_")} <= {"_high"}
+    parts = (est.result_, est.plan_, est.hpc_, est.budget_search_, est.costs_, est.classes_)
+    # the memo held a score per training row and gamma (2 x 2400 floats = 38 kB)
+    assert len(pickle.dumps(est)) < len(pickle.dumps(parts)) + 4000
+
+
+# ------------------------------------------------------------------------------ budget
+def test_budget_sweeps_the_grids_and_names_the_cheapest_when_none_fits(binary):
+    X, y, _, _, hpc = binary
+    kw = {"p_full_grid": (0.1, 0.3), "gamma_grid": (1e-2, 1e-3), "random_state": 0, **FAST}
+    est = ADAPTClassifier(hpc, budget=6.0, **kw).fit(X, y)
+    table = est.budget_search_
+    assert len(table) == 4 and set(table["p_full"]) == {0.1, 0.3} and set(table["gamma"]) == {1e-2, 1e-3}
+    chosen = table[table["chosen"]].iloc[0]
+    assert (est.p_full_, est.gamma_) == (chosen["p_full"], chosen["gamma"])
+    with pytest.raises(BudgetError, match="no model meets budget=0"):
+        ADAPTClassifier(hpc, budget=0.0, **{**kw, "gamma_grid": (1e-5,)}).fit(X, y)
 
 
 def test_function_layer_on_arrays(binary):
@@ -338,8 +368,9 @@ def test_truncate_lin_keeps_the_strongest_features_exactly(binary):
 
 
 def test_lin_objective_matches_its_formula(binary):
-    from thrifty.train._adapt_linear import Standardizer
-    from thrifty.train.adapt import ADAPTProblem, _losses, adapt_lin, lin_objective
+    from thrifty.train._adapt_group_sparse import Standardizer
+    from thrifty.train._adapt_problem import losses as _losses
+    from thrifty.train.adapt import ADAPTProblem, adapt_lin, lin_objective
 
     X, y, _, _, hpc = binary
     prob = ADAPTProblem.build(X, y, hpc.predict_proba(X))
@@ -357,9 +388,93 @@ def test_lin_objective_matches_its_formula(binary):
 
 def test_max_features_applies_to_lin_only(binary):
     X, y, _, _, hpc = binary
-    with pytest.raises(ValueError, match="max_features applies to method='lin' only"):
+    with pytest.raises(InvalidParameterError, match="max_features applies to method='lin' only"):
         ADAPTClassifier(hpc, method="gbrt", max_features=2, **FAST).fit(X, y)
-    with pytest.raises(ValueError, match="max_features must be an integer >= 1"):
+    with pytest.raises(InvalidParameterError, match="max_features must be an int >= 1 or None, got 0"):
         ADAPTClassifier(hpc, method="lin", max_features=0, **FAST).fit(X, y)
     est = ADAPTClassifier(hpc, method="lin", gamma=1e-3, max_features=1, **FAST).fit(X, y)
     assert (est.gate_.feature_usage() | est.low_.feature_usage()).astype(bool).sum() == 1
+
+
+# ------------------------------------------------------------------------------ sample weights
+@pytest.mark.parametrize("method", ["gbrt", "lin", "l1"])
+def test_integer_weights_equal_repeated_rows_and_zero_drops_the_row(binary, method):
+    X, y, Xt, _, hpc = binary
+    X, y = X[:300], y[:300]
+    w = np.random.default_rng(0).integers(0, 4, size=len(y))  # a quarter of the rows dropped
+    kw = {"method": method, "p_full": 0.3, **({} if method == "l1" else FAST)}
+    weighted = ADAPTClassifier(hpc, **kw).fit(X, y, sample_weight=w)
+    repeated = ADAPTClassifier(hpc, **kw).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    np.testing.assert_array_equal(weighted.route(Xt), repeated.route(Xt))
+    np.testing.assert_array_equal(weighted.predict(Xt), repeated.predict(Xt))
+    np.testing.assert_allclose(weighted.predict_proba(Xt), repeated.predict_proba(Xt), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        np.repeat(weighted.result_.q, w[w > 0]), repeated.result_.q, rtol=1e-6, atol=1e-9
+    )
+    # and the weights matter: unweighted, the same rows give another model
+    plain = ADAPTClassifier(hpc, **kw).fit(X, y)
+    assert not np.allclose(plain.predict_proba(Xt), weighted.predict_proba(Xt))
+
+
+def test_weighted_calibration_measures_weighted_cost_and_accuracy(binary):
+    X, y, Xt, yt, hpc = binary
+    w = np.where(yt == 1, 3.0, 1.0)
+    est = ADAPTClassifier(hpc, budget=1e9, p_full_grid=(0.3,), gamma_grid=(1e-3,), **FAST).fit(
+        X, y, calibration=(Xt, yt, w)
+    )
+    ev = evaluate(est.plan_, Xt)
+    row = est.budget_search_.iloc[0]
+    assert row["cost"] == pytest.approx(np.average(ev.cost.total, weights=w))
+    assert row["metric"] == pytest.approx(np.average(est.predict(Xt) == yt, weights=w))
+
+
+# ------------------------------------------------------------------------------ input kinds
+def _categorical_frame(n, seed):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["red", "green", "blue"], size=n)
+    x1, x2 = rng.standard_normal(n), rng.standard_normal(n)
+    y = ((colour == "red") ^ (x1 > 0.3)).astype(int)
+    X = pd.DataFrame(
+        {"colour": pd.Categorical(colour, categories=["blue", "green", "red"]), "x1": x1, "x2": x2}
+    )
+    return X, y
+
+
+def test_a_categorical_frame_goes_through_to_the_hpc():
+    lightgbm = pytest.importorskip("lightgbm")
+    X, y = _categorical_frame(600, 0)
+    Xt, yt = _categorical_frame(300, 1)
+    hpc = lightgbm.LGBMClassifier(
+        n_estimators=20, num_leaves=8, min_child_samples=5, n_jobs=1, verbose=-1
+    ).fit(X, y)
+    costs = {"colour": 1.0, "x1": 2.0, "x2": 4.0}
+    est = ADAPTClassifier(hpc, costs=costs, p_full=0.3, **FAST).fit(X, y)
+    assert list(est.feature_names_in_) == ["colour", "x1", "x2"]
+    assert est.costs_.feature_costs.tolist() == [1.0, 2.0, 4.0]
+    # the gate and f1 split on the hpc's category codes; a frame with the categories in
+    # another order is coded the same way
+    shuffled = Xt.assign(colour=Xt["colour"].cat.reorder_categories(["red", "blue", "green"]))
+    np.testing.assert_array_equal(est.predict(Xt), est.predict(shuffled))
+    assert np.mean(est.predict(Xt) == yt) > 0.9
+    with pytest.raises(ValueError, match="method='lin' needs numeric features"):
+        ADAPTClassifier(hpc, method="lin", **FAST).fit(X, y)
+
+
+def test_polars_and_pyarrow_frames_equal_pandas(binary):
+    import pandas as pd
+
+    X, y, Xt, _, hpc = binary
+    names = [f"f{i}" for i in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    hpc = RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0).fit(frame, y)
+    ref = ADAPTClassifier(hpc, **FAST).fit(frame, y).predict_proba(pd.DataFrame(Xt, columns=names))
+    for module in ("polars", "pyarrow"):
+        lib = pytest.importorskip(module)
+        table = lib.Table.from_pandas(frame) if module == "pyarrow" else lib.from_pandas(frame)
+        test = pd.DataFrame(Xt, columns=names)
+        test = lib.Table.from_pandas(test) if module == "pyarrow" else lib.from_pandas(test)
+        est = ADAPTClassifier(hpc, **FAST).fit(table, y)
+        assert list(est.feature_names_in_) == names
+        np.testing.assert_array_equal(est.predict_proba(test), ref)

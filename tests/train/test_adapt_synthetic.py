@@ -34,7 +34,7 @@ def test_synthetic1_gate_sends_the_ambiguous_centre_to_f0():
     f0 = _svc(X, y, C=10, gamma=2.0)
     est = ADAPTClassifier(
         f0,
-        CostModel([0.0, 0.0]),
+        costs=CostModel([0.0, 0.0]),
         p_full=0.3,
         n_estimators=60,
         max_depth=3,
@@ -71,10 +71,10 @@ def _best_cost_at_full_accuracy(method, X, y, f0, gammas, p_fulls, **kw):
     for p_full in p_fulls:
         for gamma in gammas:
             est = ADAPTClassifier(
-                f0, [1.0, 1.0], method=method, p_full=p_full, gamma=gamma, progress=False, **kw
+                f0, costs=[1.0, 1.0], method=method, p_full=p_full, gamma=gamma, progress=False, **kw
             ).fit(X, y)
             ev = evaluate(est.plan_, X, est.costs_)
-            if np.mean(est._labels(ev, X) == y) >= 0.995:
+            if np.mean(ev.labels == y) >= 0.995:
                 best = min(best, ev.cost.mean)
     return best
 
@@ -101,7 +101,7 @@ def test_synthetic2_adapt_lin_reaches_1_5(seed):
     X, y = synthetic2(seed=seed)
     f0 = _svc(X, y)
     est = ADAPTClassifier(
-        f0, [1.0, 1.0], method="lin", p_full=0.5, gamma=1e-4, n_iter=50, max_features=1, progress=False
+        f0, costs=[1.0, 1.0], method="lin", p_full=0.5, gamma=1e-4, n_iter=50, max_features=1, progress=False
     ).fit(X, y)
     assert np.all(est.gate_.coef[0] == 0.0) and np.all(est.low_.coef[0] == 0.0)  # feature 1 never bought
     for Xe, ye in ((X, y), synthetic2(seed=seed + 10)):
@@ -164,7 +164,7 @@ def test_thyroid_real_costs_derived_feature_priced(data_home):
     # the benchmark's settings: with fewer rounds and iterations q stays soft, no split repays a
     # lab test and the model stays constant (the majority class)
     est = ADAPTClassifier(
-        f0, ds.costs, p_full=0.35, gamma=1e-3, n_estimators=100, max_depth=4, n_iter=6, progress=False
+        f0, costs=ds.costs, p_full=0.35, gamma=1e-3, n_estimators=100, max_depth=4, n_iter=6, progress=False
     ).fit(X, y)
     ev = evaluate(est.plan_, Xt, ds.costs)
     assert np.mean(est.predict(Xt) == yt) >= np.mean(ev0.labels == yt) - 0.01

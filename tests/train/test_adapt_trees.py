@@ -34,6 +34,7 @@ def _grow(X, r, costs, acquired, gamma, depth=1, min_leaf=3):
         binner.transform(X),
         binner.n_bins,
         r,
+        np.ones_like(r),
         -r,
         np.ones_like(r),
         acq,
@@ -44,7 +45,7 @@ def _grow(X, r, costs, acquired, gamma, depth=1, min_leaf=3):
         depth,
         min_leaf,
         0.0,
-        len(r),
+        float(len(r)),
     )
     return tree, binner, acq
 

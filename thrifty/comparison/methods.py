@@ -483,7 +483,7 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
             lambda p=p_full, g=gamma: (
                 ADAPTClassifier(
                     hpc,
-                    ctx.costs,
+                    costs=ctx.costs,
                     method=kind,
                     p_full=p,
                     gamma=g,

@@ -34,9 +34,11 @@ class ClosureProblem:
     Nodes ``0 .. n_split - 1`` are the forest's split nodes (``split_node``); the others are the
     merged ``w`` nodes. Weights at ``lam`` are ``a + lam * b`` (the (IP3) objective times
     ``N T``); ``node_value`` is what each forest node predicts when it is a leaf, ``counts`` the
-    class counts it is computed from. ``cost`` is
+    (weighted) class counts it is computed from. ``cost`` is
     each node's share of the ensemble's mean cost per example times ``N T`` (the runtime's
-    cost whatever ``mode`` is), ``e_root`` the error count of the root-only forest.
+    cost whatever ``mode`` is), ``e_root`` the error count of the root-only forest. With
+    example weights (``weight``, one per row) every count is a sum of weights and ``N``
+    (``n_examples``) their total; ``count_mask`` is the rows each tree counts (None: all).
     """
 
     a: np.ndarray
@@ -49,9 +51,11 @@ class ClosureProblem:
     counts: np.ndarray
     node_value: np.ndarray
     e_root: float
-    n_examples: int
+    n_examples: float
     n_trees: int
     fixed_cost: float
+    weight: np.ndarray
+    count_mask: np.ndarray | None = None
 
     @property
     def n_split(self) -> int:
@@ -81,6 +85,7 @@ def build_problem(
     evaluation: bool,
     leaf_class: np.ndarray | None = None,
     count_mask: np.ndarray | None = None,
+    sample_weight: np.ndarray | None = None,
 ) -> ClosureProblem:
     """Walk every example through every tree and assemble the closure problem.
 
@@ -90,15 +95,20 @@ def build_problem(
     split may *raise* the error (``a_h > 0``). Other nodes vote for their majority class.
     ``count_mask`` (n, n_trees) limits the examples counted in tree ``t``'s errors to
     ``count_mask[:, t]`` (e.g. its out-of-bag rows); the others (its in-bag rows) then decide
-    what a node votes for and its class distribution. Costs count every row.
+    what a node votes for and its class distribution. Costs count every row. ``sample_weight``
+    (positive, one per row) makes example ``i`` count ``w_i`` times: in the errors ``e_h`` and
+    the cost term of (IP3), in the votes and leaf distributions, and in the mean cost.
     """
-    n, T = X.shape[0], forest.n_trees
+    T = forest.n_trees
+    weight = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    n = float(weight.sum())
     unit_cost = np.asarray(costs.unit_cost, dtype=np.float64)
     use_mask = count_mask is not None
     mask = np.ascontiguousarray(count_mask, dtype=np.bool_) if use_mask else np.zeros((0, 0), dtype=np.bool_)
     counts, others, node_cost, pair_ptr, pair_nodes, pair_cost = _walk(
         X,
         cls,
+        weight,
         n_classes,
         use_mask,
         mask,
@@ -136,7 +146,7 @@ def build_problem(
         errors[fixed] = counts[fixed].sum(axis=1) - counts[fixed, leaf_class[fixed]]
     left = forest.children_left[split_node]
     right = forest.children_right[split_node]
-    a = (errors[left] + errors[right] - errors[split_node]).astype(np.float64)
+    a = errors[left] + errors[right] - errors[split_node]
     e_root = float(errors[forest.roots].sum())
 
     # implications child split -> parent split
@@ -146,7 +156,7 @@ def build_problem(
     head = np.concatenate([parent_var[child_l >= 0], parent_var[child_r >= 0]])
 
     # every example visits (and pays for) a kept split, counted or not
-    visits = (counts.sum(axis=1) + (others.sum(axis=1) if use_mask else 0))[split_node].astype(np.float64)
+    visits = (counts.sum(axis=1) + (others.sum(axis=1) if use_mask else 0))[split_node]
     split_price = float(costs.split_cost)
     # the runtime's cost (times N T): features shared across trees, plus split visits
     singles = np.zeros(n_split)
@@ -186,6 +196,8 @@ def build_problem(
         n_examples=n,
         n_trees=T,
         fixed_cost=fixed,
+        weight=weight,
+        count_mask=mask if use_mask else None,
     )
 
 
@@ -281,6 +293,7 @@ def _split_collisions(pair_ptr, pair_nodes, pairs, bucket):
 def _walk(
     X,
     cls,
+    weight,
     n_classes,
     use_mask,
     mask,
@@ -301,6 +314,7 @@ def _walk(
 ):
     """Class counts per node, and for each example and priced unit the nodes first acquiring it.
 
+    Example ``i`` counts ``weight[i]`` times in the counts and costs.
     Returns ``counts`` (n_nodes, n_classes); ``node_cost``: per node, the summed cost of the
     units that examples acquire *first within that tree* at the node (individual pruning's
     ``w^(t)``); and the (example, unit) pairs in CSR form: ``pair_nodes[pair_ptr[p]:
@@ -311,9 +325,9 @@ def _walk(
     T = roots.shape[0]
     n_nodes = feature.shape[0]
     n_units = unit_cost.shape[0]
-    counts = np.zeros((n_nodes, n_classes), dtype=np.int64)
+    counts = np.zeros((n_nodes, n_classes))
     # the examples a tree does not count (its in-bag rows): they decide what a node votes for
-    others = np.zeros((n_nodes if use_mask else 0, n_classes), dtype=np.int64)
+    others = np.zeros((n_nodes if use_mask else 0, n_classes))
     node_cost = np.zeros(n_nodes, dtype=np.float64)
     tree_seen = np.full(n_units, -1, dtype=np.int64)
     ex_seen = np.full(n_units, -1, dtype=np.int64)
@@ -329,22 +343,24 @@ def _walk(
     pair_ptr_l[0] = 0
     for i in range(n):
         c = cls[i]
+        wi = weight[i]
         n_touched = 0
         for t in range(T):
             stamp = i * T + t
             node = roots[t]
-            counted = 1 if not use_mask or mask[i, t] else 0
+            counted = not use_mask or mask[i, t]
             while feature[node] >= 0:
-                counts[node, c] += counted
-                if counted == 0:
-                    others[node, c] += 1
+                if counted:
+                    counts[node, c] += wi
+                else:
+                    others[node, c] += wi
                 f = feature[node]
                 for q in range(closure_ptr[f], closure_ptr[f + 1]):
                     u = closure_units[q]
                     if unit_cost[u] <= 0.0 or tree_seen[u] == stamp:
                         continue
                     tree_seen[u] = stamp
-                    node_cost[node] += unit_cost[u]
+                    node_cost[node] += wi * unit_cost[u]
                     if ex_seen[u] != i:
                         ex_seen[u] = i
                         ucount[u] = 0
@@ -365,9 +381,10 @@ def _walk(
                     cat_size,
                     cat_bitsets,
                 )
-            counts[node, c] += counted
-            if counted == 0:
-                others[node, c] += 1
+            if counted:
+                counts[node, c] += wi
+            else:
+                others[node, c] += wi
         for k in range(n_touched):
             u = touched[k]
             m = ucount[u]
@@ -385,7 +402,7 @@ def _walk(
                     e -= 1
                 pair_nodes[e] = v
             n_entries += m
-            pair_cost_l[n_pairs] = unit_cost[u]
+            pair_cost_l[n_pairs] = wi * unit_cost[u]
             n_pairs += 1
             pair_ptr_l[n_pairs] = n_entries
     return (

@@ -16,21 +16,31 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Any
 
 import numpy as np
-from numba import njit
 
-from thrifty._validation import check_width
-from thrifty.exceptions import InputError
-from thrifty.forest import next_node
+from thrifty._param_validation import Interval, StrOptions, validate_params
+from thrifty._validation import as_forest, check_width
+from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.prune._closure import min_weight_closure
 from thrifty.prune._problem import ClosureProblem, build_problem
+from thrifty.prune._pruned import node_distributions, path_accuracy, pruned_forest
 
 MODES = ("ensemble", "individual")
 # When splits that raise the error on the data leave the path: before lambda = 0 itself.
 _HARMFUL = -1.0
 LEAF_VALUES = ("auto", "keep", "distribution", "majority")
+# The functions' parameters, checked as the estimators' are.
+_PARAMS: dict[str, list[Any]] = {
+    "lam": [Interval(Real, 0, None, closed="left"), None],
+    "budget": [Interval(Real, 0, None, closed="left"), None],
+    "mode": [StrOptions(set(MODES))],
+    "evaluation": ["boolean"],
+    "leaf_values": [StrOptions(set(LEAF_VALUES))],
+    "progress": ["boolean"],
+}
 
 
 @dataclass
@@ -90,16 +100,29 @@ class PrunePath:
         k = k % len(self)
         return pruned_forest(self._forest, self._problem, self.chosen(k))
 
-    def accuracy(self) -> np.ndarray:
-        """Accuracy of each point's pruned ensemble on the data the path was computed on."""
-        dist = self._problem.node_value
-        keep_until = np.full(self._forest.n_nodes, -1.0)
+    def accuracy(self, *, out_of_bag: bool = False) -> np.ndarray:
+        """Accuracy of each point's pruned ensemble on the data the path was computed on
+        (weighted by the sample weights).
+
+        ``out_of_bag=True`` (for a path computed with a ``count_mask``): each example is
+        predicted by the trees that count it only (its out-of-bag trees); examples no tree
+        counts are left out.
+        """
         p = self._problem
+        dist = p.node_value
+        keep_until = np.full(self._forest.n_nodes, -1.0)
         keep_until[p.split_node] = self._leave[: p.n_split]
         f = self._forest
-        return _path_accuracy(
+        mask = p.count_mask
+        if out_of_bag and mask is None:
+            raise InputError("out_of_bag=True needs a path computed with a count_mask")
+        use_mask = out_of_bag and mask is not None
+        return path_accuracy(
             self._X,
             self._cls,
+            p.weight,
+            use_mask,
+            mask if use_mask else np.zeros((0, 0), dtype=np.bool_),
             self._levels,
             keep_until,
             dist,
@@ -145,6 +168,7 @@ def budget_prune(
     evaluation: bool = False,
     leaf_values: str = "auto",
     count_mask: Any = None,
+    sample_weight: Any = None,
     progress: bool = True,
 ) -> Any:
     """Prune a tree ensemble to trade error against feature cost, optimally ((IP3), Nan et al.).
@@ -157,7 +181,10 @@ def budget_prune(
     over valid prunings (problem (IP3) of the paper), exactly, as one minimum s-t cut. Every
     leaf of the result predicts the class distribution (or majority class) of the examples of
     ``(X, y)`` reaching it (see ``leaf_values``); ``e_h`` counts the examples of ``S_h`` its
-    class misclassifies.
+    class misclassifies. With ``sample_weight``, example ``i`` counts ``w_i`` times: ``e_h`` and
+    the leaf distributions are weighted counts, and ``1/N sum_i`` (errors and costs) becomes
+    ``sum_i w_i / sum_i w_i``, so integer weights are repeated rows and a zero weight drops
+    the row.
 
     Parameters
     ----------
@@ -193,6 +220,8 @@ def budget_prune(
         Which examples count toward each tree's errors ``e_h`` and leaf distributions, e.g.
         the out-of-bag rows of a random forest fitted on ``X`` (as the authors' code counts
         them); every example counts by default. Feature costs always count every example.
+    sample_weight : array-like of shape (n,), optional
+        Non-negative weight of each example in (IP3) (default: 1 each).
     progress : bool, default=True
         Progress bar along the lambda path (only when stderr is a TTY).
 
@@ -201,28 +230,23 @@ def budget_prune(
     Forest
         Same number of trees, averaged leaf distributions (``link="proba"``).
     """
+    validate_params(_PARAMS, {"lam": lam, "budget": budget, "progress": progress}, "budget_prune")
     if (lam is None) == (budget is None):
-        raise InputError(
+        raise InvalidParameterError(
             "give exactly one of lam= (the (IP3) trade-off) or budget= (a mean cost per example)"
         )
+    options = {
+        "mode": mode,
+        "evaluation": evaluation,
+        "leaf_values": leaf_values,
+        "count_mask": count_mask,
+        "sample_weight": sample_weight,
+    }
     if budget is not None:
-        path = budget_prune_path(
-            forest,
-            X,
-            y,
-            costs,
-            mode=mode,
-            evaluation=evaluation,
-            leaf_values=leaf_values,
-            count_mask=count_mask,
-            progress=progress,
-        )
-        return path.forest(path.best_within(_check_number(budget, "budget")))
-    lam = _check_number(lam, "lam")
-    problem, f, _, _ = prepare(
-        forest, X, y, costs, mode=mode, evaluation=evaluation, leaf_values=leaf_values, count_mask=count_mask
-    )
-    return pruned_forest(f, problem, solve(problem, lam))
+        path = budget_prune_path(forest, X, y, costs, progress=progress, **options)
+        return path.forest(path.best_within(float(budget)))
+    problem, f, _, _ = prepare(forest, X, y, costs, **options)
+    return pruned_forest(f, problem, solve(problem, float(lam)))  # type: ignore[arg-type]  # lam given
 
 
 def budget_prune_path(
@@ -235,6 +259,7 @@ def budget_prune_path(
     evaluation: bool = False,
     leaf_values: str = "auto",
     count_mask: Any = None,
+    sample_weight: Any = None,
     progress: bool = True,
 ) -> PrunePath:
     """All distinct optimal prunings of (IP3) as lambda grows from 0 (none) to infinity.
@@ -255,7 +280,15 @@ def budget_prune_path(
 
     t0 = time.perf_counter()
     problem, f, Xm, cls = prepare(
-        forest, X, y, costs, mode=mode, evaluation=evaluation, leaf_values=leaf_values, count_mask=count_mask
+        forest,
+        X,
+        y,
+        costs,
+        mode=mode,
+        evaluation=evaluation,
+        leaf_values=leaf_values,
+        count_mask=count_mask,
+        sample_weight=sample_weight,
     )
     # disable=None: tqdm shows the bar only when stderr is a TTY
     bar = tqdm(desc="BudgetPrune path", unit="cut", disable=None if progress else True)
@@ -306,12 +339,22 @@ def prepare(
     evaluation: bool = False,
     leaf_values: str = "auto",
     count_mask: Any = None,
+    sample_weight: Any = None,
 ) -> tuple:
     """The closure problem of (IP3) with the leaf values ``leaf_values`` asks for.
 
-    Returns ``(problem, forest, X as the forest's matrix, class index of each example)``.
+    Rows of zero weight are left out. Returns ``(problem, forest, X as the forest's matrix,
+    class index of each example)`` over the rows kept (their weights: ``problem.weight``).
     """
+    validate_params(
+        _PARAMS, {"mode": mode, "evaluation": evaluation, "leaf_values": leaf_values}, "budget_prune"
+    )
     f, Xm, cls, costs = _inputs(forest, X, y, costs, mode, leaf_values)
+    w = np.ones(Xm.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (Xm.shape[0],):
+        raise InputError(f"sample_weight has shape {w.shape}; it needs one weight per row ({Xm.shape[0]})")
+    if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum() > 0):
+        raise InputError("sample_weight must be finite, >= 0 and not all zero")
     n_classes = len(f.classes)
     keep = leaf_values == "keep" or (leaf_values == "auto" and f.link == "proba")
     if keep and f.link != "proba":
@@ -340,6 +383,10 @@ def prepare(
                 f"count_mask must have shape (n_examples, n_trees) = "
                 f"{(Xm.shape[0], f.n_trees)}, got {count_mask.shape}"
             )
+    kept = w > 0
+    if not kept.all():
+        Xm, cls, w = Xm[kept], cls[kept], w[kept]
+        count_mask = None if count_mask is None else count_mask[kept]
     problem = build_problem(
         f,
         Xm,
@@ -350,8 +397,9 @@ def prepare(
         evaluation=evaluation,
         leaf_class=leaf_class,
         count_mask=count_mask,
+        sample_weight=w,
     )
-    value = _node_distributions(f, problem.counts)
+    value = node_distributions(f, problem.counts)
     if leaf_values == "majority":
         value = np.eye(n_classes)[np.argmax(value, axis=1)]
     if original is not None:
@@ -433,192 +481,11 @@ def _breakpoints(problem: ClosureProblem, tick: Any) -> tuple[np.ndarray, int]:
     return leave, n_cuts
 
 
-def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> Any:
-    """The forest keeping the split nodes in ``chosen``; a leaf predicts ``problem.node_value``."""
-    from thrifty.forest.importers import ForestBuilder
-
-    n_classes = len(forest.classes)
-    dist = problem.node_value
-    keep = np.zeros(forest.n_nodes, dtype=bool)
-    keep[problem.split_node] = chosen[: problem.n_split]
-    width = n_classes if n_classes > 2 else 1
-    builder = ForestBuilder(width)
-    T = forest.n_trees
-    for t in range(T):
-        nodes, left, right = _kept_tree(
-            int(forest.roots[t]), keep, forest.children_left, forest.children_right
-        )
-        split = left >= 0
-        cat_words = {}
-        for j in np.flatnonzero(split & (forest.cat_start[nodes] >= 0)):
-            s = forest.cat_start[nodes[j]]
-            cat_words[int(j)] = forest.cat_bitsets[s : s + forest.cat_size[nodes[j]]]
-        value = dist[nodes][:, 1] if n_classes == 2 else dist[nodes]
-        builder.add_tree(
-            forest.feature[nodes],
-            forest.threshold[nodes],
-            left,
-            right,
-            value,
-            missing_left=forest.missing_left[nodes],
-            missing_type=forest.missing_type[nodes],
-            cat_words=cat_words,
-            weight=1.0 / T,
-            tree_class=-1 if width > 1 else 0,
-        )
-    return builder.build(
-        base_score=np.zeros(width),
-        n_features=forest.n_features,
-        link="proba",
-        task="binary" if n_classes == 2 else "multiclass",
-        classes=forest.classes,
-        feature_names=forest.feature_names,
-        categories=forest.categories,
-        input_dtype=forest.input_dtype,
-        aggregation="mean",
-        source=f"budgetprune({forest.source})",
-    )
-
-
-def _kept_tree(
-    root: int, keep: np.ndarray, children_left: np.ndarray, children_right: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Preorder nodes of the pruned tree with local children (``-1``: leaf)."""
-    nodes: list[int] = []
-    left: list[int] = []
-    right: list[int] = []
-    stack = [(root, -1, 0)]
-    while stack:
-        node, parent, side = stack.pop()
-        j = len(nodes)
-        nodes.append(node)
-        left.append(-1)
-        right.append(-1)
-        if parent >= 0:
-            (left if side == 0 else right)[parent] = j
-        if keep[node]:
-            stack.append((int(children_right[node]), j, 1))
-            stack.append((int(children_left[node]), j, 0))
-    return np.asarray(nodes, dtype=np.int64), np.asarray(left), np.asarray(right)
-
-
-def _node_distributions(forest: Any, counts: np.ndarray) -> np.ndarray:
-    """Class distribution of each node's examples; an empty node inherits its parent's."""
-    total = counts.sum(axis=1, keepdims=True)
-    dist = counts / np.where(total == 0, 1, total)
-    n_classes = counts.shape[1]
-    for t in range(forest.n_trees):
-        stack = [int(forest.roots[t])]
-        if total[stack[0], 0] == 0:
-            dist[stack[0]] = 1.0 / n_classes
-        while stack:
-            node = stack.pop()
-            if forest.feature[node] < 0:
-                continue
-            for c in (int(forest.children_left[node]), int(forest.children_right[node])):
-                if total[c, 0] == 0:
-                    dist[c] = dist[node]
-                stack.append(c)
-    return dist
-
-
-@njit(cache=True)
-def _path_accuracy(
-    X,
-    cls,
-    levels,
-    keep_until,
-    dist,
-    roots,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
-):
-    """Accuracy of the averaged leaf distributions at each path level (a split is kept while
-    ``keep_until[node] > level``); ties of the average go to the first class, as argmax does."""
-    n = X.shape[0]
-    T = roots.shape[0]
-    K = levels.shape[0]
-    n_classes = dist.shape[1]
-    correct = np.zeros(K, dtype=np.int64)
-    prob = np.empty(n_classes)
-    w = 1.0 / T
-    for k in range(K):
-        lev = levels[k]
-        for i in range(n):
-            prob[:] = 0.0
-            for t in range(T):
-                node = roots[t]
-                while feature[node] >= 0 and keep_until[node] > lev:
-                    node = next_node(
-                        node,
-                        X[i, feature[node]],
-                        fast_threshold,
-                        threshold,
-                        children_left,
-                        children_right,
-                        missing_left,
-                        missing_type,
-                        cat_start,
-                        cat_size,
-                        cat_bitsets,
-                    )
-                # summed as the runtime sums a mean-aggregated forest, so ties break alike
-                for c in range(n_classes):
-                    prob[c] += w * dist[node, c]
-            if n_classes == 2:
-                best = 1 if prob[1] > 0.5 else 0
-            else:
-                best = 0
-                for c in range(1, n_classes):
-                    if prob[c] > prob[best]:
-                        best = c
-            if best == cls[i]:
-                correct[k] += 1
-    return correct / max(n, 1)
-
-
-def _check_number(value: Any, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number >= 0, got {value!r}") from None
-    if not np.isfinite(v) or v < 0:
-        raise InputError(f"{name} must be a finite number >= 0, got {value!r}")
-    return v
-
-
-def as_forest(model: Any) -> Any:
-    """The Forest of a model: a thrifty estimator's ``forest_``, else ``Forest.from_model``."""
-    from sklearn.exceptions import NotFittedError
-
-    from thrifty.forest import Forest
-
-    if isinstance(model, Forest):
-        return model
-    if type(model).__module__.startswith("thrifty."):
-        if not isinstance(getattr(model, "forest_", None), Forest):
-            raise NotFittedError(f"{type(model).__name__} is not fitted yet; call fit first")
-        return model.forest_
-    return Forest.from_model(model)
-
-
 def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str) -> tuple:
     """Validated forest, feature matrix, class indices and cost model."""
     from thrifty.costs import CostModel
 
-    if mode not in MODES:
-        raise InputError(f"mode must be one of {MODES}, got {mode!r}")
-    if leaf_values not in LEAF_VALUES:
-        raise InputError(f"leaf_values must be one of {LEAF_VALUES}, got {leaf_values!r}")
-    f = as_forest(forest)
+    f = as_forest(forest, who="BudgetPrune")
     if not f.is_classifier:
         raise InputError(
             f"BudgetPrune prunes classifiers (errors are counted against labels); "

@@ -3,39 +3,50 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from numbers import Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import ClassifierMixin, clone
+from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from thrifty._validation import check_width, class_labels, validate_frame
-from thrifty.exceptions import InputError
+from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._param_validation import HasMethods, Interval, StrOptions
+from thrifty._validation import (
+    as_forest,
+    check_sample_weight,
+    check_width,
+    class_labels,
+    is_fitted_model,
+    validate_frame,
+)
+from thrifty.exceptions import InputError, InvalidParameterError
+from thrifty.forest import Forest
 from thrifty.forest.names import named_as
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
     MODES,
     PrunePath,
-    _check_number,
-    as_forest,
     budget_prune_path,
     prepare,
     pruned_forest,
     solve,
 )
+from thrifty.runtime.plans import Full
 
 
-class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
+class BudgetPrunedClassifier(ClassifierMixin, ThriftyEstimator):
     """A tree ensemble pruned to trade accuracy against feature cost, optimally (BudgetPrune).
 
     ``fit(X, y)`` solves (IP3) of Nan, Wang & Saligrama, "Optimally Pruning Decision Tree
     Ensembles With Feature Cost" (2016) on ``(X, y)``: with ``budget=`` it computes the whole
-    lambda path and keeps the most accurate pruning on ``(X, y)`` whose mean cost per example
-    on ``X`` is within the budget; with ``lam=`` it solves once at that trade-off. Leaves of the
-    pruned forest predict the class distribution of the ``(X, y)`` examples reaching them. Use
-    data the forest was not trained on (a validation split) when you can: training error
-    rarely rises when pruning.
+    lambda path and keeps the most accurate pruning on the calibration rows whose mean cost
+    per example there is within the budget; with ``lam=`` it solves once at that trade-off.
+    Leaves of the pruned forest predict the class distribution of the ``(X, y)`` examples
+    reaching them. Use data the forest was not trained on (a validation split), or
+    ``out_of_bag=True`` on its training rows, when you can: training error rarely rises when
+    pruning.
 
     Parameters
     ----------
@@ -44,12 +55,13 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         forest mode), XGBoost: anything ``Forest.from_model`` imports; or a thrifty Forest; or
         either wrapped in ``sklearn.frozen.FrozenEstimator``. An *unfitted* estimator is fitted
         on ``(X, y)`` first (a clone, kept as ``estimator_``).
-    costs : CostModel or array-like of shape (n_features,), optional
+    costs : CostModel, array-like of shape (n_features,) or dict, optional
         Feature prices (default 1 per feature).
     budget : float, optional
-        Largest mean cost per example on the fit data.
+        Largest mean cost per example on the calibration rows.
     lam : float >= 0, optional
-        The trade-off of (IP3) instead of a budget (one of the two is required).
+        The trade-off of (IP3), when no budget is given (default 0: only the splits that
+        raise the error on ``(X, y)`` go).
     mode : {"ensemble", "individual"}, default="ensemble"
         ``"individual"``: prune each tree as if no feature were shared (the paper's baseline).
     evaluation : bool, default=False
@@ -61,7 +73,8 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
     out_of_bag : bool, default=False
         ``X`` holds the rows the forest was fitted on (in that order): each tree counts its
         errors on its out-of-bag rows only, and its in-bag rows decide what a node votes for
-        (as the authors' code does). Needs a forest that records its bootstrap samples
+        (as the authors' code does); without a ``calibration`` set the prunings are compared
+        by their out-of-bag accuracy. Needs a forest that records its bootstrap samples
         (BudgetRF, scikit-learn random forests with ``bootstrap=True``).
     progress : bool, default=True
         Progress bar along the lambda path (only when stderr is a TTY).
@@ -70,29 +83,46 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
     ----------
     estimator_ : object
     forest_ : Forest
-        The pruned forest (``thrifty.evaluate(forest_, X, costs)`` measures its cost).
-    path_ : PrunePath or None
-        The lambda path (with ``budget=``).
+        The pruned forest.
+    plan_ : Full
+        ``Full(forest_)``: ``thrifty.evaluate(plan_, X, costs_)`` measures its cost.
     lam_ : float
         The trade-off of the chosen pruning (where its optimality interval starts).
-    fit_cost_ : float
-        Mean cost per example of the pruned forest on the fit data.
+    budget_search_ : pandas.DataFrame
+        One row per pruning on the lambda path (``budget=``; one row with ``lam=``): its
+        ``lam``, mean ``cost`` and accuracy (``metric``) on the calibration rows, and whether
+        it was ``chosen``. The path object itself is ``budget_prune_path(...)``.
+    costs_ : CostModel
     classes_ : ndarray
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has column names.
     """
 
+    _parameter_constraints = {
+        **ThriftyEstimator._parameter_constraints,
+        "estimator": [HasMethods(["predict"]), Forest],
+        "costs": ["cost-model", None],
+        "budget": [Interval(Real, 0, None, closed="left"), None],
+        "lam": [Interval(Real, 0, None, closed="left"), None],
+        "mode": [StrOptions(set(MODES))],
+        "evaluation": ["boolean"],
+        "leaf_values": [StrOptions(set(LEAF_VALUES))],
+        "out_of_bag": ["boolean"],
+        "progress": ["boolean"],
+    }
+
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
+        tags.input_tags.categorical = True
         return tags
 
     def __init__(
         self,
         estimator: Any,
-        costs: Any = None,
         *,
+        costs: Any = None,
         budget: float | None = None,
         lam: float | None = None,
         mode: str = "ensemble",
@@ -111,81 +141,86 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         self.out_of_bag = out_of_bag
         self.progress = progress
 
-    def fit(self, X: Any, y: Any) -> BudgetPrunedClassifier:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: tuple | None = None
+    ) -> BudgetPrunedClassifier:
         """Prune the estimator's forest on ``(X, y)``.
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n, n_features)
+            DataFrames (pandas, polars, pyarrow) go to the forest as they are, categorical
+            columns included.
         y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), optional
+            Weight of each example in (IP3): its errors, its share of the leaf distributions and
+            of the mean cost (integer weights are repeated rows; 0 drops the row).
+        calibration : (X_cal, y_cal) or (X_cal, y_cal, w_cal), optional
+            Rows on which each pruning's accuracy and mean cost are measured to choose within
+            ``budget`` (default: the fit rows, out of bag with ``out_of_bag=True``).
 
         Returns
         -------
         self
         """
-
-        if (self.lam is None) == (self.budget is None):
-            raise InputError(
-                "give exactly one of budget= (a mean cost per example) or lam= (the (IP3) trade-off)"
+        self._validate_params()
+        if self.lam is not None and self.budget is not None:
+            raise InvalidParameterError(
+                "give one of budget= (a mean cost per example) or lam= (the (IP3) trade-off), not both"
             )
-        if self.mode not in MODES:
-            raise InputError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if self.leaf_values not in LEAF_VALUES:
-            raise InputError(f"leaf_values must be one of {LEAF_VALUES}, got {self.leaf_values!r}")
-        for name in ("evaluation", "out_of_bag", "progress"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise InputError(f"{name} must be True or False, got {getattr(self, name)!r}")
         y = class_labels(y, type(self).__name__)[0]
         X, y = validate_frame(self, X, y)
-
-        model = self.estimator.estimator if _is_frozen(self.estimator) else self.estimator
-        try:
-            forest = as_forest(model)
-        except NotFittedError:
-            model = clone(model).fit(X, y)
-            forest = as_forest(model)
-        forest = named_as(forest, X)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        model = self.estimator
+        if not is_fitted_model(model):
+            if sample_weight is not None and not has_fit_parameter(model, "sample_weight"):
+                raise InputError(
+                    f"{type(model).__name__}.fit takes no sample_weight: fit the estimator yourself "
+                    "and pass it fitted"
+                )
+            kw = {} if sample_weight is None else {"sample_weight": sample_weight}
+            model = clone(model).fit(X, y, **kw)
+        forest = named_as(as_forest(model, who=type(self).__name__), X)
         check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
+        costs = self._fit_costs(X)
         mask = _oob_mask(model, X.shape[0], forest.n_trees) if self.out_of_bag else None
+        split = self._calibration(X, y, sample_weight, calibration, default="train")
+        options = {
+            "mode": self.mode,
+            "evaluation": bool(self.evaluation),
+            "leaf_values": self.leaf_values,
+            "count_mask": mask,
+            "sample_weight": sample_weight,
+        }
         if self.budget is not None:
-            budget = _check_number(self.budget, "budget")
-            path = budget_prune_path(
-                forest,
-                X,
-                y,
-                self.costs,
-                mode=self.mode,
-                evaluation=bool(self.evaluation),
-                leaf_values=self.leaf_values,
-                count_mask=mask,
-                progress=bool(self.progress),
-            )
-            k = path.best_within(budget)
-            _warn_between(path, k, budget)
-            self.forest_ = path.forest(k)
-            self.path_: PrunePath | None = path
-            self.lam_ = float(path.lambdas[k])
-            self.fit_cost_ = float(path.cost[k])
+            path = budget_prune_path(forest, X, y, costs, progress=bool(self.progress), **options)
+            chosen = self._select(self._path_candidates(path, split, calibration is None))
+            _warn_between(self.budget_search_, float(self.budget))
+            self.forest_ = path.forest(chosen.model)
+            self.lam_ = float(chosen.params["lam"])
         else:
-            lam = _check_number(self.lam, "lam")
-            problem, f, _, _ = prepare(
-                forest,
-                X,
-                y,
-                self.costs,
-                mode=self.mode,
-                evaluation=bool(self.evaluation),
-                leaf_values=self.leaf_values,
-                count_mask=mask,
-            )
-            chosen = solve(problem, lam)
-            self.forest_ = pruned_forest(f, problem, chosen)
-            self.path_ = None
+            lam = 0.0 if self.lam is None else float(self.lam)
+            problem, f, _, _ = prepare(forest, X, y, costs, **options)
+            pruned = pruned_forest(f, problem, solve(problem, lam))
+            cost, metric = _measure(pruned, split, costs)
+            self._select([Candidate({"lam": lam}, cost, metric, pruned)])
+            self.forest_ = pruned
             self.lam_ = lam
-            self.fit_cost_ = problem.mean_cost(chosen)
+        self.plan_ = Full(self.forest_)
         self.estimator_ = model
         self.classes_ = np.asarray(self.forest_.classes)
         return self
+
+    def _path_candidates(self, path: PrunePath, split: Any, on_fit_rows: bool) -> Iterator[Candidate]:
+        """Every pruning of the path (its model: the point's index), measured on the fit rows
+        (the path's own figures) or on the calibration rows."""
+        accuracy = path.accuracy(out_of_bag=bool(self.out_of_bag)) if on_fit_rows else None
+        for k in range(len(path)):
+            if accuracy is not None:
+                cost, metric = float(path.cost[k]), float(accuracy[k])
+            else:
+                cost, metric = _measure(path.forest(k), split, self.costs_)
+            yield Candidate({"lam": float(path.lambdas[k])}, cost, metric, k)
 
     # ------------------------------------------------------------------ prediction
     def _matrix(self, X: Any) -> Any:
@@ -202,15 +237,16 @@ class BudgetPrunedClassifier(ClassifierMixin, BaseEstimator):
         X = self._matrix(X)
         return self.forest_.predict(X)
 
-    def cost_report(self, X: Any, costs: Any = None) -> Any:
-        """The per-example ``CostReport`` of predicting ``X`` (default: the fit's ``costs``)."""
-        from thrifty.costs import CostModel
-        from thrifty.runtime.evaluate import evaluate
 
-        X = self._matrix(X)
-        if costs is None and self.costs is not None:
-            costs = self.costs if isinstance(self.costs, CostModel) else CostModel(self.costs)
-        return evaluate(self.forest_, X, costs).cost
+def _measure(forest: Forest, split: Any, costs: Any) -> tuple[float, float]:
+    """Weighted mean cost and accuracy of ``forest`` on the calibration rows of ``split``."""
+    from thrifty.runtime.evaluate import evaluate
+
+    ev = evaluate(forest, split.X_cal, costs)
+    w = split.w_cal
+    return float(np.average(ev.cost.total, weights=w)), float(
+        np.average(ev.labels == np.asarray(split.y_cal), weights=w)
+    )
 
 
 def _oob_mask(model: Any, n: int, n_trees: int) -> np.ndarray:
@@ -233,37 +269,34 @@ def _oob_mask(model: Any, n: int, n_trees: int) -> np.ndarray:
     return mask
 
 
-def _is_frozen(est: Any) -> bool:
-    return type(est).__name__ == "FrozenEstimator" and hasattr(est, "estimator")
-
-
-def _warn_between(path: Any, k: int, budget: float) -> None:
-    """Warn when the budget falls between two points of the lambda path and the point above
-    it is more accurate than the one taken.
+def _warn_between(table: Any, budget: float) -> None:
+    """Warn when the budget falls between two prunings of the lambda path and the cheapest one
+    above it is more accurate than the one taken.
 
     The path is a staircase: no pruning lies between two consecutive points, so a budget in a
-    gap gets the most accurate pruning within it (point ``k``), which may spend far less than
-    the budget; naming the points on either side lets the user move the budget to one.
+    gap gets the most accurate pruning within it, which may spend far less than the budget;
+    naming the points on either side lets the user move the budget to one.
     """
-    over = path.cost > budget * (1 + 1e-12) + 1e-12
+    cost = table["cost"].to_numpy()
+    acc = table["metric"].to_numpy(dtype=float)
+    k = int(np.flatnonzero(table["chosen"].to_numpy())[0])
+    over = cost > budget * (1 + 1e-9)
     above, within = np.flatnonzero(over), np.flatnonzero(~over)
-    acc = path.accuracy()
-    if path.cost[k] >= 0.9 * budget or not above.shape[0]:
+    if cost[k] >= 0.9 * budget or not above.shape[0]:
         return
-    j = int(above[np.argmin(path.cost[above])])
+    j = int(above[np.argmin(cost[above])])
     if acc[j] <= acc[k]:
         return
-    i = int(within[np.argmax(path.cost[within])])
+    i = int(within[np.argmax(cost[within])])
     taken = (
         "the one below was taken, as the most accurate within the budget"
         if i == k
-        else f"the most accurate within the budget was taken: mean cost {path.cost[k]:.4g} "
-        f"(accuracy {acc[k]:.4f})"
+        else f"the most accurate within the budget was taken: mean cost {cost[k]:.4g} (accuracy {acc[k]:.4f})"
     )
     warnings.warn(
         f"budget={budget:.4g} falls between two prunings of the lambda path, mean cost "
-        f"{path.cost[i]:.4g} (accuracy {acc[i]:.4f} on the fit data) and mean cost "
-        f"{path.cost[j]:.4g} (accuracy {acc[j]:.4f}); {taken}; give budget={path.cost[j]:.4g} "
+        f"{cost[i]:.4g} (accuracy {acc[i]:.4f} on the calibration rows) and mean cost "
+        f"{cost[j]:.4g} (accuracy {acc[j]:.4f}); {taken}; give budget={cost[j]:.4g} "
         "for the more accurate one above",
         UserWarning,
         stacklevel=3,

@@ -26,15 +26,20 @@ class Binner:
     A split "bin <= j" is the forest split ``x <= edges[j-1]`` with NaN going left.
     """
 
-    def __init__(self, X: np.ndarray, max_bins: int = MAX_BINS) -> None:
+    def __init__(self, X: np.ndarray, max_bins: int = MAX_BINS, weight: np.ndarray | None = None) -> None:
         self.edges: list[np.ndarray] = []
+        weight = np.ones(X.shape[0]) if weight is None else weight
+        levels = np.linspace(0, 1, max_bins + 1)[1:]
         for j in range(X.shape[1]):
             col = X[:, j]
-            col = col[~np.isnan(col)]
-            values = np.unique(col)
+            seen = ~np.isnan(col)
+            values, inverse = np.unique(col[seen], return_inverse=True)
             if len(values) > max_bins:
-                q = np.quantile(col, np.linspace(0, 1, max_bins + 1)[1:], method="inverted_cdf")
-                values = np.unique(q)
+                # weighted inverted-CDF quantiles: the smallest value whose cumulative weight
+                # reaches each level (a row of weight k counts as k rows)
+                cum = np.cumsum(np.bincount(inverse, weights=weight[seen], minlength=len(values)))
+                pos = np.searchsorted(cum, levels * cum[-1], side="left")
+                values = np.unique(values[np.minimum(pos, len(values) - 1)])
             self.edges.append(values.astype(np.float64))
         self.n_bins = np.asarray([len(e) + 1 for e in self.edges], dtype=np.int64)
 
@@ -64,20 +69,24 @@ def _new_cost(f, acquired, closure_ptr, closure_units, unit_cost):
 
 
 @njit(cache=True)
-def _fill_hist(hs, hc, slot, binned, n_bins, resid, idx, lo, hi):
-    """Histogram (sum of residuals, count) per feature and bin of rows ``idx[lo:hi]``."""
+def _fill_hist(hs, hw, hc, slot, binned, n_bins, resid, weight, idx, lo, hi):
+    """Histograms (weighted sum of residuals, sum of weights, rows) per feature and bin of rows
+    ``idx[lo:hi]``."""
     F = binned.shape[1]
     for f in range(F):
         for b in range(n_bins[f]):
             hs[slot, f, b] = 0.0
+            hw[slot, f, b] = 0.0
             hc[slot, f, b] = 0
     # rows outer, features inner: one contiguous pass over each row's bins
     for k in range(lo, hi):
         i = idx[k]
-        r = resid[i]
+        wi = weight[i]
+        r = wi * resid[i]
         for f in range(F):
             b = binned[i, f]
             hs[slot, f, b] += r
+            hw[slot, f, b] += wi
             hc[slot, f, b] += 1
 
 
@@ -86,6 +95,7 @@ def grow_tree(
     binned,
     n_bins,
     resid,
+    weight,
     grad,
     hess,
     acquired,
@@ -96,14 +106,18 @@ def grow_tree(
     max_depth,
     min_leaf,
     lam,
-    n_total,
+    w_total,
 ):
-    """One tree fitted to ``resid`` (breadth first), with the cost-aware impurity.
+    """One tree fitted to ``resid`` by weighted least squares (breadth first), with the
+    cost-aware impurity.
 
-    ``acquired`` (bool per cost unit) is updated in place with the units the tree uses. The
-    squared-error reduction is divided by ``2 * n_total`` so that ``gamma`` trades cost against
-    the mean (not the summed) squared error. Returns node arrays (local indices) and each
-    row's leaf: ``feature, bin, left, right, value, leaf_of_row``.
+    Row ``i`` counts ``weight[i]`` times: in the squared error, in ``min_leaf`` (a leaf needs
+    that much weight) and in the leaf's Newton step ``-sum(grad) / (sum(hess) + lam)``, whose
+    ``grad`` and ``hess`` come already weighted. ``acquired`` (bool per cost unit) is updated in
+    place with the units the tree uses. The squared-error reduction is divided by
+    ``2 * w_total`` so that ``gamma`` trades cost against the mean (not the summed) squared
+    error. Returns node arrays (local indices) and each row's leaf: ``feature, bin, left,
+    right, value, leaf_of_row``.
     """
     n, F = binned.shape
     max_nodes = 2 ** (max_depth + 1) - 1
@@ -124,19 +138,21 @@ def grow_tree(
     # the parent's for the larger one.
     n_inner = 2**max_depth - 1
     hs = np.empty((n_inner, F, MAX_BINS + 1))
+    hw = np.empty((n_inner, F, MAX_BINS + 1))
     hc = np.empty((n_inner, F, MAX_BINS + 1), dtype=np.int64)
     queue_pos = 0
     while queue_pos < n_nodes:
         node = queue_pos
         queue_pos += 1
         lo, hi = start[node], stop[node]
-        m = hi - lo
+        m = 0.0
         S = 0.0
         G = 0.0
         H = 0.0
         for k in range(lo, hi):
             i = idx[k]
-            S += resid[i]
+            m += weight[i]
+            S += weight[i] * resid[i]
             G += grad[i]
             H += hess[i]
         value[node] = -G / (H + lam)
@@ -145,16 +161,19 @@ def grow_tree(
         best_b = -1
         if depth[node] < max_depth and m >= 2 * min_leaf:
             base = S * S / m
+            # Gains within rounding of each other are ties, kept by the first split found: the
+            # same split wins whatever order the sums were taken in (a weighted row or its copies).
+            tie = 1e-10 * base / (2.0 * w_total)
             if node == 0:
-                _fill_hist(hs, hc, 0, binned, n_bins, resid, idx, lo, hi)
+                _fill_hist(hs, hw, hc, 0, binned, n_bins, resid, weight, idx, lo, hi)
             for f in range(F):
                 nb = n_bins[f]
                 pen = gamma * _new_cost(f, acquired, closure_ptr, closure_units, unit_cost)
                 sl = 0.0
-                nl = 0
+                nl = 0.0
                 for b in range(nb - 1):
                     sl += hs[node, f, b]
-                    nl += hc[node, f, b]
+                    nl += hw[node, f, b]
                     nr = m - nl
                     if nl < min_leaf:
                         continue
@@ -163,9 +182,9 @@ def grow_tree(
                     if hc[node, f, b] == 0:
                         continue
                     sr = S - sl
-                    gain = (sl * sl / nl + sr * sr / nr - base) / (2.0 * n_total)
+                    gain = (sl * sl / nl + sr * sr / nr - base) / (2.0 * w_total)
                     score = gain - pen
-                    if score > best_score:
+                    if score > best_score + tie:
                         best_score = score
                         best_f = f
                         best_b = b
@@ -202,10 +221,11 @@ def grow_tree(
             small, large = left[node], right[node]
             if stop[small] - start[small] > stop[large] - start[large]:
                 small, large = large, small
-            _fill_hist(hs, hc, small, binned, n_bins, resid, idx, start[small], stop[small])
+            _fill_hist(hs, hw, hc, small, binned, n_bins, resid, weight, idx, start[small], stop[small])
             for f in range(F):
                 for b in range(n_bins[f]):
                     hs[large, f, b] = hs[node, f, b] - hs[small, f, b]
+                    hw[large, f, b] = hw[node, f, b] - hw[small, f, b]
                     hc[large, f, b] = hc[node, f, b] - hc[small, f, b]
     return (
         feature[:n_nodes],

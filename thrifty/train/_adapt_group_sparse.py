@@ -6,7 +6,8 @@ then one column per output of the low-cost model), the last row the intercepts. 
 ``gamma * sum_a c_a * ||P[a, :]||_2`` makes a feature's coefficients vanish in the gate and the
 model *together*, so an unused feature is exactly zero in both; accelerated proximal gradient
 (FISTA with backtracking and adaptive restart) reaches those exact zeros through the group
-soft-threshold. A small ridge ``l2`` keeps separable problems bounded.
+soft-threshold. A small ridge ``l2`` keeps separable problems bounded. Example weights ``sw``
+multiply each example's loss terms; the mean over examples becomes ``sum_i sw_i (...) / sum_i sw_i``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from scipy.special import expit, log_softmax, softmax
 
 
 class Standardizer:
-    """Centre and scale features; coefficients fitted on the scaled data map back exactly."""
+    """Centre and scale features (weighted mean and standard deviation); coefficients fitted on
+    the scaled data map back exactly."""
 
-    def __init__(self, X: np.ndarray) -> None:
-        self.mean = X.mean(axis=0)
-        scale = X.std(axis=0)
+    def __init__(self, X: np.ndarray, weight: np.ndarray | None = None) -> None:
+        self.mean = np.average(X, axis=0, weights=weight)
+        scale = np.sqrt(np.average((X - self.mean) ** 2, axis=0, weights=weight))
         self.scale = np.where(scale > 0, scale, 1.0)
 
     def transform(self, X: np.ndarray) -> np.ndarray:
@@ -33,19 +35,20 @@ class Standardizer:
 
 
 def smooth_loss(
-    P: np.ndarray, Z: np.ndarray, Y: np.ndarray, q: np.ndarray | None, l2: float
+    P: np.ndarray, Z: np.ndarray, Y: np.ndarray, q: np.ndarray | None, l2: float, sw: np.ndarray | None = None
 ) -> tuple[float, np.ndarray]:
-    """Mean loss of (OPT2) without the group penalty, and its gradient in ``P``.
+    """Weighted mean loss of (OPT2) without the group penalty, and its gradient in ``P``.
 
     ``Y`` holds 0/1 targets: one column for a binary model, one-hot columns for a multiclass
     one. With ``q`` (probability of the expensive model per example) column 0 of ``P`` is the
     gate: ``(1 - q) [l(f1) + log(1 + e^g)] + q log(1 + e^-g)``; without it, plain ``l(f1)``.
+    ``sw`` weighs the examples (default 1 each).
     """
-    n = Z.shape[0]
+    sw = np.ones(Z.shape[0]) if sw is None else sw
+    n = float(sw.sum())
     A = Z @ P[:-1] + P[-1]
-    gate = q is not None
-    F = A[:, 1:] if gate else A
-    w = (1.0 - q) if q is not None else np.ones(n)
+    F = A[:, 1:] if q is not None else A
+    w = sw * (1.0 - q) if q is not None else sw
     if F.shape[1] == 1:
         f = F[:, 0]
         loss_f = np.logaddexp(0.0, f) - Y[:, 0] * f
@@ -58,9 +61,9 @@ def smooth_loss(
     dA = np.empty_like(A)
     if q is not None:
         g = A[:, 0]
-        total += float(np.dot(w, np.logaddexp(0.0, g)) + np.dot(q, np.logaddexp(0.0, -g))) / n
+        total += float(np.dot(w, np.logaddexp(0.0, g)) + np.dot(sw * q, np.logaddexp(0.0, -g))) / n
         # d/dg of (1-q) log(1+e^g) + q log(1+e^-g) is sigma(g) - q
-        dA[:, 0] = (expit(g) - q) / n
+        dA[:, 0] = sw * (expit(g) - q) / n
         dA[:, 1:] = dF * (w / n)[:, None]
     else:
         dA[:] = dF * (w / n)[:, None]
@@ -96,6 +99,7 @@ def fit_group_sparse(
     init: np.ndarray | None = None,
     max_iter: int = 500,
     tol: float = 1e-6,
+    sample_weight: np.ndarray | None = None,
 ) -> np.ndarray:
     """Minimise ``smooth_loss + gamma * sum_a weights[a] ||P[a]||`` by FISTA; returns ``P``.
 
@@ -109,13 +113,15 @@ def fit_group_sparse(
         Probability of the expensive model per example; adds the gate (column 0 of ``P``).
     weights : ndarray (n_features,)
         Per-feature price in the penalty (default 1).
+    sample_weight : ndarray (n,), optional
+        Per-example weight of the loss (default 1).
     """
     from threadpoolctl import threadpool_limits
 
     # The products are small (n x n_features x a few columns): several BLAS threads only
     # contend (10x slower on a busy 2-core machine).
     with threadpool_limits(1):
-        return _fista(Z, Y, q, weights, gamma, l2, init, max_iter, tol)
+        return _fista(Z, Y, q, weights, gamma, l2, init, max_iter, tol, sample_weight)
 
 
 def _fista(
@@ -128,6 +134,7 @@ def _fista(
     init: np.ndarray | None,
     max_iter: int,
     tol: float,
+    sw: np.ndarray | None,
 ) -> np.ndarray:
     n_feat = Z.shape[1]
     n_cols = Y.shape[1] + (1 if q is not None else 0)
@@ -136,13 +143,13 @@ def _fista(
     y = x.copy()
     t = 1.0
     L = 1.0
-    obj_x = smooth_loss(x, Z, Y, q, l2)[0] + penalty(x, weights, gamma)
+    obj_x = smooth_loss(x, Z, Y, q, l2, sw)[0] + penalty(x, weights, gamma)
     for _ in range(max_iter):
-        fy, gy = smooth_loss(y, Z, Y, q, l2)
+        fy, gy = smooth_loss(y, Z, Y, q, l2, sw)
         while True:
             cand = group_prox(y - gy / L, gamma * weights / L)
             d = cand - y
-            fc = smooth_loss(cand, Z, Y, q, l2)[0]
+            fc = smooth_loss(cand, Z, Y, q, l2, sw)[0]
             if fc <= fy + float(np.sum(gy * d)) + 0.5 * L * float(np.sum(d * d)) + 1e-12:
                 break
             L *= 2.0

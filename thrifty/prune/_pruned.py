@@ -1,0 +1,189 @@
+"""The forests of BudgetPrune's solutions: a pruned forest from a closed set, node class
+distributions, and the accuracy of every point of a lambda path in one pass (numba)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from thrifty.forest import next_node
+from thrifty.forest.importers import ForestBuilder
+from thrifty.prune._problem import ClosureProblem
+
+__all__ = ["node_distributions", "path_accuracy", "pruned_forest"]
+
+
+def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> Any:
+    """The forest keeping the split nodes in ``chosen``; a leaf predicts ``problem.node_value``."""
+    n_classes = len(forest.classes)
+    dist = problem.node_value
+    keep = np.zeros(forest.n_nodes, dtype=bool)
+    keep[problem.split_node] = chosen[: problem.n_split]
+    width = n_classes if n_classes > 2 else 1
+    builder = ForestBuilder(width)
+    T = forest.n_trees
+    for t in range(T):
+        nodes, left, right = _kept_tree(
+            int(forest.roots[t]), keep, forest.children_left, forest.children_right
+        )
+        split = left >= 0
+        cat_words = {}
+        for j in np.flatnonzero(split & (forest.cat_start[nodes] >= 0)):
+            s = forest.cat_start[nodes[j]]
+            cat_words[int(j)] = forest.cat_bitsets[s : s + forest.cat_size[nodes[j]]]
+        value = dist[nodes][:, 1] if n_classes == 2 else dist[nodes]
+        builder.add_tree(
+            forest.feature[nodes],
+            forest.threshold[nodes],
+            left,
+            right,
+            value,
+            missing_left=forest.missing_left[nodes],
+            missing_type=forest.missing_type[nodes],
+            cat_words=cat_words,
+            weight=1.0 / T,
+            tree_class=-1 if width > 1 else 0,
+        )
+    return builder.build(
+        base_score=np.zeros(width),
+        n_features=forest.n_features,
+        link="proba",
+        task="binary" if n_classes == 2 else "multiclass",
+        classes=forest.classes,
+        feature_names=forest.feature_names,
+        categories=forest.categories,
+        input_dtype=forest.input_dtype,
+        aggregation="mean",
+        source=f"budgetprune({forest.source})",
+    )
+
+
+def _kept_tree(
+    root: int, keep: np.ndarray, children_left: np.ndarray, children_right: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Preorder nodes of the pruned tree with local children (``-1``: leaf)."""
+    nodes: list[int] = []
+    left: list[int] = []
+    right: list[int] = []
+    stack = [(root, -1, 0)]
+    while stack:
+        node, parent, side = stack.pop()
+        j = len(nodes)
+        nodes.append(node)
+        left.append(-1)
+        right.append(-1)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = j
+        if keep[node]:
+            stack.append((int(children_right[node]), j, 1))
+            stack.append((int(children_left[node]), j, 0))
+    return np.asarray(nodes, dtype=np.int64), np.asarray(left), np.asarray(right)
+
+
+def node_distributions(forest: Any, counts: np.ndarray) -> np.ndarray:
+    """Class distribution of each node's examples; an empty node inherits its parent's."""
+    total = counts.sum(axis=1, keepdims=True)
+    dist = counts / np.where(total == 0, 1, total)
+    n_classes = counts.shape[1]
+    for t in range(forest.n_trees):
+        stack = [int(forest.roots[t])]
+        if total[stack[0], 0] == 0:
+            dist[stack[0]] = 1.0 / n_classes
+        while stack:
+            node = stack.pop()
+            if forest.feature[node] < 0:
+                continue
+            for c in (int(forest.children_left[node]), int(forest.children_right[node])):
+                if total[c, 0] == 0:
+                    dist[c] = dist[node]
+                stack.append(c)
+    return dist
+
+
+@njit(cache=True)
+def path_accuracy(
+    X,
+    cls,
+    weight,
+    use_mask,
+    mask,
+    levels,
+    keep_until,
+    dist,
+    roots,
+    feature,
+    fast_threshold,
+    threshold,
+    children_left,
+    children_right,
+    missing_left,
+    missing_type,
+    cat_start,
+    cat_size,
+    cat_bitsets,
+):
+    """Weighted accuracy of the averaged leaf distributions at each path level (a split is kept
+    while ``keep_until[node] > level``); ties of the average go to the first class, as argmax
+    does. With ``use_mask`` an example averages the trees ``mask[i]`` marks only (none: left
+    out)."""
+    n = X.shape[0]
+    T = roots.shape[0]
+    K = levels.shape[0]
+    n_classes = dist.shape[1]
+    correct = np.zeros(K)
+    prob = np.empty(n_classes)
+    counted = np.zeros(n)
+    for i in range(n):
+        if use_mask:
+            m = 0
+            for t in range(T):
+                m += mask[i, t]
+            counted[i] = weight[i] if m > 0 else 0.0
+        else:
+            counted[i] = weight[i]
+    for k in range(K):
+        lev = levels[k]
+        for i in range(n):
+            if counted[i] == 0.0:
+                continue
+            prob[:] = 0.0
+            n_used = 0
+            if use_mask:
+                for t in range(T):
+                    n_used += mask[i, t]
+            else:
+                n_used = T
+            w = 1.0 / n_used
+            for t in range(T):
+                if use_mask and not mask[i, t]:
+                    continue
+                node = roots[t]
+                while feature[node] >= 0 and keep_until[node] > lev:
+                    node = next_node(
+                        node,
+                        X[i, feature[node]],
+                        fast_threshold,
+                        threshold,
+                        children_left,
+                        children_right,
+                        missing_left,
+                        missing_type,
+                        cat_start,
+                        cat_size,
+                        cat_bitsets,
+                    )
+                # summed as the runtime sums a mean-aggregated forest, so ties break alike
+                for c in range(n_classes):
+                    prob[c] += w * dist[node, c]
+            if n_classes == 2:
+                best = 1 if prob[1] > 0.5 else 0
+            else:
+                best = 0
+                for c in range(1, n_classes):
+                    if prob[c] > prob[best]:
+                        best = c
+            if best == cls[i]:
+                correct[k] += weight[i]
+    return correct / max(counted.sum(), 1e-300)

@@ -348,7 +348,8 @@ def test_integer_weights_are_repeated_rows_and_zero_weights_dropped_rows(F, data
 def test_forest_weights_are_repeated_rows(lgbm):
     forest, X = lgbm
     X, w = X[:300], np.random.default_rng(0).integers(0, 3, size=300)
-    for kw in ({}, {"ordering": "greedy_mse", "y": X[:, 0] > 0}):
+    prices = thrifty.CostModel(np.arange(1.0, 9.0), tree_cost=1.0)  # integers: sums are exact
+    for kw in ({}, {"ordering": "greedy_mse", "y": X[:, 0] > 0}, {"costs": prices, "feature_costs": True}):
         y = kw.pop("y", None)
         _, weighted = qwyc(forest, X, y, alpha=0.05, sample_weight=w, return_result=True, **kw)
         y_rep = None if y is None else np.repeat(y, w)

@@ -285,8 +285,10 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
         d = self._decision(self.evaluate(X))
         if d.ndim == 2:
             return raw_to_proba(d, self.forest_.link)
-        proba = raw_to_proba(d + self.forest_.decision_threshold, self.forest_.link)
-        return np.clip(proba, 0.0, 1.0)
+        p = np.clip(raw_to_proba(d + self.forest_.decision_threshold, self.forest_.link)[:, 1], 0.0, 1.0)
+        # a score just past its threshold can round to 0.5: keep the argmax on the prediction's side
+        p = np.where(d > 0, np.maximum(p, np.nextafter(0.5, 1.0)), np.minimum(p, 0.5))
+        return np.column_stack([1.0 - p, p])
 
     def _decision(self, ev: Any) -> np.ndarray:
         raw = np.asarray(ev.raw, dtype=np.float64)

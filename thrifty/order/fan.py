@@ -12,10 +12,13 @@ is evaluated in full (Fan et al.'s rule for a bin missing from the hash table).
 
 from __future__ import annotations
 
+import math
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
+from thrifty._param_validation import Interval, validate_params
 from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest.scores import partial_scores, tree_scores
@@ -46,16 +49,20 @@ def fan(model: Any, X: Any, *, order: Any = None, bin_width: float = 0.01, gamma
     Sequential
         A plan whose per-bin exits (``plan.bins``) implement the decision rule above.
     """
+    validate_params(
+        {
+            "bin_width": [Interval(Real, 0, math.inf, closed="neither")],
+            "gamma": [Interval(Real, 0, math.inf, closed="left")],
+        },
+        {"bin_width": bin_width, "gamma": gamma},
+        "fan",
+    )
     forest = as_forest(model, who="fan")
     if forest.n_outputs != 1 or forest.task != "binary":
         raise InputError(
             "fan needs a binary classifier with one output "
             f"(got task {forest.task!r} with {forest.n_outputs} outputs)"
         )
-    if not (np.isfinite(bin_width) and bin_width > 0):
-        raise InputError(f"bin_width must be a finite number > 0, got {bin_width!r}")
-    if not (np.isfinite(gamma) and gamma >= 0):
-        raise InputError(f"gamma must be a finite number >= 0, got {gamma!r}")
     order = np.arange(forest.n_trees) if order is None else np.asarray(order, dtype=np.int64)
     if sorted(order.tolist()) != list(range(forest.n_trees)):
         raise InputError(f"order must be a permutation of the {forest.n_trees} trees")

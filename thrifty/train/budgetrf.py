@@ -353,7 +353,7 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
         self.oob_score_ = float(np.mean(pred == y_idx[seen])) if seen.any() else float("nan")
 
     def oob_mask(self) -> np.ndarray:
-        """Boolean (n_fit_rows, n_estimators_): row ``i`` was out of tree ``t``'s sample."""
+        """Boolean ``(n_fit_rows_, n_estimators_)``: row ``i`` was out of tree ``t``'s sample."""
         check_is_fitted(self, "forest_")
         mask = np.ones((self.n_fit_rows_, len(self.estimators_samples_)), dtype=bool)
         for t, sample in enumerate(self.estimators_samples_):

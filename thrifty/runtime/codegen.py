@@ -13,8 +13,8 @@ blocked over rows: a block's code and the group's rows stay in cache).
 Per-row state lives in one float64/int64 buffer ``S`` of ``n`` rows, field after field (see
 ``STATE_FIELDS``); read-only tables (leaf values, exit thresholds, bins) are reached through
 ``T``, an array of their addresses. Leaf values and thresholds are tables, not constants, so
-plans that differ only in them share code. Where a numerical split's rule is the interpreter's
-(``thrifty.forest.kernels.next_node``), this code follows it exactly.
+plans that differ only in them share code. Every split follows the interpreter's rule
+(``thrifty.forest.kernels.next_node``) exactly.
 """
 
 from __future__ import annotations

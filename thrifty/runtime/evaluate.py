@@ -16,7 +16,7 @@ from thrifty.runtime._results import MIN_CHUNK, Collector, Evaluation, chunk_row
 from thrifty.runtime.lazy import Provider, array_provider, run_lazy
 from thrifty.runtime.plans import Plan, as_plan
 
-__all__ = ["Evaluation", "Provider", "array_provider", "evaluate"]
+__all__ = ["Evaluation", "Provider", "array_provider", "costs_for", "evaluate"]
 
 
 def evaluate(

@@ -17,9 +17,8 @@ from thrifty.exceptions import InputError
 from thrifty.providers import http_provider, sql_provider
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
-from thrifty.runtime._results import Evaluation, costs_for
 from thrifty.runtime.async_eval import evaluate_async
-from thrifty.runtime.evaluate import evaluate
+from thrifty.runtime.evaluate import Evaluation, costs_for, evaluate
 from thrifty.runtime.plans import Full, Plan, as_plan
 from thrifty.runtime.rounds import Requests
 from thrifty.serve.rows import BadRequest, RowReader

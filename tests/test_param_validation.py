@@ -160,3 +160,26 @@ def test_as_forest_and_as_plan():
         as_forest(DecisionTreeClassifier(), who="Pruning")
     with pytest.raises(UnsupportedModelError, match="cannot import a model of type"):
         as_forest(LogisticRegression().fit(X, y))
+
+
+def test_fitted_model_and_fitted_forest():
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    from thrifty._validation import fitted_forest, fitted_model
+
+    X = pd.DataFrame(np.random.default_rng(1).normal(size=(40, 3)), columns=["a", "b", "c"])
+    y = (X["a"] > 0).astype(int).to_numpy()
+    w = np.arange(40, dtype=float) % 3
+    unfitted = DecisionTreeClassifier(max_depth=2, random_state=0)
+    model, forest = fitted_forest(unfitted, X, y, w, who="Est")
+    assert model is not unfitted and forest.feature_names == ["a", "b", "c"]
+    reference = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(forest.predict_proba(X), reference.predict_proba(X))
+    assert fitted_model(model, X, y, who="Est") is model
+    with pytest.raises(InputError, match="Est requires y to be passed"):
+        fitted_model(unfitted, X, None, who="Est")
+    with pytest.raises(InputError, match="KNeighborsClassifier.fit takes no sample_weight"):
+        fitted_model(KNeighborsClassifier(), X, y, w, who="Est")
+    with pytest.raises(InputError, match="X has 2 features, but the estimator's model was fitted on 3"):
+        fitted_forest(model, X[["a", "b"]], y, who="Est")

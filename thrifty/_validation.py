@@ -203,3 +203,38 @@ def as_plan(model: Any, *, who: str = "thrifty") -> Any:
     if type(model).__module__.startswith("thrifty.") and isinstance(getattr(model, "plan_", None), Plan):
         return model.plan_
     return Full(as_forest(model, who=who))
+
+
+def fitted_model(model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str) -> Any:
+    """``model`` when it is fitted, else a clone of it fitted on ``(X, y, sample_weight)``.
+
+    The one way the wrapping estimators (QWYC, Cronus, BudgetPrune, ADAPT) accept an unfitted
+    model; ``y=None`` (a method that needs no labels) then is an error saying how to fix it.
+    """
+    from sklearn.base import clone
+    from sklearn.utils.validation import has_fit_parameter
+
+    if is_fitted_model(model):
+        return model
+    name = type(model).__name__
+    if y is None:
+        raise InputError(
+            f"{who} requires y to be passed, but the target y is None: the estimator {name} is not "
+            "fitted; pass a fitted model, or labels (fit(X, y)) to fit a clone of it first"
+        )
+    if sample_weight is None:
+        return clone(model).fit(X, y)
+    if not has_fit_parameter(model, "sample_weight"):
+        raise InputError(f"{name}.fit takes no sample_weight: fit the model yourself and pass it fitted")
+    return clone(model).fit(X, y, sample_weight=sample_weight)
+
+
+def fitted_forest(model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str) -> tuple[Any, Any]:
+    """``(fitted model, its Forest)`` for the columns of ``X``: :func:`fitted_model`, then
+    :func:`as_forest`, checked to have ``X``'s width and named as ``X``'s columns."""
+    from thrifty.forest.names import named_as
+
+    model = fitted_model(model, X, y, sample_weight, who=who)
+    forest = as_forest(model, who=who)
+    check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
+    return model, named_as(forest, X)

@@ -169,6 +169,10 @@ def test_the_serving_path_takes_any_numeric_matrix_and_hands_over_the_rest():
     assert_same(thrifty.compile(PLANS["full"], costs).evaluate(X), evaluate(PLANS["full"], X, costs))
     ints = rng.integers(-2, 40, size=(20, N_FEATURES))
     assert_same(thrifty.compile(PLANS["full"]).evaluate(ints), evaluate(PLANS["full"], ints))
+    # The method on plans is the same compiler.
+    assert_same(
+        PLANS["sequential"].compile(costs).evaluate(X[:50]), evaluate(PLANS["sequential"], X[:50], costs)
+    )
     # Probabilities and labels are computed when read, and pickle as a plain Evaluation.
     served = thrifty.compile(PLANS["sequential"], costs).evaluate(X[:30])
     back = pickle.loads(pickle.dumps(served))

@@ -8,22 +8,19 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from sklearn.base import ClassifierMixin, clone
+from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval, StrOptions
 from thrifty._validation import (
-    as_forest,
     check_sample_weight,
-    check_width,
     class_labels,
-    is_fitted_model,
+    fitted_forest,
     validate_frame,
 )
 from thrifty.cascade.cronus import OPTIONS, CronusResult, cronus, lambda_max, stage_rho
 from thrifty.exceptions import InputError
-from thrifty.forest.names import named_as
 from thrifty.runtime import evaluate
 
 # The budget search tries lam = lambda_max / 2**j, j = 0 .. n_lams - 1 (thrifty.compare too).
@@ -186,18 +183,13 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
                 f"Only binary classification is supported. The type of the target is {y_type} "
                 "(Cronus cascades reject inputs as negative)"
             )
-        model = self.estimator
-        if not is_fitted_model(model):
-            model = clone(model).fit(X, y, **({} if w is None else {"sample_weight": w}))
-        forest = as_forest(model, who=type(self).__name__)
+        model, forest = fitted_forest(self.estimator, X, y, w, who=type(self).__name__)
         if forest.task != "binary":
             raise InputError(
                 f"CronusClassifier needs a binary classifier; the estimator's task is "
                 f"{forest.task!r} (use thrifty.cascade.cronus for rankers and regressors "
                 "with binary targets)"
             )
-        check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
-        forest = named_as(forest, X)
         classes = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         unknown = np.setdiff1d(np.unique(y), classes)
         if len(unknown):

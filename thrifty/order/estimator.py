@@ -6,21 +6,18 @@ from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import ClassifierMixin, clone
+from sklearn.base import ClassifierMixin
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval, StrOptions
 from thrifty._validation import (
-    as_forest,
     check_sample_weight,
-    check_width,
     class_labels,
-    is_fitted_model,
+    fitted_forest,
     validate_frame,
 )
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import raw_to_proba
-from thrifty.forest.names import named_as
 from thrifty.order.orderings import LABELLED_ORDERINGS
 from thrifty.order.qwyc import ORDERINGS, qwyc
 from thrifty.runtime import evaluate
@@ -189,8 +186,7 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
             X, y = validate_frame(self, X, y)
             y = class_labels(y, type(self).__name__)[0]
         w = check_sample_weight(sample_weight, X.shape[0])
-        model = self._fitted_model(X, y, w)
-        forest = as_forest(model, who=type(self).__name__)
+        model, forest = fitted_forest(self.estimator, X, y, w, who=type(self).__name__)
         if forest.task not in ("binary", "multiclass"):
             raise InputError(f"QWYCClassifier needs a classifier; the estimator's task is {forest.task!r}")
         if forest.classes is not None and len(forest.classes) < 2:
@@ -199,8 +195,6 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
                 f"the estimator was fitted on one class only ({only!r}): it always predicts it, so "
                 "there is nothing to quit early from; fit it on examples of at least 2 classes"
             )
-        check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
-        forest = named_as(forest, X)
         costs = self._fit_costs(X)
         split = self._calibration(X, y, w, calibration)
         full = forest.predict(split.X_cal)
@@ -246,18 +240,6 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
                 f"QWYCClassifier: alphas must be one or more floats in [0, 1), got {self.alphas!r}"
             )
         return sorted({float(a) for a in alphas})
-
-    def _fitted_model(self, X: Any, y: Any, w: np.ndarray | None) -> Any:
-        """``estimator``, or a clone of it fitted on ``(X, y, w)`` when it is not fitted."""
-        if is_fitted_model(self.estimator):
-            return self.estimator
-        if y is None:
-            raise InputError(
-                f"QWYCClassifier requires y to be passed, but the target y is None: the estimator "
-                f"{type(self.estimator).__name__} is not fitted; pass a fitted model, or labels "
-                "(fit(X, y)) to fit a clone of it first"
-            )
-        return clone(self.estimator).fit(X, y, **({} if w is None else {"sample_weight": w}))
 
     # ------------------------------------------------------------------ prediction
     def predict(self, X: Any) -> np.ndarray:

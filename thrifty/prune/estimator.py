@@ -8,22 +8,19 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import ClassifierMixin, clone
-from sklearn.utils.validation import check_is_fitted, has_fit_parameter
+from sklearn.base import ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import HasMethods, Interval, StrOptions
 from thrifty._validation import (
-    as_forest,
     check_sample_weight,
-    check_width,
     class_labels,
-    is_fitted_model,
+    fitted_forest,
     validate_frame,
 )
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import Forest
-from thrifty.forest.names import named_as
 from thrifty.prune.budgetprune import (
     LEAF_VALUES,
     MODES,
@@ -172,17 +169,7 @@ class BudgetPrunedClassifier(ClassifierMixin, ThriftyEstimator):
         y = class_labels(y, type(self).__name__)[0]
         X, y = validate_frame(self, X, y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
-        model = self.estimator
-        if not is_fitted_model(model):
-            if sample_weight is not None and not has_fit_parameter(model, "sample_weight"):
-                raise InputError(
-                    f"{type(model).__name__}.fit takes no sample_weight: fit the estimator yourself "
-                    "and pass it fitted"
-                )
-            kw = {} if sample_weight is None else {"sample_weight": sample_weight}
-            model = clone(model).fit(X, y, **kw)
-        forest = named_as(as_forest(model, who=type(self).__name__), X)
-        check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
+        model, forest = fitted_forest(self.estimator, X, y, sample_weight, who=type(self).__name__)
         costs = self._fit_costs(X)
         mask = _oob_mask(model, X.shape[0], forest.n_trees) if self.out_of_bag else None
         split = self._calibration(X, y, sample_weight, calibration, default="train")

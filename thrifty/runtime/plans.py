@@ -89,6 +89,13 @@ class Plan:
         """The cost model used when none is given: every feature costs 1, evaluation is free."""
         return CostModel.uniform(self.n_features, feature_names=self.feature_names)
 
+    def compile(self, costs: CostModel | None = None) -> Any:
+        """This plan as native code: ``thrifty.compile(self, costs)`` (see :func:`thrifty.compile`)."""
+        # Plans are data and the runtime builds on them, so the compiler is imported on use.
+        from thrifty.runtime.compiled import compile as compile_plan
+
+        return compile_plan(self, costs)
+
     # -------------------------------------------------------------- io
     def to_dict(self) -> dict[str, Any]:
         return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": self.kind, **self._body()}

@@ -29,12 +29,17 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import ClassifierMixin, clone
-from sklearn.utils.validation import check_is_fitted, has_fit_parameter
+from sklearn.base import ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import HasMethods, Interval, StrOptions
-from thrifty._validation import check_sample_weight, class_labels, is_fitted_model, validate_frame
+from thrifty._validation import (
+    check_sample_weight,
+    class_labels,
+    fitted_model,
+    validate_frame,
+)
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import to_matrix
 from thrifty.runtime.evaluate import evaluate as evaluate_plan
@@ -288,15 +293,10 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
 
             hpc = RandomForestClassifier(n_estimators=100, random_state=self.random_state, n_jobs=1)
         names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        if not is_fitted_model(hpc):
-            if w is not None and not has_fit_parameter(hpc, "sample_weight"):
-                raise InputError(
-                    f"the hpc's fit ({type(hpc).__name__}) takes no sample_weight: fit it yourself "
-                    "and pass it fitted"
-                )
-            columns = hpc_columns(self.hpc_features, X.shape[1])
-            rows = X.iloc[:, columns] if hasattr(X, "iloc") else X[:, columns]
-            hpc = clone(hpc).fit(rows, y, **({} if w is None else {"sample_weight": w}))
+        # An unfitted hpc is fitted on the columns it will be given (its hpc_features).
+        columns = hpc_columns(self.hpc_features, X.shape[1])
+        rows = X.iloc[:, columns] if hasattr(X, "iloc") else X[:, columns]
+        hpc = fitted_model(hpc, rows, y, w, who=type(self).__name__)
         self._high = hpc_plan(
             hpc,
             X.shape[1],

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from thrifty.forest import next_node
+from thrifty.forest.kernels import child
 
 
 @dataclass
@@ -113,16 +113,7 @@ def build_problem(
         use_mask,
         mask,
         forest.roots,
-        forest.feature,
-        forest._fast_threshold,
-        forest.threshold,
-        forest.children_left,
-        forest.children_right,
-        forest.missing_left,
-        forest.missing_type,
-        forest.cat_start,
-        forest.cat_size,
-        forest.cat_bitsets,
+        forest.nodes,
         costs.closure_ptr,
         costs.closure_units,
         unit_cost,
@@ -298,16 +289,7 @@ def _walk(
     use_mask,
     mask,
     roots,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
     closure_ptr,
     closure_units,
     unit_cost,
@@ -321,6 +303,7 @@ def _walk(
     pair_ptr[p + 1]]`` are the nodes (one per tree, sorted) where pair ``p`` is first acquired,
     ``pair_cost[p]`` the unit's price.
     """
+    feature = nodes[0]
     n = X.shape[0]
     T = roots.shape[0]
     n_nodes = feature.shape[0]
@@ -368,19 +351,7 @@ def _walk(
                         n_touched += 1
                     buf[u, ucount[u]] = node
                     ucount[u] += 1
-                node = next_node(
-                    node,
-                    X[i, f],
-                    fast_threshold,
-                    threshold,
-                    children_left,
-                    children_right,
-                    missing_left,
-                    missing_type,
-                    cat_start,
-                    cat_size,
-                    cat_bitsets,
-                )
+                node = child(nodes, node, X[i, f])
             if counted:
                 counts[node, c] += wi
             else:

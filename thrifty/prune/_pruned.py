@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from thrifty.forest import next_node
 from thrifty.forest.builder import ForestBuilder
+from thrifty.forest.kernels import child
 from thrifty.prune._problem import ClosureProblem
 
 __all__ = ["node_distributions", "path_accuracy", "pruned_forest"]
@@ -113,21 +113,13 @@ def path_accuracy(
     keep_until,
     dist,
     roots,
-    feature,
-    fast_threshold,
-    threshold,
-    children_left,
-    children_right,
-    missing_left,
-    missing_type,
-    cat_start,
-    cat_size,
-    cat_bitsets,
+    nodes,
 ):
     """Weighted accuracy of the averaged leaf distributions at each path level (a split is kept
     while ``keep_until[node] > level``); ties of the average go to the first class, as argmax
     does. With ``use_mask`` an example averages the trees ``mask[i]`` marks only (none: left
     out)."""
+    feature = nodes[0]
     n = X.shape[0]
     T = roots.shape[0]
     K = levels.shape[0]
@@ -161,19 +153,7 @@ def path_accuracy(
                     continue
                 node = roots[t]
                 while feature[node] >= 0 and keep_until[node] > lev:
-                    node = next_node(
-                        node,
-                        X[i, feature[node]],
-                        fast_threshold,
-                        threshold,
-                        children_left,
-                        children_right,
-                        missing_left,
-                        missing_type,
-                        cat_start,
-                        cat_size,
-                        cat_bitsets,
-                    )
+                    node = child(nodes, node, X[i, feature[node]])
                 # summed as the runtime sums a mean-aggregated forest, so ties break alike
                 for c in range(n_classes):
                     prob[c] += w * dist[node, c]

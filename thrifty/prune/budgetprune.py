@@ -128,16 +128,7 @@ class PrunePath:
             keep_until,
             dist,
             f.roots,
-            f.feature,
-            f._fast_threshold,
-            f.threshold,
-            f.children_left,
-            f.children_right,
-            f.missing_left,
-            f.missing_type,
-            f.cat_start,
-            f.cat_size,
-            f.cat_bitsets,
+            f.nodes,
         )
 
     def best_within(self, budget: float) -> int:

@@ -9,27 +9,11 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
-from thrifty.forest._forest import Forest
+from thrifty.forest._forest import _ARRAYS, Forest
 
 FORMAT = "thrifty.forest"
 VERSION = 1
-
-_ARRAYS = {
-    "feature": np.int32,
-    "threshold": np.float64,
-    "children_left": np.int32,
-    "children_right": np.int32,
-    "missing_left": np.bool_,
-    "missing_type": np.int8,
-    "cat_start": np.int32,
-    "cat_size": np.int32,
-    "cat_bitsets": np.uint32,
-    "value": np.float64,
-    "roots": np.int32,
-    "tree_weight": np.float64,
-    "tree_class": np.int32,
-    "base_score": np.float64,
-}
+# The arrays saved are the Forest's own (`_ARRAYS`), in the dtypes it holds them in.
 
 
 def encode_array(a: np.ndarray) -> dict[str, Any]:

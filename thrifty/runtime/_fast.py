@@ -3,24 +3,34 @@
 A compiled ``Full`` or ``Sequential`` plan over at most 64 features, evaluated with its own
 cost model on a numeric matrix, needs none of the executor machinery: the generated ``eval``
 runs the plan from a fresh state to each row's settled costs and acquired features
-(``codegen``), and the ``Evaluation`` is cut from that one buffer. Everything that depends only
-on the plan and the cost model is prepared here once per compiled plan; a call of a few rows
-uses buffers allocated once per thread. Probabilities and labels are computed when first read.
-Results are the interpreter's, bit for bit (the tests check it).
+(``codegen_eval``), and the ``Evaluation`` is read from that one buffer. Everything that
+depends only on the plan and the cost model is prepared once per compiled plan.
+
+A call of at most ``SMALL`` rows (a service's call) costs about 1.5 µs besides the trees: one
+check of the input, one copy into buffers of the calling thread, one native call whose
+argument is built once per thread and row count (ctypes passes it without converting), and one
+copy of the state out. Every field of the result (scores, exits, probabilities, labels, each
+cost) is cut from that copy when first read. Results are the interpreter's, bit for bit (the
+tests check it).
 """
 
 from __future__ import annotations
 
+import ctypes
+import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from thrifty.costs import CostModel, CostReport
+from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
 from thrifty.runtime._evaluation import Evaluation
 from thrifty.runtime._native_plan import NativeSchedule, parallel
 from thrifty.runtime.codegen import COST_TABLES, STATE_FIELDS
+from thrifty.runtime.codegen_eval import CONTEXT
 from thrifty.runtime.plans import Full, Sequential
 
 # Rows a call serves from per-thread buffers allocated once (a service's calls).
@@ -29,6 +39,9 @@ SMALL = 64
 LARGE = 1 << 16
 
 _FIELD = {name: j for j, name in enumerate(STATE_FIELDS)}
+_FLOAT64 = np.dtype(np.float64)
+_INT64 = np.dtype(np.int64)
+T = TypeVar("T")
 
 
 class FastPath:
@@ -39,9 +52,16 @@ class FastPath:
         f = plan.forest
         assert schedule.native.eval is not None  # fast_path builds one only then
         self.eval = schedule.native.eval
-        self.tables = schedule.T.ctypes.data
+        # The same function without declared argument types: ctypes then passes a prebuilt
+        # c_void_p as it is (declared types convert every argument on every call). With no
+        # declared types ctypes prepares a plain, non-variadic call of the arguments' own types
+        # (``ffi_prep_cif`` in ``_ctypes/callproc.c``), exactly the call the declaration makes.
+        address = ctypes.cast(self.eval, ctypes.c_void_p).value
+        assert address
+        self._serve = ctypes.CFUNCTYPE(None)(address)
+        self.schedule = schedule
         self.F, self.K, self.W = f.n_features, f.n_outputs, schedule.width
-        self.round32 = f.input_dtype == "float32"
+        self.round32 = int(f.input_dtype == "float32")
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         self.fixed = costs.fixed_cost(plan.feature_usage())
         self.names = costs.feature_names or plan.feature_names
@@ -58,106 +78,200 @@ class FastPath:
         }
         self._cost_tables = [np.ascontiguousarray(named[name]) for name in COST_TABLES]
         self._C = np.array([a.ctypes.data for a in self._cost_tables], dtype=np.int64)
-        self.costs = self._C.ctypes.data
         self._local = threading.local()
 
-    def words(self, n: int) -> int:
-        """8-byte words of the buffer of ``n`` rows: the state fields, then the acquired bytes."""
-        return self.W * n + -(-n * self.F // 8)
+    def context(self, X: np.ndarray, S: np.ndarray, lo: int, hi: int, n: int) -> np.ndarray:
+        """The call context of ``eval`` (``codegen_eval.CONTEXT``) for rows ``[lo, hi)`` of the
+        ``n`` rows of ``X`` with state ``S``."""
+        words = {
+            "X": X.ctypes.data,
+            "S": S.ctypes.data,
+            "T": self.schedule.T.ctypes.data,
+            "C": self._C.ctypes.data,
+            "lo": lo,
+            "hi": hi,
+            "n": n,
+            "round32": self.round32,
+        }
+        return np.array([words[name] for name in CONTEXT], dtype=np.int64)
 
-    def _scratch(self) -> tuple[np.ndarray, int, np.ndarray, int]:
-        """This thread's input and state buffers for up to ``SMALL`` rows, and their addresses."""
-        got = getattr(self._local, "buffers", None)
-        if got is None:
-            X = np.zeros(SMALL * self.F)
-            S = np.zeros(self.words(SMALL))
-            got = self._local.buffers = (X, X.ctypes.data, S, S.ctypes.data)
-        return got
+    def _calls(self) -> list[tuple[np.ndarray, np.ndarray, ctypes.c_void_p]]:
+        """This thread's calls of 0 to ``SMALL`` rows: per row count, the input buffer as an
+        ``(n, F)`` matrix, the state buffer of ``n`` rows, and ``eval``'s argument."""
+        X = np.zeros(SMALL * self.F)
+        S = np.zeros(self.W * SMALL)
+        rows = np.arange(SMALL + 1)
+        contexts = np.repeat(self.context(X, S, 0, 0, 0)[None], SMALL + 1, axis=0)
+        contexts[:, CONTEXT.index("hi")] = contexts[:, CONTEXT.index("n")] = rows
+        at, step = contexts.ctypes.data, contexts.strides[0]
+        calls = [
+            (X[: n * self.F].reshape(n, self.F), S[: self.W * n], ctypes.c_void_p(at + step * n))
+            for n in rows.tolist()
+        ]
+        # The buffers live as long as the views and the contexts do.
+        self._local.keep = (X, S, contexts)
+        return calls
 
-    def __call__(self, X: np.ndarray) -> Evaluation | None:
-        """The ``Evaluation`` of the rows of ``X``, or None when ``X`` is not a numeric matrix
+    def __call__(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
+        """The ``Evaluation`` of the rows of ``X``, or None when ``X`` is not a numeric ndarray
         of the plan's width and at most ``LARGE`` rows (the general path handles it)."""
-        if X.ndim != 2 or X.shape[1] != self.F or X.dtype.kind not in "fiub":
+        if type(X) is not np.ndarray:
             return None
-        n = X.shape[0]
+        shape = X.shape
+        if len(shape) != 2 or shape[1] != self.F or (X.dtype is not _FLOAT64 and X.dtype.kind not in "fiub"):
+            return None
+        n = shape[0]
         if n <= SMALL:
-            xb, x, Sb, s = self._scratch()
-            M = xb[: n * self.F].reshape(n, self.F)
-            M[:] = X
-            if self.round32:
-                _round32(M)
-            self.eval(x, s, self.tables, self.costs, 0, n, n)
-            # The results own a copy: the buffer serves the thread's next call.
-            return self._evaluation(Sb[: self.words(n)].copy(), n)
+            try:
+                calls = self._local.calls
+            except AttributeError:
+                calls = self._local.calls = self._calls()
+            M, S, ctx = calls[n]
+            M[...] = X
+            self._serve(ctx)
+            # The result owns a copy: the buffers serve the thread's next call.
+            return ServedEvaluation(S.copy(), n, self)
         if n > LARGE:
             return None
-        M = np.ascontiguousarray(X, dtype=np.float64)
-        if self.round32:
-            M = M.copy() if M is X else M
-            _round32(M)
-        S = np.empty(self.words(n))
-        x, s = M.ctypes.data, S.ctypes.data
-        parallel(lambda lo, hi: self.eval(x, s, self.tables, self.costs, lo, hi, n), n)
-        return self._evaluation(S, n)
+        # ``eval`` rounds float32 forests' inputs in place: on a copy, never on the caller's X.
+        M = np.array(X, dtype=np.float64, order="C") if self.round32 else np.ascontiguousarray(X, np.float64)
+        S = np.empty(self.W * n)
 
-    def _evaluation(self, S: np.ndarray, n: int) -> Evaluation:
-        K, ints = self.K, S.view(np.int64)
+        def part(lo: int, hi: int) -> None:
+            ctx = self.context(M, S, lo, hi, n)  # alive until eval returns
+            self.eval(ctx.ctypes.data)
 
-        def field(name: str, of: np.ndarray = ints) -> np.ndarray:
-            at = (K + _FIELD[name]) * n
-            return of[at : at + n]
+        with threads(n_threads if n >= SERIAL_ROWS else None):
+            parallel(part, n)
+        return ServedEvaluation(S, n, self)
 
-        raw = S[:n] if K == 1 else S[: K * n].reshape(K, n).T.copy()
-        pos = field("pos")
-        acquired = S[self.W * n :].view(np.bool_)[: n * self.F].reshape(n, self.F)
-        report = CostReport(
-            feature=field("cost", S),
-            evaluation=field("evaluation", S),
-            total=field("total", S),
-            n_trees=pos.copy(),
-            n_nodes=field("nodes"),
-            acquired=acquired,
-            fixed=self.fixed,
-            feature_names=self.names,
-        )
-        if self.outputs is None:
-            return Evaluation(raw=raw, proba=None, labels=None, exit=pos, cost=report)
-        return ServedEvaluation(raw, pos, report, field("dir"), self.outputs)
+
+class _when_read(Generic[T]):
+    """A field computed when first read, then kept in the instance's ``__dict__`` (which later
+    reads and assignments then use: this descriptor defines no ``__set__``). Unlike
+    ``functools.cached_property`` it takes no lock: two threads reading a field at once at
+    worst both compute the same value."""
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute = compute
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> T:
+        if obj is None:
+            return self  # type: ignore[return-value]  # read on the class: the descriptor
+        value = obj.__dict__[self.name] = self.compute(obj)
+        return value
 
 
 class ServedEvaluation(Evaluation):
-    """An ``Evaluation`` of a classifier whose probabilities and labels are computed when
-    first read (a service often needs only one of them, or neither)."""
+    """An ``Evaluation`` read from the state buffer ``S`` of ``n`` rows that ``eval`` filled
+    (``codegen.STATE_FIELDS`` after the raw scores): each field is cut from it, or computed for
+    probabilities, labels and acquired features, when first read.
 
-    def __init__(
-        self,
-        raw: np.ndarray,
-        exit: np.ndarray,
-        cost: CostReport,
-        decision: np.ndarray,
-        outputs: tuple[str, Any, int],
-    ) -> None:
-        self.raw, self.exit, self.cost = raw, exit, cost
-        self._decision, self._outputs = decision, outputs
-        self._proba: np.ndarray | None = None
-        self._labels: np.ndarray | None = None
+    It is an ``Evaluation`` in every way a caller sees (fields are read, assigned and compared
+    alike); it pickles as the plain ``Evaluation`` it stands for."""
 
-    @property
-    def proba(self) -> np.ndarray:  # type: ignore[override]
-        if self._proba is None:
-            self._proba = raw_to_proba(self.raw, self._outputs[0])
-        return self._proba
+    def __init__(self, S: np.ndarray, n: int, path: FastPath) -> None:
+        self._S, self._n, self._path = S, n, path
 
-    @property
-    def labels(self) -> np.ndarray:  # type: ignore[override]
-        if self._labels is None:
-            link, classes, K = self._outputs
-            self._labels = labels_from(self.raw, self._decision, link, classes, K)
-        return self._labels
+    @_when_read
+    def _words(self) -> np.ndarray:
+        return self._S.view(_INT64)
+
+    def _field(self, name: str, of: np.ndarray) -> np.ndarray:
+        """The field ``name`` of every row, in ``of`` (the state as float64 or int64 words)."""
+        at = (self._path.K + _FIELD[name]) * self._n
+        return of[at : at + self._n]
+
+    @_when_read
+    def raw(self) -> np.ndarray:
+        K, n = self._path.K, self._n
+        return self._S[:n] if K == 1 else self._S[: K * n].reshape(K, n).T.copy()
+
+    @_when_read
+    def exit(self) -> np.ndarray:
+        return self._field("pos", self._words)
+
+    @_when_read
+    def cost(self) -> CostReport:
+        return ServedCostReport(self)
+
+    @_when_read
+    def proba(self) -> np.ndarray | None:
+        outputs = self._path.outputs
+        return None if outputs is None else raw_to_proba(self.raw, outputs[0])
+
+    @_when_read
+    def labels(self) -> np.ndarray | None:
+        outputs = self._path.outputs
+        if outputs is None:
+            return None
+        link, classes, K = outputs
+        return labels_from(self.raw, self._field("dir", self._words), link, classes, K)
 
     def __reduce__(self) -> tuple:
         # Pickles (to a Dask client, say) as the plain Evaluation it stands for.
         return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
+
+
+class ServedCostReport(CostReport):
+    """The ``CostReport`` of a ``ServedEvaluation``: each per-example field is cut from the
+    evaluation's buffer when first read. It pickles as a plain ``CostReport``."""
+
+    def __init__(self, ev: ServedEvaluation) -> None:
+        self._ev = ev
+        self.fixed = ev._path.fixed
+        self.feature_names = ev._path.names
+
+    @_when_read
+    def feature(self) -> np.ndarray:
+        return self._ev._field("cost", self._ev._S)
+
+    @_when_read
+    def evaluation(self) -> np.ndarray:
+        return self._ev._field("evaluation", self._ev._S)
+
+    @_when_read
+    def total(self) -> np.ndarray:
+        return self._ev._field("total", self._ev._S)
+
+    @_when_read
+    def n_trees(self) -> np.ndarray:
+        # Its own array: the exits are the same numbers, but a caller may change either.
+        return self._ev._field("pos", self._ev._words).copy()
+
+    @_when_read
+    def n_nodes(self) -> np.ndarray:
+        return self._ev._field("nodes", self._ev._words)
+
+    @_when_read
+    def acquired(self) -> np.ndarray:
+        n, F = self._ev._n, self._ev._path.F
+        words = self._ev._field("acq", self._ev._words)
+        if sys.byteorder != "little":
+            words = words.byteswap()
+        # Bit f of a row's word is feature f: its little-endian bytes unpack in that order.
+        bits = np.unpackbits(words.view(np.uint8).reshape(n, 8), axis=1, count=F, bitorder="little")
+        return bits.view(np.bool_)
+
+    def __reduce__(self) -> tuple:
+        return (
+            CostReport,
+            (
+                self.feature,
+                self.evaluation,
+                self.total,
+                self.n_trees,
+                self.n_nodes,
+                self.acquired,
+                self.fixed,
+                self.feature_names,
+                self.latency,
+            ),
+        )
 
 
 def fast_path(plan: Any, schedule: NativeSchedule | None, costs: CostModel) -> FastPath | None:
@@ -168,9 +282,3 @@ def fast_path(plan: Any, schedule: NativeSchedule | None, costs: CostModel) -> F
     if len(costs.unit_cost) > 64:
         return None
     return FastPath(plan, schedule, costs)
-
-
-def _round32(M: np.ndarray) -> None:
-    """Round the inputs in place to float32, as scikit-learn and XGBoost read them."""
-    with np.errstate(over="ignore"):
-        M[:] = M.astype(np.float32)

@@ -8,20 +8,34 @@ from __future__ import annotations
 
 from thrifty.runtime.codegen import COST_TABLES, STATE_FIELDS, TABLES, Layout
 
+# The words of ``eval``'s one argument, a call context: the input matrix, the state buffer,
+# the plan's tables and the cost tables (addresses), the rows [lo, hi) of n, and a flag
+# asking to round the inputs to float32 in place first. One pointer makes the call cheap from
+# Python (ctypes converts each argument it is given: a context built once per thread and row
+# count is passed as it is).
+CONTEXT = ("X", "S", "T", "C", "lo", "hi", "n", "round32")
+
 
 def eval_ir(lay: Layout, key: str) -> str:
-    """``eval(X, S, T, C, lo, hi, n)``: rows ``[lo, hi)`` from a fresh state to settled costs.
+    """``eval(ctx)``: rows ``[lo, hi)`` of the context ``ctx`` (``CONTEXT``) from a fresh state
+    to settled costs.
 
-    Sets the rows' state (raw scores at the base score, counters at zero), runs the plan
-    (``run``), then prices the features each row tested as ``_kernels.settle_costs`` does (each
-    unit paid once, in the same order, so the sums agree bit for bit) into ``cost``, the
-    acquired features into ``acq`` (bits) and the bytes after the fields, and the evaluation
+    Rounds the rows' inputs to float32 in place when asked (as scikit-learn and XGBoost read
+    them), sets the rows' state (raw scores at the base score, counters at zero), runs the plan
+    (``run``), then prices the features each row tested as ``_kernels.settle_costs`` does: only
+    the tested features, found as the set bits of ``bits`` in increasing order, each unit of
+    their closures paid once in the same order, so the sums agree bit for bit. It stores the
+    feature cost in ``cost``, the acquired features as bits in ``acq``, and the evaluation
     cost ``tree_cost * pos + split_cost * nodes`` and ``total`` as ``_results.assemble`` forms
     them. Generated for forests of at most 64 features."""
     K, F = lay.K, lay.F
-    W = K + len(STATE_FIELDS)
     off = {name: K + j for j, name in enumerate(STATE_FIELDS)}
     tb = TABLES.index("base")
+    args = "\n".join(
+        f"  %{name}c = getelementptr i64, ptr %ctx, i64 {j}\n"
+        f"  %{name} = load {'ptr' if j < 4 else 'i64'}, ptr %{name}c"
+        for j, name in enumerate(CONTEXT)
+    )
     loads = "\n".join(
         f"  %{name}a = getelementptr ptr, ptr %C, i64 {i}\n  %{name} = load ptr, ptr %{name}a"
         for i, name in enumerate(COST_TABLES)
@@ -44,19 +58,39 @@ def eval_ir(lay: Layout, key: str) -> str:
         init += [f"  %z{name} = getelementptr i64, ptr %{name}S, i64 %wi", f"  store i64 0, ptr %z{name}"]
     init_code = "\n".join(init)
     return f"""
-define void @eval_{key}(ptr %X, ptr %S, ptr %T, ptr %C, i64 %lo, i64 %hi, i64 %n) {{
+declare i64 @llvm.cttz.i64(i64, i1)
+
+define void @eval_{key}(ptr %ctx) {{
 entry:
+{args}
 {loads}
 {fields}
   %tcp = getelementptr double, ptr %prices, i64 0
   %tc = load double, ptr %tcp
   %scp = getelementptr double, ptr %prices, i64 1
   %sc = load double, ptr %scp
-  %ao = mul i64 %n, {8 * W}
-  %A = getelementptr i8, ptr %S, i64 %ao
+  %r32on = icmp ne i64 %round32, 0
+  br i1 %r32on, label %round, label %start
+round:
+  %rb = mul i64 %lo, {F}
+  %re = mul i64 %hi, {F}
+  br label %rloop
+rloop:
+  %ri = phi i64 [%rb, %round], [%ri1, %rbody]
+  %rmore = icmp slt i64 %ri, %re
+  br i1 %rmore, label %rbody, label %start
+rbody:
+  %rxp = getelementptr double, ptr %X, i64 %ri
+  %rx = load double, ptr %rxp
+  %rxf = fptrunc double %rx to float
+  %rxd = fpext float %rxf to double
+  store double %rxd, ptr %rxp
+  %ri1 = add i64 %ri, 1
+  br label %rloop
+start:
   br label %fill
 fill:
-  %wi = phi i64 [%lo, %entry], [%wi1, %fillbody]
+  %wi = phi i64 [%lo, %start], [%wi1, %fillbody]
   %wmore = icmp slt i64 %wi, %hi
   br i1 %wmore, label %fillbody, label %go
 fillbody:
@@ -71,7 +105,7 @@ go:
   call void @run_{key}(ptr %X, ptr %S, ptr %T, ptr null, ptr %wl, i64 %m, i64 %n)
   br label %row
 row:
-  %i = phi i64 [%lo, %go], [%i1, %bytesdone]
+  %i = phi i64 [%lo, %go], [%i1, %rowdone]
   %more = icmp slt i64 %i, %hi
   br i1 %more, label %rowbody, label %done
 rowbody:
@@ -79,29 +113,28 @@ rowbody:
   %bits = load i64, ptr %bp
   br label %feat
 feat:
-  %f = phi i64 [0, %rowbody], [%f1, %featnext]
+  %rem = phi i64 [%bits, %rowbody], [%rem1, %featnext]
   %paid = phi i64 [0, %rowbody], [%paid1, %featnext]
   %tot = phi double [0.0, %rowbody], [%tot1, %featnext]
   %acq = phi i64 [0, %rowbody], [%acq1, %featnext]
-  %fin = icmp slt i64 %f, {F}
-  br i1 %fin, label %fbody, label %rowdone
+  %any = icmp ne i64 %rem, 0
+  br i1 %any, label %fbody, label %rowdone
 fbody:
-  %sh = lshr i64 %bits, %f
-  %b1 = and i64 %sh, 1
-  %has = icmp ne i64 %b1, 0
+  %f = call i64 @llvm.cttz.i64(i64 %rem, i1 true)
+  %remm = sub i64 %rem, 1
+  %rem1 = and i64 %rem, %remm
   %k0p = getelementptr i64, ptr %closure_ptr, i64 %f
   %k0 = load i64, ptr %k0p
   %f1 = add i64 %f, 1
   %k1p = getelementptr i64, ptr %closure_ptr, i64 %f1
   %k1 = load i64, ptr %k1p
-  %kend = select i1 %has, i64 %k1, i64 %k0
   br label %unit
 unit:
   %k = phi i64 [%k0, %fbody], [%kn, %ubody]
   %paid1 = phi i64 [%paid, %fbody], [%paidn, %ubody]
   %tot1 = phi double [%tot, %fbody], [%totn, %ubody]
   %acq1 = phi i64 [%acq, %fbody], [%acqn, %ubody]
-  %uin = icmp slt i64 %k, %kend
+  %uin = icmp slt i64 %k, %k1
   br i1 %uin, label %ubody, label %featnext
 ubody:
   %up = getelementptr i64, ptr %closure_units, i64 %k
@@ -141,22 +174,6 @@ rowdone:
   %tt = fadd double %tot, %ev
   %ttp = getelementptr double, ptr %totalS, i64 %i
   store double %tt, ptr %ttp
-  %arow = mul i64 %i, {F}
-  br label %bytes
-bytes:
-  %q = phi i64 [0, %rowdone], [%q1, %bytebody]
-  %qin = icmp slt i64 %q, {F}
-  br i1 %qin, label %bytebody, label %bytesdone
-bytebody:
-  %qs = lshr i64 %acq, %q
-  %qb = trunc i64 %qs to i8
-  %qv = and i8 %qb, 1
-  %qo = add i64 %arow, %q
-  %qp = getelementptr i8, ptr %A, i64 %qo
-  store i8 %qv, ptr %qp
-  %q1 = add i64 %q, 1
-  br label %bytes
-bytesdone:
   %i1 = add i64 %i, 1
   br label %row
 done:

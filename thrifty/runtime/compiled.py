@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from thrifty.costs import CostModel
-from thrifty.forest.kernels import SERIAL_ROWS
 from thrifty.runtime._compiled import NativePlan
 from thrifty.runtime.evaluate import Evaluation, evaluate
 from thrifty.runtime.plans import Plan
@@ -39,9 +36,9 @@ class CompiledPlan(NativePlan):
 
     def evaluate(self, X: Any, *, n_threads: int | None = None) -> Evaluation:
         """``thrifty.evaluate(self, X, self.costs)``: an ``Evaluation`` of the rows of ``X``."""
-        if self.fast is not None and type(X) is np.ndarray and X.ndim == 2 and X.shape[0] < SERIAL_ROWS:
-            # A service's call: straight to the serving path (``evaluate`` would take it too).
-            ev = self.fast(X)
+        if self.fast is not None:
+            # Straight to the serving path (``evaluate`` would take it too, after its checks).
+            ev = self.fast(X, n_threads)
             if ev is not None:
                 return ev
         return evaluate(self, X, n_threads=n_threads)

@@ -58,11 +58,10 @@ def evaluate(
     Evaluation
     """
     compiled = model if isinstance(model, NativePlan) else None
-    if compiled is not None and compiled.fast is not None and costs is None and type(X) is np.ndarray:
+    if compiled is not None and compiled.fast is not None and (costs is None or costs is compiled.costs):
         # The serving path: one native call from the matrix to the settled costs.
         if n_rows is None and chunk_size is None:
-            with threads(n_threads if X.shape[0] >= SERIAL_ROWS else None):
-                ev = compiled.fast(X)
+            ev = compiled.fast(X, n_threads)
             if ev is not None:
                 return ev
     plan = compiled.plan if compiled is not None else as_plan(model)

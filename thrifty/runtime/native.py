@@ -25,7 +25,7 @@ from thrifty.runtime.codegen import Layout, module_irs
 from thrifty.runtime.codegen_eval import eval_ir
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 7
+CODEGEN_VERSION = 9
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``codegen``).
@@ -39,17 +39,8 @@ RUN = ctypes.CFUNCTYPE(
     ctypes.c_int64,
     ctypes.c_int64,
 )
-# The signature of ``eval``: (X, S, T, C, lo, hi, n) -> None (see ``codegen``).
-EVAL = ctypes.CFUNCTYPE(
-    None,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_int64,
-)
+# The signature of ``eval``: (ctx) -> None, ctx the address of a call context (see ``codegen_eval``).
+EVAL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 def cache_dir() -> Path:
@@ -115,8 +106,9 @@ class NativeCode:
         addresses; ``touched`` is the ``(n, n_features)`` bool matrix marked when a forest has
         more than 64 features (else the ``bits`` field of ``S`` is).
     eval : ctypes function or None
-        ``eval(X, S, T, C, lo, hi, n)``: rows ``[lo, hi)`` run and their feature cost settled
-        with the cost tables ``C`` (forests of at most 64 features).
+        ``eval(ctx)``: the rows ``[lo, hi)`` of the call context ``ctx``
+        (``codegen_eval.CONTEXT``) run and their feature cost settled (forests of at most 64
+        features).
     key : str
         The cache key (``code_key``).
     compile_seconds : float

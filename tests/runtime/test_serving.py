@@ -1,0 +1,217 @@
+"""The serving path of compiled plans: each call's result is the interpreter's, field for field,
+on its own (independent of later calls and of other threads), and pickles as a plain one."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import thrifty
+from tests.runtime.reference import random_forest, random_inputs
+from tests.runtime.test_evaluate import N_FEATURES, cost_model
+from thrifty import CostModel, CostReport, Evaluation, Full, Sequential, evaluate
+from thrifty.runtime import BinnedExits
+from thrifty.runtime._fast import SMALL, ServedCostReport, ServedEvaluation
+
+# Inputs on and around the random forests' thresholds (-1, 0, 0.5, 1, 2.5), some of which
+# float32 rounds onto a threshold (1 + 1e-12 -> 1.0) or to infinity (1e39).
+VALUES = st.sampled_from(
+    [-1.0, 0.0, -0.0, 0.5, 1.0, 2.5, 1.0 + 1e-12, 2.5 + 1e-12, 0.5 + 1e-13, -1.0 - 1e-12, 1e39, -1e39]
+    + [3.0, 33.0, -0.5, np.inf, -np.inf, np.nan, 1e-36, 3.4028235e38]
+) | st.floats(-3, 40, allow_nan=False)
+
+REPORT_FIELDS = ("feature", "evaluation", "total", "n_trees", "n_nodes", "acquired")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache(tmp_path_factory):
+    """A private compile cache (the compiled code is this branch's)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled")))
+    yield
+    mp.undo()
+
+
+def _plans() -> dict[str, thrifty.runtime.Plan]:
+    rng = np.random.default_rng(21)
+    forest = random_forest(rng, N_FEATURES, n_trees=8)
+    forest32 = random_forest(rng, N_FEATURES, n_trees=6, float32=True)
+    multi = random_forest(rng, N_FEATURES, n_trees=9, n_outputs=3)
+    order = rng.permutation(8)
+    bins = BinnedExits(
+        rng.uniform(0.2, 1.0, 8).round(2),
+        [{int(b): (1.0, -1.0) for b in rng.integers(-3, 3, 3)} for _ in range(8)],
+    )
+    return {
+        "full": Full(forest),
+        # scikit-learn and XGBoost read inputs as float32: the native code rounds them.
+        "full-float32": Full(forest32),
+        "sequential": Sequential(forest, order, np.full(8, 1.0), np.full(8, -1.0)),
+        "sequential-bins": Sequential(forest, order, bins=bins),
+        "sequential-float32": Sequential(forest32, rng.permutation(6), np.full(6, 0.5), np.full(6, -0.5)),
+        "sequential-multiclass": Sequential(multi, rng.permutation(9), np.full(9, 0.8)),
+    }
+
+
+PLANS = _plans()
+# Groups and dependencies in the prices (a panel of two features, a derived feature), and
+# prices for trees and splits.
+COSTS = cost_model(tree_cost=0.25, split_cost=0.125)
+# Prices whose sums round differently in different orders: the native code must pay each
+# example's units in the interpreter's order to agree bit for bit.
+ODD_COSTS = CostModel(
+    {"x0": 0.1, "x3": 0.7, "x4": 1 / 3, "x5": 2e-3, "panel": 0.2},
+    feature_names=[f"x{i}" for i in range(N_FEATURES)],
+    groups={"panel": ["x1", "x2"]},
+    dependencies={"x4": ["x0", "x3"], "x5": ["x2"]},
+    tree_cost=0.1,
+    split_cost=0.3,
+)
+_COMPILED: dict[tuple[str, int], thrifty.CompiledPlan] = {}
+
+
+def compiled(name: str, costs: CostModel = COSTS) -> thrifty.CompiledPlan:
+    key = (name, id(costs))
+    if key not in _COMPILED:
+        _COMPILED[key] = thrifty.compile(PLANS[name], costs)
+        assert _COMPILED[key].fast is not None
+    return _COMPILED[key]
+
+
+def assert_identical(got: Evaluation, want: Evaluation) -> None:
+    """Every field of two evaluations equal, with the same dtypes and shapes."""
+    assert isinstance(got, Evaluation) and isinstance(got.cost, CostReport)
+    pairs = [(name, getattr(got, name), getattr(want, name)) for name in ("raw", "proba", "labels", "exit")]
+    pairs += [(name, getattr(got.cost, name), getattr(want.cost, name)) for name in REPORT_FIELDS]
+    for name, a, b in pairs:
+        if b is None:
+            assert a is None, name
+            continue
+        assert a.dtype == b.dtype and a.shape == b.shape, (name, a.dtype, b.dtype, a.shape, b.shape)
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    assert got.cost.fixed == want.cost.fixed
+    assert got.cost.feature_names == want.cost.feature_names
+    assert got.cost.latency is None and want.cost.latency is None
+    np.testing.assert_array_equal(got.predictions, want.predictions)
+
+
+def matrices(max_rows: int):
+    return (
+        st.integers(0, max_rows)
+        .flatmap(
+            lambda n: st.lists(
+                st.lists(VALUES, min_size=N_FEATURES, max_size=N_FEATURES), min_size=n, max_size=n
+            )
+        )
+        .map(lambda rows: np.array(rows, dtype=np.float64).reshape(-1, N_FEATURES))
+    )
+
+
+@pytest.mark.parametrize("costs", [COSTS, ODD_COSTS], ids=["costs", "odd-costs"])
+@pytest.mark.parametrize("name", sorted(PLANS))
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(X=matrices(SMALL + 6))
+def test_served_results_are_the_interpreters(name, costs, X):
+    """0 to SMALL + 6 rows (the per-thread buffers and past them), read field by field."""
+    kept = X.copy()
+    got = compiled(name, costs).evaluate(X)
+    assert type(got) is ServedEvaluation and type(got.cost) is ServedCostReport
+    assert_identical(got, evaluate(PLANS[name], X, costs))
+    # The float32 forests' inputs are rounded on the path's own copy, never in the caller's.
+    np.testing.assert_array_equal(X, kept)
+
+
+@pytest.mark.parametrize("name", ["full-float32", "sequential", "sequential-multiclass"])
+def test_one_row_at_a_time_and_large_batches(name):
+    rng = np.random.default_rng(3)
+    X = random_inputs(rng, 3000, N_FEATURES)
+    X[::7, 2] = 1.0 + 1e-12  # float32 rounds these onto the threshold 1.0
+    plan, c = PLANS[name], compiled(name)
+    want = evaluate(plan, X, COSTS)
+    assert_identical(c.evaluate(X), want)
+    assert_identical(evaluate(c, X), want)
+    for i in range(0, 200, 7):
+        assert_identical(c.evaluate(X[i : i + 1]), evaluate(plan, X[i : i + 1], COSTS))
+    # Other numeric dtypes and layouts are converted on the copy into the buffers.
+    for Z in (X[:9].astype(np.float32), np.asfortranarray(X[:9]), (X[:9] > 0.5), np.arange(54).reshape(9, 6)):
+        assert_identical(c.evaluate(Z), evaluate(plan, Z, COSTS))
+    # The cost model the plan was compiled with, given again, takes the same path.
+    assert type(evaluate(c, X[:3], c.costs)) is ServedEvaluation
+
+
+def test_a_result_does_not_change_with_later_calls():
+    """Each result owns its numbers: fields read only after many more calls (which reuse the
+    thread's buffers) are still the first call's."""
+    rng = np.random.default_rng(4)
+    X = random_inputs(rng, 120, N_FEATURES)
+    c = compiled("sequential")
+    first = [c.evaluate(X[i : i + 1]) for i in range(60)] + [c.evaluate(X[60:90]), c.evaluate(X[90:120])]
+    for _ in range(3):
+        c.evaluate(X[::-1][:40])
+    got = [first[i] for i in range(60)]
+    want = [evaluate(PLANS["sequential"], X[i : i + 1], COSTS) for i in range(60)]
+    got += first[60:]
+    want += [evaluate(PLANS["sequential"], X[60:90], COSTS), evaluate(PLANS["sequential"], X[90:120], COSTS)]
+    for g, w in zip(got, want):
+        assert_identical(g, w)
+
+
+def test_threads_calling_at_once_get_their_own_results():
+    rng = np.random.default_rng(5)
+    X = random_inputs(rng, 400, N_FEATURES)
+    c = compiled("sequential-multiclass")
+    want = [evaluate(PLANS["sequential-multiclass"], X[i : i + 1], COSTS) for i in range(len(X))]
+    start = threading.Barrier(3)
+    out: dict[int, list] = {}
+
+    def serve(k: int) -> None:
+        start.wait()
+        rows = range(k, len(X), 3)
+        out[k] = [(i, c.evaluate(X[i : i + 1])) for _ in range(5) for i in rows]
+
+    workers = [threading.Thread(target=serve, args=(k,)) for k in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sum(len(v) for v in out.values()) == 5 * len(X)
+    for results in out.values():
+        for i, ev in results:
+            assert_identical(ev, want[i])
+
+
+def test_a_served_result_behaves_as_a_plain_one():
+    pd = pytest.importorskip("pandas")
+    X = random_inputs(np.random.default_rng(6), 30, N_FEATURES)
+    plan = PLANS["sequential-bins"]
+    got, want = compiled("sequential-bins").evaluate(X), evaluate(plan, X, COSTS)
+    # Pickled (to a Dask client, say): a plain Evaluation and CostReport of the same numbers.
+    back = pickle.loads(pickle.dumps(got))
+    assert type(back) is Evaluation and type(back.cost) is CostReport
+    assert_identical(back, want)
+    report = pickle.loads(pickle.dumps(compiled("sequential-bins").evaluate(X).cost))
+    assert type(report) is CostReport
+    assert got.cost.summary() == want.cost.summary()
+    assert repr(got.cost) == repr(want.cost)
+    pd.testing.assert_frame_equal(got.cost.to_frame(), want.cost.to_frame())
+    np.testing.assert_array_equal(got.cost.acquisition_rate(), want.cost.acquisition_rate())
+    # Fields can be assigned, as a service does with the latency it measured.
+    got.cost.latency = np.zeros(len(X))
+    got.raw = got.raw + 1.0
+    np.testing.assert_array_equal(got.raw, want.raw + 1.0)
+    assert got.cost.latency is not None and back.cost.latency is None
+
+
+def test_no_rows():
+    for name in ("full", "sequential-multiclass"):
+        got = compiled(name).evaluate(np.empty((0, N_FEATURES)))
+        assert_identical(got, evaluate(PLANS[name], np.empty((0, N_FEATURES)), COSTS))

@@ -62,10 +62,11 @@ PLANS = _plans()
 # Groups and dependencies in the prices (a panel of two features, a derived feature), and
 # prices for trees and splits.
 COSTS = cost_model(tree_cost=0.25, split_cost=0.125)
-# Prices whose sums round differently in different orders: the native code must pay each
-# example's units in the interpreter's order to agree bit for bit.
+# Prices whose sums round differently in different orders (1e-16 + 1e-16 + 1.0 is not
+# 1.0 + 1e-16 + 1e-16): the native code must pay each example's units in the interpreter's
+# order to agree bit for bit.
 ODD_COSTS = CostModel(
-    {"x0": 0.1, "x3": 0.7, "x4": 1 / 3, "x5": 2e-3, "panel": 0.2},
+    {"x0": 1e-16, "x3": 1.0, "x4": 1 / 3, "x5": 0.1, "panel": 1e-16},
     feature_names=[f"x{i}" for i in range(N_FEATURES)],
     groups={"panel": ["x1", "x2"]},
     dependencies={"x4": ["x0", "x3"], "x5": ["x2"]},

@@ -20,6 +20,7 @@ plans that differ only in them share code. Every split follows the interpreter's
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import numpy as np
 
@@ -40,7 +41,18 @@ STATE_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cost", "acq", "work", 
 # as bits, and (tree_cost, split_cost).
 COST_TABLES = ("closure_ptr", "closure_units", "unit_cost", "unit_bits", "prices")
 # Indices of the table addresses in ``T``.
-TABLES = ("leaf", "eps_pos", "eps_neg", "bin_width", "bin_ptr", "bin_key", "bin_pos", "bin_neg", "base")
+TABLES = (
+    "leaf",
+    "eps_pos",
+    "eps_neg",
+    "bin_width",
+    "bin_ptr",
+    "bin_key",
+    "bin_pos",
+    "bin_neg",
+    "base",
+    "vleaf",
+)
 _INF = "0x7FF0000000000000"
 
 
@@ -86,15 +98,26 @@ class Layout:
         self.any_bins = bool(np.any(exits == 2))
 
 
-def module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]:
-    """The IR modules: the blocks (about ``trees_per_module`` trees each), then ``run``."""
-    decl = "declare double @llvm.fabs.f64(double)\ndeclare double @llvm.floor.f64(double)\n" + _bins_helper(
+def module_irs(
+    lay: Layout,
+    key: str,
+    trees_per_module: int,
+    blocks: list[tuple[int, int]] | None = None,
+    block_ir: Callable[[Layout, int, int, int, str], str] | None = None,
+    decl: str = "",
+) -> list[str]:
+    """The IR modules: the blocks (about ``trees_per_module`` trees each), then ``run``.
+
+    ``blocks`` and ``block_ir`` default to the scalar blocks of this module (``codegen_vector``
+    passes its own); ``decl`` is prepended to every block module."""
+    blocks = blocks_of(len(lay.order)) if blocks is None else blocks
+    block_ir = _block_ir if block_ir is None else block_ir
+    decl += "declare double @llvm.fabs.f64(double)\ndeclare double @llvm.floor.f64(double)\n" + _bins_helper(
         key
     )
     modules, current, trees = [], [], 0
-    blocks = blocks_of(len(lay.order))
     for b, (p, k) in enumerate(blocks):
-        current.append(_block_ir(lay, p, k, b, key))
+        current.append(block_ir(lay, p, k, b, key))
         trees += k
         if trees >= trees_per_module or b == len(blocks) - 1:
             modules.append(decl + "\n".join(current))

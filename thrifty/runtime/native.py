@@ -23,9 +23,10 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.runtime.codegen import Layout, module_irs
 from thrifty.runtime.codegen_eval import eval_ir
+from thrifty.runtime.codegen_vector import vector_module_irs, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 9
+CODEGEN_VERSION = 10
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``codegen``).
@@ -60,11 +61,13 @@ def cache_dir() -> Path:
 
 def code_key(lay: Layout) -> str:
     """Hash of everything the native code depends on: the forest's splits and tree classes,
-    the plan's order and exit kinds, this generator's version and the target CPU."""
+    the plan's order and exit kinds, vector or scalar blocks, this generator's version and the
+    target CPU."""
     forest = lay.forest
     h = hashlib.sha256()
     h.update(
-        f"{CODEGEN_VERSION}|{llvmlite.__version__}|{llvm.get_process_triple()}|"
+        f"{CODEGEN_VERSION}|{vector_ok(forest, lay.order, lay.exits)}|{llvmlite.__version__}|"
+        f"{llvm.get_process_triple()}|"
         f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
     )
@@ -152,7 +155,8 @@ def _compile(lay: Layout, key: str, progress: bool) -> list[bytes]:
     objects = []
     t0 = time.perf_counter()
     shown = False
-    irs = module_irs(lay, key, _TREES_PER_MODULE)
+    vector = vector_ok(lay.forest, lay.order, lay.exits)
+    irs = (vector_module_irs if vector else module_irs)(lay, key, _TREES_PER_MODULE)
     if lay.masked:
         irs[-1] += eval_ir(lay, key)
     for m, ir in enumerate(irs):

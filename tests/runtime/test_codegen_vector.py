@@ -1,0 +1,97 @@
+"""Vector blocks (QuickScorer on eight rows at a time) and the scalar blocks they replace agree
+with the interpreter; plans the vector blocks do not take compile to scalar blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import thrifty
+import thrifty.runtime.native as native
+from tests.runtime.reference import random_forest
+from tests.runtime.test_compiled import PLANS, check, matrices
+from tests.runtime.test_evaluate import N_FEATURES, cost_model
+from thrifty import Forest, Full, Sequential, evaluate
+from thrifty.runtime.codegen_vector import VCHUNK, inorder_leaves, vblocks_of, vector_ok
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled-vector")))
+    yield
+    mp.undo()
+
+
+def test_which_plans_take_vector_blocks():
+    for name, plan in PLANS.items():
+        for part in (plan.gate, plan.low, plan.high) if hasattr(plan, "gate") else (plan,):
+            if not hasattr(part, "schedule"):
+                continue
+            s = part.schedule
+            kinds = np.where(s.bins.width > 0, 2, np.isfinite(s.eps_pos) | np.isfinite(s.eps_neg))
+            # Bin exits (Fan et al.) stay on scalar blocks; everything else here is vector.
+            assert vector_ok(part.forest, s.order, kinds) is (name != "sequential-bins"), name
+
+
+def test_blocks_grow_from_one_position_when_the_plan_has_exits():
+    assert vblocks_of(np.zeros(150, dtype=np.int8)) == [
+        (0, VCHUNK),
+        (VCHUNK, VCHUNK),
+        (2 * VCHUNK, 150 - 2 * VCHUNK),
+    ]
+    got = vblocks_of(np.ones(200, dtype=np.int8))
+    assert [k for _, k in got] == [1, 2, 4, 8, 16, 32, 64, 64, 9]
+    assert [p for p, _ in got] == list(np.cumsum([0] + [k for _, k in got[:-1]]))
+
+
+def test_leaves_left_to_right():
+    rng = np.random.default_rng(3)
+    forest = random_forest(rng, N_FEATURES, n_trees=5)
+    ptr, nodes = inorder_leaves(forest)
+    assert ptr[-1] == np.sum(forest.feature < 0) and np.all(forest.feature[nodes] < 0)
+
+    def walk(node):
+        if forest.feature[node] < 0:
+            return [node]
+        return walk(forest.children_left[node]) + walk(forest.children_right[node])
+
+    for t, root in enumerate(forest.roots):
+        assert list(nodes[ptr[t] : ptr[t + 1]]) == walk(root)
+
+
+@pytest.mark.parametrize(
+    "name", ["full", "sequential", "full-multiclass", "full-float32", "sequential-multiclass"]
+)
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(X=matrices(N_FEATURES))
+def test_scalar_blocks_still_match(name, X, monkeypatch):
+    """With vector blocks switched off, the scalar blocks (used for deep trees) give the same."""
+    monkeypatch.setattr(native, "vector_ok", lambda *a: False)
+    check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
+
+
+def test_trees_of_more_than_64_leaves_take_scalar_blocks():
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 6)).round(2)
+    y = X[:, 0] + rng.normal(size=len(X))
+    model = RandomForestRegressor(n_estimators=4, random_state=0).fit(X, y)
+    forest = Forest.from_model(model)
+    assert np.diff(inorder_leaves(forest)[0]).max() > 64
+    plan = Sequential(forest, np.arange(4), np.full(4, 1.0), np.full(4, -1.0))
+    assert not vector_ok(forest, np.arange(4), np.ones(4, dtype=np.int8))
+    for p in (Full(forest), plan):
+        E = X.copy()
+        E[rng.random(E.shape) < 0.1] = np.nan
+        E[rng.random(E.shape) < 0.05] = np.inf
+        check(p, E, thrifty.CostModel(np.arange(1.0, 7.0), groups={"g": [1, 4]}, tree_cost=0.5))
+    np.testing.assert_allclose(
+        evaluate(forest, np.nan_to_num(X)).raw, model.predict(np.nan_to_num(X)), rtol=1e-12
+    )

@@ -6,17 +6,15 @@ runs the plan from a fresh state to each row's settled costs and acquired featur
 (``codegen_eval``), and the ``Evaluation`` is read from that one buffer. Everything that
 depends only on the plan and the cost model is prepared once per compiled plan.
 
-A call of at most ``SMALL`` rows (a service's call) costs about 1.5 µs besides the trees: one
-check of the input, one copy into buffers of the calling thread, one native call whose
-argument is built once per thread and row count (ctypes passes it without converting), and one
-copy of the state out. Every field of the result (scores, exits, probabilities, labels, each
-cost) is cut from that copy when first read. Results are the interpreter's, bit for bit (the
-tests check it).
+A call of at most ``SMALL`` rows (a service's call) costs about 1 µs besides the trees: one
+check of the input, one copy into buffers of the calling thread, one native call whose one
+argument, a call context, is built once per thread and row count, and one copy of the state
+out. Every field of the result (scores, exits, probabilities, labels, each cost) is cut from
+that copy when first read. Results are the interpreter's, bit for bit (the tests check it).
 """
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 from collections.abc import Callable
@@ -52,13 +50,6 @@ class FastPath:
         f = plan.forest
         assert schedule.native.eval is not None  # fast_path builds one only then
         self.eval = schedule.native.eval
-        # The same function without declared argument types: ctypes then passes a prebuilt
-        # c_void_p as it is (declared types convert every argument on every call). With no
-        # declared types ctypes prepares a plain, non-variadic call of the arguments' own types
-        # (``ffi_prep_cif`` in ``_ctypes/callproc.c``), exactly the call the declaration makes.
-        address = ctypes.cast(self.eval, ctypes.c_void_p).value
-        assert address
-        self._serve = ctypes.CFUNCTYPE(None)(address)
         self.schedule = schedule
         self.F, self.K, self.W = f.n_features, f.n_outputs, schedule.width
         self.round32 = int(f.input_dtype == "float32")
@@ -95,19 +86,17 @@ class FastPath:
         }
         return np.array([words[name] for name in CONTEXT], dtype=np.int64)
 
-    def _calls(self) -> list[tuple[np.ndarray, np.ndarray, ctypes.c_void_p]]:
+    def _calls(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """This thread's calls of 0 to ``SMALL`` rows: per row count, the input buffer as an
-        ``(n, F)`` matrix, the state buffer of ``n`` rows, and ``eval``'s argument."""
+        ``(n, F)`` matrix, the state buffer of ``n`` rows, and ``eval``'s argument (the address
+        of the call's context)."""
         X = np.zeros(SMALL * self.F)
         S = np.zeros(self.W * SMALL)
         rows = np.arange(SMALL + 1)
         contexts = np.repeat(self.context(X, S, 0, 0, 0)[None], SMALL + 1, axis=0)
         contexts[:, CONTEXT.index("hi")] = contexts[:, CONTEXT.index("n")] = rows
         at, step = contexts.ctypes.data, contexts.strides[0]
-        calls = [
-            (X[: n * self.F].reshape(n, self.F), S[: self.W * n], ctypes.c_void_p(at + step * n))
-            for n in rows.tolist()
-        ]
+        calls = [(X[: n * self.F].reshape(n, self.F), S[: self.W * n], at + step * n) for n in rows.tolist()]
         # The buffers live as long as the views and the contexts do.
         self._local.keep = (X, S, contexts)
         return calls
@@ -128,7 +117,7 @@ class FastPath:
                 calls = self._local.calls = self._calls()
             M, S, ctx = calls[n]
             M[...] = X
-            self._serve(ctx)
+            self.eval(ctx)
             # The result owns a copy: the buffers serve the thread's next call.
             return ServedEvaluation(S.copy(), n, self)
         if n > LARGE:

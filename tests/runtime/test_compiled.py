@@ -57,12 +57,12 @@ def cache(tmp_path_factory):
     mp.undo()
 
 
-def matrices(n_features: int, max_rows: int = 40):
+def matrices(n_features: int, max_rows: int = 40, values: st.SearchStrategy = VALUES):
     return (
         st.integers(0, max_rows)
         .flatmap(
             lambda n: st.lists(
-                st.lists(VALUES, min_size=n_features, max_size=n_features), min_size=n, max_size=n
+                st.lists(values, min_size=n_features, max_size=n_features), min_size=n, max_size=n
             )
         )
         .map(lambda rows: np.array(rows, dtype=np.float64).reshape(-1, n_features))

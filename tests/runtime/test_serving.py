@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import thrifty
-from tests.runtime.reference import random_forest, random_inputs
+from tests.runtime.reference import random_inputs
+from tests.runtime.test_compiled import PLANS as COMPILED_PLANS
+from tests.runtime.test_compiled import matrices
 from tests.runtime.test_evaluate import N_FEATURES, cost_model
 from thrifty import CostModel, CostReport, Evaluation, Full, Sequential, evaluate
-from thrifty.runtime import BinnedExits
 from thrifty.runtime._fast import SMALL, ServedCostReport, ServedEvaluation
 
 # Inputs on and around the random forests' thresholds (-1, 0, 0.5, 1, 2.5), some of which
@@ -28,37 +29,9 @@ VALUES = st.sampled_from(
 REPORT_FIELDS = ("feature", "evaluation", "total", "n_trees", "n_nodes", "acquired")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory):
-    """A private compile cache (the compiled code is this branch's)."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled")))
-    yield
-    mp.undo()
-
-
-def _plans() -> dict[str, thrifty.runtime.Plan]:
-    rng = np.random.default_rng(21)
-    forest = random_forest(rng, N_FEATURES, n_trees=8)
-    forest32 = random_forest(rng, N_FEATURES, n_trees=6, float32=True)
-    multi = random_forest(rng, N_FEATURES, n_trees=9, n_outputs=3)
-    order = rng.permutation(8)
-    bins = BinnedExits(
-        rng.uniform(0.2, 1.0, 8).round(2),
-        [{int(b): (1.0, -1.0) for b in rng.integers(-3, 3, 3)} for _ in range(8)],
-    )
-    return {
-        "full": Full(forest),
-        # scikit-learn and XGBoost read inputs as float32: the native code rounds them.
-        "full-float32": Full(forest32),
-        "sequential": Sequential(forest, order, np.full(8, 1.0), np.full(8, -1.0)),
-        "sequential-bins": Sequential(forest, order, bins=bins),
-        "sequential-float32": Sequential(forest32, rng.permutation(6), np.full(6, 0.5), np.full(6, -0.5)),
-        "sequential-multiclass": Sequential(multi, rng.permutation(9), np.full(9, 0.8)),
-    }
-
-
-PLANS = _plans()
+# The compiled tests' plans that have a serving path: Full and Sequential plans (float32
+# inputs, bins, subsets of trees, multiclass margins).
+PLANS = {name: plan for name, plan in COMPILED_PLANS.items() if isinstance(plan, (Full, Sequential))}
 # Groups and dependencies in the prices (a panel of two features, a derived feature), and
 # prices for trees and splits.
 COSTS = cost_model(tree_cost=0.25, split_cost=0.125)
@@ -101,18 +74,6 @@ def assert_identical(got: Evaluation, want: Evaluation) -> None:
     np.testing.assert_array_equal(got.predictions, want.predictions)
 
 
-def matrices(max_rows: int):
-    return (
-        st.integers(0, max_rows)
-        .flatmap(
-            lambda n: st.lists(
-                st.lists(VALUES, min_size=N_FEATURES, max_size=N_FEATURES), min_size=n, max_size=n
-            )
-        )
-        .map(lambda rows: np.array(rows, dtype=np.float64).reshape(-1, N_FEATURES))
-    )
-
-
 @pytest.mark.parametrize("costs", [COSTS, ODD_COSTS], ids=["costs", "odd-costs"])
 @pytest.mark.parametrize("name", sorted(PLANS))
 @settings(
@@ -120,7 +81,7 @@ def matrices(max_rows: int):
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(X=matrices(SMALL + 6))
+@given(X=matrices(N_FEATURES, SMALL + 6, VALUES))
 def test_served_results_are_the_interpreters(name, costs, X):
     """0 to SMALL + 6 rows (the per-thread buffers and past them), read field by field."""
     kept = X.copy()

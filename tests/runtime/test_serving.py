@@ -128,27 +128,32 @@ def test_a_result_does_not_change_with_later_calls():
 
 
 def test_threads_calling_at_once_get_their_own_results():
+    """Three threads serve calls of 1 to SMALL rows at once (the native code releases the GIL,
+    so one thread's call runs while another copies its rows in): each gets its own rows'
+    results."""
     rng = np.random.default_rng(5)
-    X = random_inputs(rng, 400, N_FEATURES)
-    c = compiled("sequential-multiclass")
-    want = [evaluate(PLANS["sequential-multiclass"], X[i : i + 1], COSTS) for i in range(len(X))]
+    X = random_inputs(rng, 3000, N_FEATURES)
+    plan, c = PLANS["sequential-multiclass"], compiled("sequential-multiclass")
+    calls = [(lo, lo + int(rng.integers(1, SMALL + 1))) for lo in rng.integers(0, 3000 - SMALL, 300)]
+    want = [evaluate(plan, X[lo:hi], COSTS) for lo, hi in calls]
     start = threading.Barrier(3)
     out: dict[int, list] = {}
 
     def serve(k: int) -> None:
         start.wait()
-        rows = range(k, len(X), 3)
-        out[k] = [(i, c.evaluate(X[i : i + 1])) for _ in range(5) for i in rows]
+        out[k] = [
+            (j, c.evaluate(X[lo:hi])) for _ in range(3) for j, (lo, hi) in enumerate(calls) if j % 3 == k
+        ]
 
     workers = [threading.Thread(target=serve, args=(k,)) for k in range(3)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    assert sum(len(v) for v in out.values()) == 5 * len(X)
+    assert sum(len(v) for v in out.values()) == 3 * len(calls)
     for results in out.values():
-        for i, ev in results:
-            assert_identical(ev, want[i])
+        for j, ev in results:
+            assert_identical(ev, want[j])
 
 
 def test_a_served_result_behaves_as_a_plain_one():

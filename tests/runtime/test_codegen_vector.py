@@ -70,9 +70,11 @@ def test_leaves_left_to_right():
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(X=matrices(N_FEATURES))
-def test_scalar_blocks_still_match(name, X, monkeypatch):
-    """With vector blocks switched off, the scalar blocks (used for deep trees) give the same."""
-    monkeypatch.setattr(native, "vector_ok", lambda *a: False)
+@pytest.mark.parametrize("vector", [False, True])
+def test_scalar_and_vector_blocks_match(name, vector, X, monkeypatch):
+    """Either kind of blocks, whatever this CPU would choose, gives the interpreter's results
+    (scalar blocks serve deep trees and CPUs without AVX-512; vector blocks run on any CPU)."""
+    monkeypatch.setattr(native, "use_vector", lambda lay: vector)
     check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
 
 

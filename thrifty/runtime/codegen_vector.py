@@ -309,17 +309,20 @@ def _vmargin(e: _Emitter, acc: list[str]) -> str:
 def _leaf_mask(e: _Emitter, f: Forest, tree: int, column, globals_: list[str], key: str) -> str:
     """Per lane, the mask of leaves of ``tree`` left after every split sending the row right
     cleared its left subtree's leaves; its lowest set bit is the exit leaf."""
-    mask = _splat("i64", "-1")
     ranges: list[tuple[int, int, int]] = []
     _ranges(f, int(f.roots[tree]), 0, ranges)
+    keeps = []
     for node, lo, mid in ranges:
         right = _goes_right(e, f, node, column(int(f.feature[node])), globals_, key)
         clear = ((1 << mid) - 1) ^ ((1 << lo) - 1)
         keep = (~clear) & ((1 << 64) - 1)
         keep_s = keep - (1 << 64) if keep >= 1 << 63 else keep
-        sel = e(f"select {_B} {right}, {_I} {_splat('i64', str(keep_s))}, {_I} {_splat('i64', '-1')}")
-        mask = e(f"and {_I} {mask}, {sel}")
-    return mask
+        keeps.append(e(f"select {_B} {right}, {_I} {_splat('i64', str(keep_s))}, {_I} {_splat('i64', '-1')}"))
+    # A balanced AND: log2(splits) steps of latency rather than one per split.
+    while len(keeps) > 1:
+        pairs = [e(f"and {_I} {a}, {b}") for a, b in zip(keeps[::2], keeps[1::2])]
+        keeps = pairs + keeps[len(pairs) * 2 :]
+    return keeps[0] if keeps else _splat("i64", "-1")
 
 
 def _ranges(f: Forest, node: int, lo: int, out: list[tuple[int, int, int]]) -> int:

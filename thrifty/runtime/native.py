@@ -28,7 +28,7 @@ from thrifty.runtime.codegen_eval import eval_ir
 from thrifty.runtime.codegen_vector import vector_module_irs, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 8
+CODEGEN_VERSION = 11
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``codegen``).

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 import thrifty
 import thrifty.runtime.native as native
-from tests.runtime.reference import random_forest
+from tests.runtime.reference import random_forest, random_inputs
 from tests.runtime.test_compiled import PLANS, check, matrices
 from tests.runtime.test_evaluate import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate
@@ -70,9 +70,11 @@ def test_leaves_left_to_right():
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(X=matrices(N_FEATURES))
-def test_scalar_blocks_still_match(name, X, monkeypatch):
-    """With vector blocks switched off, the scalar blocks (used for deep trees) give the same."""
-    monkeypatch.setattr(native, "vector_ok", lambda *a: False)
+@pytest.mark.parametrize("vector", [False, True])
+def test_scalar_and_vector_blocks_match(name, vector, X, monkeypatch):
+    """Either kind of blocks, whatever this CPU would choose, gives the interpreter's results
+    (scalar blocks serve deep trees and CPUs without AVX-512; vector blocks run on any CPU)."""
+    monkeypatch.setattr(native, "use_vector", lambda lay: vector)
     check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
 
 
@@ -95,3 +97,33 @@ def test_trees_of_more_than_64_leaves_take_scalar_blocks():
     np.testing.assert_allclose(
         evaluate(forest, np.nan_to_num(X)).raw, model.predict(np.nan_to_num(X)), rtol=1e-12
     )
+
+
+def test_modules_compile_in_helper_processes(monkeypatch):
+    """A forest of several modules is shared with a helper process; its objects are the ones
+    this process makes, and a helper that cannot start leaves its share to this process."""
+    rng = np.random.default_rng(8)
+    forest = random_forest(rng, N_FEATURES, n_trees=9)
+    X = random_inputs(rng, 200, N_FEATURES)
+    monkeypatch.setattr(native, "_TREES_PER_MODULE", 2)
+    monkeypatch.setattr(native.os, "cpu_count", lambda: 2)
+    tree, depth, ptr, feat = native.leaf_tables(forest)
+    # Exits at every position: blocks of 1, 2, 4 and 2 trees, one module each (and ``run``).
+    lay = native.Layout(forest, np.arange(9), np.ones(9, dtype=np.int8), depth, ptr, feat)
+    shared = native._compile(lay, "k", False)
+    monkeypatch.setattr(native.os, "cpu_count", lambda: 1)
+    assert native._compile(lay, "k", False) == shared and len(shared) > 3
+    monkeypatch.setattr(native.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(native.sys, "executable", "/nonexistent/python")
+    assert native._compile(lay, "k", False) == shared
+    check(Sequential(forest, np.arange(9), np.full(9, 1.0), np.full(9, -1.0)), X, cost_model(tree_cost=0.5))
+
+
+def test_the_helper_refuses_what_is_not_packed_modules():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "thrifty.runtime.llc"], input=b"not packed", capture_output=True
+    )
+    assert done.returncode == 2 and b"packed" in done.stderr

@@ -31,6 +31,8 @@ from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
 CHUNK = 32
 # Rows a block runs over before the next block starts.
 ROW_GROUP = 256
+# Rows from which ``run`` takes vector blocks (``codegen_vector``) rather than scalar ones.
+VECTOR_ROWS = 2
 # Fields of the per-row state after the K raw scores, one 8-byte word per row each: splits
 # visited, features tested (bits), positions evaluated, exit side, frozen by a bin table,
 # feature cost and acquired features (bits) once settled, and the work list of rows.
@@ -108,10 +110,12 @@ def module_irs(
 ) -> list[str]:
     """The IR modules: the blocks (about ``trees_per_module`` trees each), then ``run``.
 
-    ``blocks`` and ``block_ir`` default to the scalar blocks of this module (``codegen_vector``
-    passes its own); ``decl`` is prepended to every block module."""
+    ``blocks`` and ``block_ir`` default to the scalar blocks of this module; ``codegen_vector``
+    passes its own, which define vector blocks next to scalar ones (``run`` then takes the
+    vector blocks for groups of at least ``VECTOR_ROWS`` rows). ``decl`` is prepended to every
+    block module."""
     blocks = blocks_of(len(lay.order)) if blocks is None else blocks
-    block_ir = _block_ir if block_ir is None else block_ir
+    block_ir = scalar_block_ir if block_ir is None else block_ir
     decl += "declare double @llvm.fabs.f64(double)\ndeclare double @llvm.floor.f64(double)\n" + _bins_helper(
         key
     )
@@ -122,14 +126,16 @@ def module_irs(
         if trees >= trees_per_module or b == len(blocks) - 1:
             modules.append(decl + "\n".join(current))
             current, trees = [], 0
-    modules.append(_run_ir(len(blocks), key))
+    modules.append(_run_ir(len(blocks), key, vector=block_ir is not scalar_block_ir))
     return modules
 
 
-def _run_ir(n_blocks: int, key: str) -> str:
-    """``run(X, S, T, touched, rows, m, n)``: every block over each group of rows."""
+def _run_ir(n_blocks: int, key: str, vector: bool = False) -> str:
+    """``run(X, S, T, touched, rows, m, n)``: every block over each group of rows; with
+    ``vector``, block ``b`` runs as ``vblock_b`` while at least ``VECTOR_ROWS`` rows are left."""
     sig = "ptr %X, ptr %S, ptr %T, ptr %touched, ptr %rows, i64 %m, i64 %n"
-    decls = "\n".join(f"declare i64 @block_{key}_{b}({sig})" for b in range(n_blocks))
+    kinds = ("block", "vblock") if vector else ("block",)
+    decls = "\n".join(f"declare i64 @{kind}_{key}_{b}({sig})" for b in range(n_blocks) for kind in kinds)
     body = [
         f"define void @run_{key}({sig}) {{",
         "entry:",
@@ -145,15 +151,28 @@ def _run_ir(n_blocks: int, key: str) -> str:
         "  %wl = getelementptr i64, ptr %rows, i64 %lo",
         f"  br label %{'b0' if n_blocks else 'next'}",
     ]
+    args = "(ptr %X, ptr %S, ptr %T, ptr %touched, ptr %wl, i64 %g{b}, i64 %n)"
     for b in range(n_blocks):
         nxt = f"%b{b + 1}" if b + 1 < n_blocks else "%next"
-        body += [
-            f"b{b}:",
-            f"  %g{b + 1} = call i64 @block_{key}_{b}(ptr %X, ptr %S, ptr %T, ptr %touched, ptr %wl, "
-            f"i64 %g{b}, i64 %n)",
-            f"  %e{b} = icmp eq i64 %g{b + 1}, 0",
-            f"  br i1 %e{b}, label %next, label {nxt}",
-        ]
+        call = f"call i64 @block_{key}_{b}" + args.format(b=b)
+        if vector:
+            # One row wastes seven of eight lanes: the scalar block serves it faster.
+            body += [
+                f"b{b}:",
+                f"  %w{b} = icmp sge i64 %g{b}, {VECTOR_ROWS}",
+                f"  br i1 %w{b}, label %bv{b}, label %bs{b}",
+                f"bv{b}:",
+                f"  %gv{b} = call i64 @vblock_{key}_{b}" + args.format(b=b),
+                f"  br label %bj{b}",
+                f"bs{b}:",
+                f"  %gs{b} = {call}",
+                f"  br label %bj{b}",
+                f"bj{b}:",
+                f"  %g{b + 1} = phi i64 [%gv{b}, %bv{b}], [%gs{b}, %bs{b}]",
+            ]
+        else:
+            body += [f"b{b}:", f"  %g{b + 1} = {call}"]
+        body += [f"  %e{b} = icmp eq i64 %g{b + 1}, 0", f"  br i1 %e{b}, label %next, label {nxt}"]
     body += [
         "next:",
         f"  %lo1 = add i64 %lo, {ROW_GROUP}",
@@ -244,7 +263,7 @@ none:
 """
 
 
-def _block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
+def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``block(X, S, T, touched, rows, m, n) ->
     kept``: the rows ``rows[:m]`` that did not exit, compacted to the front of ``rows``."""
     K, F = lay.K, lay.F

@@ -10,7 +10,7 @@ count-trailing-zeros. A data-dependent branch per split costs a misprediction ab
 other tree; the vector form has none, and one comparison and one mask update per split serve
 eight rows.
 
-The block has ``codegen._block_ir``'s signature and contract (rows of a work list in, the
+The block has ``codegen.scalar_block_ir``'s signature and contract (rows of a work list in, the
 rows that did not exit compacted to its front, state in ``S``), so ``run``, ``eval`` and
 the executors are unchanged. Leaf records (the weighted values, the splits on the path and
 the features it tests as bits) are read from the table ``vleaf``, in the leaves' left-to-right
@@ -25,7 +25,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
-from thrifty.runtime.codegen import STATE_FIELDS, TABLES, Layout, double, module_irs
+from thrifty.runtime.codegen import STATE_FIELDS, TABLES, Layout, double, module_irs, scalar_block_ir
 
 # Rows per vector (one 512-bit register of doubles; narrower machines split it).
 LANES = 8
@@ -137,13 +137,14 @@ def vector_module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]
     leaf_ptr, _ = inorder_leaves(lay.forest)
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
-        return vblock_ir(lay, p0, k, b, key, leaf_ptr)
+        # Both kinds of each block: ``run`` serves a single row with the scalar one.
+        return vblock_ir(lay, p0, k, b, key, leaf_ptr) + scalar_block_ir(lay, p0, k, b, key)
 
     return module_irs(lay, key, trees_per_module, vblocks_of(lay.exits), block, INTRINSICS)
 
 
 def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str, leaf_ptr: np.ndarray) -> str:
-    """Block ``b`` (positions ``[p0, p0 + k)``) as ``codegen._block_ir`` makes it, on vectors;
+    """Block ``b`` (positions ``[p0, p0 + k)``) as ``codegen.scalar_block_ir`` makes it, on vectors;
     ``leaf_ptr`` is the CSR pointer of ``inorder_leaves`` (leaf records in ``vleaf``)."""
     K = lay.K
     R = K + 2
@@ -152,7 +153,7 @@ def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str, leaf_ptr: np.ndarr
     e = _Emitter()
     globals_: list[str] = []
     e.lines += [
-        f"define i64 @block_{key}_{b}(ptr noalias %X, ptr noalias %S, ptr noalias %T, "
+        f"define i64 @vblock_{key}_{b}(ptr noalias %X, ptr noalias %S, ptr noalias %T, "
         "ptr noalias %touched, ptr noalias %rows, i64 %m, i64 %n) {",
         "entry:",
     ]
@@ -309,17 +310,20 @@ def _vmargin(e: _Emitter, acc: list[str]) -> str:
 def _leaf_mask(e: _Emitter, f: Forest, tree: int, column, globals_: list[str], key: str) -> str:
     """Per lane, the mask of leaves of ``tree`` left after every split sending the row right
     cleared its left subtree's leaves; its lowest set bit is the exit leaf."""
-    mask = _splat("i64", "-1")
     ranges: list[tuple[int, int, int]] = []
     _ranges(f, int(f.roots[tree]), 0, ranges)
+    keeps = []
     for node, lo, mid in ranges:
         right = _goes_right(e, f, node, column(int(f.feature[node])), globals_, key)
         clear = ((1 << mid) - 1) ^ ((1 << lo) - 1)
         keep = (~clear) & ((1 << 64) - 1)
         keep_s = keep - (1 << 64) if keep >= 1 << 63 else keep
-        sel = e(f"select {_B} {right}, {_I} {_splat('i64', str(keep_s))}, {_I} {_splat('i64', '-1')}")
-        mask = e(f"and {_I} {mask}, {sel}")
-    return mask
+        keeps.append(e(f"select {_B} {right}, {_I} {_splat('i64', str(keep_s))}, {_I} {_splat('i64', '-1')}"))
+    # A balanced AND: log2(splits) steps of latency rather than one per split.
+    while len(keeps) > 1:
+        pairs = [e(f"and {_I} {a}, {b}") for a, b in zip(keeps[::2], keeps[1::2])]
+        keeps = pairs + keeps[len(pairs) * 2 :]
+    return keeps[0] if keeps else _splat("i64", "-1")
 
 
 def _ranges(f: Forest, node: int, lo: int, out: list[tuple[int, int, int]]) -> int:

@@ -1,0 +1,28 @@
+"""A helper process of ``thrifty.compile``: LLVM IR modules on stdin, their object code on stdout.
+
+``native._compile`` shares a large forest's modules between its own process and one helper per
+further core, since llvmlite serialises LLVM calls within a process. Both sides pack their parts
+with ``native.pack``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from thrifty.runtime.native import _emit, pack, unpack
+
+
+def main() -> int:
+    irs = unpack(sys.stdin.buffer.read())
+    if irs is None:
+        print(
+            "thrifty.runtime.llc: expected LLVM IR modules packed by thrifty.runtime.native.pack",
+            file=sys.stderr,
+        )
+        return 2
+    sys.stdout.buffer.write(pack([_emit(ir.decode()) for ir in irs]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

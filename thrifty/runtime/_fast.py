@@ -101,7 +101,7 @@ class FastPath:
         self._local.keep = (X, S, contexts)
         return calls
 
-    def __call__(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
+    def serve(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
         """The ``Evaluation`` of the rows of ``X``, or None when ``X`` is not a numeric ndarray
         of the plan's width and at most ``LARGE`` rows (the general path handles it)."""
         if type(X) is not np.ndarray:

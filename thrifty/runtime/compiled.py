@@ -36,9 +36,10 @@ class CompiledPlan(NativePlan):
 
     def evaluate(self, X: Any, *, n_threads: int | None = None) -> Evaluation:
         """``thrifty.evaluate(self, X, self.costs)``: an ``Evaluation`` of the rows of ``X``."""
-        if self.fast is not None:
+        fast = self.fast
+        if fast is not None:
             # Straight to the serving path (``evaluate`` would take it too, after its checks).
-            ev = self.fast(X, n_threads)
+            ev = fast.serve(X, n_threads)
             if ev is not None:
                 return ev
         return evaluate(self, X, n_threads=n_threads)

@@ -61,7 +61,7 @@ def evaluate(
     if compiled is not None and compiled.fast is not None and (costs is None or costs is compiled.costs):
         # The serving path: one native call from the matrix to the settled costs.
         if n_rows is None and chunk_size is None:
-            ev = compiled.fast(X, n_threads)
+            ev = compiled.fast.serve(X, n_threads)
             if ev is not None:
                 return ev
     plan = compiled.plan if compiled is not None else as_plan(model)

@@ -8,7 +8,9 @@ row's node count, marks the features that path tests, and applies the plan's exi
 each position that has one (``_kernels._exit_after``: thresholds, then Fan et al.'s bins). A
 row that exits leaves the work list; the others are compacted to its front. ``run`` takes the
 rows in groups of ``ROW_GROUP`` and runs every block over a group before the next group (trees
-blocked over rows: a block's code and the group's rows stay in cache).
+blocked over rows: a block's code and the group's rows stay in cache). These are the scalar
+blocks, one row at a time through branches; ``codegen_vector`` makes vector blocks of the same
+contract, and ``run`` then takes them for groups of ``VECTOR_ROWS`` rows or more.
 
 Per-row state lives in one float64/int64 buffer ``S`` of ``n`` rows, field after field (see
 ``STATE_FIELDS``); read-only tables (leaf values, exit thresholds, bins) are reached through
@@ -36,8 +38,7 @@ VECTOR_ROWS = 2
 # Fields of the per-row state after the K raw scores, one 8-byte word per row each: splits
 # visited, features tested (bits), positions evaluated, exit side, frozen by a bin table,
 # feature cost and acquired features (bits) once settled, and the work list of rows.
-# ``eval`` also writes each row's evaluation cost and total cost, and after the fields, one byte
-# per row and feature: the acquired features.
+# ``eval`` also writes each row's evaluation cost and total cost.
 STATE_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cost", "acq", "work", "evaluation", "total")
 # Indices of the cost tables' addresses in ``C``: ``CostModel``'s closures, each unit's features
 # as bits, and (tree_cost, split_cost).

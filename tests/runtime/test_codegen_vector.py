@@ -16,14 +16,6 @@ from thrifty import Forest, Full, Sequential, evaluate
 from thrifty.runtime.codegen_vector import VCHUNK, inorder_leaves, vblocks_of, vector_ok
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled-vector")))
-    yield
-    mp.undo()
-
-
 def test_which_plans_take_vector_blocks():
     for name, plan in PLANS.items():
         for part in (plan.gate, plan.low, plan.high) if hasattr(plan, "gate") else (plan,):

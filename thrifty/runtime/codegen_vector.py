@@ -89,6 +89,11 @@ def vblocks_of(exits: np.ndarray) -> list[tuple[int, int]]:
     return out
 
 
+def _signed(word: int, bits: int) -> int:
+    """The unsigned ``bits``-bit ``word`` as LLVM's signed integer constant."""
+    return word - (1 << bits) if word >= 1 << (bits - 1) else word
+
+
 def _splat(ty: str, value: str) -> str:
     return f"splat ({ty} {value})"
 
@@ -316,9 +321,8 @@ def _leaf_mask(e: _Emitter, f: Forest, tree: int, column, globals_: list[str], k
     for node, lo, mid in ranges:
         right = _goes_right(e, f, node, column(int(f.feature[node])), globals_, key)
         clear = ((1 << mid) - 1) ^ ((1 << lo) - 1)
-        keep = (~clear) & ((1 << 64) - 1)
-        keep_s = keep - (1 << 64) if keep >= 1 << 63 else keep
-        keeps.append(e(f"select {_B} {right}, {_I} {_splat('i64', str(keep_s))}, {_I} {_splat('i64', '-1')}"))
+        keep = _signed((~clear) & ((1 << 64) - 1), 64)
+        keeps.append(e(f"select {_B} {right}, {_I} {_splat('i64', str(keep))}, {_I} {_splat('i64', '-1')}"))
     # A balanced AND: log2(splits) steps of latency rather than one per split.
     while len(keeps) > 1:
         pairs = [e(f"and {_I} {a}, {b}") for a, b in zip(keeps[::2], keeps[1::2])]
@@ -355,13 +359,12 @@ def _goes_right(e: _Emitter, f: Forest, node: int, v: str, globals_: list[str], 
         code = e(f"fptosi {_V} {safe} to {_I}")
         if len(words) <= 2:
             word = words[0] | ((words[1] if len(words) > 1 else 0) << 32)
-            word_s = word - (1 << 64) if word >= 1 << 63 else word
-            shifted = e(f"lshr {_I} {_splat('i64', str(word_s))}, {code}")
+            shifted = e(f"lshr {_I} {_splat('i64', str(_signed(word, 64)))}, {code}")
         else:
             name = f"@vcat_{key}_{node}"
             globals_.append(
                 f"{name} = private unnamed_addr constant [{len(words)} x i32] ["
-                + ", ".join(f"i32 {w - (1 << 32) if w >= 1 << 31 else w}" for w in words)
+                + ", ".join(f"i32 {_signed(w, 32)}" for w in words)
                 + "]"
             )
             at = e(f"lshr {_I} {code}, {_splat('i64', '5')}")

@@ -98,14 +98,14 @@ def test_modules_compile_in_helper_processes(monkeypatch):
     forest = random_forest(rng, N_FEATURES, n_trees=9)
     X = random_inputs(rng, 200, N_FEATURES)
     monkeypatch.setattr(native, "_TREES_PER_MODULE", 2)
-    monkeypatch.setattr(native.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(native, "_cores", lambda: 2)
     tree, depth, ptr, feat = native.leaf_tables(forest)
     # Exits at every position: blocks of 1, 2, 4 and 2 trees, one module each (and ``run``).
     lay = native.Layout(forest, np.arange(9), np.ones(9, dtype=np.int8), depth, ptr, feat)
     shared = native._compile(lay, "k", False)
-    monkeypatch.setattr(native.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(native, "_cores", lambda: 1)
     assert native._compile(lay, "k", False) == shared and len(shared) > 3
-    monkeypatch.setattr(native.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(native, "_cores", lambda: 2)
     monkeypatch.setattr(native.sys, "executable", "/nonexistent/python")
     assert native._compile(lay, "k", False) == shared
     check(Sequential(forest, np.arange(9), np.full(9, 1.0), np.full(9, -1.0)), X, cost_model(tree_cost=0.5))
@@ -119,3 +119,11 @@ def test_the_helper_refuses_what_is_not_packed_modules():
         [sys.executable, "-m", "thrifty.runtime.llc"], input=b"not packed", capture_output=True
     )
     assert done.returncode == 2 and b"packed" in done.stderr
+
+
+def test_a_plan_of_no_trees_compiles():
+    """One module only (``run``): no helper process, no block."""
+    rng = np.random.default_rng(9)
+    forest = random_forest(rng, N_FEATURES, n_trees=3)
+    empty = Sequential(forest, np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
+    check(empty, random_inputs(rng, 20, N_FEATURES), cost_model(tree_cost=0.5))

@@ -169,7 +169,7 @@ def _compile(lay: Layout, key: str, progress: bool) -> list[bytes]:
     if lay.masked:
         irs[-1] += eval_ir(lay, key)
     t0 = time.perf_counter()
-    helpers = min(os.cpu_count() or 1, len(irs) // 2) - 1
+    helpers = max(0, min(_cores(), len(irs) // 2) - 1)
     shares = [list(range(len(irs)))[h :: helpers + 1] for h in range(helpers + 1)]
     results: dict[int, list[bytes] | None] = {}
     threads = [
@@ -207,6 +207,14 @@ def _compile(lay: Layout, key: str, progress: bool) -> list[bytes]:
     return [o for o in objects if o is not None]
 
 
+def _cores() -> int:
+    """Cores this process may run on (its affinity where the OS tells, as in a container)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no sched_getaffinity
+        return os.cpu_count() or 1
+
+
 def _helper(irs: list[str], results: dict, h: int) -> None:
     """Compile ``irs`` in a new process (``python -m thrifty.runtime.llc``); its objects go
     to ``results[h]``, or None when it fails."""
@@ -219,6 +227,8 @@ def _helper(irs: list[str], results: dict, h: int) -> None:
             capture_output=True,
             env=env,
             check=True,
+            # A helper that hangs must not hang the compile: its share is then done here.
+            timeout=600,
         )
         objects = unpack(done.stdout)
     except (OSError, subprocess.SubprocessError):

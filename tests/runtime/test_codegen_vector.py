@@ -13,7 +13,14 @@ from tests.runtime.reference import random_forest, random_inputs
 from tests.runtime.test_compiled import PLANS, check, matrices
 from tests.runtime.test_evaluate import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate
-from thrifty.runtime.codegen_vector import VCHUNK, inorder_leaves, vblocks_of, vector_ok
+from thrifty.runtime.codegen import Layout, inorder_leaves
+from thrifty.runtime.codegen_vector import VCHUNK, vblocks_of, vector_ok
+
+
+def layout(forest, order, exits) -> Layout:
+    return Layout(
+        forest, np.asarray(order), np.asarray(exits, dtype=np.int8), *native.leaf_tables(forest)[1:]
+    )
 
 
 def test_which_plans_take_vector_blocks():
@@ -24,7 +31,7 @@ def test_which_plans_take_vector_blocks():
             s = part.schedule
             kinds = np.where(s.bins.width > 0, 2, np.isfinite(s.eps_pos) | np.isfinite(s.eps_neg))
             # Bin exits (Fan et al.) stay on scalar blocks; everything else here is vector.
-            assert vector_ok(part.forest, s.order, kinds) is (name != "sequential-bins"), name
+            assert vector_ok(layout(part.forest, s.order, kinds)) is (name != "sequential-bins"), name
 
 
 def test_blocks_grow_from_one_position_when_the_plan_has_exits():
@@ -80,7 +87,7 @@ def test_trees_of_more_than_64_leaves_take_scalar_blocks():
     forest = Forest.from_model(model)
     assert np.diff(inorder_leaves(forest)[0]).max() > 64
     plan = Sequential(forest, np.arange(4), np.full(4, 1.0), np.full(4, -1.0))
-    assert not vector_ok(forest, np.arange(4), np.ones(4, dtype=np.int8))
+    assert not vector_ok(layout(forest, np.arange(4), np.ones(4)))
     for p in (Full(forest), plan):
         E = X.copy()
         E[rng.random(E.shape) < 0.1] = np.nan
@@ -99,9 +106,8 @@ def test_modules_compile_in_helper_processes(monkeypatch):
     X = random_inputs(rng, 200, N_FEATURES)
     monkeypatch.setattr(native, "_TREES_PER_MODULE", 2)
     monkeypatch.setattr(native, "_cores", lambda: 2)
-    tree, depth, ptr, feat = native.leaf_tables(forest)
     # Exits at every position: blocks of 1, 2, 4 and 2 trees, one module each (and ``run``).
-    lay = native.Layout(forest, np.arange(9), np.ones(9, dtype=np.int8), depth, ptr, feat)
+    lay = layout(forest, np.arange(9), np.ones(9))
     shared = native._compile(lay, "k", False)
     monkeypatch.setattr(native, "_cores", lambda: 1)
     assert native._compile(lay, "k", False) == shared and len(shared) > 3

@@ -12,7 +12,6 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.forest.kernels import SERIAL_ROWS
 from thrifty.runtime.codegen import STATE_FIELDS, TABLES, Layout
-from thrifty.runtime.codegen_vector import inorder_leaves
 from thrifty.runtime.exits import Schedule
 from thrifty.runtime.native import NativeCode, leaf_tables
 
@@ -116,7 +115,7 @@ def native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> Nativ
         "bin_neg": bins.neg,
         "base": forest.base_score,
         # The leaf records again, each tree's leaves left to right (``codegen_vector``).
-        "vleaf": leaf[inorder_leaves(forest)[1]],
+        "vleaf": leaf[lay.leaves],
     }
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)

@@ -81,6 +81,11 @@ class Layout:
         Per position: 0 no exit, 1 threshold exits, 2 threshold and bin exits.
     depth, path_ptr, path_feat : ndarray
         Per node: splits on its path, and the features it tests (``native.leaf_tables``).
+
+    Attributes
+    ----------
+    leaf_ptr, leaves : ndarray
+        Each tree's leaves from left to right (``inorder_leaves``).
     """
 
     def __init__(
@@ -99,6 +104,24 @@ class Layout:
         self.masked = self.F <= 64
         self.acc32 = forest.accumulate == "float32"
         self.any_bins = bool(np.any(exits == 2))
+        self.leaf_ptr, self.leaves = inorder_leaves(forest)
+
+
+def inorder_leaves(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """Each tree's leaves from left to right: ``nodes[ptr[t]:ptr[t + 1]]`` (CSR over trees)."""
+    f = forest
+    left, right, feature = f.children_left.tolist(), f.children_right.tolist(), f.feature.tolist()
+    ptr, nodes = [0], []
+    for root in f.roots.tolist():
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if feature[node] < 0:
+                nodes.append(node)
+            else:
+                stack += [right[node], left[node]]
+        ptr.append(len(nodes))
+    return np.asarray(ptr, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
 
 
 def module_irs(

@@ -14,7 +14,7 @@ The block has ``codegen.scalar_block_ir``'s signature and contract (rows of a wo
 rows that did not exit compacted to its front, state in ``S``), so ``run``, ``eval`` and
 the executors are unchanged. Leaf records (the weighted values, the splits on the path and
 the features it tests as bits) are read from the table ``vleaf``, in the leaves' left-to-right
-order per tree (``inorder_leaves``). Used when every tree has at most 64 leaves, the forest at
+order per tree (``codegen.inorder_leaves``). Used when every tree has at most 64 leaves, the forest at
 most 64 features and the plan no bin exits (``vector_ok``); other plans use ``codegen``'s
 scalar blocks.
 """
@@ -51,29 +51,11 @@ declare i8 @llvm.ctpop.i8(i8)
 """
 
 
-def inorder_leaves(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """Each tree's leaves from left to right: ``nodes[ptr[t]:ptr[t + 1]]`` (CSR over trees)."""
-    f = forest
-    left, right, feature = f.children_left.tolist(), f.children_right.tolist(), f.feature.tolist()
-    ptr, nodes = [0], []
-    for root in f.roots.tolist():
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if feature[node] < 0:
-                nodes.append(node)
-            else:
-                stack += [right[node], left[node]]
-        ptr.append(len(nodes))
-    return np.asarray(ptr, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
-
-
-def vector_ok(forest: Forest, order: np.ndarray, exits: np.ndarray) -> bool:
+def vector_ok(lay: Layout) -> bool:
     """Whether the plan runs on vector blocks: every visited tree has at most 64 leaves, the
     forest at most 64 features (costs tracked as bits) and no position has a bin exit."""
-    ptr, _ = inorder_leaves(forest)
-    leaves = np.diff(ptr)[np.asarray(order, dtype=np.int64)]
-    return forest.n_features <= 64 and bool(np.all(leaves <= 64)) and not bool(np.any(exits == 2))
+    leaves = np.diff(lay.leaf_ptr)[np.asarray(lay.order, dtype=np.int64)]
+    return lay.masked and bool(np.all(leaves <= 64)) and not lay.any_bins
 
 
 def vblocks_of(exits: np.ndarray) -> list[tuple[int, int]]:
@@ -139,18 +121,17 @@ class _Emitter:
 
 def vector_module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]:
     """``codegen.module_irs`` with vector blocks (``vblocks_of``)."""
-    leaf_ptr, _ = inorder_leaves(lay.forest)
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
-        return vblock_ir(lay, p0, k, b, key, leaf_ptr) + scalar_block_ir(lay, p0, k, b, key)
+        return vblock_ir(lay, p0, k, b, key) + scalar_block_ir(lay, p0, k, b, key)
 
     return module_irs(lay, key, trees_per_module, vblocks_of(lay.exits), block, INTRINSICS)
 
 
-def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str, leaf_ptr: np.ndarray) -> str:
+def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``codegen.scalar_block_ir`` makes it, on vectors;
-    ``leaf_ptr`` is the CSR pointer of ``inorder_leaves`` (leaf records in ``vleaf``)."""
+    tree ``t``'s leaf records in ``vleaf`` start at ``lay.leaf_ptr[t]``."""
     K = lay.K
     R = K + 2
     t = {name: i for i, name in enumerate(TABLES)}
@@ -220,7 +201,7 @@ def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str, leaf_ptr: np.ndarr
         mask = _leaf_mask(e, f, tree, column, globals_, key)
         leaf = e(f"call {_I} @llvm.cttz.v{LANES}i64({_I} {mask}, i1 true)")
         scaled = e(f"mul {_I} {leaf}, {_splat('i64', str(R))}")
-        rec = e(f"add {_I} {scaled}, {_splat('i64', str(R * int(leaf_ptr[tree])))}")
+        rec = e(f"add {_I} {scaled}, {_splat('i64', str(R * int(lay.leaf_ptr[tree])))}")
         cls = int(f.tree_class[tree])
         acc = list(acc)
         for o in [cls] if cls >= 0 else range(K):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from thrifty.forest.builder import ForestBuilder
+from thrifty.forest.builder import ForestBuilder, flatten_tree
 from thrifty.forest.kernels import child
 from thrifty.prune._problem import ClosureProblem
 
@@ -64,22 +64,10 @@ def _kept_tree(
     root: int, keep: np.ndarray, children_left: np.ndarray, children_right: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Preorder nodes of the pruned tree with local children (``-1``: leaf)."""
-    nodes: list[int] = []
-    left: list[int] = []
-    right: list[int] = []
-    stack = [(root, -1, 0)]
-    while stack:
-        node, parent, side = stack.pop()
-        j = len(nodes)
-        nodes.append(node)
-        left.append(-1)
-        right.append(-1)
-        if parent >= 0:
-            (left if side == 0 else right)[parent] = j
-        if keep[node]:
-            stack.append((int(children_right[node]), j, 1))
-            stack.append((int(children_left[node]), j, 0))
-    return np.asarray(nodes, dtype=np.int64), np.asarray(left), np.asarray(right)
+    nodes, left, right = flatten_tree(
+        root, lambda node: (int(children_left[node]), int(children_right[node])) if keep[node] else None
+    )
+    return np.asarray(nodes, dtype=np.int64), left, right
 
 
 def node_distributions(forest: Any, counts: np.ndarray) -> np.ndarray:

@@ -14,20 +14,11 @@ from thrifty.runtime.plans import Full, Gated, Sequential, as_plan
 
 class NativePlan:
     """A plan with native code for its forest parts (``thrifty.compile`` returns the public
-    ``CompiledPlan``, which adds evaluation).
+    ``CompiledPlan``, which adds evaluation and documents ``plan``, ``costs``, ``native`` and
+    ``compile_seconds``).
 
     Attributes
     ----------
-    plan : Plan
-        The source plan (the reference semantics).
-    costs : CostModel or None
-        The cost model ``evaluate`` uses when given none.
-    native : bool
-        True when every part of the plan runs natively in dense evaluation; False when some
-        part (a Cascade, Linear or Opaque plan) runs on the interpreter.
-    compile_seconds : float
-        Time spent generating and compiling code in this process (0 when all came from the
-        on-disk cache).
     parts : tuple of NativePlan
         A Gated plan's gate, low and high parts.
     schedule : NativeSchedule or None

@@ -387,9 +387,9 @@ def _compile_seconds_1000(X_tr, y_tr) -> float:
 
 
 def _vector_cpu() -> bool:
-    from thrifty.runtime import native
+    from thrifty.runtime.compiled import objects
 
-    return native._HOST_AVX512
+    return objects._HOST_AVX512
 
 
 def _paired3(fa, fb, fc, repeats: int) -> tuple[float, float, float | None]:
@@ -421,7 +421,7 @@ def _fresh_process_load(compiled, x1: np.ndarray, cache: str) -> tuple[float, fl
             "t1 = time.perf_counter()\n"
             "plan.evaluate(x, n_threads=1)\n"
             "t2 = time.perf_counter()\n"
-            "assert plan.native and all(s.native.from_cache for s in [plan.schedule])\n"
+            "assert plan.native and plan.forest_code.code.from_cache\n"
             "print(json.dumps([t1 - t0, t2 - t1]))\n"
         )
         env = {**os.environ, "THRIFTY_CACHE_DIR": cache, "PYTHONPATH": str(HERE.parent)}

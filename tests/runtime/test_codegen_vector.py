@@ -8,19 +8,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import thrifty
-import thrifty.runtime.native as native
+import thrifty.runtime.compiled.objects as objects
 from tests.runtime.reference import random_forest, random_inputs
 from tests.runtime.test_compiled import PLANS, check, matrices
 from tests.runtime.test_evaluate import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate
-from thrifty.runtime.codegen import Layout, inorder_leaves
-from thrifty.runtime.codegen_vector import VCHUNK, vblocks_of, vector_ok
+from thrifty.runtime.compiled.ir_vector import VCHUNK, vblocks_of, vector_ok
+from thrifty.runtime.compiled.layout import Layout, inorder_leaves
+from thrifty.runtime.compiled.tables import leaf_tables
 
 
 def layout(forest, order, exits) -> Layout:
-    return Layout(
-        forest, np.asarray(order), np.asarray(exits, dtype=np.int8), *native.leaf_tables(forest)[1:]
-    )
+    return Layout(forest, np.asarray(order), np.asarray(exits, dtype=np.int8), *leaf_tables(forest)[1:])
 
 
 def test_which_plans_take_vector_blocks():
@@ -73,7 +72,7 @@ def test_leaves_left_to_right():
 def test_scalar_and_vector_blocks_match(name, vector, X, monkeypatch):
     """Either kind of blocks, whatever this CPU would choose, gives the interpreter's results
     (scalar blocks serve deep trees and CPUs without AVX-512; vector blocks run on any CPU)."""
-    monkeypatch.setattr(native, "use_vector", lambda lay: vector)
+    monkeypatch.setattr(objects, "use_vector", lambda lay: vector)
     check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
 
 
@@ -104,16 +103,16 @@ def test_modules_compile_in_helper_processes(monkeypatch):
     rng = np.random.default_rng(8)
     forest = random_forest(rng, N_FEATURES, n_trees=9)
     X = random_inputs(rng, 200, N_FEATURES)
-    monkeypatch.setattr(native, "_TREES_PER_MODULE", 2)
-    monkeypatch.setattr(native, "_cores", lambda: 2)
+    monkeypatch.setattr(objects, "_TREES_PER_MODULE", 2)
+    monkeypatch.setattr(objects, "_cores", lambda: 2)
     # Exits at every position: blocks of 1, 2, 4 and 2 trees, one module each (and ``run``).
     lay = layout(forest, np.arange(9), np.ones(9))
-    shared = native._compile(lay, "k", False)
-    monkeypatch.setattr(native, "_cores", lambda: 1)
-    assert native._compile(lay, "k", False) == shared and len(shared) > 3
-    monkeypatch.setattr(native, "_cores", lambda: 2)
-    monkeypatch.setattr(native.sys, "executable", "/nonexistent/python")
-    assert native._compile(lay, "k", False) == shared
+    shared = objects._compile(lay, "k", False)
+    monkeypatch.setattr(objects, "_cores", lambda: 1)
+    assert objects._compile(lay, "k", False) == shared and len(shared) > 3
+    monkeypatch.setattr(objects, "_cores", lambda: 2)
+    monkeypatch.setattr(objects.sys, "executable", "/nonexistent/python")
+    assert objects._compile(lay, "k", False) == shared
     check(Sequential(forest, np.arange(9), np.full(9, 1.0), np.full(9, -1.0)), X, cost_model(tree_cost=0.5))
 
 
@@ -122,7 +121,7 @@ def test_the_helper_refuses_what_is_not_packed_modules():
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "thrifty.runtime.llc"], input=b"not packed", capture_output=True
+        [sys.executable, "-m", "thrifty.runtime.compiled.llc"], input=b"not packed", capture_output=True
     )
     assert done.returncode == 2 and b"packed" in done.stderr
 

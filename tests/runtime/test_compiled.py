@@ -160,7 +160,7 @@ def test_the_serving_path_takes_any_numeric_matrix_and_hands_over_the_rest():
     for name in ("full", "sequential-bins", "full-float32", "sequential-multiclass"):
         plan = PLANS[name]
         compiled = thrifty.compile(plan, costs)
-        assert compiled.fast is not None
+        assert compiled.serving is not None
         for Z in (X[:1], X[:40], X[:3000], np.asfortranarray(X[:70]), X[:5].astype(np.float32)):
             assert_same(compiled.evaluate(Z), evaluate(plan, Z, costs))
         assert_same(compiled.evaluate(pd.DataFrame(X[:9])), evaluate(plan, X[:9], costs))
@@ -189,7 +189,7 @@ def test_more_than_64_features():
     costs = thrifty.CostModel(rng.uniform(0, 3, n_features).round(2), groups={"g": [0, 65, 69]})
     for plan in (Full(forest), Sequential(forest, rng.permutation(12), np.full(12, 1.0), np.full(12, -1.0))):
         compiled = check(plan, X, costs)
-        assert compiled.fast is None
+        assert compiled.serving is None
         assert_same(compiled.evaluate(X[:1]), evaluate(plan, X[:1], costs))
 
 
@@ -209,10 +209,10 @@ def test_cache_and_pickle():
     plan = PLANS["sequential"]
     first = thrifty.compile(plan, cost_model())
     again = thrifty.compile(plan, cost_model())
-    assert again.compile_seconds == 0.0 and again.schedule.native.from_cache
+    assert again.compile_seconds == 0.0 and again.forest_code.code.from_cache
     X = random_inputs(np.random.default_rng(13), 30, N_FEATURES)
     clone = pickle.loads(pickle.dumps(first))
-    assert clone.native and clone.schedule.native.from_cache
+    assert clone.native and clone.forest_code.code.from_cache
     assert_same(clone.evaluate(X), first.evaluate(X))
     assert (
         clone.costs is not None

@@ -17,7 +17,7 @@ from tests.runtime.test_compiled import PLANS as COMPILED_PLANS
 from tests.runtime.test_compiled import matrices
 from tests.runtime.test_evaluate import N_FEATURES, cost_model
 from thrifty import CostModel, CostReport, Evaluation, Full, Sequential, evaluate
-from thrifty.runtime._fast import SMALL, ServedCostReport, ServedEvaluation
+from thrifty.runtime.compiled.serving import SMALL, ServingCostReport, ServingEvaluation
 
 # Inputs on and around the random forests' thresholds (-1, 0, 0.5, 1, 2.5), some of which
 # float32 rounds onto a threshold (1 + 1e-12 -> 1.0) or to infinity (1e39).
@@ -53,7 +53,7 @@ def compiled(name: str, costs: CostModel = COSTS) -> thrifty.CompiledPlan:
     key = (name, id(costs))
     if key not in _COMPILED:
         _COMPILED[key] = thrifty.compile(PLANS[name], costs)
-        assert _COMPILED[key].fast is not None
+        assert _COMPILED[key].serving is not None
     return _COMPILED[key]
 
 
@@ -86,7 +86,7 @@ def test_served_results_are_the_interpreters(name, costs, X):
     """0 to SMALL + 6 rows (the per-thread buffers and past them), read field by field."""
     kept = X.copy()
     got = compiled(name, costs).evaluate(X)
-    assert type(got) is ServedEvaluation and type(got.cost) is ServedCostReport
+    assert type(got) is ServingEvaluation and type(got.cost) is ServingCostReport
     assert_identical(got, evaluate(PLANS[name], X, costs))
     # The float32 forests' inputs are rounded on the path's own copy, never in the caller's.
     np.testing.assert_array_equal(X, kept)
@@ -107,7 +107,7 @@ def test_one_row_at_a_time_and_large_batches(name):
     for Z in (X[:9].astype(np.float32), np.asfortranarray(X[:9]), (X[:9] > 0.5), np.arange(54).reshape(9, 6)):
         assert_identical(c.evaluate(Z), evaluate(plan, Z, COSTS))
     # The cost model the plan was compiled with, given again, takes the same path.
-    assert type(evaluate(c, X[:3], c.costs)) is ServedEvaluation
+    assert type(evaluate(c, X[:3], c.costs)) is ServingEvaluation
 
 
 def test_a_result_does_not_change_with_later_calls():

@@ -7,8 +7,7 @@ from thrifty._lazy import attach
 if TYPE_CHECKING:
     from thrifty.providers.http import HTTPProvider, http_provider
     from thrifty.providers.sql import SQLProvider, sql_provider
-    from thrifty.runtime.lazy import array_provider
-    from thrifty.runtime.rounds import RoundProvider
+    from thrifty.runtime.lazy import RoundProvider, array_provider
 
 __all__ = ["HTTPProvider", "RoundProvider", "SQLProvider", "array_provider", "http_provider", "sql_provider"]
 

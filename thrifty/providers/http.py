@@ -12,7 +12,7 @@ import numpy as np
 
 from thrifty.exceptions import InputError
 from thrifty.providers.base import as_keys, feature_columns, missing_extra, plain_key
-from thrifty.runtime.rounds import Requests
+from thrifty.runtime.lazy import Requests
 
 # httpx is the optional extra thrifty[serve]: imported where a request is made, so that
 # thrifty.providers imports without it and http_provider() names the extra to install.

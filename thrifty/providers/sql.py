@@ -11,7 +11,7 @@ import numpy as np
 
 from thrifty.exceptions import InputError
 from thrifty.providers.base import as_keys, feature_columns, missing_extra, plain_key
-from thrifty.runtime.rounds import Requests
+from thrifty.runtime.lazy import Requests
 
 # SQLAlchemy is the optional extra thrifty[sql]: imported where a query is built, so that
 # thrifty.providers imports without it and sql_provider() names the extra to install.

@@ -1,9 +1,16 @@
-"""The runtime: plans and the exact, fast, lazy evaluation that accounts their cost."""
+"""The runtime: plans and the exact, fast, lazy evaluation that accounts their cost.
 
-from thrifty.runtime.async_eval import evaluate_async
-from thrifty.runtime.compiled import CompiledPlan, compile  # noqa: A004
+Three engines, one room each: ``interpret`` (the reference: numba kernels and executors),
+``lazy`` (rounds of feature requests answered by a provider) and ``compiled`` (native code
+generated for a plan's forests). ``evaluate`` is the front door; ``plans``, ``exits`` and
+``evaluation`` hold what they share.
+"""
+
+from typing import TYPE_CHECKING
+
+from thrifty._lazy import attach
 from thrifty.runtime.evaluate import Evaluation, evaluate
-from thrifty.runtime.lazy import array_provider, lazy_rounds
+from thrifty.runtime.lazy import array_provider, evaluate_async, lazy_rounds
 from thrifty.runtime.plans import (
     BinnedExits,
     Cascade,
@@ -17,6 +24,11 @@ from thrifty.runtime.plans import (
     plan_from_dict,
 )
 
+# The compiler (and llvmlite) is imported on first use: the interpreter and lazy evaluation run
+# without it.
+if TYPE_CHECKING:
+    from thrifty.runtime.compiled import CompiledPlan, cache_dir, compile  # noqa: A004
+
 __all__ = [
     "BinnedExits",
     "Cascade",
@@ -29,6 +41,7 @@ __all__ = [
     "Plan",
     "Sequential",
     "array_provider",
+    "cache_dir",
     "as_plan",
     "compile",
     "evaluate",
@@ -36,3 +49,5 @@ __all__ = [
     "lazy_rounds",
     "plan_from_dict",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -1,20 +1,17 @@
-"""``evaluate``: run a plan on a dense matrix or lazily on a feature provider, with exact costs."""
+"""``evaluate``, the runtime's front door: a plan on a dense matrix (the interpreter's dense loop,
+or a compiled plan's engine) or lazily on a feature provider (``lazy``), with exact costs."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest import to_matrix
-from thrifty.forest.kernels import SERIAL_ROWS, threads
-from thrifty.runtime._compiled import NativePlan
-from thrifty.runtime._executors import Context, executor
-from thrifty.runtime._results import MIN_CHUNK, Collector, Evaluation, chunk_rows, costs_for, evaluation_of
+from thrifty.runtime.evaluation import Evaluation, costs_for
+from thrifty.runtime.interpret.dense import run_dense
+from thrifty.runtime.interpret.executors import Accelerated
 from thrifty.runtime.lazy import Provider, array_provider, run_lazy
-from thrifty.runtime.plans import Plan, as_plan
+from thrifty.runtime.plans import as_plan
 
 __all__ = ["Evaluation", "Provider", "array_provider", "costs_for", "evaluate"]
 
@@ -57,16 +54,16 @@ def evaluate(
     -------
     Evaluation
     """
-    compiled = model if isinstance(model, NativePlan) else None
-    if compiled is not None and compiled.fast is not None and (costs is None or costs is compiled.costs):
-        # The serving path: one native call from the matrix to the settled costs.
+    accelerated = model if isinstance(model, Accelerated) else None
+    if accelerated is not None and (costs is None or costs is accelerated.costs):
         if n_rows is None and chunk_size is None:
-            ev = compiled.fast.serve(X, n_threads)
+            # The engine's one call (a compiled plan's serving path), when it takes X.
+            ev = accelerated.serve(X, n_threads)
             if ev is not None:
                 return ev
-    plan = compiled.plan if compiled is not None else as_plan(model)
-    if compiled is not None and costs is None:
-        costs = compiled.costs
+    plan = accelerated.plan if accelerated is not None else as_plan(model)
+    if accelerated is not None and costs is None:
+        costs = accelerated.costs
     if (callable(X) or hasattr(X, "fetch")) and not hasattr(X, "shape"):
         return run_lazy(plan, X, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     costs = costs_for(plan, costs)
@@ -74,32 +71,4 @@ def evaluate(
         raise InputError("evaluate needs X (a matrix or DataFrame) or a feature provider")
     if n_rows is not None:
         raise InputError("n_rows= is only for lazy evaluation with a feature provider")
-    if not hasattr(X, "shape"):
-        X = np.asarray(X)
-    n = X.shape[0]
-    # A small batch (a service's one-row call) is one chunk whatever the default size.
-    chunk = n if n <= MIN_CHUNK and chunk_size is None else chunk_rows(plan, costs, False, chunk_size)
-    # Batches under SERIAL_ROWS run serial kernels: the thread count does not matter to them.
-    with threads(n_threads if n >= SERIAL_ROWS else None):
-        if n <= chunk:
-            # One chunk (every call of a service): no copy of its outputs.
-            M = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
-            return evaluation_of(plan, costs, *_run_dense(plan, M, costs, compiled))
-        # Validate on an empty slice first: errors come before any work.
-        to_matrix(X[:0], plan.n_features, plan.feature_names, plan.categories)
-        out = Collector(plan, costs, n)
-        for lo in range(0, n, chunk):
-            hi = min(n, lo + chunk)
-            rows = X.iloc[lo:hi] if hasattr(X, "iloc") else X[lo:hi]
-            M = to_matrix(rows, plan.n_features, plan.feature_names, plan.categories)
-            out.add(lo, hi, *_run_dense(plan, M, costs, compiled))
-    return out.result()
-
-
-def _run_dense(
-    plan: Plan, X: np.ndarray, costs: CostModel, compiled: NativePlan | None
-) -> tuple[Context, Any]:
-    ctx = Context(X, np.ones((1, 1), dtype=np.bool_), True, costs)
-    ex = executor(plan, ctx, compiled)
-    ex.advance(np.arange(ctx.n, dtype=np.int64))
-    return ctx, ex
+    return run_dense(plan, X, costs, accelerated, n_threads=n_threads, chunk_size=chunk_size)

@@ -92,7 +92,7 @@ class Plan:
     def compile(self, costs: CostModel | None = None) -> Any:
         """This plan as native code: ``thrifty.compile(self, costs)`` (see :func:`thrifty.compile`)."""
         # Plans are data and the runtime builds on them, so the compiler is imported on use.
-        from thrifty.runtime.compiled import compile as compile_plan
+        from thrifty.runtime.compiled.plan import compile as compile_plan
 
         return compile_plan(self, costs)
 

@@ -17,10 +17,9 @@ from thrifty.exceptions import InputError
 from thrifty.providers import http_provider, sql_provider
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
-from thrifty.runtime.async_eval import evaluate_async
 from thrifty.runtime.evaluate import Evaluation, costs_for, evaluate
+from thrifty.runtime.lazy import Requests, evaluate_async
 from thrifty.runtime.plans import Full, Plan, as_plan
-from thrifty.runtime.rounds import Requests
 from thrifty.serve.rows import BadRequest, RowReader
 
 # Starlette and httpx are the optional extra thrifty[serve]: imported where used, so that this

@@ -1,22 +1,23 @@
 """A helper process of ``thrifty.compile``: LLVM IR modules on stdin, their object code on stdout.
 
-``native._compile`` shares a large forest's modules between its own process and one helper per
+``objects._compile`` shares a large forest's modules between its own process and one helper per
 further core, since llvmlite serialises LLVM calls within a process. Both sides pack their parts
-with ``native.pack``.
+with ``objects.pack``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from thrifty.runtime.native import _emit, pack, unpack
+from thrifty.runtime.compiled.objects import _emit, pack, unpack
 
 
 def main() -> int:
     irs = unpack(sys.stdin.buffer.read())
     if irs is None:
         print(
-            "thrifty.runtime.llc: expected LLVM IR modules packed by thrifty.runtime.native.pack",
+            "thrifty.runtime.compiled.llc: expected LLVM IR modules packed by "
+            "thrifty.runtime.compiled.objects.pack",
             file=sys.stderr,
         )
         return 2

@@ -16,14 +16,12 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.forest import to_matrix
 from thrifty.forest.kernels import threads
-from thrifty.runtime._executors import Context, executor
-from thrifty.runtime._results import Collector, Evaluation, chunk_rows, costs_for
+from thrifty.runtime.evaluation import Evaluation, costs_for
+from thrifty.runtime.interpret.executors import Context, executor
+from thrifty.runtime.interpret.results import Collector, chunk_rows
+from thrifty.runtime.lazy.providers import Provider, Requests, column, provider_column
 from thrifty.runtime.plans import as_plan
-
-Provider = Callable[[np.ndarray, np.ndarray], Any]
-Round = list[tuple[int, np.ndarray]]
 
 
 def lazy_rounds(
@@ -33,7 +31,7 @@ def lazy_rounds(
     n_rows: int | None,
     chunk_size: int | None = None,
     n_threads: int | None = None,
-) -> Generator[Round, list[np.ndarray], Evaluation]:
+) -> Generator[Requests, list[np.ndarray], Evaluation]:
     """Evaluate ``model`` lazily as a generator of feature-request rounds.
 
     Each ``next()``/``send()`` yields one round: a list of ``(feature_id, row_ids)`` pairs,
@@ -85,7 +83,7 @@ def lazy_rounds(
 
 def _rounds(
     plan: Any, costs: CostModel, n: int, chunk: int, n_threads: int | None
-) -> Generator[Round, list[np.ndarray], Evaluation]:
+) -> Generator[Requests, list[np.ndarray], Evaluation]:
     out = Collector(plan, costs, n)
     F = plan.n_features
     for lo in range(0, n, chunk):
@@ -111,28 +109,11 @@ def _rounds(
                 )
             for (f, rows), v in zip(request, values):
                 local = rows - lo
-                ctx.X[local, f] = _column(v, len(rows), f)
+                ctx.X[local, f] = column(v, len(rows), f)
                 ctx.known[local, f] = True
         with threads(n_threads):
             out.add(lo, hi, ctx, ex)
     return out.result()
-
-
-def _column(values: Any, n: int, feature: int) -> np.ndarray:
-    """The values sent for one feature as a float64 vector of length ``n``."""
-    try:
-        v = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(
-            "the feature provider returned non-numeric values; return numbers "
-            "(category codes for categorical features)"
-        ) from exc
-    if v.size != n or (v.ndim > 1 and v.shape[0] != n):
-        raise InputError(
-            f"got {v.shape} values for feature {feature} on {n} rows; send one value "
-            "per requested row, in the order of row_ids"
-        )
-    return v.reshape(n)
 
 
 def run_lazy(
@@ -148,14 +129,14 @@ def run_lazy(
 
     The provider is called once per requested pair, with one feature id, and returns an array
     of shape ``(len(row_ids), 1)`` (or ``(len(row_ids),)``). A provider with a
-    ``fetch(requests)`` method (``thrifty.providers.RoundProvider``) is asked once per round.
+    ``fetch(requests)`` method (``thrifty.providers.RequestsProvider``) is asked once per round.
     """
     fetch = getattr(provider, "fetch", None)
     if inspect.iscoroutinefunction(fetch) or inspect.iscoroutinefunction(provider):
         raise TypeError("the feature provider is async; use `await thrifty.evaluate_async(...)`")
     if fetch is None:
 
-        def fetch(request: Round) -> list[np.ndarray]:
+        def fetch(request: Requests) -> list[np.ndarray]:
             return [
                 provider_column(provider(np.array([f], dtype=np.int64), rows), len(rows))
                 for f, rows in request
@@ -166,9 +147,9 @@ def run_lazy(
 
 
 def drive(
-    rounds: Generator[Round, list[np.ndarray], Evaluation],
-    fetch: Callable[[Round], Any],
-    after: Callable[[Round], None] | None = None,
+    rounds: Generator[Requests, list[np.ndarray], Evaluation],
+    fetch: Callable[[Requests], Any],
+    after: Callable[[Requests], None] | None = None,
 ) -> Evaluation:
     """Run a round generator to its ``Evaluation``, answering each round with ``fetch(round)``
     (then calling ``after(round)``, e.g. to account latency)."""
@@ -181,35 +162,3 @@ def drive(
             request = rounds.send(answers)
     except StopIteration as stop:
         return stop.value
-
-
-def provider_column(values: Any, n_rows: int) -> np.ndarray:
-    """One feature's answer of a plain provider, checked to be ``(n_rows, 1)`` or ``(n_rows,)``
-    (``lazy_rounds`` converts it to float64)."""
-    values = np.asarray(values)
-    if values.ndim == 1:
-        values = values.reshape(-1, 1)
-    if values.shape != (n_rows, 1):
-        raise InputError(
-            f"the feature provider returned shape {values.shape} for {n_rows} rows "
-            "and 1 feature(s); it must return (len(row_ids), len(feature_ids))"
-        )
-    return values[:, 0]
-
-
-def array_provider(X: Any, model: Any = None) -> Provider:
-    """A feature provider serving a matrix or DataFrame already in memory.
-
-    Useful to test a deployment and to measure lazy evaluation. With ``model``, a DataFrame is
-    coded the way the model reads it (column order, category codes).
-    """
-    if model is not None:
-        plan = as_plan(model)
-        M = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
-    else:
-        M = to_matrix(X, np.shape(X)[1])
-
-    def provider(feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
-        return M[np.ix_(row_ids, feature_ids)]
-
-    return provider

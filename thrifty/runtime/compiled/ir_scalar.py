@@ -5,123 +5,36 @@ that, for each row of a work list, runs the block's trees one after the other wi
 as constants (feature offset, threshold bit for bit, missing-value rule, category bitset),
 adds each reached leaf's value to the row's scores, adds the splits on the leaf's path to the
 row's node count, marks the features that path tests, and applies the plan's exit rules after
-each position that has one (``_kernels._exit_after``: thresholds, then Fan et al.'s bins). A
+each position that has one (``interpret.kernels._exit_after``: thresholds, then Fan et al.'s bins). A
 row that exits leaves the work list; the others are compacted to its front. ``run`` takes the
 rows in groups of ``ROW_GROUP`` and runs every block over a group before the next group (trees
 blocked over rows: a block's code and the group's rows stay in cache). These are the scalar
-blocks, one row at a time through branches; ``codegen_vector`` makes vector blocks of the same
+blocks, one row at a time through branches; ``ir_vector`` makes vector blocks of the same
 contract, and ``run`` then takes them for groups of ``VECTOR_ROWS`` rows or more.
 
-Per-row state lives in one float64/int64 buffer ``S`` of ``n`` rows, field after field (see
-``STATE_FIELDS``); read-only tables (leaf values, exit thresholds, bins) are reached through
-``T``, an array of their addresses. Leaf values and thresholds are tables, not constants, so
-plans that differ only in them share code. Every split follows the interpreter's rule
-(``thrifty.forest.kernels.next_node``) exactly.
+Every split follows the interpreter's rule (``thrifty.forest.kernels.next_node``) exactly; the
+state, tables and ``Layout`` they work on are described in ``layout``.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 
 import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
-
-# Positions per block (one function).
-CHUNK = 32
-# Rows a block runs over before the next block starts.
-ROW_GROUP = 256
-# Rows from which ``run`` takes vector blocks (``codegen_vector``) rather than scalar ones.
-VECTOR_ROWS = 2
-# Fields of the per-row state after the K raw scores, one 8-byte word per row each: splits
-# visited, features tested (bits), positions evaluated, exit side, frozen by a bin table,
-# feature cost and acquired features (bits) once settled, and the work list of rows.
-# ``eval`` also writes each row's evaluation cost and total cost.
-STATE_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cost", "acq", "work", "evaluation", "total")
-# Indices of the cost tables' addresses in ``C``: ``CostModel``'s closures, each unit's features
-# as bits, and (tree_cost, split_cost).
-COST_TABLES = ("closure_ptr", "closure_units", "unit_cost", "unit_bits", "prices")
-# Indices of the table addresses in ``T``.
-TABLES = (
-    "leaf",
-    "eps_pos",
-    "eps_neg",
-    "bin_width",
-    "bin_ptr",
-    "bin_key",
-    "bin_pos",
-    "bin_neg",
-    "base",
-    "vleaf",
+from thrifty.runtime.compiled.layout import (
+    ROW_GROUP,
+    STATE_FIELDS,
+    TABLES,
+    VECTOR_ROWS,
+    Layout,
+    blocks_of,
+    double,
 )
+
 _INF = "0x7FF0000000000000"
-
-
-def double(x: float) -> str:
-    """A double constant written bit for bit (LLVM's hexadecimal form)."""
-    return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
-
-
-def blocks_of(n_positions: int) -> list[tuple[int, int]]:
-    """Blocks ``(start, length)`` of up to ``CHUNK`` positions."""
-    return [(p, min(CHUNK, n_positions - p)) for p in range(0, n_positions, CHUNK)]
-
-
-class Layout:
-    """What the generated code is specialised for besides the trees (all part of the cache key).
-
-    Parameters
-    ----------
-    forest : Forest
-    order : ndarray of int64
-        Trees in the order the plan visits them.
-    exits : ndarray of int8
-        Per position: 0 no exit, 1 threshold exits, 2 threshold and bin exits.
-    depth, path_ptr, path_feat : ndarray
-        Per node: splits on its path, and the features it tests (``native.leaf_tables``).
-
-    Attributes
-    ----------
-    leaf_ptr, leaves : ndarray
-        Each tree's leaves from left to right (``inorder_leaves``).
-    """
-
-    def __init__(
-        self,
-        forest: Forest,
-        order: np.ndarray,
-        exits: np.ndarray,
-        depth: np.ndarray,
-        path_ptr: np.ndarray,
-        path_feat: np.ndarray,
-    ) -> None:
-        self.forest, self.order, self.exits = forest, order, exits
-        self.depth, self.path_ptr, self.path_feat = depth, path_ptr, path_feat
-        self.F = forest.n_features
-        self.K = forest.n_outputs
-        self.masked = self.F <= 64
-        self.acc32 = forest.accumulate == "float32"
-        self.any_bins = bool(np.any(exits == 2))
-        self.leaf_ptr, self.leaves = inorder_leaves(forest)
-
-
-def inorder_leaves(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """Each tree's leaves from left to right: ``nodes[ptr[t]:ptr[t + 1]]`` (CSR over trees)."""
-    f = forest
-    left, right, feature = f.children_left.tolist(), f.children_right.tolist(), f.feature.tolist()
-    ptr, nodes = [0], []
-    for root in f.roots.tolist():
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if feature[node] < 0:
-                nodes.append(node)
-            else:
-                stack += [right[node], left[node]]
-        ptr.append(len(nodes))
-    return np.asarray(ptr, dtype=np.int64), np.asarray(nodes, dtype=np.int64)
 
 
 def module_irs(
@@ -134,7 +47,7 @@ def module_irs(
 ) -> list[str]:
     """The IR modules: the blocks (about ``trees_per_module`` trees each), then ``run``.
 
-    ``blocks`` and ``block_ir`` default to the scalar blocks of this module; ``codegen_vector``
+    ``blocks`` and ``block_ir`` default to the scalar blocks of this module; ``ir_vector``
     passes its own, which define vector blocks next to scalar ones (``run`` then takes the
     vector blocks for groups of at least ``VECTOR_ROWS`` rows). ``decl`` is prepended to every
     block module."""
@@ -210,7 +123,7 @@ def _run_ir(n_blocks: int, key: str, vector: bool = False) -> str:
 
 def _bins_helper(key: str) -> str:
     """``bins(g, p, T, frozen) -> i64``: Fan et al.'s bin exit of position ``p``: 1 or -1 to
-    exit, 0 to go on; a score outside the table freezes the row (``_kernels._exit_after``)."""
+    exit, 0 to go on; a score outside the table freezes the row (``interpret.kernels._exit_after``)."""
     t = {name: i for i, name in enumerate(TABLES)}
     return f"""
 define private i64 @bins_{key}(double %g, i64 %p, ptr %T, ptr %fz) alwaysinline {{
@@ -437,7 +350,7 @@ def _store_state(acc: list[str], nodes: str, bits: str, pos: str, direction: str
 
 
 def _margin(lines: list[str], acc: list[str], x: str) -> str:
-    """The leading score's margin over the runner-up (``_kernels._exit_score``)."""
+    """The leading score's margin over the runner-up (``interpret.kernels._exit_score``)."""
     top, second = _INF.replace("7FF", "FFF"), _INF.replace("7FF", "FFF")
     for c, v in enumerate(acc):
         lines += [

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from thrifty.costs import CostModel
 from thrifty.forest import Forest
 from thrifty.forest.kernels import SERIAL_ROWS, SWEEP
 from thrifty.forest.links import labels_from, raw_to_proba
-from thrifty.runtime import _kernels
-from thrifty.runtime._compiled import NativePlan
-from thrifty.runtime._native_plan import NativeSchedule
-from thrifty.runtime.codegen import STATE_FIELDS
+from thrifty.runtime.evaluation import Evaluation
 from thrifty.runtime.exits import Schedule
+from thrifty.runtime.interpret import kernels
 from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Opaque, Plan, Sequential
 
 
 class Context:
     """What every component of a plan shares for one chunk of rows: inputs and costs paid."""
 
-    def __init__(self, X: np.ndarray, known: np.ndarray, all_known: bool, costs) -> None:
+    def __init__(self, X: np.ndarray, known: np.ndarray, all_known: bool, costs: CostModel) -> None:
         n, n_features = X.shape
         self.n = n
         self.X = X
@@ -36,7 +37,7 @@ class Context:
         acquired = np.zeros_like(self.touched)
         feat_cost = np.zeros(self.n)
         if self.n:
-            _kernels.SETTLE_COSTS.for_rows(self.n)(
+            kernels.SETTLE_COSTS.for_rows(self.n)(
                 self.touched,
                 c.closure_ptr,
                 c.closure_units,
@@ -67,13 +68,45 @@ class Executor:
         raise NotImplementedError
 
 
-def executor(plan: Plan, ctx: Context, compiled: NativePlan | None = None) -> Executor:
-    """The executor of ``plan``; with ``compiled`` (a ``NativePlan`` of ``plan``), forests run
-    natively where it compiled them."""
+class Accelerated:
+    """A plan some of whose parts another engine runs (``thrifty.compile``'s ``CompiledPlan``).
+
+    The interpreter asks it for each part's executor, so that engine depends on the interpreter
+    and never the other way round: importing the interpreter loads no compiler.
+
+    Attributes
+    ----------
+    plan : Plan
+        The plan (the reference semantics).
+    costs : CostModel or None
+        The cost model evaluation uses when given none.
+    parts : tuple of Accelerated
+        A Gated plan's gate, low and high parts (empty for other plans).
+    """
+
+    plan: Plan
+    costs: CostModel | None
+    parts: tuple[Accelerated, ...] = ()
+
+    def executor(self, ctx: Context) -> Executor | None:
+        """The engine's executor of ``plan`` on ``ctx``, or None to use the interpreter's."""
+        return None
+
+    def serve(self, X: Any, n_threads: int | None) -> Evaluation | None:
+        """The ``Evaluation`` of the rows of ``X`` under ``costs`` in one call of the engine, or
+        None when it cannot take ``X`` (the interpreter's dense loop then runs)."""
+        return None
+
+
+def executor(plan: Plan, ctx: Context, accelerated: Accelerated | None = None) -> Executor:
+    """The executor of ``plan``; with ``accelerated`` (of ``plan``), its parts run on the
+    engine wherever it supplies an executor."""
+    if accelerated is not None:
+        ex = accelerated.executor(ctx)
+        if ex is not None:
+            return ex
     if isinstance(plan, (Full, Sequential)):
-        if compiled is not None and compiled.schedule is not None:
-            return _NativeSequentialExecutor(plan.forest, plan.schedule, ctx, compiled.schedule)
-        return _SequentialExecutor(plan.forest, plan.schedule, ctx)
+        return SequentialExecutor(plan.forest, plan.schedule, ctx)
     if isinstance(plan, Cascade):
         return _CascadeExecutor(plan, ctx)
     if isinstance(plan, Linear):
@@ -81,7 +114,7 @@ def executor(plan: Plan, ctx: Context, compiled: NativePlan | None = None) -> Ex
     if isinstance(plan, Opaque):
         return _OpaqueExecutor(plan, ctx)
     if isinstance(plan, Gated):
-        return _GatedExecutor(plan, ctx, compiled)
+        return _GatedExecutor(plan, ctx, accelerated.parts if accelerated is not None else ())
     raise TypeError(f"no executor for plan {type(plan).__name__}")
 
 
@@ -98,7 +131,9 @@ class _ForestOutputs(Executor):
         return labels_from(self.raw, self.decision, f.link, f.classes, f.n_outputs)
 
 
-class _SequentialExecutor(_ForestOutputs):
+class SequentialExecutor(_ForestOutputs):
+    """A Full or Sequential plan's forest, visited in its schedule's order with its exits."""
+
     def __init__(self, forest: Forest, schedule: Schedule, ctx: Context) -> None:
         n = ctx.n
         self.forest, self.ctx = forest, ctx
@@ -120,7 +155,7 @@ class _SequentialExecutor(_ForestOutputs):
     def advance(self, rows: np.ndarray) -> None:
         f, c = self.forest, self.ctx
         if self.full and c.all_known and len(rows) == c.n and not self.done.any():
-            X = c.X if f.input_dtype == "float64" else _round32(c.X)
+            X = c.X if f.input_dtype == "float64" else round32(c.X)
             SWEEP.for_rows(c.n)(
                 X,
                 f.nodes,
@@ -145,8 +180,8 @@ class _SequentialExecutor(_ForestOutputs):
             and f.n_outputs == 1
             and c.n >= SERIAL_ROWS
         ):
-            X = c.X if f.input_dtype == "float64" else _round32(c.X)
-            _kernels.run_sequential_dense(
+            X = c.X if f.input_dtype == "float64" else round32(c.X)
+            kernels.run_sequential_dense(
                 X,
                 f.nodes,
                 f.value,
@@ -172,7 +207,7 @@ class _SequentialExecutor(_ForestOutputs):
                 _dense_block(c.n),
             )
             return
-        _kernels.RUN_SEQUENTIAL.for_rows(len(rows))(
+        kernels.RUN_SEQUENTIAL.for_rows(len(rows))(
             rows,
             c.X,
             c.known,
@@ -205,47 +240,6 @@ class _SequentialExecutor(_ForestOutputs):
         )
 
 
-class _NativeSequentialExecutor(_SequentialExecutor):
-    """``_SequentialExecutor`` running the forest's native code on rows not started yet in
-    dense evaluation (all rows, or those a gate routed here); lazy evaluation, which resumes
-    rows blocked on a feature, stays on the interpreter."""
-
-    def __init__(self, forest: Forest, schedule: Schedule, ctx: Context, native: NativeSchedule) -> None:
-        super().__init__(forest, schedule, ctx)
-        self.native = native
-        # No row has started yet (pos and done are all zero): the first advance need not check.
-        self.fresh = True
-
-    def advance(self, rows: np.ndarray) -> None:
-        f, c, s = self.forest, self.ctx, self.native
-        fresh, self.fresh = self.fresh, False
-        if not (c.all_known and (fresh or not (np.any(self.pos[rows]) or np.any(self.done[rows])))):
-            super().advance(rows)
-            return
-        X = c.X if f.input_dtype == "float64" else _round32(c.X)
-        n, K = c.n, f.n_outputs
-        S = s.state(n)
-        s.run(X, rows, S, c.touched)
-        every = len(rows) == n  # all rows (dense evaluation), not a gate's share of them
-        take = slice(None) if every else rows
-        raw = S[: K * n].reshape(K, n)
-        ints = S[K * n :].view(np.int64).reshape(len(STATE_FIELDS), n)
-        nodes, bits, pos, direction, frozen = (
-            ints[STATE_FIELDS.index(name), take] for name in ("nodes", "bits", "pos", "dir", "frozen")
-        )
-        self.raw[take] = raw[:, take].T
-        self.pos[take] = pos
-        self.decision[take] = direction
-        self.frozen[take] = frozen != 0
-        self.done[take] = True
-        c.n_nodes[take] += nodes
-        c.n_trees[take] += pos
-        if s.masked:
-            # Bit f of a row's word is set when its paths tested feature f.
-            tested = np.unpackbits(bits.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-            c.touched[take] |= tested[:, : f.n_features].view(np.bool_)
-
-
 class _CascadeExecutor(_ForestOutputs):
     def __init__(self, plan: Cascade, ctx: Context) -> None:
         n, f = ctx.n, plan.forest
@@ -269,7 +263,7 @@ class _CascadeExecutor(_ForestOutputs):
 
     def advance(self, rows: np.ndarray) -> None:
         f, c, p = self.forest, self.ctx, self.plan
-        _kernels.RUN_CASCADE.for_rows(len(rows))(
+        kernels.RUN_CASCADE.for_rows(len(rows))(
             rows,
             c.X,
             c.known,
@@ -329,7 +323,7 @@ class _LinearExecutor(_ModelExecutor):
 
     def advance(self, rows: np.ndarray) -> None:
         c, p = self.ctx, self.plan
-        _kernels.RUN_LINEAR.for_rows(len(rows))(
+        kernels.RUN_LINEAR.for_rows(len(rows))(
             rows,
             c.X,
             c.known,
@@ -369,12 +363,12 @@ class _OpaqueExecutor(_ModelExecutor):
 class _GatedExecutor(Executor):
     """Gate first; as soon as an example's gate is done it continues in the model it picked."""
 
-    def __init__(self, plan: Gated, ctx: Context, compiled: NativePlan | None) -> None:
+    def __init__(self, plan: Gated, ctx: Context, parts: tuple[Accelerated, ...]) -> None:
         self.plan, self.ctx = plan, ctx
-        parts = compiled.parts if compiled is not None else (None, None, None)
-        self.gate = executor(plan.gate, ctx, parts[0])
-        self.low = executor(plan.low, ctx, parts[1])
-        self.high = executor(plan.high, ctx, parts[2])
+        gate, low, high = parts or (None, None, None)
+        self.gate = executor(plan.gate, ctx, gate)
+        self.low = executor(plan.low, ctx, low)
+        self.high = executor(plan.high, ctx, high)
         self.route = np.full(ctx.n, -1, dtype=np.int64)
 
     @property
@@ -431,7 +425,7 @@ class _GatedExecutor(Executor):
         return self._pick(*parts)
 
 
-def _round32(X: np.ndarray) -> np.ndarray:
+def round32(X: np.ndarray) -> np.ndarray:
     """Inputs rounded to float32, as scikit-learn and XGBoost read them."""
     with np.errstate(over="ignore"):
         return X.astype(np.float32).astype(np.float64)

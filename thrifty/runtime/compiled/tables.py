@@ -1,4 +1,5 @@
-"""A forest plan's native code with the tables it reads, and how it runs over rows."""
+"""The tables a forest plan's native code reads, built from the forest and its schedule; the
+code and tables together (``ForestCode``), and how they run over rows."""
 
 from __future__ import annotations
 
@@ -11,24 +12,24 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import SERIAL_ROWS
-from thrifty.runtime.codegen import STATE_FIELDS, TABLES, Layout
+from thrifty.runtime.compiled.layout import STATE_FIELDS, TABLES, Layout
+from thrifty.runtime.compiled.objects import NativeCode
 from thrifty.runtime.exits import Schedule
-from thrifty.runtime.native import NativeCode, leaf_tables
 
 
 @dataclass(frozen=True)
-class NativeSchedule:
+class ForestCode:
     """A forest plan's native code with the tables it reads (kept alive here: ``T`` holds
     their addresses)."""
 
-    native: NativeCode
+    code: NativeCode
     forest: Forest
     tables: tuple[np.ndarray, ...]
     T: np.ndarray
     masked: bool
 
     def state(self, n: int) -> np.ndarray:
-        """Fresh per-row state of ``n`` rows (``codegen.STATE_FIELDS`` after the raw scores):
+        """Fresh per-row state of ``n`` rows (``layout.STATE_FIELDS`` after the raw scores):
         raw scores at the base score, counters at zero."""
         K = self.forest.n_outputs
         S = np.zeros(self.width * n)
@@ -45,7 +46,7 @@ class NativeSchedule:
         work[:m] = rows
         x, s, t = X.ctypes.data, S.ctypes.data, self.T.ctypes.data
         at = s + 8 * (self.width - 1) * n
-        parallel(lambda lo, hi: self.native.run(x, s, t, touched.ctypes.data, at + 8 * lo, hi - lo, n), m)
+        parallel(lambda lo, hi: self.code.run(x, s, t, touched.ctypes.data, at + 8 * lo, hi - lo, n), m)
 
     @property
     def width(self) -> int:
@@ -73,7 +74,34 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL[0]
 
 
-def native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> NativeSchedule:
+def leaf_tables(forest: Forest) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per node: the tree it belongs to, its depth (splits on the path from the root) and the
+    distinct features tested on that path (CSR: ``feat[ptr[node]:ptr[node + 1]]``). At a leaf
+    these are exactly the splits a row reaching it visited and the features it tested."""
+    f = forest
+    tree = np.zeros(f.n_nodes, dtype=np.int64)
+    depth = np.zeros(f.n_nodes, dtype=np.int64)
+    paths: list[tuple[int, ...]] = [()] * f.n_nodes
+    for t, root in enumerate(f.roots.tolist()):
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            tree[node] = t
+            feat = int(f.feature[node])
+            if feat < 0:
+                continue
+            below = paths[node] if feat in paths[node] else paths[node] + (feat,)
+            for c in (int(f.children_left[node]), int(f.children_right[node])):
+                depth[c] = depth[node] + 1
+                paths[c] = below
+                stack.append(c)
+    ptr = np.zeros(f.n_nodes + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(p) for p in paths])
+    tested = np.fromiter((x for p in paths for x in p), dtype=np.int64, count=int(ptr[-1]))
+    return tree, depth, ptr, tested
+
+
+def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCode:
     """Compile (or load from the cache) the native code of ``forest`` visited as ``schedule``
     and build the tables it reads."""
     tree, depth, path_ptr, path_feat = leaf_tables(forest)
@@ -114,9 +142,9 @@ def native_schedule(forest: Forest, schedule: Schedule, progress: bool) -> Nativ
         "bin_pos": bins.pos,
         "bin_neg": bins.neg,
         "base": forest.base_score,
-        # The leaf records again, each tree's leaves left to right (``codegen_vector``).
+        # The leaf records again, each tree's leaves left to right (``ir_vector``).
         "vleaf": leaf[lay.leaves],
     }
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)
-    return NativeSchedule(code, forest, tables, T, lay.masked)
+    return ForestCode(code, forest, tables, T, lay.masked)

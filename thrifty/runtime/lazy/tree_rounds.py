@@ -15,9 +15,10 @@ import numpy as np
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest.kernels import threads
-from thrifty.runtime._executors import Context, executor
-from thrifty.runtime._results import Evaluation
-from thrifty.runtime.lazy import Round, _column, drive, lazy_rounds
+from thrifty.runtime.evaluation import Evaluation
+from thrifty.runtime.interpret.executors import Context, executor
+from thrifty.runtime.lazy.providers import Requests, column
+from thrifty.runtime.lazy.rounds import drive, lazy_rounds
 from thrifty.runtime.plans import Full, Sequential
 
 # Rows discovered at once: each tree keeps its own per-row state.
@@ -26,8 +27,8 @@ _CHUNK = 4096
 
 def tree_rounds(
     plan: Full, costs: CostModel, *, n_rows: int, chunk_size: int | None = None, n_threads: int | None = None
-) -> Generator[Round, list[np.ndarray], Evaluation]:
-    """Rounds (as :func:`thrifty.runtime.lazy.lazy_rounds`) with every tree advancing on its own.
+) -> Generator[Requests, list[np.ndarray], Evaluation]:
+    """Requestss (as :func:`thrifty.runtime.lazy.lazy_rounds`) with every tree advancing on its own.
 
     The yielded pairs ``(feature_id, row_ids)`` have distinct features within a round, but a
     row may appear under several features. The returned Evaluation is that of the in-order
@@ -65,11 +66,11 @@ def tree_rounds(
                     f"{len(wanted)} were requested"
                 )
             for (f, r), values in zip(wanted, answers):
-                X[r + lo, f] = _column(values, len(r), f)
+                X[r + lo, f] = column(values, len(r), f)
                 known[r + lo, f] = True
 
     # Every value the in-order evaluation asks for has been fetched; it runs from them.
-    def answer(requests: Round) -> list[np.ndarray]:
+    def answer(requests: Requests) -> list[np.ndarray]:
         if not all(known[r, f].all() for f, r in requests):
             raise RuntimeError(
                 "tree-parallel rounds missed a feature the in-order evaluation needs; please report this bug"

@@ -16,11 +16,11 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.runtime._results import Evaluation, costs_for
-from thrifty.runtime.lazy import drive, lazy_rounds
+from thrifty.runtime.evaluation import Evaluation, costs_for
+from thrifty.runtime.lazy.providers import Requests, async_fetcher
+from thrifty.runtime.lazy.rounds import drive, lazy_rounds
+from thrifty.runtime.lazy.tree_rounds import tree_rounds
 from thrifty.runtime.plans import Full, as_plan
-from thrifty.runtime.rounds import Requests, async_fetcher
-from thrifty.runtime.tree_rounds import tree_rounds
 
 _LATENCY = ("max", "sum")
 

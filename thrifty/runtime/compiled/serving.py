@@ -1,9 +1,9 @@
 """The serving path of a compiled forest plan: one native call from the matrix to settled costs.
 
 A compiled ``Full`` or ``Sequential`` plan over at most 64 features, evaluated with its own
-cost model on a numeric matrix, needs none of the executor machinery: the generated ``eval``
+cost model on a numeric matrix, needs none of the executor machinery: the generated ``serve``
 runs the plan from a fresh state to each row's settled costs and acquired features
-(``codegen_eval``), and the ``Evaluation`` is read from that one buffer. Everything that
+(``ir_serving``), and the ``Evaluation`` is read from that one buffer. Everything that
 depends only on the plan and the cost model is prepared once per compiled plan.
 
 A call of at most ``SMALL`` rows (a service's call) costs about 1 µs besides the trees: one
@@ -25,10 +25,10 @@ import numpy as np
 from thrifty.costs import CostModel, CostReport
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
-from thrifty.runtime._evaluation import Evaluation
-from thrifty.runtime._native_plan import NativeSchedule, parallel
-from thrifty.runtime.codegen import COST_TABLES, STATE_FIELDS
-from thrifty.runtime.codegen_eval import CONTEXT
+from thrifty.runtime.compiled.ir_serving import CONTEXT
+from thrifty.runtime.compiled.layout import COST_TABLES, STATE_FIELDS
+from thrifty.runtime.compiled.tables import ForestCode, parallel
+from thrifty.runtime.evaluation import Evaluation
 from thrifty.runtime.plans import Full, Sequential
 
 # Rows a call serves from per-thread buffers allocated once (a service's calls).
@@ -42,16 +42,16 @@ _INT64 = np.dtype(np.int64)
 T = TypeVar("T")
 
 
-class FastPath:
-    """Serve the ``Full``/``Sequential`` plan ``plan`` compiled as ``schedule`` under ``costs``
-    (aligned to the plan's features). Build with ``fast_path``."""
+class ServingPath:
+    """Serve the ``Full``/``Sequential`` plan ``plan`` compiled as ``code`` under ``costs``
+    (aligned to the plan's features). Build with ``serving_path``."""
 
-    def __init__(self, plan: Full | Sequential, schedule: NativeSchedule, costs: CostModel) -> None:
+    def __init__(self, plan: Full | Sequential, code: ForestCode, costs: CostModel) -> None:
         f = plan.forest
-        assert schedule.native.eval is not None  # fast_path builds one only then
-        self.eval = schedule.native.eval
-        self.schedule = schedule
-        self.F, self.K, self.W = f.n_features, f.n_outputs, schedule.width
+        assert code.code.serve is not None  # serving_path builds one only then
+        self.entry = code.code.serve
+        self.code = code
+        self.F, self.K, self.W = f.n_features, f.n_outputs, code.width
         self.round32 = int(f.input_dtype == "float32")
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         self.fixed = costs.fixed_cost(plan.feature_usage())
@@ -72,12 +72,12 @@ class FastPath:
         self._local = threading.local()
 
     def context(self, X: np.ndarray, S: np.ndarray, lo: int, hi: int, n: int) -> np.ndarray:
-        """The call context of ``eval`` (``codegen_eval.CONTEXT``) for rows ``[lo, hi)`` of the
+        """The call context of ``serve`` (``ir_serving.CONTEXT``) for rows ``[lo, hi)`` of the
         ``n`` rows of ``X`` with state ``S``."""
         words = {
             "X": X.ctypes.data,
             "S": S.ctypes.data,
-            "T": self.schedule.T.ctypes.data,
+            "T": self.code.T.ctypes.data,
             "C": self._C.ctypes.data,
             "lo": lo,
             "hi": hi,
@@ -88,7 +88,7 @@ class FastPath:
 
     def _calls(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """This thread's calls of 0 to ``SMALL`` rows: per row count, the input buffer as an
-        ``(n, F)`` matrix, the state buffer of ``n`` rows, and ``eval``'s argument (the address
+        ``(n, F)`` matrix, the state buffer of ``n`` rows, and ``serve``'s argument (the address
         of the call's context)."""
         X = np.zeros(SMALL * self.F)
         S = np.zeros(self.W * SMALL)
@@ -117,22 +117,22 @@ class FastPath:
                 calls = self._local.calls = self._calls()
             M, S, ctx = calls[n]
             M[...] = X
-            self.eval(ctx)
+            self.entry(ctx)
             # The result owns a copy: the buffers serve the thread's next call.
-            return ServedEvaluation(S.copy(), n, self)
+            return ServingEvaluation(S.copy(), n, self)
         if n > LARGE:
             return None
-        # ``eval`` rounds float32 forests' inputs in place: on a copy, never on the caller's X.
+        # ``serve`` rounds float32 forests' inputs in place: on a copy, never on the caller's X.
         M = np.array(X, dtype=np.float64, order="C") if self.round32 else np.ascontiguousarray(X, np.float64)
         S = np.empty(self.W * n)
 
         def part(lo: int, hi: int) -> None:
-            ctx = self.context(M, S, lo, hi, n)  # alive until eval returns
-            self.eval(ctx.ctypes.data)
+            ctx = self.context(M, S, lo, hi, n)  # alive until serve returns
+            self.entry(ctx.ctypes.data)
 
         with threads(n_threads if n >= SERIAL_ROWS else None):
             parallel(part, n)
-        return ServedEvaluation(S, n, self)
+        return ServingEvaluation(S, n, self)
 
 
 class _when_read(Generic[T]):
@@ -155,15 +155,15 @@ class _when_read(Generic[T]):
         return value
 
 
-class ServedEvaluation(Evaluation):
-    """An ``Evaluation`` read from the state buffer ``S`` of ``n`` rows that ``eval`` filled
-    (``codegen.STATE_FIELDS`` after the raw scores): each field is cut from it, or computed for
+class ServingEvaluation(Evaluation):
+    """An ``Evaluation`` read from the state buffer ``S`` of ``n`` rows that ``serve`` filled
+    (``layout.STATE_FIELDS`` after the raw scores): each field is cut from it, or computed for
     probabilities, labels and acquired features, when first read.
 
     It is an ``Evaluation`` in every way a caller sees (fields are read, assigned and compared
     alike); it pickles as the plain ``Evaluation`` it stands for."""
 
-    def __init__(self, S: np.ndarray, n: int, path: FastPath) -> None:
+    def __init__(self, S: np.ndarray, n: int, path: ServingPath) -> None:
         self._S, self._n, self._path = S, n, path
 
     @_when_read
@@ -186,7 +186,7 @@ class ServedEvaluation(Evaluation):
 
     @_when_read
     def cost(self) -> CostReport:
-        return ServedCostReport(self)
+        return ServingCostReport(self)
 
     @_when_read
     def proba(self) -> np.ndarray | None:
@@ -206,11 +206,11 @@ class ServedEvaluation(Evaluation):
         return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
 
 
-class ServedCostReport(CostReport):
-    """The ``CostReport`` of a ``ServedEvaluation``: each per-example field is cut from the
+class ServingCostReport(CostReport):
+    """The ``CostReport`` of a ``ServingEvaluation``: each per-example field is cut from the
     evaluation's buffer when first read. It pickles as a plain ``CostReport``."""
 
-    def __init__(self, ev: ServedEvaluation) -> None:
+    def __init__(self, ev: ServingEvaluation) -> None:
         self._ev = ev
         self.fixed = ev._path.fixed
         self.feature_names = ev._path.names
@@ -263,11 +263,11 @@ class ServedCostReport(CostReport):
         )
 
 
-def fast_path(plan: Any, schedule: NativeSchedule | None, costs: CostModel) -> FastPath | None:
+def serving_path(plan: Any, code: ForestCode | None, costs: CostModel) -> ServingPath | None:
     """The serving path of a compiled plan, or None when it has none (not a forest plan, more
     than 64 features, or a cost model of more than 64 priced units)."""
-    if schedule is None or schedule.native.eval is None or not isinstance(plan, (Full, Sequential)):
+    if code is None or code.code.serve is None or not isinstance(plan, (Full, Sequential)):
         return None
     if len(costs.unit_cost) > 64:
         return None
-    return FastPath(plan, schedule, costs)
+    return ServingPath(plan, code, costs)

@@ -1,28 +1,28 @@
-"""LLVM IR of the serving path's ``eval``: a forest plan from a fresh state to settled costs.
+"""LLVM IR of the serving path's ``serve``: a forest plan from a fresh state to settled costs.
 
-It is generated (for forests of at most 64 features) in the module of ``codegen``'s ``run``,
-which it calls; ``_fast`` calls it.
+It is generated (for forests of at most 64 features) in the module of ``ir_scalar``'s ``run``,
+which it calls; the serving path (``serving``) calls it.
 """
 
 from __future__ import annotations
 
-from thrifty.runtime.codegen import COST_TABLES, STATE_FIELDS, TABLES, Layout
+from thrifty.runtime.compiled.layout import COST_TABLES, STATE_FIELDS, TABLES, Layout
 
-# The words of ``eval``'s one argument, a call context: the input matrix, the state buffer,
+# The words of ``serve``'s one argument, a call context: the input matrix, the state buffer,
 # the plan's tables and the cost tables (addresses), the rows [lo, hi) of n, and a flag
 # asking to round the inputs to float32 in place first. One argument makes the call cheap from
 # Python: ctypes converts every argument on every call (about 0.2 µs for one, 0.8-1.1 µs for
-# seven), and a service's contexts are built once per thread and row count (``_fast``).
+# seven), and a service's contexts are built once per thread and row count (``serving``).
 CONTEXT = ("X", "S", "T", "C", "lo", "hi", "n", "round32")
 
 
-def eval_ir(lay: Layout, key: str) -> str:
-    """``eval(ctx)``: rows ``[lo, hi)`` of the context ``ctx`` (``CONTEXT``) from a fresh state
+def serving_ir(lay: Layout, key: str) -> str:
+    """``serve(ctx)``: rows ``[lo, hi)`` of the context ``ctx`` (``CONTEXT``) from a fresh state
     to settled costs.
 
     Rounds the rows' inputs to float32 in place when asked (as scikit-learn and XGBoost read
     them), sets the rows' state (raw scores at the base score, counters at zero), runs the plan
-    (``run``), then prices the features each row tested as ``_kernels.settle_costs`` does: only
+    (``run``), then prices the features each row tested as ``interpret.kernels.settle_costs`` does: only
     the tested features, found as the set bits of ``bits`` in increasing order, each unit of
     their closures paid once in the same order, so the sums agree bit for bit. It stores the
     feature cost in ``cost``, the acquired features as bits in ``acq``, and the evaluation
@@ -60,7 +60,7 @@ def eval_ir(lay: Layout, key: str) -> str:
     return f"""
 declare i64 @llvm.cttz.i64(i64, i1)
 
-define void @eval_{key}(ptr %ctx) {{
+define void @serve_{key}(ptr %ctx) {{
 entry:
 {args}
 {loads}

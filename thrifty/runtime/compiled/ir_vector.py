@@ -3,19 +3,19 @@
 Each tree is evaluated the QuickScorer way (Lucchese et al., SIGIR 2015), on vectors of
 ``LANES`` rows: the leaves are numbered left to right, every split of the tree is tested on
 all lanes at once (its feature, threshold, missing-value rule and category set inlined as
-constants, exactly as ``codegen._split_ir`` and the interpreter decide), and a split that sends
+constants, exactly as ``ir_scalar._split_ir`` and the interpreter decide), and a split that sends
 a row right clears the leaves of its left subtree from that row's leaf mask. The leftmost
 leaf left in the mask is the row's exit leaf (QuickScorer's Theorem 1), found with one
 count-trailing-zeros. A data-dependent branch per split costs a misprediction about every
 other tree; the vector form has none, and one comparison and one mask update per split serve
 eight rows.
 
-The block has ``codegen.scalar_block_ir``'s signature and contract (rows of a work list in, the
-rows that did not exit compacted to its front, state in ``S``), so ``run``, ``eval`` and
+The block has ``ir_scalar.scalar_block_ir``'s signature and contract (rows of a work list in, the
+rows that did not exit compacted to its front, state in ``S``), so ``run``, ``serve`` and
 the executors are unchanged. Leaf records (the weighted values, the splits on the path and
 the features it tests as bits) are read from the table ``vleaf``, in the leaves' left-to-right
-order per tree (``codegen.inorder_leaves``). Used when every tree has at most 64 leaves, the forest at
-most 64 features and the plan no bin exits (``vector_ok``); other plans use ``codegen``'s
+order per tree (``layout.inorder_leaves``). Used when every tree has at most 64 leaves, the forest at
+most 64 features and the plan no bin exits (``vector_ok``); other plans use ``ir_scalar``'s
 scalar blocks.
 """
 
@@ -25,7 +25,8 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
-from thrifty.runtime.codegen import STATE_FIELDS, TABLES, Layout, double, module_irs, scalar_block_ir
+from thrifty.runtime.compiled.ir_scalar import module_irs, scalar_block_ir
+from thrifty.runtime.compiled.layout import STATE_FIELDS, TABLES, Layout, double
 
 # Rows per vector (one 512-bit register of doubles; narrower machines split it).
 LANES = 8
@@ -120,7 +121,7 @@ class _Emitter:
 
 
 def vector_module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]:
-    """``codegen.module_irs`` with vector blocks (``vblocks_of``)."""
+    """``ir_scalar.module_irs`` with vector blocks (``vblocks_of``)."""
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
@@ -130,7 +131,7 @@ def vector_module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]
 
 
 def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
-    """Block ``b`` (positions ``[p0, p0 + k)``) as ``codegen.scalar_block_ir`` makes it, on vectors;
+    """Block ``b`` (positions ``[p0, p0 + k)``) as ``ir_scalar.scalar_block_ir`` makes it, on vectors;
     tree ``t``'s leaf records in ``vleaf`` start at ``lay.leaf_ptr[t]``."""
     K = lay.K
     R = K + 2
@@ -281,7 +282,7 @@ def _store(
 
 
 def _vmargin(e: _Emitter, acc: list[str]) -> str:
-    """The leading score's margin over the runner-up, per lane (``codegen._margin``)."""
+    """The leading score's margin over the runner-up, per lane (``ir_scalar._margin``)."""
     ninf = "0xFFF0000000000000"
     top = second = _splat("double", ninf)
     for v in acc:
@@ -322,7 +323,7 @@ def _ranges(f: Forest, node: int, lo: int, out: list[tuple[int, int, int]]) -> i
 
 
 def _goes_right(e: _Emitter, f: Forest, node: int, v: str, globals_: list[str], key: str) -> str:
-    """Per lane, whether the split sends the row right (``codegen._split_ir``'s rule)."""
+    """Per lane, whether the split sends the row right (``ir_scalar._split_ir``'s rule)."""
     default_right = not bool(f.missing_left[node])
     true, false = _splat("i1", "true"), _splat("i1", "false")
     if f.cat_start[node] >= 0:

@@ -7,11 +7,11 @@ import numpy as np
 
 from thrifty.costs import CostModel, CostReport
 from thrifty.exceptions import InputError
-from thrifty.runtime._evaluation import Evaluation, costs_for
-from thrifty.runtime._executors import Context, Executor
+from thrifty.runtime.evaluation import Evaluation
+from thrifty.runtime.interpret.executors import Context, Executor
 from thrifty.runtime.plans import Cascade, Gated, Plan
 
-__all__ = ["MIN_CHUNK", "Collector", "Evaluation", "assemble", "chunk_rows", "costs_for", "evaluation_of"]
+__all__ = ["MIN_CHUNK", "Collector", "assemble", "chunk_rows", "evaluation_of"]
 
 # Bytes of per-row state a chunk may hold; bounds memory whatever the number of rows.
 _CHUNK_BYTES = 1 << 27

@@ -1,4 +1,5 @@
-"""Native code for a forest plan: LLVM IR (``codegen``) compiled with llvmlite, cached on disk.
+"""Object code for a forest plan: its LLVM IR (``ir_scalar``, ``ir_vector``, ``ir_serving``)
+compiled with llvmlite, in helper processes (``llc``) for large forests, and cached on disk.
 
 The object code is cached under ``cache_dir()`` keyed by a hash of the forest's splits, the
 plan's order and where it has exits, this generator's version and the CPU, so a new process
@@ -22,16 +23,16 @@ import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
 
-from thrifty.forest import Forest
-from thrifty.runtime.codegen import Layout, module_irs
-from thrifty.runtime.codegen_eval import eval_ir
-from thrifty.runtime.codegen_vector import vector_module_irs, vector_ok
+from thrifty.runtime.compiled.ir_scalar import module_irs
+from thrifty.runtime.compiled.ir_serving import serving_ir
+from thrifty.runtime.compiled.ir_vector import vector_module_irs, vector_ok
+from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 12
+CODEGEN_VERSION = 13
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
-# The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``codegen``).
+# The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
 RUN = ctypes.CFUNCTYPE(
     None,
     ctypes.c_void_p,
@@ -42,8 +43,8 @@ RUN = ctypes.CFUNCTYPE(
     ctypes.c_int64,
     ctypes.c_int64,
 )
-# The signature of ``eval``: (ctx) -> None, ctx the address of a call context (see ``codegen_eval``).
-EVAL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+# The signature of ``serve``: (ctx) -> None, ctx the address of a call context (see ``ir_serving``).
+SERVE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 def cache_dir() -> Path:
@@ -93,7 +94,7 @@ def code_key(lay: Layout) -> str:
 
 
 def use_vector(lay: Layout) -> bool:
-    """Whether the plan compiles to vector blocks (``codegen_vector``): the plan suits them and
+    """Whether the plan compiles to vector blocks (``ir_vector``): the plan suits them and
     the CPU has 512-bit vectors with mask registers (AVX-512). Measured on Adult's 500 trees,
     vector blocks take 2.3 ns per tree and row with AVX-512 against the scalar blocks' 8.1;
     compiled for AVX2 they took 8.5, and a one-row call six times as long as the scalar blocks'."""
@@ -108,7 +109,7 @@ class NativeCode:
 
     Parameters
     ----------
-    lay : codegen.Layout
+    lay : layout.Layout
         The forest, the plan's order and exit kinds, the per-leaf tables.
     progress : bool
         Show progress on stderr when compiling takes more than a few seconds.
@@ -116,14 +117,14 @@ class NativeCode:
     Attributes
     ----------
     run : ctypes function
-        ``run(X, S, T, touched, rows, m, n)`` (see ``codegen``): evaluates the rows
+        ``run(X, S, T, touched, rows, m, n)`` (see ``ir_scalar``): evaluates the rows
         ``rows[:m]`` (int64, consumed as a work list) of the float64 C-contiguous matrix ``X``
         on the plan, updating their state in ``S`` (``n`` rows); ``T`` holds the tables'
         addresses; ``touched`` is the ``(n, n_features)`` bool matrix marked when a forest has
         more than 64 features (else the ``bits`` field of ``S`` is).
-    eval : ctypes function or None
-        ``eval(ctx)``: the rows ``[lo, hi)`` of the call context ``ctx``
-        (``codegen_eval.CONTEXT``) run and their feature cost settled (forests of at most 64
+    serve : ctypes function or None
+        ``serve(ctx)``, the serving path: the rows ``[lo, hi)`` of the call context ``ctx``
+        (``ir_serving.CONTEXT``) run and their feature cost settled (forests of at most 64
         features).
     key : str
         The cache key (``code_key``).
@@ -146,8 +147,8 @@ class NativeCode:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
         self.run = RUN(self._engine.get_function_address(f"run_{self.key}"))
-        # Forests of at most 64 features also get ``eval``: rows from start to settled cost.
-        self.eval = EVAL(self._engine.get_function_address(f"eval_{self.key}")) if lay.masked else None
+        # Forests of at most 64 features also get ``serve``: rows from start to settled cost.
+        self.serve = SERVE(self._engine.get_function_address(f"serve_{self.key}")) if lay.masked else None
 
 
 def _target_machine() -> llvm.TargetMachine:
@@ -167,7 +168,7 @@ def _compile(lay: Layout, key: str, progress: bool) -> list[bytes]:
     further core (llvmlite serialises LLVM calls within a process)."""
     irs = (vector_module_irs if use_vector(lay) else module_irs)(lay, key, _TREES_PER_MODULE)
     if lay.masked:
-        irs[-1] += eval_ir(lay, key)
+        irs[-1] += serving_ir(lay, key)
     t0 = time.perf_counter()
     helpers = max(0, min(_cores(), len(irs) // 2) - 1)
     shares = [list(range(len(irs)))[h :: helpers + 1] for h in range(helpers + 1)]
@@ -216,13 +217,13 @@ def _cores() -> int:
 
 
 def _helper(irs: list[str], results: dict, h: int) -> None:
-    """Compile ``irs`` in a new process (``python -m thrifty.runtime.llc``); its objects go
+    """Compile ``irs`` in a new process (``python -m thrifty.runtime.compiled.llc``); its objects go
     to ``results[h]``, or None when it fails."""
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "thrifty.runtime.llc"],
+            [sys.executable, "-m", "thrifty.runtime.compiled.llc"],
             input=pack([ir.encode() for ir in irs]),
             capture_output=True,
             env=env,
@@ -285,30 +286,3 @@ def _write_cached(path: Path, objects: list[bytes]) -> None:
         os.replace(tmp, path)
     except OSError:
         pass  # an unwritable cache only costs a compile next time
-
-
-def leaf_tables(forest: Forest) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per node: the tree it belongs to, its depth (splits on the path from the root) and the
-    distinct features tested on that path (CSR: ``feat[ptr[node]:ptr[node + 1]]``). At a leaf
-    these are exactly the splits a row reaching it visited and the features it tested."""
-    f = forest
-    tree = np.zeros(f.n_nodes, dtype=np.int64)
-    depth = np.zeros(f.n_nodes, dtype=np.int64)
-    paths: list[tuple[int, ...]] = [()] * f.n_nodes
-    for t, root in enumerate(f.roots.tolist()):
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            tree[node] = t
-            feat = int(f.feature[node])
-            if feat < 0:
-                continue
-            below = paths[node] if feat in paths[node] else paths[node] + (feat,)
-            for c in (int(f.children_left[node]), int(f.children_right[node])):
-                depth[c] = depth[node] + 1
-                paths[c] = below
-                stack.append(c)
-    ptr = np.zeros(f.n_nodes + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(p) for p in paths])
-    tested = np.fromiter((x for p in paths for x in p), dtype=np.int64, count=int(ptr[-1]))
-    return tree, depth, ptr, tested

@@ -1,0 +1,14 @@
+"""Compiled plans: a plan's forests as native code generated for them, in pipeline order.
+
+``layout`` (what the code is specialised for and the memory it works on) → IR per kind of
+block: ``ir_scalar`` (one row at a time), ``ir_vector`` (eight rows at once), ``ir_serving``
+(the serving path's entry) → ``objects`` (object code through llvmlite, the on-disk cache,
+helper processes: ``llc``) → ``tables`` (the tables the code reads; ``ForestCode``) →
+``executor`` (the interpreter's executor running the code) and ``serving`` (the serving path)
+→ ``plan`` (``CompiledPlan`` and ``compile``).
+"""
+
+from thrifty.runtime.compiled.objects import cache_dir
+from thrifty.runtime.compiled.plan import CompiledPlan, compile  # noqa: A004
+
+__all__ = ["CompiledPlan", "cache_dir", "compile"]

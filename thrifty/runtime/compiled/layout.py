@@ -1,0 +1,110 @@
+"""What the generated code of a forest plan is specialised for, and the memory it works on.
+
+Per-row state lives in one float64/int64 buffer ``S`` of ``n`` rows, field after field (see
+``STATE_FIELDS``); read-only tables (leaf values, exit thresholds, bins) are reached through
+``T``, an array of their addresses (``TABLES``), and the cost tables through ``C``
+(``COST_TABLES``). Leaf values and thresholds are tables, not constants, so plans that differ
+only in them share code. ``Layout`` holds the rest: the forest, the plan's order and exits, and
+the per-leaf tables (``tables.leaf_tables``).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from thrifty.forest import Forest
+
+# Positions per block (one function).
+CHUNK = 32
+# Rows a block runs over before the next block starts.
+ROW_GROUP = 256
+# Rows from which ``run`` takes vector blocks (``ir_vector``) rather than scalar ones.
+VECTOR_ROWS = 2
+# Fields of the per-row state after the K raw scores, one 8-byte word per row each: splits
+# visited, features tested (bits), positions evaluated, exit side, frozen by a bin table,
+# feature cost and acquired features (bits) once settled, and the work list of rows.
+# ``serve`` also writes each row's evaluation cost and total cost.
+STATE_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cost", "acq", "work", "evaluation", "total")
+# Indices of the cost tables' addresses in ``C``: ``CostModel``'s closures, each unit's features
+# as bits, and (tree_cost, split_cost).
+COST_TABLES = ("closure_ptr", "closure_units", "unit_cost", "unit_bits", "prices")
+# Indices of the table addresses in ``T``.
+TABLES = (
+    "leaf",
+    "eps_pos",
+    "eps_neg",
+    "bin_width",
+    "bin_ptr",
+    "bin_key",
+    "bin_pos",
+    "bin_neg",
+    "base",
+    "vleaf",
+)
+
+
+def double(x: float) -> str:
+    """A double constant written bit for bit (LLVM's hexadecimal form)."""
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
+
+
+def blocks_of(n_positions: int) -> list[tuple[int, int]]:
+    """Blocks ``(start, length)`` of up to ``CHUNK`` positions."""
+    return [(p, min(CHUNK, n_positions - p)) for p in range(0, n_positions, CHUNK)]
+
+
+class Layout:
+    """What the generated code is specialised for besides the trees (all part of the cache key).
+
+    Parameters
+    ----------
+    forest : Forest
+    order : ndarray of int64
+        Trees in the order the plan visits them.
+    exits : ndarray of int8
+        Per position: 0 no exit, 1 threshold exits, 2 threshold and bin exits.
+    depth, path_ptr, path_feat : ndarray
+        Per node: splits on its path, and the features it tests (``tables.leaf_tables``).
+
+    Attributes
+    ----------
+    leaf_ptr, leaves : ndarray
+        Each tree's leaves from left to right (``inorder_leaves``).
+    """
+
+    def __init__(
+        self,
+        forest: Forest,
+        order: np.ndarray,
+        exits: np.ndarray,
+        depth: np.ndarray,
+        path_ptr: np.ndarray,
+        path_feat: np.ndarray,
+    ) -> None:
+        self.forest, self.order, self.exits = forest, order, exits
+        self.depth, self.path_ptr, self.path_feat = depth, path_ptr, path_feat
+        self.F = forest.n_features
+        self.K = forest.n_outputs
+        self.masked = self.F <= 64
+        self.acc32 = forest.accumulate == "float32"
+        self.any_bins = bool(np.any(exits == 2))
+        self.leaf_ptr, self.leaves = inorder_leaves(forest)
+
+
+def inorder_leaves(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """Each tree's leaves from left to right: ``nodes[ptr[t]:ptr[t + 1]]`` (CSR over trees)."""
+    f = forest
+    left, right, feature = f.children_left.tolist(), f.children_right.tolist(), f.feature.tolist()
+    ptr, nodes = [0], []
+    for root in f.roots.tolist():
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if feature[node] < 0:
+                nodes.append(node)
+            else:
+                stack += [right[node], left[node]]
+        ptr.append(len(nodes))
+    return np.asarray(ptr, dtype=np.int64), np.asarray(nodes, dtype=np.int64)

@@ -1,0 +1,132 @@
+"""``thrifty.compile``: a plan whose forests run as native code generated for them.
+
+A ``CompiledPlan`` evaluates exactly like the interpreter (``thrifty.evaluate`` on the source
+plan): same raw scores, probabilities, labels, exits and per-example costs, bit for bit. Full
+and Sequential plans (and the Full/Sequential parts of a Gated plan) run natively; Cascade and
+Linear plans, and lazy evaluation with a feature provider, run on the interpreter (``native``
+says which). Compiled code is cached on disk (``thrifty.runtime.compiled.cache_dir()``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from thrifty.costs import CostModel
+from thrifty.exceptions import InvalidParameterError
+from thrifty.runtime.compiled.executor import NativeExecutor
+from thrifty.runtime.compiled.serving import ServingPath, serving_path
+from thrifty.runtime.compiled.tables import ForestCode, forest_code
+from thrifty.runtime.evaluate import evaluate
+from thrifty.runtime.evaluation import Evaluation, costs_for
+from thrifty.runtime.interpret.executors import Accelerated, Context
+from thrifty.runtime.plans import Full, Gated, Plan, Sequential, as_plan
+
+
+class CompiledPlan(Accelerated):
+    """A plan compiled to native code (see ``thrifty.compile``).
+
+    Attributes
+    ----------
+    plan : Plan
+        The source plan (the reference semantics).
+    costs : CostModel or None
+        The cost model ``evaluate`` uses when given none.
+    native : bool
+        True when every part of the plan runs natively in dense evaluation; False when some
+        part (a Cascade, Linear or Opaque plan) runs on the interpreter.
+    compile_seconds : float
+        Time spent generating and compiling code in this process (0 when all came from the
+        on-disk cache).
+    parts : tuple of CompiledPlan
+        A Gated plan's gate, low and high parts, each compiled (empty for other plans).
+    forest_code : ForestCode or None
+        A Full or Sequential plan's native code and the tables it reads.
+    serving : ServingPath or None
+        The serving path under ``costs`` (``serving``): one native call from a numeric matrix
+        to settled costs, for forests of at most 64 features.
+    """
+
+    def __init__(self, plan: Any, costs: CostModel | None = None, *, progress: bool = True) -> None:
+        self.plan = as_plan(plan)
+        if costs is not None and not isinstance(costs, CostModel):
+            raise InvalidParameterError(f"costs must be a thrifty CostModel, got {type(costs).__name__}")
+        self.costs = costs
+        self.parts: tuple[CompiledPlan, ...] = ()
+        self.forest_code: ForestCode | None = None
+        self.serving: ServingPath | None = None
+        self.native: bool
+        self.compile_seconds: float
+        if isinstance(self.plan, Gated):
+            p = self.plan
+            self.parts = tuple(CompiledPlan(part, progress=progress) for part in (p.gate, p.low, p.high))
+            self.native = all(part.native for part in self.parts)
+            self.compile_seconds = sum(part.compile_seconds for part in self.parts)
+        elif isinstance(self.plan, (Full, Sequential)):
+            self.forest_code = forest_code(self.plan.forest, self.plan.schedule, progress)
+            self.native = True
+            self.compile_seconds = self.forest_code.code.compile_seconds
+            self.serving = serving_path(self.plan, self.forest_code, costs_for(self.plan, costs))
+        else:
+            self.native = False
+            self.compile_seconds = 0.0
+
+    def evaluate(self, X: Any, *, n_threads: int | None = None) -> Evaluation:
+        """``thrifty.evaluate(self, X, self.costs)``: an ``Evaluation`` of the rows of ``X``."""
+        serving = self.serving
+        if serving is not None:
+            # Straight to the serving path (``evaluate`` would take it too, after its checks).
+            ev = serving.serve(X, n_threads)
+            if ev is not None:
+                return ev
+        return evaluate(self, X, n_threads=n_threads)
+
+    def executor(self, ctx: Context) -> NativeExecutor | None:
+        """The native executor of a Full or Sequential plan (the interpreter asks for it)."""
+        code, plan = self.forest_code, self.plan
+        if code is None or not isinstance(plan, (Full, Sequential)):
+            return None
+        return NativeExecutor(plan.forest, plan.schedule, ctx, code)
+
+    def serve(self, X: Any, n_threads: int | None) -> Evaluation | None:
+        """The serving path's ``Evaluation`` of ``X``, or None when it has none or cannot take
+        ``X`` (see ``ServingPath.serve``)."""
+        return self.serving.serve(X, n_threads) if self.serving is not None else None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.plan!r}, native={self.native})"
+
+    def __reduce__(self) -> tuple:
+        # The native code is not picklable: a new process re-creates it (from the disk cache).
+        return (_rebuild, (self.plan, self.costs))
+
+
+def _rebuild(plan: Plan, costs: CostModel | None) -> CompiledPlan:
+    return CompiledPlan(plan, costs, progress=False)
+
+
+def compile(model: Any, costs: CostModel | None = None) -> CompiledPlan:  # noqa: A001
+    """Compile a plan (or forest, or fitted model) to native code.
+
+    Each tree becomes native code with its splits as constants (thresholds, missing-value
+    rules, category sets), generated as LLVM IR and compiled with llvmlite; the plan's order
+    and exits, and the exact cost accounting, run around it. The result evaluates exactly as
+    ``thrifty.evaluate(model, X, costs)`` does.
+
+    Compiling takes about a second per 100 trees of 32 leaves (a progress line is shown when it
+    takes longer than a few seconds); the code is cached on disk, keyed by a hash of the forest
+    (and CPU), so compiling the same forest again, in any process, only loads it.
+
+    Parameters
+    ----------
+    model : Plan, Forest, fitted thrifty estimator, or supported tree model
+    costs : CostModel, optional
+        The cost model used when ``evaluate`` is given none (default: every feature costs 1).
+
+    Returns
+    -------
+    CompiledPlan
+        ``.evaluate(X)`` gives the ``Evaluation``; ``thrifty.evaluate(compiled, X)`` also
+        accepts it. ``.native`` is False when part of the plan (Cascade, Linear) runs on the
+        interpreter.
+    """
+    return CompiledPlan(model, costs)

@@ -4,7 +4,7 @@ and control of numba's threads (the runtime's evaluation kernels and compiler us
 
 from thrifty.forest._forest import MISSING_AS_ZERO, MISSING_NAN, MISSING_ZERO
 from thrifty.forest._predict import SERIAL_ROWS, SWEEP, Twin, threads
-from thrifty.forest._traverse import ZERO, add_leaf, child, next_node, walk_one, walk_pair
+from thrifty.forest._traverse import ZERO, add_leaf, add_tree, child, next_node, walk_one, walk_pair
 
 __all__ = [
     "MISSING_AS_ZERO",
@@ -15,6 +15,7 @@ __all__ = [
     "ZERO",
     "Twin",
     "add_leaf",
+    "add_tree",
     "child",
     "next_node",
     "threads",

@@ -11,13 +11,12 @@ from typing import TYPE_CHECKING
 from thrifty._lazy import attach
 from thrifty.runtime.evaluate import Evaluation, evaluate
 from thrifty.runtime.lazy import array_provider, evaluate_async, lazy_rounds
+from thrifty.runtime.models import Linear, Opaque
 from thrifty.runtime.plans import (
     BinnedExits,
     Cascade,
     Full,
     Gated,
-    Linear,
-    Opaque,
     Plan,
     Sequential,
     as_plan,

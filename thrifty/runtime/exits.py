@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -97,3 +98,11 @@ class Schedule:
     eps_neg: np.ndarray
     bins: BinnedExits
     full: bool
+
+    @cached_property
+    def exits(self) -> tuple[np.ndarray, ...]:
+        """Every position's exit tables in one record, as the kernels take them (like
+        ``Forest.nodes``): ``eps_pos``, ``eps_neg`` and the bins' ``width``, ``ptr``, ``key``,
+        ``pos``, ``neg``."""
+        b = self.bins
+        return (self.eps_pos, self.eps_neg, b.width, b.ptr, b.key, b.pos, b.neg)

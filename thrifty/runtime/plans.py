@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError, InvalidParameterError
+from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.io import decode_array, encode_array, forest_from_dict, forest_to_dict
-from thrifty.forest.links import LINKS, TASKS, decision_threshold
 from thrifty.runtime.exits import BinnedExits, Schedule
+
+if TYPE_CHECKING:
+    # One-model plans subclass Plan in ``models``, which therefore imports this module.
+    from thrifty.runtime.models import Linear, ModelPlan
 
 PLAN_FORMAT = "thrifty.plan"
 PLAN_VERSION = 1
@@ -31,9 +34,15 @@ class Plan:
 
     kind = "plan"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Each kind reads its own JSON body back (``plan_from_dict``).
+        if "kind" in vars(cls):
+            _KINDS[cls.kind] = cls
+
     # -------------------------------------------------------------- metadata
     @property
-    def _lead(self) -> Forest | _Model:
+    def _lead(self) -> Forest | ModelPlan:
         raise NotImplementedError
 
     @property
@@ -68,7 +77,7 @@ class Plan:
     def is_classifier(self) -> bool:
         return self.task in ("binary", "multiclass")
 
-    def components(self) -> Sequence[Forest | _Model]:
+    def components(self) -> Sequence[Forest | ModelPlan]:
         """The forests and linear models the plan evaluates from."""
         raise NotImplementedError
 
@@ -82,7 +91,7 @@ class Plan:
         used = np.zeros(self.n_features, dtype=bool)
         for c in self.components():
             used |= c.feature_usage() > 0
-        return _readonly(used)
+        return readonly(used)
 
     @cached_property
     def default_costs(self) -> CostModel:
@@ -106,6 +115,15 @@ class Plan:
     def _body(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    @classmethod
+    def _from_body(cls, d: dict[str, Any]) -> Plan:
+        """The plan of this kind that ``_body`` wrote as ``d``."""
+        raise NotImplementedError
+
+
+# Plan kinds by name, filled as the classes are defined (here and in ``models``).
+_KINDS: dict[str, type[Plan]] = {}
+
 
 def _check_forest(forest: Any, what: str) -> Forest:
     if not isinstance(forest, Forest):
@@ -125,9 +143,9 @@ class Full(Plan):
         self.forest = _check_forest(forest, "forest")
         T = forest.n_trees
         self.schedule = Schedule(
-            _readonly(np.arange(T), np.int64),
-            _readonly(np.full(T, np.inf)),
-            _readonly(np.full(T, -np.inf)),
+            readonly(np.arange(T), np.int64),
+            readonly(np.full(T, np.inf)),
+            readonly(np.full(T, -np.inf)),
             BinnedExits.none(T),
             True,
         )
@@ -144,6 +162,10 @@ class Full(Plan):
 
     def __repr__(self) -> str:
         return f"Full({self.forest!r})"
+
+    @classmethod
+    def _from_body(cls, d: dict[str, Any]) -> Full:
+        return cls(forest_from_dict(d["forest"]))
 
 
 class Sequential(Plan):
@@ -182,7 +204,7 @@ class Sequential(Plan):
     ) -> None:
         self.forest = _check_forest(forest, "forest")
         T = forest.n_trees
-        self.order = _readonly(np.arange(T) if order is None else order, np.int64)
+        self.order = readonly(np.arange(T) if order is None else order, np.int64)
         if self.order.ndim != 1 or np.any(self.order < 0) or np.any(self.order >= T):
             raise InputError(f"order must list tree indices in [0, {T})")
         if len(np.unique(self.order)) != len(self.order):
@@ -228,8 +250,8 @@ class Sequential(Plan):
         return {
             "forest": forest_to_dict(self.forest),
             "order": self.order.tolist(),
-            "eps_pos": _floats(self.eps_pos),
-            "eps_neg": _floats(self.eps_neg),
+            "eps_pos": floats(self.eps_pos),
+            "eps_neg": floats(self.eps_neg),
             "bins": None if self.bins is None else self.bins.to_dict(),
         }
 
@@ -242,6 +264,11 @@ class Sequential(Plan):
             )
         )
         return f"Sequential(n_trees={len(self.order)}, exits={exits}, {self.forest!r})"
+
+    @classmethod
+    def _from_body(cls, d: dict[str, Any]) -> Sequential:
+        bins = None if d.get("bins") is None else BinnedExits.from_dict(d["bins"])
+        return cls(forest_from_dict(d["forest"]), d["order"], d["eps_pos"], d["eps_neg"], bins=bins)
 
 
 class Cascade(Plan):
@@ -275,18 +302,18 @@ class Cascade(Plan):
         K = W.shape[0]
         if K == 0:
             raise InputError("a cascade needs at least one stage")
-        self.stage_weights = _readonly(W)
+        self.stage_weights = readonly(W)
         self.stage_thresholds = _thresholds(stage_thresholds, K, None, "stage_thresholds")
         self.stage_bias = (
-            _readonly(np.full(K, forest.base_score[0]))
+            readonly(np.full(K, forest.base_score[0]))
             if stage_bias is None
             else _thresholds(stage_bias, K, None, "stage_bias")
         )
         # Each stage's trees with non-zero weight, flattened (stage k: stage_trees[ptr[k]:ptr[k+1]]).
         nz = [np.flatnonzero(W[k]) for k in range(K)]
-        self.stage_ptr = _readonly(np.concatenate([[0], np.cumsum([len(z) for z in nz])]), np.int64)
-        self.stage_trees = _readonly(np.concatenate(nz), np.int64)
-        self.stage_w = _readonly(np.concatenate([W[k, z] for k, z in enumerate(nz)]))
+        self.stage_ptr = readonly(np.concatenate([[0], np.cumsum([len(z) for z in nz])]), np.int64)
+        self.stage_trees = readonly(np.concatenate(nz), np.int64)
+        self.stage_w = readonly(np.concatenate([W[k, z] for k, z in enumerate(nz)]))
 
     @property
     def n_stages(self) -> int:
@@ -303,204 +330,17 @@ class Cascade(Plan):
         return {
             "forest": forest_to_dict(self.forest),
             "stage_weights": encode_array(self.stage_weights),
-            "stage_thresholds": _floats(self.stage_thresholds),
-            "stage_bias": _floats(self.stage_bias),
+            "stage_thresholds": floats(self.stage_thresholds),
+            "stage_bias": floats(self.stage_bias),
         }
 
     def __repr__(self) -> str:
         return f"Cascade(n_stages={self.n_stages}, {self.forest!r})"
 
-
-class _Model(Plan):
-    """A plan that is one model (not a forest): its outputs are described by its arguments."""
-
-    features: np.ndarray  # the features it reads on every example
-
-    def _describe(
-        self,
-        n_features: int,
-        n_outputs: int,
-        link: str,
-        task: str,
-        classes: Any,
-        feature_names: Sequence[str] | None,
-    ) -> None:
-        if link not in LINKS:
-            raise InputError(f"unknown link {link!r}; expected one of {LINKS}")
-        if task not in TASKS:
-            raise InputError(f"unknown task {task!r}; expected one of {TASKS}")
-        if feature_names is not None and len(feature_names) != n_features:
-            raise InputError(f"{len(feature_names)} feature names for {n_features} features")
-        self._n_features, self._n_outputs = int(n_features), int(n_outputs)
-        self._link, self._task = link, task
-        self._classes = None if classes is None else np.asarray(classes)
-        self._names = None if feature_names is None else [str(f) for f in feature_names]
-
-    n_features = property(lambda self: self._n_features)
-    n_outputs = property(lambda self: self._n_outputs)
-    link = property(lambda self: self._link)
-    task = property(lambda self: self._task)
-    classes = property(lambda self: self._classes)
-    feature_names = property(lambda self: self._names)
-    categories = property(lambda self: {})
-    decision_threshold = property(lambda self: decision_threshold(self._link))
-
-    def components(self) -> list[_Model]:
-        return [self]
-
-    def feature_usage(self) -> np.ndarray:
-        """1 for each feature the model reads (all of them on every example), else 0."""
-        used = np.zeros(self.n_features, dtype=np.int64)
-        used[self.features] = 1
-        return used
-
-    def _meta(self) -> dict[str, Any]:
-        return {
-            "link": self._link,
-            "task": self._task,
-            "classes": None if self._classes is None else self._classes.tolist(),
-            "feature_names": self._names,
-        }
-
-
-class Linear(_Model):
-    """A linear model ``intercept + X @ coef`` (ADAPT-LIN's gate and low-cost model).
-
-    It acquires every feature with a non-zero coefficient.
-    """
-
-    kind = "linear"
-
-    def __init__(
-        self,
-        coef: Any,
-        intercept: Any = 0.0,
-        *,
-        link: str = "identity",
-        task: str = "regression",
-        classes: Any = None,
-        feature_names: Sequence[str] | None = None,
-    ) -> None:
-        coef = np.asarray(coef, dtype=np.float64)
-        self.coef = _readonly(coef.reshape(-1, 1) if coef.ndim == 1 else coef)
-        self.intercept = _readonly(
-            np.broadcast_to(np.asarray(intercept, dtype=np.float64), (self.coef.shape[1],))
-        )
-        if not (np.all(np.isfinite(self.coef)) and np.all(np.isfinite(self.intercept))):
-            raise InputError("Linear coefficients and intercept must be finite")
-        # The features the model reads: those with a non-zero coefficient.
-        self.features = _readonly(np.flatnonzero(np.any(self.coef != 0, axis=1)), np.int64)
-        self._describe(self.coef.shape[0], self.coef.shape[1], link, task, classes, feature_names)
-
-    def _body(self) -> dict[str, Any]:
-        return {"coef": encode_array(self.coef), "intercept": _floats(self.intercept), **self._meta()}
-
-    def __repr__(self) -> str:
-        return f"Linear(n_features={self.n_features}, nonzero={len(self.features)})"
-
-
-class Opaque(_Model):
-    """A model thrifty cannot see inside, charged a fixed set of features on every example.
-
-    Every example acquires (and pays for) exactly ``features``; its raw output is what
-    ``predict`` returns for it. Use it for a black box (an SVM, a neural network, a linear
-    model of scikit-learn) inside a plan, e.g. as ADAPT's expensive model in a ``Gated`` plan.
-
-    Parameters
-    ----------
-    predict : callable
-        ``predict(Z) -> raw scores`` of shape ``(len(Z), width)`` (or ``(len(Z),)`` when
-        ``width == 1``), where ``Z`` is a float64 matrix holding, for the examples evaluated,
-        the columns ``features`` in the order given (category codes for categorical columns).
-        It is called once per batch of examples (lazily: once per round of examples whose
-        features have all arrived), never on zero rows.
-    features : array-like of int, or boolean mask of shape (n_features,)
-        The features the model reads: feature indices (then ``n_features`` is required), or a
-        mask (its length is ``n_features``).
-    width : int
-        Outputs per example: 1 for regression, ranking and binary classification (the positive
-        class's score), the number of classes for multiclass.
-    link : {"identity", "sigmoid", "softmax", "proba"}
-        How raw scores become probabilities (``"proba"``: they already are).
-    task : {"regression", "binary", "multiclass", "ranking"}
-    classes : array-like, optional
-        Class labels in output order (classifiers).
-    n_features : int, optional
-        Width of the inputs the plan reads (required with feature indices).
-    feature_names : sequence of str, optional
-
-    Notes
-    -----
-    The plan is not saveable as JSON (``thrifty.save`` refuses it); it pickles when ``predict``
-    pickles. ``thrifty.compile`` runs it on the interpreter (``native`` is False).
-    """
-
-    kind = "opaque"
-
-    def __init__(
-        self,
-        predict: Callable[[np.ndarray], Any],
-        features: Any,
-        *,
-        width: int = 1,
-        link: str = "identity",
-        task: str = "regression",
-        classes: Any = None,
-        n_features: int | None = None,
-        feature_names: Sequence[str] | None = None,
-    ) -> None:
-        if not callable(predict):
-            raise InvalidParameterError(
-                f"Opaque needs a callable predict(X) -> raw scores, got {type(predict).__name__}"
-            )
-        feats = np.asarray(features)
-        if feats.dtype == np.bool_:
-            if feats.ndim != 1 or (n_features is not None and len(feats) != n_features):
-                raise InputError(
-                    f"features as a mask needs one entry per feature, got shape {feats.shape}"
-                    + ("" if n_features is None else f" for n_features={n_features}")
-                )
-            n_features, feats = len(feats), np.flatnonzero(feats)
-        elif n_features is None:
-            raise InputError("Opaque with feature indices needs n_features= (or pass a boolean mask)")
-        elif feats.size and not np.issubdtype(feats.dtype, np.integer):
-            raise InputError(f"features must be integer indices or a boolean mask, got {feats.dtype}")
-        feats = feats.reshape(-1).astype(np.int64)
-        if np.any(feats < 0) or np.any(feats >= n_features):
-            raise InputError(f"features must be indices in [0, {n_features}), got {feats.tolist()[:10]}")
-        if len(np.unique(feats)) != len(feats):
-            raise InputError("features lists a feature more than once")
-        if int(width) < 1:
-            raise InputError(f"width must be >= 1, got {width}")
-        # The callable, under a name that does not suggest a plan-level predict (labels).
-        self.function = predict
-        self.features = _readonly(feats, np.int64)
-        self._describe(n_features, int(width), link, task, classes, feature_names)
-
-    def outputs(self, Z: np.ndarray) -> np.ndarray:
-        """``predict(Z)``, checked to be scores (no NaN) of shape ``(len(Z), width)``."""
-        n, width = Z.shape[0], self.n_outputs
-        out = np.asarray(self.function(Z), dtype=np.float64)
-        if out.shape == (n,) and width == 1:
-            out = out.reshape(n, 1)
-        if out.shape != (n, width):
-            raise InputError(
-                f"Opaque's predict returned shape {out.shape} for {n} rows; it must return "
-                f"({n}, {width})" + (f" or ({n},)" if width == 1 else "")
-            )
-        if np.isnan(out).any():
-            raise InputError("Opaque's predict returned NaN; it must score every row")
-        return out
-
-    def _body(self) -> dict[str, Any]:
-        raise InputError(
-            "an Opaque plan wraps a Python callable and cannot be saved as JSON; pickle it "
-            "(if its predict pickles) or save the model it wraps"
-        )
-
-    def __repr__(self) -> str:
-        name = getattr(self.function, "__qualname__", self.function)
-        return f"Opaque({name!r}, features={len(self.features)})"
+    @classmethod
+    def _from_body(cls, d: dict[str, Any]) -> Cascade:
+        weights = decode_array(d["stage_weights"])
+        return cls(forest_from_dict(d["forest"]), weights, d["stage_thresholds"], d["stage_bias"])
 
 
 class Gated(Plan):
@@ -551,7 +391,7 @@ class Gated(Plan):
     def categories(self) -> dict[int, list]:
         return {**self.gate.categories, **self.low.categories, **self.high.categories}
 
-    def components(self) -> list[Forest | _Model]:
+    def components(self) -> list[Forest | ModelPlan]:
         return [*self.gate.components(), *self.low.components(), *self.high.components()]
 
     def _body(self) -> dict[str, Any]:
@@ -559,6 +399,10 @@ class Gated(Plan):
 
     def __repr__(self) -> str:
         return f"Gated(gate={self.gate!r}, low={self.low!r}, high={self.high!r})"
+
+    @classmethod
+    def _from_body(cls, d: dict[str, Any]) -> Gated:
+        return cls(plan_from_dict(d["gate"]), plan_from_dict(d["low"]), plan_from_dict(d["high"]))
 
 
 def as_plan(obj: Any) -> Plan:
@@ -580,6 +424,7 @@ def as_plan(obj: Any) -> Plan:
 
 
 def plan_from_dict(d: dict[str, Any]) -> Plan:
+    """The plan (or a forest's Full plan) written by ``to_dict``."""
     if d.get("format") == "thrifty.forest":
         return Full(forest_from_dict(d))
     if d.get("format") != PLAN_FORMAT:
@@ -590,30 +435,10 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
             f"understands ({PLAN_VERSION}); upgrade thrifty"
         )
     kind = d.get("kind")
-    if kind == "full":
-        return Full(forest_from_dict(d["forest"]))
-    if kind == "sequential":
-        bins = None if d.get("bins") is None else BinnedExits.from_dict(d["bins"])
-        return Sequential(forest_from_dict(d["forest"]), d["order"], d["eps_pos"], d["eps_neg"], bins=bins)
-    if kind == "cascade":
-        return Cascade(
-            forest_from_dict(d["forest"]),
-            decode_array(d["stage_weights"]),
-            d["stage_thresholds"],
-            d["stage_bias"],
-        )
-    if kind == "linear":
-        return Linear(
-            decode_array(d["coef"]),
-            d["intercept"],
-            link=d["link"],
-            task=d["task"],
-            classes=d["classes"],
-            feature_names=d["feature_names"],
-        )
-    if kind == "gated":
-        return Gated(plan_from_dict(d["gate"]), plan_from_dict(d["low"]), plan_from_dict(d["high"]))
-    raise InputError(f"unknown plan kind {kind!r}")
+    cls = _KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise InputError(f"unknown plan kind {kind!r}")
+    return cls._from_body(d)
 
 
 def _thresholds(values: ArrayLike | None, n: int, default: float | None, what: str) -> np.ndarray:
@@ -626,16 +451,16 @@ def _thresholds(values: ArrayLike | None, n: int, default: float | None, what: s
         raise InputError(f"{what} needs {n} values, got {out.shape[0]}")
     if np.any(np.isnan(out)):
         raise InputError(f"{what} contains NaN; use +inf/-inf to disable an exit")
-    return _readonly(out)
+    return readonly(out)
 
 
-def _readonly(a: Any, dtype: Any = np.float64) -> np.ndarray:
+def readonly(a: Any, dtype: Any = np.float64) -> np.ndarray:
     """A read-only C-contiguous copy: a plan's arrays never change after construction."""
     out = np.array(a, dtype=dtype, order="C")
     out.flags.writeable = False
     return out
 
 
-def _floats(a: np.ndarray) -> list[float | str]:
+def floats(a: np.ndarray) -> list[float | str]:
     """JSON-safe floats (JSON has no infinity)."""
     return [("inf" if v > 0 else "-inf") if np.isinf(v) else float(v) for v in a]

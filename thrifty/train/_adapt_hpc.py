@@ -8,7 +8,8 @@ import numpy as np
 
 from thrifty.exceptions import InputError, UnsupportedModelError
 from thrifty.forest import Forest
-from thrifty.runtime.plans import Opaque, Plan, as_plan
+from thrifty.runtime.models import Opaque
+from thrifty.runtime.plans import Plan, as_plan
 
 __all__ = ["hpc_plan"]
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from thrifty.exceptions import InputError
-from thrifty.runtime.plans import Linear
+from thrifty.runtime.models import Linear
 from thrifty.train._adapt_group_sparse import Standardizer, fit_group_sparse
 from thrifty.train._adapt_problem import ADAPTFit, ADAPTProblem, losses, onehot, progress_bar, q_step
 

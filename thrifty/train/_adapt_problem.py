@@ -20,7 +20,7 @@ from scipy.special import expit, log_softmax
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
-from thrifty.runtime.plans import Linear
+from thrifty.runtime.models import Linear
 
 __all__ = ["ADAPTFit", "ADAPTProblem", "q_step"]
 

@@ -13,7 +13,8 @@ from thrifty.forest.links import labels_from, raw_to_proba
 from thrifty.runtime.evaluation import Evaluation
 from thrifty.runtime.exits import Schedule
 from thrifty.runtime.interpret import kernels
-from thrifty.runtime.plans import Cascade, Full, Gated, Linear, Opaque, Plan, Sequential
+from thrifty.runtime.models import Linear, Opaque
+from thrifty.runtime.plans import Cascade, Full, Gated, Plan, Sequential
 
 
 class Context:
@@ -30,6 +31,9 @@ class Context:
         self.n_trees = np.zeros(n, dtype=np.int64)
         self.blocked = np.full(n, -1, dtype=np.int32)
         self.costs = costs
+        # The records the kernels take: what is known of the inputs, and what each row paid.
+        self.inputs = (X, known, all_known)
+        self.counters = (self.touched, self.n_nodes, self.n_trees, self.blocked)
 
     def settle(self) -> tuple[np.ndarray, np.ndarray]:
         """Acquired-feature mask and feature cost per row, from the features tested."""
@@ -137,8 +141,8 @@ class SequentialExecutor(_ForestOutputs):
     def __init__(self, forest: Forest, schedule: Schedule, ctx: Context) -> None:
         n = ctx.n
         self.forest, self.ctx = forest, ctx
-        self.order, self.eps_pos, self.eps_neg = schedule.order, schedule.eps_pos, schedule.eps_neg
-        self.bins, self.full = schedule.bins, schedule.full
+        self.order, self.exits, self.full = schedule.order, schedule.exits, schedule.full
+        self.trees = (forest.nodes, forest.value, forest.roots, forest.tree_weight, forest.tree_class)
         self.pos = np.zeros(n, dtype=np.int64)
         self.cur = np.full(n, -1, dtype=np.int64)
         # Every row starts at the base score (as np.tile would give, in fewer steps).
@@ -147,6 +151,7 @@ class SequentialExecutor(_ForestOutputs):
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
         self.frozen = np.zeros(n, dtype=np.bool_)
+        self.state = (self.pos, self.cur, self.raw, self.done, self.decision, self.frozen)
 
     @property
     def exit(self) -> np.ndarray:  # type: ignore[override]
@@ -183,60 +188,25 @@ class SequentialExecutor(_ForestOutputs):
             X = c.X if f.input_dtype == "float64" else round32(c.X)
             kernels.run_sequential_dense(
                 X,
-                f.nodes,
-                f.value,
-                f.roots,
-                f.tree_weight,
-                self.order,
-                self.eps_pos,
-                self.eps_neg,
+                self.trees,
                 f.accumulate == "float32",
-                self.bins.width,
-                self.bins.ptr,
-                self.bins.key,
-                self.bins.pos,
-                self.bins.neg,
-                c.touched,
-                c.n_nodes,
-                c.n_trees,
-                self.pos,
-                self.raw,
-                self.done,
-                self.decision,
-                self.frozen,
+                self.order,
+                self.exits,
+                c.counters,
+                self.state,
                 _dense_block(c.n),
             )
             return
         kernels.RUN_SEQUENTIAL.for_rows(len(rows))(
             rows,
-            c.X,
-            c.known,
-            c.all_known,
+            c.inputs,
             f.input_dtype == "float32",
-            f.nodes,
-            f.value,
-            f.roots,
-            f.tree_weight,
-            f.tree_class,
-            self.order,
-            self.eps_pos,
-            self.eps_neg,
+            self.trees,
             f.accumulate == "float32",
-            self.bins.width,
-            self.bins.ptr,
-            self.bins.key,
-            self.bins.pos,
-            self.bins.neg,
-            c.touched,
-            c.n_nodes,
-            c.n_trees,
-            c.blocked,
-            self.pos,
-            self.cur,
-            self.raw,
-            self.done,
-            self.decision,
-            self.frozen,
+            self.order,
+            self.exits,
+            c.counters,
+            self.state,
         )
 
 
@@ -252,6 +222,18 @@ class _CascadeExecutor(_ForestOutputs):
         self.tree_done = np.zeros((n, f.n_trees), dtype=np.bool_)
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
+        self.trees = (f.nodes, f.value, f.roots, f.tree_weight, f.tree_class)
+        self.stages = (plan.stage_ptr, plan.stage_trees, plan.stage_w, plan.stage_bias, plan.stage_thresholds)
+        self.state = (
+            self.stage,
+            self.jpos,
+            self.cur,
+            self.score,
+            self.tree_out,
+            self.tree_done,
+            self.done,
+            self.decision,
+        )
 
     @property
     def raw(self) -> np.ndarray:  # type: ignore[override]
@@ -264,32 +246,7 @@ class _CascadeExecutor(_ForestOutputs):
     def advance(self, rows: np.ndarray) -> None:
         f, c, p = self.forest, self.ctx, self.plan
         kernels.RUN_CASCADE.for_rows(len(rows))(
-            rows,
-            c.X,
-            c.known,
-            c.all_known,
-            f.input_dtype == "float32",
-            f.nodes,
-            f.value,
-            f.roots,
-            f.tree_weight,
-            p.stage_ptr,
-            p.stage_trees,
-            p.stage_w,
-            p.stage_bias,
-            p.stage_thresholds,
-            c.touched,
-            c.n_nodes,
-            c.n_trees,
-            c.blocked,
-            self.stage,
-            self.jpos,
-            self.cur,
-            self.score,
-            self.tree_out,
-            self.tree_done,
-            self.done,
-            self.decision,
+            rows, c.inputs, f.input_dtype == "float32", self.trees, self.stages, c.counters, self.state
         )
         # Examples that passed every stage are decided by the last stage's threshold.
         finished = rows[self.done[rows] & (self.decision[rows] == 0)]
@@ -324,17 +281,7 @@ class _LinearExecutor(_ModelExecutor):
     def advance(self, rows: np.ndarray) -> None:
         c, p = self.ctx, self.plan
         kernels.RUN_LINEAR.for_rows(len(rows))(
-            rows,
-            c.X,
-            c.known,
-            c.all_known,
-            p.features,
-            p.coef,
-            p.intercept,
-            c.touched,
-            c.blocked,
-            self.raw,
-            self.done,
+            rows, c.inputs, (p.features, p.coef, p.intercept), c.counters, self.raw, self.done
         )
 
 

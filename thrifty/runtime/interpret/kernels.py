@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from thrifty.forest.kernels import Twin, add_leaf, child, walk_one, walk_pair
+from thrifty.forest.kernels import Twin, add_leaf, add_tree, child, walk_one, walk_pair
 
 
 @njit(parallel=True, cache=True)
@@ -70,37 +70,7 @@ _BLOCK = 128
 
 
 @njit(parallel=True, cache=True)
-def run_sequential(
-    rows,
-    X,
-    known,
-    all_known,
-    round32,
-    nodes,
-    value,
-    roots,
-    tree_weight,
-    tree_class,
-    order,
-    eps_pos,
-    eps_neg,
-    acc32,
-    bin_width,
-    bin_ptr,
-    bin_key,
-    bin_pos,
-    bin_neg,
-    touched,
-    n_nodes,
-    n_trees,
-    blocked,
-    pos,
-    cur,
-    raw,
-    done,
-    exit_dir,
-    frozen,
-):
+def run_sequential(rows, inputs, round32, trees, acc32, order, exits, counters, state):
     """Trees in ``order``; after position r exit when raw > eps_pos[r] (+1) or < eps_neg[r] (-1);
     with several outputs, when the leading class's margin over the runner-up is > eps_pos[r].
 
@@ -108,7 +78,17 @@ def run_sequential(
     a bin listed in ``bin_key[bin_ptr[r]:bin_ptr[r+1]]`` (sorted) exits positive above its
     ``bin_pos`` and negative below its ``bin_neg`` (Fan et al.'s dynamic scheduling); a bin not
     listed freezes the row: it is evaluated in full, with no further exits.
+
+    The arguments are records (tuples) of arrays: ``inputs`` ``(X, known, all_known)``,
+    ``trees`` ``(nodes, value, roots, tree_weight, tree_class)`` (``nodes`` as
+    ``Forest.nodes``), ``exits`` ``Schedule.exits``, ``counters`` ``(touched, n_nodes,
+    n_trees, blocked)`` per row, and the executor's per-row ``state`` ``(pos, cur, raw, done,
+    exit_dir, frozen)``.
     """
+    X, known, all_known = inputs
+    nodes, value, roots, tree_weight, tree_class = trees
+    touched, n_nodes, n_trees, blocked = counters
+    pos, cur, raw, done, exit_dir, frozen = state
     feature = nodes[0]
     n_order = order.shape[0]
     width = value.shape[1]
@@ -151,28 +131,11 @@ def run_sequential(
                 if blocked[i] >= 0:
                     cur[i] = node
                     continue
-                if k >= 0:
-                    raw[i, k] = add_leaf(raw[i, k], w, value[node, 0], acc32)
-                else:
-                    for j in range(width):
-                        raw[i, j] = add_leaf(raw[i, j], w, value[node, j], acc32)
+                add_tree(raw, i, node, k, w, value, width, acc32)
                 n_trees[i] += 1
                 cur[i] = -1
                 pos[i] = p + 1
-                if _exit_after(
-                    i,
-                    p,
-                    _exit_score(raw, i, width),
-                    eps_pos,
-                    eps_neg,
-                    bin_width,
-                    bin_ptr,
-                    bin_key,
-                    bin_pos,
-                    bin_neg,
-                    exit_dir,
-                    frozen,
-                ):
+                if _exit_after(i, p, _exit_score(raw, i, width), exits, exit_dir, frozen):
                     done[i] = True
             if active == 0:
                 break
@@ -201,8 +164,10 @@ def _exit_score(raw, i, width):
 
 
 @njit(inline="always", cache=True)
-def _exit_after(i, p, g, eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos, bin_neg, exit_dir, frozen):
-    """Apply position ``p``'s exit rules to row ``i`` with partial score ``g``; True if it exits."""
+def _exit_after(i, p, g, exits, exit_dir, frozen):
+    """Apply position ``p``'s exit rules (``Schedule.exits``) to row ``i`` with partial score
+    ``g``; True if it exits."""
+    eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos, bin_neg = exits
     if frozen[i]:
         return False
     if g > eps_pos[p]:
@@ -225,36 +190,16 @@ def _exit_after(i, p, g, eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos,
 
 
 @njit(parallel=True, cache=True)
-def run_sequential_dense(
-    X,
-    nodes,
-    value,
-    roots,
-    tree_weight,
-    order,
-    eps_pos,
-    eps_neg,
-    acc32,
-    bin_width,
-    bin_ptr,
-    bin_key,
-    bin_pos,
-    bin_neg,
-    touched,
-    n_nodes,
-    n_trees,
-    pos,
-    raw,
-    done,
-    exit_dir,
-    frozen,
-    block,
-):
+def run_sequential_dense(X, trees, acc32, order, exits, counters, state, block):
     """``run_sequential`` for the dense case, built for speed: each block keeps a compact list
     of its rows still running, so positions after most rows exited cost only the rows left,
     and walks them two at a time (``walk_pair``). Single-output forests; rows start at 0.
     Large blocks keep late positions cheap (a tree's nodes are fetched once per block however
-    few of its rows remain), so ``block`` is as large as keeping every thread busy allows."""
+    few of its rows remain), so ``block`` is as large as keeping every thread busy allows.
+    The records are ``run_sequential``'s (``blocked`` and ``cur`` are not used)."""
+    nodes, value, roots, tree_weight, _ = trees
+    touched, n_nodes, n_trees, _ = counters
+    pos, _, raw, done, exit_dir, frozen = state
     n = X.shape[0]
     n_order = order.shape[0]
     n_blocks = (n + block - 1) // block
@@ -301,20 +246,7 @@ def run_sequential_dense(
                 i = active[a]
                 n_trees[i] += 1
                 pos[i] = p + 1
-                if _exit_after(
-                    i,
-                    p,
-                    raw[i, 0],
-                    eps_pos,
-                    eps_neg,
-                    bin_width,
-                    bin_ptr,
-                    bin_key,
-                    bin_pos,
-                    bin_neg,
-                    exit_dir,
-                    frozen,
-                ):
+                if _exit_after(i, p, raw[i, 0], exits, exit_dir, frozen):
                     done[i] = True
                 else:
                     active[kept] = i
@@ -325,39 +257,20 @@ def run_sequential_dense(
 
 
 @njit(parallel=True, cache=True)
-def run_cascade(
-    rows,
-    X,
-    known,
-    all_known,
-    round32,
-    nodes,
-    value,
-    roots,
-    tree_weight,
-    stage_ptr,
-    stage_trees,
-    stage_w,
-    stage_bias,
-    stage_thr,
-    touched,
-    n_nodes,
-    n_trees,
-    blocked,
-    stage,
-    jpos,
-    cur,
-    score,
-    tree_out,
-    tree_done,
-    done,
-    exit_dir,
-):
+def run_cascade(rows, inputs, round32, trees, stages, counters, state):
     """Stages ``k`` score ``bias[k] + sum_t w[k,t] h_t(x)``; reject below ``thr[k]`` (k < K-1).
 
     ``h_t(x) = tree_weight[t] * leaf value``; each tree is evaluated at most once per example
-    and its output reused by later stages.
+    and its output reused by later stages. Records as ``run_sequential``'s, with ``stages``
+    ``(stage_ptr, stage_trees, stage_w, stage_bias, stage_thr)`` (``Cascade``'s CSR of stages)
+    and the per-row ``state`` ``(stage, jpos, cur, score, tree_out, tree_done, done,
+    exit_dir)``; ``tree_class`` is not used (a cascade scores one output).
     """
+    X, known, all_known = inputs
+    nodes, value, roots, tree_weight, _ = trees
+    stage_ptr, stage_trees, stage_w, stage_bias, stage_thr = stages
+    touched, n_nodes, n_trees, blocked = counters
+    stage, jpos, cur, score, tree_out, tree_done, done, exit_dir = state
     feature = nodes[0]
     n_stages = stage_ptr.shape[0] - 1
     for r in prange(rows.shape[0]):
@@ -413,8 +326,12 @@ def run_cascade(
 
 
 @njit(parallel=True, cache=True)
-def run_linear(rows, X, known, all_known, features, coef, intercept, touched, blocked, raw, done):
-    """A linear model: tests every feature with a non-zero coefficient."""
+def run_linear(rows, inputs, model, counters, raw, done):
+    """A linear model ``model`` ``(features, coef, intercept)``: tests every feature with a
+    non-zero coefficient. Records as ``run_sequential``'s."""
+    X, known, all_known = inputs
+    features, coef, intercept = model
+    touched, _, _, blocked = counters
     n_out = coef.shape[1]
     for r in prange(rows.shape[0]):
         i = rows[r]

@@ -38,13 +38,9 @@ def _grow(X, r, costs, acquired, gamma, depth=1, min_leaf=3):
         -r,
         np.ones_like(r),
         acq,
-        costs.closure_ptr,
-        costs.closure_units,
-        costs.unit_cost,
+        (costs.closure_ptr, costs.closure_units, costs.unit_cost),
         gamma,
-        depth,
-        min_leaf,
-        0.0,
+        (depth, min_leaf, 0.0),
         float(len(r)),
     )
     return tree, binner, acq

@@ -8,6 +8,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+# Rows of ``scan_candidates``' float output, each bound in its own statement: numba 0.68 drops
+# a prange loop's writes to arrays bound by unpacking four values (see runtime.interpret.kernels).
+W_EXIT, W_DIS, EPS_NEG, EPS_POS = 0, 1, 2, 3
+
 
 @njit(inline="always", cache=True)
 def _add(g, f, acc32):
@@ -160,15 +164,18 @@ def apply_thresholds(s, ypos, w, eps_neg, eps_pos):
 
 
 @njit(parallel=True, cache=True)
-def scan_candidates(
-    Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, n_exit, w_exit, w_dis, eps_neg, eps_pos
-):
+def scan_candidates(Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, n_exit, out):
     """Algorithm 2 for every candidate base model ``cand[j]`` (a row of ``Ft``) at one position.
 
     ``Ft[:, cols]`` has shape (T, m): base-model outputs of the m undecided rows; ``g`` their
     partial scores, ``w`` their weights. Writes the chosen thresholds and the resulting exits
-    (count and weight) and disagreements (weight) per candidate.
+    (count and weight) and disagreements (weight) per candidate: ``n_exit``, and the rows of
+    ``out`` (``W_EXIT``, ``W_DIS``, ``EPS_NEG``, ``EPS_POS``).
     """
+    w_exit = out[W_EXIT]
+    w_dis = out[W_DIS]
+    eps_neg = out[EPS_NEG]
+    eps_pos = out[EPS_POS]
     m = g.shape[0]
     for j in prange(cand.shape[0]):
         k = cand[j]

@@ -77,23 +77,13 @@ def _threshold(margins, wrong, weight, budget):
 
 
 @njit(parallel=True, cache=True)
-def _scan(
-    G,
-    F,
-    tree_class,
-    round_ptr,
-    round_trees,
-    cand,
-    rows,
-    w,
-    full_cls,
-    budget,
-    acc32,
-    n_exit,
-    w_exit,
-    w_wrong,
-    eps,
-):
+def _scan(G, F, tree_class, rounds, cand, rows, w, full_cls, budget, acc32, n_exit, out):
+    # Per candidate: exits (count, then weight), weight exiting wrong, and its threshold; the
+    # rounds' trees are the CSR record ``(round_ptr, round_trees)``.
+    round_ptr, round_trees = rounds
+    w_exit = out[0]
+    w_wrong = out[1]
+    eps = out[2]
     K = G.shape[1]
     for c in prange(cand.shape[0]):
         trees = round_trees[round_ptr[cand[c]] : round_ptr[cand[c] + 1]]
@@ -189,16 +179,15 @@ def fit_rounds(
             progress()
         cand = np.asarray(remaining if optimize else remaining[:1], dtype=np.int64)
         n_exit = np.zeros(len(cand), dtype=np.int64)
-        w_exit = np.zeros(len(cand))
-        w_wrong = np.zeros(len(cand))
-        eps = np.full(len(cand), np.inf)
+        out = np.zeros((3, len(cand)))
+        w_exit, w_wrong, eps = out
+        eps[:] = np.inf
         if len(rows):
             _scan(
                 G,
                 F,
                 tree_class,
-                round_ptr,
-                round_trees,
+                (round_ptr, round_trees),
                 cand,
                 rows,
                 w,
@@ -206,9 +195,7 @@ def fit_rounds(
                 budget - spent,
                 acc32,
                 n_exit,
-                w_exit,
-                w_wrong,
-                eps,
+                out,
             )
         reached = float(len(rows)) if weight is None else float(w[rows].sum())
         with np.errstate(divide="ignore"):

@@ -449,11 +449,9 @@ def _fit(
         cand = pi[r:] if optimize else pi[r : r + 1]
         k = cand.shape[0]
         ne = np.zeros(k, dtype=np.int64)
-        we = np.zeros(k)
-        wd = np.zeros(k)
-        en = np.zeros(k)
-        ep = np.zeros(k)
-        _k.scan_candidates(Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, ne, we, wd, en, ep)
+        out = np.zeros((4, k))
+        we, wd, en, ep = out[_k.W_EXIT], out[_k.W_DIS], out[_k.EPS_NEG], out[_k.EPS_POS]
+        _k.scan_candidates(Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, ne, out)
         cand_cost = cost[cand] * (float(m) if unit else float(w.sum()))
         if acquisition is not None:
             feature_cost = np.zeros(k)

@@ -83,13 +83,9 @@ def adapt_gbrt(
             sw * grad,
             sw * hess,
             acquired,
-            c.closure_ptr,
-            c.closure_units,
-            unit_prices,
+            (c.closure_ptr, c.closure_units, unit_prices),
             gamma,
-            max_depth,
-            min_samples_leaf,
-            reg_lambda,
+            (max_depth, min_samples_leaf, reg_lambda),
             w_total,
         )
 

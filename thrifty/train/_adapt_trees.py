@@ -99,13 +99,9 @@ def grow_tree(
     grad,
     hess,
     acquired,
-    closure_ptr,
-    closure_units,
-    unit_cost,
+    costs,
     gamma,
-    max_depth,
-    min_leaf,
-    lam,
+    limits,
     w_total,
 ):
     """One tree fitted to ``resid`` by weighted least squares (breadth first), with the
@@ -117,8 +113,12 @@ def grow_tree(
     place with the units the tree uses. The squared-error reduction is divided by
     ``2 * w_total`` so that ``gamma`` trades cost against the mean (not the summed) squared
     error. Returns node arrays (local indices) and each row's leaf: ``feature, bin, left,
-    right, value, leaf_of_row``.
+    right, value, leaf_of_row``. ``costs`` is the record ``(closure_ptr, closure_units,
+    unit_cost)`` of the cost model's closures and unit prices, ``limits`` ``(max_depth,
+    min_leaf, lam)``.
     """
+    closure_ptr, closure_units, unit_cost = costs
+    max_depth, min_leaf, lam = limits
     n, F = binned.shape
     max_nodes = 2 ** (max_depth + 1) - 1
     feature = np.full(max_nodes, -1, dtype=np.int64)

@@ -91,13 +91,8 @@ def grow_tree(
     n_classes,
     sample,
     feature_cost,
-    kind,
-    alpha,
-    power,
-    split_rule,
-    max_depth,
-    min_samples_split,
-    max_features,
+    criterion,
+    limits,
     seed,
 ):
     """Grow one tree on the rows ``sample`` (with repeats, e.g. a bootstrap).
@@ -110,7 +105,11 @@ def grow_tree(
 
     Returns node arrays (root 0) ``feature`` (-1 at leaves), ``threshold``, ``left``,
     ``right``, ``missing_left`` and ``counts`` (weighted class counts at each node).
+    ``criterion`` is the record ``(kind, alpha, power, split_rule)``, ``limits``
+    ``(max_depth, min_samples_split, max_features)``.
     """
+    kind, alpha, power, split_rule = criterion
+    max_depth, min_samples_split, max_features = limits
     np.random.seed(seed)
     n = sample.shape[0]
     n_features = X.shape[1]

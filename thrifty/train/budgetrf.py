@@ -296,13 +296,13 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
                     self.n_classes_,
                     sample,
                     self.feature_costs_,
-                    IMPURITY_CODES[self.impurity],
-                    float(self.alpha),
-                    float(self.power),
-                    SPLIT_CODES[self.split],
-                    depth,
-                    int(self.min_samples_split),
-                    m_features,
+                    (
+                        IMPURITY_CODES[self.impurity],
+                        float(self.alpha),
+                        float(self.power),
+                        SPLIT_CODES[self.split],
+                    ),
+                    (depth, int(self.min_samples_split), m_features),
                     seed,
                 )
                 total = counts.sum(axis=1, keepdims=True)

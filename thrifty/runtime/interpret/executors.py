@@ -27,13 +27,13 @@ class Context:
         self.known = known
         self.all_known = all_known
         self.touched = np.zeros((n, n_features), dtype=np.bool_)
-        self.n_nodes = np.zeros(n, dtype=np.int64)
-        self.n_trees = np.zeros(n, dtype=np.int64)
-        self.blocked = np.full(n, -1, dtype=np.int32)
+        # Per-row counters, one array as the kernels take it (rows ``kernels.NODES`` ...):
+        # splits visited, trees evaluated, the feature a row waits for (-1: none).
+        self.tally = np.zeros((3, n), dtype=np.int64)
+        self.n_nodes, self.n_trees, self.blocked = self.tally
+        self.blocked[:] = -1
         self.costs = costs
-        # The records the kernels take: what is known of the inputs, and what each row paid.
-        self.inputs = (X, known, all_known)
-        self.counters = (self.touched, self.n_nodes, self.n_trees, self.blocked)
+        self.inputs = (X, known, all_known)  # what the kernels read of the inputs
 
     def settle(self) -> tuple[np.ndarray, np.ndarray]:
         """Acquired-feature mask and feature cost per row, from the features tested."""
@@ -142,16 +142,19 @@ class SequentialExecutor(_ForestOutputs):
         n = ctx.n
         self.forest, self.ctx = forest, ctx
         self.order, self.exits, self.full = schedule.order, schedule.exits, schedule.full
-        self.trees = (forest.nodes, forest.value, forest.roots, forest.tree_weight, forest.tree_class)
-        self.pos = np.zeros(n, dtype=np.int64)
-        self.cur = np.full(n, -1, dtype=np.int64)
+        self.trees = trees_record(forest)
+        # Where each row is (rows ``kernels.POS``, ``kernels.CUR``): its position in the order
+        # and the node it stopped at (-1: a tree's root).
+        self.place = np.zeros((2, n), dtype=np.int64)
+        self.pos, self.cur = self.place
+        self.cur[:] = -1
         # Every row starts at the base score (as np.tile would give, in fewer steps).
         self.raw = np.empty((n, forest.base_score.shape[0]), dtype=forest.base_score.dtype)
         self.raw[:] = forest.base_score
-        self.done = np.zeros(n, dtype=np.bool_)
+        # Finished, and frozen by a bin table (rows ``kernels.DONE``, ``kernels.FROZEN``).
+        self.flags = np.zeros((2, n), dtype=np.bool_)
+        self.done, self.frozen = self.flags
         self.decision = np.zeros(n, dtype=np.int8)
-        self.frozen = np.zeros(n, dtype=np.bool_)
-        self.state = (self.pos, self.cur, self.raw, self.done, self.decision, self.frozen)
 
     @property
     def exit(self) -> np.ndarray:  # type: ignore[override]
@@ -189,24 +192,29 @@ class SequentialExecutor(_ForestOutputs):
             kernels.run_sequential_dense(
                 X,
                 self.trees,
-                f.accumulate == "float32",
                 self.order,
                 self.exits,
-                c.counters,
-                self.state,
+                c.touched,
+                c.tally,
+                self.place,
+                self.raw,
+                self.flags,
+                self.decision,
                 _dense_block(c.n),
             )
             return
         kernels.RUN_SEQUENTIAL.for_rows(len(rows))(
             rows,
             c.inputs,
-            f.input_dtype == "float32",
             self.trees,
-            f.accumulate == "float32",
             self.order,
             self.exits,
-            c.counters,
-            self.state,
+            c.touched,
+            c.tally,
+            self.place,
+            self.raw,
+            self.flags,
+            self.decision,
         )
 
 
@@ -214,26 +222,17 @@ class _CascadeExecutor(_ForestOutputs):
     def __init__(self, plan: Cascade, ctx: Context) -> None:
         n, f = ctx.n, plan.forest
         self.forest, self.plan, self.ctx = f, plan, ctx
-        self.stage = np.zeros(n, dtype=np.int64)
-        self.jpos = np.zeros(n, dtype=np.int64)
-        self.cur = np.full(n, -1, dtype=np.int64)
+        # Stage, position in it, and node reached (rows ``kernels.STAGE``, ``JPOS``, ``CCUR``).
+        self.place = np.zeros((3, n), dtype=np.int64)
+        self.stage, self.jpos, self.cur = self.place
+        self.cur[:] = -1
         self.score = np.full(n, plan.stage_bias[0])
         self.tree_out = np.zeros((n, f.n_trees))
         self.tree_done = np.zeros((n, f.n_trees), dtype=np.bool_)
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
-        self.trees = (f.nodes, f.value, f.roots, f.tree_weight, f.tree_class)
+        self.trees = trees_record(f)
         self.stages = (plan.stage_ptr, plan.stage_trees, plan.stage_w, plan.stage_bias, plan.stage_thresholds)
-        self.state = (
-            self.stage,
-            self.jpos,
-            self.cur,
-            self.score,
-            self.tree_out,
-            self.tree_done,
-            self.done,
-            self.decision,
-        )
 
     @property
     def raw(self) -> np.ndarray:  # type: ignore[override]
@@ -244,9 +243,20 @@ class _CascadeExecutor(_ForestOutputs):
         return self.stage
 
     def advance(self, rows: np.ndarray) -> None:
-        f, c, p = self.forest, self.ctx, self.plan
+        c, p = self.ctx, self.plan
         kernels.RUN_CASCADE.for_rows(len(rows))(
-            rows, c.inputs, f.input_dtype == "float32", self.trees, self.stages, c.counters, self.state
+            rows,
+            c.inputs,
+            self.trees,
+            self.stages,
+            c.touched,
+            c.tally,
+            self.place,
+            self.score,
+            self.tree_out,
+            self.tree_done,
+            self.done,
+            self.decision,
         )
         # Examples that passed every stage are decided by the last stage's threshold.
         finished = rows[self.done[rows] & (self.decision[rows] == 0)]
@@ -281,7 +291,7 @@ class _LinearExecutor(_ModelExecutor):
     def advance(self, rows: np.ndarray) -> None:
         c, p = self.ctx, self.plan
         kernels.RUN_LINEAR.for_rows(len(rows))(
-            rows, c.inputs, (p.features, p.coef, p.intercept), c.counters, self.raw, self.done
+            rows, c.inputs, (p.features, p.coef, p.intercept), c.touched, c.tally, self.raw, self.done
         )
 
 
@@ -370,6 +380,15 @@ class _GatedExecutor(Executor):
                 lab = np.asarray(classes)[lab.astype(np.int64)]
             parts.append(lab)
         return self._pick(*parts)
+
+
+def trees_record(forest: Forest) -> tuple:
+    """What the kernels read of a forest, in one record: the node arrays (``Forest.nodes``),
+    leaf values, roots, tree weights and classes, and whether inputs are rounded to float32 and
+    sums kept in float32 (XGBoost, scikit-learn)."""
+    f = forest
+    round32, acc32 = f.input_dtype == "float32", f.accumulate == "float32"
+    return (f.nodes, f.value, f.roots, f.tree_weight, f.tree_class, round32, acc32)
 
 
 def round32(X: np.ndarray) -> np.ndarray:

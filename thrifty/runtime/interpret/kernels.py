@@ -14,6 +14,23 @@ from numba import njit, prange
 
 from thrifty.forest.kernels import Twin, add_leaf, add_tree, child, walk_one, walk_pair
 
+# Arguments travel in records: tuples of what a kernel only reads (``inputs``, ``trees``,
+# ``exits``, ``stages``), and 2-D arrays of what it writes, one row per field (``tally``,
+# ``place``, ``flags``; their rows are named below), each row bound in its own statement.
+# numba 0.68 silently drops a prange loop's writes to an array bound by unpacking four or more
+# values (``a, b, c, d = ...``), a tuple argument's or not; ``tests/test_structure.py`` keeps
+# every written array out of such an assignment.
+
+# Rows of ``tally`` (int64, a context's per-row counters): splits visited, trees evaluated, the
+# feature the row waits for (-1 when none).
+NODES, TREES, BLOCKED = 0, 1, 2
+# Rows of ``place`` (int64, where a row is): position in the order (the cascade's stage and
+# position in it), and the node it stopped at (-1 when at a tree's root).
+POS, CUR = 0, 1
+STAGE, JPOS, CCUR = 0, 1, 2
+# Rows of ``flags`` (bool): finished, and frozen by a bin table (no further exits).
+DONE, FROZEN = 0, 1
+
 
 @njit(parallel=True, cache=True)
 def settle_costs(touched, closure_ptr, closure_units, unit_ptr, unit_feat, unit_cost, acquired, feat_cost):
@@ -70,7 +87,7 @@ _BLOCK = 128
 
 
 @njit(parallel=True, cache=True)
-def run_sequential(rows, inputs, round32, trees, acc32, order, exits, counters, state):
+def run_sequential(rows, inputs, trees, order, exits, touched, tally, place, raw, flags, decision):
     """Trees in ``order``; after position r exit when raw > eps_pos[r] (+1) or < eps_neg[r] (-1);
     with several outputs, when the leading class's margin over the runner-up is > eps_pos[r].
 
@@ -79,16 +96,21 @@ def run_sequential(rows, inputs, round32, trees, acc32, order, exits, counters, 
     ``bin_pos`` and negative below its ``bin_neg`` (Fan et al.'s dynamic scheduling); a bin not
     listed freezes the row: it is evaluated in full, with no further exits.
 
-    The arguments are records (tuples) of arrays: ``inputs`` ``(X, known, all_known)``,
-    ``trees`` ``(nodes, value, roots, tree_weight, tree_class)`` (``nodes`` as
-    ``Forest.nodes``), ``exits`` ``Schedule.exits``, ``counters`` ``(touched, n_nodes,
-    n_trees, blocked)`` per row, and the executor's per-row ``state`` ``(pos, cur, raw, done,
-    exit_dir, frozen)``.
+    Read: ``inputs`` ``(X, known, all_known)``, ``trees`` ``(nodes, value, roots,
+    tree_weight, tree_class, round32, acc32)`` (``Forest.nodes``; inputs rounded to float32,
+    sums in float32), ``order``, ``exits`` (``Schedule.exits``). Written, per row: ``touched``
+    (features tested), ``tally``, ``place``, ``raw``, ``flags`` and ``decision`` (+1/-1 exit
+    side, 0 when the score decides).
     """
     X, known, all_known = inputs
-    nodes, value, roots, tree_weight, tree_class = trees
-    touched, n_nodes, n_trees, blocked = counters
-    pos, cur, raw, done, exit_dir, frozen = state
+    nodes, value, roots, tree_weight, tree_class, round32, acc32 = trees
+    n_nodes = tally[NODES]
+    n_trees = tally[TREES]
+    blocked = tally[BLOCKED]
+    pos = place[POS]
+    cur = place[CUR]
+    done = flags[DONE]
+    frozen = flags[FROZEN]
     feature = nodes[0]
     n_order = order.shape[0]
     width = value.shape[1]
@@ -135,7 +157,7 @@ def run_sequential(rows, inputs, round32, trees, acc32, order, exits, counters, 
                 n_trees[i] += 1
                 cur[i] = -1
                 pos[i] = p + 1
-                if _exit_after(i, p, _exit_score(raw, i, width), exits, exit_dir, frozen):
+                if _exit_after(i, p, _exit_score(raw, i, width), exits, decision, frozen):
                     done[i] = True
             if active == 0:
                 break
@@ -190,16 +212,19 @@ def _exit_after(i, p, g, exits, exit_dir, frozen):
 
 
 @njit(parallel=True, cache=True)
-def run_sequential_dense(X, trees, acc32, order, exits, counters, state, block):
+def run_sequential_dense(X, trees, order, exits, touched, tally, place, raw, flags, decision, block):
     """``run_sequential`` for the dense case, built for speed: each block keeps a compact list
     of its rows still running, so positions after most rows exited cost only the rows left,
     and walks them two at a time (``walk_pair``). Single-output forests; rows start at 0.
     Large blocks keep late positions cheap (a tree's nodes are fetched once per block however
     few of its rows remain), so ``block`` is as large as keeping every thread busy allows.
-    The records are ``run_sequential``'s (``blocked`` and ``cur`` are not used)."""
-    nodes, value, roots, tree_weight, _ = trees
-    touched, n_nodes, n_trees, _ = counters
-    pos, _, raw, done, exit_dir, frozen = state
+    Arguments as ``run_sequential``'s, ``X`` already rounded (``round32`` is not read)."""
+    nodes, value, roots, tree_weight, _, _, acc32 = trees
+    n_nodes = tally[NODES]
+    n_trees = tally[TREES]
+    pos = place[POS]
+    done = flags[DONE]
+    frozen = flags[FROZEN]
     n = X.shape[0]
     n_order = order.shape[0]
     n_blocks = (n + block - 1) // block
@@ -246,7 +271,7 @@ def run_sequential_dense(X, trees, acc32, order, exits, counters, state, block):
                 i = active[a]
                 n_trees[i] += 1
                 pos[i] = p + 1
-                if _exit_after(i, p, raw[i, 0], exits, exit_dir, frozen):
+                if _exit_after(i, p, raw[i, 0], exits, decision, frozen):
                     done[i] = True
                 else:
                     active[kept] = i
@@ -257,20 +282,26 @@ def run_sequential_dense(X, trees, acc32, order, exits, counters, state, block):
 
 
 @njit(parallel=True, cache=True)
-def run_cascade(rows, inputs, round32, trees, stages, counters, state):
+def run_cascade(
+    rows, inputs, trees, stages, touched, tally, place, score, tree_out, tree_done, done, decision
+):
     """Stages ``k`` score ``bias[k] + sum_t w[k,t] h_t(x)``; reject below ``thr[k]`` (k < K-1).
 
     ``h_t(x) = tree_weight[t] * leaf value``; each tree is evaluated at most once per example
-    and its output reused by later stages. Records as ``run_sequential``'s, with ``stages``
-    ``(stage_ptr, stage_trees, stage_w, stage_bias, stage_thr)`` (``Cascade``'s CSR of stages)
-    and the per-row ``state`` ``(stage, jpos, cur, score, tree_out, tree_done, done,
-    exit_dir)``; ``tree_class`` is not used (a cascade scores one output).
+    and its output reused by later stages. Arguments as ``run_sequential``'s, with ``stages``
+    ``(stage_ptr, stage_trees, stage_w, stage_bias, stage_thr)`` (``Cascade``'s CSR of stages),
+    ``place``'s rows ``STAGE``, ``JPOS`` and ``CCUR``, each row's ``score``, and each row's
+    tree outputs computed so far (``tree_out``, ``tree_done``).
     """
     X, known, all_known = inputs
-    nodes, value, roots, tree_weight, _ = trees
+    nodes, value, roots, tree_weight, _, round32, _ = trees
     stage_ptr, stage_trees, stage_w, stage_bias, stage_thr = stages
-    touched, n_nodes, n_trees, blocked = counters
-    stage, jpos, cur, score, tree_out, tree_done, done, exit_dir = state
+    n_nodes = tally[NODES]
+    n_trees = tally[TREES]
+    blocked = tally[BLOCKED]
+    stage = place[STAGE]
+    jpos = place[JPOS]
+    cur = place[CCUR]
     feature = nodes[0]
     n_stages = stage_ptr.shape[0] - 1
     for r in prange(rows.shape[0]):
@@ -312,7 +343,7 @@ def run_cascade(rows, inputs, round32, trees, stages, counters, state):
             if k == n_stages - 1:
                 break
             if s < stage_thr[k]:
-                exit_dir[i] = -1
+                decision[i] = -1
                 break
             k += 1
             j = 0
@@ -326,12 +357,12 @@ def run_cascade(rows, inputs, round32, trees, stages, counters, state):
 
 
 @njit(parallel=True, cache=True)
-def run_linear(rows, inputs, model, counters, raw, done):
+def run_linear(rows, inputs, model, touched, tally, raw, done):
     """A linear model ``model`` ``(features, coef, intercept)``: tests every feature with a
-    non-zero coefficient. Records as ``run_sequential``'s."""
+    non-zero coefficient. Arguments as ``run_sequential``'s."""
     X, known, all_known = inputs
     features, coef, intercept = model
-    touched, _, _, blocked = counters
+    blocked = tally[BLOCKED]
     n_out = coef.shape[1]
     for r in prange(rows.shape[0]):
         i = rows[r]

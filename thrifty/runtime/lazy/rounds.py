@@ -129,7 +129,7 @@ def run_lazy(
 
     The provider is called once per requested pair, with one feature id, and returns an array
     of shape ``(len(row_ids), 1)`` (or ``(len(row_ids),)``). A provider with a
-    ``fetch(requests)`` method (``thrifty.providers.RequestsProvider``) is asked once per round.
+    ``fetch(requests)`` method (``thrifty.providers.RoundProvider``) is asked once per round.
     """
     fetch = getattr(provider, "fetch", None)
     if inspect.iscoroutinefunction(fetch) or inspect.iscoroutinefunction(provider):

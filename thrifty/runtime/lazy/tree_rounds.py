@@ -28,7 +28,7 @@ _CHUNK = 4096
 def tree_rounds(
     plan: Full, costs: CostModel, *, n_rows: int, chunk_size: int | None = None, n_threads: int | None = None
 ) -> Generator[Requests, list[np.ndarray], Evaluation]:
-    """Requestss (as :func:`thrifty.runtime.lazy.lazy_rounds`) with every tree advancing on its own.
+    """Rounds (as :func:`thrifty.runtime.lazy.lazy_rounds`) with every tree advancing on its own.
 
     The yielded pairs ``(feature_id, row_ids)`` have distinct features within a round, but a
     row may appear under several features. The returned Evaluation is that of the in-order

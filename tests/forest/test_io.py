@@ -18,7 +18,7 @@ from sklearn.ensemble import (
 )
 from sklearn.tree import DecisionTreeClassifier
 
-from tests.forest.conftest import make_data, split_values
+from tests._helpers.importers import make_data, split_values
 from thrifty.forest import Forest
 from thrifty.forest.io import FORMAT, VERSION, decode_array, encode_array
 

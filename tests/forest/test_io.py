@@ -19,6 +19,7 @@ from sklearn.ensemble import (
 from sklearn.tree import DecisionTreeClassifier
 
 from tests._helpers.importers import make_data, split_values
+from tests._helpers.plain_json import loads_plain_json
 from thrifty.forest import Forest
 from thrifty.forest.io import FORMAT, VERSION, decode_array, encode_array
 
@@ -198,7 +199,7 @@ def test_round_trip_gives_identical_predictions(imported):
 
 def test_document_is_plain_versioned_json(imported):
     forest, _ = imported
-    doc = json.loads(forest.to_json())
+    doc = loads_plain_json(forest.to_json())  # raises on NaN or Infinity
     assert doc["format"] == FORMAT and doc["version"] == VERSION
     assert doc["source"] == forest.source
 

@@ -126,15 +126,21 @@ def test_sample_weight_checks():
             check_sample_weight(bad, 3)
 
 
-def test_to_frame_keeps_names_and_categories():
+def test_to_frame_keeps_polars_names_and_categories():
     pl = pytest.importorskip("polars")
-    pa = pytest.importorskip("pyarrow")
     df = pl.DataFrame({"age": [1.0, 2.0], "city": pl.Series(["a", "b"], dtype=pl.Categorical)})
     out = to_frame(df)
     assert list(out.columns) == ["age", "city"] and isinstance(out["city"].dtype, pd.CategoricalDtype)
+
+
+def test_to_frame_keeps_pyarrow_names_and_categories():
+    pa = pytest.importorskip("pyarrow")
     table = pa.table({"x": [1.0, 2.0], "c": pa.array(["u", "v"]).dictionary_encode()})
     out = to_frame(table)
     assert list(out.columns) == ["x", "c"] and isinstance(out["c"].dtype, pd.CategoricalDtype)
+
+
+def test_to_frame_passes_arrays_through():
     arr = np.ones((2, 2))
     assert to_frame(arr) is arr
 

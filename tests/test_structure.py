@@ -321,3 +321,101 @@ def test_every_subpackage_name_resolves(package):
     for name in module.__all__:
         assert getattr(module, name) is not None, f"{package}.{name}"
     assert set(module.__all__) <= set(dir(module))
+
+
+TESTS = Path(__file__).resolve().parent
+# Imports of other test modules still to be removed (issue 23), by the module imported and where its
+# helpers go: each imported module -> the test files importing it. A move that removes an import
+# removes its entry (the test fails on an entry that no longer occurs, so the list only shrinks).
+PENDING_TEST_IMPORTS = {
+    # the pure-Python reference runtime and its random forests and inputs -> tests/_helpers/
+    "tests.runtime.reference": {
+        "tests/cascade/test_cronus.py",
+        "tests/order/test_margin.py",
+        "tests/runtime/test_async_eval.py",
+        "tests/runtime/test_codegen_vector.py",
+        "tests/runtime/test_compiled.py",
+        "tests/runtime/test_evaluate.py",
+        "tests/runtime/test_lazy.py",
+        "tests/runtime/test_opaque.py",
+        "tests/runtime/test_serving.py",
+        "tests/test_io.py",
+    },
+    # N_FEATURES, REF, cost_model, lazy_provider -> tests/_helpers/
+    "tests.runtime.test_evaluate": {
+        "tests/runtime/test_async_eval.py",
+        "tests/runtime/test_codegen_vector.py",
+        "tests/runtime/test_compiled.py",
+        "tests/runtime/test_lazy.py",
+        "tests/runtime/test_opaque.py",
+        "tests/runtime/test_serving.py",
+    },
+    # PLANS, check, matrices -> tests/_helpers/
+    "tests.runtime.test_compiled": {"tests/runtime/test_codegen_vector.py", "tests/runtime/test_serving.py"},
+    # NAMES and write_store -> tests/_helpers/; the small_model fixture -> tests/conftest.py
+    "tests.providers.conftest": {
+        "tests/providers/test_http.py",
+        "tests/providers/test_sql.py",
+        "tests/runtime/conftest.py",
+        "tests/serve/conftest.py",
+        "tests/serve/test_serve.py",
+    },
+    # FeatureService and serving -> tests/_helpers/
+    "tests.providers.feature_service": {"tests/providers/test_http.py", "tests/serve/test_serve.py"},
+    # the names now live in tests._helpers.names
+    "tests.forest.test_names": {"tests/test_cli_inputs.py"},
+}
+
+
+def _tests_module(name: str) -> str:
+    """The module or package of the tests tree a dotted import name loads (``tests.a.b.f`` ->
+    ``tests.a.b``)."""
+    parts = name.split(".")
+    while len(parts) > 1:
+        path = TESTS.parent.joinpath(*parts)
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            break
+        parts.pop()
+    return ".".join(parts)
+
+
+def _test_imports() -> set[tuple[str, str]]:
+    """(module of the tests tree, file importing it) for every file outside tests/_helpers, apart
+    from imports of tests/_helpers and of a file's own (empty) package."""
+    found = set()
+    for path in sorted(TESTS.rglob("*.py")):
+        relative = path.relative_to(TESTS.parent)
+        if relative.parts[1] == "_helpers":
+            continue
+        own_package = ".".join(relative.parent.parts)
+        for node in _all_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:  # from . import x, from ..a import x
+                package = relative.parent.parts[: len(relative.parent.parts) + 1 - node.level]
+                module = ".".join([*package, *([node.module] if node.module else [])])
+                names = [f"{module}.{alias.name}" for alias in node.names]
+            else:
+                names = _names(node)
+            for name in names:
+                if name.split(".")[0] != "tests":
+                    continue
+                module = _tests_module(name)
+                if module not in (own_package, "tests._helpers") and not module.startswith("tests._helpers."):
+                    found.add((module, relative.as_posix()))
+    return found
+
+
+def test_test_modules_import_helpers_only_from_tests_helpers():
+    # A test module that imports another runs (and may break with) the other's module-level code,
+    # and hides which of its names are shared: shared helpers live in tests/_helpers (plain
+    # functions and data) or a conftest.py (fixtures).
+    found = _test_imports()
+    pending = {(module, file) for module, files in PENDING_TEST_IMPORTS.items() for file in files}
+    new = [
+        f"{file} imports {module}: share what it uses through tests/_helpers"
+        for module, file in found - pending
+    ]
+    gone = [
+        f"{file} no longer imports {module}: remove it from PENDING_TEST_IMPORTS"
+        for module, file in pending - found
+    ]
+    assert not new and not gone, "\n".join(sorted(new) + sorted(gone))

@@ -9,7 +9,7 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 import thrifty
-from tests.forest.test_names import LIGHTGBM_OK, NASTY
+from tests._helpers.names import LIGHTGBM_OK, NASTY
 from thrifty import (
     ADAPTClassifier,
     BudgetPrunedClassifier,

@@ -6,7 +6,7 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import thrifty
-from tests.order.test_estimator import categorical_frame
+from tests._helpers.data import categorical_frame
 from thrifty import CostModel
 from thrifty.cascade import CronusClassifier, cronus
 

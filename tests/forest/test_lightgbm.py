@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.forest.conftest import SETTINGS, assert_close, make_data, matrices, split_values
+from tests._helpers.importers import SETTINGS, assert_close, make_data, matrices
 from thrifty.forest import Forest
 
 lgb = pytest.importorskip("lightgbm")
@@ -148,17 +147,6 @@ BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "early_stopped": _early_stopped,
     "dart": _dart,
 }
-
-
-@pytest.fixture(scope="module", params=list(BUILDERS))
-def case(request) -> Case:
-    # One generator per case, so a case's model does not depend on which cases ran before.
-    built = BUILDERS[request.param](np.random.default_rng(zlib.crc32(request.param.encode())))
-    # The forest lives in the case (not in a fixture of its own) so it can never be paired
-    # with another case's model.
-    built.forest = Forest.from_model(built.model)
-    built.thresholds = split_values(built.forest)
-    return built
 
 
 def _check(case: Case, forest: Forest, X: np.ndarray) -> None:

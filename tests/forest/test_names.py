@@ -9,26 +9,9 @@ from hypothesis import strategies as st
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 
 import thrifty
+from tests._helpers.names import LIGHTGBM_OK, NASTY, XGBOOST_OK
 from thrifty import CostModel, Forest
 from thrifty.forest.names import align, check_unique, lightgbm_frame
-
-# Names users write (each row a kind LightGBM, XGBoost or pandas treats specially).
-NASTY = [
-    "blood pressure",  # a space: LightGBM stores blood_pressure
-    "a,b",  # a comma: LightGBM refuses it
-    "x[1]",  # brackets: LightGBM and XGBoost refuse them
-    "<y>",  # '<': XGBoost refuses it
-    '"q"',  # quotes: LightGBM refuses them
-    "é",  # accented letter
-    "温度",  # CJK
-    ":",  # a colon alone: LightGBM refuses it
-    "1st",  # a leading digit
-    " ",  # a name that is only a space: LightGBM stores "_"
-]
-# The subset LightGBM trains on directly (it stores spaces as underscores).
-LIGHTGBM_OK = ["blood pressure", "<y>", "é", "温度", "1st", " ", "x=1", "tab\there", "back\\slash", "a b"]
-# The subset XGBoost trains on directly (it keeps names exactly).
-XGBOOST_OK = ["blood pressure", "a,b", '"q"', "é", "温度", ":", "1st", " ", "a>b", "tab\there"]
 
 
 def _frame(names, n=240, seed=0):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +27,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor, ExtraTreeRegressor
 
-from tests.forest.conftest import SETTINGS, assert_close, make_data, matrices, split_values
+from tests._helpers.importers import SETTINGS, assert_close, make_data, matrices
 from thrifty.forest import Forest
 
 
@@ -197,14 +196,6 @@ BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "hgb_regressor": _hgb_regressor,
     "hgb_categorical": _hgb_categorical,
 }
-
-
-@pytest.fixture(scope="module", params=list(BUILDERS))
-def case(request) -> Case:
-    built = BUILDERS[request.param](np.random.default_rng(zlib.crc32(request.param.encode())))
-    built.forest = Forest.from_model(built.model)
-    built.thresholds = split_values(built.forest)
-    return built
 
 
 def _raw(model: Any, X: np.ndarray) -> np.ndarray:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import warnings
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.forest.conftest import SETTINGS, assert_close, make_data, matrices, split_values
+from tests._helpers.importers import SETTINGS, assert_close, make_data, matrices
 from thrifty.forest import Forest
 
 xgb = pytest.importorskip("xgboost")
@@ -201,14 +200,6 @@ BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "categorical": _categorical,
     "onehot_categorical": _onehot_categorical,
 }
-
-
-@pytest.fixture(scope="module", params=list(BUILDERS))
-def case(request) -> Case:
-    built = BUILDERS[request.param](np.random.default_rng(zlib.crc32(request.param.encode())))
-    built.forest = Forest.from_model(built.model)
-    built.thresholds = split_values(built.forest)
-    return built
 
 
 def _float32_resum(forest: Forest, X: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import thrifty
+from tests._helpers.data import categorical_frame
 from thrifty.exceptions import BudgetError
 from thrifty.order import QWYCClassifier, qwyc
 
@@ -222,26 +223,6 @@ def test_progress_bar_runs(data, capsys):
     clf = QWYCClassifier(model, alpha=0.01, progress=True).fit(X)  # not a TTY under pytest: silent
     assert clf.plan_ is not None
     assert "QWYC positions" not in capsys.readouterr().err
-
-
-def categorical_frame(kind, n=600, seed=0):
-    """A pandas frame with a categorical column and a name LightGBM stores otherwise, its labels,
-    and the same frame as ``kind`` ("pandas", "polars" or "pyarrow") hands it to thrifty."""
-    pd = pytest.importorskip("pandas")
-    rng = np.random.default_rng(seed)
-    X = pd.DataFrame(
-        {
-            "age": rng.normal(40, 10, n),
-            "colour": pd.Categorical(rng.choice(["red", "green", "blue"], n)),
-            "blood pressure": rng.normal(120, 15, n),
-        }
-    )
-    y = ((X["colour"] == "red") ^ (X["age"] > 45)).astype(int).to_numpy()
-    if kind == "polars":
-        return X, y, pytest.importorskip("polars").from_pandas(X)
-    if kind == "pyarrow":
-        return X, y, pytest.importorskip("pyarrow").Table.from_pandas(X)
-    return X, y, X
 
 
 @pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow"])

@@ -468,19 +468,17 @@ def test_a_categorical_frame_goes_through_to_the_hpc(kind):
         ADAPTClassifier(hpc, method="lin", **FAST).fit(X, y)
 
 
-def test_polars_and_pyarrow_frames_equal_pandas(binary):
+@pytest.mark.parametrize("module", ["polars", "pyarrow"])
+def test_polars_and_pyarrow_frames_equal_pandas(binary, module):
     import pandas as pd
 
+    lib = pytest.importorskip(module)
     X, y, Xt, _, hpc = binary
     names = [f"f{i}" for i in range(X.shape[1])]
     frame = pd.DataFrame(X, columns=names)
     hpc = RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0).fit(frame, y)
     ref = ADAPTClassifier(hpc, **FAST).fit(frame, y).predict_proba(pd.DataFrame(Xt, columns=names))
-    for module in ("polars", "pyarrow"):
-        lib = pytest.importorskip(module)
-        table = lib.Table.from_pandas(frame) if module == "pyarrow" else lib.from_pandas(frame)
-        test = pd.DataFrame(Xt, columns=names)
-        test = lib.Table.from_pandas(test) if module == "pyarrow" else lib.from_pandas(test)
-        est = ADAPTClassifier(hpc, **FAST).fit(table, y)
-        assert list(est.feature_names_in_) == names
-        np.testing.assert_array_equal(est.predict_proba(test), ref)
+    convert = lib.Table.from_pandas if module == "pyarrow" else lib.from_pandas
+    est = ADAPTClassifier(hpc, **FAST).fit(convert(frame), y)
+    assert list(est.feature_names_in_) == names
+    np.testing.assert_array_equal(est.predict_proba(convert(pd.DataFrame(Xt, columns=names))), ref)

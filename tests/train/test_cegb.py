@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from tests._helpers.data import linear_binary
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.runtime.evaluate import evaluate
@@ -19,13 +20,6 @@ from thrifty.train.cegb import (
 )
 
 FAST = {"n_jobs": 1, "progress": False}
-
-
-def _binary(n=1500, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 6))
-    y = (X[:, 0] + 0.6 * X[:, 1] + 0.4 * X[:, 2] + rng.normal(scale=0.5, size=n) > 0).astype(int)
-    return X, y
 
 
 _WEIGHT_REASON = (
@@ -92,7 +86,7 @@ def test_penalties_from_groups_dependencies_and_evaluation_costs():
 
 
 def test_expensive_feature_never_used_and_free_feature_used_freely():
-    X, y = _binary()
+    X, y = linear_binary()
     X = np.column_stack([X[:, 0], X[:, 0] + 1e-3 * np.random.default_rng(2).normal(size=len(y)), X[:, 1:]])
     # column 0 is free; column 1 is a (slightly noisy) copy of it costing 1000; others cost 5
     costs = CostModel([0.0, 1000.0, 5, 5, 5, 5, 5])
@@ -105,7 +99,7 @@ def test_expensive_feature_never_used_and_free_feature_used_freely():
 
 
 def test_coupled_cost_feature_is_reused_once_used():
-    X, y = _binary()
+    X, y = linear_binary()
     # only once-per-model costs: whichever of the two informative copies is paid for first is
     # then free, so the model never pays for the other copy
     Xc = np.column_stack([X[:, 0], X[:, 0].copy(), X[:, 1]])
@@ -119,7 +113,7 @@ def test_coupled_cost_feature_is_reused_once_used():
 
 
 def test_budget_search_records_every_trial_and_keeps_the_dearest_feasible():
-    X, y = _binary(2000)
+    X, y = linear_binary(2000)
     costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0], split_cost=0.01)
     X_cal = X[1500:]
     clf = CEGBClassifier(costs=costs, budget=3.0, n_estimators=40, **FAST)
@@ -135,7 +129,7 @@ def test_budget_search_records_every_trial_and_keeps_the_dearest_feasible():
 
 
 def test_weighted_calibration_rows_weigh_the_mean_cost():
-    X, y = _binary(1200)
+    X, y = linear_binary(1200)
     costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0])
     w = np.random.default_rng(0).uniform(0, 2, size=400)
     clf = CEGBClassifier(costs=costs, budget=4.0, n_estimators=20, **FAST)
@@ -148,7 +142,7 @@ def test_weighted_calibration_rows_weigh_the_mean_cost():
 
 
 def test_budget_below_the_cheapest_model_raises():
-    X, y = _binary(300)
+    X, y = linear_binary(300)
     costs = CostModel.uniform(6, tree_cost=1.0)
     with pytest.raises(BudgetError, match="cheapest possible model"):
         CEGBClassifier(costs=costs, budget=0.5, n_estimators=5, **FAST).fit(X, y)
@@ -170,7 +164,7 @@ def test_forest_equals_booster_with_categorical_and_multiclass():
 
 
 def test_errors_name_the_problem():
-    X, y = _binary(200)
+    X, y = linear_binary(200)
     with pytest.raises(ValueError, match="X has 6 features, but costs= prices 2"):
         CEGBClassifier(costs=[1.0, 2.0], **FAST).fit(X, y)
     with pytest.raises(InvalidParameterError, match="not both"):
@@ -202,7 +196,7 @@ def test_ranker_with_qid_and_frontier():
 
 
 def test_dataframe_names_align_costs():
-    X, y = _binary(400)
+    X, y = linear_binary(400)
     df = pd.DataFrame(X, columns=list("abcdef"))
     costs = CostModel(dict(zip("fedcba", [1.0, 1, 1, 1, 1, 100.0])), feature_names=list("fedcba"))
     clf = CEGBClassifier(costs=costs, tradeoff=0.01, n_estimators=20, **FAST).fit(df, y)
@@ -214,7 +208,7 @@ def test_cost_jump_bridged_by_stopping_boosting_at_the_budget():
     # uniform costs: just above the trade-off that makes the first split worthwhile the model
     # is empty; just below it, many small leaves buy features at once. A budget in that gap is
     # met by the cheapest over-budget model cut where the budget runs out.
-    X, y = _binary(2000, seed=5)
+    X, y = linear_binary(2000, seed=5)
     clf = CEGBClassifier(costs=CostModel.uniform(6), budget=2.5, n_estimators=60, **FAST).fit(X, y)
     assert clf.calibration_cost_ <= 2.5 and clf.truncated_
     assert clf.n_estimators_ < clf.booster_.current_iteration()
@@ -251,7 +245,7 @@ def test_thyroid_dependencies_are_paid_exactly(data_home):
 @pytest.mark.parametrize("kind", ["polars", "pyarrow"])
 def test_polars_and_pyarrow_tables_keep_names_and_categories(kind):
     lib = pytest.importorskip(kind, reason=f"{kind} is needed to test {kind} input")
-    X, y = _binary(600)
+    X, y = linear_binary(600)
     df = pd.DataFrame(X, columns=list("abcdef"))
     df["g"] = pd.Categorical(np.where(X[:, 0] > 0.5, "hi", np.where(X[:, 0] < -0.5, "lo", "mid")))
     table = lib.from_pandas(df) if kind == "polars" else lib.Table.from_pandas(df, preserve_index=False)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from tests._helpers.data import linear_binary
 from thrifty.costs import CostModel
 from thrifty.train.greedymiser import (
     GreedyMiserClassifier,
@@ -13,13 +14,6 @@ from thrifty.train.greedymiser import (
 )
 
 FAST = {"n_jobs": 1, "progress": False}
-
-
-def _binary(n=1500, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 6))
-    y = (X[:, 0] + 0.6 * X[:, 1] + 0.4 * X[:, 2] + rng.normal(scale=0.5, size=n) > 0).astype(int)
-    return X, y
 
 
 _WEIGHT_REASON = (
@@ -43,7 +37,7 @@ def test_sklearn_compatible(estimator, check):
 
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_forest_equals_booster_plus_init_score(n_classes):
-    X, y = _binary()
+    X, y = linear_binary()
     if n_classes == 3:
         y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
     clf = GreedyMiserClassifier(tradeoff=1e-4, n_estimators=25, **FAST).fit(X, y)
@@ -56,7 +50,7 @@ def test_forest_equals_booster_plus_init_score(n_classes):
 
 def test_first_order_leaf_values_and_complete_depth_four_trees():
     # unit hessian: a leaf's value is learning_rate * mean(negative gradient) of its rows
-    X, y = _binary(2000)
+    X, y = linear_binary(2000)
     clf = GreedyMiserClassifier(
         tradeoff=0.0, n_estimators=1, learning_rate=0.5, min_child_samples=1, **FAST
     ).fit(X, y)
@@ -70,7 +64,7 @@ def test_first_order_leaf_values_and_complete_depth_four_trees():
 
 
 def test_coupled_cost_charged_once_per_model():
-    X, y = _binary()
+    X, y = linear_binary()
     costs = CostModel([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
     params = greedymiser_params(costs, 0.5, n_rows=1500)
     assert params["cegb_tradeoff"] == 1.0
@@ -85,7 +79,7 @@ def test_coupled_cost_charged_once_per_model():
 
 
 def test_frontier():
-    X, y = _binary(2000)
+    X, y = linear_binary(2000)
     costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0])
     table = greedymiser_frontier(
         X[:1500], y[:1500], costs, budgets=[2.0, 8.0], test=(X[1500:], y[1500:]), n_estimators=20, **FAST
@@ -95,7 +89,7 @@ def test_frontier():
 
 
 def test_regressor_forest_equals_booster():
-    X, y = _binary()
+    X, y = linear_binary()
     t = 3 * X[:, 0] + X[:, 1] + 1.0
     reg = GreedyMiserRegressor(tradeoff=1e-3, n_estimators=30, **FAST).fit(X, t)
     np.testing.assert_allclose(reg.predict(X), reg.booster_.predict(X) + reg.init_score_[0], rtol=1e-12)
@@ -104,7 +98,7 @@ def test_regressor_forest_equals_booster():
 
 def test_coupled_penalty_is_charged_per_unit_of_weight():
     # doubling every weight doubles the loss and must double the penalty: the same model
-    X, y = _binary(800)
+    X, y = linear_binary(800)
     costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0])
     params = dict(costs=costs, tradeoff=0.003, n_estimators=30, **FAST)  # the penalty binds here
     one = GreedyMiserClassifier(**params).fit(X, y)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-    from thrifty.comparison.compare import Comparison
+    from thrifty.comparison.result import Comparison
 
 COLUMNS = [
     "method",

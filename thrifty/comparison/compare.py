@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.multiclass import type_of_target
 
-from thrifty.comparison.methods import METHODS, Context, _rounds
+from thrifty.comparison.methods import METHODS, _rounds
 from thrifty.comparison.result import Comparison
 from thrifty.comparison.selection import confirm, eligible_front, select
+from thrifty.comparison.settings import Settings, check_budgets, check_time_limit
 from thrifty.comparison.sweep import (
-    CALIBRATION,
     FitTask,
     Reporter,
+    fitting_context,
     fold_indices,
     holdout_indices,
     run_tasks,
@@ -29,8 +30,9 @@ from thrifty.comparison.sweep import (
 )
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.forest import Forest
 
-# Comparison is re-exported: thrifty.comparison.compare.Comparison is where thrifty's namespace finds it.
+# Comparison (comparison/result.py) is re-exported: thrifty's namespace finds it here.
 __all__ = ["Comparison", "compare"]
 
 #: Budgets (fractions of the plain LightGBM model's mean cost on the calibration rows) the
@@ -144,8 +146,11 @@ def compare(
     Comparison
     """
     start = time.perf_counter()
-    _check_positive(budgets, time_limit, cv)
-    wall_end = None if time_limit is None else time.time() + float(time_limit)
+    budgets = None if budgets is None else check_budgets(budgets)
+    time_limit = check_time_limit(time_limit)
+    if cv is not None and (cv == 1 or cv < 0):
+        raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
+    wall_end = None if time_limit is None else time.time() + time_limit
     X, y, qid = _frame(X), _labels(y, "y"), None if qid is None else np.asarray(qid)
     task = _task(y, qid) if task is None else task
     if task not in ("binary", "multiclass", "ranking", "regression"):
@@ -171,8 +176,18 @@ def compare(
         folds = [_holdout(y, qid, task, n_given if X_val is not None else None, random_state)]
         final = folds[0][0]
         selection = f"a validation split of {len(folds[0][1]):,} rows"
-    params = _lightgbm_params(len(final), task, n_jobs, lightgbm_params)
-    ctx = _final_context(take(X, y, qid, final), task, costs, params, n_jobs, random_state, quick)
+    settings = Settings(
+        task=task,
+        costs=costs,
+        budgets=tuple(budgets or ()),
+        lightgbm_params=_lightgbm_params(len(final), task, n_jobs, lightgbm_params),
+        n_jobs=n_jobs,
+        random_state=random_state,
+        quick=quick,
+    )
+    # The final fit (every row but the test rows, or the validation split's fitting rows): its
+    # plain model prices the default budgets and is the baseline.
+    ctx = fitting_context(settings, *take(X, y, qid, final))
     full_cost = ctx.full_cost
     if not np.isfinite(full_cost) or not np.isfinite(costs.feature_costs.sum()):
         raise InputError(
@@ -180,36 +195,16 @@ def compare(
             "than a float holds (inf per example); rescale them, e.g. to thousands"
         )
     if budgets is None:
-        budgets = [f * full_cost for f in (QUICK_BUDGET_FRACTIONS if quick else BUDGET_FRACTIONS)]
-    budgets = sorted(float(b) for b in budgets)
+        fractions = QUICK_BUDGET_FRACTIONS if quick else BUDGET_FRACTIONS
+        settings = replace(settings, budgets=tuple(float(f * full_cost) for f in fractions))
 
-    common = dict(
-        task=task,
-        costs=costs,
-        budgets=budgets,
-        lightgbm_params=params,
-        n_jobs=n_jobs,
-        random_state=random_state,
-        quick=quick,
-    )
     # Fold by fold, each method in turn: should the allowance run out, every method has had
     # its first fold before any has a second (and see _sweep's first pass).
     tasks = []
     for f, (fit, held) in enumerate(folds):
         (Xf, yf, qf), (Xe, ye, qe) = take(X, y, qid, fit), take(X, y, qid, held)
         tasks += [
-            FitTask(
-                m.key,
-                f,
-                X_fit=Xf,
-                y_fit=yf,
-                qid_fit=qf,
-                X_eval=Xe,
-                y_eval=ye,
-                qid_eval=qe,
-                keep_models=not k,
-                **common,
-            )
+            FitTask(m.key, f, settings, Xf, yf, qf, X_eval=Xe, y_eval=ye, qid_eval=qe, keep_models=not k)
             for m in chosen
         ]
     # Under cross-validation a share of the allowance is kept for the final refit.
@@ -230,10 +225,10 @@ def compare(
         refit_end = (
             None
             if wall_end is None or time_limit is None
-            else max(wall_end + REFIT_GRACE * float(time_limit), time.time() + float(time_limit) / (k + 1))
+            else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
         )
         models, refit_stopped = _refit(
-            wanted, chosen, ctx, (X, y, qid), common, executor, refit_end, progress
+            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, executor, refit_end, progress
         )
         stopped |= refit_stopped
     else:  # the validation split's models are the final ones
@@ -264,7 +259,7 @@ def compare(
         models=models,
         task=task,
         full_cost=float(full_cost),
-        budgets=budgets,
+        budgets=list(settings.budgets),
         skipped=skipped,
         stopped_early=stopped,
         seconds=time.perf_counter() - start,
@@ -293,34 +288,6 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
     return params
 
 
-def _final_context(
-    rows: tuple[Any, np.ndarray, np.ndarray | None],
-    task: str,
-    costs: CostModel,
-    params: dict[str, Any],
-    n_jobs: int,
-    random_state: int,
-    quick: bool,
-) -> Context:
-    """The context of the final fit (every row but the test rows, or the validation split's
-    fitting rows): its plain model prices the budgets and is the baseline."""
-    (Xt, yt, qt), (Xc, yc, qc) = split_rows(*rows, task, CALIBRATION, random_state)
-    return Context(
-        task=task,
-        X_train=Xt,
-        y_train=yt,
-        X_val=Xc,
-        y_val=yc,
-        costs=costs,
-        qid_train=qt,
-        qid_val=qc,
-        lightgbm_params=params,
-        n_jobs=n_jobs,
-        random_state=random_state,
-        quick=quick,
-    )
-
-
 def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool, stage: str) -> list:
     names = {m.key: m.name for m in METHODS.values()}
     reporter = Reporter(tasks, names, progress, stage)
@@ -335,9 +302,9 @@ def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: 
 def _refit(
     wanted: dict[str, list[str]],
     chosen: list,
-    ctx: Context,
-    rows: tuple,
-    common: dict[str, Any],
+    baseline: Forest,
+    rows: tuple[Any, np.ndarray, np.ndarray | None],
+    settings: Settings,
     executor: Any,
     deadline: float | None,
     progress: bool,
@@ -346,17 +313,14 @@ def _refit(
     time allowance cut a refit short)."""
     wanted = {method: list(names) for method, names in wanted.items()}
     models: dict[tuple[str, str], Any] = {}
-    # The plain model is the final context's own (same rows, same parameters).
-    whole = f"k={_rounds(ctx.lightgbm())}"
+    # The plain model is the final fit's own baseline (same rows, same parameters).
+    whole = f"k={_rounds(baseline)}"
     if whole in wanted.get(REFERENCE, []):
-        models[REFERENCE, whole] = ctx.lightgbm()
+        models[REFERENCE, whole] = baseline
         wanted[REFERENCE].remove(whole)
-    X, y, qid = rows
     # Cheapest first, as in the selection.
     refits = [
-        FitTask(m.key, -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(wanted[m.name]), **common)
-        for m in chosen
-        if wanted.get(m.name)
+        FitTask(m.key, -1, settings, *rows, only=tuple(wanted[m.name])) for m in chosen if wanted.get(m.name)
     ]
     done = _run(refits, executor, deadline, progress, "refit")
     models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
@@ -465,24 +429,6 @@ def _check_classes(y: np.ndarray, task: str) -> None:
             "needs at least two classes - check the label column (--target), or "
             "pass task='regression' for a numeric target"
         )
-
-
-def _check_positive(budgets: Sequence[float] | None, time_limit: float | None, cv: int | None) -> None:
-    if budgets is not None:
-        bad = [b for b in budgets if not (np.isfinite(float(b)) and float(b) > 0)]
-        if bad or not len(budgets):
-            raise InputError(
-                f"budgets must be positive mean costs per example, got {list(budgets)}; "
-                "e.g. budgets=[5, 10, 20] (or leave them out for fractions of the "
-                "plain model's cost)"
-            )
-    if time_limit is not None and not (np.isfinite(float(time_limit)) and float(time_limit) > 0):
-        raise InputError(
-            f"time_limit must be a positive number of seconds, got {time_limit}; "
-            "e.g. time_limit=120 (or None for no limit)"
-        )
-    if cv is not None and (cv == 1 or cv < 0):
-        raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
 
 
 def _stack(X: pd.DataFrame, X_val: pd.DataFrame) -> pd.DataFrame:

@@ -41,6 +41,7 @@ def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any
         costs = CostModel.from_file(args.costs, names) if args.costs is not None else None
         return X, y, qid, {}, costs, None
     from thrifty import datasets
+    from thrifty.comparison.report import cost_unit
 
     ds = datasets.load(args.data)
     X, y, qid = ds.subset("train")
@@ -49,8 +50,7 @@ def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any
         splits["X_val"], splits["y_val"], splits["qid_val"] = ds.subset("valid")
     splits["X_test"], splits["y_test"], splits["qid_test"] = ds.subset("test")
     costs = CostModel.from_file(args.costs, ds.feature_names) if args.costs is not None else ds.costs
-    unit = "$" if "dollar" in str((ds.meta or {}).get("cost_unit", "")).lower() else None
-    return X, y, qid, splits, costs, unit
+    return X, y, qid, splits, costs, cost_unit(ds.meta)
 
 
 def _categorical(X: Any) -> Any:

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.multiclass import type_of_target
 
-from thrifty.comparison.methods import METHODS, _rounds
+from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
 from thrifty.comparison.result import Comparison
-from thrifty.comparison.selection import confirm, eligible_front, select
+from thrifty.comparison.selection import baseline_row, confirm, eligible_front, select
 from thrifty.comparison.settings import Settings, check_budgets, check_time_limit
 from thrifty.comparison.sweep import (
     FitTask,
@@ -58,7 +58,6 @@ DEFAULT_LIGHTGBM = {
     "force_row_wise": True,
     "verbose": -1,
 }
-REFERENCE = "LightGBM, first k trees"
 
 
 def compare(
@@ -360,19 +359,16 @@ def _skipped(results: list) -> list[tuple[str, str, str]]:
 
 def _baseline_value(table: pd.DataFrame) -> float | None:
     """The validation figure of the plain model (all its trees), if it ran."""
-    if not len(table) or "k" not in table.columns:
-        return None
-    ref = table[table["method"] == REFERENCE]
-    return None if not len(ref) else float(ref.loc[ref["k"].astype(float).idxmax(), "value"])
+    row = baseline_row(table)
+    return None if row is None else float(table.loc[row, "value"])
 
 
 def _chosen_rows(table: pd.DataFrame, front: pd.DataFrame) -> dict[str, list[str]]:
     """Per method, the candidates to confirm: the front and the plain model."""
     rows = list(front.index)
-    if len(table) and "k" in table.columns:
-        ref = table[table["method"] == REFERENCE]
-        if len(ref):
-            rows.append(ref["k"].astype(float).idxmax())
+    base = baseline_row(table)
+    if base is not None:
+        rows.append(base)
     wanted: dict[str, list[str]] = {}
     for i in dict.fromkeys(rows):
         wanted.setdefault(table.loc[i, "method"], []).append(table.loc[i, "name"])

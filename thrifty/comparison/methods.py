@@ -38,7 +38,7 @@ from thrifty.train import (
 from thrifty.train.adapt import DEFAULT_GAMMA, GAMMA_GRID, P_FULL_GRID
 
 # Context (comparison/context.py) is re-exported: methods were written against this module.
-__all__ = ["METHODS", "Candidate", "Context", "Method", "method"]
+__all__ = ["METHODS", "REFERENCE", "Candidate", "Context", "Method", "method"]
 
 TASKS = ("binary", "multiclass", "ranking", "regression")
 
@@ -117,7 +117,11 @@ def timed(name: str, build: Callable[..., Any], **params: Any) -> Candidate:
 
 
 # ---------------------------------------------------------------------- reference
-@method("lightgbm", "LightGBM, first k trees", "reference")
+#: The plain model's series: its row with every tree is the baseline of every report.
+REFERENCE = "LightGBM, first k trees"
+
+
+@method("lightgbm", REFERENCE, "reference")
 def _truncated(ctx: Context) -> Iterator[Candidate]:
     """The plain model truncated after k trees: what a cost-blind practitioner would do."""
     forest = ctx.lightgbm()

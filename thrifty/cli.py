@@ -12,9 +12,16 @@ from typing import Any
 import numpy as np
 
 from thrifty._version import __version__
+from thrifty.cli_inputs import (
+    compare_data,
+    evaluation_data,
+    is_file,
+    read_budgets,
+    read_plan,
+    read_time_limit,
+)
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError, ThriftyError
-from thrifty.forest.names import align, check_unique
 
 # Errors a user causes: thrifty's own (a bad cost file, a feature the model lacks, a budget no
 # model meets), raised with a message that says what to fix, and OSError (a missing or
@@ -283,10 +290,10 @@ def _compare(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise InputError("compare needs DATA: a shared dataset name or a CSV/Parquet file")
-    X, y, qid, splits, costs, unit = _compare_data(args)
+    X, y, qid, splits, costs, unit = compare_data(args)
     methods = "all" if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
-    budgets = None if args.budgets is None else _budgets(args.budgets)
-    time_limit = None if args.time_limit is None else _time_limit(args.time_limit)
+    budgets = None if args.budgets is None else read_budgets(args.budgets)
+    time_limit = None if args.time_limit is None else read_time_limit(args.time_limit)
     with _executor(args) as executor:
         result = compare(
             X,
@@ -320,76 +327,6 @@ def _executor(args: argparse.Namespace) -> Any:
     return cluster_client(workers=args.workers, scheduler=args.scheduler)
 
 
-def _budgets(text: str) -> list[float]:
-    """``--budgets``: positive mean costs per example, comma-separated."""
-    out = []
-    for part in text.split(","):
-        try:
-            value = float(part)
-        except ValueError:
-            raise InputError(
-                f"--budgets {text!r}: {part.strip()!r} is not a number; give positive "
-                "mean costs per example, e.g. --budgets 5,10,20"
-            ) from None
-        if not (np.isfinite(value) and value > 0):
-            raise InputError(
-                f"--budgets {text!r}: {part.strip()} is not a positive cost; give "
-                "positive mean costs per example, e.g. --budgets 5,10,20 (or leave "
-                "--budgets out)"
-            )
-        out.append(value)
-    return out
-
-
-def _time_limit(text: str) -> float:
-    """``--time-limit``: positive seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (np.isfinite(value) and value > 0):
-        raise InputError(
-            f"--time-limit {text!r} is not a positive number of seconds; e.g. "
-            "--time-limit 120 (or leave it out for no limit)"
-        )
-    return value
-
-
-def _compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str | None]:
-    """Training rows, labels, qid, the other splits, costs and cost unit for ``compare``."""
-    path = Path(args.data)
-    if path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq"):
-        X, y, qid = _read_table(path, args.target)
-        if y is None:
-            raise InputError(
-                f"{str(path)!r} has no column {args.target!r}; name the label column with --target"
-            )
-        X = _categorical(X)
-        names = [str(c) for c in X.columns]
-        costs = CostModel.from_file(args.costs, names) if args.costs is not None else None
-        return X, y, qid, {}, costs, None
-    from thrifty import datasets
-
-    ds = datasets.load(args.data)
-    X, y, qid = ds.subset("train")
-    splits: dict[str, Any] = {}
-    if "valid" in ds.splits:
-        splits["X_val"], splits["y_val"], splits["qid_val"] = ds.subset("valid")
-    splits["X_test"], splits["y_test"], splits["qid_test"] = ds.subset("test")
-    costs = CostModel.from_file(args.costs, ds.feature_names) if args.costs is not None else ds.costs
-    unit = "$" if "dollar" in str((ds.meta or {}).get("cost_unit", "")).lower() else None
-    return X, y, qid, splits, costs, unit
-
-
-def _categorical(X: Any) -> Any:
-    """Text columns of a data file become pandas categoricals (the models split on categories)."""
-    import pandas as pd
-
-    types = pd.api.types
-    text = [c for c in X.columns if not (types.is_numeric_dtype(X[c]) or types.is_bool_dtype(X[c]))]
-    return X.astype({c: "category" for c in text}) if text else X
-
-
 def _info(args: argparse.Namespace) -> int:
     if args.costs is not None and args.data is None:
         raise InputError("--costs prices a model's features on data; give --data DATA too")
@@ -421,7 +358,7 @@ def _info(args: argparse.Namespace) -> int:
         ("features", f"{len(used)} of {plan.n_features} used: {', '.join(used)}"),
     ]
     if args.data is not None:
-        X, _, _, costs = _data(args, plan)
+        X, _, _, costs = evaluation_data(args, plan)
         s = evaluate(plan, X, costs).cost.summary()
         _warn_unpriced(costs)
         rows += [
@@ -445,8 +382,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     from thrifty.runtime.evaluate import evaluate
 
-    plan = _plan(args.model)
-    X, y, qid, costs = _data(args, plan)
+    plan = read_plan(args.model)
+    X, y, qid, costs = evaluation_data(args, plan)
     ev = evaluate(plan, X, costs)
     _warn_unpriced(costs)
     frame = _predictions(ev, plan)
@@ -466,42 +403,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         name, value = metrics.score(plan.task, y, ev, qid=qid)
         lines.append(
             f"{name}: {value:.4g} over the {len(y)} rows of {args.data}"
-            + (" (its test split)" if not _is_file(args.data) else "")
+            + (" (its test split)" if not is_file(args.data) else "")
         )
     lines.append(f"wrote {args.out}")
     print("\n".join(lines))
     return 0
-
-
-# ---------------------------------------------------------------------- inputs
-def _plan(path: Path) -> Any:
-    """The plan of a model or plan file saved with ``thrifty.save``."""
-    from thrifty.io import load
-    from thrifty.runtime.plans import as_plan
-
-    return as_plan(load(path))
-
-
-def _data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
-    """Features, labels, query ids and cost model (None: none given) for a DATA argument."""
-    dataset_costs = None
-    if _is_file(args.data):
-        X, y, qid = _read_table(Path(args.data), args.target)
-    else:
-        from thrifty import datasets
-
-        ds = datasets.load(args.data)
-        if "test" not in ds.splits:
-            raise InputError(f"dataset {ds.name!r} has no test split; give a data file instead")
-        X, y, qid = ds.subset("test")
-        dataset_costs = ds.costs
-    if args.costs is not None:
-        costs = CostModel.from_file(args.costs, _cost_names(plan, X))
-    elif dataset_costs is not None:
-        costs = dataset_costs
-    else:
-        costs = None  # every feature costs 1; the command warns once it has evaluated
-    return X, y, qid, costs
 
 
 def _warn_unpriced(costs: Any) -> None:
@@ -512,22 +418,6 @@ def _warn_unpriced(costs: Any) -> None:
             "feature,cost) for real prices",
             file=sys.stderr,
         )
-
-
-def _cost_names(plan: Any, X: Any) -> list[str]:
-    """The model's features under the names the data file spells them (a cost file is
-    written against the data's header; LightGBM may have stored ``a b`` as ``a_b``)."""
-    columns = [str(c) for c in X.columns]
-    if plan.feature_names is None:
-        return columns
-    order = align(plan.feature_names, columns)
-    return plan.feature_names if order is None else [columns[j] for j in order]
-
-
-def _is_file(data: str) -> bool:
-    """True when DATA names a data file rather than a shared dataset."""
-    path = Path(data)
-    return path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -541,7 +431,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    plan = _plan(args.model)
+    plan = read_plan(args.model)
     costs = CostModel.from_file(args.costs, feature_names=plan.feature_names) if args.costs else None
     provider = store_provider(
         args.provider, plan, table=args.table, key_column=args.key_column, timeout=args.timeout
@@ -567,36 +457,6 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_keep_alive=5,
     )
     return 0
-
-
-def _read_table(path: Path, target: str) -> tuple[Any, Any, Any]:
-    import pandas as pd
-
-    if not path.exists():
-        raise FileNotFoundError(f"data file {str(path)!r} does not exist")
-    parquet = path.suffix.lower() in (".parquet", ".pq")
-    try:
-        if parquet:
-            df = pd.read_parquet(path)
-        else:
-            # pandas renames a repeated header name ("mass" -> "mass.1"): check the raw header.
-            header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
-            df = pd.read_csv(path)
-    except ImportError as exc:
-        raise InputError(
-            f"reading {str(path)!r} needs a Parquet engine (pip install pyarrow); or give a CSV file"
-        ) from exc
-    except ValueError as exc:  # pandas' ParserError and EmptyDataError, UnicodeDecodeError, ArrowInvalid
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(
-            f"data file {str(path)!r} is not a readable {'Parquet' if parquet else 'CSV'} file ({reason})"
-        ) from exc
-    if not parquet:
-        check_unique([str(c) for c in header.iloc[0]] if len(header) else [], f"{str(path)!r}")
-    check_unique([str(c) for c in df.columns], f"{str(path)!r}")
-    y = df.pop(target).to_numpy() if target in df.columns else None
-    qid = df.pop("qid").to_numpy() if "qid" in df.columns else None
-    return df, y, qid
 
 
 def _predictions(ev: Any, plan: Any) -> Any:

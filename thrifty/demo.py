@@ -12,7 +12,9 @@ import pandas as pd
 
 from thrifty import metrics
 from thrifty.comparison import compare
+from thrifty.comparison.report import cost_unit, money
 from thrifty.comparison.report import markdown_table as _markdown
+from thrifty.comparison.selection import baseline_row
 from thrifty.datasets import load_demo
 from thrifty.io import save
 from thrifty.plot import plot_cost_histogram
@@ -72,7 +74,7 @@ class DemoResult:
     def summary(self) -> str:
         """A few lines for the terminal."""
         ds, s, cmp = self.dataset, self.baseline.cost.summary(), self.comparison
-        unit = _unit(ds)
+        unit = cost_unit(ds.meta)
         files = ", ".join(f.name for f in self.files)
         stopped = " (the time allowance cut some methods short)" if cmp.stopped_early else ""
         counts = "; ".join(
@@ -96,7 +98,7 @@ class DemoResult:
                 ),
                 "Pareto front (selected accuracy): "
                 + ", ".join(
-                    f"{_money(c, unit)} -> {v:.1%}"
+                    f"{money(c, unit)} -> {v:.1%}"
                     for c, v in zip(self.front["mean_cost"], self.front["value"])
                 ),
                 _sentence(self.pick, cmp, s["mean"], unit),
@@ -204,8 +206,7 @@ def _pick(front: pd.DataFrame, accuracy: float | None) -> pd.Series:
 
 def _baseline_row(cmp: Any) -> pd.Series:
     """The plain model's row of the table (all its trees)."""
-    ref = cmp.table[cmp.table["method"] == "LightGBM, first k trees"]
-    return ref.loc[ref["k"].astype(float).idxmax()]
+    return cmp.table.loc[baseline_row(cmp.table)]
 
 
 def _selected(cmp: Any) -> str:
@@ -221,34 +222,25 @@ def _confirmed(cmp: Any, row: pd.Series) -> str:
     )
 
 
-def _unit(ds: Any) -> str:
-    unit = str((ds.meta or {}).get("cost_unit", ""))
-    return "$" if "dollar" in unit.lower() else ""
-
-
-def _money(x: float, unit: str) -> str:
-    return f"{unit}{x:,.2f}" if unit else f"{x:,.4g}"
-
-
-def _costs_line(s: dict[str, float], unit: str) -> str:
+def _costs_line(s: dict[str, float], unit: str | None) -> str:
     return (
-        f"mean {_money(s['mean'], unit)}, median {_money(s['median'], unit)}, "
-        f"90% {_money(s['q90'], unit)}, max {_money(s['max'], unit)}"
+        f"mean {money(s['mean'], unit)}, median {money(s['median'], unit)}, "
+        f"90% {money(s['q90'], unit)}, max {money(s['max'], unit)}"
     )
 
 
-def _sentence(pick: pd.Series, cmp: Any, baseline_cost: float, unit: str) -> str:
+def _sentence(pick: pd.Series, cmp: Any, baseline_cost: float, unit: str | None) -> str:
     """The headline: the pick and the baseline, each selected on cross-validation and
     confirmed on the test patients (the saving on the test patients' costs)."""
     where = cmp.selection.replace("rows", "patients")
     base = _baseline_row(cmp)
     text = (
-        f"for {_money(float(pick['mean_cost']), unit)} per patient you get "
+        f"for {money(float(pick['mean_cost']), unit)} per patient you get "
         f"{pick['value']:.1%} accuracy with {pick['method']} ({pick['name']}), selected on "
         f"{where}; confirmed: {_confirmed(cmp, pick)} test patients at "
-        f"{_money(float(pick.get('test_mean_cost', np.nan)), unit)} per patient. The full "
+        f"{money(float(pick.get('test_mean_cost', np.nan)), unit)} per patient. The full "
         f"baseline: {_selected(cmp)} selected, {_confirmed(cmp, base)} test patients at "
-        f"{_money(baseline_cost, unit)}"
+        f"{money(baseline_cost, unit)}"
     )
     cost = float(pick.get("test_mean_cost", np.nan))
     if np.isfinite(cost) and cost > 0 and baseline_cost / cost >= 2:
@@ -275,11 +267,11 @@ def _write(
     from matplotlib.figure import Figure  # matplotlib (0.3 s) loads only when a figure is drawn
 
     out.mkdir(parents=True, exist_ok=True)
-    unit = _unit(ds)
+    unit = cost_unit(ds.meta)
     cmp.table.to_csv(out / "frontier.csv", index=False)
     # Figures are built without pyplot: no display backend, no global figure registry.
     fig = Figure(figsize=(9, 5.5), layout="constrained")
-    ax = cmp.plot(fig.add_subplot(), cost_unit=unit or None)
+    ax = cmp.plot(fig.add_subplot(), cost_unit=unit)
     # Prices span orders of magnitude ($1 questions to $100 tests); symlog also admits zero.
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_ylabel(f"accuracy ({cmp.selection.replace('rows', 'patients')})")
@@ -291,7 +283,7 @@ def _write(
     # Shared bins from zero make the two panels' costs directly comparable.
     bins = np.linspace(0.0, max(baseline.cost.max, picked.cost.max, 1.0), 41).tolist()
     for ax, ev, title in ((left, baseline, "baseline"), (right, picked, f"{pick['method']}, {pick['name']}")):
-        plot_cost_histogram(ev, ax=ax, cost_unit=unit or None, bins=bins)
+        plot_cost_histogram(ev, ax=ax, cost_unit=unit, bins=bins)
         ax.set_xlabel(f"cost per patient{f' ({unit})' if unit else ''}")
         ax.set_title(title)
     fig.savefig(out / "cost_histogram.png", dpi=120)
@@ -311,7 +303,9 @@ def _write(
     ]
 
 
-def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.Series, unit: str) -> str:
+def _report(
+    ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.Series, unit: str | None
+) -> str:
     s = baseline.cost.summary()
     meta = ds.meta or {}
     rate = baseline.cost.acquisition_rate()
@@ -319,7 +313,7 @@ def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.S
     costs = pd.DataFrame(
         {
             "feature": ds.feature_names,
-            "cost": [_money(c, unit) for c in ds.costs.feature_costs],
+            "cost": [money(c, unit) for c in ds.costs.feature_costs],
             "kind": ["categorical" if _is_categorical(ds.X[f]) else "numeric" for f in ds.feature_names],
             "patients acquiring it (baseline)": [f"{r:.0%}" for r in rate],
         }
@@ -343,7 +337,7 @@ def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.S
         "mean_features",
         "fit_seconds",
     ]
-    money = {c: (lambda x: _money(x, unit)) for c in ("mean_cost", "q90_cost", "test_mean_cost")}
+    cost_fmt = {c: (lambda x: money(x, unit)) for c in ("mean_cost", "q90_cost", "test_mean_cost")}
     share = {
         c: "{:.1%}".format
         for c in (
@@ -359,7 +353,7 @@ def _report(ds: Any, cmp: Any, baseline: Evaluation, accuracy: float, pick: pd.S
         )
     }
     fmt = {
-        **money,
+        **cost_fmt,
         **share,
         "mean_trees": "{:.1f}".format,
         "mean_features": "{:.1f}".format,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.multiclass import type_of_target
 
-from thrifty.comparison.methods import METHODS, Context, _rounds
-from thrifty.comparison.report import answer, headline, markdown_report
-from thrifty.comparison.selection import confirm, eligible_front, select
+from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
+from thrifty.comparison.result import Comparison
+from thrifty.comparison.selection import baseline_row, confirm, eligible_front, select
+from thrifty.comparison.settings import Settings, check_budgets, check_time_limit
 from thrifty.comparison.sweep import (
-    CALIBRATION,
     FitTask,
     Reporter,
+    fitting_context,
     fold_indices,
     holdout_indices,
     run_tasks,
@@ -29,16 +30,15 @@ from thrifty.comparison.sweep import (
 )
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.io import save
-from thrifty.plot import plot_frontier
+from thrifty.forest import Forest
 
+# Comparison (comparison/result.py) is re-exported: thrifty's namespace finds it here.
 __all__ = ["Comparison", "compare"]
 
 #: Budgets (fractions of the plain LightGBM model's mean cost on the calibration rows) the
-#: budgeted methods aim at, and the ones the report recommends a model for.
+#: budgeted methods aim at.
 BUDGET_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75)
 QUICK_BUDGET_FRACTIONS = (0.1, 0.3, 0.6)
-RECOMMEND_FRACTIONS = (0.1, 0.25, 0.5, 1.0)
 #: Without its refit a chosen model cannot be confirmed: the refit may run this fraction of the
 #: allowance past it (the selection kept a share for it, but its last candidates can overrun).
 REFIT_GRACE = 0.05
@@ -58,162 +58,6 @@ DEFAULT_LIGHTGBM = {
     "force_row_wise": True,
     "verbose": -1,
 }
-REFERENCE = "LightGBM, first k trees"
-
-
-@dataclass
-class Comparison:
-    """What :func:`compare` measured: chosen on validation rows, confirmed on test rows.
-
-    Attributes
-    ----------
-    table : DataFrame
-        One row per candidate (a method and a setting): ``method``, ``family``, ``name``,
-        ``parameters``; the cost columns of :func:`thrifty.frontier.frontier` (mean, median,
-        90% quantile and max cost per example, mean trees and features) and ``value`` (the
-        task's metric, higher is better), ``balanced_accuracy``, ``auc`` and ``single_class``
-        (share of folds where it gave every row one label) for classification, all measured on
-        the validation rows (the mean over the folds under cross-validation); ``folds``,
-        ``fit_seconds``; for the models on the front and the plain model, the same figures
-        on the test rows (``test_value``, ``test_low``, ``test_high`` - its 95% interval -,
-        ``test_mean_cost``, ...); then one column per parameter any method reported.
-    front : DataFrame
-        The rows no other row dominates on the validation figures (cheaper on average and at
-        least as good), by cost, single-class models left out unless the plain model is no
-        better; with their test figures.
-    models : dict of (method, name) to model
-        The models of the front and the plain model, fitted on every row but the test rows.
-    task : str
-    full_cost : float
-        Mean cost of the plain LightGBM model on the calibration rows (budgets are fractions
-        of it).
-    budgets : list of float
-    skipped : list of (method, name, reason)
-    stopped_early : bool
-        The time allowance cut some method's candidates short.
-    seconds : float
-    costs : CostModel
-    baseline : Forest
-        The plain LightGBM model the post-hoc methods start from.
-    n_calibration : int
-        Rows held out of the final fit to calibrate budgets and exits.
-    selection : str
-        Where the choice was made, e.g. ``"5-fold cross-validation of 212 rows"``.
-    n_test : int
-    class_counts : dict
-        ``{"selection": {label: rows}, "test": {label: rows}}`` (classification).
-    baseline_value : float or None
-        The plain model's validation figure.
-    """
-
-    table: pd.DataFrame
-    front: pd.DataFrame
-    models: dict[tuple[str, str], Any]
-    task: str
-    full_cost: float
-    budgets: list[float]
-    skipped: list[tuple[str, str, str]] = field(default_factory=list)
-    stopped_early: bool = False
-    seconds: float = 0.0
-    costs: CostModel | None = None
-    baseline: Any = None
-    n_calibration: int = 0
-    selection: str = ""
-    n_test: int = 0
-    class_counts: dict[str, dict[Any, int]] = field(default_factory=dict)
-    baseline_value: float | None = None
-
-    def recommend(self, budgets: Sequence[float] | None = None) -> pd.DataFrame:
-        """The best model on the front within each budget, by the validation figures.
-
-        Parameters
-        ----------
-        budgets : sequence of float, optional
-            Mean costs per example. Default: 10%, 25%, 50% and 100% of the plain LightGBM
-            model's mean cost.
-
-        Returns
-        -------
-        DataFrame
-            ``for_budget``, then the front row (validation and test figures) of the best
-            validation value whose validation mean cost is within it (no row when nothing is).
-        """
-        if budgets is None:
-            budgets = [f * self.full_cost for f in RECOMMEND_FRACTIONS]
-        rows = []
-        for b in budgets:
-            within = self.front[self.front["mean_cost"] <= b + 1e-12]
-            if len(within):
-                best = within.loc[within["value"].idxmax()]
-                # The table's own "budget" column (what a method was asked for) stays as it is.
-                rows.append({"for_budget": float(b), **best.to_dict()})
-        return pd.DataFrame(rows)
-
-    def model(self, method: str, name: str) -> Any:
-        """The model of a row of the front (or of the plain model)."""
-        return self.models[method, name]
-
-    def plot(self, ax: Any = None, *, cost_unit: str | None = None) -> Any:
-        """Every method's candidates joined by cost, the front drawn boldly (see ``thrifty.plot``)."""
-        label = f"{self.table['metric'].iloc[0]} ({self.selection})" if len(self.table) else None
-        ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit, value_label=label, front=self.front)
-        done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
-        if len(done):
-            # The front's models as confirmed on the test rows, at their test cost.
-            value = done["test_value"].to_numpy(float)
-            ax.errorbar(
-                done["test_mean_cost"].to_numpy(float),
-                value,
-                yerr=[value - done["test_low"].to_numpy(float), done["test_high"].to_numpy(float) - value],
-                fmt="D",
-                color="tab:red",
-                markersize=4,
-                elinewidth=0.8,
-                capsize=2,
-                alpha=0.8,
-                zorder=6,
-                label=f"front confirmed on {self.n_test} test rows (95% interval)",
-            )
-            ax.legend(fontsize=7, ncol=2 if self.table["method"].nunique() > 12 else 1)
-        costs = self.table["mean_cost"].to_numpy(float) if len(self.table) else np.zeros(0)
-        if len(costs) and costs.max() > 20 * max(costs[costs > 0].min(initial=np.inf), 1e-12):
-            ax.set_xscale("symlog", linthresh=float(costs[costs > 0].min(initial=1.0)))
-        return ax
-
-    def write(
-        self, out: str | Path, *, cost_unit: str | None = None, title: str = "thrifty compare"
-    ) -> list[Path]:
-        """Write ``table.csv``, ``front.csv``, ``frontier.png``, ``report.md`` and the
-        recommended models as JSON (``models/``) to the folder ``out``."""
-        from matplotlib.figure import Figure  # matplotlib (0.3 s) loads only when a figure is drawn
-
-        out = Path(out)
-        (out / "models").mkdir(parents=True, exist_ok=True)
-        self.table.to_csv(out / "table.csv", index=False)
-        self.front.to_csv(out / "front.csv", index=False)
-        fig = Figure(figsize=(9, 5.5), layout="constrained")
-        ax = self.plot(fig.add_subplot(), cost_unit=cost_unit)
-        ax.set_title(title)
-        fig.savefig(out / "frontier.png", dpi=120)
-        files = [out / "table.csv", out / "front.csv", out / "frontier.png"]
-        rec = self.recommend()
-        saved: dict[tuple[str, str], str] = {}
-        for _, row in rec.iterrows():
-            key = (row["method"], row["name"])
-            if key not in saved and key in self.models:
-                path = out / "models" / f"{_slug(key[0])}__{_slug(key[1])}.json"
-                save(self.models[key], path)
-                saved[key] = str(path.relative_to(out))
-                files.append(path)
-        (out / "report.md").write_text(markdown_report(self, rec, saved, cost_unit=cost_unit, title=title))
-        files.append(out / "report.md")
-        return files
-
-    def summary(self, cost_unit: str | None = None) -> str:
-        """A few lines for the terminal."""
-        lines = headline(self)
-        lines += [answer(row, self, cost_unit) for _, row in self.recommend().iterrows()]
-        return "\n".join(lines)
 
 
 def compare(
@@ -301,8 +145,11 @@ def compare(
     Comparison
     """
     start = time.perf_counter()
-    _check_positive(budgets, time_limit, cv)
-    wall_end = None if time_limit is None else time.time() + float(time_limit)
+    budgets = None if budgets is None else check_budgets(budgets)
+    time_limit = check_time_limit(time_limit)
+    if cv is not None and (cv == 1 or cv < 0):
+        raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
+    wall_end = None if time_limit is None else time.time() + time_limit
     X, y, qid = _frame(X), _labels(y, "y"), None if qid is None else np.asarray(qid)
     task = _task(y, qid) if task is None else task
     if task not in ("binary", "multiclass", "ranking", "regression"):
@@ -328,8 +175,18 @@ def compare(
         folds = [_holdout(y, qid, task, n_given if X_val is not None else None, random_state)]
         final = folds[0][0]
         selection = f"a validation split of {len(folds[0][1]):,} rows"
-    params = _lightgbm_params(len(final), task, n_jobs, lightgbm_params)
-    ctx = _final_context(take(X, y, qid, final), task, costs, params, n_jobs, random_state, quick)
+    settings = Settings(
+        task=task,
+        costs=costs,
+        budgets=tuple(budgets or ()),
+        lightgbm_params=_lightgbm_params(len(final), task, n_jobs, lightgbm_params),
+        n_jobs=n_jobs,
+        random_state=random_state,
+        quick=quick,
+    )
+    # The final fit (every row but the test rows, or the validation split's fitting rows): its
+    # plain model prices the default budgets and is the baseline.
+    ctx = fitting_context(settings, *take(X, y, qid, final))
     full_cost = ctx.full_cost
     if not np.isfinite(full_cost) or not np.isfinite(costs.feature_costs.sum()):
         raise InputError(
@@ -337,36 +194,16 @@ def compare(
             "than a float holds (inf per example); rescale them, e.g. to thousands"
         )
     if budgets is None:
-        budgets = [f * full_cost for f in (QUICK_BUDGET_FRACTIONS if quick else BUDGET_FRACTIONS)]
-    budgets = sorted(float(b) for b in budgets)
+        fractions = QUICK_BUDGET_FRACTIONS if quick else BUDGET_FRACTIONS
+        settings = replace(settings, budgets=tuple(float(f * full_cost) for f in fractions))
 
-    common = dict(
-        task=task,
-        costs=costs,
-        budgets=budgets,
-        lightgbm_params=params,
-        n_jobs=n_jobs,
-        random_state=random_state,
-        quick=quick,
-    )
     # Fold by fold, each method in turn: should the allowance run out, every method has had
     # its first fold before any has a second (and see _sweep's first pass).
     tasks = []
     for f, (fit, held) in enumerate(folds):
         (Xf, yf, qf), (Xe, ye, qe) = take(X, y, qid, fit), take(X, y, qid, held)
         tasks += [
-            FitTask(
-                m.key,
-                f,
-                X_fit=Xf,
-                y_fit=yf,
-                qid_fit=qf,
-                X_eval=Xe,
-                y_eval=ye,
-                qid_eval=qe,
-                keep_models=not k,
-                **common,
-            )
+            FitTask(m.key, f, settings, Xf, yf, qf, X_eval=Xe, y_eval=ye, qid_eval=qe, keep_models=not k)
             for m in chosen
         ]
     # Under cross-validation a share of the allowance is kept for the final refit.
@@ -387,10 +224,10 @@ def compare(
         refit_end = (
             None
             if wall_end is None or time_limit is None
-            else max(wall_end + REFIT_GRACE * float(time_limit), time.time() + float(time_limit) / (k + 1))
+            else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
         )
         models, refit_stopped = _refit(
-            wanted, chosen, ctx, (X, y, qid), common, executor, refit_end, progress
+            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, executor, refit_end, progress
         )
         stopped |= refit_stopped
     else:  # the validation split's models are the final ones
@@ -421,7 +258,7 @@ def compare(
         models=models,
         task=task,
         full_cost=float(full_cost),
-        budgets=budgets,
+        budgets=list(settings.budgets),
         skipped=skipped,
         stopped_early=stopped,
         seconds=time.perf_counter() - start,
@@ -450,34 +287,6 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
     return params
 
 
-def _final_context(
-    rows: tuple[Any, np.ndarray, np.ndarray | None],
-    task: str,
-    costs: CostModel,
-    params: dict[str, Any],
-    n_jobs: int,
-    random_state: int,
-    quick: bool,
-) -> Context:
-    """The context of the final fit (every row but the test rows, or the validation split's
-    fitting rows): its plain model prices the budgets and is the baseline."""
-    (Xt, yt, qt), (Xc, yc, qc) = split_rows(*rows, task, CALIBRATION, random_state)
-    return Context(
-        task=task,
-        X_train=Xt,
-        y_train=yt,
-        X_val=Xc,
-        y_val=yc,
-        costs=costs,
-        qid_train=qt,
-        qid_val=qc,
-        lightgbm_params=params,
-        n_jobs=n_jobs,
-        random_state=random_state,
-        quick=quick,
-    )
-
-
 def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool, stage: str) -> list:
     names = {m.key: m.name for m in METHODS.values()}
     reporter = Reporter(tasks, names, progress, stage)
@@ -492,9 +301,9 @@ def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: 
 def _refit(
     wanted: dict[str, list[str]],
     chosen: list,
-    ctx: Context,
-    rows: tuple,
-    common: dict[str, Any],
+    baseline: Forest,
+    rows: tuple[Any, np.ndarray, np.ndarray | None],
+    settings: Settings,
     executor: Any,
     deadline: float | None,
     progress: bool,
@@ -503,17 +312,14 @@ def _refit(
     time allowance cut a refit short)."""
     wanted = {method: list(names) for method, names in wanted.items()}
     models: dict[tuple[str, str], Any] = {}
-    # The plain model is the final context's own (same rows, same parameters).
-    whole = f"k={_rounds(ctx.lightgbm())}"
+    # The plain model is the final fit's own baseline (same rows, same parameters).
+    whole = f"k={_rounds(baseline)}"
     if whole in wanted.get(REFERENCE, []):
-        models[REFERENCE, whole] = ctx.lightgbm()
+        models[REFERENCE, whole] = baseline
         wanted[REFERENCE].remove(whole)
-    X, y, qid = rows
     # Cheapest first, as in the selection.
     refits = [
-        FitTask(m.key, -1, X_fit=X, y_fit=y, qid_fit=qid, only=tuple(wanted[m.name]), **common)
-        for m in chosen
-        if wanted.get(m.name)
+        FitTask(m.key, -1, settings, *rows, only=tuple(wanted[m.name])) for m in chosen if wanted.get(m.name)
     ]
     done = _run(refits, executor, deadline, progress, "refit")
     models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
@@ -553,19 +359,16 @@ def _skipped(results: list) -> list[tuple[str, str, str]]:
 
 def _baseline_value(table: pd.DataFrame) -> float | None:
     """The validation figure of the plain model (all its trees), if it ran."""
-    if not len(table) or "k" not in table.columns:
-        return None
-    ref = table[table["method"] == REFERENCE]
-    return None if not len(ref) else float(ref.loc[ref["k"].astype(float).idxmax(), "value"])
+    row = baseline_row(table)
+    return None if row is None else float(table.loc[row, "value"])
 
 
 def _chosen_rows(table: pd.DataFrame, front: pd.DataFrame) -> dict[str, list[str]]:
     """Per method, the candidates to confirm: the front and the plain model."""
     rows = list(front.index)
-    if len(table) and "k" in table.columns:
-        ref = table[table["method"] == REFERENCE]
-        if len(ref):
-            rows.append(ref["k"].astype(float).idxmax())
+    base = baseline_row(table)
+    if base is not None:
+        rows.append(base)
     wanted: dict[str, list[str]] = {}
     for i in dict.fromkeys(rows):
         wanted.setdefault(table.loc[i, "method"], []).append(table.loc[i, "name"])
@@ -624,24 +427,6 @@ def _check_classes(y: np.ndarray, task: str) -> None:
         )
 
 
-def _check_positive(budgets: Sequence[float] | None, time_limit: float | None, cv: int | None) -> None:
-    if budgets is not None:
-        bad = [b for b in budgets if not (np.isfinite(float(b)) and float(b) > 0)]
-        if bad or not len(budgets):
-            raise InputError(
-                f"budgets must be positive mean costs per example, got {list(budgets)}; "
-                "e.g. budgets=[5, 10, 20] (or leave them out for fractions of the "
-                "plain model's cost)"
-            )
-    if time_limit is not None and not (np.isfinite(float(time_limit)) and float(time_limit) > 0):
-        raise InputError(
-            f"time_limit must be a positive number of seconds, got {time_limit}; "
-            "e.g. time_limit=120 (or None for no limit)"
-        )
-    if cv is not None and (cv == 1 or cv < 0):
-        raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
-
-
 def _stack(X: pd.DataFrame, X_val: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``X`` then ``X_val`` (categories united, so neither loses its codes)."""
     if list(X.columns) != list(X_val.columns):
@@ -693,7 +478,3 @@ def _methods(methods: str | Sequence[str], task: str) -> list:
     if wrong:
         raise InputError(f"method(s) {wrong} do not support the task {task!r}")
     return chosen
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-." else "_" for c in text).strip("_")

@@ -15,21 +15,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import lightgbm
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import RandomForestClassifier
 
 from thrifty.cascade import cronus, lambda_max
 from thrifty.cascade.estimator import lam_grid
-from thrifty.costs import CostModel
+from thrifty.comparison.context import Context
 from thrifty.exceptions import BudgetError, InputError
 from thrifty.forest import Forest, to_matrix
-from thrifty.forest.names import lightgbm_frame
 from thrifty.order import calibrate_margin, fan, qwyc
 from thrifty.order.estimator import ALPHAS
 from thrifty.prune import budget_prune_path
-from thrifty.runtime.evaluate import evaluate
 from thrifty.train import (
     ADAPTClassifier,
     BudgetRFClassifier,
@@ -41,7 +37,8 @@ from thrifty.train import (
 )
 from thrifty.train.adapt import DEFAULT_GAMMA, GAMMA_GRID, P_FULL_GRID
 
-__all__ = ["METHODS", "Candidate", "Context", "Method", "method"]
+# Context (comparison/context.py) is re-exported: methods were written against this module.
+__all__ = ["METHODS", "REFERENCE", "Candidate", "Context", "Method", "method"]
 
 TASKS = ("binary", "multiclass", "ranking", "regression")
 
@@ -66,122 +63,6 @@ class Candidate:
     model: Any
     params: dict[str, Any] = field(default_factory=dict)
     fit_seconds: float = 0.0
-
-
-@dataclass
-class Context:
-    """The prepared inputs every method gets.
-
-    Attributes
-    ----------
-    task : {"binary", "multiclass", "ranking", "regression"}
-    X_train, y_train, qid_train : training split (``qid`` only for ranking)
-    X_val, y_val, qid_val : calibration split: budgets are checked and thresholds fitted here
-    costs : CostModel
-    budgets : list of float
-        Mean costs per example the budgeted methods aim at, increasing.
-    lightgbm_params : dict
-        Parameters of the plain LightGBM model (post-hoc methods start from it).
-    n_jobs : int
-    random_state : int
-    quick : bool
-        Fewer points per method.
-    """
-
-    task: str
-    X_train: Any
-    y_train: np.ndarray
-    X_val: Any
-    y_val: np.ndarray
-    costs: CostModel
-    budgets: list[float] = field(default_factory=list)
-    qid_train: np.ndarray | None = None
-    qid_val: np.ndarray | None = None
-    lightgbm_params: dict[str, Any] = field(default_factory=dict)
-    n_jobs: int = 1
-    random_state: int = 0
-    quick: bool = False
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    # -- shared base models, fitted once ----------------------------------------------------
-    def lightgbm(self) -> Forest:
-        """The plain LightGBM model on the training split, as a Forest (fitted once)."""
-        if "lightgbm" not in self._cache:
-            self._cache["lightgbm"] = Forest.from_model(self.fit_lightgbm(), feature_names=self.feature_names)
-        return self._cache["lightgbm"]
-
-    def fit_lightgbm(self, X: Any = None, **overrides: Any) -> Any:
-        """A LightGBM model of the task fitted on the training split (or on ``X``, the
-        training rows with other columns)."""
-        params = {**self.lightgbm_params, **overrides}
-        X = lightgbm_frame(self.X_train if X is None else X)  # names LightGBM accepts
-        if self.task == "ranking":
-            return lightgbm.LGBMRanker(**params).fit(X, self.y_train, group=_group_sizes(self.qid_train))
-        cls = lightgbm.LGBMRegressor if self.task == "regression" else lightgbm.LGBMClassifier
-        return cls(**params).fit(X, self.y_train)
-
-    def random_forest(self) -> Forest:
-        """A plain random forest on the training split (classification), as a Forest.
-
-        Categorical columns are split on their category codes; the Forest keeps the categories
-        so that it reads the same DataFrames as every other model.
-        """
-        if "random_forest" not in self._cache:
-            rf = RandomForestClassifier(
-                n_estimators=30 if self.quick else 100,
-                max_depth=10,
-                min_samples_leaf=2,
-                n_jobs=self.n_jobs,
-                random_state=self.random_state,
-            )
-            rf.fit(self.matrix(self.X_train), self.y_train)
-            self._cache["random_forest"] = self.adopt(Forest.from_model(rf))
-        return self._cache["random_forest"]
-
-    def matrix(self, X: Any) -> np.ndarray:
-        """``X`` as the float matrix of the training frame's columns (categories as codes)."""
-        names = self.feature_names
-        return to_matrix(X, len(names), names, self.categories)
-
-    def adopt(self, forest: Forest) -> Forest:
-        """``forest`` (fitted on :meth:`matrix` rows) reading DataFrames like the training frame."""
-        forest.feature_names, forest.categories = self.feature_names, self.categories
-        return forest
-
-    @property
-    def feature_names(self) -> list[str]:
-        cols = getattr(self.X_train, "columns", None)
-        if cols is not None:
-            return [str(c) for c in cols]
-        return [f"f{i}" for i in range(np.asarray(self.X_train).shape[1])]
-
-    @property
-    def categories(self) -> dict[int, list]:
-        """Category lists of the training frame's categorical columns, by position."""
-        if not hasattr(self.X_train, "dtypes"):
-            return {}
-        return {
-            j: list(dt.categories)
-            for j, dt in enumerate(self.X_train.dtypes)
-            if isinstance(dt, pd.CategoricalDtype)
-        }
-
-    @property
-    def full_cost(self) -> float:
-        """Mean cost per example of the plain LightGBM model on the calibration split."""
-        if "full_cost" not in self._cache:
-            self._cache["full_cost"] = evaluate(self.lightgbm(), self.X_val, self.costs).cost.mean
-        return self._cache["full_cost"]
-
-
-def _group_sizes(qid: np.ndarray | None) -> np.ndarray:
-    if qid is None:
-        raise InputError("a ranking task needs query ids (qid)")
-    q = np.asarray(qid)
-    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-    if len(np.unique(q)) != len(starts):
-        raise InputError("the rows of each query must be consecutive; sort the data by qid")
-    return np.diff(np.r_[starts, len(q)])
 
 
 Run = Callable[[Context], Iterator[Candidate]]
@@ -236,7 +117,11 @@ def timed(name: str, build: Callable[..., Any], **params: Any) -> Candidate:
 
 
 # ---------------------------------------------------------------------- reference
-@method("lightgbm", "LightGBM, first k trees", "reference")
+#: The plain model's series: its row with every tree is the baseline of every report.
+REFERENCE = "LightGBM, first k trees"
+
+
+@method("lightgbm", REFERENCE, "reference")
 def _truncated(ctx: Context) -> Iterator[Candidate]:
     """The plain model truncated after k trees: what a cost-blind practitioner would do."""
     forest = ctx.lightgbm()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 if TYPE_CHECKING:
-    from thrifty.comparison.compare import Comparison
+    from thrifty.comparison.result import Comparison
 
 COLUMNS = [
     "method",
@@ -31,7 +32,14 @@ PROPORTIONS = ("accuracy", "balanced_accuracy", "auc")
 
 
 def money(x: float, unit: str | None) -> str:
+    """A cost: to the cent after ``unit`` (``"$1,234.50"``), else with four significant digits."""
     return f"{unit}{x:,.2f}" if unit else f"{x:,.4g}"
+
+
+def cost_unit(meta: Mapping[str, Any] | None) -> str | None:
+    """The unit :func:`money` writes a dataset's costs in: ``"$"`` when its ``meta`` prices
+    them in dollars, else None (plain numbers)."""
+    return "$" if "dollar" in str((meta or {}).get("cost_unit", "")).lower() else None
 
 
 def shown(value: float, metric: str) -> str:

@@ -16,15 +16,25 @@ import numpy as np
 import pandas as pd
 
 from thrifty import metrics
+from thrifty.comparison.methods import REFERENCE
 from thrifty.comparison.sweep import TaskResult, measure
 from thrifty.costs import CostModel
 from thrifty.frontier import COLUMNS, pareto_front
 
-__all__ = ["CONFIDENCE", "confirm", "eligible_front", "select"]
+__all__ = ["CONFIDENCE", "baseline_row", "confirm", "eligible_front", "select"]
 
 CONFIDENCE = 0.95
 #: Columns averaged over the folds.
 AVERAGED = [*COLUMNS[1:7], "value", "balanced_accuracy", "auc"]
+
+
+def baseline_row(table: pd.DataFrame) -> Any:
+    """The index of the plain model's row (the reference with all its trees) in ``table``,
+    or None when it did not run."""
+    if not len(table) or "k" not in table.columns:
+        return None
+    ref = table[table["method"] == REFERENCE]
+    return ref["k"].astype(float).idxmax() if len(ref) else None
 
 
 def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFrame:

@@ -21,7 +21,9 @@ from sklearn.model_selection import GroupKFold, GroupShuffleSplit, KFold, Strati
 from tqdm.auto import tqdm
 
 from thrifty import metrics
-from thrifty.comparison.methods import METHODS, Context
+from thrifty.comparison.context import Context
+from thrifty.comparison.methods import METHODS
+from thrifty.comparison.settings import Settings
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.frontier import cost_columns
@@ -31,6 +33,7 @@ from thrifty.runtime.plans import as_plan
 __all__ = [
     "FitTask",
     "TaskResult",
+    "fitting_context",
     "fold_indices",
     "holdout_indices",
     "measure",
@@ -53,14 +56,10 @@ class FitTask:
         Key of ``thrifty.comparison.METHODS``.
     fold : int
         Fold of the selection (0, 1, ...), or -1 for the final refit.
-    task : str
-    X_fit, y_fit, qid_fit : the rows the method fits on; :data:`CALIBRATION` of them are held
-        out (stratified, or by query) to calibrate budgets, thresholds and exits.
+    settings : Settings
+        The run's settings, the same for every task.
+    X_fit, y_fit, qid_fit : the rows the method fits on (see :func:`fitting_context`).
     X_eval, y_eval, qid_eval : the rows its models are scored on (None: not scored).
-    costs : CostModel
-    budgets : list of float
-    lightgbm_params : dict
-    n_jobs, random_state, quick : as in :func:`thrifty.compare`
     seconds : float, optional
         Its share of the time allowance: no candidate after the first starts once it is spent.
     deadline : float, optional
@@ -77,19 +76,13 @@ class FitTask:
 
     method: str
     fold: int
-    task: str
+    settings: Settings
     X_fit: Any
     y_fit: np.ndarray
     qid_fit: np.ndarray | None
-    costs: CostModel
-    budgets: list[float]
-    lightgbm_params: dict[str, Any]
     X_eval: Any = None
     y_eval: np.ndarray | None = None
     qid_eval: np.ndarray | None = None
-    n_jobs: int = 1
-    random_state: int = 0
-    quick: bool = False
     seconds: float | None = None
     deadline: float | None = None
     only: tuple[str, ...] | None = None
@@ -139,25 +132,7 @@ def run_task(t: FitTask) -> TaskResult:
     if t.deadline is not None and time.time() >= t.deadline:
         result.started = False
         return result
-    (X, y, qid), (X_cal, y_cal, qid_cal) = split_rows(
-        t.X_fit, t.y_fit, t.qid_fit, t.task, CALIBRATION, t.random_state
-    )
-    ctx = Context(
-        task=t.task,
-        X_train=X,
-        y_train=y,
-        X_val=X_cal,
-        y_val=y_cal,
-        costs=t.costs,
-        budgets=list(t.budgets),
-        qid_train=qid,
-        qid_val=qid_cal,
-        lightgbm_params=dict(t.lightgbm_params),
-        n_jobs=t.n_jobs,
-        random_state=t.random_state,
-        quick=t.quick,
-    )
-    runner = METHODS[t.method].run(ctx)
+    runner = METHODS[t.method].run(fitting_context(t.settings, t.X_fit, t.y_fit, t.qid_fit))
     wanted = None if t.only is None else set(t.only)
     tried = 0
     while (wanted is None or wanted) and (t.max_candidates is None or tried < t.max_candidates):
@@ -184,12 +159,23 @@ def run_task(t: FitTask) -> TaskResult:
             wanted.discard(cand.name)
         row = {"name": cand.name, "params": dict(cand.params), "fit_seconds": cand.fit_seconds}
         if t.X_eval is not None and t.y_eval is not None:
-            row.update(measure(cand.model, t.X_eval, t.y_eval, t.qid_eval, t.costs, t.task)[0])
+            row.update(
+                measure(cand.model, t.X_eval, t.y_eval, t.qid_eval, t.settings.costs, t.settings.task)[0]
+            )
         result.rows.append(row)
         if t.keep_models or wanted is not None:
             result.models[cand.name] = cand.model
     result.seconds = time.perf_counter() - start
     return result
+
+
+def fitting_context(settings: Settings, X: Any, y: np.ndarray, qid: np.ndarray | None) -> Context:
+    """The context of a method fitted on the rows ``X, y, qid``: :data:`CALIBRATION` of them
+    are held out (stratified, or by query) to calibrate budgets, thresholds and exits."""
+    (X, y, qid), (X_cal, y_cal, qid_cal) = split_rows(
+        X, y, qid, settings.task, CALIBRATION, settings.random_state
+    )
+    return Context(settings, X, y, X_cal, y_cal, qid_train=qid, qid_val=qid_cal)
 
 
 def measure(

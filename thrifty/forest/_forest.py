@@ -9,6 +9,9 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
+from thrifty.forest import _predict
+from thrifty.forest._inputs import as_matrix
+from thrifty.forest._traverse import fast_thresholds
 from thrifty.forest.links import LINKS, TASKS, decision_threshold, labels_from, raw_to_proba
 
 # How a numerical split treats NaN (mirrors LightGBM's ``missing_type``; every other library is "nan").
@@ -124,8 +127,6 @@ class Forest:
 
     def _derive(self) -> None:
         """Arrays derived from the (read-only) node arrays, computed once at construction."""
-        from thrifty.forest._traverse import fast_thresholds
-
         # Thresholds of the kernels' fast path (see ``_traverse.fast_thresholds``).
         self._fast_threshold = _frozen(
             fast_thresholds(self.threshold, self.missing_type, self.cat_start), np.float64
@@ -245,16 +246,12 @@ class Forest:
     # ------------------------------------------------------------------ inputs
     def _as_matrix(self, X: Any) -> np.ndarray:
         """Validated float64 C-contiguous matrix, categories coded and rounded to input_dtype."""
-        from thrifty.forest._inputs import as_matrix
-
         return as_matrix(X, self)
 
     # ------------------------------------------------------------------ prediction
     def predict_raw(self, X: Any, *, n_threads: int | None = None) -> np.ndarray:
         """Raw scores (margins): shape (n,) for one output, (n, n_outputs) otherwise."""
-        from thrifty.forest._predict import predict_raw
-
-        raw = predict_raw(self, self._as_matrix(X), n_threads=n_threads)
+        raw = _predict.predict_raw(self, self._as_matrix(X), n_threads=n_threads)
         return raw[:, 0] if self.n_outputs == 1 else raw
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -276,9 +273,7 @@ class Forest:
 
     def apply(self, X: Any) -> np.ndarray:
         """Global index of the leaf each example reaches in each tree, shape (n, n_trees)."""
-        from thrifty.forest._predict import apply
-
-        return apply(self, self._as_matrix(X))
+        return _predict.apply(self, self._as_matrix(X))
 
     def feature_usage(self) -> np.ndarray:
         """Number of split nodes testing each feature, shape (n_features,) (read-only)."""
@@ -326,13 +321,13 @@ class Forest:
     # ------------------------------------------------------------------ io
     def to_json(self) -> str:
         """Serialize to a versioned JSON document (see ``thrifty.forest.io``)."""
-        from thrifty.forest.io import forest_to_json
+        from thrifty.forest.io import forest_to_json  # not at the top: io imports this module
 
         return forest_to_json(self)
 
     @classmethod
     def from_json(cls, text: str) -> Forest:
-        from thrifty.forest.io import forest_from_json
+        from thrifty.forest.io import forest_from_json  # not at the top: io imports this module
 
         return forest_from_json(text)
 
@@ -341,6 +336,7 @@ class Forest:
         """Import a fitted LightGBM, XGBoost or scikit-learn tree model (see
         ``thrifty.forest.importers.from_model``; ``feature_names`` restores the training
         columns' names where the library changed them)."""
+        # Not at the top: the importers (and the per-library modules they use) import this module.
         from thrifty.forest.importers import from_model
 
         return from_model(model, feature_names=feature_names)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -52,6 +53,8 @@ def from_lightgbm(model: Any) -> Forest:
         ``sigmoid != 1``), custom objectives on classifiers, and pandas categorical columns
         that cannot be matched to features.
     """
+    # Not at the top: the importers load this module for every library's model, and
+    # converting a scikit-learn or XGBoost model need not load LightGBM (1 s).
     import lightgbm
 
     classes = None
@@ -97,9 +100,7 @@ def _dump(booster: Any) -> dict:
     it unreadable; the dump of a copy with placeholder names then gives the same trees.
     ``dump_model()`` defaults to ``best_iteration``, exactly as ``predict()`` does.
     """
-    import json
-
-    import lightgbm
+    import lightgbm  # as in from_lightgbm
 
     try:
         return booster.dump_model()

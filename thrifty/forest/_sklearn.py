@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from thrifty.exceptions import InputError
 from thrifty.forest._forest import MISSING_NAN, Forest
@@ -51,8 +52,6 @@ def from_sklearn(model: Any) -> Forest:
         ``loss="exponential"``, gradient boosting with a custom ``init`` estimator, and
         HistGradientBoostingRegressor losses with a non-identity link (poisson, gamma).
     """
-    from sklearn.utils.validation import check_is_fitted
-
     kind = type(model).__name__
     bases = {cls.__name__ for cls in type(model).__mro__ if cls.__module__.startswith("sklearn.")}
     name = next((n for n in _TREES + _FORESTS + _GB + _HGB if n in bases), None)

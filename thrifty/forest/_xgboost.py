@@ -62,6 +62,8 @@ def from_xgboost(model: Any) -> Forest:
         value, and objectives whose prediction is not the margin, a sigmoid or a softmax of it
         (count:poisson, reg:gamma, reg:tweedie, reg:logistic, binary:hinge, survival:*).
     """
+    # Not at the top: xgboost is optional (thrifty[test] only), and the importers load this
+    # module for every library's model.
     import xgboost
 
     classes, end = None, None
@@ -174,7 +176,7 @@ def _exact_base(booster: Any, formula: np.ndarray) -> np.ndarray:
     XGBoost really starts from. It is used only when it agrees with the formula to float32
     precision, in case that range ever means something else.
     """
-    import xgboost
+    import xgboost  # optional, as in from_xgboost
 
     n_features = booster.num_features()
     try:

@@ -1,0 +1,182 @@
+"""What :func:`thrifty.compare` returns: the :class:`Comparison` of every method's candidates,
+chosen on validation rows and confirmed on test rows, with its report, plot and files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from thrifty.comparison.report import answer, headline, markdown_report
+from thrifty.costs import CostModel
+from thrifty.io import save
+from thrifty.plot import plot_frontier
+
+__all__ = ["Comparison"]
+
+#: Budgets (fractions of the plain LightGBM model's mean cost on the calibration rows) the
+#: report recommends a model for.
+RECOMMEND_FRACTIONS = (0.1, 0.25, 0.5, 1.0)
+
+
+@dataclass
+class Comparison:
+    """What :func:`thrifty.compare` measured: chosen on validation rows, confirmed on test rows.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per candidate (a method and a setting): ``method``, ``family``, ``name``,
+        ``parameters``; the cost columns of :func:`thrifty.frontier.frontier` (mean, median,
+        90% quantile and max cost per example, mean trees and features) and ``value`` (the
+        task's metric, higher is better), ``balanced_accuracy``, ``auc`` and ``single_class``
+        (share of folds where it gave every row one label) for classification, all measured on
+        the validation rows (the mean over the folds under cross-validation); ``folds``,
+        ``fit_seconds``; for the models on the front and the plain model, the same figures
+        on the test rows (``test_value``, ``test_low``, ``test_high`` - its 95% interval -,
+        ``test_mean_cost``, ...); then one column per parameter any method reported.
+    front : DataFrame
+        The rows no other row dominates on the validation figures (cheaper on average and at
+        least as good), by cost, single-class models left out unless the plain model is no
+        better; with their test figures.
+    models : dict of (method, name) to model
+        The models of the front and the plain model, fitted on every row but the test rows.
+    task : str
+    full_cost : float
+        Mean cost of the plain LightGBM model on the calibration rows (budgets are fractions
+        of it).
+    budgets : list of float
+    skipped : list of (method, name, reason)
+    stopped_early : bool
+        The time allowance cut some method's candidates short.
+    seconds : float
+    costs : CostModel
+    baseline : Forest
+        The plain LightGBM model the post-hoc methods start from.
+    n_calibration : int
+        Rows held out of the final fit to calibrate budgets and exits.
+    selection : str
+        Where the choice was made, e.g. ``"5-fold cross-validation of 212 rows"``.
+    n_test : int
+    class_counts : dict
+        ``{"selection": {label: rows}, "test": {label: rows}}`` (classification).
+    baseline_value : float or None
+        The plain model's validation figure.
+    """
+
+    table: pd.DataFrame
+    front: pd.DataFrame
+    models: dict[tuple[str, str], Any]
+    task: str
+    full_cost: float
+    budgets: list[float]
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)
+    stopped_early: bool = False
+    seconds: float = 0.0
+    costs: CostModel | None = None
+    baseline: Any = None
+    n_calibration: int = 0
+    selection: str = ""
+    n_test: int = 0
+    class_counts: dict[str, dict[Any, int]] = field(default_factory=dict)
+    baseline_value: float | None = None
+
+    def recommend(self, budgets: Sequence[float] | None = None) -> pd.DataFrame:
+        """The best model on the front within each budget, by the validation figures.
+
+        Parameters
+        ----------
+        budgets : sequence of float, optional
+            Mean costs per example. Default: 10%, 25%, 50% and 100% of the plain LightGBM
+            model's mean cost.
+
+        Returns
+        -------
+        DataFrame
+            ``for_budget``, then the front row (validation and test figures) of the best
+            validation value whose validation mean cost is within it (no row when nothing is).
+        """
+        if budgets is None:
+            budgets = [f * self.full_cost for f in RECOMMEND_FRACTIONS]
+        rows = []
+        for b in budgets:
+            within = self.front[self.front["mean_cost"] <= b + 1e-12]
+            if len(within):
+                best = within.loc[within["value"].idxmax()]
+                # The table's own "budget" column (what a method was asked for) stays as it is.
+                rows.append({"for_budget": float(b), **best.to_dict()})
+        return pd.DataFrame(rows)
+
+    def model(self, method: str, name: str) -> Any:
+        """The model of a row of the front (or of the plain model)."""
+        return self.models[method, name]
+
+    def plot(self, ax: Any = None, *, cost_unit: str | None = None) -> Any:
+        """Every method's candidates joined by cost, the front drawn boldly (see ``thrifty.plot``)."""
+        label = f"{self.table['metric'].iloc[0]} ({self.selection})" if len(self.table) else None
+        ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit, value_label=label, front=self.front)
+        done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
+        if len(done):
+            # The front's models as confirmed on the test rows, at their test cost.
+            value = done["test_value"].to_numpy(float)
+            ax.errorbar(
+                done["test_mean_cost"].to_numpy(float),
+                value,
+                yerr=[value - done["test_low"].to_numpy(float), done["test_high"].to_numpy(float) - value],
+                fmt="D",
+                color="tab:red",
+                markersize=4,
+                elinewidth=0.8,
+                capsize=2,
+                alpha=0.8,
+                zorder=6,
+                label=f"front confirmed on {self.n_test} test rows (95% interval)",
+            )
+            ax.legend(fontsize=7, ncol=2 if self.table["method"].nunique() > 12 else 1)
+        costs = self.table["mean_cost"].to_numpy(float) if len(self.table) else np.zeros(0)
+        if len(costs) and costs.max() > 20 * max(costs[costs > 0].min(initial=np.inf), 1e-12):
+            ax.set_xscale("symlog", linthresh=float(costs[costs > 0].min(initial=1.0)))
+        return ax
+
+    def write(
+        self, out: str | Path, *, cost_unit: str | None = None, title: str = "thrifty compare"
+    ) -> list[Path]:
+        """Write ``table.csv``, ``front.csv``, ``frontier.png``, ``report.md`` and the
+        recommended models as JSON (``models/``) to the folder ``out``."""
+        from matplotlib.figure import Figure  # matplotlib (0.3 s) loads only when a figure is drawn
+
+        out = Path(out)
+        (out / "models").mkdir(parents=True, exist_ok=True)
+        self.table.to_csv(out / "table.csv", index=False)
+        self.front.to_csv(out / "front.csv", index=False)
+        fig = Figure(figsize=(9, 5.5), layout="constrained")
+        ax = self.plot(fig.add_subplot(), cost_unit=cost_unit)
+        ax.set_title(title)
+        fig.savefig(out / "frontier.png", dpi=120)
+        files = [out / "table.csv", out / "front.csv", out / "frontier.png"]
+        rec = self.recommend()
+        saved: dict[tuple[str, str], str] = {}
+        for _, row in rec.iterrows():
+            key = (row["method"], row["name"])
+            if key not in saved and key in self.models:
+                path = out / "models" / f"{_slug(key[0])}__{_slug(key[1])}.json"
+                save(self.models[key], path)
+                saved[key] = str(path.relative_to(out))
+                files.append(path)
+        (out / "report.md").write_text(markdown_report(self, rec, saved, cost_unit=cost_unit, title=title))
+        files.append(out / "report.md")
+        return files
+
+    def summary(self, cost_unit: str | None = None) -> str:
+        """A few lines for the terminal."""
+        lines = headline(self)
+        lines += [answer(row, self, cost_unit) for _, row in self.recommend().iterrows()]
+        return "\n".join(lines)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in text).strip("_")

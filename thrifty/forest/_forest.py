@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -18,6 +18,23 @@ from thrifty.forest.links import LINKS, TASKS, decision_threshold, labels_from, 
 MISSING_NAN = 0  # NaN goes to the default child, other values are compared
 MISSING_AS_ZERO = 1  # NaN is replaced by 0.0, then compared (LightGBM "None")
 MISSING_ZERO = 2  # NaN and |x| <= 1e-35 go to the default child (LightGBM "Zero")
+
+
+# The arrays of a Forest and their dtypes, written once: one entry per node, per tree, and the
+# category sets the nodes point into and the base score. They are read-only once constructed.
+NODE_ARRAYS = {
+    "feature": np.int32,
+    "threshold": np.float64,
+    "children_left": np.int32,
+    "children_right": np.int32,
+    "missing_left": np.bool_,
+    "missing_type": np.int8,
+    "cat_start": np.int32,
+    "cat_size": np.int32,
+    "value": np.float64,
+}
+TREE_ARRAYS = {"roots": np.int32, "tree_weight": np.float64, "tree_class": np.int32}
+_ARRAYS = {**NODE_ARRAYS, "cat_bitsets": np.uint32, **TREE_ARRAYS, "base_score": np.float64}
 
 
 @dataclass(eq=False)
@@ -109,6 +126,10 @@ class Forest:
     aggregation: str = "sum"
     source: str = ""
 
+    #: Every array of a Forest and its dtype, nodes' first (``NODE_ARRAYS``), then
+    #: ``cat_bitsets``, the trees' (``TREE_ARRAYS``) and ``base_score``.
+    ARRAYS: ClassVar[dict[str, Any]] = _ARRAYS
+
     def __post_init__(self) -> None:
         n = np.asarray(self.feature).shape[0]
         value = np.asarray(self.value, dtype=np.float64)
@@ -189,24 +210,12 @@ class Forest:
         return decision_threshold(self.link)
 
     def _validate(self) -> None:
-        n = self.n_nodes
-        for name in (
-            "threshold",
-            "children_left",
-            "children_right",
-            "missing_left",
-            "missing_type",
-            "cat_start",
-            "cat_size",
-        ):
-            if getattr(self, name).shape != (n,):
-                raise InputError(f"Forest.{name} must have shape ({n},), got {getattr(self, name).shape}")
-        if self.value.shape[0] != n:
-            raise InputError(f"Forest.value must have {n} rows, got {self.value.shape[0]}")
-        t = self.n_trees
-        for name in ("tree_weight", "tree_class"):
-            if getattr(self, name).shape != (t,):
-                raise InputError(f"Forest.{name} must have shape ({t},), got {getattr(self, name).shape}")
+        for names, n, what in ((NODE_ARRAYS, self.n_nodes, "node"), (TREE_ARRAYS, self.n_trees, "tree")):
+            for name in names:
+                shape = getattr(self, name).shape
+                if shape[:1] != (n,):
+                    raise InputError(f"Forest.{name} must have one entry per {what} ({n}), got shape {shape}")
+        n, t = self.n_nodes, self.n_trees
         if self.link not in LINKS:
             raise InputError(f"unknown link {self.link!r}; expected one of {LINKS}")
         if self.task not in TASKS:
@@ -349,25 +358,6 @@ class Forest:
         )
 
 
-# The node and tree arrays of a Forest and their dtypes; they are read-only once constructed.
-_ARRAYS = {
-    "feature": np.int32,
-    "threshold": np.float64,
-    "children_left": np.int32,
-    "children_right": np.int32,
-    "missing_left": np.bool_,
-    "missing_type": np.int8,
-    "cat_start": np.int32,
-    "cat_size": np.int32,
-    "cat_bitsets": np.uint32,
-    "value": np.float64,
-    "roots": np.int32,
-    "tree_weight": np.float64,
-    "tree_class": np.int32,
-    "base_score": np.float64,
-}
-
-
 def _frozen(a: Any, dtype: Any) -> np.ndarray:
     """A read-only C-contiguous copy of ``a`` (a copy, so the caller's array stays writable)."""
     a = np.asarray(a)
@@ -406,17 +396,10 @@ def _rebuild(
     children_left = np.concatenate(lefts) if lefts else empty
     children_right = np.concatenate(rights) if rights else empty
 
+    kept = {name: getattr(forest, name)[nodes] for name in NODE_ARRAYS}
     return Forest(
-        feature=forest.feature[nodes],
-        threshold=forest.threshold[nodes],
-        children_left=children_left,
-        children_right=children_right,
-        missing_left=forest.missing_left[nodes],
-        missing_type=forest.missing_type[nodes],
-        cat_start=forest.cat_start[nodes],
-        cat_size=forest.cat_size[nodes],
+        **{**kept, "children_left": children_left, "children_right": children_right},
         cat_bitsets=forest.cat_bitsets,
-        value=forest.value[nodes],
         roots=np.asarray(new_roots, dtype=np.int64),
         tree_weight=weight,
         tree_class=tree_class,

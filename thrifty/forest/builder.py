@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError, UnsupportedModelError
-from thrifty.forest._forest import MISSING_NAN, Forest
+from thrifty.forest._forest import MISSING_NAN, NODE_ARRAYS, Forest
 
 SUPPORTED = (
     "lightgbm: Booster, LGBMClassifier, LGBMRegressor, LGBMRanker",
@@ -55,20 +55,7 @@ class ForestBuilder:
 
     def __init__(self, width: int = 1) -> None:
         self.width = width
-        self.parts: dict[str, list[np.ndarray]] = {
-            k: []
-            for k in (
-                "feature",
-                "threshold",
-                "left",
-                "right",
-                "missing_left",
-                "missing_type",
-                "cat_start",
-                "cat_size",
-                "value",
-            )
-        }
+        self.parts: dict[str, list[np.ndarray]] = {name: [] for name in NODE_ARRAYS}
         self.bitsets: list[np.ndarray] = []
         self.n_words = 0
         self.n_nodes = 0
@@ -129,8 +116,8 @@ class ForestBuilder:
         parts = {
             "feature": feature,
             "threshold": np.where(leaf, 0.0, np.asarray(threshold, dtype=np.float64)),
-            "left": np.where(leaf, -1, left + offset),
-            "right": np.where(leaf, -1, right + offset),
+            "children_left": np.where(leaf, -1, left + offset),
+            "children_right": np.where(leaf, -1, right + offset),
             "missing_left": np.broadcast_to(np.asarray(missing_left, dtype=bool), (n,)) & ~leaf,
             "missing_type": np.where(leaf, MISSING_NAN, np.broadcast_to(np.asarray(missing_type), (n,))),
             "cat_start": cat_start,
@@ -147,21 +134,15 @@ class ForestBuilder:
     def build(self, *, base_score: Any, n_features: int, **meta: Any) -> Forest:
         """The assembled forest; ``meta`` holds the remaining :class:`Forest` fields."""
 
-        def cat(key: str, dtype: Any, shape: tuple = (0,)) -> np.ndarray:
-            arrays = self.parts[key]
-            return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(shape, dtype)
+        def cat(name: str, dtype: Any) -> np.ndarray:
+            arrays = self.parts[name]
+            empty = (0, self.width) if name == "value" else (0,)
+            return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(empty, dtype)
 
+        nodes: dict[str, Any] = {name: cat(name, dtype) for name, dtype in NODE_ARRAYS.items()}
         return Forest(
-            feature=cat("feature", np.int32),
-            threshold=cat("threshold", np.float64),
-            children_left=cat("left", np.int32),
-            children_right=cat("right", np.int32),
-            missing_left=cat("missing_left", np.bool_),
-            missing_type=cat("missing_type", np.int8),
-            cat_start=cat("cat_start", np.int32),
-            cat_size=cat("cat_size", np.int32),
+            **nodes,
             cat_bitsets=(np.concatenate(self.bitsets) if self.bitsets else np.zeros(0, dtype=np.uint32)),
-            value=cat("value", np.float64, (0, self.width)),
             roots=np.asarray(self.roots, dtype=np.int32),
             tree_weight=np.asarray(self.weights, dtype=np.float64),
             tree_class=np.asarray(self.classes, dtype=np.int32),

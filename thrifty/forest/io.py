@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
-from thrifty.forest._forest import _ARRAYS, Forest
+from thrifty.forest._forest import _ARRAYS, NODE_ARRAYS, Forest
 
 FORMAT = "thrifty.forest"
 VERSION = 1
@@ -103,7 +103,7 @@ def _check_values(a: dict[str, np.ndarray]) -> None:
     from a fitted model, so a document holding one was damaged or hand-edited.
     """
     n = a["feature"].shape[0]
-    if any(a[k].shape[:1] != (n,) for k in ("threshold", "missing_type", "cat_start", "cat_size", "value")):
+    if any(a[k].shape[:1] != (n,) for k in NODE_ARRAYS):
         return  # Forest's own shape checks name the array
     internal = a["feature"] >= 0
     numerical = internal & (a["cat_start"] < 0)

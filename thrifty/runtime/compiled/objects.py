@@ -23,6 +23,7 @@ import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
 
+from thrifty.forest import Forest
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs, vector_ok
@@ -74,21 +75,11 @@ def code_key(lay: Layout) -> str:
         f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
     )
-    for a in (
-        forest.feature,
-        forest.threshold,
-        forest.children_left,
-        forest.children_right,
-        forest.missing_left,
-        forest.missing_type,
-        forest.cat_start,
-        forest.cat_size,
-        forest.cat_bitsets,
-        forest.roots,
-        forest.tree_class,
-        np.asarray(lay.order, dtype=np.int64),
-        np.asarray(lay.exits, dtype=np.int8),
-    ):
+    # Every array of the forest but the numbers the code reads from tables (leaf values, tree
+    # weights, base score), then the plan's order and exit kinds.
+    numbers = ("value", "tree_weight", "base_score")
+    structure = [getattr(forest, name) for name in Forest.ARRAYS if name not in numbers]
+    for a in (*structure, np.asarray(lay.order, dtype=np.int64), np.asarray(lay.exits, dtype=np.int8)):
         h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
     return h.hexdigest()[:32]
 

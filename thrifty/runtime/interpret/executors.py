@@ -189,23 +189,15 @@ class SequentialExecutor(_ForestOutputs):
             and c.n >= SERIAL_ROWS
         ):
             X = c.X if f.input_dtype == "float64" else round32(c.X)
-            kernels.run_sequential_dense(
-                X,
-                self.trees,
-                self.order,
-                self.exits,
-                c.touched,
-                c.tally,
-                self.place,
-                self.raw,
-                self.flags,
-                self.decision,
-                _dense_block(c.n),
-            )
+            kernels.run_sequential_dense(X, *self._walk(), _dense_block(c.n))
             return
-        kernels.RUN_SEQUENTIAL.for_rows(len(rows))(
-            rows,
-            c.inputs,
+        kernels.RUN_SEQUENTIAL.for_rows(len(rows))(rows, c.inputs, *self._walk())
+
+    def _walk(self) -> tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]:
+        """The arguments both sequential kernels take after their inputs: what they read of the
+        forest and schedule, then every array they write."""
+        c = self.ctx
+        return (
             self.trees,
             self.order,
             self.exits,

@@ -2,13 +2,13 @@
 
 ``layout`` (what the code is specialised for and the memory it works on) → IR per kind of
 block: ``ir_scalar`` (one row at a time), ``ir_vector`` (eight rows at once), ``ir_serving``
-(the serving path's entry) → ``objects`` (object code through llvmlite, the on-disk cache,
-helper processes: ``llc``) → ``tables`` (the tables the code reads; ``ForestCode``) →
-``executor`` (the interpreter's executor running the code) and ``serving`` (the serving path)
-→ ``plan`` (``CompiledPlan`` and ``compile``).
+(the serving path's entry) → ``objects`` (object code through llvmlite, in helper processes:
+``llc``; kept in the verified on-disk ``cache``) → ``tables`` (the tables the code reads;
+``ForestCode``) → ``executor`` (the interpreter's executor running the code) and ``serving``
+(the serving path) → ``plan`` (``CompiledPlan`` and ``compile``).
 """
 
-from thrifty.runtime.compiled.objects import cache_dir
+from thrifty.runtime.compiled.cache import CacheWarning, cache_dir
 from thrifty.runtime.compiled.plan import CompiledPlan, compile  # noqa: A004
 
-__all__ = ["CompiledPlan", "cache_dir", "compile"]
+__all__ = ["CacheWarning", "CompiledPlan", "cache_dir", "compile"]

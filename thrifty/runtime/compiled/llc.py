@@ -2,14 +2,15 @@
 
 ``objects._compile`` shares a large forest's modules between its own process and one helper per
 further core, since llvmlite serialises LLVM calls within a process. Both sides pack their parts
-with ``objects.pack``.
+with ``cache.pack``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from thrifty.runtime.compiled.objects import _emit, pack, unpack
+from thrifty.runtime.compiled.cache import pack, unpack
+from thrifty.runtime.compiled.objects import _emit
 
 
 def main() -> int:
@@ -17,7 +18,7 @@ def main() -> int:
     if irs is None:
         print(
             "thrifty.runtime.compiled.llc: expected LLVM IR modules packed by "
-            "thrifty.runtime.compiled.objects.pack",
+            "thrifty.runtime.compiled.cache.pack",
             file=sys.stderr,
         )
         return 2

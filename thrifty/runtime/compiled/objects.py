@@ -1,10 +1,10 @@
 """Object code for a forest plan: its LLVM IR (``ir_scalar``, ``ir_vector``, ``ir_serving``)
 compiled with llvmlite, in helper processes (``llc``) for large forests, and cached on disk.
 
-The object code is cached under ``cache_dir()`` keyed by a hash of the forest's splits, the
-plan's order and where it has exits, this generator's version and the CPU, so a new process
-loads it without compiling. Leaf values and exit thresholds are tables the code reads, not
-constants, so they never need a recompile.
+The object code is cached on disk (``cache``, verified before it is loaded) keyed by a hash of
+the forest's splits, the plan's order and where it has exits, this generator's version and the
+CPU, so a new process loads it without compiling. Leaf values and exit thresholds are tables
+the code reads, not constants, so they never need a recompile.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import struct
 import subprocess
 import sys
 import threading
@@ -24,6 +23,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from thrifty.forest import Forest
+from thrifty.runtime.compiled import cache
+from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs, vector_ok
@@ -46,21 +47,6 @@ RUN = ctypes.CFUNCTYPE(
 )
 # The signature of ``serve``: (ctx) -> None, ctx the address of a call context (see ``ir_serving``).
 SERVE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-def cache_dir() -> Path:
-    """Where compiled forests are kept: ``$THRIFTY_CACHE_DIR``, else the platform's cache
-    directory (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS,
-    ``%LOCALAPPDATA%`` on Windows) under ``thrifty/compiled``."""
-    if os.environ.get("THRIFTY_CACHE_DIR"):
-        return Path(os.environ["THRIFTY_CACHE_DIR"])
-    if sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    elif os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "thrifty" / "compiled"
 
 
 def code_key(lay: Layout) -> str:
@@ -125,13 +111,12 @@ class NativeCode:
 
     def __init__(self, lay: Layout, *, progress: bool = True) -> None:
         self.key = code_key(lay)
-        path = cache_dir() / f"{self.key}.o"
         t0 = time.perf_counter()
-        objects = _read_cached(path)
+        objects = cache.read(self.key)
         self.from_cache = objects is not None
         if objects is None:
             objects = _compile(lay, self.key, progress)
-            _write_cached(path, objects)
+            cache.write(self.key, objects)
         self.compile_seconds = 0.0 if self.from_cache else time.perf_counter() - t0
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
         for obj in objects:
@@ -228,26 +213,6 @@ def _helper(irs: list[str], results: dict, h: int) -> None:
     results[h] = objects if objects is not None and len(objects) == len(irs) else None
 
 
-def pack(parts: list[bytes]) -> bytes:
-    """``parts`` as one string: their count, then each one's size and bytes (little-endian)."""
-    return struct.pack("<Q", len(parts)) + b"".join(struct.pack("<Q", len(o)) + o for o in parts)
-
-
-def unpack(data: bytes) -> list[bytes] | None:
-    """The parts of ``pack``, or None when ``data`` is not such a string."""
-    parts, at = [], 0
-    try:
-        (count,) = struct.unpack_from("<Q", data, 0)
-        at = 8
-        for _ in range(count):
-            (size,) = struct.unpack_from("<Q", data, at)
-            parts.append(data[at + 8 : at + 8 + size])
-            at += 8 + size
-    except struct.error:
-        return None
-    return parts if at == len(data) else None
-
-
 def _emit(ir: str) -> bytes:
     """Object code of one IR module for this machine's CPU."""
     tm = _target_machine()
@@ -259,21 +224,3 @@ def _emit(ir: str) -> bytes:
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return tm.emit_object(mod)
-
-
-def _read_cached(path: Path) -> list[bytes] | None:
-    try:
-        return unpack(path.read_bytes())
-    except OSError:
-        return None
-
-
-def _write_cached(path: Path, objects: list[bytes]) -> None:
-    """Write atomically (another process may be reading or writing the same key)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(pack(objects))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs a compile next time

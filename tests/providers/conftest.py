@@ -52,7 +52,7 @@ def write_store(url: str, X: np.ndarray, keys: list, columns: list[str], table: 
     tbl = sa.Table(
         table,
         meta,
-        sa.Column("pid", key_type, primary_key=True),
+        sa.Column("pid", key_type, primary_key=True, autoincrement=False),
         *(sa.Column(c, sa.Double) for c in columns),
         sa.Column("note", sa.String),
     )

@@ -102,7 +102,9 @@ def test_missing_keys_rows_and_values_are_errors(small_model, redis_url):
     write_hashes(redis_url, X[:10], keys, NAMES, prefix="p:")
     client = redis.Redis.from_url(redis_url)
     provider = redis_provider(client, keys, prefix="p:", columns=NAMES)
-    with pytest.raises(MissingKeyError, match="no record for key\\(s\\) 'ghost';") as missing:
+    with pytest.raises(
+        MissingKeyError, match="no record with key in \\['ghost'\\] in Redis at 127.0.0.1"
+    ) as missing:
         provider.with_keys([0, "ghost", 1, "ghost"]).fetch([(0, np.arange(4))])
     assert missing.value.keys == ["ghost"] and isinstance(missing.value, LookupError)
     # A fraction names no hash (2.5 is not the key 2, and "2.5" would be a guess).

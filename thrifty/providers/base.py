@@ -132,14 +132,14 @@ def store_key(key: Any, kind: str | None) -> Any:
     return key if isinstance(key, int) and _INT64[0] <= key <= _INT64[1] else None
 
 
-def missing_keys(keys: list[Any], where: str, kind: str | None) -> MissingKeyError:
-    """The error for keys ``where`` (``"table 'patients'"``) has no record for."""
+def missing_keys(keys: list[Any], name: str, where: str, kind: str | None) -> MissingKeyError:
+    """The error for ``keys`` of which no record has the ``name`` (``"pid"``) ``where``
+    (``"in table 'patients'"``)."""
     keys = list(dict.fromkeys(keys))
-    shown = ", ".join(_short(k) for k in keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+    shown = ", ".join(_short(k) for k in keys[:5]) + (f", and {len(keys) - 5} more" if len(keys) > 5 else "")
     compared = f"; keys are compared as {kind} values" if kind else ""
     return MissingKeyError(
-        f"{where} has no record for key(s) {shown}{compared}; every row needs the key of an existing record",
-        keys,
+        f"no record with {name} in [{shown}] {where}{compared}; every row needs the key of a record", keys
     )
 
 

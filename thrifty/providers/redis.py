@@ -72,7 +72,7 @@ class RedisProvider:
                 wanted.setdefault(name, {}).setdefault(field, []).append((i, j))
                 given.setdefault(name, plain_key(k))
         if impossible:
-            raise missing_keys(impossible, self._described, TEXT)
+            raise missing_keys(impossible, "key", self._described, TEXT)
         out = [np.full(len(rows), np.nan) for _, rows in requests]
         lost: list[Any] = []
         names = list(wanted)
@@ -88,7 +88,7 @@ class RedisProvider:
                     for i, j in slots:
                         out[i][j] = value
         if lost:
-            raise missing_keys(lost, self._described, TEXT)
+            raise missing_keys(lost, "key", self._described, TEXT)
         return out
 
     def __call__(self, feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
@@ -97,7 +97,7 @@ class RedisProvider:
 
     @property
     def _described(self) -> str:
-        return f"{self.where} (hashes {self.prefix + '<key>'!r})"
+        return f"in {self.where} (hashes {self.prefix + '<key>'!r})"
 
     def _pipeline(self, names: list[str], wanted: dict[str, dict[str, list[tuple[int, int]]]]) -> list[Any]:
         """``HMGET`` and ``EXISTS`` of each hash, in one round trip."""

@@ -93,7 +93,7 @@ class SQLProvider:
                 (int(f), wanted[i : i + self.max_params]) for i in range(0, len(wanted), self.max_params)
             ]
         if impossible:
-            raise missing_keys(impossible, self._where, self.key_kind)
+            raise missing_keys(impossible, self.key.name, f"in {self._where}", self.key_kind)
         out = [np.full(len(rows), np.nan) for _, rows in requests]
         seen: list[set[Any]] = [set() for _ in requests]
         slot = {int(f): i for i, (f, _) in enumerate(requests)}
@@ -123,12 +123,12 @@ class SQLProvider:
                 out[i][index[i][k]] = _number(v, self.columns[int(f)].name, k)
         lost = [given[k] for i, where in enumerate(index) for k in where if k not in seen[i]]
         if lost:
-            raise missing_keys(lost, self._where, self.key_kind)
+            raise missing_keys(lost, self.key.name, f"in {self._where}", self.key_kind)
         return out
 
     @property
     def _where(self) -> str:
-        return f"table {self.table.name!r} (key column {self.key.name!r})"
+        return f"table {self.table.name!r}"
 
     def _run(self, sa: Any, query: Any) -> list[Any]:
         """The records of ``query``; a failing database (locked, gone) is one line, without the

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from thrifty import CostModel
+from thrifty.runtime.lazy import lazy_rounds
 
 NAMES = ["age", "bp", "chol", "hr", "st", "ca"]
 PRICES = [1.0, 2.0, 7.5, 3.0, 11.0, 40.0]
@@ -44,6 +45,18 @@ def small_model():
     plan = qwyc(Forest.from_model(model), X, alpha=0.002)
     costs = CostModel(dict(zip(NAMES, PRICES)), feature_names=NAMES, tree_cost=0.25)
     return plan, X, costs
+
+
+def n_rounds(plan, X, costs) -> int:
+    """Rounds of lazy evaluation of ``plan`` on ``X``: the queries (pipelines) a store answers."""
+    gen, count = lazy_rounds(plan, costs, n_rows=len(X)), 0
+    try:
+        requests = next(gen)
+        while True:
+            count += 1
+            requests = gen.send([X[rows, f] for f, rows in requests])
+    except StopIteration:
+        return count
 
 
 def write_store(url: str, X: np.ndarray, keys: list, columns: list[str], table: str = "patients") -> object:

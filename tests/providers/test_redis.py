@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.providers.conftest import NAMES, write_hashes
+from tests.providers.conftest import NAMES, n_rounds, write_hashes
 from thrifty import evaluate
 from thrifty.exceptions import InputError, MissingKeyError, ProviderError
 from thrifty.providers import redis_provider
-from thrifty.runtime.lazy import lazy_rounds
 
 redis = pytest.importorskip("redis", reason="the Redis provider's tests need the extra thrifty[redis]")
 
@@ -35,17 +34,6 @@ class Spy:
 
         pipe.hmget = logged
         return pipe
-
-
-def n_rounds(plan, X, costs) -> int:
-    gen, count = lazy_rounds(plan, costs, n_rows=len(X)), 0
-    try:
-        requests = next(gen)
-        while True:
-            count += 1
-            requests = gen.send([X[rows, f] for f, rows in requests])
-    except StopIteration:
-        return count
 
 
 def test_lazy_redis_equals_dense_one_pipeline_per_round(small_model, redis_url):

@@ -7,12 +7,11 @@ import re
 import numpy as np
 import pytest
 
-from tests.providers.conftest import NAMES
+from tests.providers.conftest import NAMES, n_rounds
 from tests.providers.conftest import write_store as store
 from thrifty import evaluate
 from thrifty.exceptions import InputError, MissingKeyError
 from thrifty.providers import sql_provider
-from thrifty.runtime.lazy import lazy_rounds
 
 sa = pytest.importorskip("sqlalchemy")
 
@@ -48,17 +47,6 @@ def pairs_read(engine, statements, keys: list[str]) -> set[tuple[int, int]]:
                 assert (row_of[k], int(f)) not in out, "a (row, feature) pair was read twice"
                 out.add((row_of[k], int(f)))
     return out
-
-
-def n_rounds(plan, X, costs) -> int:
-    gen, count = lazy_rounds(plan, costs, n_rows=len(X)), 0
-    try:
-        requests = next(gen)
-        while True:
-            count += 1
-            requests = gen.send([X[rows, f] for f, rows in requests])
-    except StopIteration:
-        return count
 
 
 def test_lazy_sql_equals_dense_and_reads_exactly_the_acquired_pairs(small_model, url):

@@ -3,16 +3,18 @@ and the store's name of each feature."""
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import uuid
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
 from thrifty.exceptions import InputError, MissingKeyError
+from thrifty.runtime.lazy import Requests
 from thrifty.runtime.plans import as_plan
 
 # The kinds of key a store compares by: `store_key` turns a row's key into the store's type.
@@ -23,6 +25,30 @@ _KEY_TYPES = (str, bytes, int, float, Decimal, uuid.UUID, np.integer, np.floatin
 # Integer keys as databases store them (BIGINT); a larger number can be no record's key.
 _INT64 = (-(2**63), 2**63 - 1)
 _DECIMAL_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+
+
+class KeyedProvider:
+    """A provider of a store's records: row ``i`` is the record whose key is ``keys[i]``."""
+
+    keys: np.ndarray
+
+    def with_keys(self, keys: Any) -> Self:
+        """The same store for other rows: row ``i`` is the record whose key is ``keys[i]``."""
+        other = copy.copy(self)
+        other.keys = as_keys(keys)
+        return other
+
+
+class SyncKeyedProvider(KeyedProvider):
+    """A keyed provider answering a round synchronously; also callable as
+    ``provider(feature_ids, row_ids)``, one column per feature."""
+
+    def fetch(self, requests: Requests) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def __call__(self, feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
+        values = self.fetch([(int(f), row_ids) for f in np.asarray(feature_ids).reshape(-1)])
+        return np.column_stack(values) if values else np.zeros((len(row_ids), 0))
 
 
 def missing_extra(package: str, extra: str) -> ImportError:

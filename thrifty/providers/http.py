@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import math
 from collections.abc import Sequence
@@ -12,14 +11,14 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError, ProviderError
-from thrifty.providers.base import as_keys, feature_columns, keys_of, missing_extra, plain_key
+from thrifty.providers.base import KeyedProvider, as_keys, feature_columns, keys_of, missing_extra, plain_key
 from thrifty.runtime.lazy import Requests
 
 # httpx is the optional extra thrifty[serve]: imported where a request is made, so that
 # thrifty.providers imports without it and http_provider() names the extra to install.
 
 
-class HTTPProvider:
+class HTTPProvider(KeyedProvider):
     """Features served over HTTP: ``POST url`` with ``{"feature": name, "keys": [...]}``.
 
     The service answers ``{"values": [...]}``, one number (or ``null`` for missing) per key, in
@@ -31,12 +30,6 @@ class HTTPProvider:
     def __init__(self, url: str, names: list[str], keys: np.ndarray, timeout: float, client: Any) -> None:
         self.url, self.names, self.keys = url, names, keys
         self.timeout, self.client = timeout, client
-
-    def with_keys(self, keys: Any) -> HTTPProvider:
-        """The same service for other rows: row ``i`` is the record whose key is ``keys[i]``."""
-        other = copy.copy(self)
-        other.keys = as_keys(keys)
-        return other
 
     async def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair, the features fetched concurrently."""

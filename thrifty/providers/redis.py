@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import re
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ import numpy as np
 from thrifty.exceptions import InputError, ProviderError
 from thrifty.providers.base import (
     TEXT,
+    SyncKeyedProvider,
     as_keys,
     feature_columns,
     keys_of,
@@ -30,7 +30,7 @@ from thrifty.runtime.lazy import Requests
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.I)
 
 
-class RedisProvider:
+class RedisProvider(SyncKeyedProvider):
     """Features read from Redis hashes, one per example, for the rows a round needs.
 
     Built by :func:`redis_provider`; see there. ``fetch(requests)`` answers a round of lazy
@@ -43,12 +43,6 @@ class RedisProvider:
         self.client, self.where, self.prefix, self.fields = client, where, prefix, fields
         self.keys = keys
         self.max_keys = max_keys
-
-    def with_keys(self, keys: Any) -> RedisProvider:
-        """The same store for other rows: row ``i`` is the hash of key ``keys[i]``."""
-        other = copy.copy(self)
-        other.keys = as_keys(keys)
-        return other
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair: one pipeline for the whole round.
@@ -90,10 +84,6 @@ class RedisProvider:
         if lost:
             raise missing_keys(lost, "key", self._described, TEXT)
         return out
-
-    def __call__(self, feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
-        values = self.fetch([(int(f), row_ids) for f in np.asarray(feature_ids).reshape(-1)])
-        return np.column_stack(values) if values else np.zeros((len(row_ids), 0))
 
     @property
     def _described(self) -> str:

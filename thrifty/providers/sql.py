@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import urllib.parse
 from collections.abc import Sequence
 from decimal import Decimal
@@ -15,6 +14,7 @@ from thrifty.exceptions import InputError, ProviderError
 from thrifty.providers.base import (
     INTEGER,
     TEXT,
+    SyncKeyedProvider,
     as_keys,
     feature_columns,
     keys_of,
@@ -32,7 +32,7 @@ from thrifty.runtime.lazy import Requests
 _MAX_TERMS = 400
 
 
-class SQLProvider:
+class SQLProvider(SyncKeyedProvider):
     """Features read from one table, one record per example, for the rows a round needs.
 
     Built by :func:`sql_provider`; see there. ``fetch(requests)`` answers a round of lazy
@@ -53,12 +53,6 @@ class SQLProvider:
         self.keys = keys
         self.max_params = max_params
         self.key_kind = key_kind
-
-    def with_keys(self, keys: Any) -> SQLProvider:
-        """The same store for other rows: row ``i`` is the record whose key is ``keys[i]``."""
-        other = copy.copy(self)
-        other.keys = as_keys(keys)
-        return other
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair: one query for the whole round.
@@ -138,10 +132,6 @@ class SQLProvider:
                 return list(conn.execute(query))
         except sa.exc.DBAPIError as exc:
             raise ConnectionError(f"the database failed reading {self._where}: {_reason(exc)}") from None
-
-    def __call__(self, feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
-        values = self.fetch([(int(f), row_ids) for f in np.asarray(feature_ids).reshape(-1)])
-        return np.column_stack(values) if values else np.zeros((len(row_ids), 0))
 
 
 def sql_provider(

@@ -105,15 +105,7 @@ def _model(d: dict[str, Any], path: Path) -> Forest | Plan:
         return plan_from_dict(d)
     except InputError:
         raise
-    except (
-        KeyError,
-        TypeError,
-        AttributeError,
-        ValueError,
-        IndexError,
-        OverflowError,
-        RecursionError,
-    ) as exc:
+    except (LookupError, TypeError, AttributeError, ArithmeticError, ValueError, RecursionError) as exc:
         raise InputError(f"{str(path)!r} is a malformed thrifty model document: {exc!r:.200}") from None
 
 

@@ -137,8 +137,9 @@ def store_key(key: Any, kind: str | None) -> Any:
     For an ``INTEGER`` key column: an int (from an int, an integral float, or a string of
     decimal digits), None for a fraction, any other string or a number beyond 64 bits. For a
     ``TEXT`` one: a str (an integer of up to 64 bits written in decimal), None for a fraction or
-    bytes. Otherwise the key as given. A key the store would convert itself (SQLite matches ``'1000'`` to
-    ``1000``) is converted here, so that the records read back are matched to the rows by value.
+    bytes. Otherwise the key as given. A key the store would convert itself (SQLite matches
+    ``'1000'`` to ``1000``) is converted here, so that the records read back are matched to the
+    rows by value.
     """
     key = plain_key(key)
     if kind is None:

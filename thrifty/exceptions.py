@@ -12,6 +12,8 @@ __all__ = [
     "BudgetError",
     "InputError",
     "InvalidParameterError",
+    "MissingKeyError",
+    "ProviderError",
     "ThriftyError",
     "UnsupportedModelError",
 ]
@@ -38,3 +40,33 @@ class BudgetError(InputError):
 
 class UnsupportedModelError(ThriftyError, TypeError):
     """A model thrifty cannot import as a tree ensemble or use as a plan."""
+
+
+class MissingKeyError(InputError, LookupError):
+    """Keys of rows for which the feature store has no record (or can have none).
+
+    A ``LookupError`` too, so that a server can answer it per request (``thrifty serve``: 404)
+    rather than as a failure of the store.
+
+    Attributes
+    ----------
+    keys : list
+        The missing keys, as they were given (each once).
+    """
+
+    def __init__(self, message: str, keys: list) -> None:
+        super().__init__(message)
+        self.keys = keys
+
+    def __reduce__(self) -> tuple:
+        # Pickled (a Dask worker's error reaching the client) with its keys.
+        return (type(self), (str(self), self.keys))
+
+
+class ProviderError(ThriftyError, ValueError):
+    """A feature store answered with what cannot be feature values: a value that is not a
+    number, one value too many or too few, a record that is not unique.
+
+    The store (or its configuration) is at fault, not the caller's rows: a server answers it
+    as a bad gateway (``thrifty serve``: 502).
+    """

@@ -229,4 +229,8 @@ def test_compiled_plan_scores_on_the_cluster(client, adult_like):
     compiled = thrifty.compile(model, costs)
     assert compiled.native
     table = evaluate(compiled, dd.from_pandas(frame, npartitions=3)).compute()
-    _check_equal(table, thrifty.evaluate(model, frame, costs))
+    ev = thrifty.evaluate(model, frame, costs)
+    _check_equal(table, ev)
+    # Probability columns are named by class, as for the plan itself.
+    assert [c for c in table.columns if c.startswith("proba_")] == ["proba_<=50K", "proba_>50K"]
+    np.testing.assert_array_equal(table[["proba_<=50K", "proba_>50K"]].to_numpy(), ev.proba)

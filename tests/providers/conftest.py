@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
+import time
+
 import numpy as np
 import pytest
 
 from thrifty import CostModel
+from thrifty.runtime.lazy import lazy_rounds
 
 NAMES = ["age", "bp", "chol", "hr", "st", "ca"]
 PRICES = [1.0, 2.0, 7.5, 3.0, 11.0, 40.0]
@@ -41,6 +47,18 @@ def small_model():
     return plan, X, costs
 
 
+def n_rounds(plan, X, costs) -> int:
+    """Rounds of lazy evaluation of ``plan`` on ``X``: the queries (pipelines) a store answers."""
+    gen, count = lazy_rounds(plan, costs, n_rows=len(X)), 0
+    try:
+        requests = next(gen)
+        while True:
+            count += 1
+            requests = gen.send([X[rows, f] for f, rows in requests])
+    except StopIteration:
+        return count
+
+
 def write_store(url: str, X: np.ndarray, keys: list, columns: list[str], table: str = "patients") -> object:
     """A SQL table of one record per row (in shuffled order): key ``pid``, the feature columns
     (NaN stored as NULL) and a text column ``note``. Returns the SQLAlchemy engine."""
@@ -52,7 +70,7 @@ def write_store(url: str, X: np.ndarray, keys: list, columns: list[str], table: 
     tbl = sa.Table(
         table,
         meta,
-        sa.Column("pid", key_type, primary_key=True),
+        sa.Column("pid", key_type, primary_key=True, autoincrement=False),
         *(sa.Column(c, sa.Double) for c in columns),
         sa.Column("note", sa.String),
     )
@@ -65,3 +83,49 @@ def write_store(url: str, X: np.ndarray, keys: list, columns: list[str], table: 
     with engine.begin() as conn:
         conn.execute(tbl.insert(), records)
     return engine
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """URL of a real redis-server started for the module on a free 127.0.0.1 port, with
+    persistence off; stopped afterwards. Skips without the binary or the redis client."""
+    pytest.importorskip("redis", reason="the Redis provider's tests need the extra thrifty[redis]")
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    import redis
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    command += ["--dir", str(tmp_path_factory.mktemp("redis"))]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis.from_url(url).ping()
+                break
+            except redis.exceptions.ConnectionError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the test redis-server did not start") from None
+                time.sleep(0.05)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def write_hashes(url: str, X: np.ndarray, keys: list, fields: list[str], prefix: str = "patient:") -> None:
+    """One Redis hash per row, ``{prefix}{key}``, a field per feature (NaN left out)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    with client.pipeline(transaction=False) as pipe:
+        for key, row in zip(keys, X):
+            values = {f: float(v) for f, v in zip(fields, row) if not np.isnan(v)}
+            pipe.hset(f"{prefix}{key}", mapping=values or {"_": 0})
+        pipe.execute()

@@ -16,7 +16,8 @@ class FeatureService:
     """Serves ``POST /`` ``{"feature", "keys"}`` -> ``{"values"}`` from a matrix, with per-feature delays.
 
     Logs every (feature, key) it was asked for and the most requests it had in flight at once.
-    A feature listed in ``fail`` answers 500. ``delays`` and ``fail`` may be changed while it runs.
+    A feature listed in ``fail`` answers 500; one in ``answers`` answers that body (text, as a
+    broken service might). ``delays``, ``fail`` and ``answers`` may be changed while it runs.
     """
 
     def __init__(
@@ -28,12 +29,13 @@ class FeatureService:
         fail: tuple[str, ...] = (),
     ) -> None:
         from starlette.applications import Starlette
-        from starlette.responses import JSONResponse
+        from starlette.responses import JSONResponse, Response
         from starlette.routing import Route
 
         self.columns = {n: dict(zip(keys, X[:, j].tolist())) for j, n in enumerate(names)}
         self.delays = dict(delays or {})
         self.fail = tuple(fail)
+        self.answers: dict[str, str] = {}
         self.asked: list[tuple[str, object]] = []
         self.in_flight = self.most_in_flight = 0
 
@@ -46,6 +48,8 @@ class FeatureService:
                 await asyncio.sleep(self.delays.get(name, 0.0))
                 if name in self.fail:
                     return JSONResponse({"error": "extractor crashed"}, status_code=500)
+                if name in self.answers:
+                    return Response(self.answers[name], media_type="application/json")
                 self.asked.extend((name, k) for k in body["keys"])
                 column = self.columns[name]
                 return JSONResponse(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import numpy as np
 import pytest
 
 from tests.providers.conftest import NAMES
 from thrifty import Full, evaluate, evaluate_async
+from thrifty.exceptions import InputError, ProviderError
 from thrifty.providers import http_provider
 
 pytest.importorskip("starlette")
@@ -58,3 +60,39 @@ def test_failing_and_slow_feature_service(small_model, keys):
             run(evaluate_async(plan, fast, costs, n_rows=len(X)))
     with pytest.raises(ConnectionError, match="failed for feature"):
         run(evaluate_async(plan, http_provider(url, keys, model=plan, timeout=1), costs, n_rows=len(X)))
+
+
+@pytest.mark.parametrize(
+    "answer, says",
+    [
+        ('{"values": [true, true]}', "answered 'true' as value 0"),  # a boolean is no number
+        ('{"values": "11"}', """answered '"11"' for feature 'age' on 2 keys"""),  # nor a string of digits
+        ('{"values": ["1.5", 2]}', """answered '"1.5"' as value 0"""),
+        ('{"values": [[1], [2]]}', "answered a list as value 0"),  # nested lists
+        ('{"values": [1.0]}', "answered 1 values for feature 'age' on 2 keys"),  # too few
+        ('{"values": [1, 2, 3]}', "answered 3 values for feature 'age' on 2 keys"),  # too many
+        ("[1, 2]", "answered a list for feature 'age'"),
+        ('{"value": [1, 2]}', """answered an object without "values" for feature 'age'"""),
+        ("<html>oops</html>", "answered '<html>oops</html>' for feature 'age', not JSON"),
+        ('{"values": [1' + "0" * 400 + ", 1]}", "answered an integer too large for a float"),
+    ],
+)
+def test_feature_service_answers_numbers_or_null_only(small_model, keys, answer, says):
+    plan, X, costs = small_model
+    service = FeatureService(X, NAMES, keys)
+    service.answers["age"] = answer
+    with serving(service.app) as url:
+        provider = http_provider(url, keys, model=plan, timeout=5)
+        with pytest.raises(ProviderError, match=re.escape(f"the feature service {url} {says}")):
+            run(provider.fetch([(0, np.array([0, 1]))]))
+        service.answers["age"] = '{"values": [null, 2.5]}'
+        np.testing.assert_array_equal(run(provider.fetch([(0, np.array([0, 1]))]))[0], [np.nan, 2.5])
+
+
+def test_keys_are_checked(small_model, keys):
+    plan, X, costs = small_model
+    with pytest.raises(InputError, match="keys\\[1\\] is the boolean True"):
+        http_provider("http://127.0.0.1:1/", [1, True], model=plan)
+    provider = http_provider("http://127.0.0.1:1/", keys[:10], model=plan)
+    with pytest.raises(InputError, match="provider has keys for 10 rows"):
+        run(provider.fetch([(0, np.array([9, 10]))]))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
-from tests.providers.conftest import NAMES
+from tests.providers.conftest import NAMES, n_rounds
 from tests.providers.conftest import write_store as store
 from thrifty import evaluate
+from thrifty.exceptions import InputError, MissingKeyError
 from thrifty.providers import sql_provider
-from thrifty.runtime.lazy import lazy_rounds
 
 sa = pytest.importorskip("sqlalchemy")
 
@@ -45,17 +47,6 @@ def pairs_read(engine, statements, keys: list[str]) -> set[tuple[int, int]]:
                 assert (row_of[k], int(f)) not in out, "a (row, feature) pair was read twice"
                 out.add((row_of[k], int(f)))
     return out
-
-
-def n_rounds(plan, X, costs) -> int:
-    gen, count = lazy_rounds(plan, costs, n_rows=len(X)), 0
-    try:
-        requests = next(gen)
-        while True:
-            count += 1
-            requests = gen.send([X[rows, f] for f, rows in requests])
-    except StopIteration:
-        return count
 
 
 def test_lazy_sql_equals_dense_and_reads_exactly_the_acquired_pairs(small_model, url):
@@ -131,5 +122,99 @@ def test_bad_store_errors(small_model, tmp_path):
     with pytest.raises(ValueError, match="columns="):
         sql_provider(engine, "patients", "pid", keys)
     missing = sql_provider(engine, "patients", "pid", [*keys[:-1], "ghost"], model=plan)
-    with pytest.raises(LookupError, match="ghost"):
+    with pytest.raises(LookupError, match="ghost") as lost:
         evaluate(plan, missing, costs, n_rows=len(X))
+    assert lost.value.keys == ["ghost"]
+
+
+@pytest.mark.parametrize(
+    "stored, given",
+    [
+        (list(range(1000, 1300)), [str(k) for k in range(1000, 1300)]),  # strings on an integer column
+        ([str(k) for k in range(1000, 1300)], list(range(1000, 1300))),  # integers on a text column
+        (
+            list(range(1000, 1300)),
+            [float(k) for k in range(1000, 1300)],
+        ),  # integral floats (a NaN-able column)
+    ],
+)
+def test_keys_are_converted_to_the_key_columns_type(small_model, url, stored, given):
+    # The database matches '1000' to 1000 itself; the records read back must find their rows.
+    plan, X, costs = small_model
+    engine = store(url, X, stored, NAMES)
+    lazy = evaluate(plan, sql_provider(engine, "patients", "pid", given, model=plan), costs, n_rows=len(X))
+    dense = evaluate(plan, X, costs)
+    np.testing.assert_array_equal(lazy.raw, dense.raw)
+    np.testing.assert_array_equal(lazy.cost.acquired, dense.cost.acquired)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "abc",  # not an integer
+        "1e3",  # not written in decimal digits
+        1000.5,  # a fraction
+        10**30,  # beyond 64 bits: no integer column holds it
+        5000,  # simply absent
+    ],
+)
+def test_a_key_with_no_record_is_an_error_naming_it(small_model, url, key):
+    plan, X, costs = small_model
+    keys = list(range(1000, 1000 + len(X)))
+    engine = store(url, X, keys, NAMES)
+    provider = sql_provider(engine, "patients", "pid", [*keys[:-1], key], model=plan)
+    says = re.escape(f"no record with pid in [{key!r}] in table 'patients'; keys are compared as integer")
+    with pytest.raises(MissingKeyError, match=says) as missing:
+        evaluate(plan, provider, costs, n_rows=len(X))
+    assert missing.value.keys == [key]
+
+
+@pytest.mark.parametrize(
+    "keys, says",
+    [
+        ([True, False], "the boolean True"),  # True would read key 1
+        ([[1000, 1001], [1002, 1003]], "shape \\(2, 2\\)"),  # nested lists are refused, not flattened
+        ([1000, [1001, 1002]], "keys\\[1\\] is a list"),
+        ([1000, float("nan")], "keys\\[1\\] is nan"),
+        ([1000, None], "keys\\[1\\] is None"),
+        ([np.datetime64("2024-01-01")], "datetime64"),
+    ],
+)
+def test_what_is_no_key_is_refused(small_model, tmp_path, keys, says):
+    plan, X, _ = small_model
+    engine = store(f"sqlite:///{tmp_path / 'f.db'}", X, list(range(1000, 1000 + len(X))), NAMES)
+    with pytest.raises(InputError, match=says):
+        sql_provider(engine, "patients", "pid", keys, model=plan)
+
+
+def test_rows_beyond_the_keys_are_refused(small_model, tmp_path):
+    plan, X, costs = small_model
+    keys = list(range(1000, 1000 + len(X)))
+    engine = store(f"sqlite:///{tmp_path / 'f.db'}", X, keys, NAMES)
+    provider = sql_provider(engine, "patients", "pid", keys[:100], model=plan)
+    with pytest.raises(
+        InputError, match="provider has keys for 100 rows; evaluate with n_rows=len\\(keys\\)"
+    ):
+        evaluate(plan, provider, costs, n_rows=len(X))
+
+
+def test_database_urls_and_failures_are_one_line(small_model, tmp_path):
+    plan, X, costs = small_model
+    keys = list(range(1000, 1000 + len(X)))
+    with pytest.raises(InputError, match="cannot open the database URL 'foo://bar'"):
+        sql_provider("foo://bar", "patients", "pid", keys, model=plan)
+    for name in ("nope.db", "nope.duckdb"):
+        scheme = "duckdb" if name.endswith("duckdb") else "sqlite"
+        with pytest.raises(InputError, match="does not exist; give the path of an existing database"):
+            sql_provider(f"{scheme}:///{tmp_path / name}", "patients", "pid", keys, model=plan)
+        assert not (tmp_path / name).exists(), "no empty database is left behind"
+    path = tmp_path / "f.db"
+    store(f"sqlite:///{path}", X, keys, NAMES).dispose()
+    provider = sql_provider(f"sqlite:///{path}", "patients", "pid", keys, model=plan)
+    # Deleted while in use: the next connection fails, and creates no empty database.
+    path.unlink()
+    provider.engine.dispose()
+    with pytest.raises(ConnectionError, match="the database failed reading table 'patients'") as failed:
+        evaluate(plan, provider, costs, n_rows=len(X))
+    assert "SELECT" not in str(failed.value) and "1000" not in str(failed.value)
+    assert not path.exists()

@@ -95,7 +95,7 @@ def evaluate(
     if provider_factory is not None and not callable(provider_factory):
         raise TypeError("provider_factory must be callable: provider_factory(partition_info) -> provider")
     frame, as_array = _as_frame(data)
-    classes = getattr(plan, "classes", None)
+    classes = _classes(plan)
     options: dict[str, Any] = {
         "as_array": as_array,
         "provider_factory": provider_factory,
@@ -123,6 +123,11 @@ def _shippable(model: Any) -> Any:
         if hasattr(model, "evaluate") and hasattr(model, "__reduce_ex__"):
             return model
         raise
+
+
+def _classes(plan: Any) -> Any:
+    """The classes of a plan, or of the plan a plan-like object (a compiled plan) runs."""
+    return getattr(plan, "classes", getattr(getattr(plan, "plan", None), "classes", None))
 
 
 def _as_frame(data: Any) -> tuple[dd.DataFrame, bool]:

@@ -3,38 +3,33 @@
 from __future__ import annotations
 
 import asyncio
-import copy
+import json
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from thrifty.exceptions import InputError
-from thrifty.providers.base import as_keys, feature_columns, missing_extra, plain_key
+from thrifty.exceptions import InputError, ProviderError
+from thrifty.providers.base import KeyedProvider, as_keys, feature_columns, keys_of, missing_extra, plain_key
 from thrifty.runtime.lazy import Requests
 
 # httpx is the optional extra thrifty[serve]: imported where a request is made, so that
 # thrifty.providers imports without it and http_provider() names the extra to install.
 
 
-class HTTPProvider:
+class HTTPProvider(KeyedProvider):
     """Features served over HTTP: ``POST url`` with ``{"feature": name, "keys": [...]}``.
 
     The service answers ``{"values": [...]}``, one number (or ``null`` for missing) per key, in
-    the order asked. Built by :func:`http_provider`; ``fetch`` is a coroutine, for
-    ``thrifty.evaluate_async``.
+    the order asked; any other answer (a boolean, a string, a list, too few or too many values)
+    raises :class:`~thrifty.exceptions.ProviderError` naming the service and what it sent. Built
+    by :func:`http_provider`; ``fetch`` is a coroutine, for ``thrifty.evaluate_async``.
     """
 
     def __init__(self, url: str, names: list[str], keys: np.ndarray, timeout: float, client: Any) -> None:
         self.url, self.names, self.keys = url, names, keys
         self.timeout, self.client = timeout, client
-
-    def with_keys(self, keys: Any) -> HTTPProvider:
-        """The same service for other rows: row ``i`` is the record whose key is ``keys[i]``."""
-        other = copy.copy(self)
-        other.keys = as_keys(keys)
-        return other
 
     async def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair, the features fetched concurrently."""
@@ -49,7 +44,7 @@ class HTTPProvider:
         import httpx
 
         name = self.names[int(feature)]
-        keys = [plain_key(k) for k in self.keys[np.asarray(rows, dtype=np.int64)]]
+        keys = [plain_key(k) for k in keys_of(self.keys, rows)]
         try:
             response = await client.post(self.url, json={"feature": name, "keys": keys}, timeout=self.timeout)
         except httpx.TimeoutException:
@@ -67,18 +62,56 @@ class HTTPProvider:
                 f"the feature service {self.url} answered {response.status_code} "
                 f"for feature {name!r}: {reason}"
             )
-        try:
-            values = response.json()["values"]
-            out = np.array([math.nan if v is None else float(v) for v in values])
-        except (ValueError, KeyError, TypeError):
-            raise InputError(
-                f'the feature service {self.url} must answer {{"values": [numbers]}} for feature {name!r}'
-            ) from None
-        if len(out) != len(keys):
-            raise InputError(
-                f"the feature service {self.url} returned {len(out)} values of {name!r} for {len(keys)} keys"
+        return _values(response, self.url, name, len(keys))
+
+
+def _values(response: Any, url: str, name: str, n: int) -> np.ndarray:
+    """The service's answer as float64 values: ProviderError naming the service and what it
+    sent, unless it is ``{"values": [...]}`` with one number or null per key."""
+    try:
+        body = response.json()
+    except (ValueError, RecursionError):
+        raise ProviderError(
+            f"the feature service {url} answered {_sample(response.text)} for feature {name!r}, "
+            'not JSON; it must answer {"values": [...]}'
+        ) from None
+    values = body.get("values") if isinstance(body, dict) else None
+    if not isinstance(values, list) or len(values) != n:
+        if not isinstance(body, dict):
+            got = _what(body)
+        elif "values" not in body:
+            got = 'an object without "values"'
+        else:
+            got = f"{len(values)} values" if isinstance(values, list) else _what(values)
+        raise ProviderError(
+            f"the feature service {url} answered {got} for feature {name!r} on {n} keys; it must "
+            'answer {"values": [...]} with one number or null per key, in the order asked'
+        )
+    for i, v in enumerate(values):
+        # A boolean is an int to Python, and float("11") parses: both would pass as numbers.
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ProviderError(
+                f"the feature service {url} answered {_what(v)} as value {i} of feature "
+                f"{name!r}; values must be numbers, or null for missing"
             )
-        return out
+    try:
+        return np.array([math.nan if v is None else float(v) for v in values], dtype=np.float64)
+    except OverflowError:
+        raise ProviderError(
+            f"the feature service {url} answered an integer too large for a float for feature {name!r}"
+        ) from None
+
+
+def _what(value: Any) -> str:
+    """A JSON value as a message shows it: containers by kind (they may be deep), the rest as sent."""
+    if isinstance(value, (list, dict)):
+        return "a list" if isinstance(value, list) else "an object"
+    return _sample(json.dumps(value))
+
+
+def _sample(text: str) -> str:
+    text = " ".join(str(text).split())
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def http_provider(

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-import copy
+import urllib.parse
 from collections.abc import Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from thrifty.exceptions import InputError
-from thrifty.providers.base import as_keys, feature_columns, missing_extra, plain_key
+from thrifty.exceptions import InputError, ProviderError
+from thrifty.providers.base import (
+    INTEGER,
+    TEXT,
+    SyncKeyedProvider,
+    as_keys,
+    feature_columns,
+    keys_of,
+    missing_extra,
+    missing_keys,
+    plain_key,
+    store_key,
+)
 from thrifty.runtime.lazy import Requests
 
 # SQLAlchemy is the optional extra thrifty[sql]: imported where a query is built, so that
@@ -20,7 +32,7 @@ from thrifty.runtime.lazy import Requests
 _MAX_TERMS = 400
 
 
-class SQLProvider:
+class SQLProvider(SyncKeyedProvider):
     """Features read from one table, one record per example, for the rows a round needs.
 
     Built by :func:`sql_provider`; see there. ``fetch(requests)`` answers a round of lazy
@@ -28,17 +40,19 @@ class SQLProvider:
     """
 
     def __init__(
-        self, engine: Any, table: Any, key: Any, columns: list[Any], keys: np.ndarray, max_params: int
+        self,
+        engine: Any,
+        table: Any,
+        key: Any,
+        columns: list[Any],
+        keys: np.ndarray,
+        max_params: int,
+        key_kind: str | None,
     ) -> None:
         self.engine, self.table, self.key, self.columns = engine, table, key, columns
         self.keys = keys
         self.max_params = max_params
-
-    def with_keys(self, keys: Any) -> SQLProvider:
-        """The same store for other rows: row ``i`` is the record whose key is ``keys[i]``."""
-        other = copy.copy(self)
-        other.keys = as_keys(keys)
-        return other
+        self.key_kind = key_kind
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair: one query for the whole round.
@@ -46,22 +60,34 @@ class SQLProvider:
         The query is a ``UNION ALL`` of one ``SELECT`` per requested feature, each reading that
         feature's column for the keys of the rows blocked on it, so exactly the (row, feature)
         pairs the round needs are read (selecting the union of the columns for the union of the
-        rows would read pairs no tree asked for). Keys are bound parameters; a round with more than
-        ``max_params`` keys (or 400 features) is split into several queries.
+        rows would read pairs no tree asked for). Keys are bound parameters, converted to the
+        key column's type (``key_kind``); a round with more than ``max_params`` keys (or 400
+        features) is split into several queries. The records read are matched to the rows by
+        key value: a key with no record raises :class:`~thrifty.exceptions.MissingKeyError`
+        naming it.
         """
         import sqlalchemy as sa
 
         index: list[dict[Any, list[int]]] = []
+        given: dict[Any, Any] = {}  # the key each store key came from, for messages
+        impossible: list[Any] = []
         parts: list[tuple[int, list[Any]]] = []
         for f, rows in requests:
             where: dict[Any, list[int]] = {}
-            for j, k in enumerate(self.keys[np.asarray(rows, dtype=np.int64)]):
-                where.setdefault(plain_key(k), []).append(j)
+            for j, k in enumerate(keys_of(self.keys, rows)):
+                stored = store_key(k, self.key_kind)
+                if stored is None:
+                    impossible.append(plain_key(k))
+                    continue
+                where.setdefault(stored, []).append(j)
+                given.setdefault(stored, plain_key(k))
             index.append(where)
             wanted = list(where)
             parts += [
                 (int(f), wanted[i : i + self.max_params]) for i in range(0, len(wanted), self.max_params)
             ]
+        if impossible:
+            raise missing_keys(impossible, self.key.name, f"in {self._where}", self.key_kind)
         out = [np.full(len(rows), np.nan) for _, rows in requests]
         seen: list[set[Any]] = [set() for _ in requests]
         slot = {int(f): i for i, (f, _) in enumerate(requests)}
@@ -73,28 +99,39 @@ class SQLProvider:
                 for f, ks in batch
             ]
             query = selects[0] if len(selects) == 1 else sa.union_all(*selects)
-            with self.engine.connect() as conn:
-                for f, k, v in conn.execute(query):
-                    i = slot[int(f)]
-                    if k in seen[i]:
-                        raise InputError(
-                            f"{self.key.name} = {k!r} appears more than once in table "
-                            f"{self.table.name!r}; the key column must be unique"
-                        )
-                    seen[i].add(k)
-                    out[i][index[i].get(k, [])] = _number(v, self.columns[int(f)].name, k)
-        for i, where in enumerate(index):
-            if len(seen[i]) != len(where):
-                lost = [k for k in where if k not in seen[i]][:5]
-                raise LookupError(
-                    f"no record with {self.key.name} in {lost} in table "
-                    f"{self.table.name!r}; every row needs a record"
-                )
+            for f, k, v in self._run(sa, query):
+                i = slot[int(f)]
+                if k not in index[i]:
+                    raise ProviderError(
+                        f"{self._where} answered a record with {self.key.name} = {k!r} "
+                        f"({type(k).__name__}), which is not one of the keys asked for: the column "
+                        "compares keys otherwise than by value (a collation, or values of another "
+                        "type than its first); store keys of one type, compared exactly"
+                    )
+                if k in seen[i]:
+                    raise ProviderError(
+                        f"{self.key.name} = {k!r} appears more than once in {self._where}; "
+                        "the key column must be unique"
+                    )
+                seen[i].add(k)
+                out[i][index[i][k]] = _number(v, self.columns[int(f)].name, k)
+        lost = [given[k] for i, where in enumerate(index) for k in where if k not in seen[i]]
+        if lost:
+            raise missing_keys(lost, self.key.name, f"in {self._where}", self.key_kind)
         return out
 
-    def __call__(self, feature_ids: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
-        values = self.fetch([(int(f), row_ids) for f in np.asarray(feature_ids).reshape(-1)])
-        return np.column_stack(values) if values else np.zeros((len(row_ids), 0))
+    @property
+    def _where(self) -> str:
+        return f"table {self.table.name!r}"
+
+    def _run(self, sa: Any, query: Any) -> list[Any]:
+        """The records of ``query``; a failing database (locked, gone) is one line, without the
+        SQL or the keys."""
+        try:
+            with self.engine.connect() as conn:
+                return list(conn.execute(query))
+        except sa.exc.DBAPIError as exc:
+            raise ConnectionError(f"the database failed reading {self._where}: {_reason(exc)}") from None
 
 
 def sql_provider(
@@ -141,12 +178,29 @@ def sql_provider(
         For ``thrifty.evaluate(plan, provider, costs, n_rows=len(keys))`` or ``evaluate_async``.
         Missing values (SQL ``NULL``) are read as NaN. Categorical features are stored as the
         model's category codes.
+
+    Raises
+    ------
+    InputError
+        When a key is no key at all (None, a boolean, NaN, a list), the URL names no database
+        (or a SQLite or DuckDB file that does not exist), or the table lacks a column.
+
+    Notes
+    -----
+    Keys are compared by value in the key column's type, found from one stored key: for an
+    integer column, string keys of decimal digits (``"1000"``) are read as integers; for a text
+    column, integer keys are written in decimal. A key no record has, or none can have (``"abc"``
+    or ``1.5`` for an integer column), raises :class:`~thrifty.exceptions.MissingKeyError`
+    naming it when a tree first needs that row's features; a value that is not a number raises
+    :class:`~thrifty.exceptions.ProviderError`; a failing database raises ``ConnectionError``.
+    A SQLite file named by URL is opened read-only, so a database deleted while in use is not
+    created again empty.
     """
     try:
         import sqlalchemy as sa
     except ImportError:
         raise missing_extra("sqlalchemy", "sql") from None
-    engine = sa.create_engine(engine_or_url) if isinstance(engine_or_url, str) else engine_or_url
+    engine = _engine(sa, engine_or_url) if isinstance(engine_or_url, str) else engine_or_url
     names = feature_columns(columns, model)
     existing = _columns_of(sa, engine, table, schema)
     unknown = [c for c in [key_column, *names] if c not in existing]
@@ -158,9 +212,41 @@ def sql_provider(
     if int(max_params) < 1:
         raise InputError(f"max_params must be >= 1, got {max_params}")
     tbl = sa.table(table, *(sa.column(c) for c in dict.fromkeys([key_column, *names])), schema=schema)
+    key = tbl.c[key_column]
     return SQLProvider(
-        engine, tbl, tbl.c[key_column], [tbl.c[c] for c in names], as_keys(keys), int(max_params)
+        engine,
+        tbl,
+        key,
+        [tbl.c[c] for c in names],
+        as_keys(keys),
+        int(max_params),
+        _key_kind(sa, engine, key),
     )
+
+
+def _engine(sa: Any, url: str) -> Any:
+    """The engine of a database URL: InputError for a URL SQLAlchemy cannot open or a SQLite or
+    DuckDB file that does not exist (connecting would create it empty)."""
+    try:
+        parsed = sa.engine.make_url(url)
+        database = parsed.database
+        if parsed.get_backend_name() in ("sqlite", "duckdb") and database and database != ":memory:":
+            if not database.startswith("file:") and not Path(database).is_file():
+                raise InputError(
+                    f"the {parsed.get_backend_name()} database {database!r} does not exist; "
+                    "give the path of an existing database file"
+                )
+            if parsed.get_backend_name() == "sqlite" and not database.startswith("file:"):
+                # Read-only: a file deleted while in use is an error, not a new empty database.
+                path = urllib.parse.quote(str(Path(database).resolve()))
+                query = {**parsed.query, "mode": "ro", "uri": "true"}
+                parsed = parsed.set(database=f"file:{path}", query=query)
+        return sa.create_engine(parsed)
+    except sa.exc.ArgumentError as exc:
+        raise InputError(
+            f"cannot open the database URL {url!r}: {exc}; give a SQLAlchemy URL such as "
+            "sqlite:///features.db (with its driver installed)"
+        ) from None
 
 
 def _columns_of(sa: Any, engine: Any, table: str, schema: str | None) -> list[str]:
@@ -170,9 +256,25 @@ def _columns_of(sa: Any, engine: Any, table: str, schema: str | None) -> list[st
         with engine.connect() as conn:
             return list(conn.execute(query).keys())
     except sa.exc.DBAPIError as exc:
-        raise InputError(
-            f"cannot read table {table!r} in {engine.url!r}: {' '.join(str(exc.orig).split())[:200]}"
-        ) from None
+        raise InputError(f"cannot read table {table!r} in {engine.url!r}: {_reason(exc)}") from None
+
+
+def _key_kind(sa: Any, engine: Any, key: Any) -> str | None:
+    """How the key column compares keys, from the type of one stored key: ``INTEGER``,
+    ``TEXT`` or None (keys as given). The stored value is what a query compares against, also
+    where SQLite's declared type says otherwise, and SQLAlchemy's reflection of column types
+    fails on some dialects (DuckDB's)."""
+    query = sa.select(key).where(key.is_not(None)).limit(1)
+    with engine.connect() as conn:
+        stored = conn.execute(query).scalar()
+    if isinstance(stored, (int, np.integer)) and not isinstance(stored, bool):
+        return INTEGER
+    return TEXT if isinstance(stored, str) else None
+
+
+def _reason(exc: Any) -> str:
+    """The database's own message, on one line."""
+    return " ".join(str(exc.orig).split())[:200]
 
 
 def _number(value: Any, column: str, key: Any) -> float:
@@ -181,7 +283,7 @@ def _number(value: Any, column: str, key: Any) -> float:
         return np.nan
     if isinstance(value, (int, float, Decimal, np.number)):
         return float(value)
-    raise InputError(
+    raise ProviderError(
         f"column {column!r} holds {value!r} (for key {key!r}), not a number; store "
         "numbers (category codes for categorical features) or NULL for missing"
     )

@@ -99,9 +99,12 @@ def test_missing_keys_rows_and_values_are_errors(small_model, redis_url):
     with pytest.raises(MissingKeyError, match="2.5") as missing:
         provider.with_keys([0, 2.5]).fetch([(0, np.array([0, 1]))])
     assert missing.value.keys == [2.5]
-    # Row 10 has no key: the evaluation has more rows than the provider has keys.
-    with pytest.raises(InputError, match="row 10 was asked for, but the provider has keys for 10 rows"):
+    # The evaluation has more rows than the provider has keys: refused before any fetch, and a
+    # row past the keys is refused by the provider itself.
+    with pytest.raises(InputError, match=f"n_rows={len(X)}, but the provider has keys for 10 rows"):
         evaluate(plan, provider, costs, n_rows=len(X))
+    with pytest.raises(InputError, match="row 10 was asked for, but the provider has keys for 10 rows"):
+        provider.fetch([(0, np.array([10]))])
     client.hset("p:3", "age", "eleven")
     with pytest.raises(ProviderError, match="field 'age' of 'p:3' holds 'eleven', not a number"):
         provider.fetch([(0, np.array([2, 3]))])

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import numpy as np
 import pytest
 
+import thrifty
 from tests.providers.conftest import NAMES, n_rounds
 from tests.providers.conftest import write_store as store
 from thrifty import evaluate
@@ -192,10 +194,12 @@ def test_rows_beyond_the_keys_are_refused(small_model, tmp_path):
     keys = list(range(1000, 1000 + len(X)))
     engine = store(f"sqlite:///{tmp_path / 'f.db'}", X, keys, NAMES)
     provider = sql_provider(engine, "patients", "pid", keys[:100], model=plan)
+    with pytest.raises(InputError, match=f"n_rows={len(X)}, but the provider has keys for 100 rows"):
+        evaluate(plan, provider, costs, n_rows=len(X))
     with pytest.raises(
         InputError, match="provider has keys for 100 rows; evaluate with n_rows=len\\(keys\\)"
     ):
-        evaluate(plan, provider, costs, n_rows=len(X))
+        provider.fetch([(0, np.array([100]))])
 
 
 def test_database_urls_and_failures_are_one_line(small_model, tmp_path):
@@ -218,3 +222,17 @@ def test_database_urls_and_failures_are_one_line(small_model, tmp_path):
         evaluate(plan, provider, costs, n_rows=len(X))
     assert "SELECT" not in str(failed.value) and "1000" not in str(failed.value)
     assert not path.exists()
+
+
+def test_the_row_count_must_be_the_providers_keys(small_model, tmp_path):
+    # Evaluating fewer rows than the provider has keys ignored the rest without a word.
+    plan, X, costs = small_model
+    keys = list(range(1000, 1000 + len(X)))
+    engine = store(f"sqlite:///{tmp_path / 'n.db'}", X, keys, NAMES)
+    provider = sql_provider(engine, "patients", "pid", keys, model=plan)
+    whole = thrifty.evaluate(plan, provider, costs)  # n_rows from the keys
+    assert np.array_equal(whole.raw, thrifty.evaluate(plan, X, costs).raw)
+    with pytest.raises(InputError, match=f"keys for {len(X)} rows"):
+        thrifty.evaluate(plan, provider, costs, n_rows=len(X) - 1)
+    with pytest.raises(InputError, match=f"keys for {len(X)} rows"):
+        asyncio.run(thrifty.evaluate_async(plan, provider, costs, n_rows=len(X) + 1))

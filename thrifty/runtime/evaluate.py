@@ -42,8 +42,9 @@ def evaluate(
         per round; an async one needs ``thrifty.evaluate_async``.
     costs : CostModel, optional
         Prices; default: every feature costs 1, evaluation is free.
-    n_rows : int
-        Number of examples (lazy mode only).
+    n_rows : int, optional
+        Number of examples (lazy mode only); a provider holding one key per row
+        (``thrifty.providers``) gives it, and a count other than its keys' is an error.
     n_threads : int, optional
         Threads for the kernels (default: all; batches under ``SERIAL_ROWS`` rows run on the
         calling thread).

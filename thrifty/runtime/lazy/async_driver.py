@@ -17,7 +17,7 @@ import numpy as np
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.runtime.evaluation import Evaluation, costs_for
-from thrifty.runtime.lazy.providers import Requests, async_fetcher
+from thrifty.runtime.lazy.providers import Requests, async_fetcher, rows_served
 from thrifty.runtime.lazy.rounds import drive, lazy_rounds
 from thrifty.runtime.lazy.tree_rounds import tree_rounds
 from thrifty.runtime.plans import Full, as_plan
@@ -30,7 +30,7 @@ async def evaluate_async(
     provider: Any,
     costs: CostModel | None = None,
     *,
-    n_rows: int,
+    n_rows: int | None = None,
     latency: str = "max",
     trees: str = "in-order",
     chunk_size: int | None = None,
@@ -49,8 +49,9 @@ async def evaluate_async(
     costs : CostModel, optional
         Prices, read as the **latency** of acquiring each feature (or group) when
         ``cost.latency`` is used; default: every feature costs 1.
-    n_rows : int
-        Number of examples.
+    n_rows : int, optional
+        Number of examples; a provider holding one key per row (``thrifty.providers``) gives
+        it, and a count other than its keys' is an error.
     latency : {"max", "sum"}, default="max"
         How a round's fetches add up for an example: ``"max"``, they overlap (the round costs
         the example its slowest fetch); ``"sum"``, one after another (then ``cost.latency``
@@ -72,6 +73,9 @@ async def evaluate_async(
         raise InputError(f"latency must be one of {_LATENCY}, got {latency!r}")
     if trees not in ("in-order", "parallel"):
         raise InputError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
+    n_rows = rows_served(provider, n_rows)
+    if n_rows is None:
+        raise InputError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
     plan = as_plan(model)
     costs = costs_for(plan, costs)
     if trees == "parallel":

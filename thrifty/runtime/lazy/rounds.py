@@ -20,7 +20,7 @@ from thrifty.forest.kernels import threads
 from thrifty.runtime.evaluation import Evaluation, costs_for
 from thrifty.runtime.interpret.executors import Context, executor
 from thrifty.runtime.interpret.results import Collector, chunk_rows
-from thrifty.runtime.lazy.providers import Provider, Requests, column, provider_column
+from thrifty.runtime.lazy.providers import Provider, Requests, column, provider_column, rows_served
 from thrifty.runtime.plans import as_plan
 
 
@@ -142,6 +142,7 @@ def run_lazy(
                 for f, rows in request
             ]
 
+    n_rows = rows_served(provider, n_rows)
     rounds = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     return drive(rounds, fetch)
 

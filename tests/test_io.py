@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import thrifty
-from tests.runtime.reference import random_forest, random_inputs
+from tests._helpers.reference import random_forest, random_inputs
 from thrifty import Cascade, Full, Gated, Linear, Sequential, evaluate
 
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 import thrifty
 import thrifty.runtime.compiled.objects as objects
-from tests.runtime.reference import random_forest, random_inputs
+from tests._helpers.reference import random_forest, random_inputs
 from tests.runtime.test_compiled import PLANS, check, matrices
 from tests.runtime.test_evaluate import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate

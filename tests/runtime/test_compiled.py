@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import thrifty
-from tests.runtime.reference import random_forest, random_inputs
+from tests._helpers.reference import random_forest, random_inputs
 from tests.runtime.test_evaluate import N_FEATURES, cost_model, lazy_provider
 from thrifty import Cascade, Forest, Full, Gated, Linear, Sequential, evaluate
 from thrifty.runtime import BinnedExits

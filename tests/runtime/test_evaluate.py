@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.runtime.reference import (
+from tests._helpers.reference import (
     RefCost,
     random_forest,
     random_inputs,

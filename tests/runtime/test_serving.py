@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import thrifty
-from tests.runtime.reference import random_inputs
+from tests._helpers.reference import random_inputs
 from tests.runtime.test_compiled import PLANS as COMPILED_PLANS
 from tests.runtime.test_compiled import matrices
 from tests.runtime.test_evaluate import N_FEATURES, cost_model

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 import thrifty
 import thrifty.runtime.compiled.objects as objects
 from tests._helpers.reference import random_forest, random_inputs
+from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from tests.runtime.test_compiled import PLANS, check, matrices
-from tests.runtime.test_evaluate import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate
 from thrifty.runtime.compiled.ir_vector import VCHUNK, vblocks_of, vector_ok
 from thrifty.runtime.compiled.layout import Layout, inorder_leaves

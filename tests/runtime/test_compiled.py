@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import thrifty
 from tests._helpers.reference import random_forest, random_inputs
-from tests.runtime.test_evaluate import N_FEATURES, cost_model, lazy_provider
+from tests._helpers.runtime_costs import N_FEATURES, cost_model, lazy_provider
 from thrifty import Cascade, Forest, Full, Gated, Linear, Sequential, evaluate
 from thrifty.runtime import BinnedExits
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import thrifty
 from tests._helpers.reference import random_inputs
+from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from tests.runtime.test_compiled import PLANS as COMPILED_PLANS
 from tests.runtime.test_compiled import matrices
-from tests.runtime.test_evaluate import N_FEATURES, cost_model
 from thrifty import CostModel, CostReport, Evaluation, Full, Sequential, evaluate
 from thrifty.runtime.compiled.serving import SMALL, ServingCostReport, ServingEvaluation
 

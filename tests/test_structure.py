@@ -328,8 +328,6 @@ TESTS = Path(__file__).resolve().parent
 # helpers go: each imported module -> the test files importing it. A move that removes an import
 # removes its entry (the test fails on an entry that no longer occurs, so the list only shrinks).
 PENDING_TEST_IMPORTS = {
-    # PLANS, check, matrices -> tests/_helpers/
-    "tests.runtime.test_compiled": {"tests/runtime/test_codegen_vector.py", "tests/runtime/test_serving.py"},
     # NAMES and write_store -> tests/_helpers/; the small_model fixture -> tests/conftest.py
     "tests.providers.conftest": {
         "tests/providers/test_http.py",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 
 import numpy as np
@@ -114,61 +115,70 @@ def test_cache_and_pickle():
     )
 
 
-def _library_models():
+@functools.cache
+def _library_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Five features with NaN and a binary label; for LightGBM, a copy whose fifth feature is
+    category codes."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 5))
     X[rng.random(X.shape) < 0.1] = np.nan
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 > 0.7).astype(int)
-    models = []
-    lgb = pytest.importorskip("lightgbm")
     Xc = X.copy()
     Xc[:, 4] = rng.integers(0, 6, size=len(X))
-    models.append(
-        (
-            "lightgbm",
-            lgb.LGBMClassifier(n_estimators=15, num_leaves=8, verbose=-1, min_child_samples=5).fit(
-                Xc, y, categorical_feature=[4]
-            ),
-            lambda m, Z: m.booster_.predict(Z, raw_score=True),
-        )
+    return X, Xc, y
+
+
+def _lightgbm():
+    lgb = pytest.importorskip("lightgbm")
+    _, Xc, y = _library_data()
+    model = lgb.LGBMClassifier(n_estimators=15, num_leaves=8, verbose=-1, min_child_samples=5).fit(
+        Xc, y, categorical_feature=[4]
     )
+    return model, lambda m, Z: m.booster_.predict(Z, raw_score=True)
+
+
+def _xgboost():
     xgb = pytest.importorskip("xgboost")
-    models.append(
-        (
-            "xgboost",
-            xgb.XGBClassifier(n_estimators=15, max_depth=3).fit(X, y),
-            lambda m, Z: m.get_booster().inplace_predict(Z, predict_type="margin"),
-        )
-    )
-    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
-
-    Xf = np.nan_to_num(X)
-    models.append(
-        (
-            "sklearn-gb",
-            GradientBoostingRegressor(n_estimators=15, max_depth=3).fit(Xf, Xf[:, 0]),
-            lambda m, Z: m.predict(Z),
-        )
-    )
-    models.append(
-        (
-            "sklearn-rf",
-            RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(Xf, y),
-            lambda m, Z: m.predict_proba(Z)[:, 1],
-        )
-    )
-    return models
+    X, _, y = _library_data()
+    model = xgb.XGBClassifier(n_estimators=15, max_depth=3).fit(X, y)
+    return model, lambda m, Z: m.get_booster().inplace_predict(Z, predict_type="margin")
 
 
-@pytest.mark.parametrize("index", range(4))
+def _sklearn_gb():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    Xf = np.nan_to_num(_library_data()[0])
+    model = GradientBoostingRegressor(n_estimators=15, max_depth=3).fit(Xf, Xf[:, 0])
+    return model, lambda m, Z: m.predict(Z)
+
+
+def _sklearn_rf():
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, _, y = _library_data()
+    model = RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(np.nan_to_num(X), y)
+    return model, lambda m, Z: m.predict_proba(Z)[:, 1]
+
+
+# Each library's model and its raw prediction, built once, on first use: a library that is not
+# installed skips its own case only.
+LIBRARIES = {"lightgbm": _lightgbm, "xgboost": _xgboost, "sklearn-gb": _sklearn_gb, "sklearn-rf": _sklearn_rf}
+
+
+@functools.cache
+def _library_model(name: str):
+    return LIBRARIES[name]()
+
+
+@pytest.mark.parametrize("name", list(LIBRARIES))
 @settings(
     max_examples=8,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(X=input_matrices(5, max_rows=30))
-def test_compiled_matches_the_source_library(index, X):
-    name, model, predict = _library_models_cached()[index]
+def test_compiled_matches_the_source_library(name, X):
+    model, predict = _library_model(name)
     forest = Forest.from_model(model)
     if name.startswith("sklearn"):
         X = np.nan_to_num(X, nan=0.0, posinf=1e30, neginf=-1e30)
@@ -181,12 +191,3 @@ def test_compiled_matches_the_source_library(index, X):
         with np.errstate(over="ignore"):
             expected = predict(model, X.astype(np.float32) if name == "xgboost" else X)
         np.testing.assert_array_equal(ev.raw if ev.raw.ndim == 1 else ev.proba[:, 1], expected)
-
-
-_MODELS: list = []
-
-
-def _library_models_cached():
-    if not _MODELS:
-        _MODELS.extend(_library_models())
-    return _MODELS

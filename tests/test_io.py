@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import thrifty
-from tests.runtime.reference import random_forest, random_inputs
+from tests._helpers.reference import random_forest, random_inputs
 from thrifty import Cascade, Full, Gated, Linear, Sequential, evaluate
 from thrifty.exceptions import InputError
 from thrifty.io import content_checksum

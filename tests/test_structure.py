@@ -328,30 +328,6 @@ TESTS = Path(__file__).resolve().parent
 # helpers go: each imported module -> the test files importing it. A move that removes an import
 # removes its entry (the test fails on an entry that no longer occurs, so the list only shrinks).
 PENDING_TEST_IMPORTS = {
-    # the pure-Python reference runtime and its random forests and inputs -> tests/_helpers/
-    "tests.runtime.reference": {
-        "tests/cascade/test_cronus.py",
-        "tests/order/test_margin.py",
-        "tests/runtime/test_async_eval.py",
-        "tests/runtime/test_codegen_vector.py",
-        "tests/runtime/test_compiled.py",
-        "tests/runtime/test_evaluate.py",
-        "tests/runtime/test_lazy.py",
-        "tests/runtime/test_opaque.py",
-        "tests/runtime/test_serving.py",
-        "tests/test_io.py",
-    },
-    # N_FEATURES, REF, cost_model, lazy_provider -> tests/_helpers/
-    "tests.runtime.test_evaluate": {
-        "tests/runtime/test_async_eval.py",
-        "tests/runtime/test_codegen_vector.py",
-        "tests/runtime/test_compiled.py",
-        "tests/runtime/test_lazy.py",
-        "tests/runtime/test_opaque.py",
-        "tests/runtime/test_serving.py",
-    },
-    # PLANS, check, matrices -> tests/_helpers/
-    "tests.runtime.test_compiled": {"tests/runtime/test_codegen_vector.py", "tests/runtime/test_serving.py"},
     # NAMES and write_store -> tests/_helpers/; the small_model fixture -> tests/conftest.py
     "tests.providers.conftest": {
         "tests/providers/test_http.py",

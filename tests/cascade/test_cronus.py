@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import minimize
 
 import thrifty
-from tests.runtime.reference import walk
+from tests._helpers.reference import walk
 from thrifty import CostModel, Forest
 from thrifty.cascade import cronus, lambda_max, reweight
 from thrifty.cascade._cronus_init import solve_stage, stage_gram, stage_objective

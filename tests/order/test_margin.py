@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 import thrifty
-from tests.runtime.reference import random_forest, random_inputs
+from tests._helpers.reference import random_forest, random_inputs
 from thrifty.forest import Forest
 from thrifty.order.margin import calibrate_margin, margin_early_exit, margin_frontier
 from thrifty.runtime.plans import Sequential

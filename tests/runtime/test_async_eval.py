@@ -7,8 +7,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from tests.runtime.reference import random_forest, random_inputs
-from tests.runtime.test_evaluate import cost_model
+from tests._helpers.reference import random_forest, random_inputs
+from tests._helpers.runtime_costs import cost_model
 from thrifty import CostModel, Forest, Full, evaluate, evaluate_async
 from thrifty.runtime import array_provider
 

@@ -2,50 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import thrifty
-from tests.runtime.reference import random_forest, random_inputs
-from tests.runtime.test_evaluate import N_FEATURES, cost_model, lazy_provider
+from tests._helpers.compiled_plans import PLANS, assert_same, check, input_matrices
+from tests._helpers.reference import random_forest, random_inputs
+from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Cascade, Forest, Full, Gated, Linear, Sequential, evaluate
-from thrifty.runtime import BinnedExits
-
-# Values the generated inputs draw from: thresholds of the random forests, category codes
-# (negative, unseen, fractional), zeros, infinities and NaN.
-VALUES = st.sampled_from(
-    [
-        -1.0,
-        0.0,
-        -0.0,
-        0.5,
-        1.0,
-        2.5,
-        1e-36,
-        -1e-36,
-        -0.5,
-        -0.9,
-        -1.5,
-        3.0,
-        7.0,
-        31.0,
-        32.0,
-        33.0,
-        63.9,
-        64.0,
-        1e30,
-        np.inf,
-        -np.inf,
-        np.nan,
-        0.49999999,
-        1.0000001,
-        -3.0,
-    ]
-) | st.floats(-5, 70, allow_nan=False)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -57,86 +25,13 @@ def cache(tmp_path_factory):
     mp.undo()
 
 
-def matrices(n_features: int, max_rows: int = 40, values: st.SearchStrategy = VALUES):
-    return (
-        st.integers(0, max_rows)
-        .flatmap(
-            lambda n: st.lists(
-                st.lists(values, min_size=n_features, max_size=n_features), min_size=n, max_size=n
-            )
-        )
-        .map(lambda rows: np.array(rows, dtype=np.float64).reshape(-1, n_features))
-    )
-
-
-def assert_same(a, b, *, lazy: bool = False):
-    """Two evaluations equal bit for bit (NaN-free outputs: equality is exact)."""
-    np.testing.assert_array_equal(a.raw, b.raw)
-    np.testing.assert_array_equal(a.exit, b.exit)
-    for name in ("feature", "evaluation", "total", "n_trees", "n_nodes", "acquired"):
-        np.testing.assert_array_equal(getattr(a.cost, name), getattr(b.cost, name), err_msg=name)
-    if a.proba is not None:
-        np.testing.assert_array_equal(a.proba, b.proba)
-        np.testing.assert_array_equal(a.labels, b.labels)
-    assert a.cost.fixed == b.cost.fixed
-
-
-def check(plan, X, costs, *, native=True):
-    compiled = thrifty.compile(plan, costs)
-    assert compiled.native is native
-    reference = evaluate(plan, X, costs)
-    assert_same(compiled.evaluate(X), reference)
-    assert_same(evaluate(compiled, X), reference)
-    # One row at a time (the serial path) and one large call agree too.
-    if len(X) > 1:
-        assert_same(evaluate(compiled, X[:1], costs), evaluate(plan, X[:1], costs))
-    provider, _ = lazy_provider(X)
-    assert_same(evaluate(compiled, provider, n_rows=len(X)), reference)
-    return compiled
-
-
-def _plans(seed: int) -> dict[str, thrifty.runtime.Plan]:
-    rng = np.random.default_rng(seed)
-    forest = random_forest(rng, N_FEATURES, n_trees=9)
-    forest32 = random_forest(rng, N_FEATURES, n_trees=7, float32=True)
-    multi = random_forest(rng, N_FEATURES, n_trees=9, n_outputs=3)
-    order = rng.permutation(9)
-    bins = BinnedExits(
-        rng.uniform(0.2, 1.0, 9).round(2),
-        [{int(b): (1.0, -1.0) for b in rng.integers(-3, 3, 3)} for _ in range(9)],
-    )
-    coef = np.zeros(N_FEATURES)
-    coef[[0, 4]] = [0.5, -1.0]
-    return {
-        "full": Full(forest),
-        "full-float32": Full(forest32),
-        "full-multiclass": Full(multi),
-        "sequential": Sequential(forest, order, np.full(9, 1.5), np.full(9, -1.5)),
-        "sequential-bins": Sequential(forest, order, bins=bins),
-        "sequential-subset": Sequential(forest, order[:5], np.full(5, 2.0), np.full(5, -np.inf)),
-        "sequential-multiclass": Sequential(multi, rng.permutation(9), np.full(9, 0.8)),
-        "gated": Gated(
-            Linear(coef),
-            Sequential(forest32, rng.permutation(7), np.full(7, 1.0), np.full(7, -1.0)),
-            Full(forest),
-        ),
-        # Every part native: low and high run natively on the rows the gate routes to them.
-        "gated-forests": Gated(
-            Full(forest32), Sequential(forest, order, np.full(9, 1.0), np.full(9, -1.0)), Full(forest)
-        ),
-    }
-
-
-PLANS = _plans(7)
-
-
 @pytest.mark.parametrize("name", sorted(PLANS))
 @settings(
     max_examples=12,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(X=matrices(N_FEATURES))
+@given(X=input_matrices(N_FEATURES))
 def test_compiled_matches_interpreter_and_lazy(name, X):
     # A Linear part (the gate) runs on the interpreter's kernel: the Gated plan is not all native.
     check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125), native=name != "gated")
@@ -220,61 +115,70 @@ def test_cache_and_pickle():
     )
 
 
-def _library_models():
+@functools.cache
+def _library_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Five features with NaN and a binary label; for LightGBM, a copy whose fifth feature is
+    category codes."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 5))
     X[rng.random(X.shape) < 0.1] = np.nan
     y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 > 0.7).astype(int)
-    models = []
-    lgb = pytest.importorskip("lightgbm")
     Xc = X.copy()
     Xc[:, 4] = rng.integers(0, 6, size=len(X))
-    models.append(
-        (
-            "lightgbm",
-            lgb.LGBMClassifier(n_estimators=15, num_leaves=8, verbose=-1, min_child_samples=5).fit(
-                Xc, y, categorical_feature=[4]
-            ),
-            lambda m, Z: m.booster_.predict(Z, raw_score=True),
-        )
+    return X, Xc, y
+
+
+def _lightgbm():
+    lgb = pytest.importorskip("lightgbm")
+    _, Xc, y = _library_data()
+    model = lgb.LGBMClassifier(n_estimators=15, num_leaves=8, verbose=-1, min_child_samples=5).fit(
+        Xc, y, categorical_feature=[4]
     )
+    return model, lambda m, Z: m.booster_.predict(Z, raw_score=True)
+
+
+def _xgboost():
     xgb = pytest.importorskip("xgboost")
-    models.append(
-        (
-            "xgboost",
-            xgb.XGBClassifier(n_estimators=15, max_depth=3).fit(X, y),
-            lambda m, Z: m.get_booster().inplace_predict(Z, predict_type="margin"),
-        )
-    )
-    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
-
-    Xf = np.nan_to_num(X)
-    models.append(
-        (
-            "sklearn-gb",
-            GradientBoostingRegressor(n_estimators=15, max_depth=3).fit(Xf, Xf[:, 0]),
-            lambda m, Z: m.predict(Z),
-        )
-    )
-    models.append(
-        (
-            "sklearn-rf",
-            RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(Xf, y),
-            lambda m, Z: m.predict_proba(Z)[:, 1],
-        )
-    )
-    return models
+    X, _, y = _library_data()
+    model = xgb.XGBClassifier(n_estimators=15, max_depth=3).fit(X, y)
+    return model, lambda m, Z: m.get_booster().inplace_predict(Z, predict_type="margin")
 
 
-@pytest.mark.parametrize("index", range(4))
+def _sklearn_gb():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    Xf = np.nan_to_num(_library_data()[0])
+    model = GradientBoostingRegressor(n_estimators=15, max_depth=3).fit(Xf, Xf[:, 0])
+    return model, lambda m, Z: m.predict(Z)
+
+
+def _sklearn_rf():
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, _, y = _library_data()
+    model = RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(np.nan_to_num(X), y)
+    return model, lambda m, Z: m.predict_proba(Z)[:, 1]
+
+
+# Each library's model and its raw prediction, built once, on first use: a library that is not
+# installed skips its own case only.
+LIBRARIES = {"lightgbm": _lightgbm, "xgboost": _xgboost, "sklearn-gb": _sklearn_gb, "sklearn-rf": _sklearn_rf}
+
+
+@functools.cache
+def _library_model(name: str):
+    return LIBRARIES[name]()
+
+
+@pytest.mark.parametrize("name", list(LIBRARIES))
 @settings(
     max_examples=8,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(X=matrices(5, max_rows=30))
-def test_compiled_matches_the_source_library(index, X):
-    name, model, predict = _library_models_cached()[index]
+@given(X=input_matrices(5, max_rows=30))
+def test_compiled_matches_the_source_library(name, X):
+    model, predict = _library_model(name)
     forest = Forest.from_model(model)
     if name.startswith("sklearn"):
         X = np.nan_to_num(X, nan=0.0, posinf=1e30, neginf=-1e30)
@@ -287,12 +191,3 @@ def test_compiled_matches_the_source_library(index, X):
         with np.errstate(over="ignore"):
             expected = predict(model, X.astype(np.float32) if name == "xgboost" else X)
         np.testing.assert_array_equal(ev.raw if ev.raw.ndim == 1 else ev.proba[:, 1], expected)
-
-
-_MODELS: list = []
-
-
-def _library_models_cached():
-    if not _MODELS:
-        _MODELS.extend(_library_models())
-    return _MODELS

@@ -7,50 +7,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.runtime.reference import (
-    RefCost,
+from tests._helpers.reference import (
     random_forest,
     random_inputs,
     reference_cascade,
     reference_sequential,
     walk,
 )
+from tests._helpers.runtime_costs import N_FEATURES, PRICES, REF, cost_model, lazy_provider
 from thrifty import Cascade, CostModel, Full, Gated, Linear, Sequential, evaluate
 from thrifty.runtime import plan_from_dict
-
-N_FEATURES = 6
-# Features 1 and 2 form a panel priced 5 as a whole; feature 4 is derived from 0 and 3.
-GROUPS = {"panel": [1, 2]}
-DEPS = {4: [0, 3]}
-PRICES = np.array([1.0, 2.0, 4.0, 8.0, 0.5, 16.0])
-
-
-def cost_model(tree_cost: float = 0.0, split_cost: float = 0.0) -> CostModel:
-    names = [f"x{i}" for i in range(N_FEATURES)]
-    spec = {n: float(c) for n, c in zip(names, PRICES) if n not in ("x1", "x2")}
-    spec["panel"] = 5.0
-    return CostModel(
-        spec,
-        feature_names=names,
-        groups={"panel": ["x1", "x2"]},
-        dependencies={"x4": ["x0", "x3"]},
-        tree_cost=tree_cost,
-        split_cost=split_cost,
-    )
-
-
-REF = RefCost(PRICES, GROUPS, DEPS, {"panel": 5.0})
-
-
-def lazy_provider(X: np.ndarray):
-    """An in-memory provider that logs every (row, feature) it is asked for."""
-    calls: list[tuple[int, int]] = []
-
-    def provider(features: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        calls.extend((int(r), int(f)) for f in features for r in rows)
-        return X[np.ix_(rows, features)]
-
-    return provider, calls
 
 
 def check_costs(ev, touched_per_row, nodes_per_row, trees_per_row, costs):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.runtime.reference import random_forest, random_inputs
-from tests.runtime.test_evaluate import N_FEATURES, cost_model
+from tests._helpers.reference import random_forest, random_inputs
+from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Sequential, evaluate
 from thrifty.runtime import lazy_rounds
 

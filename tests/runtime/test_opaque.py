@@ -9,8 +9,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 import thrifty
-from tests.runtime.reference import random_forest, walk
-from tests.runtime.test_evaluate import N_FEATURES, REF, cost_model, lazy_provider
+from tests._helpers.reference import random_forest, walk
+from tests._helpers.runtime_costs import N_FEATURES, REF, cost_model, lazy_provider
 from thrifty import Full, Gated, Opaque, Sequential, evaluate
 from thrifty.exceptions import InputError, InvalidParameterError
 

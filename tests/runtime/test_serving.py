@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import thrifty
-from tests.runtime.reference import random_inputs
-from tests.runtime.test_compiled import PLANS as COMPILED_PLANS
-from tests.runtime.test_compiled import matrices
-from tests.runtime.test_evaluate import N_FEATURES, cost_model
+from tests._helpers.compiled_plans import PLANS as COMPILED_PLANS
+from tests._helpers.compiled_plans import input_matrices
+from tests._helpers.reference import random_inputs
+from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import CostModel, CostReport, Evaluation, Full, Sequential, evaluate
 from thrifty.runtime.compiled.serving import SMALL, ServingCostReport, ServingEvaluation
 
@@ -81,7 +81,7 @@ def assert_identical(got: Evaluation, want: Evaluation) -> None:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(X=matrices(N_FEATURES, SMALL + 6, VALUES))
+@given(X=input_matrices(N_FEATURES, SMALL + 6, VALUES))
 def test_served_results_are_the_interpreters(name, costs, X):
     """0 to SMALL + 6 rows (the per-thread buffers and past them), read field by field."""
     kept = X.copy()

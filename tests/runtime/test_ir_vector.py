@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 
 import thrifty
 import thrifty.runtime.compiled.objects as objects
-from tests.runtime.reference import random_forest, random_inputs
-from tests.runtime.test_compiled import PLANS, check, matrices
-from tests.runtime.test_evaluate import N_FEATURES, cost_model
+from tests._helpers.compiled_plans import PLANS, check, input_matrices
+from tests._helpers.reference import random_forest, random_inputs
+from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate
 from thrifty.runtime.compiled.ir_vector import VCHUNK, vblocks_of, vector_ok
 from thrifty.runtime.compiled.layout import Layout, inorder_leaves
@@ -67,7 +67,7 @@ def test_leaves_left_to_right():
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(X=matrices(N_FEATURES))
+@given(X=input_matrices(N_FEATURES))
 @pytest.mark.parametrize("vector", [False, True])
 def test_scalar_and_vector_blocks_match(name, vector, X, monkeypatch):
     """Either kind of blocks, whatever this CPU would choose, gives the interpreter's results

@@ -3,7 +3,11 @@
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from tests._helpers.stores import NAMES, PRICES
+from thrifty import CostModel
 
 
 @pytest.fixture
@@ -23,3 +27,33 @@ def compiled_code_cache(tmp_path_factory: pytest.TempPathFactory):
     mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled-code")))
     yield
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def small_model():
+    """(QWYC plan over a 12-tree LightGBM model, X with NaNs, costs).
+
+    The plan exits after 1 to 10 trees; its rounds of lazy evaluation need up to 4 features.
+    """
+    lgb = pytest.importorskip("lightgbm")
+    pd = pytest.importorskip("pandas")
+    from thrifty import Forest, qwyc
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, len(NAMES)))
+    y = (
+        X[:, 0]
+        + 0.5 * X[:, 4]
+        - 0.8 * X[:, 5]
+        + 0.7 * X[:, 1] * X[:, 3]
+        + 0.4 * X[:, 2]
+        + 0.5 * rng.normal(size=300)
+        > 0
+    ).astype(int)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    model = lgb.LGBMClassifier(n_estimators=12, num_leaves=8, min_child_samples=5, verbose=-1).fit(
+        pd.DataFrame(X, columns=NAMES), y
+    )
+    plan = qwyc(Forest.from_model(model), X, alpha=0.002)
+    costs = CostModel(dict(zip(NAMES, PRICES)), feature_names=NAMES, tree_cost=0.25)
+    return plan, X, costs

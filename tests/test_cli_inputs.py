@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import thrifty
-from tests.forest.test_names import LIGHTGBM_OK, NASTY
+from tests._helpers.names import LIGHTGBM_OK, NASTY
 from thrifty import cli
 from thrifty.cli import main
 

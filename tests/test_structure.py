@@ -324,23 +324,6 @@ def test_every_subpackage_name_resolves(package):
 
 
 TESTS = Path(__file__).resolve().parent
-# Imports of other test modules still to be removed (issue 23), by the module imported and where its
-# helpers go: each imported module -> the test files importing it. A move that removes an import
-# removes its entry (the test fails on an entry that no longer occurs, so the list only shrinks).
-PENDING_TEST_IMPORTS = {
-    # NAMES and write_store -> tests/_helpers/; the small_model fixture -> tests/conftest.py
-    "tests.providers.conftest": {
-        "tests/providers/test_http.py",
-        "tests/providers/test_sql.py",
-        "tests/runtime/conftest.py",
-        "tests/serve/conftest.py",
-        "tests/serve/test_serve.py",
-    },
-    # FeatureService and serving -> tests/_helpers/
-    "tests.providers.feature_service": {"tests/providers/test_http.py", "tests/serve/test_serve.py"},
-    # the names now live in tests._helpers.names
-    "tests.forest.test_names": {"tests/test_cli_inputs.py"},
-}
 
 
 def _tests_module(name: str) -> str:
@@ -384,14 +367,8 @@ def test_test_modules_import_helpers_only_from_tests_helpers():
     # A test module that imports another runs (and may break with) the other's module-level code,
     # and hides which of its names are shared: shared helpers live in tests/_helpers (plain
     # functions and data) or a conftest.py (fixtures).
-    found = _test_imports()
-    pending = {(module, file) for module, files in PENDING_TEST_IMPORTS.items() for file in files}
-    new = [
+    found = sorted(
         f"{file} imports {module}: share what it uses through tests/_helpers"
-        for module, file in found - pending
-    ]
-    gone = [
-        f"{file} no longer imports {module}: remove it from PENDING_TEST_IMPORTS"
-        for module, file in pending - found
-    ]
-    assert not new and not gone, "\n".join(sorted(new) + sorted(gone))
+        for module, file in _test_imports()
+    )
+    assert found == []

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.providers.conftest import NAMES
+from tests._helpers.stores import NAMES
 from thrifty import Full, evaluate, evaluate_async
 from thrifty.exceptions import InputError, ProviderError
 from thrifty.providers import http_provider
@@ -17,7 +17,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 
-from tests.providers.feature_service import FeatureService, serving  # noqa: E402
+from tests._helpers.feature_service import FeatureService, serving  # noqa: E402
 
 
 def run(coro, timeout: float = 60.0):

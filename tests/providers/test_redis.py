@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.providers.conftest import NAMES, n_rounds, write_hashes
+from tests._helpers.stores import NAMES, n_rounds, write_hashes
 from thrifty import evaluate
 from thrifty.exceptions import InputError, MissingKeyError, ProviderError
 from thrifty.providers import redis_provider

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import thrifty
-from tests.providers.conftest import NAMES, n_rounds
-from tests.providers.conftest import write_store as store
+from tests._helpers.stores import NAMES, n_rounds
+from tests._helpers.stores import write_store as store
 from thrifty import evaluate
 from thrifty.exceptions import InputError, MissingKeyError
 from thrifty.providers import sql_provider

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.providers.conftest import NAMES, write_store
+from tests._helpers.stores import NAMES, write_store
 from thrifty import CostModel, evaluate, save
 
 httpx = pytest.importorskip("httpx")
@@ -22,7 +22,7 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 sa = pytest.importorskip("sqlalchemy")
 
-from tests.providers.feature_service import FeatureService, serving  # noqa: E402
+from tests._helpers.feature_service import FeatureService, serving  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_TIMEOUT = 20.0

@@ -177,3 +177,22 @@ def test_python_dash_m():
         check=False,
     )
     assert done.returncode == 0 and done.stdout.strip() == f"thrifty {thrifty.__version__}"
+
+
+def test_an_edited_model_is_refused_unless_accepted(demo, files, tmp_path, capsys):
+    # A saved model changed since thrifty.save wrote it loads only when the user says the edit
+    # is deliberate; evaluate and serve read it the same way.
+    out, _, _ = demo
+    folder, _, _ = files
+    document = json.loads((out / "baseline.json").read_text())
+    document["source"] = "edited by hand"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(document))
+    assert main(["info", str(edited)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "changed since it was saved" in err and "--accept-edited" in err
+    assert main(["info", str(edited), "--accept-edited"]) == 0
+    report = tmp_path / "report.csv"
+    argv = ["evaluate", str(edited), str(folder / "test.csv"), "--out", str(report)]
+    assert main(argv) == 2 and not report.exists()
+    assert main([*argv, "--accept-edited"]) == 0 and report.exists()

@@ -155,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
         "--data, also its cost per example on that data.",
     )
     info.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    _accept_edited(info)
     info.add_argument("--data", metavar="DATA", help=data_help)
     _common(info)
     info.set_defaults(run=_info)
@@ -166,6 +167,7 @@ def _parser() -> argparse.ArgumentParser:
         "prediction cost (and the prediction) to CSV.",
     )
     ev.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    _accept_edited(ev)
     ev.add_argument("data", metavar="DATA", help=data_help)
     _common(ev)
     ev.add_argument(
@@ -184,6 +186,7 @@ def _parser() -> argparse.ArgumentParser:
         "when a tree needs them. GET /health describes the model.",
     )
     srv.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    _accept_edited(srv)
     srv.add_argument(
         "--provider",
         metavar="URL",
@@ -327,6 +330,15 @@ def _executor(args: argparse.Namespace) -> Any:
     return cluster_client(workers=args.workers, scheduler=args.scheduler)
 
 
+def _accept_edited(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--accept-edited",
+        action="store_true",
+        help="load MODEL even if it was changed since thrifty.save wrote it (its checksum does "
+        "not match): for a deliberate edit; save it again to record a new checksum",
+    )
+
+
 def _info(args: argparse.Namespace) -> int:
     if args.costs is not None and args.data is None:
         raise InputError("--costs prices a model's features on data; give --data DATA too")
@@ -335,7 +347,7 @@ def _info(args: argparse.Namespace) -> int:
     from thrifty.runtime.evaluate import evaluate
     from thrifty.runtime.plans import as_plan
 
-    model = load(args.model)
+    model = load(args.model, verify=not args.accept_edited)
     plan = as_plan(model)
     forests = [c for c in plan.components() if isinstance(c, Forest)]
     names = plan.feature_names or [f"f{i}" for i in range(plan.n_features)]
@@ -382,7 +394,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     from thrifty.runtime.evaluate import evaluate
 
-    plan = read_plan(args.model)
+    plan = read_plan(args.model, verify=not args.accept_edited)
     X, y, qid, costs = evaluation_data(args, plan)
     ev = evaluate(plan, X, costs)
     _warn_unpriced(costs)
@@ -431,7 +443,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    plan = read_plan(args.model)
+    plan = read_plan(args.model, verify=not args.accept_edited)
     costs = CostModel.from_file(args.costs, feature_names=plan.feature_names) if args.costs else None
     provider = store_provider(
         args.provider, plan, table=args.table, key_column=args.key_column, timeout=args.timeout

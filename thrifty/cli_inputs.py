@@ -100,12 +100,13 @@ def is_file(data: str) -> bool:
     return path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq")
 
 
-def read_plan(path: Path) -> Any:
-    """The plan of a model or plan file saved with ``thrifty.save``."""
+def read_plan(path: Path, *, verify: bool = True) -> Any:
+    """The plan of a model or plan file saved with ``thrifty.save`` (``verify``: as
+    ``thrifty.load``'s)."""
     from thrifty.io import load
     from thrifty.runtime.plans import as_plan
 
-    return as_plan(load(path))
+    return as_plan(load(path, verify=verify))
 
 
 def read_table(path: Path, target: str) -> tuple[Any, Any, Any]:

@@ -78,7 +78,7 @@ def load(path: str | Path, *, verify: bool = True) -> Forest | Plan:
         raise InputError(
             f"{str(path)!r} was changed since it was saved (its checksum does not match its "
             "content); if the change was deliberate, load it with thrifty.load(path, "
-            "verify=False) and save it again"
+            "verify=False) (on the command line: --accept-edited) and save it again"
         )
     model = _model(d, path)
     _check_classes(model, path)

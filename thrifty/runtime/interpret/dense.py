@@ -36,7 +36,8 @@ def run_dense(
         if n <= chunk:
             # One chunk (every call of a service): no copy of its outputs.
             M = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
-            return evaluation_of(plan, costs, *_run_chunk(plan, M, costs, accelerated))
+            ctx, ex = _run_chunk(plan, M, costs, accelerated)
+            return evaluation_of(plan, costs, ctx, ex)
         # Validate on an empty slice first: errors come before any work.
         to_matrix(X[:0], plan.n_features, plan.feature_names, plan.categories)
         out = Collector(plan, costs, n)
@@ -44,7 +45,8 @@ def run_dense(
             hi = min(n, lo + chunk)
             rows = X.iloc[lo:hi] if hasattr(X, "iloc") else X[lo:hi]
             M = to_matrix(rows, plan.n_features, plan.feature_names, plan.categories)
-            out.add(lo, hi, *_run_chunk(plan, M, costs, accelerated))
+            ctx, ex = _run_chunk(plan, M, costs, accelerated)
+            out.add(lo, hi, ctx, ex)
     return out.result()
 
 

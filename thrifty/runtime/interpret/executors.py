@@ -35,24 +35,6 @@ class Context:
         self.costs = costs
         self.inputs = (X, known, all_known)  # what the kernels read of the inputs
 
-    def settle(self) -> tuple[np.ndarray, np.ndarray]:
-        """Acquired-feature mask and feature cost per row, from the features tested."""
-        c = self.costs
-        acquired = np.zeros_like(self.touched)
-        feat_cost = np.zeros(self.n)
-        if self.n:
-            kernels.SETTLE_COSTS.for_rows(self.n)(
-                self.touched,
-                c.closure_ptr,
-                c.closure_units,
-                c.unit_ptr,
-                c.unit_feat,
-                c.unit_cost,
-                acquired,
-                feat_cost,
-            )
-        return acquired, feat_cost
-
 
 class Executor:
     """Advances rows of one plan; after all rows are done, exposes raw, exit and decision."""

@@ -8,6 +8,7 @@ import numpy as np
 from thrifty.costs import CostModel, CostReport
 from thrifty.exceptions import InputError
 from thrifty.runtime.evaluation import Evaluation
+from thrifty.runtime.interpret import kernels
 from thrifty.runtime.interpret.executors import Context, Executor
 from thrifty.runtime.plans import Cascade, Gated, Plan
 
@@ -62,7 +63,7 @@ class Collector:
     def add(self, lo: int, hi: int, ctx: Context, ex: Executor) -> None:
         self.raw[lo:hi] = ex.raw
         self.exit[lo:hi] = ex.exit
-        self.acquired[lo:hi], self.feature[lo:hi] = ctx.settle()
+        self.acquired[lo:hi], self.feature[lo:hi] = settle(ctx)
         self.n_nodes[lo:hi] = ctx.n_nodes
         self.n_trees[lo:hi] = ctx.n_trees
         if self.proba is not None and self.labels is not None:  # set together, for classifiers
@@ -84,9 +85,32 @@ class Collector:
         )
 
 
+def settle(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """Acquired-feature mask and feature cost per row of ``ctx``, from the features tested.
+
+    The cost of an example depends only on the *set* of features tested (the union of their
+    closures, each unit paid once), so it is settled once rows are done, not in the hot loop.
+    """
+    c = ctx.costs
+    acquired = np.zeros_like(ctx.touched)
+    feat_cost = np.zeros(ctx.n)
+    if ctx.n:
+        kernels.SETTLE_COSTS.for_rows(ctx.n)(
+            ctx.touched,
+            c.closure_ptr,
+            c.closure_units,
+            c.unit_ptr,
+            c.unit_feat,
+            c.unit_cost,
+            acquired,
+            feat_cost,
+        )
+    return acquired, feat_cost
+
+
 def evaluation_of(plan: Plan, costs: CostModel, ctx: Context, ex: Executor) -> Evaluation:
     """The ``Evaluation`` of one chunk holding every row (no copy into a ``Collector``)."""
-    acquired, feature = ctx.settle()
+    acquired, feature = settle(ctx)
     proba = labels = None
     if plan.is_classifier:
         proba, labels = ex.proba(), ex.labels()

@@ -27,10 +27,12 @@ class Context:
         self.known = known
         self.all_known = all_known
         self.touched = np.zeros((n, n_features), dtype=np.bool_)
-        # Per-row counters, one array as the kernels take it (rows ``kernels.NODES`` ...):
-        # splits visited, trees evaluated, the feature a row waits for (-1: none).
+        # Per-row counters, one array as the kernels take it: splits visited, trees evaluated,
+        # the feature a row waits for (-1: none).
         self.tally = np.zeros((3, n), dtype=np.int64)
-        self.n_nodes, self.n_trees, self.blocked = self.tally
+        self.n_nodes = self.tally[kernels.NODES]
+        self.n_trees = self.tally[kernels.TREES]
+        self.blocked = self.tally[kernels.BLOCKED]
         self.blocked[:] = -1
         self.costs = costs
         self.inputs = (X, known, all_known)  # what the kernels read of the inputs
@@ -125,17 +127,18 @@ class SequentialExecutor(_ForestOutputs):
         self.forest, self.ctx = forest, ctx
         self.order, self.exits, self.full = schedule.order, schedule.exits, schedule.full
         self.trees = trees_record(forest)
-        # Where each row is (rows ``kernels.POS``, ``kernels.CUR``): its position in the order
-        # and the node it stopped at (-1: a tree's root).
+        # Where each row is: its position in the order, the node it stopped at (-1: a root).
         self.place = np.zeros((2, n), dtype=np.int64)
-        self.pos, self.cur = self.place
+        self.pos = self.place[kernels.POS]
+        self.cur = self.place[kernels.CUR]
         self.cur[:] = -1
         # Every row starts at the base score (as np.tile would give, in fewer steps).
         self.raw = np.empty((n, forest.base_score.shape[0]), dtype=forest.base_score.dtype)
         self.raw[:] = forest.base_score
-        # Finished, and frozen by a bin table (rows ``kernels.DONE``, ``kernels.FROZEN``).
+        # Finished, and frozen by a bin table (no further exits).
         self.flags = np.zeros((2, n), dtype=np.bool_)
-        self.done, self.frozen = self.flags
+        self.done = self.flags[kernels.DONE]
+        self.frozen = self.flags[kernels.FROZEN]
         self.decision = np.zeros(n, dtype=np.int8)
 
     @property
@@ -196,9 +199,11 @@ class _CascadeExecutor(_ForestOutputs):
     def __init__(self, plan: Cascade, ctx: Context) -> None:
         n, f = ctx.n, plan.forest
         self.forest, self.plan, self.ctx = f, plan, ctx
-        # Stage, position in it, and node reached (rows ``kernels.STAGE``, ``JPOS``, ``CCUR``).
+        # Stage, position in it, and node reached (-1: a root).
         self.place = np.zeros((3, n), dtype=np.int64)
-        self.stage, self.jpos, self.cur = self.place
+        self.stage = self.place[kernels.STAGE]
+        self.jpos = self.place[kernels.JPOS]
+        self.cur = self.place[kernels.STAGE_NODE]
         self.cur[:] = -1
         self.score = np.full(n, plan.stage_bias[0])
         self.tree_out = np.zeros((n, f.n_trees))

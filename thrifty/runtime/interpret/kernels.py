@@ -27,7 +27,7 @@ NODES, TREES, BLOCKED = 0, 1, 2
 # Rows of ``place`` (int64, where a row is): position in the order (the cascade's stage and
 # position in it), and the node it stopped at (-1 when at a tree's root).
 POS, CUR = 0, 1
-STAGE, JPOS, CCUR = 0, 1, 2
+STAGE, JPOS, STAGE_NODE = 0, 1, 2
 # Rows of ``flags`` (bool): finished, and frozen by a bin table (no further exits).
 DONE, FROZEN = 0, 1
 
@@ -290,7 +290,7 @@ def run_cascade(
     ``h_t(x) = tree_weight[t] * leaf value``; each tree is evaluated at most once per example
     and its output reused by later stages. Arguments as ``run_sequential``'s, with ``stages``
     ``(stage_ptr, stage_trees, stage_w, stage_bias, stage_thr)`` (``Cascade``'s CSR of stages),
-    ``place``'s rows ``STAGE``, ``JPOS`` and ``CCUR``, each row's ``score``, and each row's
+    ``place``'s rows ``STAGE``, ``JPOS`` and ``STAGE_NODE``, each row's ``score``, and each row's
     tree outputs computed so far (``tree_out``, ``tree_done``).
     """
     X, known, all_known = inputs
@@ -301,7 +301,7 @@ def run_cascade(
     blocked = tally[BLOCKED]
     stage = place[STAGE]
     jpos = place[JPOS]
-    cur = place[CCUR]
+    cur = place[STAGE_NODE]
     feature = nodes[0]
     n_stages = stage_ptr.shape[0] - 1
     for r in prange(rows.shape[0]):

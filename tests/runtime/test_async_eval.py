@@ -10,6 +10,7 @@ import pytest
 from tests._helpers.reference import random_forest, random_inputs
 from tests._helpers.runtime_costs import cost_model
 from thrifty import CostModel, Forest, Full, evaluate, evaluate_async
+from thrifty.exceptions import InputError
 from thrifty.runtime import array_provider
 
 
@@ -113,6 +114,16 @@ def test_latency_of_a_round_is_its_slowest_fetch_by_hand():
     np.testing.assert_allclose(in_order.cost.latency, 8.0)
     np.testing.assert_allclose(parallel.cost.total, 8.0)
     same(parallel, evaluate(Full(stumps), X, costs))
+    # Values at hand (sent with a request) take no fetch: x1 given on the first 20 rows leaves
+    # them only x0's wait, while both are still paid for as acquired features.
+    given = np.zeros((50, 2), dtype=bool)
+    given[:20, 1] = True
+    served = run(evaluate_async(Full(stumps), array_provider(X), costs, n_rows=50, given=given))
+    np.testing.assert_allclose(served.cost.latency, np.where(np.arange(50) < 20, 3.0, 8.0))
+    np.testing.assert_allclose(served.cost.total, 8.0)
+    same(served, evaluate(Full(stumps), X, costs))
+    with pytest.raises(InputError, match="given must be a bool array of shape \\(50, 2\\)"):
+        run(evaluate_async(Full(stumps), array_provider(X), costs, n_rows=50, given=given[:, :1]))
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -31,6 +31,7 @@ async def evaluate_async(
     costs: CostModel | None = None,
     *,
     n_rows: int | None = None,
+    given: np.ndarray | None = None,
     latency: str = "max",
     trees: str = "in-order",
     chunk_size: int | None = None,
@@ -52,6 +53,10 @@ async def evaluate_async(
     n_rows : int, optional
         Number of examples; a provider holding one key per row (``thrifty.providers``) gives
         it, and a count other than its keys' is an error.
+    given : ndarray of bool, shape (n_rows, n_features), optional
+        The values the provider has at hand (e.g. sent with a request): it still answers them
+        and they are paid for as acquired features, but no fetch waits for them, so they add
+        no latency.
     latency : {"max", "sum"}, default="max"
         How a round's fetches add up for an example: ``"max"``, they overlap (the round costs
         the example its slowest fetch); ``"sum"``, one after another (then ``cost.latency``
@@ -87,7 +92,7 @@ async def evaluate_async(
         gen = tree_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     else:
         gen = lazy_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
-    clock = _Latency(costs, int(n_rows), latency)
+    clock = _Latency(costs, int(n_rows), latency, _given(given, int(n_rows), plan.n_features))
     if hasattr(provider, "fetch") and not inspect.iscoroutinefunction(provider.fetch):
         # One worker thread runs the whole evaluation: one hand-off per call, not one per round.
         result = await asyncio.to_thread(drive, gen, provider.fetch, clock.add)
@@ -118,8 +123,8 @@ class _Latency:
     one fetch, like the fetches of one round, overlap under ``"max"``.
     """
 
-    def __init__(self, costs: CostModel, n: int, how: str) -> None:
-        self.costs, self.how = costs, how
+    def __init__(self, costs: CostModel, n: int, how: str, given: np.ndarray | None) -> None:
+        self.costs, self.how, self.given = costs, how, given
         self.held = np.zeros((n, len(costs.unit_cost)), dtype=np.bool_)
         self.latency = np.zeros(n)
 
@@ -127,6 +132,8 @@ class _Latency:
         c = self.costs
         wait = np.zeros(len(self.latency))
         for f, rows in requests:
+            if self.given is not None:
+                rows = rows[~self.given[rows, f]]  # at hand: no fetch, no wait
             units = c.closure_units[c.closure_ptr[f] : c.closure_ptr[f + 1]]
             block = np.ix_(rows, units)
             paid = np.where(self.held[block], 0.0, c.unit_cost[units])
@@ -136,3 +143,16 @@ class _Latency:
             else:
                 np.add.at(wait, rows, paid.sum(axis=1))
         self.latency += wait
+
+
+def _given(given: Any, n: int, n_features: int) -> np.ndarray | None:
+    """``given`` as a bool matrix of one row per example and one column per feature."""
+    if given is None:
+        return None
+    mask = np.asarray(given)
+    if mask.dtype != np.bool_ or mask.shape != (n, n_features):
+        raise InputError(
+            f"given must be a bool array of shape ({n}, {n_features}) (one row per example, one "
+            f"column per feature), got {mask.dtype} of shape {mask.shape}"
+        )
+    return mask

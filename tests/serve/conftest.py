@@ -1,3 +1,103 @@
-"""Fixtures shared with the provider tests."""
+"""Fixtures of the serving tests: the provider tests' model, its files, apps and live servers."""
 
-from tests.providers.conftest import small_model  # noqa: F401
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.providers import conftest as providers
+from thrifty import save
+
+# The provider tests' model, shared (a fixture is found by its name in a conftest).
+small_model = providers.small_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def files(small_model, tmp_path_factory):
+    """The plan saved as JSON, its costs as JSON, and a SQLite store of every row's features."""
+    pytest.importorskip("sqlalchemy")
+    plan, X, costs = small_model
+    d = tmp_path_factory.mktemp("serve")
+    save(plan, d / "plan.json")
+    (d / "costs.json").write_text(json.dumps(costs.to_dict()))
+    providers.write_store(
+        f"sqlite:///{d / 'store.db'}", X, list(range(len(X))), providers.NAMES, table="features"
+    ).dispose()
+    return d
+
+
+@pytest.fixture(scope="session")
+def make_app(small_model, files):
+    """``make_app(**create_app options)``: the plan served from the SQLite store, opened as
+    ``thrifty serve`` opens it (read-only)."""
+    pytest.importorskip("starlette")
+    from thrifty.serve import create_app, store_provider
+
+    plan, _, costs = small_model
+
+    def make(store=files / "store.db", **options):
+        provider = store_provider(f"sqlite:///{store}", plan, table="features", key_column="pid")
+        return create_app(plan, provider, costs=costs, **options)
+
+    return make
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def thrifty_serve(*args: str, startup: float = 90.0):
+    """``python -m thrifty serve ...`` on a free port; yields its URL and process; always stops it."""
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "thrifty", "serve", *args, "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"thrifty serve exited: {proc.stderr.read()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("thrifty serve did not start in time")
+            time.sleep(0.1)
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def serve_cli():
+    """``with serve_cli(*arguments) as (url, process)``: ``thrifty serve`` in a subprocess."""
+    pytest.importorskip("uvicorn")
+    return thrifty_serve

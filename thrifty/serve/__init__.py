@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 from thrifty._lazy import attach
 
 if TYPE_CHECKING:
-    from thrifty.serve.app import create_app, store_provider
+    from thrifty.serve.app import create_app
+    from thrifty.serve.store import store_provider
 
 __all__ = ["create_app", "store_provider"]
 

@@ -14,7 +14,6 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.providers import http_provider, sql_provider
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
 from thrifty.runtime.async_eval import evaluate_async
@@ -83,6 +82,7 @@ def create_app(
     if not timeout > 0 or int(max_rows) < 1 or int(max_body) < 1:
         raise InputError("timeout, max_rows and max_body must be positive")
     plan = as_plan(model)
+    _check_classes(plan)
     if trees == "parallel" and not isinstance(plan, Full):
         raise InputError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
     service = _Service(
@@ -97,32 +97,15 @@ def create_app(
     )
 
 
-def store_provider(
-    url: str | None,
-    model: Any,
-    *,
-    table: str | None = None,
-    key_column: str | None = None,
-    timeout: float = 10.0,
-) -> Any:
-    """The provider ``thrifty serve --provider URL`` configures (None without a URL).
-
-    ``http://`` and ``https://`` URLs name a feature service (:func:`http_provider`); any other
-    URL is a SQLAlchemy database URL, read with :func:`sql_provider` from ``table`` keyed by
-    ``key_column``. Feature names are the model's.
-    """
-    if url is None:
-        if table or key_column:
-            raise InputError("--table and --key-column need --provider DATABASE_URL")
-        return None
-    if url.startswith(("http://", "https://")):
-        return http_provider(url, [], model=model, timeout=timeout)
-    if not table or not key_column:
+def _check_classes(plan: Plan) -> None:
+    """Refuse a classifier whose list of classes does not match its outputs (a label past its
+    end would fail at the first prediction that picks it, long after start-up)."""
+    if plan.is_classifier and plan.classes is not None and len(plan.classes) != max(2, plan.n_outputs):
         raise InputError(
-            f"the database provider {url!r} needs --table NAME and --key-column NAME "
-            "(the table of features and its column of row keys)"
+            f"the model lists {len(plan.classes)} classes ({plan.classes[:10].tolist()}) but its trees "
+            f"score {max(2, plan.n_outputs)}; fix its 'classes' list (one label per class, in the "
+            "order the model was trained with) and save it again"
         )
-    return sql_provider(url, table, key_column, [], model=model)
 
 
 class _Service:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -50,6 +51,43 @@ def make_app(small_model, files):
         return create_app(plan, provider, costs=costs, **options)
 
     return make
+
+
+class InProcess:
+    """Synchronous requests to an ASGI app in this process (``httpx.ASGITransport``), on one event
+    loop that runs while a request does; the app's lifespan runs on entering and leaving."""
+
+    def __init__(self, app) -> None:
+        import httpx
+
+        self.app, self.runner = app, asyncio.Runner()
+        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://serve")
+        self.stack = contextlib.AsyncExitStack()
+
+    def __enter__(self) -> InProcess:
+        self.runner.run(self.stack.enter_async_context(self.app.router.lifespan_context(self.app)))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.runner.run(self.stack.aclose())
+        self.runner.run(self.client.aclose())
+        self.runner.close()
+
+    def request(self, method: str, path: str, **kwargs):
+        return self.runner.run(self.client.request(method, path, **kwargs))
+
+    def get(self, path: str, **kwargs):
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs):
+        return self.request("POST", path, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def in_process():
+    """``with in_process(app) as client``: ``client.get`` / ``client.post`` without sockets."""
+    pytest.importorskip("httpx")
+    return InProcess
 
 
 def free_port() -> int:

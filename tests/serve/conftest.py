@@ -9,7 +9,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,34 @@ def make_app(small_model, files):
         return create_app(plan, provider, costs=costs, **options)
 
     return make
+
+
+@contextlib.contextmanager
+def live(app, timeout: float = 30.0, **options) -> Iterator[str]:
+    """``app`` served by ``thrifty.serve.build_server(app, **options)`` on a free loopback port, in
+    a thread (its lifespan run); yields its URL; always stops it."""
+    from thrifty.serve import build_server
+
+    server = build_server(app, port=0, **options)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            server.should_exit = True
+            raise RuntimeError("the server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout)
+
+
+@pytest.fixture(scope="session")
+def serve_live():
+    """``with serve_live(app, **build_server options) as url``: a real server in a thread."""
+    return live
 
 
 class InProcess:

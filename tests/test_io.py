@@ -145,7 +145,9 @@ def test_a_classifier_with_too_few_classes_is_refused_at_load(tmp_path, small_mo
     (d if kind == "forest" else d["forest"])["classes"] = [0]
     path = tmp_path / "model.json"
     path.write_text(json.dumps(d))
-    with pytest.raises(InputError, match="binary model with 1 output\\(s\\) and 1 classes; it needs 2"):
+    with pytest.raises(
+        InputError, match="the binary model lists 1 classes \\(\\[0\\]\\) but its outputs score 2"
+    ):
         thrifty.load(path)
 
 

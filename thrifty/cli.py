@@ -231,7 +231,8 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=64,
         metavar="N",
-        help="connections served at once; more are answered 503 (default: %(default)s)",
+        help="requests evaluated at once; up to 256 more wait for a slot, then 503 (idle "
+        "connections do not count; default: %(default)s)",
     )
     srv.add_argument(
         "--trees",
@@ -433,10 +434,10 @@ def _warn_unpriced(costs: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from thrifty.serve import create_app, store_provider
+    from thrifty.serve import create_app, run, store_provider
 
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 (the server thrifty.serve.run builds)
     except ImportError:
         print(
             "thrifty: error: uvicorn is not installed; install it with: pip install 'thrifty[serve]'",
@@ -458,16 +459,10 @@ def _serve(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         trees=args.trees,
         n_threads=args.threads,
+        max_concurrency=args.max_concurrency,
     )
     print(f"thrifty serve: {args.model} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        limit_concurrency=args.max_concurrency,
-        timeout_keep_alive=5,
-    )
+    run(app, host=args.host, port=args.port)
     return 0
 
 

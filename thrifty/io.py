@@ -10,7 +10,7 @@ from typing import Any
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.io import forest_from_dict
-from thrifty.runtime.plans import Plan, as_plan, plan_from_dict
+from thrifty.runtime.plans import Plan, as_plan, check_classes, plan_from_dict
 
 # The member of a saved document holding the checksum of the rest.
 CHECKSUM = "checksum"
@@ -110,14 +110,8 @@ def _model(d: dict[str, Any], path: Path) -> Forest | Plan:
 
 
 def _check_classes(model: Forest | Plan, path: Path) -> None:
-    """InputError for a classifier naming fewer (or more) classes than its outputs predict:
-    labels would be read past the end of its classes at the first evaluation."""
-    for part in as_plan(model).components():
-        if part.task not in ("binary", "multiclass") or part.classes is None:
-            continue
-        need = max(2, part.n_outputs)
-        if len(part.classes) != need:
-            raise InputError(
-                f"{str(path)!r} describes a {part.task} model with {part.n_outputs} output(s) and "
-                f"{len(part.classes)} classes; it needs {need}: re-save the model from its source"
-            )
+    """``check_classes``, naming the file."""
+    try:
+        check_classes(as_plan(model))
+    except InputError as exc:
+        raise InputError(f"{str(path)!r}: {exc}") from None

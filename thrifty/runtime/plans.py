@@ -423,6 +423,23 @@ def as_plan(obj: Any) -> Plan:
     return Full(Forest.from_model(obj))
 
 
+def check_classes(plan: Plan) -> None:
+    """InputError for a classifier (or a classifier part of ``plan``) whose list of classes does
+    not match its outputs: a label past the list's end would fail at the first prediction that
+    picks it, long after the model was loaded."""
+    for part in plan.components():
+        if part.task not in ("binary", "multiclass") or part.classes is None:
+            continue
+        need = max(2, part.n_outputs)
+        if len(part.classes) != need:
+            raise InputError(
+                f"the {part.task} model lists {len(part.classes)} classes "
+                f"({np.asarray(part.classes)[:10].tolist()}) but its outputs score {need}; fix its "
+                "'classes' list (one label per class, in the order the model was trained with) or "
+                "re-save the model from its source"
+            )
+
+
 def plan_from_dict(d: dict[str, Any]) -> Plan:
     """The plan (or a forest's Full plan) written by ``to_dict``."""
     if d.get("format") == "thrifty.forest":

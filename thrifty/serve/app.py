@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import copy
 import inspect
-import json
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,13 +14,14 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
-from thrifty.providers import http_provider, sql_provider
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
 from thrifty.runtime.evaluate import Evaluation, costs_for, evaluate
 from thrifty.runtime.lazy import Requests, evaluate_async
-from thrifty.runtime.plans import Full, Plan, as_plan
-from thrifty.serve.rows import BadRequest, RowReader
+from thrifty.runtime.plans import Full, Plan, as_plan, check_classes
+from thrifty.serve.admission import Admission
+from thrifty.serve.errors import error_response, failure, http_error, server_error
+from thrifty.serve.rows import BadRequest, RowReader, read_json
 
 # Starlette and httpx are the optional extra thrifty[serve]: imported where used, so that this
 # module imports without them and create_app() names the extra to install.
@@ -34,7 +35,10 @@ def create_app(
     key: str = "id",
     max_rows: int = 1000,
     max_body: int = 1 << 20,
+    max_depth: int = 16,
     timeout: float = 10.0,
+    max_concurrency: int = 64,
+    max_queue: int = 256,
     trees: str = "in-order",
     n_threads: int = 1,
 ) -> Any:
@@ -44,8 +48,9 @@ def create_app(
     ``{"results": [{"id", "prediction", "probabilities", "cost", "feature_cost", "latency",
     "trees", "exit", "acquired"}, ...]}``. A feature a row does not give is fetched from
     ``provider`` for the row's key, only if an evaluated tree needs it. ``GET /health``
-    describes the model. Every failure is answered with ``{"error": "<one line>"}`` and a
-    4xx/5xx status.
+    describes the model and the load. Every failure is answered with ``{"error": "<one line>"}``
+    and the status docs/deploy.md lists; what a provider's error says goes to the log only.
+    Serve it with :func:`thrifty.serve.run`, which bounds connections in time.
 
     Parameters
     ----------
@@ -61,8 +66,17 @@ def create_app(
         Field of a row holding its key in the provider.
     max_rows, max_body : int
         Most rows per request, most bytes per request body (413 above).
+    max_depth : int, default=16
+        Deepest nesting of a JSON body (400 above), checked before it is parsed.
     timeout : float, default=10
-        Seconds one request may take (504 after).
+        Seconds one request may take from its head to its answer: its body must arrive within
+        them (408), and its evaluation is cancelled past them (504) — a lazy evaluation stops
+        fetching at its next round.
+    max_concurrency : int, default=64
+        Requests evaluated at once. Idle connections do not count, nor does ``/health``.
+    max_queue : int, default=256
+        Requests waiting for an evaluation slot; more are answered 503 at once, as is one that
+        found no slot within its ``timeout``.
     trees : {"in-order", "parallel"}
         As for :func:`thrifty.evaluate_async` (``"parallel"`` for Full plans).
     n_threads : int, default=1
@@ -71,6 +85,7 @@ def create_app(
     """
     try:
         from starlette.applications import Starlette
+        from starlette.exceptions import HTTPException
         from starlette.routing import Route
     except ImportError:
         raise missing_extra("starlette", "serve") from None
@@ -79,49 +94,45 @@ def create_app(
             "provider must be a thrifty store provider (sql_provider or http_provider), "
             f"got {type(provider).__name__}"
         )
-    if not timeout > 0 or int(max_rows) < 1 or int(max_body) < 1:
-        raise InputError("timeout, max_rows and max_body must be positive")
+    limits = {"max_rows": max_rows, "max_body": max_body, "max_concurrency": max_concurrency}
+    if not timeout > 0 or min(limits.values()) < 1 or max_queue < 0 or max_depth < 3:
+        raise InputError(
+            "timeout, max_rows, max_body and max_concurrency must be positive, max_queue at least 0 "
+            f"and max_depth at least 3; got timeout={timeout}, {limits}, max_queue={max_queue}, "
+            f"max_depth={max_depth}"
+        )
     plan = as_plan(model)
+    check_classes(plan)
     if trees == "parallel" and not isinstance(plan, Full):
         raise InputError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
+    names = plan.feature_names or [f"Column_{j}" for j in range(plan.n_features)]
     service = _Service(
-        plan, provider, costs, key, int(max_rows), int(max_body), float(timeout), trees, n_threads
+        plan,
+        provider,
+        costs,
+        RowReader(names, plan.categories, key, int(max_rows)),
+        Admission(int(max_concurrency), int(max_queue)),
+        trees=trees,
+        n_threads=n_threads,
+        max_body=int(max_body),
+        max_depth=int(max_depth),
+        timeout=float(timeout),
     )
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/predict", service.predict, methods=["POST"]),
             Route("/health", service.health, methods=["GET"]),
         ],
+        exception_handlers={HTTPException: http_error, Exception: server_error},
         lifespan=service.lifespan,
     )
+    # Starlette answers "/predict/" with an empty 307 to "/predict": a 404 in JSON says more.
+    app.router.redirect_slashes = False
+    return app
 
 
-def store_provider(
-    url: str | None,
-    model: Any,
-    *,
-    table: str | None = None,
-    key_column: str | None = None,
-    timeout: float = 10.0,
-) -> Any:
-    """The provider ``thrifty serve --provider URL`` configures (None without a URL).
-
-    ``http://`` and ``https://`` URLs name a feature service (:func:`http_provider`); any other
-    URL is a SQLAlchemy database URL, read with :func:`sql_provider` from ``table`` keyed by
-    ``key_column``. Feature names are the model's.
-    """
-    if url is None:
-        if table or key_column:
-            raise InputError("--table and --key-column need --provider DATABASE_URL")
-        return None
-    if url.startswith(("http://", "https://")):
-        return http_provider(url, [], model=model, timeout=timeout)
-    if not table or not key_column:
-        raise InputError(
-            f"the database provider {url!r} needs --table NAME and --key-column NAME "
-            "(the table of features and its column of row keys)"
-        )
-    return sql_provider(url, table, key_column, [], model=model)
+class _Abandoned(Exception):
+    """The request was answered (its deadline passed): its evaluation must fetch no more."""
 
 
 class _Service:
@@ -130,19 +141,20 @@ class _Service:
         plan: Plan,
         provider: Any,
         costs: CostModel | None,
-        key: str,
-        max_rows: int,
-        max_body: int,
-        timeout: float,
+        reader: RowReader,
+        admission: Admission,
+        *,
         trees: str,
         n_threads: int,
+        max_body: int,
+        max_depth: int,
+        timeout: float,
     ) -> None:
-        self.plan, self.provider = plan, provider
-        self.costs = costs_for(plan, costs)
-        self.names = plan.feature_names or [f"Column_{j}" for j in range(plan.n_features)]
-        self.reader = RowReader(self.names, plan.categories, key, max_rows)
-        self.key, self.max_body, self.timeout, self.trees = key, max_body, timeout, trees
-        self.n_threads = n_threads
+        self.plan, self.provider, self.costs = plan, provider, costs_for(plan, costs)
+        self.reader, self.admission = reader, admission
+        self.names, self.key = reader.names, reader.key
+        self.trees, self.n_threads = trees, n_threads
+        self.max_body, self.max_depth, self.timeout = max_body, max_depth, timeout
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -185,33 +197,28 @@ class _Service:
                 "task": self.plan.task,
                 "features": self.names,
                 "provider": type(self.provider).__name__ if self.provider else None,
+                "requests": {"at_work": self.admission.at_work, "waiting": self.admission.waiting},
             }
         )
 
     async def predict(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
+        # One deadline from the head to the answer: the body, the wait for a slot, the evaluation.
+        deadline = asyncio.get_running_loop().time() + self.timeout
         try:
-            body = await self._body(request)
-            keys, values, given = self.reader.read(body)
-            ev = await asyncio.wait_for(self._evaluate(keys, values, given), self.timeout)
-            return JSONResponse({"results": self._results(keys, ev)})
-        except BadRequest as exc:
-            return _error(exc.status, str(exc))
-        except TimeoutError as exc:
-            return _error(
-                504,
-                str(exc)
-                or f"the prediction did not finish within {self.timeout:g} s (is the feature provider slow?)",
-            )
-        except LookupError as exc:
-            return _error(404, str(exc))
-        except (ConnectionError, ValueError) as exc:
-            return _error(502, f"the feature provider failed: {exc}")
+            body = await self._body(request, deadline)
+            async with self.admission.slot(deadline):
+                keys, values, given = self.reader.read(read_json(body, self.max_depth))
+                ev = await self._evaluate(keys, values, given, deadline)
+                return JSONResponse({"results": self._results(keys, ev)})
         except Exception as exc:  # the server must answer, whatever went wrong
-            return _error(500, f"internal error: {type(exc).__name__}: {exc}")
+            return error_response(*failure(exc, timeout=self.timeout, key=self.key))
 
-    async def _body(self, request: Any) -> Any:
+    async def _body(self, request: Any, deadline: float) -> bytes:
+        """The body, read before taking a slot: a client slow to send it holds none."""
+        from starlette.requests import ClientDisconnect
+
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             raise BadRequest(
@@ -220,19 +227,25 @@ class _Service:
                 413,
             )
         chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                raise BadRequest(
-                    f"the request body exceeds {self.max_body} bytes (send fewer rows per request)", 413
-                )
-            chunks.append(chunk)
         try:
-            return json.loads(b"".join(chunks))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BadRequest(f"malformed JSON: {exc}", 400) from None
+            async with asyncio.timeout_at(deadline):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > self.max_body:
+                        raise BadRequest(
+                            f"the request body exceeds {self.max_body} bytes (send fewer rows per request)",
+                            413,
+                        )
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise BadRequest(f"the request body did not arrive within {self.timeout:g} s", 408) from None
+        except ClientDisconnect:
+            raise BadRequest("the client disconnected before the end of the body", 400) from None
+        return b"".join(chunks)
 
-    async def _evaluate(self, keys: list[Any], values: np.ndarray, given: np.ndarray) -> Evaluation:
+    async def _evaluate(
+        self, keys: list[Any], values: np.ndarray, given: np.ndarray, deadline: float
+    ) -> Evaluation:
         if given.all():
             ev = evaluate(self.plan, values, self.costs, n_threads=self.n_threads)
             ev.cost.latency = np.zeros(len(keys))
@@ -242,14 +255,21 @@ class _Service:
             store = self.provider.with_keys(["" if k is None else k for k in keys]).fetch
             if inspect.iscoroutinefunction(store):
                 kind = _AsyncRequestProvider
-        return await evaluate_async(
-            self.plan,
-            kind(values, given, keys, store, self),
-            self.costs,
-            n_rows=len(keys),
-            trees=self.trees,
-            n_threads=self.n_threads,
-        )
+        provider = kind(values, given, keys, store, self)
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await evaluate_async(
+                    self.plan,
+                    provider,
+                    self.costs,
+                    n_rows=len(keys),
+                    given=given,
+                    trees=self.trees,
+                    n_threads=self.n_threads,
+                )
+        finally:
+            # Cancelling the task does not stop a worker thread evaluating for a synchronous store.
+            provider.stopped.set()
 
     def _results(self, keys: list[Any], ev: Evaluation) -> list[dict[str, Any]]:
         c, proba, latency = ev.cost, ev.proba, ev.cost.latency
@@ -282,6 +302,8 @@ class _RequestProvider:
         self, values: np.ndarray, given: np.ndarray, keys: list[Any], store: Any, service: _Service
     ) -> None:
         self.values, self.given, self.keys, self.store, self.service = values, given, keys, store, service
+        # Set once the request is answered; thread-safe, as a synchronous store is asked from a worker.
+        self.stopped = threading.Event()
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         out, forward, slots = self._split(requests)
@@ -291,6 +313,8 @@ class _RequestProvider:
 
     def _split(self, requests: Requests) -> tuple[list[np.ndarray], Requests, list[Any]]:
         """Given values per request, what to ask the store, and where its answers go."""
+        if self.stopped.is_set():
+            raise _Abandoned
         out, forward, slots = [], [], []
         for f, rows in requests:
             out.append(self.values[rows, f].copy())
@@ -336,9 +360,3 @@ class _AsyncRequestProvider(_RequestProvider):
 
 def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _error(status: int, message: str) -> Any:
-    from starlette.responses import JSONResponse
-
-    return JSONResponse({"error": " ".join(str(message).split())}, status_code=status)

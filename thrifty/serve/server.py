@@ -1,0 +1,132 @@
+"""The HTTP server of ``thrifty serve``: uvicorn with deadlines on connections, not a connection limit.
+
+uvicorn (0.54) waits for a request head without limit: a client that connects and sends
+nothing, or sends half a head and stalls, holds its connection for ever. Its h11 protocol is kept
+and given one deadline: ``header_timeout`` seconds from the connection (or the first byte of a
+later request) to the end of the request head; past it the connection is closed. What follows
+the head (the body, the evaluation) is bounded by the application's request timeout. Idle
+keep-alive connections are closed after ``keep_alive`` seconds, longer than clients keep theirs
+(see ``KEEP_ALIVE``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from thrifty.exceptions import InputError
+
+# Seconds an idle keep-alive connection stays open. A client that reuses a connection the server
+# is closing at that very moment gets EOF, so the server must wait longer than clients do:
+# httpx keeps idle connections 5 s, aiohttp 15 s, nginx's upstream keepalive and an AWS ALB 60 s.
+KEEP_ALIVE = 75
+# Seconds from a connection (or the first byte of a request) to the end of the request head.
+HEADER_TIMEOUT = 10.0
+
+
+def guarded_protocol(header_timeout: float = HEADER_TIMEOUT) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with a deadline on each request head and JSON for malformed HTTP."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._await_head()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            # IDLE: the next request's head has not ended yet (its first bytes may be here).
+            if self.conn.their_state is h11.IDLE:
+                self._await_head()
+            else:
+                self._stop_head_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_head_timer()
+            super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:
+            body = json.dumps({"error": "the request is not valid HTTP/1.1 (or its head exceeds 16 KiB)"})
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ]
+            self.transport.write(self.conn.send(h11.Response(status_code=400, headers=headers)))
+            self.transport.write(self.conn.send(h11.Data(data=body.encode())))
+            self.transport.write(self.conn.send(h11.EndOfMessage()))
+            self.transport.close()
+
+        def _await_head(self) -> None:
+            # Armed once per head: a client trickling a byte at a time does not push it back.
+            if self._head_timer is None and not self.transport.is_closing():
+                self._head_timer = self.loop.call_later(header_timeout, self._head_timed_out)
+
+        def _stop_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_timed_out(self) -> None:
+            self._head_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return GuardedH11Protocol
+
+
+def build_server(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    keep_alive: int = KEEP_ALIVE,
+    header_timeout: float = HEADER_TIMEOUT,
+    log_level: str = "warning",
+) -> Any:
+    """A ``uvicorn.Server`` for ``app`` (from :func:`create_app`), not started.
+
+    Parameters
+    ----------
+    app : ASGI application
+    host, port
+        Where to listen.
+    keep_alive : int, default=75
+        Seconds an idle keep-alive connection is kept open; longer than clients keep theirs,
+        so that none reuses a connection as the server closes it.
+    header_timeout : float, default=10
+        Seconds allowed from a connection (or the first byte of a request) to the end of the
+        request head; past them the connection is closed.
+    log_level : str, default="warning"
+        uvicorn's log level.
+
+    Returns
+    -------
+    uvicorn.Server
+        ``.run()`` serves until interrupted; admission control is the application's (no
+        connection limit: an idle connection costs a file descriptor, not a slot).
+    """
+    import uvicorn
+
+    if not header_timeout > 0 or not keep_alive > 0:
+        raise InputError(
+            f"header_timeout and keep_alive must be positive, got {header_timeout}, {keep_alive}"
+        )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=guarded_protocol(header_timeout),
+        timeout_keep_alive=keep_alive,
+        log_level=log_level,
+    )
+    return uvicorn.Server(config)
+
+
+def run(app: Any, **kwargs: Any) -> None:
+    """Serve ``app`` until interrupted (what ``thrifty serve`` runs); options as for :func:`build_server`."""
+    build_server(app, **kwargs).run()

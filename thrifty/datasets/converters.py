@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import io
 import zipfile
 from collections.abc import Callable, Mapping
@@ -61,8 +62,11 @@ def _zip_member(data: bytes, basename: str) -> bytes | None:
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> dict[str, Any]:
-    # mtime=0 keeps the gzip header constant, so converting twice gives identical bytes.
-    df.to_csv(path, index=False, compression={"method": "gzip", "mtime": 0})
+    # The shared copies were gzipped in one write at level 9 with mtime 0 and the file's name in
+    # the header; doing the same makes a conversion that yields their text yield their bytes
+    # (and sha256). pandas' own gzip writes in chunks, which deflates differently.
+    with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as out:
+        out.write(df.to_csv(index=False, lineterminator="\n").encode())
     return {"path": path.name, "rows": int(len(df))}
 
 

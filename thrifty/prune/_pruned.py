@@ -1,5 +1,5 @@
-"""The forests of BudgetPrune's solutions: a pruned forest from a closed set, node class
-distributions, and the accuracy of every point of a lambda path in one pass (numba)."""
+"""The forests of BudgetPrune's solutions: a pruned forest from a closed set, and the accuracy (or
+squared error) of every point of a lambda path in one pass (numba)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from thrifty.forest.builder import ForestBuilder, flatten_tree
 from thrifty.forest.kernels import child
 from thrifty.prune._problem import ClosureProblem
 
-__all__ = ["node_distributions", "path_accuracy", "pruned_forest"]
+__all__ = ["path_score", "pruned_forest"]
 
 
 def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> Any:
-    """The forest keeping the split nodes in ``chosen``; a leaf predicts ``problem.node_value``."""
-    n_classes = len(forest.classes)
+    """The forest keeping the split nodes in ``chosen``; a leaf predicts ``problem.node_value``
+    (a class distribution, or a regressor's value), and the trees are averaged."""
+    classifier = forest.is_classifier
+    n_classes = len(forest.classes) if classifier else 1
     dist = problem.node_value
     keep = np.zeros(forest.n_nodes, dtype=bool)
     keep[problem.split_node] = chosen[: problem.n_split]
@@ -33,7 +35,7 @@ def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> A
         for j in np.flatnonzero(split & (forest.cat_start[nodes] >= 0)):
             s = forest.cat_start[nodes[j]]
             cat_words[int(j)] = forest.cat_bitsets[s : s + forest.cat_size[nodes[j]]]
-        value = dist[nodes][:, 1] if n_classes == 2 else dist[nodes]
+        value = dist[nodes][:, 1] if n_classes == 2 else dist[nodes][:, 0] if width == 1 else dist[nodes]
         builder.add_tree(
             forest.feature[nodes],
             forest.threshold[nodes],
@@ -49,8 +51,8 @@ def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> A
     return builder.build(
         base_score=np.zeros(width),
         n_features=forest.n_features,
-        link="proba",
-        task="binary" if n_classes == 2 else "multiclass",
+        link="proba" if classifier else "identity",
+        task=forest.task,
         classes=forest.classes,
         feature_names=forest.feature_names,
         categories=forest.categories,
@@ -70,31 +72,12 @@ def _kept_tree(
     return np.asarray(nodes, dtype=np.int64), left, right
 
 
-def node_distributions(forest: Any, counts: np.ndarray) -> np.ndarray:
-    """Class distribution of each node's examples; an empty node inherits its parent's."""
-    total = counts.sum(axis=1, keepdims=True)
-    dist = counts / np.where(total == 0, 1, total)
-    n_classes = counts.shape[1]
-    for t in range(forest.n_trees):
-        stack = [int(forest.roots[t])]
-        if total[stack[0], 0] == 0:
-            dist[stack[0]] = 1.0 / n_classes
-        while stack:
-            node = stack.pop()
-            if forest.feature[node] < 0:
-                continue
-            for c in (int(forest.children_left[node]), int(forest.children_right[node])):
-                if total[c, 0] == 0:
-                    dist[c] = dist[node]
-                stack.append(c)
-    return dist
-
-
 @njit(cache=True)
-def path_accuracy(
+def path_score(
     X,
-    cls,
+    target,
     weight,
+    classify,
     use_mask,
     mask,
     levels,
@@ -103,10 +86,11 @@ def path_accuracy(
     roots,
     nodes,
 ):
-    """Weighted accuracy of the averaged leaf distributions at each path level (a split is kept
-    while ``keep_until[node] > level``); ties of the average go to the first class, as argmax
-    does. With ``use_mask`` an example averages the trees ``mask[i]`` marks only (none: left
-    out)."""
+    """Weighted score of the averaged leaves at each path level (a split is kept while
+    ``keep_until[node] > level``): with ``classify`` the accuracy of the averaged class
+    distributions (ties go to the first class, as argmax does), else minus the mean squared
+    error of the averaged values against ``target``. With ``use_mask`` an example averages the
+    trees ``mask[i]`` marks only (none: left out)."""
     feature = nodes[0]
     n = X.shape[0]
     T = roots.shape[0]
@@ -145,6 +129,9 @@ def path_accuracy(
                 # summed as the runtime sums a mean-aggregated forest, so ties break alike
                 for c in range(n_classes):
                     prob[c] += w * dist[node, c]
+            if not classify:
+                correct[k] -= weight[i] * (prob[0] - target[i]) ** 2
+                continue
             if n_classes == 2:
                 best = 1 if prob[1] > 0.5 else 0
             else:
@@ -152,6 +139,6 @@ def path_accuracy(
                 for c in range(1, n_classes):
                     if prob[c] > prob[best]:
                         best = c
-            if best == cls[i]:
+            if best == target[i]:
                 correct[k] += weight[i]
     return correct / max(counted.sum(), 1e-300)

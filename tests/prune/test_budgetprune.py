@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from scipy.optimize import linprog
 from sklearn.ensemble import RandomForestClassifier
 
 import thrifty
+from tests.prune._ip3_reference import ip3_lp
 from thrifty import CostModel
 from thrifty.prune import budget_prune, budget_prune_path
 from thrifty.prune.budgetprune import objective, prepare, solve
@@ -33,86 +32,16 @@ def _instance(seed, n=240, d=6, trees=3, depth=3, classes=2):
 
 
 def _ip3_lp(rf, X, y, costs, lam, keep=False):
-    """LP relaxation of (IP3) written from the paper, solved by HiGHS; sklearn gives the paths.
-
-    Variables: z_h (every node of every tree), w^(t)_{k,i} (feature k used by example i in
-    tree t), w_{k,i}. ``e_h`` counts the errors of the majority class of the examples at h, or
-    with ``keep`` at a leaf those of the leaf's own vote. Returns (optimal value, solution,
-    number of z variables).
-    """
-    N, T = X.shape[0], len(rf.estimators_)
+    """The LP of (IP3) with ``e_h`` the errors of the majority class of the examples at h, or
+    with ``keep`` at a leaf those of the leaf's own vote."""
     cls = np.searchsorted(rf.classes_, y)
-    offsets = np.cumsum([0] + [e.tree_.node_count for e in rf.estimators_])
-    n_z = offsets[-1]
-    w_index = {}  # (k, i) -> column of w_{k,i}
-    wt_cols = []  # (t, k, i, u) for each w^(t)_{k,i}, u = first node using k on i's path
-    e = np.zeros(n_z)
-    parents = []
-    for t, est in enumerate(rf.estimators_):
-        tr = est.tree_
-        parent = np.full(tr.node_count, -1)
-        for h in range(tr.node_count):
-            if tr.children_left[h] >= 0:
-                parent[tr.children_left[h]] = h
-                parent[tr.children_right[h]] = h
-        parents.append(parent)
-        paths = est.decision_path(X.astype(np.float32)).toarray().astype(bool)
-        for h in range(tr.node_count):
-            c = np.bincount(cls[paths[:, h]], minlength=len(rf.classes_))
-            vote = np.argmax(tr.value[h, 0]) if keep and tr.children_left[h] < 0 else np.argmax(c)
-            e[offsets[t] + h] = c.sum() - c[vote]
-        for i in range(N):
-            seen = set()
-            for h in np.flatnonzero(paths[i]):  # node ids increase along a path (preorder)
-                k = tr.feature[h]
-                if tr.children_left[h] < 0 or k in seen:
-                    continue
-                seen.add(k)
-                wt_cols.append((t, k, i, h))
-                w_index.setdefault((k, i), len(w_index))
 
-    def ancestors(t, h):
-        out = []
-        while parents[t][h] >= 0:
-            h = parents[t][h]
-            out.append(h)
-        return out
+    def node_error(tree, h, rows):
+        c = np.bincount(cls[rows], minlength=len(rf.classes_))
+        vote = np.argmax(tree.value[h, 0]) if keep and tree.children_left[h] < 0 else np.argmax(c)
+        return c.sum() - c[vote]
 
-    n_wt, n_w = len(wt_cols), len(w_index)
-    n_var = n_z + n_wt + n_w
-    cost = np.zeros(n_var)
-    cost[:n_z] = e / (N * T)
-    for (k, _), col in w_index.items():
-        cost[n_z + n_wt + col] = lam * costs[k] / N
-    rows, cols, b_eq = [], [], []
-    r = 0
-    for t, est in enumerate(rf.estimators_):
-        tr = est.tree_
-        for h in range(tr.node_count):
-            if tr.children_left[h] < 0:  # z_h + sum_{p(h)} z = 1 for every leaf
-                for g in [h] + ancestors(t, h):
-                    rows.append(r)
-                    cols.append(offsets[t] + g)
-                b_eq.append(1.0)
-                r += 1
-    for j, (t, _, _, u) in enumerate(wt_cols):  # w^(t) + z_u + sum_{p(u)} z = 1
-        rows.append(r)
-        cols.append(n_z + j)
-        for g in [u] + ancestors(t, u):
-            rows.append(r)
-            cols.append(offsets[t] + g)
-        b_eq.append(1.0)
-        r += 1
-    A_eq = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(r, n_var))
-    ub_rows, ub_cols, ub_vals = [], [], []
-    for j, (_, k, i, _) in enumerate(wt_cols):  # w^(t)_{k,i} <= w_{k,i}
-        ub_rows += [j, j]
-        ub_cols += [n_z + j, n_z + n_wt + w_index[(k, i)]]
-        ub_vals += [1.0, -1.0]
-    A_ub = sp.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(n_wt, n_var))
-    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(n_wt), A_eq=A_eq, b_eq=b_eq, bounds=(0, 1), method="highs")
-    assert res.status == 0, res.message
-    return res.fun, res.x, n_z + n_wt
+    return ip3_lp(rf.estimators_, X, costs, lam, node_error)
 
 
 @pytest.mark.parametrize(

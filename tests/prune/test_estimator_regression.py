@@ -10,6 +10,7 @@ import thrifty
 from thrifty import CostModel
 from thrifty.estimator_checks import BudgetCase, parametrize_with_budget_checks
 from thrifty.prune import BudgetPrunedClassifier, BudgetPrunedRegressor, budget_prune, budget_prune_path
+from thrifty.train import BudgetRFRegressor
 
 
 

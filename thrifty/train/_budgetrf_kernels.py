@@ -25,8 +25,12 @@ IMPURITY_CODES = {"pairs": 0, "entropy": 1, "powers": 2}
 SQUARED_PAIRS = 3
 SPLIT_CODES = {"minmax": 0, "expected": 1}
 
-# Impurity reductions below this are rounding noise, not a split worth paying for.
+# Impurity reductions below this are rounding noise, not a split worth paying for: relative to
+# the node's impurity plus one for class counts (an impure node's Pairs is at least 1), relative
+# to the impurity alone for squared pairs (which can be any small positive number).
 _MIN_REDUCTION = 1e-7
+# Relative size of W S2 - S1^2 under which squared pairs are rounding of a constant target.
+_ROUNDING = 1e-12
 
 
 @njit(cache=True)
@@ -55,7 +59,11 @@ def impurity(counts, kind, alpha, power):
       the least non-zero impurity of a node, which targets on a grid make bounded.
     """
     if kind == SQUARED_PAIRS:
-        v = counts[0] * counts[2] - counts[1] * counts[1] - alpha
+        v = counts[0] * counts[2] - counts[1] * counts[1]
+        # what is left of W S2 - S1^2 on a constant target is rounding, not impurity
+        if v <= _ROUNDING * counts[0] * counts[2]:
+            return 0.0
+        v -= alpha
         return v if v > 0.0 else 0.0
     n_classes = counts.shape[0]
     if kind == 0:
@@ -255,7 +263,7 @@ def grow_tree(
                     if crit < best_crit:
                         best_crit, t_f, nan_left_f = crit, t, True
             red = imp - best_crit
-            if red <= _MIN_REDUCTION * (1.0 + imp):
+            if red <= _MIN_REDUCTION * (imp if kind == SQUARED_PAIRS else 1.0 + imp):
                 continue
             score = feature_cost[f] / red
             if score < best_score or (score == best_score and red > best_red):

@@ -29,7 +29,8 @@ from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, SQUARED
 class _BudgetRF(ThriftyEstimator):
     """What both BudgetRF estimators share: the trees of Algorithm 1 grown by one kernel on
     per-node sums, the prefix of trees the budget allows, out-of-bag rows. A subclass says what
-    the sums hold (``_sums``), how a prefix is scored (``_hits``) and what the forest predicts."""
+    the sums hold, the kernel's criterion and what a leaf predicts (``_sums``), how a prefix is
+    scored (``_hits``) and what the forest predicts."""
 
     _parameter_constraints = {
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
@@ -111,7 +112,7 @@ class _BudgetRF(ThriftyEstimator):
         n_draw = self._n_samples(n)
         depth = np.iinfo(np.int64).max if self.max_depth is None else int(self.max_depth)
         rng = _generator(self.random_state)
-        col, stats, n_columns, kind, values = self._sums(target, w)
+        col, stats, n_columns, criterion, values = self._sums(target, w)
         meta = self._forest_meta()
         width = meta.pop("width")
         builder = ForestBuilder(width)
@@ -136,7 +137,7 @@ class _BudgetRF(ThriftyEstimator):
                     n_columns,
                     sample,
                     self.feature_costs_,
-                    (kind, float(self.alpha), float(getattr(self, "power", 2.0)), SPLIT_CODES[self.split]),
+                    criterion,
                     (depth, int(self.min_samples_split), m_features),
                     seed,
                 )
@@ -398,7 +399,8 @@ class BudgetRFClassifier(ClassifierMixin, _BudgetRF):
             dist = np.where(total > 0, counts / np.where(total > 0, total, 1.0), prior)
             return dist[:, 1] if self.n_classes_ == 2 else dist
 
-        return target, w[:, None], self.n_classes_, IMPURITY_CODES[self.impurity], values
+        criterion = (IMPURITY_CODES[self.impurity], float(self.alpha), float(self.power), SPLIT_CODES[self.split])
+        return target, w[:, None], self.n_classes_, criterion, values
 
     def _forest_meta(self) -> dict:
         return {
@@ -531,20 +533,30 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
         return self
 
     def _sums(self, target: np.ndarray, w: np.ndarray) -> tuple:
-        """``(w, w y, w y^2)`` of the targets standardised by their weighted mean and standard
-        deviation (the impurity's ``sigma``; it also spares ``W S2 - S1^2`` the cancellation of
-        large offsets); a leaf predicts its mean (a leaf of no weight, the overall mean)."""
+        """``(w, w z, w z^2)`` of ``z = (y - offset) / p``; a leaf predicts its mean (a leaf of no
+        weight, the overall mean), and ``alpha`` is rescaled from ``sigma^2`` to ``p^2`` units.
+
+        ``p`` is the power of two nearest the targets' weighted standard deviation ``sigma`` and
+        ``offset`` a multiple of it near their mean: centring spares ``W S2 - S1^2`` the
+        cancellation of a large mean, and on targets of few binary digits (integers, say) the
+        sums are then exact, so an integer weight splits exactly as repeated rows do. Scaling
+        the impurity by ``sigma^2 / p^2`` scales every reduction alike and changes no choice.
+        """
         mean = float(np.average(target, weights=w))
         sigma = float(np.sqrt(np.average((target - mean) ** 2, weights=w)))
-        sigma = sigma if sigma > 0 else 1.0
-        z = (target - mean) / sigma
+        p = 2.0 ** np.round(np.log2(sigma)) if sigma > 0 else 1.0
+        offset = p * np.round(mean / p)
+        z = (target - offset) / p
         stats = np.column_stack([w, w * z, w * z * z])
 
         def values(sums: np.ndarray) -> np.ndarray:
             weight = sums[:, 0]
-            return mean + sigma * np.where(weight > 0, sums[:, 1] / np.where(weight > 0, weight, 1.0), 0.0)
+            mean_z = np.where(weight > 0, sums[:, 1] / np.where(weight > 0, weight, 1.0), (mean - offset) / p)
+            return offset + p * mean_z
 
-        return np.zeros(target.shape[0], dtype=np.int64), stats, 3, SQUARED_PAIRS, values
+        alpha = float(self.alpha) * ((sigma / p) ** 2 if sigma > 0 else 1.0)
+        criterion = (SQUARED_PAIRS, alpha, 2.0, SPLIT_CODES[self.split])
+        return np.zeros(target.shape[0], dtype=np.int64), stats, 3, criterion, values
 
     def _forest_meta(self) -> dict:
         return {"width": 1, "link": "identity", "task": "regression", "classes": None}

@@ -5,7 +5,6 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 import thrifty
-from tests.prune._ip3_reference import ip3_lp
 from thrifty import CostModel
 from thrifty.prune import budget_prune, budget_prune_path
 from thrifty.prune.budgetprune import objective, prepare, solve
@@ -31,9 +30,9 @@ def _instance(seed, n=240, d=6, trees=3, depth=3, classes=2):
     return rf, X, y, costs
 
 
-def _ip3_lp(rf, X, y, costs, lam, keep=False):
-    """The LP of (IP3) with ``e_h`` the errors of the majority class of the examples at h, or
-    with ``keep`` at a leaf those of the leaf's own vote."""
+def _class_lp(ip3_lp, rf, X, y, costs, lam, keep=False):
+    """The LP of (IP3) (the fixture ``ip3_lp``) with ``e_h`` the errors of the majority class of
+    the examples at h, or with ``keep`` at a leaf those of the leaf's own vote."""
     cls = np.searchsorted(rf.classes_, y)
 
     def node_error(tree, h, rows):
@@ -55,12 +54,12 @@ def _ip3_lp(rf, X, y, costs, lam, keep=False):
         (5, 3, 0.002, "keep"),  # multiclass, the forest's own leaves
     ],
 )
-def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, classes, lam, leaves):
+def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, classes, lam, leaves, ip3_lp):
     rf, X, y, c = _instance(seed, classes=classes)
     costs = CostModel(c)
     problem, _, _, _ = prepare(rf, X, y, costs, leaf_values=leaves)
     chosen = solve(problem, lam)
-    lp_value, x, n_int = _ip3_lp(rf, X, y, c, lam, keep=leaves == "keep")
+    lp_value, x, n_int = _class_lp(ip3_lp, rf, X, y, c, lam, keep=leaves == "keep")
     assert objective(problem, chosen, lam) == pytest.approx(lp_value, rel=1e-9, abs=1e-12)
     # Theorem 4.2: the LP optimum HiGHS returns (a vertex) is integral
     np.testing.assert_allclose(x, np.round(x), atol=1e-7)
@@ -72,7 +71,7 @@ def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, classes, lam, leaves):
     assert error_term + lam * measured == pytest.approx(lp_value, rel=1e-9, abs=1e-12)
 
 
-def test_path_points_are_the_optimal_solutions_between_breakpoints():
+def test_path_points_are_the_optimal_solutions_between_breakpoints(ip3_lp):
     rf, X, y, c = _instance(4, trees=4)
     costs = CostModel(c)
     path = budget_prune_path(rf, X, y, costs, progress=False)
@@ -95,7 +94,9 @@ def test_path_points_are_the_optimal_solutions_between_breakpoints():
         assert objective(problem, path.chosen(k), mid) == pytest.approx(
             objective(problem, direct, mid), rel=1e-10, abs=1e-13
         )
-        lp_value, _, _ = _ip3_lp(rf, X, y, c, mid, keep=True) if k in (1, len(path) // 2) else (None, 0, 0)
+        lp_value, _, _ = (
+            _class_lp(ip3_lp, rf, X, y, c, mid, keep=True) if k in (1, len(path) // 2) else (None, 0, 0)
+        )
         if lp_value is not None:
             assert objective(problem, path.chosen(k), mid) == pytest.approx(lp_value, rel=1e-9)
     # the runtime measures every point's cost as the path reports it

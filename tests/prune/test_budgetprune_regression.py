@@ -6,7 +6,6 @@ import pytest
 from sklearn.ensemble import RandomForestRegressor
 
 import thrifty
-from tests.prune._ip3_reference import ip3_lp, ip3_regression_brute_force
 from thrifty import CostModel
 from thrifty.prune import budget_prune, budget_prune_path
 from thrifty.prune.budgetprune import objective, prepare, solve
@@ -16,12 +15,14 @@ def _instance(seed, n=200, d=5, trees=3, depth=3):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)).round(2)
     y = 3.0 * X[:, 0] + X[:, 1] ** 2 - 2.0 * (X[:, 2] > 0) + rng.normal(scale=0.7, size=n)
-    rf = RandomForestRegressor(n_estimators=trees, max_depth=depth, max_features=2, random_state=seed).fit(X, y)
+    rf = RandomForestRegressor(n_estimators=trees, max_depth=depth, max_features=2, random_state=seed).fit(
+        X, y
+    )
     costs = rng.uniform(0.2, 3.0, size=d).round(2)
     return rf, X, y, costs
 
 
-def _lp(rf, X, y, c, lam, keep):
+def _lp(ip3_lp, rf, X, y, c, lam, keep):
     """(IP3)'s LP with ``e_h`` the squared error of the mean of the rows at h (or at a kept
     leaf, of the tree's own value)."""
 
@@ -42,12 +43,12 @@ def _lp(rf, X, y, c, lam, keep):
         (4, 0.02, "keep"),  # the forest's own leaves, some pruning
     ],
 )
-def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, lam, leaves):
+def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, lam, leaves, ip3_lp):
     rf, X, y, c = _instance(seed)
     costs = CostModel(c)
     problem, _, _, _ = prepare(rf, X, y, costs, leaf_values=leaves)
     chosen = solve(problem, lam)
-    lp_value, x, _ = _lp(rf, X, y, c, lam, keep=leaves == "keep")
+    lp_value, x, _ = _lp(ip3_lp, rf, X, y, c, lam, keep=leaves == "keep")
     assert objective(problem, chosen, lam) == pytest.approx(lp_value, rel=1e-9, abs=1e-12)
     # Theorem 4.2 carries: the loss changes e_h only, so the LP's vertex optimum is integral
     np.testing.assert_allclose(x, np.round(x), atol=1e-7)
@@ -64,7 +65,7 @@ def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, lam, leaves):
         (6, True),  # real-valued sample weights
     ],
 )
-def test_path_is_optimal_against_brute_force_over_all_prunings(seed, weighted):
+def test_path_is_optimal_against_brute_force_over_all_prunings(seed, weighted, ip3_regression_brute_force):
     rf, X, y, c = _instance(seed, n=80, trees=3, depth=2)
     w = np.random.default_rng(seed).uniform(0.2, 3.0, size=len(y)) if weighted else np.ones(len(y))
     costs = CostModel(c)
@@ -93,7 +94,9 @@ def test_leaves_predict_the_mean_of_their_rows_or_keep_the_forest():
     leaves = pruned.apply(X)
     for t in range(3):
         for leaf in np.unique(leaves[:, t]):
-            assert pruned.value[leaf, 0] * pruned.tree_weight[t] * 3 == pytest.approx(y[leaves[:, t] == leaf].mean())
+            assert pruned.value[leaf, 0] * pruned.tree_weight[t] * 3 == pytest.approx(
+                y[leaves[:, t] == leaf].mean()
+            )
     # by default the forest's own leaves are kept: the path starts at the forest itself
     path = budget_prune_path(rf, X, y, CostModel(c), progress=False)
     np.testing.assert_allclose(path.forest(0).predict(X), rf.predict(X), rtol=1e-12)
@@ -127,7 +130,7 @@ def test_out_of_bag_rows_are_charged_against_in_bag_means():
         paths = est.decision_path(X.astype(np.float32)).toarray().astype(bool)
         nodes = f._tree_nodes(t)  # preorder, as scikit-learn numbers its nodes
         e = np.zeros(len(nodes))
-        for h, g in enumerate(nodes):
+        for h in range(len(nodes)):
             rows = paths[:, h]
             in_bag = rows & ~mask[:, t]
             v = y[in_bag].mean() if in_bag.any() else y[rows].mean()

@@ -13,7 +13,6 @@ from thrifty.prune import BudgetPrunedClassifier, BudgetPrunedRegressor, budget_
 from thrifty.train import BudgetRFRegressor
 
 
-
 def _data(n=900, d=8, seed=3):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -31,7 +30,13 @@ def data():
 def _lightgbm_rf():
     lightgbm = pytest.importorskip("lightgbm")
     return lightgbm.LGBMRegressor(
-        boosting_type="rf", n_estimators=10, num_leaves=16, subsample=0.7, subsample_freq=1, n_jobs=1, verbose=-1
+        boosting_type="rf",
+        n_estimators=10,
+        num_leaves=16,
+        subsample=0.7,
+        subsample_freq=1,
+        n_jobs=1,
+        verbose=-1,
     )
 
 
@@ -118,7 +123,9 @@ def test_a_budget_between_two_path_points_names_them_in_squared_error(data):
     ]
     assert gaps, "the forest's path has no gap to test"
     budget, above = gaps[0]
-    with pytest.warns(UserWarning, match=rf"falls between two prunings.*mean squared error.*give budget={above:.4g}"):
+    with pytest.warns(
+        UserWarning, match=rf"falls between two prunings.*mean squared error.*give budget={above:.4g}"
+    ):
         BudgetPrunedRegressor(rf, costs=costs, budget=budget, progress=False).fit(X[300:], y[300:])
 
 
@@ -126,7 +133,9 @@ def test_each_estimator_refuses_the_other_task(data):
     X, y, _, _, costs = data
     reg = RandomForestRegressor(n_estimators=2, max_depth=2).fit(X, y)
     clf = RandomForestClassifier(n_estimators=2, max_depth=2).fit(X, y > 0)
-    with pytest.raises(ValueError, match="BudgetPrunedRegressor prunes regressors.*use BudgetPrunedClassifier"):
+    with pytest.raises(
+        ValueError, match="BudgetPrunedRegressor prunes regressors.*use BudgetPrunedClassifier"
+    ):
         BudgetPrunedRegressor(clf, costs=costs, lam=0.1).fit(X, y)
     with pytest.raises(ValueError, match="prunes classifiers.*use BudgetPrunedRegressor"):
         BudgetPrunedClassifier(reg, costs=costs, lam=0.1).fit(X, y > 0)
@@ -166,7 +175,9 @@ _X, _y = _data(n=200, d=6, seed=0)
 @parametrize_with_budget_checks(
     [
         BudgetCase(
-            BudgetPrunedRegressor(RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0), progress=False),
+            BudgetPrunedRegressor(
+                RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0), progress=False
+            ),
             _X,
             _y,
             budgets=[4.0, 8.0, 30.0],

@@ -418,7 +418,8 @@ def test_regressor_grows_to_pure_leaves_and_prefers_cheap_features():
     budgeted = BudgetRFRegressor(20, costs=costs, max_depth=6, random_state=0, progress=False).fit(X, y)
     assert budgeted.forest_.feature_usage()[0] < uniform.forest_.feature_usage()[0]
     assert (
-        thrifty.evaluate(budgeted.forest_, X, costs).cost.mean < thrifty.evaluate(uniform.forest_, X, costs).cost.mean
+        thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
+        < thrifty.evaluate(uniform.forest_, X, costs).cost.mean
     )
     f = uniform.forest_
     assert f.task == "regression" and f.aggregation == "mean" and f.link == "identity"
@@ -455,7 +456,9 @@ def test_regressor_integer_weights_equal_repeated_rows(split):
     X, _ = _weighted_data()
     y = np.round(np.nan_to_num(X[:, 0]) * 20 + np.random.default_rng(4).normal(scale=10, size=len(X)))
     w = np.random.default_rng(1).integers(0, 4, size=len(y))
-    params = dict(bootstrap=False, max_features=None, split=split, alpha=0.5, min_samples_split=3, progress=False)
+    params = dict(
+        bootstrap=False, max_features=None, split=split, alpha=0.5, min_samples_split=3, progress=False
+    )
     weighted = BudgetRFRegressor(3, random_state=0, **params).fit(X, y, sample_weight=w)
     repeated = BudgetRFRegressor(3, random_state=0, **params).fit(np.repeat(X, w, 0), np.repeat(y, w))
     for name in ("feature", "threshold", "children_left", "missing_left"):

@@ -9,6 +9,12 @@ if TYPE_CHECKING:
     from thrifty.prune.budgetprune import PrunePath, budget_prune, budget_prune_path
     from thrifty.prune.estimator import BudgetPrunedClassifier, BudgetPrunedRegressor
 
-__all__ = ["BudgetPrunedClassifier", "BudgetPrunedRegressor", "PrunePath", "budget_prune", "budget_prune_path"]
+__all__ = [
+    "BudgetPrunedClassifier",
+    "BudgetPrunedRegressor",
+    "PrunePath",
+    "budget_prune",
+    "budget_prune_path",
+]
 
 __getattr__, __dir__ = attach(__name__, __file__)

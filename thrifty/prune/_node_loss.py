@@ -35,7 +35,9 @@ class ClassVote:
         """The total weight of each node's examples in ``sums``."""
         return sums.sum(axis=1)
 
-    def node_errors(self, forest: Any, counted: np.ndarray, voters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def node_errors(
+        self, forest: Any, counted: np.ndarray, voters: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(e_h, class distribution of each node's voters)`` for every node."""
         vote = np.argmax(voters, axis=1)
         if self.leaf_class is not None:
@@ -74,7 +76,9 @@ class SquaredError:
         """The total weight of each node's examples in ``sums``."""
         return sums[:, 0]
 
-    def node_errors(self, forest: Any, counted: np.ndarray, voters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def node_errors(
+        self, forest: Any, counted: np.ndarray, voters: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(e_h, v_h)`` for every node (``v_h`` as a column, in target units)."""
         value = _inherit(forest, _mean(voters), voters[:, 0] <= 0, 0.0)
         if self.leaf_value is not None:

@@ -23,8 +23,8 @@ import numpy as np
 from thrifty._param_validation import Interval, StrOptions, validate_params
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.prune._closure import min_weight_closure
-from thrifty.prune._problem import ClosureProblem, build_problem
 from thrifty.prune._inputs import LEAF_VALUES, node_loss, prune_inputs
+from thrifty.prune._problem import ClosureProblem, build_problem
 from thrifty.prune._pruned import path_score, pruned_forest
 
 MODES = ("ensemble", "individual")

@@ -10,9 +10,10 @@ feature minimising ``c_f / (F(G) - that impurity)``. A node whose impurity is 0 
 Sample weights enter through the class counts: ``n_i`` is the total weight of the node's
 class-``i`` examples and ``|G|`` the node's total weight, so every impurity is the paper's
 with each example counted ``w`` times. A regressor's node keeps ``(W, S1, S2)`` instead and is
-judged by the squared-pairs impurity (``impurity``), weighted the same way. Missing values (NaN; also the code of a missing pandas
-category) are not in the paper: they follow one learned direction per node, the one giving the
-lower criterion, as LightGBM and scikit-learn's trees route them.
+judged by the squared-pairs impurity (``impurity``), weighted the same way. Missing values (NaN;
+also the code of a missing pandas category) are not in the paper: they follow one learned
+direction per node, the one giving the lower criterion, as LightGBM and scikit-learn's trees
+route them.
 """
 
 from __future__ import annotations

@@ -399,7 +399,12 @@ class BudgetRFClassifier(ClassifierMixin, _BudgetRF):
             dist = np.where(total > 0, counts / np.where(total > 0, total, 1.0), prior)
             return dist[:, 1] if self.n_classes_ == 2 else dist
 
-        criterion = (IMPURITY_CODES[self.impurity], float(self.alpha), float(self.power), SPLIT_CODES[self.split])
+        criterion = (
+            IMPURITY_CODES[self.impurity],
+            float(self.alpha),
+            float(self.power),
+            SPLIT_CODES[self.split],
+        )
         return target, w[:, None], self.n_classes_, criterion, values
 
     def _forest_meta(self) -> dict:
@@ -435,6 +440,7 @@ class BudgetRFClassifier(ClassifierMixin, _BudgetRF):
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
+
 class BudgetRFRegressor(RegressorMixin, _BudgetRF):
     """Regression forest whose splits trade a variance-based impurity reduction against feature
     cost (BudgetRF for regression).
@@ -449,26 +455,22 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
               - \\alpha\\Big]_+ = \\Big[\\frac{W_G \\, \\mathrm{SSE}_G}{\\sigma^2}
               - \\alpha\\Big]_+,
 
-    every pair of examples weighted by its squared target difference in units of the training
-    targets' variance ``sigma^2`` (so ``alpha`` does not depend on the target's scale; a pair one
-    standard deviation apart counts 1, as a pair of different labels does in Pairs). It is
-    admissible in the paper's sense: 0 exactly on a node of one target value (``alpha = 0``),
-    monotone and supermodular (adding an example adds its pair terms with every member, which
-    only grow with the node), and the threshold, a convex non-decreasing function, keeps both
-    properties (see ``_budgetrf_kernels.impurity``, which also says why CART's squared error
-    ``SSE_G`` alone is not supermodular). A node of zero impurity is a leaf; a leaf predicts the
-    weighted mean target of its sample rows; ``predict`` averages the trees.
-
-    ``sample_weight`` multiplies each row's ``w_i`` (an integer weight is a repeated row), the
-    bootstrap, missing values, categorical columns, ``budget`` (the longest prefix of trees
-    within it on the training rows; with calibration rows, the prefix of least squared error
-    within it) and the fitted attributes are as for :class:`BudgetRFClassifier`, with the
-    parameters below.
+    each pair weighted by its squared target difference in units of the training targets'
+    variance ``sigma^2`` (a pair one standard deviation apart counts 1, as a pair of different
+    labels does in Pairs, and ``alpha`` does not depend on the target's scale). It is admissible
+    in the paper's sense: 0 exactly on a node of one target value (``alpha = 0``), monotone and
+    supermodular (adding an example adds its pair terms with every member, which only grow
+    with the node), and the threshold, convex and non-decreasing, keeps both properties
+    (``_budgetrf_kernels.impurity`` also says why CART's ``SSE_G`` alone is not supermodular).
+    A node of zero impurity is a leaf, a leaf predicts the weighted mean target of its rows, and
+    ``predict`` averages the trees. Sample weights (``w_i``; an integer weight is a repeated
+    row), the bootstrap, missing values, categorical columns, ``budget`` (scored by squared
+    error on calibration rows) and the fitted attributes are as for :class:`BudgetRFClassifier`.
 
     Parameters
     ----------
-    n_estimators, costs, budget, split, max_depth, min_samples_split, bootstrap, max_samples, random_state, progress
-        As for :class:`BudgetRFClassifier`.
+    n_estimators, costs, budget, split, max_depth, min_samples_split, bootstrap, max_samples
+        As for :class:`BudgetRFClassifier`; so are ``random_state`` and ``progress``.
     alpha : float >= 0, default=0.0
         The impurity threshold, in pairs of examples one target standard deviation apart: a
         node whose squared pairs sum to no more is pure.
@@ -480,8 +482,8 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
 
     Attributes
     ----------
-    forest_, plan_, costs_, n_estimators_, n_features_in_, feature_names_in_, feature_costs_, estimators_samples_
-        As for :class:`BudgetRFClassifier`.
+    forest_, plan_, costs_, n_estimators_, feature_costs_, estimators_samples_
+        As for :class:`BudgetRFClassifier` (and ``n_features_in_``, ``feature_names_in_``).
     budget_search_ : DataFrame
         As for :class:`BudgetRFClassifier`; ``metric`` is minus the calibration rows' mean
         squared error.
@@ -521,9 +523,7 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
         self.random_state = random_state
         self.progress = progress
 
-    def fit(
-        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None
-    ) -> BudgetRFRegressor:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None) -> BudgetRFRegressor:
         """Grow the forest on ``(X, y)`` and keep the prefix of trees the budget allows; see
         :meth:`BudgetRFClassifier.fit` (``y``: numeric targets)."""
         y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
@@ -533,15 +533,11 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
         return self
 
     def _sums(self, target: np.ndarray, w: np.ndarray) -> tuple:
-        """``(w, w z, w z^2)`` of ``z = (y - offset) / p``; a leaf predicts its mean (a leaf of no
-        weight, the overall mean), and ``alpha`` is rescaled from ``sigma^2`` to ``p^2`` units.
-
-        ``p`` is the power of two nearest the targets' weighted standard deviation ``sigma`` and
-        ``offset`` a multiple of it near their mean: centring spares ``W S2 - S1^2`` the
-        cancellation of a large mean, and on targets of few binary digits (integers, say) the
-        sums are then exact, so an integer weight splits exactly as repeated rows do. Scaling
-        the impurity by ``sigma^2 / p^2`` scales every reduction alike and changes no choice.
-        """
+        """``(w, w z, w z^2)`` of ``z = (y - offset) / p``, ``p`` the power of two nearest the
+        targets' standard deviation ``sigma`` and ``offset`` a multiple of ``p`` near their mean:
+        centring spares ``W S2 - S1^2`` the cancellation of a large mean, and the sums of targets
+        of few binary digits (integers) are exact, so integer weights split as repeated rows do.
+        ``alpha`` goes to ``p^2`` units (every reduction scales alike); a leaf predicts its mean."""
         mean = float(np.average(target, weights=w))
         sigma = float(np.sqrt(np.average((target - mean) ** 2, weights=w)))
         p = 2.0 ** np.round(np.log2(sigma)) if sigma > 0 else 1.0
@@ -570,7 +566,7 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
         seen = n_oob > 0
         with np.errstate(invalid="ignore", divide="ignore"):
             self.oob_prediction_ = total[:, 0] / n_oob
-        self.oob_score_ = float(r2_score(y[seen], self.oob_prediction_[seen])) if seen.sum() > 1 else float("nan")
+        self.oob_score_ = float(r2_score(y[seen], self.oob_prediction_[seen]) if seen.sum() > 1 else np.nan)
 
     def predict(self, X: Any) -> np.ndarray:
         """Mean of the trees' leaf values."""

@@ -1,16 +1,30 @@
-"""Independent references for BudgetPrune's (IP3), written from the paper on scikit-learn's trees:
-its LP relaxation solved by HiGHS, and brute force over every pruning of a small forest."""
+"""Fixtures giving independent references for BudgetPrune's (IP3), written from the paper on
+scikit-learn's trees: its LP relaxation solved by HiGHS, and brute force over every pruning of a
+small forest."""
 
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
 
-def ip3_lp(trees, X, costs, lam, node_error):
+@pytest.fixture
+def ip3_lp():
+    """:func:`_ip3_lp`: (IP3)'s LP relaxation solved by HiGHS."""
+    return _ip3_lp
+
+
+@pytest.fixture
+def ip3_regression_brute_force():
+    """:func:`_ip3_regression_brute_force`: the least (IP3) objective of a regression forest."""
+    return _ip3_regression_brute_force
+
+
+def _ip3_lp(trees, X, costs, lam, node_error):
     """LP relaxation of (IP3) written from the paper, solved by HiGHS; sklearn gives the paths.
 
     Variables: z_h (every node of every tree), w^(t)_{k,i} (feature k used by example i in
@@ -104,7 +118,7 @@ def _prunings(tree):
     return below(0)
 
 
-def ip3_regression_brute_force(trees, X, y, weight, costs, lam):
+def _ip3_regression_brute_force(trees, X, y, weight, costs, lam):
     """The least (IP3) objective over every pruning of every tree, from the definitions alone.
 
     Regression: a leaf of a pruned tree predicts the weighted mean target of the examples

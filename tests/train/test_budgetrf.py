@@ -228,8 +228,11 @@ def _expected_failures(est):
 
 @parametrize_with_checks(
     [
+        # bootstrapped forests, and one tree on every row and feature, of both tasks
         BudgetRFClassifier(5, max_depth=4, random_state=0, progress=False),
         BudgetRFClassifier(3, max_depth=4, bootstrap=False, max_features=None, progress=False),
+        BudgetRFRegressor(5, max_depth=4, random_state=0, progress=False),
+        BudgetRFRegressor(3, max_depth=4, bootstrap=False, max_features=None, progress=False),
     ],
     expected_failed_checks=_expected_failures,
 )
@@ -461,9 +464,7 @@ def test_regressor_integer_weights_equal_repeated_rows(split):
     )
     weighted = BudgetRFRegressor(3, random_state=0, **params).fit(X, y, sample_weight=w)
     repeated = BudgetRFRegressor(3, random_state=0, **params).fit(np.repeat(X, w, 0), np.repeat(y, w))
-    for name in ("feature", "threshold", "children_left", "missing_left"):
-        np.testing.assert_array_equal(getattr(weighted.forest_, name), getattr(repeated.forest_, name))
-    np.testing.assert_allclose(weighted.forest_.value, repeated.forest_.value, rtol=1e-12)
+    _same_forest(weighted.forest_, repeated.forest_)
 
 
 def test_regressor_oob_prediction_and_errors():
@@ -480,17 +481,6 @@ def test_regressor_oob_prediction_and_errors():
         BudgetRFRegressor(2, progress=False).fit(X, np.where(y > 0, np.nan, y))
     with pytest.raises(ValueError, match="BudgetRFRegressor: oob_score=True needs bootstrap=True"):
         BudgetRFRegressor(2, oob_score=True, bootstrap=False, progress=False).fit(X, y)
-
-
-@parametrize_with_checks(
-    [
-        BudgetRFRegressor(5, max_depth=4, random_state=0, progress=False),
-        BudgetRFRegressor(3, max_depth=4, bootstrap=False, max_features=None, progress=False),
-    ],
-    expected_failed_checks=_expected_failures,
-)
-def test_regressor_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 _Xr = np.random.default_rng(5).normal(size=(200, 6))

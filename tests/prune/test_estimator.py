@@ -159,20 +159,26 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
+def _a_gap(path):
+    """A budget in a gap of the path whose upper point beats the best pruning within it, and that
+    upper point's cost."""
+    score, cost = path.score(), path.cost
+    levels = np.unique(cost)
+    gaps = [
+        ((lo + hi) / 2, hi)
+        for lo, hi in zip(levels[:-1], levels[1:])
+        if hi > 1.25 * lo and score[cost == hi].max() > score[path.best_within((lo + hi) / 2)]
+    ]
+    assert gaps, "the forest's path has no gap to test"
+    return gaps[0]
+
+
 def test_a_budget_between_two_path_points_warns_naming_both(data):
     X, y, _, _, costs = data
     rf = RandomForestClassifier(n_estimators=10, max_depth=6, random_state=0).fit(X[:300], y[:300])
     path = budget_prune_path(rf, X[300:], y[300:], costs, progress=False)
-    acc, cost = path.accuracy(), path.cost
-    levels = np.unique(cost)
-    # A gap whose upper point is more accurate than the best pruning within its midpoint.
-    gaps = [
-        ((lo + hi) / 2, hi)
-        for lo, hi in zip(levels[:-1], levels[1:])
-        if hi > 1.25 * lo and acc[cost == hi].max() > acc[path.best_within((lo + hi) / 2)]
-    ]
-    assert gaps, "the forest's path has no gap to test"
-    budget, above = gaps[0]
+    cost = path.cost
+    budget, above = _a_gap(path)
     with pytest.warns(
         UserWarning,
         match=rf"budget={budget:.4g} falls between two prunings.*"
@@ -380,15 +386,7 @@ def test_a_budget_between_two_path_points_names_them_in_squared_error(regression
     X, y, _, _, costs = regression_data
     rf = RandomForestRegressor(n_estimators=10, max_depth=6, random_state=0).fit(X[:300], y[:300])
     path = budget_prune_path(rf, X[300:], y[300:], costs, progress=False)
-    score, cost = path.score(), path.cost
-    levels = np.unique(cost)
-    gaps = [
-        ((lo + hi) / 2, hi)
-        for lo, hi in zip(levels[:-1], levels[1:])
-        if hi > 1.25 * lo and score[cost == hi].max() > score[path.best_within((lo + hi) / 2)]
-    ]
-    assert gaps, "the forest's path has no gap to test"
-    budget, above = gaps[0]
+    budget, above = _a_gap(path)
     with pytest.warns(
         UserWarning, match=rf"falls between two prunings.*mean squared error.*give budget={above:.4g}"
     ):

@@ -241,10 +241,17 @@ def test_out_of_bag_selection_uses_out_of_bag_accuracy(data):
     assert path.accuracy(out_of_bag=True)[0] < path.accuracy()[0]  # in-bag rows flatter the forest
 
 
-def test_calibration_rows_measure_every_pruning(data):
-    X, y, X_test, y_test, costs = data
-    rf = RandomForestClassifier(n_estimators=6, max_depth=5, random_state=0).fit(X[:300], y[:300])
-    est = BudgetPrunedClassifier(rf, costs=costs, budget=6.0, progress=False).fit(
+@pytest.mark.parametrize(
+    "forest,wrapper,rows",
+    [
+        (RandomForestClassifier, BudgetPrunedClassifier, "data"),  # accuracy
+        (RandomForestRegressor, BudgetPrunedRegressor, "regression_data"),  # minus the squared error
+    ],
+)
+def test_calibration_rows_measure_every_pruning(forest, wrapper, rows, request):
+    X, y, X_test, y_test, costs = request.getfixturevalue(rows)
+    rf = forest(n_estimators=6, max_depth=5, random_state=0).fit(X[:300], y[:300])
+    est = wrapper(rf, costs=costs, budget=6.0, progress=False).fit(
         X[300:], y[300:], calibration=(X_test, y_test)
     )
     path = budget_prune_path(rf, X[300:], y[300:], costs, progress=False)
@@ -253,7 +260,8 @@ def test_calibration_rows_measure_every_pruning(data):
     for k in (0, len(path) // 2, len(path) - 1):
         ev = thrifty.evaluate(path.forest(k), X_test, costs)
         assert table["cost"].iloc[k] == pytest.approx(ev.cost.mean)
-        assert table["metric"].iloc[k] == pytest.approx(np.mean(ev.labels == y_test))
+        hits = ev.labels == y_test if forest is RandomForestClassifier else -((ev.raw - y_test) ** 2)
+        assert table["metric"].iloc[k] == pytest.approx(np.mean(hits))
 
 
 @pytest.mark.parametrize("kind", ["budgetrf", "lightgbm"])
@@ -340,21 +348,6 @@ def test_regression_budget_is_met_for_every_supported_ensemble(regression_data, 
     table = est.budget_search_
     assert table.loc[table["chosen"], "metric"].iloc[0] == table.loc[table["cost"] <= budget, "metric"].max()
     assert est.score(X_test, y_test) > 0.5
-
-
-def test_regression_calibration_rows_measure_every_pruning(regression_data):
-    X, y, X_test, y_test, costs = regression_data
-    rf = RandomForestRegressor(n_estimators=6, max_depth=5, random_state=0).fit(X[:300], y[:300])
-    est = BudgetPrunedRegressor(rf, costs=costs, budget=6.0, progress=False).fit(
-        X[300:], y[300:], calibration=(X_test, y_test)
-    )
-    path = budget_prune_path(rf, X[300:], y[300:], costs, progress=False)
-    table = est.budget_search_
-    assert len(table) == len(path)
-    for k in (0, len(path) // 2, len(path) - 1):
-        ev = thrifty.evaluate(path.forest(k), X_test, costs)
-        assert table["cost"].iloc[k] == pytest.approx(ev.cost.mean)
-        assert table["metric"].iloc[k] == pytest.approx(-np.mean((ev.raw - y_test) ** 2))
 
 
 def test_regression_lam_and_out_of_bag_match_the_function(regression_data):

@@ -138,19 +138,28 @@ def test_costs_steer_the_forest_to_cheap_features(estimator):
 
 
 def _prefix_table(forest, X, y, costs):
-    """Cost and accuracy of every prefix of ``forest``, by brute force."""
+    """Cost and metric (accuracy, or minus the mean squared error) of every prefix of ``forest``,
+    by brute force."""
     rows = []
     for k in range(1, forest.n_trees + 1):
         ev = thrifty.evaluate(forest.subset(range(k)), X, costs)
-        rows.append((k, ev.cost.mean, np.mean(forest.classes[np.argmax(ev.proba, axis=1)] == y)))
+        if forest.is_classifier:
+            metric = np.mean(forest.classes[np.argmax(ev.proba, axis=1)] == y)
+        else:
+            metric = -np.mean((ev.raw - y) ** 2)
+        rows.append((k, ev.cost.mean, metric))
     return rows
 
 
-def _budget_data():
+def _budget_data(regression=False):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 6))
-    y = (X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + rng.normal(scale=0.5, size=400) > 0).astype(int)
-    return X, y, CostModel([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], tree_cost=0.1)
+    y = X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + rng.normal(scale=0.5, size=400)
+    return (
+        X,
+        y if regression else (y > 0).astype(int),
+        CostModel([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], tree_cost=0.1),
+    )
 
 
 def test_budget_on_training_rows_keeps_the_longest_prefix_within_it():
@@ -170,21 +179,23 @@ def test_budget_on_training_rows_keeps_the_longest_prefix_within_it():
     assert m.budget_search_["metric"].isna().all()
 
 
-def test_budget_with_calibration_rows_keeps_the_most_accurate_prefix_within_it():
-    X, y, costs = _budget_data()
+@pytest.mark.parametrize("estimator", [BudgetRFClassifier, BudgetRFRegressor])
+def test_budget_with_calibration_rows_keeps_the_best_prefix_within_it(estimator):
+    # the most accurate prefix, or for a regressor the one of least squared error
+    X, y, costs = _budget_data(regression=estimator is BudgetRFRegressor)
     params = dict(costs=costs, max_depth=4, random_state=0, progress=False)
-    full = BudgetRFClassifier(12, **params).fit(X[:250], y[:250])
+    full = estimator(12, **params).fit(X[:250], y[:250])
     table = _prefix_table(full.forest_, X[250:], y[250:], costs)
     budget = table[8][1]
     feasible = [row for row in table if row[1] <= budget]
     best = max(acc for _, _, acc in feasible)
     k = min((row for row in feasible if row[2] >= best - 1e-12), key=lambda r: (r[1], r[0]))[0]
-    m = BudgetRFClassifier(12, budget=budget, **params).fit(X[:250], y[:250], calibration=(X[250:], y[250:]))
+    m = estimator(12, budget=budget, **params).fit(X[:250], y[:250], calibration=(X[250:], y[250:]))
     assert m.n_estimators_ == k
     over = next(i for i, row in enumerate(table) if row[1] > budget)
     np.testing.assert_allclose(m.budget_search_["metric"], [acc for _, _, acc in table[: over + 1]])
     with pytest.raises(BudgetError, match="no model meets budget"):
-        BudgetRFClassifier(12, budget=0.5 * table[0][1], **params).fit(X[:250], y[:250])
+        estimator(12, budget=0.5 * table[0][1], **params).fit(X[:250], y[:250])
 
 
 def test_oob_estimates_and_string_labels():
@@ -426,26 +437,6 @@ def test_regressor_grows_to_pure_leaves_and_averages_them():
     flat = BudgetRFRegressor(3, random_state=0, progress=False).fit(X, np.full(500, 7.0))
     assert flat.forest_.n_nodes == 3
     np.testing.assert_allclose(flat.predict(X), 7.0)
-
-
-def test_regressor_budget_keeps_the_prefix_of_least_squared_error_within_it():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(400, 6))
-    y = X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + rng.normal(scale=0.5, size=400)
-    costs = CostModel([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], tree_cost=0.1)
-    params = dict(costs=costs, max_depth=4, random_state=0, progress=False)
-    full = BudgetRFRegressor(12, **params).fit(X[:250], y[:250])
-    table = []
-    for k in range(1, 13):
-        ev = thrifty.evaluate(full.forest_.subset(range(k)), X[250:], costs)
-        table.append((k, ev.cost.mean, -np.mean((ev.raw - y[250:]) ** 2)))
-    budget = table[8][1]
-    feasible = [row for row in table if row[1] <= budget]
-    best = max(score for _, _, score in feasible)
-    k = min((row for row in feasible if row[2] >= best - 1e-12), key=lambda r: (r[1], r[0]))[0]
-    m = BudgetRFRegressor(12, budget=budget, **params).fit(X[:250], y[:250], calibration=(X[250:], y[250:]))
-    assert m.n_estimators_ == k
-    np.testing.assert_allclose(m.predict(X[250:]), full.forest_.subset(range(k)).predict(X[250:]))
 
 
 @pytest.mark.parametrize("split", ["minmax", "expected"])

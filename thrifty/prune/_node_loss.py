@@ -57,9 +57,9 @@ class SquaredError:
 
     ``v_h`` is the weighted mean of the node's voters' targets, or for the nodes where
     ``leaf_value`` (per node, NaN where free) is set, that value (the original leaves when
-    their values are kept). ``e_h`` is linear in nothing but ``z_h``, so (IP3) keeps its form.
-    Targets are centred on their weighted mean (``offset``) before the sums are taken, which
-    keeps ``sum w y^2 - (sum w y)^2 / sum w`` from cancelling catastrophically.
+    their values are kept). ``e_h`` is a constant of the node, so (IP3) stays linear in ``z``.
+    ``stats`` sets ``offset``: targets are centred on their weighted mean before the sums are
+    taken, which keeps ``sum w y^2 - (sum w y)^2 / sum w`` from cancelling catastrophically.
     """
 
     leaf_value: np.ndarray | None = None

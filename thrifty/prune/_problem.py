@@ -7,8 +7,10 @@ path that acquires unit ``k`` (a feature, or its group / required inputs), the p
 ``w_{k,i} >= w^(t)_{k,i} = s_{u_{t,k,i}}`` becomes the implication ``s_u -> w_{k,i}``.
 
 Scaled by ``N T`` the objective of (IP3) is ``sum_t e_root(t) + sum_h s_h (e_left + e_right - e_h)
-+ lam * T * sum_{k,i} c_k w_{k,i}``: every ``s_h`` weighs its (non-positive) error change
-``a_h``, every ``w`` its cost. Two reductions keep the graph small without changing the optimum:
++ lam * T * sum_{k,i} c_k w_{k,i}``: every ``s_h`` weighs its error change ``a_h``, every ``w``
+its cost. ``e_h`` is the node's loss as a leaf (``_node_loss``): its misclassified examples, or
+for a regressor its squared error; either is a constant of the node, so the form is the same for
+both. Two reductions keep the graph small without changing the optimum:
 
 * a ``w_{k,i}`` forced by a single node (the unit is met in one tree only) is that node's cost;
 * ``w`` nodes forced by the same set of nodes are one node whose cost is their sum.
@@ -35,11 +37,11 @@ class ClosureProblem:
     Nodes ``0 .. n_split - 1`` are the forest's split nodes (``split_node``); the others are the
     merged ``w`` nodes. Weights at ``lam`` are ``a + lam * b`` (the (IP3) objective times
     ``N T``); ``node_value`` is what each forest node predicts when it is a leaf, ``counts`` the
-    (weighted) class counts it is computed from. ``cost`` is
-    each node's share of the ensemble's mean cost per example times ``N T`` (the runtime's
-    cost whatever ``mode`` is), ``e_root`` the error count of the root-only forest. With
-    example weights (``weight``, one per row) every count is a sum of weights and ``N``
-    (``n_examples``) their total; ``count_mask`` is the rows each tree counts (None: all).
+    per-node sums it is computed from (weighted class counts, or a regressor's ``(w, w y, w y^2)``
+    of centred targets). ``cost`` is each node's share of the ensemble's mean cost per example
+    times ``N T`` (the runtime's cost whatever ``mode`` is), ``e_root`` the loss of the root-only
+    forest. With example weights (``weight``, one per row) every count is a sum of weights and
+    ``N`` (``n_examples``) their total; ``count_mask`` is the rows each tree counts (None: all).
     """
 
     a: np.ndarray

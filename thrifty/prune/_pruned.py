@@ -35,7 +35,9 @@ def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> A
         for j in np.flatnonzero(split & (forest.cat_start[nodes] >= 0)):
             s = forest.cat_start[nodes[j]]
             cat_words[int(j)] = forest.cat_bitsets[s : s + forest.cat_size[nodes[j]]]
-        value = dist[nodes][:, 1] if n_classes == 2 else dist[nodes][:, 0] if width == 1 else dist[nodes]
+        value = dist[nodes]
+        # one output: a binary class's probability, or a regressor's value (its only column)
+        value = value[:, 1] if n_classes == 2 else value[:, 0] if width == 1 else value
         builder.add_tree(
             forest.feature[nodes],
             forest.threshold[nodes],

@@ -316,13 +316,15 @@ def test_path_is_optimal_against_brute_force_over_all_prunings(seed, weighted, i
         mid = 0.5 * (lams[k - 1] + lams[k])
         best = ip3_regression_brute_force(rf.estimators_, X, y, w, c, mid)
         assert objective(problem, path.chosen(k), mid) == pytest.approx(best, rel=1e-10)
-    # the path's error is the trees' weighted mean squared error, as the pruned forests predict
-    for k in (0, len(path) // 2, len(path) - 1):
+    # the path's error is the trees' weighted mean squared error, and its score minus the
+    # forest's, as every pruned forest predicts
+    score = path.score()
+    for k in range(len(path)):
         f = path.forest(k)
         per_tree = [f.subset([t]).predict(X) for t in range(f.n_trees)]
         mse = np.mean([np.average((y - p) ** 2, weights=w) for p in per_tree])
         assert path.error[k] == pytest.approx(mse, rel=1e-9)
-        assert path.score()[k] == pytest.approx(-np.average((y - f.predict(X)) ** 2, weights=w), rel=1e-9)
+        assert score[k] == pytest.approx(-np.average((y - f.predict(X)) ** 2, weights=w), rel=1e-9)
 
 
 def test_leaves_predict_the_mean_of_their_rows_or_keep_the_forest():

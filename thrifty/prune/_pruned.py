@@ -89,58 +89,68 @@ def path_score(
     nodes,
 ):
     """Weighted score of the averaged leaves at each path level (a split is kept while
-    ``keep_until[node] > level``): with ``classify`` the accuracy of the averaged class
-    distributions (ties go to the first class, as argmax does), else minus the mean squared
-    error of the averaged values against ``target``. With ``use_mask`` an example averages the
-    trees ``mask[i]`` marks only (none: left out)."""
+    ``keep_until[node] > level``; ``levels`` increase): with ``classify`` the accuracy of the
+    averaged class distributions (ties go to the first class, as argmax does), else minus the
+    mean squared error of the averaged values against ``target``. With ``use_mask`` an example
+    averages the trees ``mask[i]`` marks only (none: left out).
+
+    Each example walks each tree once, down the splits kept at the lowest level; at a higher
+    level it stops at the first node of that path no longer kept, which only moves up as the
+    level rises, so all levels cost one walk plus one step per level.
+    """
     feature = nodes[0]
     n = X.shape[0]
     T = roots.shape[0]
     K = levels.shape[0]
     n_classes = dist.shape[1]
     correct = np.zeros(K)
-    prob = np.empty(n_classes)
-    counted = np.zeros(n)
+    prob = np.empty((K, n_classes))
+    path = np.empty(feature.shape[0] + 1, dtype=np.int64)
+    # least keep_until of the path's splits down to each depth: the example stops above depth d
+    # at a level exactly when this is at most the level
+    least = np.empty(feature.shape[0] + 1)
+    total = 0.0
     for i in range(n):
+        n_used = T
         if use_mask:
-            m = 0
-            for t in range(T):
-                m += mask[i, t]
-            counted[i] = weight[i] if m > 0 else 0.0
-        else:
-            counted[i] = weight[i]
-    for k in range(K):
-        lev = levels[k]
-        for i in range(n):
-            if counted[i] == 0.0:
-                continue
-            prob[:] = 0.0
             n_used = 0
-            if use_mask:
-                for t in range(T):
-                    n_used += mask[i, t]
-            else:
-                n_used = T
-            w = 1.0 / n_used
             for t in range(T):
-                if use_mask and not mask[i, t]:
-                    continue
-                node = roots[t]
-                while feature[node] >= 0 and keep_until[node] > lev:
-                    node = child(nodes, node, X[i, feature[node]])
-                # summed as the runtime sums a mean-aggregated forest, so ties break alike
+                n_used += mask[i, t]
+            if n_used == 0:
+                continue
+        total += weight[i]
+        w = 1.0 / n_used
+        prob[:, :] = 0.0
+        for t in range(T):
+            if use_mask and not mask[i, t]:
+                continue
+            node = roots[t]
+            depth = 0
+            path[0] = node
+            while feature[node] >= 0 and keep_until[node] > levels[0]:
+                least[depth] = keep_until[node] if depth == 0 else min(least[depth - 1], keep_until[node])
+                node = child(nodes, node, X[i, feature[node]])
+                depth += 1
+                path[depth] = node
+            d = depth
+            for k in range(K):
+                while d > 0 and least[d - 1] <= levels[k]:
+                    d -= 1
+                # summed tree by tree as the runtime sums a mean-aggregated forest, so ties
+                # break alike
                 for c in range(n_classes):
-                    prob[c] += w * dist[node, c]
+                    prob[k, c] += w * dist[path[d], c]
+        for k in range(K):
             if not classify:
-                correct[k] -= weight[i] * (prob[0] - target[i]) ** 2
+                correct[k] -= weight[i] * (prob[k, 0] - target[i]) ** 2
                 continue
             if n_classes == 2:
-                best = 1 if prob[1] > 0.5 else 0
+                best = 1 if prob[k, 1] > 0.5 else 0
             else:
                 best = 0
                 for c in range(1, n_classes):
-                    if prob[c] > prob[best]:
+                    if prob[k, c] > prob[k, best]:
                         best = c
             if best == target[i]:
                 correct[k] += weight[i]
-    return correct / max(counted.sum(), 1e-300)
+    return correct / max(total, 1e-300)

@@ -29,13 +29,16 @@ def prune_inputs(forest: Any, X: Any, y: Any, costs: Any) -> tuple:
             f"regressors (squared errors); this forest's task is {f.task!r} with {f.n_outputs} outputs"
         )
     if f.aggregation == "sum" and f.n_trees > f.n_outputs:
-        boosted = "QWYCClassifier or CronusClassifier" if f.is_classifier else "early exits (thrifty.order)"
+        boosted = (
+            "make the boosted model cheaper with QWYCClassifier or CronusClassifier"
+            if f.is_classifier
+            else "train a boosted model under the costs with CEGBRegressor or GreedyMiserRegressor"
+        )
         raise InputError(
             f"BudgetPrune prunes averaging ensembles (random forests, extra-trees, BudgetRF, "
             f"LightGBM boosting='rf'), whose every tree predicts on its own; this "
             f"{f.source or 'forest'} model is boosted (its {f.n_trees} trees add up to one score), "
-            "so a pruning of it would not predict like it: prune a random forest, or make a "
-            f"boosted model cheaper with {boosted}"
+            f"so a pruning of it would not predict like it: prune a random forest, or {boosted}"
         )
     if f.is_classifier and f.classes is None:
         f = copy.copy(f)  # never relabel the caller's forest

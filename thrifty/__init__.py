@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from thrifty.forest import Forest
     from thrifty.io import load, save
     from thrifty.order import QWYCClassifier, qwyc
-    from thrifty.prune import BudgetPrunedClassifier, budget_prune
+    from thrifty.prune import BudgetPrunedClassifier, BudgetPrunedRegressor, budget_prune
     from thrifty.runtime import (
         Cascade,
         CompiledPlan,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from thrifty.train import (
         ADAPTClassifier,
         BudgetRFClassifier,
+        BudgetRFRegressor,
         CEGBClassifier,
         CEGBRanker,
         CEGBRegressor,
@@ -41,7 +42,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ADAPTClassifier",
     "BudgetPrunedClassifier",
+    "BudgetPrunedRegressor",
     "BudgetRFClassifier",
+    "BudgetRFRegressor",
     "CEGBClassifier",
     "CEGBRanker",
     "CEGBRegressor",

@@ -1,10 +1,9 @@
-"""budget_prune / budget_prune_path: the min-cut solve of (IP3) against HiGHS on the paper's LP."""
+"""budget_prune / budget_prune_path: the min-cut solve of (IP3) against HiGHS on the paper's LP, for
+classification and regression forests (squared errors, also against brute force over every pruning)."""
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from scipy.optimize import linprog
-from sklearn.ensemble import RandomForestClassifier
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import thrifty
 from thrifty import CostModel
@@ -32,108 +31,67 @@ def _instance(seed, n=240, d=6, trees=3, depth=3, classes=2):
     return rf, X, y, costs
 
 
-def _ip3_lp(rf, X, y, costs, lam, keep=False):
-    """LP relaxation of (IP3) written from the paper, solved by HiGHS; sklearn gives the paths.
-
-    Variables: z_h (every node of every tree), w^(t)_{k,i} (feature k used by example i in
-    tree t), w_{k,i}. ``e_h`` counts the errors of the majority class of the examples at h, or
-    with ``keep`` at a leaf those of the leaf's own vote. Returns (optimal value, solution,
-    number of z variables).
-    """
-    N, T = X.shape[0], len(rf.estimators_)
+def _class_lp(ip3_lp, rf, X, y, costs, lam, keep=False):
+    """The LP of (IP3) (the fixture ``ip3_lp``) with ``e_h`` the errors of the majority class of
+    the examples at h, or with ``keep`` at a leaf those of the leaf's own vote."""
     cls = np.searchsorted(rf.classes_, y)
-    offsets = np.cumsum([0] + [e.tree_.node_count for e in rf.estimators_])
-    n_z = offsets[-1]
-    w_index = {}  # (k, i) -> column of w_{k,i}
-    wt_cols = []  # (t, k, i, u) for each w^(t)_{k,i}, u = first node using k on i's path
-    e = np.zeros(n_z)
-    parents = []
-    for t, est in enumerate(rf.estimators_):
-        tr = est.tree_
-        parent = np.full(tr.node_count, -1)
-        for h in range(tr.node_count):
-            if tr.children_left[h] >= 0:
-                parent[tr.children_left[h]] = h
-                parent[tr.children_right[h]] = h
-        parents.append(parent)
-        paths = est.decision_path(X.astype(np.float32)).toarray().astype(bool)
-        for h in range(tr.node_count):
-            c = np.bincount(cls[paths[:, h]], minlength=len(rf.classes_))
-            vote = np.argmax(tr.value[h, 0]) if keep and tr.children_left[h] < 0 else np.argmax(c)
-            e[offsets[t] + h] = c.sum() - c[vote]
-        for i in range(N):
-            seen = set()
-            for h in np.flatnonzero(paths[i]):  # node ids increase along a path (preorder)
-                k = tr.feature[h]
-                if tr.children_left[h] < 0 or k in seen:
-                    continue
-                seen.add(k)
-                wt_cols.append((t, k, i, h))
-                w_index.setdefault((k, i), len(w_index))
 
-    def ancestors(t, h):
-        out = []
-        while parents[t][h] >= 0:
-            h = parents[t][h]
-            out.append(h)
-        return out
+    def node_error(tree, h, rows):
+        c = np.bincount(cls[rows], minlength=len(rf.classes_))
+        vote = np.argmax(tree.value[h, 0]) if keep and tree.children_left[h] < 0 else np.argmax(c)
+        return c.sum() - c[vote]
 
-    n_wt, n_w = len(wt_cols), len(w_index)
-    n_var = n_z + n_wt + n_w
-    cost = np.zeros(n_var)
-    cost[:n_z] = e / (N * T)
-    for (k, _), col in w_index.items():
-        cost[n_z + n_wt + col] = lam * costs[k] / N
-    rows, cols, b_eq = [], [], []
-    r = 0
-    for t, est in enumerate(rf.estimators_):
-        tr = est.tree_
-        for h in range(tr.node_count):
-            if tr.children_left[h] < 0:  # z_h + sum_{p(h)} z = 1 for every leaf
-                for g in [h] + ancestors(t, h):
-                    rows.append(r)
-                    cols.append(offsets[t] + g)
-                b_eq.append(1.0)
-                r += 1
-    for j, (t, _, _, u) in enumerate(wt_cols):  # w^(t) + z_u + sum_{p(u)} z = 1
-        rows.append(r)
-        cols.append(n_z + j)
-        for g in [u] + ancestors(t, u):
-            rows.append(r)
-            cols.append(offsets[t] + g)
-        b_eq.append(1.0)
-        r += 1
-    A_eq = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(r, n_var))
-    ub_rows, ub_cols, ub_vals = [], [], []
-    for j, (_, k, i, _) in enumerate(wt_cols):  # w^(t)_{k,i} <= w_{k,i}
-        ub_rows += [j, j]
-        ub_cols += [n_z + j, n_z + n_wt + w_index[(k, i)]]
-        ub_vals += [1.0, -1.0]
-    A_ub = sp.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(n_wt, n_var))
-    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(n_wt), A_eq=A_eq, b_eq=b_eq, bounds=(0, 1), method="highs")
-    assert res.status == 0, res.message
-    return res.fun, res.x, n_z + n_wt
+    return ip3_lp(rf.estimators_, X, costs, lam, node_error)
+
+
+def _regression_instance(seed, n=200, d=5, trees=3, depth=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).round(2)
+    y = 3.0 * X[:, 0] + X[:, 1] ** 2 - 2.0 * (X[:, 2] > 0) + rng.normal(scale=0.7, size=n)
+    rf = RandomForestRegressor(n_estimators=trees, max_depth=depth, max_features=2, random_state=seed).fit(
+        X, y
+    )
+    costs = rng.uniform(0.2, 3.0, size=d).round(2)
+    return rf, X, y, costs
+
+
+def _squared_lp(ip3_lp, rf, X, y, c, lam, keep=False):
+    """(IP3)'s LP with ``e_h`` the squared error of the mean of the rows at h (or at a kept
+    leaf, of the tree's own value)."""
+
+    def node_error(tree, h, rows):
+        v = tree.value[h, 0, 0] if keep and tree.children_left[h] < 0 else y[rows].mean()
+        return np.sum((y[rows] - v) ** 2)
+
+    return ip3_lp(rf.estimators_, X, c, lam, node_error)
 
 
 @pytest.mark.parametrize(
-    "seed,classes,lam,leaves",
+    "classes,seed,lam,leaves",
     [
-        (0, 2, 0.0005, "distribution"),  # little pruning
-        (1, 2, 0.01, "distribution"),  # moderate
-        (2, 3, 0.003, "distribution"),  # multiclass
-        (3, 2, 0.2, "distribution"),  # (nearly) everything pruned
-        (4, 2, 0.0, "keep"),  # lam = 0 with the forest's own leaves: splits can hurt
-        (5, 3, 0.002, "keep"),  # multiclass, the forest's own leaves
+        (2, 0, 0.0005, "distribution"),  # little pruning
+        (2, 1, 0.01, "distribution"),  # moderate
+        (3, 2, 0.003, "distribution"),  # multiclass
+        (2, 3, 0.2, "distribution"),  # (nearly) everything pruned
+        (2, 4, 0.0, "keep"),  # lam = 0 with the forest's own leaves: splits can hurt
+        (3, 5, 0.002, "keep"),  # multiclass, the forest's own leaves
+        (0, 0, 0.002, "mean"),  # regression (squared errors), little pruning
+        (0, 1, 0.05, "mean"),  # regression, moderate
+        (0, 2, 0.5, "mean"),  # regression, (nearly) everything pruned
+        (0, 3, 0.0, "keep"),  # regression, lam = 0 with the forest's own leaves
+        (0, 4, 0.02, "keep"),  # regression, the forest's own leaves, some pruning
     ],
 )
-def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, classes, lam, leaves):
-    rf, X, y, c = _instance(seed, classes=classes)
+def test_min_cut_matches_highs_on_the_lp_of_ip3(classes, seed, lam, leaves, ip3_lp):
+    # classes = 0: a regression forest, e_h the squared error of what node h predicts
+    rf, X, y, c = _regression_instance(seed) if classes == 0 else _instance(seed, classes=classes)
     costs = CostModel(c)
     problem, _, _, _ = prepare(rf, X, y, costs, leaf_values=leaves)
     chosen = solve(problem, lam)
-    lp_value, x, n_int = _ip3_lp(rf, X, y, c, lam, keep=leaves == "keep")
+    lp = _squared_lp if classes == 0 else _class_lp
+    lp_value, x, n_int = lp(ip3_lp, rf, X, y, c, lam, keep=leaves == "keep")
     assert objective(problem, chosen, lam) == pytest.approx(lp_value, rel=1e-9, abs=1e-12)
-    # Theorem 4.2: the LP optimum HiGHS returns (a vertex) is integral
+    # Theorem 4.2: the LP optimum HiGHS returns (a vertex) is integral (the loss changes e_h only)
     np.testing.assert_allclose(x, np.round(x), atol=1e-7)
     # the runtime's mean feature cost of the pruned forest is the w-term of the objective
     pruned = budget_prune(rf, X, y, costs, lam=lam, leaf_values=leaves)
@@ -143,7 +101,7 @@ def test_min_cut_matches_highs_on_the_lp_of_ip3(seed, classes, lam, leaves):
     assert error_term + lam * measured == pytest.approx(lp_value, rel=1e-9, abs=1e-12)
 
 
-def test_path_points_are_the_optimal_solutions_between_breakpoints():
+def test_path_points_are_the_optimal_solutions_between_breakpoints(ip3_lp):
     rf, X, y, c = _instance(4, trees=4)
     costs = CostModel(c)
     path = budget_prune_path(rf, X, y, costs, progress=False)
@@ -166,7 +124,9 @@ def test_path_points_are_the_optimal_solutions_between_breakpoints():
         assert objective(problem, path.chosen(k), mid) == pytest.approx(
             objective(problem, direct, mid), rel=1e-10, abs=1e-13
         )
-        lp_value, _, _ = _ip3_lp(rf, X, y, c, mid, keep=True) if k in (1, len(path) // 2) else (None, 0, 0)
+        lp_value, _, _ = (
+            _class_lp(ip3_lp, rf, X, y, c, mid, keep=True) if k in (1, len(path) // 2) else (None, 0, 0)
+        )
         if lp_value is not None:
             assert objective(problem, path.chosen(k), mid) == pytest.approx(lp_value, rel=1e-9)
     # the runtime measures every point's cost as the path reports it
@@ -333,3 +293,124 @@ def test_count_mask_counts_errors_on_the_chosen_rows_only():
                 assert problem.a[v] == expected
     with pytest.raises(ValueError, match="count_mask must have shape"):
         prepare(brf, X, y, CostModel(c), count_mask=mask[:, :2])
+
+
+# ------------------------------------------------------------------------------ regression
+@pytest.mark.parametrize(
+    "seed,weighted",
+    [
+        (5, False),  # unit weights
+        (6, True),  # real-valued sample weights
+    ],
+)
+def test_path_is_optimal_against_brute_force_over_all_prunings(seed, weighted, ip3_regression_brute_force):
+    rf, X, y, c = _regression_instance(seed, n=80, trees=3, depth=2)
+    w = np.random.default_rng(seed).uniform(0.2, 3.0, size=len(y)) if weighted else np.ones(len(y))
+    costs = CostModel(c)
+    kw = {"leaf_values": "mean", "sample_weight": w}
+    path = budget_prune_path(rf, X, y, costs, progress=False, **kw)
+    problem, _, _, _ = prepare(rf, X, y, costs, **kw)
+    assert len(path) > 2
+    lams = [*path.lambdas[1:], 2 * path.lambdas[-1] + 1]
+    for k in range(1, len(path)):
+        mid = 0.5 * (lams[k - 1] + lams[k])
+        best = ip3_regression_brute_force(rf.estimators_, X, y, w, c, mid)
+        assert objective(problem, path.chosen(k), mid) == pytest.approx(best, rel=1e-10)
+    # the path's error is the trees' weighted mean squared error, and its score minus the
+    # forest's, as every pruned forest predicts
+    score = path.score()
+    for k in range(len(path)):
+        f = path.forest(k)
+        per_tree = [f.subset([t]).predict(X) for t in range(f.n_trees)]
+        mse = np.mean([np.average((y - p) ** 2, weights=w) for p in per_tree])
+        assert path.error[k] == pytest.approx(mse, rel=1e-9)
+        assert score[k] == pytest.approx(-np.average((y - f.predict(X)) ** 2, weights=w), rel=1e-9)
+
+
+def test_leaves_predict_the_mean_of_their_rows_or_keep_the_forest():
+    rf, X, y, c = _regression_instance(7)
+    pruned = budget_prune(rf, X, y, CostModel(c), lam=0.05, leaf_values="mean")
+    assert pruned.task == "regression" and pruned.link == "identity" and pruned.n_trees == 3
+    leaves = pruned.apply(X)
+    for t in range(3):
+        for leaf in np.unique(leaves[:, t]):
+            assert pruned.value[leaf, 0] * pruned.tree_weight[t] * 3 == pytest.approx(
+                y[leaves[:, t] == leaf].mean()
+            )
+    # by default the forest's own leaves are kept: the path starts at the forest itself
+    path = budget_prune_path(rf, X, y, CostModel(c), progress=False)
+    np.testing.assert_allclose(path.forest(0).predict(X), rf.predict(X), rtol=1e-12)
+    assert path.cost[-1] == 0.0 and path.n_splits[-1] == 0
+    np.testing.assert_allclose(path.forest(-1).predict(X), y.mean())
+    # lam = 0 with re-fitted means keeps every split (none raises the squared error)
+    full = budget_prune(rf, X, y, CostModel(c), lam=0.0, leaf_values="mean")
+    assert full.n_nodes == thrifty.Forest.from_model(rf).n_nodes
+
+
+def test_regression_integer_weights_equal_repeated_rows():
+    rf, X, y, c = _regression_instance(8)
+    w = np.random.default_rng(1).integers(0, 4, size=len(y))
+    weighted = budget_prune_path(rf, X, y, CostModel(c), sample_weight=w, progress=False)
+    repeated = budget_prune_path(rf, np.repeat(X, w, 0), np.repeat(y, w), CostModel(c), progress=False)
+    assert len(weighted) == len(repeated) > 3
+    for name in ("lambdas", "error", "cost"):
+        np.testing.assert_allclose(getattr(weighted, name), getattr(repeated, name), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(weighted.score(), repeated.score(), rtol=1e-9)
+
+
+def test_out_of_bag_rows_are_charged_against_in_bag_means():
+    # a node predicts the mean of its in-bag rows and is charged its out-of-bag squared error
+    rf, X, y, c = _regression_instance(9, trees=2)
+    mask = np.ones((len(X), 2), dtype=bool)
+    for t, rows in enumerate(rf.estimators_samples_):
+        mask[rows, t] = False
+    problem, f, _, _ = prepare(rf, X, y, CostModel(c), leaf_values="mean", count_mask=mask)
+    for t in range(2):
+        est = rf.estimators_[t]
+        paths = est.decision_path(X.astype(np.float32)).toarray().astype(bool)
+        nodes = f._tree_nodes(t)  # preorder, as scikit-learn numbers its nodes
+        e = np.zeros(len(nodes))
+        for h in range(len(nodes)):
+            rows = paths[:, h]
+            in_bag = rows & ~mask[:, t]
+            v = y[in_bag].mean() if in_bag.any() else y[rows].mean()
+            e[h] = np.sum((y[rows & mask[:, t]] - v) ** 2)
+        for h, g in enumerate(nodes):
+            v = problem.var_of_node[g]
+            if v >= 0:
+                lh = np.flatnonzero(nodes == f.children_left[g])[0]
+                rh = np.flatnonzero(nodes == f.children_right[g])[0]
+                assert problem.a[v] == pytest.approx(e[lh] + e[rh] - e[h], rel=1e-9, abs=1e-9)
+
+
+def test_any_averaging_regressor_the_importers_read():
+    lightgbm = pytest.importorskip("lightgbm")
+    from thrifty.train import BudgetRFRegressor
+
+    rf, X, y, c = _regression_instance(10)
+    models = [
+        lightgbm.LGBMRegressor(
+            boosting_type="rf", n_estimators=5, subsample=0.7, subsample_freq=1, num_leaves=8, verbose=-1
+        ),
+        BudgetRFRegressor(4, costs=c, max_depth=3, random_state=0, progress=False),
+    ]
+    for model in models:
+        model.fit(X, y)
+        path = budget_prune_path(model, X, y, CostModel(c), progress=False)
+        np.testing.assert_allclose(path.forest(0).predict(X), model.predict(X), rtol=1e-9, atol=1e-9)
+        assert np.all(np.diff(path.cost) <= 1e-12) and path.cost[-1] < path.cost[0]
+
+
+def test_errors_on_regression_forests():
+    lightgbm = pytest.importorskip("lightgbm")
+    rf, X, y, c = _regression_instance(11, n=60)
+    with pytest.raises(ValueError, match="leaf_values='majority' is not for a regressor"):
+        budget_prune(rf, X, y, CostModel(c), lam=0.1, leaf_values="majority")
+    with pytest.raises(ValueError, match="regression targets must be finite"):
+        budget_prune(rf, X, np.where(y > 0, np.nan, y), CostModel(c), lam=0.1)
+    boosted = lightgbm.LGBMRegressor(n_estimators=3, verbose=-1).fit(X, y)
+    with pytest.raises(ValueError, match="is boosted"):
+        budget_prune(boosted, X, y, CostModel(c), lam=0.1)
+    two = RandomForestRegressor(n_estimators=2, max_depth=2).fit(X, np.column_stack([y, y]))
+    with pytest.raises(ValueError, match="single-output"):
+        budget_prune(two, X, y, CostModel(c), lam=0.1)

@@ -1,4 +1,5 @@
-"""BudgetRFClassifier: split rule, impurities and forest export against direct references."""
+"""BudgetRFClassifier and BudgetRFRegressor: split rule, impurities and forest export against direct
+references."""
 
 import itertools
 import math
@@ -9,9 +10,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import thrifty
 from thrifty import CostModel
+from thrifty.estimator_checks import BudgetCase, parametrize_with_budget_checks
 from thrifty.exceptions import BudgetError
-from thrifty.train._budgetrf_kernels import impurity
-from thrifty.train.budgetrf import BudgetRFClassifier
+from thrifty.train._budgetrf_kernels import SQUARED_PAIRS, impurity
+from thrifty.train.budgetrf import BudgetRFClassifier, BudgetRFRegressor
 
 
 def _pairs_ref(counts, alpha):
@@ -39,22 +41,25 @@ def test_impurities_match_their_formulas(counts, alpha):
     assert impurity(c, 2, alpha, 3.0) == pytest.approx(max(m.sum() ** 3 - (m**3).sum(), 0.0))
 
 
-def _root_split_reference(X, y, cost, split, w=None):
-    """Algorithm 1 of Nan et al. (2015) at the root, by enumeration, with the Pairs impurity of
-    weighted class counts; NaN tried on either side of every threshold (right first), and the
-    split of the non-missing values from the missing ones."""
+def _root_split_reference(X, y, cost, split, w=None, node_impurity=None):
+    """Algorithm 1 of Nan et al. (2015) at the root, by enumeration, with ``node_impurity`` of
+    a boolean row mask (default the Pairs impurity of weighted class counts); NaN tried on
+    either side of every threshold (right first), and the split of the non-missing values from
+    the missing ones."""
     w = np.ones(len(y)) if w is None else w
 
     def pairs(rows):
         return _pairs_ref(np.bincount(y[rows], weights=w[rows], minlength=2), 0.0)
 
+    node_impurity = node_impurity or pairs
+
     def crit(left):
-        il, ir = pairs(left), pairs(~left)
+        il, ir = node_impurity(left), node_impurity(~left)
         if split == "minmax":
             return max(il, ir)
         return (w[left].sum() * il + w[~left].sum() * ir) / w.sum()
 
-    imp = pairs(np.ones(len(y), dtype=bool))
+    imp = node_impurity(np.ones(len(y), dtype=bool))
     best = (np.inf, 0.0, None, None, None)
     for f in range(X.shape[1]):
         x = X[:, f]
@@ -116,13 +121,15 @@ def test_full_trees_are_pure_and_proba_averages_leaf_distributions():
     assert set(np.unique(single.forest_.value)) <= {0.0, 1.0}
 
 
-def test_costs_steer_the_forest_to_cheap_features():
+@pytest.mark.parametrize("estimator", [BudgetRFClassifier, BudgetRFRegressor])
+def test_costs_steer_the_forest_to_cheap_features(estimator):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(800, 6))
-    y = (X[:, 0] + X[:, 1] + 0.5 * X[:, 2] > 0).astype(int)
-    uniform = BudgetRFClassifier(20, max_depth=6, random_state=0, progress=False).fit(X, y)
+    y = X[:, 0] + X[:, 1] + 0.5 * X[:, 2]
+    y = (y > 0).astype(int) if estimator is BudgetRFClassifier else y
+    uniform = estimator(20, max_depth=6, random_state=0, progress=False).fit(X, y)
     costs = CostModel([50.0, 1.0, 1.0, 1.0, 1.0, 1.0])
-    budgeted = BudgetRFClassifier(20, costs=costs, max_depth=6, random_state=0, progress=False).fit(X, y)
+    budgeted = estimator(20, costs=costs, max_depth=6, random_state=0, progress=False).fit(X, y)
     assert budgeted.forest_.feature_usage()[0] < uniform.forest_.feature_usage()[0]
     assert (
         thrifty.evaluate(budgeted.forest_, X, costs).cost.mean
@@ -131,19 +138,28 @@ def test_costs_steer_the_forest_to_cheap_features():
 
 
 def _prefix_table(forest, X, y, costs):
-    """Cost and accuracy of every prefix of ``forest``, by brute force."""
+    """Cost and metric (accuracy, or minus the mean squared error) of every prefix of ``forest``,
+    by brute force."""
     rows = []
     for k in range(1, forest.n_trees + 1):
         ev = thrifty.evaluate(forest.subset(range(k)), X, costs)
-        rows.append((k, ev.cost.mean, np.mean(forest.classes[np.argmax(ev.proba, axis=1)] == y)))
+        if forest.is_classifier:
+            metric = np.mean(forest.classes[np.argmax(ev.proba, axis=1)] == y)
+        else:
+            metric = -np.mean((ev.raw - y) ** 2)
+        rows.append((k, ev.cost.mean, metric))
     return rows
 
 
-def _budget_data():
+def _budget_data(regression=False):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 6))
-    y = (X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + rng.normal(scale=0.5, size=400) > 0).astype(int)
-    return X, y, CostModel([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], tree_cost=0.1)
+    y = X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + rng.normal(scale=0.5, size=400)
+    return (
+        X,
+        y if regression else (y > 0).astype(int),
+        CostModel([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], tree_cost=0.1),
+    )
 
 
 def test_budget_on_training_rows_keeps_the_longest_prefix_within_it():
@@ -163,21 +179,23 @@ def test_budget_on_training_rows_keeps_the_longest_prefix_within_it():
     assert m.budget_search_["metric"].isna().all()
 
 
-def test_budget_with_calibration_rows_keeps_the_most_accurate_prefix_within_it():
-    X, y, costs = _budget_data()
+@pytest.mark.parametrize("estimator", [BudgetRFClassifier, BudgetRFRegressor])
+def test_budget_with_calibration_rows_keeps_the_best_prefix_within_it(estimator):
+    # the most accurate prefix, or for a regressor the one of least squared error
+    X, y, costs = _budget_data(regression=estimator is BudgetRFRegressor)
     params = dict(costs=costs, max_depth=4, random_state=0, progress=False)
-    full = BudgetRFClassifier(12, **params).fit(X[:250], y[:250])
+    full = estimator(12, **params).fit(X[:250], y[:250])
     table = _prefix_table(full.forest_, X[250:], y[250:], costs)
     budget = table[8][1]
     feasible = [row for row in table if row[1] <= budget]
     best = max(acc for _, _, acc in feasible)
     k = min((row for row in feasible if row[2] >= best - 1e-12), key=lambda r: (r[1], r[0]))[0]
-    m = BudgetRFClassifier(12, budget=budget, **params).fit(X[:250], y[:250], calibration=(X[250:], y[250:]))
+    m = estimator(12, budget=budget, **params).fit(X[:250], y[:250], calibration=(X[250:], y[250:]))
     assert m.n_estimators_ == k
     over = next(i for i, row in enumerate(table) if row[1] > budget)
     np.testing.assert_allclose(m.budget_search_["metric"], [acc for _, _, acc in table[: over + 1]])
     with pytest.raises(BudgetError, match="no model meets budget"):
-        BudgetRFClassifier(12, budget=0.5 * table[0][1], **params).fit(X[:250], y[:250])
+        estimator(12, budget=0.5 * table[0][1], **params).fit(X[:250], y[:250])
 
 
 def test_oob_estimates_and_string_labels():
@@ -223,8 +241,11 @@ def _expected_failures(est):
 
 @parametrize_with_checks(
     [
+        # bootstrapped forests, and one tree on every row and feature, of both tasks
         BudgetRFClassifier(5, max_depth=4, random_state=0, progress=False),
         BudgetRFClassifier(3, max_depth=4, bootstrap=False, max_features=None, progress=False),
+        BudgetRFRegressor(5, max_depth=4, random_state=0, progress=False),
+        BudgetRFRegressor(3, max_depth=4, bootstrap=False, max_features=None, progress=False),
     ],
     expected_failed_checks=_expected_failures,
 )
@@ -341,3 +362,127 @@ def test_pruned_and_adapt_wrap_a_forest_of_categorical_frames():
     for wrapper in (BudgetPrunedClassifier(rf, budget=3.0), ADAPTClassifier(rf)):
         fitted = wrapper.fit(df, y)
         np.testing.assert_array_equal(fitted.predict(df), fitted.evaluate(df).labels)
+
+
+# ------------------------------------------------------------------------------ regression
+def _squared_pairs_ref(y, w, sigma2, alpha=0.0):
+    """``[sum_{i<j} w_i w_j (y_i - y_j)^2 / sigma^2 - alpha]_+``, pair by pair."""
+    total = sum(w[i] * w[j] * (y[i] - y[j]) ** 2 for i, j in itertools.combinations(range(len(y)), 2))
+    return max(total / sigma2 - alpha, 0.0)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 40.0])
+def test_squared_pairs_match_their_formula_and_are_admissible(alpha):
+    rng = np.random.default_rng(0)
+    y, w = rng.normal(size=12), rng.uniform(0.2, 2.0, size=12)
+
+    def F(rows):
+        rows = np.asarray(rows, dtype=int)
+        sums = np.array([w[rows].sum(), (w * y)[rows].sum(), (w * y * y)[rows].sum()])
+        return impurity(sums, SQUARED_PAIRS, alpha, 2.0)
+
+    assert F(range(12)) == pytest.approx(_squared_pairs_ref(y, w, 1.0, alpha))
+    assert F([3]) == 0.0 and impurity(np.array([2.0, 2.0, 2.0]), SQUARED_PAIRS, 0.0, 2.0) == 0.0
+    # monotone and supermodular (Nan et al. 2015's admissibility), on random nested sets
+    for _ in range(200):
+        big = np.flatnonzero(rng.random(12) < 0.6)
+        small = big[rng.random(len(big)) < 0.5]
+        j = rng.integers(12)
+        if j in big:
+            continue
+        assert F(small) <= F(big) + 1e-12
+        assert F([*big, j]) - F(big) >= F([*small, j]) - F(small) - 1e-9
+
+
+@pytest.mark.parametrize("split", ["minmax", "expected"])
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_regressor_root_split_follows_the_cost_weighted_rule(split, seed, missing):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 4)).round(1)
+    y = 2.0 * X[:, 0] + X[:, 1] + rng.normal(scale=0.5, size=40)
+    X[rng.random(X.shape) < missing] = np.nan
+    cost = rng.uniform(0.5, 5.0, size=4)
+    w = rng.uniform(0.2, 3.0, size=40) if missing else np.ones(40)
+    sigma2 = np.average((y - np.average(y, weights=w)) ** 2, weights=w)
+    m = BudgetRFRegressor(
+        1, costs=cost, max_depth=1, max_features=None, bootstrap=False, split=split, progress=False
+    ).fit(X, y, sample_weight=w)
+    f, t, nan_left = _root_split_reference(
+        X, y, cost, split, w, node_impurity=lambda rows: _squared_pairs_ref(y[rows], w[rows], sigma2)
+    )
+    root = m.forest_.roots[0]
+    assert m.forest_.feature[root] == f
+    assert m.forest_.threshold[root] == pytest.approx(t)
+    if missing and np.isnan(X[:, f]).any():
+        assert m.forest_.missing_left[root] == nan_left
+    # each leaf predicts the weighted mean target of its rows
+    leaves = m.forest_.apply(X)[:, 0]
+    for leaf in np.unique(leaves):
+        rows = leaves == leaf
+        assert m.forest_.value[leaf, 0] == pytest.approx(np.average(y[rows], weights=w[rows]))
+
+
+def test_regressor_grows_to_pure_leaves_and_averages_them():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 6))
+    y = X[:, 0] + X[:, 1] + 0.5 * X[:, 2]
+    single = BudgetRFRegressor(1, bootstrap=False, max_features=None, progress=False).fit(X, y)
+    np.testing.assert_allclose(single.predict(X), y)  # distinct targets: every leaf is one row
+    uniform = BudgetRFRegressor(20, max_depth=6, random_state=0, progress=False).fit(X, y)
+    f = uniform.forest_
+    assert f.task == "regression" and f.aggregation == "mean" and f.link == "identity"
+    np.testing.assert_allclose(thrifty.evaluate(f, X).raw, uniform.predict(X))
+    # a constant target is one leaf per tree
+    flat = BudgetRFRegressor(3, random_state=0, progress=False).fit(X, np.full(500, 7.0))
+    assert flat.forest_.n_nodes == 3
+    np.testing.assert_allclose(flat.predict(X), 7.0)
+
+
+@pytest.mark.parametrize("split", ["minmax", "expected"])
+def test_regressor_integer_weights_equal_repeated_rows(split):
+    # integral targets: the sums are exact, so ties between splits break alike
+    X, _ = _weighted_data()
+    y = np.round(np.nan_to_num(X[:, 0]) * 20 + np.random.default_rng(4).normal(scale=10, size=len(X)))
+    w = np.random.default_rng(1).integers(0, 4, size=len(y))
+    params = dict(
+        bootstrap=False, max_features=None, split=split, alpha=0.5, min_samples_split=3, progress=False
+    )
+    weighted = BudgetRFRegressor(3, random_state=0, **params).fit(X, y, sample_weight=w)
+    repeated = BudgetRFRegressor(3, random_state=0, **params).fit(np.repeat(X, w, 0), np.repeat(y, w))
+    _same_forest(weighted.forest_, repeated.forest_)
+
+
+def test_regressor_oob_prediction_and_errors():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 4))
+    y = X[:, 0] - X[:, 1] + rng.normal(scale=0.3, size=300)
+    m = BudgetRFRegressor(30, max_depth=6, oob_score=True, random_state=0, progress=False).fit(X, y)
+    mask = m.oob_mask()
+    per_tree = np.column_stack([m.forest_.subset([t]).predict(X) for t in range(30)])
+    expected = (per_tree * mask).sum(axis=1) / mask.sum(axis=1)
+    np.testing.assert_allclose(m.oob_prediction_, expected)
+    assert 0.7 < m.oob_score_ < 1.0
+    with pytest.raises(ValueError, match="regression targets must be finite"):
+        BudgetRFRegressor(2, progress=False).fit(X, np.where(y > 0, np.nan, y))
+    with pytest.raises(ValueError, match="BudgetRFRegressor: oob_score=True needs bootstrap=True"):
+        BudgetRFRegressor(2, oob_score=True, bootstrap=False, progress=False).fit(X, y)
+
+
+_Xr = np.random.default_rng(5).normal(size=(200, 6))
+_yr = _Xr[:, 0] + 0.5 * _Xr[:, 1] + np.random.default_rng(6).normal(scale=0.3, size=200)
+
+
+@parametrize_with_budget_checks(
+    [
+        BudgetCase(
+            BudgetRFRegressor(8, max_depth=4, random_state=0, progress=False),
+            _Xr,
+            _yr,
+            budgets=[4.0, 8.0, 30.0],
+            costs=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        )
+    ]
+)
+def test_regressor_budget_contract(check):
+    check()

@@ -7,8 +7,10 @@ path that acquires unit ``k`` (a feature, or its group / required inputs), the p
 ``w_{k,i} >= w^(t)_{k,i} = s_{u_{t,k,i}}`` becomes the implication ``s_u -> w_{k,i}``.
 
 Scaled by ``N T`` the objective of (IP3) is ``sum_t e_root(t) + sum_h s_h (e_left + e_right - e_h)
-+ lam * T * sum_{k,i} c_k w_{k,i}``: every ``s_h`` weighs its (non-positive) error change
-``a_h``, every ``w`` its cost. Two reductions keep the graph small without changing the optimum:
++ lam * T * sum_{k,i} c_k w_{k,i}``: every ``s_h`` weighs its error change ``a_h``, every ``w``
+its cost. ``e_h`` is the node's loss as a leaf (``_node_loss``): its misclassified examples, or
+for a regressor its squared error; either is a constant of the node, so the form is the same for
+both. Two reductions keep the graph small without changing the optimum:
 
 * a ``w_{k,i}`` forced by a single node (the unit is met in one tree only) is that node's cost;
 * ``w`` nodes forced by the same set of nodes are one node whose cost is their sum.
@@ -25,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from thrifty.forest.kernels import child
+from thrifty.prune._node_loss import ClassVote, SquaredError
 
 
 @dataclass
@@ -34,11 +37,11 @@ class ClosureProblem:
     Nodes ``0 .. n_split - 1`` are the forest's split nodes (``split_node``); the others are the
     merged ``w`` nodes. Weights at ``lam`` are ``a + lam * b`` (the (IP3) objective times
     ``N T``); ``node_value`` is what each forest node predicts when it is a leaf, ``counts`` the
-    (weighted) class counts it is computed from. ``cost`` is
-    each node's share of the ensemble's mean cost per example times ``N T`` (the runtime's
-    cost whatever ``mode`` is), ``e_root`` the error count of the root-only forest. With
-    example weights (``weight``, one per row) every count is a sum of weights and ``N``
-    (``n_examples``) their total; ``count_mask`` is the rows each tree counts (None: all).
+    per-node sums it is computed from (weighted class counts, or a regressor's ``(w, w y, w y^2)``
+    of centred targets). ``cost`` is each node's share of the ensemble's mean cost per example
+    times ``N T`` (the runtime's cost whatever ``mode`` is), ``e_root`` the loss of the root-only
+    forest. With example weights (``weight``, one per row) every count is a sum of weights and
+    ``N`` (``n_examples``) their total; ``count_mask`` is the rows each tree counts (None: all).
     """
 
     a: np.ndarray
@@ -77,27 +80,24 @@ class ClosureProblem:
 def build_problem(
     forest,
     X: np.ndarray,
-    cls: np.ndarray,
-    n_classes: int,
+    target: np.ndarray,
     costs,
     *,
+    loss: ClassVote | SquaredError,
     mode: str,
     evaluation: bool,
-    leaf_class: np.ndarray | None = None,
     count_mask: np.ndarray | None = None,
     sample_weight: np.ndarray | None = None,
 ) -> ClosureProblem:
     """Walk every example through every tree and assemble the closure problem.
 
-    ``X`` is the forest's validated matrix, ``cls`` the class index of each example.
-    ``leaf_class`` (per node, ``-1`` where free) fixes the class some nodes vote for -- the
-    original leaves when their values are kept; ``e_h`` then counts that class's errors and a
-    split may *raise* the error (``a_h > 0``). Other nodes vote for their majority class.
-    ``count_mask`` (n, n_trees) limits the examples counted in tree ``t``'s errors to
-    ``count_mask[:, t]`` (e.g. its out-of-bag rows); the others (its in-bag rows) then decide
-    what a node votes for and its class distribution. Costs count every row. ``sample_weight``
-    (positive, one per row) makes example ``i`` count ``w_i`` times: in the errors ``e_h`` and
-    the cost term of (IP3), in the votes and leaf distributions, and in the mean cost.
+    ``X`` is the forest's validated matrix, ``target`` the class index (``loss`` a
+    :class:`ClassVote`) or the value (a :class:`SquaredError`) of each example; ``loss`` says
+    what a node predicts as a leaf and what that costs (``e_h``). ``count_mask`` (n, n_trees)
+    limits the examples counted in tree ``t``'s errors to ``count_mask[:, t]`` (e.g. its
+    out-of-bag rows); the others (its in-bag rows) then decide what a node predicts. Costs count
+    every row. ``sample_weight`` (positive, one per row) makes example ``i`` count ``w_i`` times:
+    in the errors ``e_h`` and the cost term of (IP3), in what nodes predict, and in the mean cost.
     """
     T = forest.n_trees
     weight = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
@@ -105,11 +105,12 @@ def build_problem(
     unit_cost = np.asarray(costs.unit_cost, dtype=np.float64)
     use_mask = count_mask is not None
     mask = np.ascontiguousarray(count_mask, dtype=np.bool_) if use_mask else np.zeros((0, 0), dtype=np.bool_)
+    col, stats, n_columns = loss.stats(target, weight)
     counts, others, node_cost, pair_ptr, pair_nodes, pair_cost = _walk(
         X,
-        cls,
-        weight,
-        n_classes,
+        col,
+        np.ascontiguousarray(stats),
+        n_columns,
         use_mask,
         mask,
         forest.roots,
@@ -124,20 +125,16 @@ def build_problem(
     var_of_node = np.full(forest.n_nodes, -1, dtype=np.int64)
     var_of_node[split_node] = np.arange(n_split)
 
-    # What a node votes for: the majority of its counted examples, or with a mask, of the
-    # examples the tree does not count (its in-bag rows) where it has any, as the authors'
-    # code predicts from a tree's own sample and measures errors out of bag.
+    # What a node predicts: from its counted examples, or with a mask, from the examples the
+    # tree does not count (its in-bag rows) where it has any, as the authors' code predicts
+    # from a tree's own sample and measures errors out of bag.
     voters = counts
     if use_mask:
-        voters = np.where(others.sum(axis=1, keepdims=True) > 0, others, counts + others)
-    vote = np.argmax(voters, axis=1)
-    errors = counts.sum(axis=1) - counts[np.arange(counts.shape[0]), vote]
-    if leaf_class is not None:
-        fixed = np.flatnonzero(leaf_class >= 0)
-        errors[fixed] = counts[fixed].sum(axis=1) - counts[fixed, leaf_class[fixed]]
+        voters = np.where((loss.weight(others) > 0)[:, None], others, counts + others)
+    errors, node_value = loss.node_errors(forest, counts, voters)
     left = forest.children_left[split_node]
     right = forest.children_right[split_node]
-    a = errors[left] + errors[right] - errors[split_node]
+    a = loss.split_change(errors, counts, split_node, left, right)
     e_root = float(errors[forest.roots].sum())
 
     # implications child split -> parent split
@@ -147,7 +144,7 @@ def build_problem(
     head = np.concatenate([parent_var[child_l >= 0], parent_var[child_r >= 0]])
 
     # every example visits (and pays for) a kept split, counted or not
-    visits = (counts.sum(axis=1) + (others.sum(axis=1) if use_mask else 0))[split_node]
+    visits = (loss.weight(counts) + (loss.weight(others) if use_mask else 0))[split_node]
     split_price = float(costs.split_cost)
     # the runtime's cost (times N T): features shared across trees, plus split visits
     singles = np.zeros(n_split)
@@ -182,7 +179,7 @@ def build_problem(
         split_node=split_node,
         var_of_node=var_of_node,
         counts=voters,
-        node_value=np.zeros((0, n_classes)),
+        node_value=node_value,
         e_root=e_root,
         n_examples=n,
         n_trees=T,
@@ -283,9 +280,9 @@ def _split_collisions(pair_ptr, pair_nodes, pairs, bucket):
 @njit(cache=True)
 def _walk(
     X,
-    cls,
-    weight,
-    n_classes,
+    col,
+    stats,
+    n_columns,
     use_mask,
     mask,
     roots,
@@ -294,10 +291,13 @@ def _walk(
     closure_units,
     unit_cost,
 ):
-    """Class counts per node, and for each example and priced unit the nodes first acquiring it.
+    """Per-node sums of the examples' ``stats``, and for each example and priced unit the nodes
+    first acquiring it.
 
-    Example ``i`` counts ``weight[i]`` times in the counts and costs.
-    Returns ``counts`` (n_nodes, n_classes); ``node_cost``: per node, the summed cost of the
+    Example ``i`` adds ``stats[i]`` into columns ``col[i]:col[i] + stats.shape[1]`` of every node
+    it reaches (``_node_loss``), and counts ``stats[i, 0]`` (its weight) times in the costs.
+    Returns ``counts`` (n_nodes, n_columns) over the counted examples, ``others`` over the rest
+    (with ``use_mask``); ``node_cost``: per node, the summed cost of the
     units that examples acquire *first within that tree* at the node (individual pruning's
     ``w^(t)``); and the (example, unit) pairs in CSR form: ``pair_nodes[pair_ptr[p]:
     pair_ptr[p + 1]]`` are the nodes (one per tree, sorted) where pair ``p`` is first acquired,
@@ -308,9 +308,9 @@ def _walk(
     T = roots.shape[0]
     n_nodes = feature.shape[0]
     n_units = unit_cost.shape[0]
-    counts = np.zeros((n_nodes, n_classes))
-    # the examples a tree does not count (its in-bag rows): they decide what a node votes for
-    others = np.zeros((n_nodes if use_mask else 0, n_classes))
+    counts = np.zeros((n_nodes, n_columns))
+    # the examples a tree does not count (its in-bag rows): they decide what a node predicts
+    others = np.zeros((n_nodes if use_mask else 0, n_columns))
     node_cost = np.zeros(n_nodes, dtype=np.float64)
     tree_seen = np.full(n_units, -1, dtype=np.int64)
     ex_seen = np.full(n_units, -1, dtype=np.int64)
@@ -325,18 +325,15 @@ def _walk(
     n_entries = 0
     pair_ptr_l[0] = 0
     for i in range(n):
-        c = cls[i]
-        wi = weight[i]
+        c = col[i]
+        wi = stats[i, 0]
         n_touched = 0
         for t in range(T):
             stamp = i * T + t
             node = roots[t]
             counted = not use_mask or mask[i, t]
             while feature[node] >= 0:
-                if counted:
-                    counts[node, c] += wi
-                else:
-                    others[node, c] += wi
+                _add(counts if counted else others, node, c, stats[i])
                 f = feature[node]
                 for q in range(closure_ptr[f], closure_ptr[f + 1]):
                     u = closure_units[q]
@@ -352,10 +349,7 @@ def _walk(
                     buf[u, ucount[u]] = node
                     ucount[u] += 1
                 node = child(nodes, node, X[i, f])
-            if counted:
-                counts[node, c] += wi
-            else:
-                others[node, c] += wi
+            _add(counts if counted else others, node, c, stats[i])
         for k in range(n_touched):
             u = touched[k]
             m = ucount[u]
@@ -384,6 +378,12 @@ def _walk(
         pair_nodes[:n_entries].copy(),
         pair_cost_l[:n_pairs].copy(),
     )
+
+
+@njit(cache=True, inline="always")
+def _add(sums, node, c, row):
+    for j in range(row.shape[0]):
+        sums[node, c + j] += row[j]
 
 
 @njit(cache=True)

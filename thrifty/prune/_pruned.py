@@ -1,5 +1,5 @@
-"""The forests of BudgetPrune's solutions: a pruned forest from a closed set, node class
-distributions, and the accuracy of every point of a lambda path in one pass (numba)."""
+"""The forests of BudgetPrune's solutions: a pruned forest from a closed set, and the accuracy (or
+squared error) of every point of a lambda path in one pass (numba)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from thrifty.forest.builder import ForestBuilder, flatten_tree
 from thrifty.forest.kernels import child
 from thrifty.prune._problem import ClosureProblem
 
-__all__ = ["node_distributions", "path_accuracy", "pruned_forest"]
+__all__ = ["path_score", "pruned_forest"]
 
 
 def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> Any:
-    """The forest keeping the split nodes in ``chosen``; a leaf predicts ``problem.node_value``."""
-    n_classes = len(forest.classes)
+    """The forest keeping the split nodes in ``chosen``; a leaf predicts ``problem.node_value``
+    (a class distribution, or a regressor's value), and the trees are averaged."""
+    classifier = forest.is_classifier
+    n_classes = len(forest.classes) if classifier else 1
     dist = problem.node_value
     keep = np.zeros(forest.n_nodes, dtype=bool)
     keep[problem.split_node] = chosen[: problem.n_split]
@@ -33,7 +35,9 @@ def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> A
         for j in np.flatnonzero(split & (forest.cat_start[nodes] >= 0)):
             s = forest.cat_start[nodes[j]]
             cat_words[int(j)] = forest.cat_bitsets[s : s + forest.cat_size[nodes[j]]]
-        value = dist[nodes][:, 1] if n_classes == 2 else dist[nodes]
+        value = dist[nodes]
+        # one output: a binary class's probability, or a regressor's value (its only column)
+        value = value[:, 1] if n_classes == 2 else value[:, 0] if width == 1 else value
         builder.add_tree(
             forest.feature[nodes],
             forest.threshold[nodes],
@@ -49,8 +53,8 @@ def pruned_forest(forest: Any, problem: ClosureProblem, chosen: np.ndarray) -> A
     return builder.build(
         base_score=np.zeros(width),
         n_features=forest.n_features,
-        link="proba",
-        task="binary" if n_classes == 2 else "multiclass",
+        link="proba" if classifier else "identity",
+        task=forest.task,
         classes=forest.classes,
         feature_names=forest.feature_names,
         categories=forest.categories,
@@ -70,31 +74,12 @@ def _kept_tree(
     return np.asarray(nodes, dtype=np.int64), left, right
 
 
-def node_distributions(forest: Any, counts: np.ndarray) -> np.ndarray:
-    """Class distribution of each node's examples; an empty node inherits its parent's."""
-    total = counts.sum(axis=1, keepdims=True)
-    dist = counts / np.where(total == 0, 1, total)
-    n_classes = counts.shape[1]
-    for t in range(forest.n_trees):
-        stack = [int(forest.roots[t])]
-        if total[stack[0], 0] == 0:
-            dist[stack[0]] = 1.0 / n_classes
-        while stack:
-            node = stack.pop()
-            if forest.feature[node] < 0:
-                continue
-            for c in (int(forest.children_left[node]), int(forest.children_right[node])):
-                if total[c, 0] == 0:
-                    dist[c] = dist[node]
-                stack.append(c)
-    return dist
-
-
 @njit(cache=True)
-def path_accuracy(
+def path_score(
     X,
-    cls,
+    target,
     weight,
+    classify,
     use_mask,
     mask,
     levels,
@@ -103,55 +88,69 @@ def path_accuracy(
     roots,
     nodes,
 ):
-    """Weighted accuracy of the averaged leaf distributions at each path level (a split is kept
-    while ``keep_until[node] > level``); ties of the average go to the first class, as argmax
-    does. With ``use_mask`` an example averages the trees ``mask[i]`` marks only (none: left
-    out)."""
+    """Weighted score of the averaged leaves at each path level (a split is kept while
+    ``keep_until[node] > level``; ``levels`` increase): with ``classify`` the accuracy of the
+    averaged class distributions (ties go to the first class, as argmax does), else minus the
+    mean squared error of the averaged values against ``target``. With ``use_mask`` an example
+    averages the trees ``mask[i]`` marks only (none: left out).
+
+    Each example walks each tree once, down the splits kept at the lowest level; at a higher
+    level it stops at the first node of that path no longer kept, which only moves up as the
+    level rises, so all levels cost one walk plus one step per level.
+    """
     feature = nodes[0]
     n = X.shape[0]
     T = roots.shape[0]
     K = levels.shape[0]
     n_classes = dist.shape[1]
     correct = np.zeros(K)
-    prob = np.empty(n_classes)
-    counted = np.zeros(n)
+    prob = np.empty((K, n_classes))
+    path = np.empty(feature.shape[0] + 1, dtype=np.int64)
+    # least keep_until of the path's splits down to each depth: the example stops above depth d
+    # at a level exactly when this is at most the level
+    least = np.empty(feature.shape[0] + 1)
+    total = 0.0
     for i in range(n):
+        n_used = T
         if use_mask:
-            m = 0
-            for t in range(T):
-                m += mask[i, t]
-            counted[i] = weight[i] if m > 0 else 0.0
-        else:
-            counted[i] = weight[i]
-    for k in range(K):
-        lev = levels[k]
-        for i in range(n):
-            if counted[i] == 0.0:
-                continue
-            prob[:] = 0.0
             n_used = 0
-            if use_mask:
-                for t in range(T):
-                    n_used += mask[i, t]
-            else:
-                n_used = T
-            w = 1.0 / n_used
             for t in range(T):
-                if use_mask and not mask[i, t]:
-                    continue
-                node = roots[t]
-                while feature[node] >= 0 and keep_until[node] > lev:
-                    node = child(nodes, node, X[i, feature[node]])
-                # summed as the runtime sums a mean-aggregated forest, so ties break alike
+                n_used += mask[i, t]
+            if n_used == 0:
+                continue
+        total += weight[i]
+        w = 1.0 / n_used
+        prob[:, :] = 0.0
+        for t in range(T):
+            if use_mask and not mask[i, t]:
+                continue
+            node = roots[t]
+            depth = 0
+            path[0] = node
+            while feature[node] >= 0 and keep_until[node] > levels[0]:
+                least[depth] = keep_until[node] if depth == 0 else min(least[depth - 1], keep_until[node])
+                node = child(nodes, node, X[i, feature[node]])
+                depth += 1
+                path[depth] = node
+            d = depth
+            for k in range(K):
+                while d > 0 and least[d - 1] <= levels[k]:
+                    d -= 1
+                # summed tree by tree as the runtime sums a mean-aggregated forest, so ties
+                # break alike
                 for c in range(n_classes):
-                    prob[c] += w * dist[node, c]
+                    prob[k, c] += w * dist[path[d], c]
+        for k in range(K):
+            if not classify:
+                correct[k] -= weight[i] * (prob[k, 0] - target[i]) ** 2
+                continue
             if n_classes == 2:
-                best = 1 if prob[1] > 0.5 else 0
+                best = 1 if prob[k, 1] > 0.5 else 0
             else:
                 best = 0
                 for c in range(1, n_classes):
-                    if prob[c] > prob[best]:
+                    if prob[k, c] > prob[k, best]:
                         best = c
-            if best == cls[i]:
+            if best == target[i]:
                 correct[k] += weight[i]
-    return correct / max(counted.sum(), 1e-300)
+    return correct / max(total, 1e-300)

@@ -14,7 +14,6 @@ restricted to the nodes on which the two solutions around it disagree.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
@@ -22,17 +21,15 @@ from typing import Any
 import numpy as np
 
 from thrifty._param_validation import Interval, StrOptions, validate_params
-from thrifty._validation import as_forest, check_width
-from thrifty.costs import CostModel
 from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.prune._closure import min_weight_closure
+from thrifty.prune._inputs import LEAF_VALUES, node_loss, prune_inputs
 from thrifty.prune._problem import ClosureProblem, build_problem
-from thrifty.prune._pruned import node_distributions, path_accuracy, pruned_forest
+from thrifty.prune._pruned import path_score, pruned_forest
 
 MODES = ("ensemble", "individual")
 # When splits that raise the error on the data leave the path: before lambda = 0 itself.
 _HARMFUL = -1.0
-LEAF_VALUES = ("auto", "keep", "distribution", "majority")
 # The functions' parameters, checked as the estimators' are.
 _PARAMS: dict[str, list[Any]] = {
     "lam": [Interval(Real, 0, None, closed="left"), None],
@@ -60,7 +57,8 @@ class PrunePath:
     lambdas : ndarray of shape (K,)
         Where each solution starts being optimal (increasing; ``lambdas[0] == 0``).
     error : ndarray of shape (K,)
-        Mean per-tree error on the data (the error term of (IP3)).
+        Mean per-tree error on the data (the error term of (IP3)): the share of examples a
+        tree misclassifies, or for a regressor a tree's mean squared error.
     cost : ndarray of shape (K,)
         Mean cost per example on the data as ``thrifty.evaluate`` reports it (feature
         acquisition plus evaluation costs of the cost model).
@@ -84,7 +82,7 @@ class PrunePath:
     _problem: ClosureProblem = field(repr=False)
     _leave: np.ndarray = field(repr=False)
     _X: np.ndarray = field(repr=False)
-    _cls: np.ndarray = field(repr=False)
+    _target: np.ndarray = field(repr=False)
     _levels: np.ndarray = field(repr=False)
 
     def __len__(self) -> int:
@@ -102,13 +100,21 @@ class PrunePath:
         return pruned_forest(self._forest, self._problem, self.chosen(k))
 
     def accuracy(self, *, out_of_bag: bool = False) -> np.ndarray:
-        """Accuracy of each point's pruned ensemble on the data the path was computed on
+        """Accuracy of each point's pruned classifier on the data the path was computed on
         (weighted by the sample weights).
 
         ``out_of_bag=True`` (for a path computed with a ``count_mask``): each example is
         predicted by the trees that count it only (its out-of-bag trees); examples no tree
         counts are left out.
         """
+        if not self._forest.is_classifier:
+            raise InputError("accuracy is for classifiers; a regressor's path has score() (minus the MSE)")
+        return self.score(out_of_bag=out_of_bag)
+
+    def score(self, *, out_of_bag: bool = False) -> np.ndarray:
+        """What the path chooses by, higher is better: each point's accuracy (classifier), or
+        minus the mean squared error of its averaged prediction (regressor), on the data the
+        path was computed on (weighted; ``out_of_bag`` as in :meth:`accuracy`)."""
         p = self._problem
         dist = p.node_value
         keep_until = np.full(self._forest.n_nodes, -1.0)
@@ -118,10 +124,11 @@ class PrunePath:
         if out_of_bag and mask is None:
             raise InputError("out_of_bag=True needs a path computed with a count_mask")
         use_mask = out_of_bag and mask is not None
-        return path_accuracy(
+        return path_score(
             self._X,
-            self._cls,
+            self._target,
             p.weight,
+            f.is_classifier,
             use_mask,
             mask if use_mask else np.zeros((0, 0), dtype=np.bool_),
             self._levels,
@@ -132,7 +139,7 @@ class PrunePath:
         )
 
     def best_within(self, budget: float) -> int:
-        """Index of the most accurate point (on the data) whose mean cost is within ``budget``.
+        """Index of the best point (on the data, by :meth:`score`) whose mean cost is within ``budget``.
 
         Ties go to the cheaper point.
         """
@@ -143,7 +150,7 @@ class PrunePath:
                 f"{self.cost.min():g} (every tree cut to its root still pays "
                 "what the roots' features and the evaluation cost); raise the budget"
             )
-        acc = self.accuracy()[ok]
+        acc = self.score()[ok]
         best = np.flatnonzero(acc == acc.max())
         return int(ok[best[np.argmin(self.cost[ok][best])]])
 
@@ -178,14 +185,24 @@ def budget_prune(
     ``sum_i w_i / sum_i w_i``, so integer weights are repeated rows and a zero weight drops
     the row.
 
+    For a regression forest, a leaf predicts a value ``v_h`` and ``e_h`` is the squared error
+
+    .. math:: e^{(t)}_h = \\sum_{i \\in S_h} w_i \\, (y_i - v^{(t)}_h)^2,
+
+    ``v_h`` the (weighted) mean of the targets of ``S_h`` for a leaf made by pruning (or
+    the tree's own value for a kept original leaf). ``e_h`` is a constant per node, so the
+    objective stays linear in ``z`` and (IP3) is still solved by one minimum cut; its error term
+    is the mean over trees of each tree's mean squared error, an upper bound (by Jensen) of the
+    averaged forest's.
+
     Parameters
     ----------
-    forest : Forest or fitted tree classifier
-        Anything ``Forest.from_model`` imports (BudgetRF, scikit-learn trees and forests,
-        LightGBM / XGBoost classifiers).
+    forest : Forest or fitted tree ensemble
+        Anything ``Forest.from_model`` imports that averages its trees (BudgetRF, scikit-learn
+        trees and forests, LightGBM random forests), classifier or single-output regressor.
     X : array-like of shape (n, n_features)
     y : array-like of shape (n,)
-        Labels, among the forest's classes.
+        Labels among the forest's classes, or a regressor's numeric targets.
     costs : CostModel, optional
         Feature prices (groups and dependencies honoured); default 1 per feature.
     lam : float >= 0, optional
@@ -200,14 +217,16 @@ def budget_prune(
         paper's comparison); the result's cost is still measured with sharing.
     evaluation : bool, default=False
         Also charge the cost model's ``split_cost`` per split visited (beyond the paper).
-    leaf_values : {"auto", "keep", "distribution", "majority"}
+    leaf_values : {"auto", "keep", "distribution", "majority", "mean"}
         What a leaf predicts. Leaves made by pruning predict the class distribution of the
         examples of ``(X, y)`` reaching them (``"majority"``: one-hot majority class, and so do
         the original leaves). The original leaves keep their own class distribution with
         ``"keep"`` (then ``e_h`` counts the errors of their vote) or are re-labelled from the
         data with ``"distribution"``; ``"auto"`` keeps them when the forest averages class
         distributions (BudgetRF, scikit-learn forests and trees) and re-labels them otherwise
-        (boosted or LightGBM random-forest leaves are not class distributions).
+        (boosted or LightGBM random-forest leaves are not class distributions). For a
+        regressor: ``"keep"`` (and ``"auto"``) keeps each original leaf's value, ``"mean"``
+        re-fits every leaf to the mean target of its ``(X, y)`` examples.
     count_mask : array-like of bool, shape (n, n_trees), optional
         Which examples count toward each tree's errors ``e_h`` and leaf distributions, e.g.
         the out-of-bag rows of a random forest fitted on ``X`` (as the authors' code counts
@@ -220,7 +239,8 @@ def budget_prune(
     Returns
     -------
     Forest
-        Same number of trees, averaged leaf distributions (``link="proba"``).
+        Same number of trees, averaged leaf distributions (``link="proba"``), or for a
+        regressor averaged leaf values (``link="identity"``).
     """
     validate_params(_PARAMS, {"lam": lam, "budget": budget, "progress": progress}, "budget_prune")
     if (lam is None) == (budget is None):
@@ -271,7 +291,7 @@ def budget_prune_path(
     from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
-    problem, f, Xm, cls = prepare(
+    problem, f, Xm, target = prepare(
         forest,
         X,
         y,
@@ -316,7 +336,7 @@ def budget_prune_path(
         _problem=problem,
         _leave=leave,
         _X=Xm,
-        _cls=cls,
+        _target=target,
         _levels=levels,
     )
 
@@ -341,33 +361,13 @@ def prepare(
     validate_params(
         _PARAMS, {"mode": mode, "evaluation": evaluation, "leaf_values": leaf_values}, "budget_prune"
     )
-    f, Xm, cls, costs = _inputs(forest, X, y, costs, mode, leaf_values)
+    f, Xm, target, costs = prune_inputs(forest, X, y, costs)
     w = np.ones(Xm.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     if w.shape != (Xm.shape[0],):
         raise InputError(f"sample_weight has shape {w.shape}; it needs one weight per row ({Xm.shape[0]})")
     if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum() > 0):
         raise InputError("sample_weight must be finite, >= 0 and not all zero")
-    n_classes = len(f.classes)
-    keep = leaf_values == "keep" or (leaf_values == "auto" and f.link == "proba")
-    if keep and f.link != "proba":
-        raise InputError(
-            f"leaf_values='keep' needs leaves holding class distributions (link "
-            f"'proba', as in random forests); this forest's link is {f.link!r}: use "
-            "leaf_values='distribution'"
-        )
-    leaf_class = None
-    original = None
-    if keep:
-        leaf = f.feature < 0
-        original = np.zeros((f.n_nodes, n_classes))
-        if n_classes == 2:
-            original[:, 1] = f.value[:, 0]
-            original[:, 0] = 1.0 - f.value[:, 0]
-        else:
-            original[:] = f.value
-        # the class a leaf votes for (a binary leaf of exactly 1/2 counts as the first class,
-        # as the runtime's "raw > 0.5" does)
-        leaf_class = np.where(leaf, np.argmax(original, axis=1), -1)
+    loss, original = node_loss(f, leaf_values)
     if count_mask is not None:
         count_mask = np.asarray(count_mask, dtype=bool)
         if count_mask.shape != (Xm.shape[0], f.n_trees):
@@ -377,27 +377,24 @@ def prepare(
             )
     kept = w > 0
     if not kept.all():
-        Xm, cls, w = Xm[kept], cls[kept], w[kept]
+        Xm, target, w = Xm[kept], target[kept], w[kept]
         count_mask = None if count_mask is None else count_mask[kept]
     problem = build_problem(
         f,
         Xm,
-        cls,
-        n_classes,
+        target,
         costs,
+        loss=loss,
         mode=mode,
         evaluation=evaluation,
-        leaf_class=leaf_class,
         count_mask=count_mask,
         sample_weight=w,
     )
-    value = node_distributions(f, problem.counts)
     if leaf_values == "majority":
-        value = np.eye(n_classes)[np.argmax(value, axis=1)]
+        problem.node_value = np.eye(problem.node_value.shape[1])[np.argmax(problem.node_value, axis=1)]
     if original is not None:
-        value[f.feature < 0] = original[f.feature < 0]
-    problem.node_value = value
-    return problem, f, Xm, cls
+        problem.node_value[f.feature < 0] = original[f.feature < 0]
+    return problem, f, Xm, target
 
 
 def solve(problem: ClosureProblem, lam: float) -> np.ndarray:
@@ -471,48 +468,3 @@ def _breakpoints(problem: ClosureProblem, tick: Any) -> tuple[np.ndarray, int]:
         else:
             leave[free] = lam
     return leave, n_cuts
-
-
-def _inputs(forest: Any, X: Any, y: Any, costs: Any, mode: str, leaf_values: str) -> tuple:
-    """Validated forest, feature matrix, class indices and cost model."""
-    f = as_forest(forest, who="BudgetPrune")
-    if not f.is_classifier:
-        raise InputError(
-            f"BudgetPrune prunes classifiers (errors are counted against labels); "
-            f"this forest's task is {f.task!r}"
-        )
-    if f.aggregation == "sum" and f.n_trees > f.n_outputs:
-        raise InputError(
-            f"BudgetPrune prunes averaging ensembles (random forests, extra-trees, BudgetRF, "
-            f"LightGBM boosting='rf'), whose every tree votes a class distribution; this "
-            f"{f.source or 'forest'} model is boosted (its {f.n_trees} trees add up to one score), "
-            "so a pruning of it would not predict like it: prune a random forest, or make a "
-            "boosted model cheaper with QWYCClassifier or CronusClassifier"
-        )
-    if f.classes is None:
-        f = copy.copy(f)  # never relabel the caller's forest
-        f.classes = np.arange(max(2, f.n_outputs))
-    Xm = f._as_matrix(X)
-    check_width(Xm.shape[1], f.n_features, "the forest was fitted on")
-    y = np.asarray(y).reshape(-1)
-    if y.shape[0] != Xm.shape[0]:
-        raise InputError(f"X has {Xm.shape[0]} rows but y has {y.shape[0]} labels")
-    if Xm.shape[0] == 0:
-        raise InputError("BudgetPrune needs at least one labelled example")
-    classes = np.asarray(f.classes)
-    order = np.argsort(classes, kind="stable")
-    pos = np.searchsorted(classes[order], y)
-    pos = np.clip(pos, 0, len(classes) - 1)
-    cls = order[pos]
-    unknown = classes[cls] != y
-    if np.any(unknown):
-        raise InputError(
-            f"y holds label(s) {np.unique(y[unknown])[:5].tolist()} that are not among "
-            f"the forest's classes {classes.tolist()}"
-        )
-    if costs is None:
-        costs = CostModel.uniform(f.n_features)
-    elif not isinstance(costs, CostModel):
-        costs = CostModel(costs)
-    costs = costs.for_features(f.feature_names, f.n_features)
-    return f, Xm, cls.astype(np.int64), costs

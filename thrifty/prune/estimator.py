@@ -1,4 +1,5 @@
-"""``BudgetPrunedClassifier``: a scikit-learn meta-estimator pruning a fitted forest to a budget."""
+"""``BudgetPrunedClassifier`` and ``BudgetPrunedRegressor``: scikit-learn meta-estimators pruning a
+fitted forest to a budget."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import HasMethods, Interval, StrOptions
@@ -34,7 +35,117 @@ from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Full
 
 
-class BudgetPrunedClassifier(ClassifierMixin, ThriftyEstimator):
+class _BudgetPruned(ThriftyEstimator):
+    """What both BudgetPrune estimators share: the parameters, the path or single solve of (IP3)
+    and the choice within the budget; a subclass checks ``y`` and says what it predicts."""
+
+    _classifier: bool
+
+    _parameter_constraints = {
+        **ThriftyEstimator._parameter_constraints,
+        "estimator": [HasMethods(["predict"]), Forest],
+        "costs": ["cost-model", None],
+        "budget": [Interval(Real, 0, None, closed="left"), None],
+        "lam": [Interval(Real, 0, None, closed="left"), None],
+        "mode": [StrOptions(set(MODES))],
+        "evaluation": ["boolean"],
+        "leaf_values": [StrOptions(set(LEAF_VALUES))],
+        "out_of_bag": ["boolean"],
+        "progress": ["boolean"],
+    }
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
+        tags.input_tags.categorical = True
+        return tags
+
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        costs: Any = None,
+        budget: float | None = None,
+        lam: float | None = None,
+        mode: str = "ensemble",
+        evaluation: bool = False,
+        leaf_values: str = "auto",
+        out_of_bag: bool = False,
+        progress: bool = True,
+    ) -> None:
+        self.estimator = estimator
+        self.costs = costs
+        self.budget = budget
+        self.lam = lam
+        self.mode = mode
+        self.evaluation = evaluation
+        self.leaf_values = leaf_values
+        self.out_of_bag = out_of_bag
+        self.progress = progress
+
+    def _check_params(self) -> None:
+        self._validate_params()
+        if self.lam is not None and self.budget is not None:
+            raise InvalidParameterError(
+                "give one of budget= (a mean cost per example) or lam= (the (IP3) trade-off), not both"
+            )
+
+    def _fit(self, X: Any, y: Any, sample_weight: Any, calibration: tuple | None) -> None:
+        """Prune on the validated ``(X, y)``; sets every fitted attribute but ``classes_``."""
+        X, y = validate_frame(self, X, y)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        name = type(self).__name__
+        model, forest = fitted_forest(self.estimator, X, y, sample_weight, who=name)
+        if forest.is_classifier != self._classifier:
+            kinds = ("classifiers", "regressors") if self._classifier else ("regressors", "classifiers")
+            other = "BudgetPrunedRegressor" if self._classifier else "BudgetPrunedClassifier"
+            raise InputError(
+                f"{name} prunes {kinds[0]}; this {type(model).__name__} is a {forest.task} model: use {other}"
+            )
+        costs = self._fit_costs(X)
+        mask = _oob_mask(model, X.shape[0], forest.n_trees) if self.out_of_bag else None
+        split = self._calibration(X, y, sample_weight, calibration, default="train")
+        options = {
+            "mode": self.mode,
+            "evaluation": bool(self.evaluation),
+            "leaf_values": self.leaf_values,
+            "count_mask": mask,
+            "sample_weight": sample_weight,
+        }
+        if self.budget is not None:
+            path = budget_prune_path(forest, X, y, costs, progress=bool(self.progress), **options)
+            chosen = self._select(self._path_candidates(path, split, calibration is None))
+            _warn_between(self.budget_search_, float(self.budget), _describe[self._classifier])
+            self.forest_ = path.forest(chosen.model)
+            self.lam_ = float(chosen.params["lam"])
+        else:
+            lam = 0.0 if self.lam is None else float(self.lam)
+            problem, f, _, _ = prepare(forest, X, y, costs, **options)
+            pruned = pruned_forest(f, problem, solve(problem, lam))
+            cost, metric = _measure(pruned, split, costs, self._classifier)
+            self._select([Candidate({"lam": lam}, cost, metric, pruned)])
+            self.forest_ = pruned
+            self.lam_ = lam
+        self.plan_ = Full(self.forest_)
+        self.estimator_ = model
+
+    def _path_candidates(self, path: PrunePath, split: Any, on_fit_rows: bool) -> Iterator[Candidate]:
+        """Every pruning of the path (its model: the point's index), measured on the fit rows
+        (the path's own figures) or on the calibration rows."""
+        score = path.score(out_of_bag=bool(self.out_of_bag)) if on_fit_rows else None
+        for k in range(len(path)):
+            if score is not None:
+                cost, metric = float(path.cost[k]), float(score[k])
+            else:
+                cost, metric = _measure(path.forest(k), split, self.costs_, self._classifier)
+            yield Candidate({"lam": float(path.lambdas[k])}, cost, metric, k)
+
+    def _matrix(self, X: Any) -> Any:
+        check_is_fitted(self, "forest_")
+        return validate_frame(self, X)
+
+
+class BudgetPrunedClassifier(ClassifierMixin, _BudgetPruned):
     """A tree ensemble pruned to trade accuracy against feature cost, optimally (BudgetPrune).
 
     ``fit(X, y)`` solves (IP3) of Nan, Wang & Saligrama, "Optimally Pruning Decision Tree
@@ -97,47 +208,7 @@ class BudgetPrunedClassifier(ClassifierMixin, ThriftyEstimator):
         Only when ``X`` has column names.
     """
 
-    _parameter_constraints = {
-        **ThriftyEstimator._parameter_constraints,
-        "estimator": [HasMethods(["predict"]), Forest],
-        "costs": ["cost-model", None],
-        "budget": [Interval(Real, 0, None, closed="left"), None],
-        "lam": [Interval(Real, 0, None, closed="left"), None],
-        "mode": [StrOptions(set(MODES))],
-        "evaluation": ["boolean"],
-        "leaf_values": [StrOptions(set(LEAF_VALUES))],
-        "out_of_bag": ["boolean"],
-        "progress": ["boolean"],
-    }
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
-        tags.input_tags.categorical = True
-        return tags
-
-    def __init__(
-        self,
-        estimator: Any,
-        *,
-        costs: Any = None,
-        budget: float | None = None,
-        lam: float | None = None,
-        mode: str = "ensemble",
-        evaluation: bool = False,
-        leaf_values: str = "auto",
-        out_of_bag: bool = False,
-        progress: bool = True,
-    ) -> None:
-        self.estimator = estimator
-        self.costs = costs
-        self.budget = budget
-        self.lam = lam
-        self.mode = mode
-        self.evaluation = evaluation
-        self.leaf_values = leaf_values
-        self.out_of_bag = out_of_bag
-        self.progress = progress
+    _classifier = True
 
     def fit(
         self, X: Any, y: Any, sample_weight: Any = None, *, calibration: tuple | None = None
@@ -161,59 +232,10 @@ class BudgetPrunedClassifier(ClassifierMixin, ThriftyEstimator):
         -------
         self
         """
-        self._validate_params()
-        if self.lam is not None and self.budget is not None:
-            raise InvalidParameterError(
-                "give one of budget= (a mean cost per example) or lam= (the (IP3) trade-off), not both"
-            )
-        y = class_labels(y, type(self).__name__)[0]
-        X, y = validate_frame(self, X, y)
-        sample_weight = check_sample_weight(sample_weight, X.shape[0])
-        model, forest = fitted_forest(self.estimator, X, y, sample_weight, who=type(self).__name__)
-        costs = self._fit_costs(X)
-        mask = _oob_mask(model, X.shape[0], forest.n_trees) if self.out_of_bag else None
-        split = self._calibration(X, y, sample_weight, calibration, default="train")
-        options = {
-            "mode": self.mode,
-            "evaluation": bool(self.evaluation),
-            "leaf_values": self.leaf_values,
-            "count_mask": mask,
-            "sample_weight": sample_weight,
-        }
-        if self.budget is not None:
-            path = budget_prune_path(forest, X, y, costs, progress=bool(self.progress), **options)
-            chosen = self._select(self._path_candidates(path, split, calibration is None))
-            _warn_between(self.budget_search_, float(self.budget))
-            self.forest_ = path.forest(chosen.model)
-            self.lam_ = float(chosen.params["lam"])
-        else:
-            lam = 0.0 if self.lam is None else float(self.lam)
-            problem, f, _, _ = prepare(forest, X, y, costs, **options)
-            pruned = pruned_forest(f, problem, solve(problem, lam))
-            cost, metric = _measure(pruned, split, costs)
-            self._select([Candidate({"lam": lam}, cost, metric, pruned)])
-            self.forest_ = pruned
-            self.lam_ = lam
-        self.plan_ = Full(self.forest_)
-        self.estimator_ = model
+        self._check_params()
+        self._fit(X, class_labels(y, type(self).__name__)[0], sample_weight, calibration)
         self.classes_ = np.asarray(self.forest_.classes)
         return self
-
-    def _path_candidates(self, path: PrunePath, split: Any, on_fit_rows: bool) -> Iterator[Candidate]:
-        """Every pruning of the path (its model: the point's index), measured on the fit rows
-        (the path's own figures) or on the calibration rows."""
-        accuracy = path.accuracy(out_of_bag=bool(self.out_of_bag)) if on_fit_rows else None
-        for k in range(len(path)):
-            if accuracy is not None:
-                cost, metric = float(path.cost[k]), float(accuracy[k])
-            else:
-                cost, metric = _measure(path.forest(k), split, self.costs_)
-            yield Candidate({"lam": float(path.lambdas[k])}, cost, metric, k)
-
-    # ------------------------------------------------------------------ prediction
-    def _matrix(self, X: Any) -> Any:
-        check_is_fitted(self, "forest_")
-        return validate_frame(self, X)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Mean of the pruned trees' leaf class distributions, shape (n, n_classes)."""
@@ -226,13 +248,71 @@ class BudgetPrunedClassifier(ClassifierMixin, ThriftyEstimator):
         return self.forest_.predict(X)
 
 
-def _measure(forest: Forest, split: Any, costs: Any) -> tuple[float, float]:
-    """Weighted mean cost and accuracy of ``forest`` on the calibration rows of ``split``."""
+class BudgetPrunedRegressor(RegressorMixin, _BudgetPruned):
+    """A regression forest pruned to trade squared error against feature cost, optimally
+    (BudgetPrune with squared errors).
+
+    ``fit(X, y)`` solves (IP3) of Nan, Wang & Saligrama (2016) with each node's loss the squared
+    error of what it predicts as a leaf, ``e_h = sum_{i in S_h} w_i (y_i - v_h)^2`` (see
+    :func:`~thrifty.prune.budget_prune`): with ``budget=`` along the whole lambda path, keeping
+    the pruning of least mean squared error on the calibration rows whose mean cost per example
+    there is within the budget; with ``lam=`` once at that trade-off. Leaves made by pruning
+    predict the mean target of the ``(X, y)`` rows reaching them; by default the original
+    leaves keep their values (``leaf_values="mean"`` re-fits them too). As for the classifier,
+    prune on rows the forest was not trained on, or with ``out_of_bag=True``.
+
+    Parameters
+    ----------
+    estimator : fitted tree regressor or Forest
+        BudgetRFRegressor, scikit-learn trees / random forests / extra-trees, LightGBM in
+        random forest mode: any single-output averaging regressor ``Forest.from_model``
+        imports; or a thrifty Forest; an unfitted one is fitted on ``(X, y)`` first.
+    costs, budget, lam, mode, evaluation, out_of_bag, progress
+        As for :class:`BudgetPrunedClassifier`.
+    leaf_values : {"auto", "keep", "mean"}, default="auto"
+        ``"auto"`` and ``"keep"``: the original leaves keep their values; ``"mean"``: every
+        leaf predicts the mean target of its ``(X, y)`` rows.
+
+    Attributes
+    ----------
+    estimator_, forest_, plan_, lam_, costs_, n_features_in_, feature_names_in_
+        As for :class:`BudgetPrunedClassifier`.
+    budget_search_ : pandas.DataFrame
+        One row per pruning: its ``lam``, mean ``cost``, ``metric`` (minus the mean squared
+        error on the calibration rows) and whether it was ``chosen``.
+    """
+
+    _classifier = False
+
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: tuple | None = None
+    ) -> BudgetPrunedRegressor:
+        """Prune the estimator's forest on ``(X, y)``; parameters as
+        :meth:`BudgetPrunedClassifier.fit`, ``y`` numeric targets."""
+        self._check_params()
+        y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise InputError("y contains NaN or infinity; regression targets must be finite")
+        self._fit(X, y, sample_weight, calibration)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Mean of the pruned trees' leaf values."""
+        X = self._matrix(X)
+        return self.forest_.predict(X)
+
+
+def _measure(forest: Forest, split: Any, costs: Any, classify: bool) -> tuple[float, float]:
+    """Weighted mean cost and metric of ``forest`` on the calibration rows of ``split``: its
+    accuracy (``classify``) or minus its mean squared error."""
     ev = evaluate(forest, split.X_cal, costs)
-    w = split.w_cal
-    return float(np.average(ev.cost.total, weights=w)), float(
-        np.average(ev.labels == np.asarray(split.y_cal), weights=w)
-    )
+    w, y = split.w_cal, np.asarray(split.y_cal)
+    hits = ev.labels == y if classify else -((ev.raw - y) ** 2)
+    return float(np.average(ev.cost.total, weights=w)), float(np.average(hits, weights=w))
+
+
+# How a calibration metric reads in a message, for a classifier (True) and a regressor.
+_describe = {True: lambda m: f"accuracy {m:.4f}", False: lambda m: f"mean squared error {-m:.4g}"}
 
 
 def _oob_mask(model: Any, n: int, n_trees: int) -> np.ndarray:
@@ -255,35 +335,35 @@ def _oob_mask(model: Any, n: int, n_trees: int) -> np.ndarray:
     return mask
 
 
-def _warn_between(table: Any, budget: float) -> None:
+def _warn_between(table: Any, budget: float, describe: Any) -> None:
     """Warn when the budget falls between two prunings of the lambda path and the cheapest one
-    above it is more accurate than the one taken.
+    above it is better than the one taken (``describe`` words a metric).
 
     The path is a staircase: no pruning lies between two consecutive points, so a budget in a
-    gap gets the most accurate pruning within it, which may spend far less than the budget;
+    gap gets the best pruning within it, which may spend far less than the budget;
     naming the points on either side lets the user move the budget to one.
     """
     cost = table["cost"].to_numpy()
-    acc = table["metric"].to_numpy(dtype=float)
+    metric = table["metric"].to_numpy(dtype=float)
     k = int(np.flatnonzero(table["chosen"].to_numpy())[0])
     over = cost > budget * (1 + 1e-9)
     above, within = np.flatnonzero(over), np.flatnonzero(~over)
     if cost[k] >= 0.9 * budget or not above.shape[0]:
         return
     j = int(above[np.argmin(cost[above])])
-    if acc[j] <= acc[k]:
+    if metric[j] <= metric[k]:
         return
     i = int(within[np.argmax(cost[within])])
     taken = (
-        "the one below was taken, as the most accurate within the budget"
+        "the one below was taken, as the best within the budget"
         if i == k
-        else f"the most accurate within the budget was taken: mean cost {cost[k]:.4g} (accuracy {acc[k]:.4f})"
+        else f"the best within the budget was taken: mean cost {cost[k]:.4g} ({describe(metric[k])})"
     )
     warnings.warn(
         f"budget={budget:.4g} falls between two prunings of the lambda path, mean cost "
-        f"{cost[i]:.4g} (accuracy {acc[i]:.4f} on the calibration rows) and mean cost "
-        f"{cost[j]:.4g} (accuracy {acc[j]:.4f}); {taken}; give budget={cost[j]:.4g} "
-        "for the more accurate one above",
+        f"{cost[i]:.4g} ({describe(metric[i])} on the calibration rows) and mean cost "
+        f"{cost[j]:.4g} ({describe(metric[j])}); {taken}; give budget={cost[j]:.4g} "
+        "for the better one above",
         UserWarning,
-        stacklevel=3,
+        stacklevel=4,
     )

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
         q_step,
         truncate_lin,
     )
-    from thrifty.train.budgetrf import BudgetRFClassifier
+    from thrifty.train.budgetrf import BudgetRFClassifier, BudgetRFRegressor
     from thrifty.train.cegb import (
         CEGBClassifier,
         CEGBRanker,
@@ -34,6 +34,7 @@ __all__ = [
     "ADAPTProblem",
     "BudgetError",
     "BudgetRFClassifier",
+    "BudgetRFRegressor",
     "CEGBClassifier",
     "CEGBRanker",
     "CEGBRegressor",

@@ -1,4 +1,5 @@
-"""``BudgetRFClassifier``: the feature-budgeted random forest of Nan, Wang & Saligrama (ICML 2015)."""
+"""``BudgetRFClassifier`` and ``BudgetRFRegressor``: the feature-budgeted random forest of Nan, Wang &
+Saligrama (ICML 2015), and its regression counterpart."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.metrics import r2_score
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 from tqdm.auto import tqdm
 
 from thrifty._estimator import Candidate, ThriftyEstimator
@@ -21,10 +23,198 @@ from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import to_matrix
 from thrifty.forest.builder import ForestBuilder
 from thrifty.runtime import Full, evaluate
-from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, grow_tree
+from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, SQUARED_PAIRS, grow_tree
 
 
-class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
+class _BudgetRF(ThriftyEstimator):
+    """What both BudgetRF estimators share: the trees of Algorithm 1 grown by one kernel on
+    per-node sums, the prefix of trees the budget allows, out-of-bag rows. A subclass says what
+    the sums hold, the kernel's criterion and what a leaf predicts (``_sums``), how a prefix is
+    scored (``_hits``) and what the forest predicts."""
+
+    _parameter_constraints = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "costs": [None, "cost-model"],
+        "budget": [None, Interval(Real, 0, math.inf, closed="neither")],
+        "alpha": [Interval(Real, 0, math.inf, closed="left")],
+        "split": [StrOptions(SPLIT_CODES)],
+        "max_depth": [None, Interval(Integral, 0, None, closed="left")],
+        "max_features": [
+            None,
+            StrOptions({"sqrt", "log2"}),
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Real, 0, 1, closed="right"),
+        ],
+        "min_samples_split": [Interval(Integral, 2, None, closed="left")],
+        "bootstrap": ["boolean"],
+        "max_samples": [
+            None,
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Real, 0, 1, closed="right"),
+        ],
+        "oob_score": ["boolean"],
+        "random_state": ["random_state"],
+        "progress": ["boolean"],
+    }
+
+    def _fit(self, X: Any, y: Any, target: np.ndarray, sample_weight: Any, calibration: Any) -> None:
+        """Grow the forest on ``(X, y)`` (``target``: what the kernel's sums are made of) and keep
+        the prefix of trees the budget allows."""
+        self._validate_params()
+        if self.oob_score and not self.bootstrap:
+            raise InvalidParameterError(
+                f"{type(self).__name__}: oob_score=True needs bootstrap=True (no row is out of bag otherwise)"
+            )
+        X, y = validate_frame(self, X, y)
+        M, categories = _coded(X)
+        n, d = M.shape
+        w = check_sample_weight(sample_weight, n)
+        costs = self._fit_costs(X)
+        split = self._calibration(X, y, w, calibration)
+        self.n_fit_rows_ = n
+        self.feature_costs_ = np.array([costs.acquisition_cost([f]) for f in range(d)], dtype=np.float64)
+        forest = self._grow(M, target, np.ones(n) if w is None else w, categories)
+        chosen = self._select(self._prefixes(forest, split, scored=calibration is not None))
+        self.forest_ = chosen.model
+        self.plan_ = Full(self.forest_)
+        self.n_estimators_ = int(chosen.params["n_trees"])
+        del self.estimators_samples_[self.n_estimators_ :]
+        if self.oob_score:
+            self._oob(M, target)
+
+    def _prefixes(self, forest: Any, split: Any, *, scored: bool) -> Iterator[Candidate]:
+        """The candidates: every forest, or with a budget each prefix of its trees up to the
+        first one over the budget (a prefix never costs less than a shorter one: each
+        example's acquired features and evaluated trees only grow)."""
+        if self.budget is None:
+            yield self._prefix(forest, forest.n_trees, split, scored)
+            return
+        for k in range(1, forest.n_trees + 1):
+            candidate = self._prefix(forest, k, split, scored)
+            yield candidate
+            if candidate.cost > self.budget:
+                return
+
+    def _prefix(self, forest: Any, k: int, split: Any, scored: bool) -> Candidate:
+        """The forest of the first ``k`` trees, measured on the calibration rows."""
+        prefix = forest if k == forest.n_trees else forest.subset(range(k))
+        ev = evaluate(prefix, split.X_cal, self.costs_)
+        cost = float(np.average(ev.cost.total, weights=split.w_cal))
+        metric = None
+        if scored:
+            metric = float(np.average(self._hits(ev, np.asarray(split.y_cal)), weights=split.w_cal))
+        return Candidate({"n_trees": k}, cost, metric, prefix)
+
+    def _grow(self, X: np.ndarray, target: np.ndarray, w: np.ndarray, categories: dict) -> Any:
+        """The ``n_estimators`` trees of Algorithm 1, as one averaged Forest."""
+        n, d = X.shape
+        m_features = self._max_features(d)
+        n_draw = self._n_samples(n)
+        depth = np.iinfo(np.int64).max if self.max_depth is None else int(self.max_depth)
+        rng = _generator(self.random_state)
+        col, stats, n_columns, criterion, values = self._sums(target, w)
+        meta = self._forest_meta()
+        width = meta.pop("width")
+        builder = ForestBuilder(width)
+        self.estimators_samples_ = []
+        # disable=None: tqdm shows the bar only when stderr is a TTY
+        with tqdm(
+            total=self.n_estimators,
+            desc="BudgetRF trees",
+            unit="tree",
+            disable=None if self.progress else True,
+        ) as bar:
+            for _ in range(self.n_estimators):
+                sample = rng.integers(0, n, size=n_draw) if self.bootstrap else np.arange(n, dtype=np.int64)
+                seed = int(rng.integers(0, 2**31 - 1))
+                # rows of weight 0 take no part (they would still place thresholds otherwise)
+                sample = sample[w[sample] > 0]
+                self.estimators_samples_.append(sample)
+                feature, threshold, left, right, missing_left, counts = grow_tree(
+                    X,
+                    col,
+                    stats,
+                    n_columns,
+                    sample,
+                    self.feature_costs_,
+                    criterion,
+                    (depth, int(self.min_samples_split), m_features),
+                    seed,
+                )
+                builder.add_tree(
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                    values(counts),
+                    missing_left=missing_left,
+                    weight=1.0 / self.n_estimators,
+                    tree_class=-1 if width > 1 else 0,
+                )
+                bar.update()
+        names = getattr(self, "feature_names_in_", None)
+        return builder.build(
+            base_score=np.zeros(width),
+            n_features=d,
+            feature_names=None if names is None else [str(c) for c in names],
+            categories=categories,
+            aggregation="mean",
+            source=f"thrifty:{type(self).__name__}",
+            **meta,
+        )
+
+    def oob_mask(self) -> np.ndarray:
+        """Boolean of shape ``(n_fit_rows, n_estimators_)``: row ``i`` was out of tree ``t``'s sample."""
+        check_is_fitted(self, "forest_")
+        mask = np.ones((self.n_fit_rows_, len(self.estimators_samples_)), dtype=bool)
+        for t, sample in enumerate(self.estimators_samples_):
+            mask[sample, t] = False
+        return mask
+
+    def _max_features(self, d: int) -> int:
+        m = self.max_features
+        if m is None:
+            return d
+        if m == "sqrt":
+            return max(1, int(np.sqrt(d)))
+        if m == "log2":
+            return max(1, int(np.log2(d)))
+        if isinstance(m, Integral):
+            if int(m) > d:
+                raise InputError(f"max_features={m} must be within [1, n_features={d}]")
+            return int(m)
+        return max(1, int(m * d))
+
+    def _n_samples(self, n: int) -> int:
+        m = self.max_samples
+        if m is None:
+            return n
+        if isinstance(m, Integral):
+            return int(m)
+        return max(1, int(round(m * n)))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def _oob_sum(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each row the sum of its out-of-bag trees' leaf values (n, width) and how many
+        trees that is; warns of the rows never out of bag (their estimates are NaN)."""
+        mask = self.oob_mask()
+        values = self.forest_.value[self.forest_.apply(X)]  # (n, trees, width)
+        n_oob = mask.sum(axis=1)
+        if not np.all(n_oob > 0):
+            warnings.warn(
+                f"{int((n_oob == 0).sum())} rows were never out of bag; their OOB estimate is NaN "
+                "(use more trees)",
+                UserWarning,
+                stacklevel=5,
+            )
+        return (values * mask[:, :, None]).sum(axis=1), n_oob
+
+
+class BudgetRFClassifier(ClassifierMixin, _BudgetRF):
     """Random forest whose splits trade impurity reduction against feature cost (BudgetRF).
 
     Each tree is grown on a bootstrap sample. At a node, for each of ``max_features`` random
@@ -132,30 +322,9 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
     """
 
     _parameter_constraints = {
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
-        "costs": [None, "cost-model"],
-        "budget": [None, Interval(Real, 0, math.inf, closed="neither")],
+        **_BudgetRF._parameter_constraints,
         "impurity": [StrOptions(IMPURITY_CODES)],
-        "alpha": [Interval(Real, 0, math.inf, closed="left")],
         "power": [Interval(Real, 2, None, closed="left")],
-        "split": [StrOptions(SPLIT_CODES)],
-        "max_depth": [None, Interval(Integral, 0, None, closed="left")],
-        "max_features": [
-            None,
-            StrOptions({"sqrt", "log2"}),
-            Interval(Integral, 1, None, closed="left"),
-            Interval(Real, 0, 1, closed="right"),
-        ],
-        "min_samples_split": [Interval(Integral, 2, None, closed="left")],
-        "bootstrap": ["boolean"],
-        "max_samples": [
-            None,
-            Interval(Integral, 1, None, closed="left"),
-            Interval(Real, 0, 1, closed="right"),
-        ],
-        "oob_score": ["boolean"],
-        "random_state": ["random_state"],
-        "progress": ["boolean"],
     }
 
     def __init__(
@@ -215,149 +384,50 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
         -------
         self
         """
-        self._validate_params()
-        if self.oob_score and not self.bootstrap:
-            raise InvalidParameterError(
-                "BudgetRFClassifier: oob_score=True needs bootstrap=True (no row is out of bag otherwise)"
-            )
         y, self.classes_, y_idx = class_labels(y, type(self).__name__)
-        X, y = validate_frame(self, X, y)
-        M, categories = _coded(X)
-        n, d = M.shape
-        w = check_sample_weight(sample_weight, n)
-        costs = self._fit_costs(X)
-        split = self._calibration(X, y, w, calibration)
         self.n_classes_ = len(self.classes_)
-        self.n_fit_rows_ = n
-        self.feature_costs_ = np.array([costs.acquisition_cost([f]) for f in range(d)], dtype=np.float64)
-        forest = self._grow(M, y_idx.astype(np.int64), np.ones(n) if w is None else w, categories)
-        chosen = self._select(self._prefixes(forest, split, scored=calibration is not None))
-        self.forest_ = chosen.model
-        self.plan_ = Full(self.forest_)
-        self.n_estimators_ = int(chosen.params["n_trees"])
-        del self.estimators_samples_[self.n_estimators_ :]
-        if self.oob_score:
-            self._oob(M, y_idx)
+        self._fit(X, y, y_idx.astype(np.int64), sample_weight, calibration)
         return self
 
-    def _prefixes(self, forest: Any, split: Any, *, scored: bool) -> Iterator[Candidate]:
-        """The candidates: every forest, or with a budget each prefix of its trees up to the
-        first one over the budget (a prefix never costs less than a shorter one: each
-        example's acquired features and evaluated trees only grow)."""
-        if self.budget is None:
-            yield self._prefix(forest, forest.n_trees, split, scored)
-            return
-        for k in range(1, forest.n_trees + 1):
-            candidate = self._prefix(forest, k, split, scored)
-            yield candidate
-            if candidate.cost > self.budget:
-                return
+    def _sums(self, target: np.ndarray, w: np.ndarray) -> tuple:
+        """Each row's weight in its class's column; a leaf predicts its class distribution (a
+        leaf of no weight, the prior)."""
+        prior = np.bincount(target, weights=w, minlength=self.n_classes_) / w.sum()
 
-    def _prefix(self, forest: Any, k: int, split: Any, scored: bool) -> Candidate:
-        """The forest of the first ``k`` trees, measured on the calibration rows."""
-        prefix = forest if k == forest.n_trees else forest.subset(range(k))
-        ev = evaluate(prefix, split.X_cal, self.costs_)
-        cost = float(np.average(ev.cost.total, weights=split.w_cal))
-        metric = None
-        if scored:
-            hits = self.classes_[np.argmax(np.asarray(ev.proba), axis=1)] == np.asarray(split.y_cal)
-            metric = float(np.average(hits, weights=split.w_cal))
-        return Candidate({"n_trees": k}, cost, metric, prefix)
+        def values(counts: np.ndarray) -> np.ndarray:
+            total = counts.sum(axis=1, keepdims=True)
+            dist = np.where(total > 0, counts / np.where(total > 0, total, 1.0), prior)
+            return dist[:, 1] if self.n_classes_ == 2 else dist
 
-    def _grow(self, X: np.ndarray, y_idx: np.ndarray, w: np.ndarray, categories: dict) -> Any:
-        """The ``n_estimators`` trees of Algorithm 1, as one averaged Forest."""
-        n, d = X.shape
-        m_features = self._max_features(d)
-        n_draw = self._n_samples(n)
-        depth = np.iinfo(np.int64).max if self.max_depth is None else int(self.max_depth)
-        rng = _generator(self.random_state)
-        width = self.n_classes_ if self.n_classes_ > 2 else 1
-        builder = ForestBuilder(width)
-        self.estimators_samples_ = []
-        # a tree whose sample holds no weight (every drawn row weighs 0) predicts the prior
-        prior = np.bincount(y_idx, weights=w, minlength=self.n_classes_) / w.sum()
-        # disable=None: tqdm shows the bar only when stderr is a TTY
-        with tqdm(
-            total=self.n_estimators,
-            desc="BudgetRF trees",
-            unit="tree",
-            disable=None if self.progress else True,
-        ) as bar:
-            for _ in range(self.n_estimators):
-                sample = rng.integers(0, n, size=n_draw) if self.bootstrap else np.arange(n, dtype=np.int64)
-                seed = int(rng.integers(0, 2**31 - 1))
-                # rows of weight 0 take no part (they would still place thresholds otherwise)
-                sample = sample[w[sample] > 0]
-                self.estimators_samples_.append(sample)
-                feature, threshold, left, right, missing_left, counts = grow_tree(
-                    X,
-                    y_idx,
-                    w,
-                    self.n_classes_,
-                    sample,
-                    self.feature_costs_,
-                    (
-                        IMPURITY_CODES[self.impurity],
-                        float(self.alpha),
-                        float(self.power),
-                        SPLIT_CODES[self.split],
-                    ),
-                    (depth, int(self.min_samples_split), m_features),
-                    seed,
-                )
-                total = counts.sum(axis=1, keepdims=True)
-                dist = np.where(total > 0, counts / np.where(total > 0, total, 1.0), prior)
-                builder.add_tree(
-                    feature,
-                    threshold,
-                    left,
-                    right,
-                    dist[:, 1] if self.n_classes_ == 2 else dist,
-                    missing_left=missing_left,
-                    weight=1.0 / self.n_estimators,
-                    tree_class=-1 if width > 1 else 0,
-                )
-                bar.update()
-        names = getattr(self, "feature_names_in_", None)
-        return builder.build(
-            base_score=np.zeros(width),
-            n_features=d,
-            link="proba",
-            task="binary" if self.n_classes_ == 2 else "multiclass",
-            classes=self.classes_,
-            feature_names=None if names is None else [str(c) for c in names],
-            categories=categories,
-            aggregation="mean",
-            source="thrifty:BudgetRFClassifier",
+        criterion = (
+            IMPURITY_CODES[self.impurity],
+            float(self.alpha),
+            float(self.power),
+            SPLIT_CODES[self.split],
         )
+        return target, w[:, None], self.n_classes_, criterion, values
+
+    def _forest_meta(self) -> dict:
+        return {
+            "width": self.n_classes_ if self.n_classes_ > 2 else 1,
+            "link": "proba",
+            "task": "binary" if self.n_classes_ == 2 else "multiclass",
+            "classes": self.classes_,
+        }
+
+    def _hits(self, ev: Any, y: np.ndarray) -> np.ndarray:
+        return self.classes_[np.argmax(np.asarray(ev.proba), axis=1)] == y
 
     def _oob(self, X: np.ndarray, y_idx: np.ndarray) -> None:
         """Out-of-bag class distributions and accuracy of the kept trees."""
-        leaves = self.forest_.apply(X)
-        dist = self.forest_.value[leaves]  # (n, trees, width)
-        if self.n_classes_ == 2:
-            dist = np.concatenate([1.0 - dist, dist], axis=2)
-        oob_sum = (dist * self.oob_mask()[:, :, None]).sum(axis=1)
-        seen = oob_sum.sum(axis=1) > 0
-        if not seen.all():
-            warnings.warn(
-                f"{int((~seen).sum())} rows were never out of bag; their OOB estimate is NaN "
-                "(use more trees)",
-                UserWarning,
-                stacklevel=3,
-            )
+        total, n_oob = self._oob_sum(X)
+        if self.n_classes_ == 2:  # a binary leaf holds the second class's probability
+            total = np.column_stack([n_oob - total[:, 0], total[:, 0]])
+        seen = n_oob > 0
         with np.errstate(invalid="ignore"):
-            self.oob_decision_function_ = oob_sum / oob_sum.sum(axis=1, keepdims=True)
+            self.oob_decision_function_ = total / n_oob[:, None]
         pred = np.argmax(self.oob_decision_function_[seen], axis=1)
         self.oob_score_ = float(np.mean(pred == y_idx[seen])) if seen.any() else float("nan")
-
-    def oob_mask(self) -> np.ndarray:
-        """Boolean of shape ``(n_fit_rows, n_estimators_)``: row ``i`` was out of tree ``t``'s sample."""
-        check_is_fitted(self, "forest_")
-        mask = np.ones((self.n_fit_rows_, len(self.estimators_samples_)), dtype=bool)
-        for t, sample in enumerate(self.estimators_samples_):
-            mask[sample, t] = False
-        return mask
 
     # ------------------------------------------------------------------ prediction
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -370,32 +440,138 @@ class BudgetRFClassifier(ClassifierMixin, ThriftyEstimator):
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
-    def _max_features(self, d: int) -> int:
-        m = self.max_features
-        if m is None:
-            return d
-        if m == "sqrt":
-            return max(1, int(np.sqrt(d)))
-        if m == "log2":
-            return max(1, int(np.log2(d)))
-        if isinstance(m, Integral):
-            if int(m) > d:
-                raise InputError(f"max_features={m} must be within [1, n_features={d}]")
-            return int(m)
-        return max(1, int(m * d))
 
-    def _n_samples(self, n: int) -> int:
-        m = self.max_samples
-        if m is None:
-            return n
-        if isinstance(m, Integral):
-            return int(m)
-        return max(1, int(round(m * n)))
+class BudgetRFRegressor(RegressorMixin, _BudgetRF):
+    """Regression forest whose splits trade a variance-based impurity reduction against feature
+    cost (BudgetRF for regression).
 
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
+    The split rule is :class:`BudgetRFClassifier`'s (Algorithm 1 of Nan, Wang & Saligrama,
+    ICML 2015): per candidate feature the threshold minimising the children's impurity (their
+    maximum, ``split="minmax"``, or weighted mean, ``"expected"``), then the feature minimising
+    ``cost_f / (impurity reduction)``. The paper's admissible impurities are for class labels;
+    a regressor uses *squared pairs*, the regression analogue of threshold-Pairs:
+
+    .. math:: F(G) = \\Big[\\sum_{i<j \\in G} w_i w_j \\frac{(y_i - y_j)^2}{\\sigma^2}
+              - \\alpha\\Big]_+ = \\Big[\\frac{W_G \\, \\mathrm{SSE}_G}{\\sigma^2}
+              - \\alpha\\Big]_+,
+
+    each pair weighted by its squared target difference in units of the training targets'
+    variance ``sigma^2`` (a pair one standard deviation apart counts 1, as a pair of different
+    labels does in Pairs, and ``alpha`` does not depend on the target's scale). It is admissible
+    in the paper's sense: 0 exactly on a node of one target value (``alpha = 0``), monotone and
+    supermodular (adding an example adds its pair terms with every member, which only grow
+    with the node), and the threshold, convex and non-decreasing, keeps both properties
+    (``_budgetrf_kernels.impurity`` also says why CART's ``SSE_G`` alone is not supermodular).
+    A node of zero impurity is a leaf, a leaf predicts the weighted mean target of its rows, and
+    ``predict`` averages the trees. Sample weights (``w_i``; an integer weight is a repeated
+    row), the bootstrap, missing values, categorical columns, ``budget`` (scored by squared
+    error on calibration rows) and the fitted attributes are as for :class:`BudgetRFClassifier`.
+
+    Parameters
+    ----------
+    n_estimators, costs, budget, split, max_depth, min_samples_split, bootstrap, max_samples
+        As for :class:`BudgetRFClassifier`; so are ``random_state`` and ``progress``.
+    alpha : float >= 0, default=0.0
+        The impurity threshold, in pairs of examples one target standard deviation apart: a
+        node whose squared pairs sum to no more is pure.
+    max_features : {"sqrt", "log2"}, int, float or None, default=1.0
+        Candidate features per node (1.0 or None: all, scikit-learn's default for regression
+        forests).
+    oob_score : bool, default=False
+        Estimate ``R^2`` on out-of-bag rows (``oob_score_``, ``oob_prediction_``).
+
+    Attributes
+    ----------
+    forest_, plan_, costs_, n_estimators_, feature_costs_, estimators_samples_
+        As for :class:`BudgetRFClassifier` (and ``n_features_in_``, ``feature_names_in_``).
+    budget_search_ : DataFrame
+        As for :class:`BudgetRFClassifier`; ``metric`` is minus the calibration rows' mean
+        squared error.
+    oob_score_ : float
+        ``R^2`` of the kept trees' out-of-bag predictions (unweighted).
+    oob_prediction_ : ndarray of shape (n,)
+    """
+
+    def __init__(
+        self,
+        n_estimators: int = 40,
+        *,
+        costs: Any = None,
+        budget: float | None = None,
+        alpha: float = 0.0,
+        split: str = "minmax",
+        max_depth: int | None = None,
+        max_features: Any = 1.0,
+        min_samples_split: int = 2,
+        bootstrap: bool = True,
+        max_samples: Any = None,
+        oob_score: bool = False,
+        random_state: Any = None,
+        progress: bool = True,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.costs = costs
+        self.budget = budget
+        self.alpha = alpha
+        self.split = split
+        self.max_depth = max_depth
+        self.max_features = max_features
+        self.min_samples_split = min_samples_split
+        self.bootstrap = bootstrap
+        self.max_samples = max_samples
+        self.oob_score = oob_score
+        self.random_state = random_state
+        self.progress = progress
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, calibration: Any = None) -> BudgetRFRegressor:
+        """Grow the forest on ``(X, y)`` and keep the prefix of trees the budget allows; see
+        :meth:`BudgetRFClassifier.fit` (``y``: numeric targets)."""
+        y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise InputError("y contains NaN or infinity; regression targets must be finite")
+        self._fit(X, y, y, sample_weight, calibration)
+        return self
+
+    def _sums(self, target: np.ndarray, w: np.ndarray) -> tuple:
+        """``(w, w z, w z^2)`` of ``z = (y - offset) / p``, ``p`` the power of two nearest the
+        targets' standard deviation ``sigma`` and ``offset`` a multiple of ``p`` near their mean:
+        centring spares ``W S2 - S1^2`` the cancellation of a large mean, and the sums of targets
+        of few binary digits (integers) are exact, so integer weights split as repeated rows do.
+        ``alpha`` goes to ``p^2`` units (every reduction scales alike); a leaf predicts its mean."""
+        mean = float(np.average(target, weights=w))
+        sigma = float(np.sqrt(np.average((target - mean) ** 2, weights=w)))
+        p = 2.0 ** np.round(np.log2(sigma)) if sigma > 0 else 1.0
+        offset = p * np.round(mean / p)
+        z = (target - offset) / p
+        stats = np.column_stack([w, w * z, w * z * z])
+
+        def values(sums: np.ndarray) -> np.ndarray:
+            weight = sums[:, 0]
+            mean_z = np.where(weight > 0, sums[:, 1] / np.where(weight > 0, weight, 1.0), (mean - offset) / p)
+            return offset + p * mean_z
+
+        alpha = float(self.alpha) * ((sigma / p) ** 2 if sigma > 0 else 1.0)
+        criterion = (SQUARED_PAIRS, alpha, 2.0, SPLIT_CODES[self.split])
+        return np.zeros(target.shape[0], dtype=np.int64), stats, 3, criterion, values
+
+    def _forest_meta(self) -> dict:
+        return {"width": 1, "link": "identity", "task": "regression", "classes": None}
+
+    def _hits(self, ev: Any, y: np.ndarray) -> np.ndarray:
+        return -((np.asarray(ev.raw) - y) ** 2)
+
+    def _oob(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Out-of-bag mean predictions and ``R^2`` of the kept trees."""
+        total, n_oob = self._oob_sum(X)
+        seen = n_oob > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.oob_prediction_ = total[:, 0] / n_oob
+        self.oob_score_ = float(r2_score(y[seen], self.oob_prediction_[seen]) if seen.sum() > 1 else np.nan)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Mean of the trees' leaf values."""
+        check_is_fitted(self, "forest_")
+        return self.forest_.predict(validate_frame(self, X))
 
 
 def _generator(random_state: Any) -> np.random.Generator:

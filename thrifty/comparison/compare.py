@@ -232,7 +232,7 @@ def compare(
             )
             for m in chosen
         ]
-    if executor is None and workers > 1:
+    if executor is None and workers > 1 and len(tasks) > 1:
         executor = local_pool(workers)
     # Under cross-validation a share of the allowance is kept for the final refit.
     select_end = (

@@ -42,6 +42,9 @@ class Settings:
     lightgbm_params : mapping
         Parameters of the plain LightGBM model (post-hoc methods start from it).
     n_jobs : int
+        Threads per fit (LightGBM, the random forests, the CEGB searches). ``thrifty.compare``
+        sets 1: its fit tasks run side by side in worker processes instead, and the result
+        must not depend on how many.
     random_state : int
     quick : bool
         Fewer points per method.

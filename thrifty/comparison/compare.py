@@ -183,6 +183,9 @@ def compare(
         final = folds[0][0]
         selection = f"a validation split of {len(folds[0][1]):,} rows"
     workers = check_n_jobs(n_jobs)
+    if executor is None and workers > 1 and len(chosen) * len(folds) > 1:
+        # Started before the final fit below, so that the workers load thrifty meanwhile.
+        executor = local_pool(workers)
     # One thread per fit: LightGBM's sums (so its trees) may change with its thread count, and
     # the result must not change with the number of workers. The tasks run side by side instead.
     settings = Settings(
@@ -232,8 +235,6 @@ def compare(
             )
             for m in chosen
         ]
-    if executor is None and workers > 1 and len(tasks) > 1:
-        executor = local_pool(workers)
     # Under cross-validation a share of the allowance is kept for the final refit.
     select_end = (
         None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)

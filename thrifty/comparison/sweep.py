@@ -361,7 +361,14 @@ def local_pool(workers: int) -> Any:
     one = {
         v: "1" for v in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
     }
-    return get_reusable_executor(max_workers=workers, timeout=60, env=one)
+    pool = get_reusable_executor(max_workers=workers, timeout=60, env=one)
+    for _ in range(workers):
+        pool.submit(_loaded)  # the workers import thrifty now, while the caller fits its own model
+    return pool
+
+
+def _loaded() -> None:
+    """Nothing: a worker that unpickles it has imported this module, so the methods too."""
 
 
 def workers_of(executor: Any) -> int:

@@ -15,6 +15,15 @@ of the plain model's cost, each counted once):
   interval of their confirmed test figure (the fresh figure is itself a finite sample, so
   this estimates the coverage of the true accuracy loosely).
 
+``--speed``: how long the user's first runs take, with no time limit, and whether they give the
+same answer: ``demo_seconds`` (wall seconds of ``thrifty demo`` in a fresh process, the first
+of three runs; ``demo_runs`` has all three, the third beside two CPU-burning processes),
+``demo_reproducible`` (the three runs wrote the same recommended model and the same table but
+for its timings) and ``small_compare_seconds_no_limit`` (``thrifty.compare`` of 768 rows of
+adult, pima's size, with its costs, every method and setting, default workers). These keys
+are merged into ``results/compare.json``, keeping its other keys (and the full run keeps
+these).
+
 Full run: heart, sonar, thyroid, miniboone_tiny, higgs_small, adult and letter (the last two
 with 6,000 training rows drawn at random, so that every method gets its turn in the time
 allowance), compare's ``quick`` settings, ``--time-limit`` seconds each (default 120).
@@ -23,13 +32,17 @@ Writes ``benchmarks/results/compare[_quick].csv`` (one row per recommended model
 ``compare_<dataset>.png``; the last stdout line is one JSON object.
 
     python benchmarks/compare.py [--quick] [--data-home DIR] [--time-limit SECONDS] [--datasets A,B]
+    python benchmarks/compare.py --speed [--data-home DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,6 +57,11 @@ QUICK = ("heart", "sonar")
 QUICK_METHODS = ("lightgbm", "cheapest", "qwyc", "fan", "margin", "budgetprune")
 #: Training rows drawn from the largest datasets (the rest of their training rows are unused).
 MAX_ROWS = 6000
+#: Rows of the small comparison: pima's size, drawn from adult's training rows.
+SMALL_ROWS = 768
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+#: A CPU-bound process that stops by itself, should the benchmark die first.
+BURN = "import time\nend = time.time() + 600\nwhile time.time() < end:\n    pass\n"
 
 
 def run_one(name: str, data_home: str | None, time_limit: float, quick_run: bool) -> pd.DataFrame:
@@ -110,14 +128,84 @@ def run_one(name: str, data_home: str | None, time_limit: float, quick_run: bool
     return pd.DataFrame(rows)
 
 
+def demo_run(out: Path, burners: int) -> tuple[float, float]:
+    """Wall seconds of ``thrifty demo`` in a fresh process, beside ``burners`` CPU-bound ones,
+    and the machine's load average (1 minute) as it ended."""
+    burning = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(burners)]
+    try:
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "thrifty", "demo", "--out", str(out)], check=True, capture_output=True
+        )
+        return time.perf_counter() - start, os.getloadavg()[0]
+    finally:
+        for p in burning:
+            p.kill()
+            p.wait()
+
+
+def same_answer(a: Path, b: Path) -> bool:
+    """The two demo folders hold the same recommended model and table (but for timings)."""
+    tables = [pd.read_csv(d / "frontier.csv").drop(columns="fit_seconds") for d in (a, b)]
+    models = [(d / "recommended.json").read_text() for d in (a, b)]
+    return tables[0].equals(tables[1]) and models[0] == models[1]
+
+
+def speed(data_home: str | None) -> dict:
+    """The demo three times (the third beside two CPU-bound processes) and a small comparison,
+    no time limit. Other work on the machine is not stopped: the load averages say how busy it
+    was."""
+    from thrifty import datasets
+    from thrifty.comparison import compare
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs, loads = zip(*(demo_run(Path(tmp) / str(i), burners=2 if i == 2 else 0) for i in range(3)))
+        reproducible = all(same_answer(Path(tmp) / "0", Path(tmp) / str(i)) for i in (1, 2))
+    ds = datasets.load("adult", data_home=data_home)
+    X, y, _ = ds.subset("train")
+    keep = np.sort(np.random.default_rng(0).choice(len(y), SMALL_ROWS, replace=False))
+    start = time.perf_counter()
+    cmp = compare(X.iloc[keep].reset_index(drop=True), y[keep], ds.costs, progress=sys.stderr.isatty())
+    small, small_load = time.perf_counter() - start, os.getloadavg()[0]
+    print(
+        f"demo: {', '.join(f'{s:.1f} s' for s in runs)} (the last beside 2 CPU-bound processes); "
+        f"the same answer: {reproducible}; compare of {SMALL_ROWS} rows of adult, no time limit: "
+        f"{small:.1f} s ({len(cmp.table)} models of {cmp.table['method'].nunique()} methods); "
+        f"load averages {', '.join(f'{v:.1f}' for v in (*loads, small_load))} on {CORES} cores"
+    )
+    return {
+        "demo_seconds": round(runs[0], 1),
+        "demo_runs": {
+            "seconds": [round(s, 1) for s in runs],
+            "cpu_bound_beside": [0, 0, 2],
+            "load_average_1min": [round(v, 1) for v in loads],
+        },
+        "demo_reproducible": reproducible,
+        "small_compare_seconds_no_limit": round(small, 1),
+        "small_compare_rows": SMALL_ROWS,
+        "small_compare_load_average_1min": round(small_load, 1),
+        "cores": CORES,
+    }
+
+
+def recorded(quick: bool) -> dict:
+    """The figures ``results/compare[_quick].json`` holds now (none if it does not exist)."""
+    path = RESULTS / ("compare_quick.json" if quick else "compare.json")
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--speed", action="store_true", help="time the demo and a small comparison")
     parser.add_argument("--data-home", default=os.environ.get("THRIFTY_DATA"))
     parser.add_argument("--time-limit", type=float, default=None)
     parser.add_argument("--datasets", help="comma-separated subset of the datasets to run")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.speed:
+        emit({**recorded(False), **speed(args.data_home), "bench": "compare"}, False)
+        return
     names = QUICK if args.quick else FULL
     if args.datasets:
         names = tuple(n.strip() for n in args.datasets.split(",") if n.strip())
@@ -146,6 +234,7 @@ def main() -> None:
     per = table.assign(points=points, confirmed_points=confirmed).groupby("dataset", sort=False)
     emit(
         {
+            **recorded(args.quick),
             "bench": "compare",
             "time_limit": limit,
             "optimism": {d: round(float(g["points"].mean()), 2) for d, g in per},

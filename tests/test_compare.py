@@ -181,6 +181,7 @@ def test_known_best_model_is_chosen_and_its_fresh_score_lies_in_its_interval():
             quick=True,
             progress=False,
             lightgbm_params=FAST,
+            n_jobs=1,  # the spies watch this process
         )
     from thrifty.comparison.sweep import holdout_indices
 
@@ -229,10 +230,23 @@ def test_time_allowance_is_shared_and_honoured():
         time_limit=allowance,
         progress=False,
         lightgbm_params=FAST,
+        n_jobs=1,
     )
     elapsed = time.perf_counter() - start
     assert elapsed <= 1.1 * allowance + 2.0
     assert set(cmp.table["method"]) == {METHODS[k].name for k in small_methods("binary") + ["cheapest"]}
+
+
+def test_a_time_allowance_is_a_cut_the_result_names():
+    X, y = binary_data(400)
+    kw = dict(methods=["lightgbm", "qwyc", "cheapest"], progress=False, lightgbm_params=FAST, n_jobs=1)
+    cut = compare(X, y, time_limit=0.2, **kw)
+    assert cut.stopped_early and cut.cut and set(cut.cut) <= set(cut.skipped)
+    assert all("time allowance" in why for _, _, why in cut.cut)
+    assert {m for m, _, _ in cut.cut} <= {METHODS[k].name for k in kw["methods"]}
+    # Without an allowance nothing is cut: the planned work runs in full.
+    full = compare(X, y, **kw)
+    assert full.cut == [] and not full.stopped_early and len(full.table) > len(cut.table)
 
 
 def test_executor_gives_the_sequential_result():
@@ -241,7 +255,7 @@ def test_executor_gives_the_sequential_result():
 
     X, y = binary_data(200)
     kw = dict(methods=["lightgbm", "qwyc"], quick=True, progress=False, lightgbm_params=FAST, cv=2)
-    alone = compare(X, y, **kw)
+    alone = compare(X, y, n_jobs=1, **kw)
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         pooled = compare(X, y, executor=pool, **kw)
     drop = ["fit_seconds"]
@@ -427,3 +441,79 @@ def test_absurd_costs_are_an_error_not_inf(small_csv):
     )
     assert code == 2 and "inf per example" not in out and err.count("\n") == 1
     assert "rescale" in err or "cost" in err
+
+
+# ---------------------------------------------------------------------- the same answer, quickly
+#: Methods that build on others' models (QWYC on the plain model, BudgetRF's forest pruned),
+#: small enough for a test.
+SHARING = ["lightgbm", "qwyc", "margin", "budgetrf", "budgetrf+prune"]
+
+
+def tables_equal(a, b):
+    """Every column but the timings, and the same recommendations and models."""
+    drop = ["fit_seconds"]
+    pd.testing.assert_frame_equal(a.table.drop(columns=drop), b.table.drop(columns=drop))
+    pd.testing.assert_frame_equal(a.recommend().drop(columns=drop), b.recommend().drop(columns=drop))
+    assert sorted(a.models) == sorted(b.models) and a.cut == b.cut == []
+
+
+def test_the_worker_count_does_not_change_the_result():
+    X, y = binary_data(300)
+    kw = dict(methods=SHARING, quick=True, progress=False, lightgbm_params=FAST, cv=3)
+    tables_equal(compare(X, y, n_jobs=1, **kw), compare(X, y, n_jobs=2, **kw))
+
+
+def test_a_loaded_machine_gives_the_idle_machine_result():
+    """No time allowance: the planned work runs in full, so the load changes only timings."""
+    import subprocess
+    import sys
+
+    X, y = binary_data(300)
+    kw = dict(methods=SHARING, quick=True, progress=False, lightgbm_params=FAST, cv=3)
+    # Two CPU-bound processes (one per core of a small machine), bounded in time even if the
+    # test dies before stopping them.
+    burn = "import time\nend = time.time() + 120\nwhile time.time() < end:\n    pass\n"
+    burners = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(2)]
+    try:
+        loaded = compare(X, y, **kw)
+    finally:
+        for p in burners:
+            p.kill()
+            p.wait()
+    tables_equal(loaded, compare(X, y, **kw))
+
+
+def test_shared_models_are_fitted_once_per_set_of_rows():
+    """The plain model once per fold and once for the final fit (its refits reuse it); CEGB's
+    models once per budget and set of rows, though CEGB and its composition with QWYC both
+    use them."""
+    from thrifty.comparison import Context
+    from thrifty.train import CEGBClassifier
+
+    X, y = binary_data(300)
+    fits = {"lightgbm": 0, "cegb": 0}
+    fit, cegb_fit = Context.fit_lightgbm, CEGBClassifier.fit
+
+    def count(key, f):
+        def spy(self, *args, **kwargs):
+            fits[key] += 1
+            return f(self, *args, **kwargs)
+
+        return spy
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Context, "fit_lightgbm", count("lightgbm", fit))
+        mp.setattr(CEGBClassifier, "fit", count("cegb", cegb_fit))
+        cmp = compare(
+            X,
+            y,
+            methods=["lightgbm", "qwyc", "margin", "cegb", "cegb+qwyc"],
+            quick=True,
+            progress=False,
+            lightgbm_params=FAST,
+            cv=2,
+            n_jobs=1,
+        )
+    assert fits["lightgbm"] == 1 + 2
+    refitted = bool({"CEGB", "CEGB ordered by QWYC"} & {m for m, _ in cmp.models})
+    assert fits["cegb"] == len(cmp.budgets) * (2 + refitted)

@@ -14,15 +14,17 @@ import pandas as pd
 from sklearn.utils.multiclass import type_of_target
 
 from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
+from thrifty.comparison.plan import after_of, cut_of, skipped_of
 from thrifty.comparison.result import Comparison
 from thrifty.comparison.selection import baseline_row, confirm, eligible_front, select
-from thrifty.comparison.settings import Settings, check_budgets, check_time_limit
+from thrifty.comparison.settings import Settings, check_budgets, check_n_jobs, check_time_limit
 from thrifty.comparison.sweep import (
     FitTask,
     Reporter,
     fitting_context,
     fold_indices,
     holdout_indices,
+    local_pool,
     run_tasks,
     split_rows,
     take,
@@ -76,7 +78,7 @@ def compare(
     qid_val: Any = None,
     qid_test: Any = None,
     lightgbm_params: Mapping[str, Any] | None = None,
-    n_jobs: int = 1,
+    n_jobs: int | None = None,
     time_limit: float | None = None,
     quick: bool = False,
     random_state: int = 0,
@@ -121,12 +123,16 @@ def compare(
     qid, qid_val, qid_test : query ids (ranking), rows of a query consecutive
     lightgbm_params : mapping, optional
         Parameters of the plain LightGBM model (default: 200 trees of 16 leaves, rate 0.05).
-    n_jobs : int, default=1
-        Threads for LightGBM and the random forest.
+    n_jobs : int, optional
+        Worker processes on this machine for the fit tasks (one per method and fold; default,
+        or -1: every core; 1: run here, one after the other). Each fit uses one thread, so
+        the result is the same whatever the number. Ignored when ``executor`` is given.
     time_limit : float, optional
-        Positive seconds for the whole run. The allowance is shared among the fit tasks
-        (cheapest methods first, each method's first candidate before its refinements); no
-        task starts, nor a further candidate, once it is spent.
+        Default None: no allowance, every planned fit runs in full and the result does not
+        depend on the machine's speed or load. Given, positive seconds for the whole run, an
+        explicit cut: the allowance is shared among the fit tasks (cheapest methods first,
+        each method's first candidate before its refinements); no task starts, nor a further
+        candidate, once it is spent; ``Comparison.cut`` names what it left out.
     quick : bool, default=False
         Fewer budgets and fewer points per method.
     random_state : int, default=0
@@ -138,7 +144,8 @@ def compare(
         (besides the test rows), else 0.
     executor : object with ``submit(fn, *args)``, optional
         A ``concurrent.futures.Executor`` or a ``distributed.Client`` to run the fit tasks on;
-        the result is the same as run here (without a time limit).
+        the result is the same as run here (without a time limit). Default: a pool of
+        ``n_jobs`` processes (see ``n_jobs``).
 
     Returns
     -------
@@ -175,12 +182,18 @@ def compare(
         folds = [_holdout(y, qid, task, n_given if X_val is not None else None, random_state)]
         final = folds[0][0]
         selection = f"a validation split of {len(folds[0][1]):,} rows"
+    workers = check_n_jobs(n_jobs)
+    if executor is None and workers > 1 and len(chosen) * len(folds) > 1:
+        # Started before the final fit below, so that the workers load thrifty meanwhile.
+        executor = local_pool(workers)
+    # One thread per fit: LightGBM's sums (so its trees) may change with its thread count, and
+    # the result must not change with the number of workers. The tasks run side by side instead.
     settings = Settings(
         task=task,
         costs=costs,
         budgets=tuple(budgets or ()),
-        lightgbm_params=_lightgbm_params(len(final), task, n_jobs, lightgbm_params),
-        n_jobs=n_jobs,
+        lightgbm_params=_lightgbm_params(len(final), task, 1, lightgbm_params),
+        n_jobs=1,
         random_state=random_state,
         quick=quick,
     )
@@ -198,21 +211,38 @@ def compare(
         settings = replace(settings, budgets=tuple(float(f * full_cost) for f in fractions))
 
     # Fold by fold, each method in turn: should the allowance run out, every method has had
-    # its first fold before any has a second (and see _sweep's first pass).
-    tasks = []
+    # its first fold before any has a second (and see _sweep's first pass). A validation
+    # split's fitting rows are the final fit's: its plain model is reused there.
+    seed = {} if k else {"lightgbm": ctx.lightgbm()}
+    tasks: list[FitTask] = []
+    after: list[int | None] = []
     for f, (fit, held) in enumerate(folds):
         (Xf, yf, qf), (Xe, ye, qe) = take(X, y, qid, fit), take(X, y, qid, held)
+        after += after_of(chosen, len(tasks))
         tasks += [
-            FitTask(m.key, f, settings, Xf, yf, qf, X_eval=Xe, y_eval=ye, qid_eval=qe, keep_models=not k)
+            FitTask(
+                m.key,
+                f,
+                settings,
+                Xf,
+                yf,
+                qf,
+                X_eval=Xe,
+                y_eval=ye,
+                qid_eval=qe,
+                keep_models=not k,
+                shared=dict(seed),
+            )
             for m in chosen
         ]
     # Under cross-validation a share of the allowance is kept for the final refit.
     select_end = (
         None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
     )
-    results = _sweep(tasks, executor, select_end, progress)
+    results = _sweep(tasks, after, executor, select_end, progress)
     table = select(results, METHODS)
-    skipped = _skipped(results)
+    skipped = skipped_of(results, len(folds))
+    cut = cut_of(results, len(folds))
     stopped = any(r.stopped or not r.started for r in results)
     baseline_value = _baseline_value(table)
     front = eligible_front(table, baseline_value)
@@ -226,10 +256,11 @@ def compare(
             if wall_end is None or time_limit is None
             else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
         )
-        models, refit_stopped = _refit(
+        models, refit_cut = _refit(
             wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, executor, refit_end, progress
         )
-        stopped |= refit_stopped
+        cut += refit_cut
+        stopped |= bool(refit_cut)
     else:  # the validation split's models are the final ones
         models = {
             (METHODS[r.method].name, n): mdl
@@ -259,7 +290,8 @@ def compare(
         task=task,
         full_cost=float(full_cost),
         budgets=list(settings.budgets),
-        skipped=skipped,
+        skipped=skipped + cut,
+        cut=cut,
         stopped_early=stopped,
         seconds=time.perf_counter() - start,
         costs=costs,
@@ -287,12 +319,24 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
     return params
 
 
-def _run(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool, stage: str) -> list:
+def _run(
+    tasks: list[FitTask],
+    after: list[int | None],
+    executor: Any,
+    deadline: float | None,
+    progress: bool,
+    stage: str,
+) -> list:
     names = {m.key: m.name for m in METHODS.values()}
     reporter = Reporter(tasks, names, progress, stage)
     try:
         return run_tasks(
-            tasks, executor=executor, deadline=deadline, workers=workers_of(executor), on_done=reporter
+            tasks,
+            executor=executor,
+            deadline=deadline,
+            workers=workers_of(executor),
+            on_done=reporter,
+            after=after,
         )
     finally:
         reporter.close()
@@ -307,54 +351,77 @@ def _refit(
     executor: Any,
     deadline: float | None,
     progress: bool,
-) -> tuple[dict[tuple[str, str], Any], bool]:
-    """The chosen candidates refitted on every row but the test rows: (models, whether the
-    time allowance cut a refit short)."""
+) -> tuple[dict[tuple[str, str], Any], list[tuple[str, str, str]]]:
+    """The chosen candidates refitted on every row but the test rows: (models, what the time
+    allowance left unrefitted, as in ``Comparison.cut``)."""
     wanted = {method: list(names) for method, names in wanted.items()}
     models: dict[tuple[str, str], Any] = {}
-    # The plain model is the final fit's own baseline (same rows, same parameters).
+    # The plain model is the final fit's own baseline (same rows, same parameters), and every
+    # refit builds on it rather than fitting it again.
     whole = f"k={_rounds(baseline)}"
     if whole in wanted.get(REFERENCE, []):
         models[REFERENCE, whole] = baseline
         wanted[REFERENCE].remove(whole)
+    keys = {m.key for m in chosen}
+    needed = {m.key for m in chosen if wanted.get(m.name)}
+    # A method others build on runs in full (its models handed over) even when none of its
+    # own is wanted; the plain model is already there.
+    helpers = set()
+    for key in list(needed):
+        up = METHODS[key].after
+        while up is not None and up in keys and up != "lightgbm":
+            helpers.add(up)
+            up = METHODS[up].after
     # Cheapest first, as in the selection.
+    run = [m for m in chosen if m.key in needed | helpers]
     refits = [
-        FitTask(m.key, -1, settings, *rows, only=tuple(wanted[m.name])) for m in chosen if wanted.get(m.name)
+        FitTask(
+            m.key,
+            -1,
+            settings,
+            *rows,
+            only=tuple(wanted.get(m.name, ())),
+            shared={"lightgbm": baseline},
+            complete=m.key in helpers,
+        )
+        for m in run
     ]
-    done = _run(refits, executor, deadline, progress, "refit")
+    done = _run(refits, after_of(run, 0), executor, deadline, progress, "refit")
     models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
-    return models, any(r.stopped or not r.started for r in done)
+    cut = [
+        (m, n, "not refitted: the time allowance ran out, so it has no test figure")
+        for m, names in wanted.items()
+        for n in names
+        if (m, n) not in models
+        and any(r.stopped or not r.started for r in done if METHODS[r.method].name == m)
+    ]
+    return models, cut
 
 
-def _sweep(tasks: list[FitTask], executor: Any, deadline: float | None, progress: bool) -> list:
+def _sweep(
+    tasks: list[FitTask], after: list[int | None], executor: Any, deadline: float | None, progress: bool
+) -> list:
     """The selection tasks. Under a time allowance, a first pass fits each method's first
     candidate on every fold, so that every method is scored on all folds before any is
     refined; the full pass then replaces a first-pass result wherever it got as far."""
     if deadline is None:
-        return _run(tasks, executor, deadline, progress, "selection")
+        return _run(tasks, after, executor, deadline, progress, "selection")
     first = _run(
         [replace(t, max_candidates=1) for t in tasks],
+        after,
         executor,
         deadline,
         progress,
         "selection, first candidates",
     )
-    full = _run(tasks, executor, deadline, progress, "selection, refinements")
+    full = _run(tasks, after, executor, deadline, progress, "selection, refinements")
+    # A first-pass result kept is one whose refinements the allowance cut.
     return [
-        b if b.started and len(b.rows) + len(b.skipped) >= len(a.rows) + len(a.skipped) else a
+        b
+        if b.started and len(b.rows) + len(b.skipped) >= len(a.rows) + len(a.skipped)
+        else replace(a, stopped=True)
         for a, b in zip(first, full)
     ]
-
-
-def _skipped(results: list) -> list[tuple[str, str, str]]:
-    out: dict[tuple[str, str], str] = {}
-    for r in results:
-        name = METHODS[r.method].name
-        if not r.started:
-            out.setdefault((name, ""), "the time allowance ran out before it started")
-        for cand, reason in r.skipped:
-            out.setdefault((name, cand), reason)
-    return [(m, n, why) for (m, n), why in out.items()]
 
 
 def _baseline_value(table: pd.DataFrame) -> float | None:

@@ -20,7 +20,12 @@ from thrifty.forest import Forest, to_matrix
 from thrifty.forest.names import lightgbm_frame
 from thrifty.runtime.evaluate import evaluate
 
-__all__ = ["Context"]
+__all__ = ["SHARED", "Context"]
+
+#: The models one method fits and others build on (``Method.after``), handed from one fit
+#: task to the next on the same rows: the plain LightGBM model, the CEGB models of every
+#: budget, the BudgetRF forest and its prunings.
+SHARED = ("lightgbm", "cegb", "budgetrf", "budgetrf+prune")
 
 
 @dataclass
@@ -75,6 +80,11 @@ class Context:
         return self.settings.quick
 
     # -- shared base models, fitted once ----------------------------------------------------
+    def shared(self) -> dict[str, Any]:
+        """The models of :data:`SHARED` fitted in this context so far, for the methods that
+        build on them (the same rows, so the same models)."""
+        return {k: self._cache[k] for k in SHARED if k in self._cache}
+
     def lightgbm(self) -> Forest:
         """The plain LightGBM model on the training split, as a Forest (fitted once)."""
         if "lightgbm" not in self._cache:

@@ -83,6 +83,10 @@ class Method:
         The tasks it supports.
     run : callable
         ``run(ctx) -> iterator of Candidate``.
+    after : str, optional
+        Key of the method whose shared models this one builds on (``ctx.lightgbm()``, the CEGB
+        models, the BudgetRF forest): when both run, :func:`thrifty.compare` fits that method
+        first on the same rows and hands its models over instead of fitting them again.
     """
 
     key: str
@@ -90,20 +94,24 @@ class Method:
     family: str
     tasks: tuple[str, ...]
     run: Run
+    after: str | None = None
 
 
 #: Every method ``thrifty.compare`` knows, by key, in the order they run.
 METHODS: dict[str, Method] = {}
 
 
-def method(key: str, name: str, family: str, tasks: Sequence[str] = TASKS) -> Callable[[Run], Run]:
-    """Register ``run(ctx)`` as the method ``key`` of :func:`thrifty.compare`."""
+def method(
+    key: str, name: str, family: str, tasks: Sequence[str] = TASKS, *, after: str | None = None
+) -> Callable[[Run], Run]:
+    """Register ``run(ctx)`` as the method ``key`` of :func:`thrifty.compare` (``after``: see
+    :class:`Method`)."""
     bad = set(tasks) - set(TASKS)
     if bad or family not in ("reference", "train", "post-hoc", "composition") or "," in key:
         raise InputError(f"bad registration of {key!r}: tasks {sorted(bad)}, family {family!r}")
 
     def register(run: Run) -> Run:
-        METHODS[key] = Method(key, name, family, tuple(tasks), run)
+        METHODS[key] = Method(key, name, family, tuple(tasks), run, after)
         return run
 
     return register
@@ -249,7 +257,7 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
         yield cand
 
 
-@method("cegb+qwyc", "CEGB ordered by QWYC", "composition", ("binary", "multiclass"))
+@method("cegb+qwyc", "CEGB ordered by QWYC", "composition", ("binary", "multiclass"), after="cegb")
 def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
     """Each CEGB model with QWYC's order and exits (alpha=0.01) fitted on the calibration split:
     CEGB buys cheap features, QWYC stops evaluating once the decision is safe."""
@@ -264,7 +272,7 @@ def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
 
 
 # ---------------------------------------------------------------------- post-hoc, on LightGBM
-@method("qwyc", "QWYC", "post-hoc", ("binary", "multiclass"))
+@method("qwyc", "QWYC", "post-hoc", ("binary", "multiclass"), after="lightgbm")
 def _qwyc(ctx: Context) -> Iterator[Candidate]:
     """QWYC's order and exits on the plain model, fitted on the calibration split (no labels)."""
     forest = ctx.lightgbm()
@@ -278,7 +286,7 @@ def _qwyc(ctx: Context) -> Iterator[Candidate]:
         )
 
 
-@method("fan", "Fan et al.", "post-hoc", ("binary",))
+@method("fan", "Fan et al.", "post-hoc", ("binary",), after="lightgbm")
 def _fan(ctx: Context) -> Iterator[Candidate]:
     """Fan et al.'s binned exits on the plain model's own tree order."""
     forest = ctx.lightgbm()
@@ -286,7 +294,7 @@ def _fan(ctx: Context) -> Iterator[Candidate]:
         yield timed(f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
 
 
-@method("margin", "margin early exit", "post-hoc", ("binary",))
+@method("margin", "margin early exit", "post-hoc", ("binary",), after="lightgbm")
 def _margin(ctx: Context) -> Iterator[Candidate]:
     """LightGBM's ``pred_early_stop`` rule, margins calibrated on the calibration split."""
     forest = ctx.lightgbm()
@@ -326,14 +334,14 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
         )
 
 
-@method("cronus", "Cronus", "post-hoc", ("binary",))
+@method("cronus", "Cronus", "post-hoc", ("binary",), after="lightgbm")
 def _cronus(ctx: Context) -> Iterator[Candidate]:
     """Cronus (Chen et al. 2012): the plain model's trees re-weighted into a cascade of
     early-reject stages."""
     yield from _cascades(ctx, ctx.lightgbm())
 
 
-@method("cegb+cronus", "Cronus cascade of a CEGB model", "composition", ("binary",))
+@method("cegb+cronus", "Cronus cascade of a CEGB model", "composition", ("binary",), after="cegb")
 def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     """The CEGB model of the largest budget (cheap features already) turned into a Cronus
     cascade (early rejects skip its trees)."""
@@ -388,14 +396,14 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
         )
 
 
-@method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass"))
+@method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass"), after="lightgbm")
 def _adapt_gbrt(ctx: Context) -> Iterator[Candidate]:
     """ADAPT-GBRT (Nan and Saligrama 2017): a boosted gate and low-cost model in front of the
     plain model, which answers only the examples the gate sends on."""
     yield from _gated(ctx, ctx.lightgbm(), "gbrt")
 
 
-@method("adapt-lin", "ADAPT-LIN", "train", ("binary", "multiclass"))
+@method("adapt-lin", "ADAPT-LIN", "train", ("binary", "multiclass"), after="lightgbm")
 def _adapt_lin(ctx: Context) -> Iterator[Candidate]:
     """ADAPT-LIN: a linear gate and low-cost model (group-sparse) in front of the plain model."""
     yield from _gated(ctx, ctx.lightgbm(), "lin")
@@ -464,13 +472,25 @@ def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:
     yield from ctx._cache["budgetrf+prune"]
 
 
-@method("budgetrf+prune", "BudgetRF pruned by BudgetPrune", "composition", ("binary", "multiclass"))
+@method(
+    "budgetrf+prune",
+    "BudgetRF pruned by BudgetPrune",
+    "composition",
+    ("binary", "multiclass"),
+    after="budgetrf",
+)
 def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
     """BudgetRF's forest pruned by BudgetPrune: the pairing of the BudgetPrune paper."""
     yield from _budgetrf_pruned_models(ctx)
 
 
-@method("budgetrf+prune+adapt", "BudgetRF, pruned, gated by ADAPT", "composition", ("binary", "multiclass"))
+@method(
+    "budgetrf+prune+adapt",
+    "BudgetRF, pruned, gated by ADAPT",
+    "composition",
+    ("binary", "multiclass"),
+    after="budgetrf+prune",
+)
 def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
     """The most accurate pruned BudgetRF forest (largest budget) as ADAPT's expensive model f0,
     behind an ADAPT-GBRT gate and low-cost model."""

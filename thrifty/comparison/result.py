@@ -51,8 +51,14 @@ class Comparison:
         of it).
     budgets : list of float
     skipped : list of (method, name, reason)
+        Every method or setting missing from the table, and why: a budget a method cannot
+        meet, or the time allowance's cut (``cut``, included here).
+    cut : list of (method, setting, what)
+        What the time allowance (``time_limit``) left out: methods not run (``setting`` ""),
+        settings fitted on some folds only, settings not fitted, chosen models not refitted.
+        Empty without an allowance: the planned work then runs in full.
     stopped_early : bool
-        The time allowance cut some method's candidates short.
+        The time allowance cut some method's candidates short (``cut`` is not empty).
     seconds : float
     costs : CostModel
     baseline : Forest
@@ -75,6 +81,7 @@ class Comparison:
     full_cost: float
     budgets: list[float]
     skipped: list[tuple[str, str, str]] = field(default_factory=list)
+    cut: list[tuple[str, str, str]] = field(default_factory=list)
     stopped_early: bool = False
     seconds: float = 0.0
     costs: CostModel | None = None

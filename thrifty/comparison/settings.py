@@ -3,6 +3,7 @@ and the checks of the settings a user gives (for the ``thrifty compare`` command
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,15 @@ import numpy as np
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 
-__all__ = ["Settings", "check_budgets", "check_time_limit"]
+__all__ = ["TIME_LIMIT_HELP", "Settings", "check_budgets", "check_n_jobs", "check_time_limit"]
+
+#: What ``thrifty compare --time-limit`` does, for its ``--help``.
+TIME_LIMIT_HELP = (
+    "time allowance for the whole run (default: none - every planned fit runs, and the "
+    "result does not depend on the machine's speed or load). Given, an explicit cut: the "
+    "methods share it (each fits its cheapest candidate first), nothing starts once it is "
+    "spent, and the report names the methods and settings it left out"
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,9 @@ class Settings:
     lightgbm_params : mapping
         Parameters of the plain LightGBM model (post-hoc methods start from it).
     n_jobs : int
+        Threads per fit (LightGBM, the random forests, the CEGB searches). ``thrifty.compare``
+        sets 1: its fit tasks run side by side in worker processes instead, and the result
+        must not depend on how many.
     random_state : int
     quick : bool
         Fewer points per method.
@@ -80,6 +92,23 @@ def check_budgets(budgets: Sequence[float], *, option: str | None = None) -> lis
             "plain model's cost)"
         )
     return sorted(values)
+
+
+def check_n_jobs(n_jobs: int | None) -> int:
+    """How many worker processes ``n_jobs`` asks for: None or -1 is every core.
+
+    Raises
+    ------
+    InputError
+        When ``n_jobs`` is not a positive whole number, None or -1.
+    """
+    if n_jobs is None or n_jobs == -1:
+        return max(
+            1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        )
+    if isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and n_jobs >= 1:
+        return int(n_jobs)
+    raise InputError(f"n_jobs must be a positive number of processes or -1 (every core), got {n_jobs!r}")
 
 
 def check_time_limit(seconds: float | None, *, option: str | None = None) -> float | None:

@@ -9,15 +9,17 @@ in this process, in a ``concurrent.futures`` pool or on Dask workers (:func:`run
 from __future__ import annotations
 
 import concurrent.futures
+import heapq
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit, KFold, StratifiedKFold, train_test_split
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from thrifty import metrics
@@ -36,6 +38,7 @@ __all__ = [
     "fitting_context",
     "fold_indices",
     "holdout_indices",
+    "local_pool",
     "measure",
     "run_task",
     "run_tasks",
@@ -72,6 +75,12 @@ class FitTask:
         are the final ones).
     max_candidates : int, optional
         Stop after this many candidates (the first pass of a time-limited sweep).
+    shared : dict
+        Models fitted by an earlier task on the same rows (see ``Context.shared``), reused
+        instead of fitted again.
+    complete : bool
+        Fit every candidate even once it has the wanted ones (``only``): a later task builds
+        on all of them.
     """
 
     method: str
@@ -88,6 +97,8 @@ class FitTask:
     only: tuple[str, ...] | None = None
     keep_models: bool = False
     max_candidates: int | None = None
+    shared: dict[str, Any] = field(default_factory=dict)
+    complete: bool = False
 
 
 @dataclass
@@ -109,6 +120,8 @@ class TaskResult:
     stopped : bool
         Its share of the time allowance or the deadline cut its candidates short.
     seconds : float
+    shared : dict
+        The models it fitted that later tasks on the same rows build on (``Context.shared``).
     """
 
     method: str
@@ -119,6 +132,7 @@ class TaskResult:
     started: bool = True
     stopped: bool = False
     seconds: float = 0.0
+    shared: dict[str, Any] = field(default_factory=dict)
 
 
 def run_task(t: FitTask) -> TaskResult:
@@ -132,10 +146,11 @@ def run_task(t: FitTask) -> TaskResult:
     if t.deadline is not None and time.time() >= t.deadline:
         result.started = False
         return result
-    runner = METHODS[t.method].run(fitting_context(t.settings, t.X_fit, t.y_fit, t.qid_fit))
+    ctx = fitting_context(t.settings, t.X_fit, t.y_fit, t.qid_fit, shared=t.shared)
+    runner = METHODS[t.method].run(ctx)
     wanted = None if t.only is None else set(t.only)
     tried = 0
-    while (wanted is None or wanted) and (t.max_candidates is None or tried < t.max_candidates):
+    while (wanted is None or wanted or t.complete) and (t.max_candidates is None or tried < t.max_candidates):
         over = (t.seconds is not None and time.perf_counter() - start >= t.seconds) or (
             t.deadline is not None and time.time() >= t.deadline
         )
@@ -165,17 +180,23 @@ def run_task(t: FitTask) -> TaskResult:
         result.rows.append(row)
         if t.keep_models or wanted is not None:
             result.models[cand.name] = cand.model
+    result.shared = {k: v for k, v in ctx.shared().items() if k not in t.shared}
     result.seconds = time.perf_counter() - start
     return result
 
 
-def fitting_context(settings: Settings, X: Any, y: np.ndarray, qid: np.ndarray | None) -> Context:
+def fitting_context(
+    settings: Settings, X: Any, y: np.ndarray, qid: np.ndarray | None, *, shared: dict[str, Any] | None = None
+) -> Context:
     """The context of a method fitted on the rows ``X, y, qid``: :data:`CALIBRATION` of them
-    are held out (stratified, or by query) to calibrate budgets, thresholds and exits."""
+    are held out (stratified, or by query) to calibrate budgets, thresholds and exits.
+    ``shared``: models an earlier task fitted on the same rows (``Context.shared``)."""
     (X, y, qid), (X_cal, y_cal, qid_cal) = split_rows(
         X, y, qid, settings.task, CALIBRATION, settings.random_state
     )
-    return Context(settings, X, y, X_cal, y_cal, qid_train=qid, qid_val=qid_cal)
+    ctx = Context(settings, X, y, X_cal, y_cal, qid_train=qid, qid_val=qid_cal)
+    ctx._cache.update(shared or {})
+    return ctx
 
 
 def measure(
@@ -213,6 +234,7 @@ def run_tasks(
     deadline: float | None = None,
     workers: int = 1,
     on_done: Progress | None = None,
+    after: Sequence[int | None] | None = None,
 ) -> list[TaskResult]:
     """Run ``tasks``; results in the order of ``tasks`` whatever order they finish in.
 
@@ -232,53 +254,121 @@ def run_tasks(
         How many tasks the executor runs at once (sizes the shares).
     on_done : callable, optional
         Called with each result as it arrives.
+    after : sequence of int or None, optional
+        Per task, the index of the task it builds on (``Method.after``, same rows): it starts
+        once that one is done, with the models that one shared (``TaskResult.shared``).
 
     Returns
     -------
     list of TaskResult
     """
-    results: list[TaskResult | None] = [None] * len(tasks)
-    if executor is None:
-        for i, t in enumerate(tasks):
-            if deadline is not None:
-                t.deadline = deadline
-                t.seconds = max(0.0, deadline - time.time()) / (len(tasks) - i)
-            results[i] = result = run_task(t)
-            if on_done is not None:
-                on_done(result)
-        return results  # type: ignore[return-value]
-    if deadline is not None:
-        share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, len(tasks))
-        for t in tasks:
-            t.deadline, t.seconds = deadline, share
-    futures = {executor.submit(run_task, t): i for i, t in enumerate(tasks)}
-    for future in _as_completed(list(futures)):
-        i = futures[future]
-        results[i] = result = _result(future, tasks[i])
-        if deadline is not None and time.time() >= deadline:
-            for f in futures:  # not started by the deadline: never started at all
-                if not f.done():
-                    f.cancel()
+    n = len(tasks)
+    parents = [None] * n if after is None else list(after)
+    children: defaultdict[int, list[int]] = defaultdict(list)
+    for i, p in enumerate(parents):
+        if p is not None:
+            children[p].append(i)
+    results: list[TaskResult | None] = [None] * n
+
+    def finish(i: int, result: TaskResult) -> list[int]:
+        """Record ``result``; hand its models to the tasks built on it, which may now start."""
+        results[i] = result
+        for c in children[i]:
+            tasks[c].shared = {**tasks[i].shared, **result.shared, **tasks[c].shared}
         if on_done is not None:
             on_done(result)
+        return children[i]
+
+    ready = [i for i, p in enumerate(parents) if p is None]
+    if executor is None:
+        heapq.heapify(ready)  # in the order of priority, each as soon as what it builds on is done
+        # One BLAS thread, as in a worker of local_pool: the same sums, so the same result (and
+        # Cronus's many small Cholesky solves run several times faster than on two threads).
+        with threadpool_limits(1):
+            while ready:
+                i = heapq.heappop(ready)
+                t = tasks[i]
+                if deadline is not None:
+                    t.deadline = deadline
+                    t.seconds = max(0.0, deadline - time.time()) / (n - sum(r is not None for r in results))
+                for c in finish(i, run_task(t)):
+                    heapq.heappush(ready, c)
+        return results  # type: ignore[return-value]
+    if deadline is not None:
+        share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, n)
+        for t in tasks:
+            t.deadline, t.seconds = deadline, share
+    running = _Completion(executor)
+    futures = {running.submit(run_task, tasks[i]): i for i in ready}
+    for future in running:
+        i = futures.pop(future)
+        if deadline is not None and time.time() >= deadline:
+            for f in futures:  # not started by the deadline: never started at all
+                f.cancel()
+        for c in finish(i, _result(future, tasks[i])):
+            futures[running.submit(run_task, tasks[c])] = c
     return [
         r if r is not None else TaskResult(t.method, t.fold, started=False) for r, t in zip(results, tasks)
     ]
 
 
-def _as_completed(futures: list[Any]) -> Any:
-    """Futures as they complete: Dask's own iterator for Dask futures."""
-    if futures and type(futures[0]).__module__.startswith("distributed"):
-        from distributed import as_completed  # the optional extra thrifty[dask], present with its futures
+class _Completion:
+    """Futures submitted to an executor, yielded as they complete; more may be submitted while
+    they are iterated (Dask's ``as_completed``, or ``concurrent.futures.wait``)."""
 
-        return as_completed(futures)
-    return concurrent.futures.as_completed(futures)
+    def __init__(self, executor: Any) -> None:
+        self.executor = executor
+        self.pending: set[Any] = set()
+        self.dask: Any = None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        future = self.executor.submit(fn, *args)
+        if type(future).__module__.startswith("distributed"):
+            if self.dask is None:
+                from distributed import as_completed  # thrifty[dask], present with its futures
+
+                self.dask = as_completed()
+            self.dask.add(future)
+        else:
+            self.pending.add(future)
+        return future
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.dask is not None:
+            yield from self.dask
+        while self.pending:
+            done, self.pending = concurrent.futures.wait(
+                self.pending, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            yield from done
 
 
 def _result(future: Any, t: FitTask) -> TaskResult:
     if future.cancelled():
         return TaskResult(t.method, t.fold, started=False)
     return future.result()
+
+
+def local_pool(workers: int) -> Any:
+    """A pool of ``workers`` processes on this machine for the fit tasks.
+
+    joblib's loky pool: its workers are started afresh (not forked beside LightGBM's OpenMP
+    threads), need no ``if __name__ == "__main__"`` guard in the caller's script, and are kept
+    a minute for the next run; each runs one thread (see :func:`thrifty.compare`'s n_jobs).
+    """
+    from joblib.externals.loky import get_reusable_executor
+
+    one = {
+        v: "1" for v in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    }
+    pool = get_reusable_executor(max_workers=workers, timeout=60, env=one)
+    for _ in range(workers):
+        pool.submit(_loaded)  # the workers import thrifty now, while the caller fits its own model
+    return pool
+
+
+def _loaded() -> None:
+    """Nothing: a worker that unpickles it has imported this module, so the methods too."""
 
 
 def workers_of(executor: Any) -> int:

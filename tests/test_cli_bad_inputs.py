@@ -70,7 +70,11 @@ def no_run(monkeypatch):
         # a class of one row: LightGBMError "Number of classes should be specified..."
         ("rare", [], "class 2 has 1 row; compare needs at least 5 rows of each class"),
         # text labels in a regression: "could not convert string to float: 'pos'"
-        ("text", ["--task", "regression"], "a regression needs numeric labels, but the labels are text ('neg', 'pos')"),
+        (
+            "text",
+            ["--task", "regression"],
+            "a regression needs numeric labels, but the labels are text ('neg', 'pos')",
+        ),
         # the target alone: "Forced splits file includes feature index 0..."
         ("only_target", [], "'{path}' has no feature columns, only the label"),
         # a header and no rows: "y has a single class ([])"
@@ -79,7 +83,9 @@ def no_run(monkeypatch):
         ("high", ["--categorical", "sugar"], "--categorical names column(s) ['sugar'] that"),
     ],
 )
-def test_compare_refuses_bad_data_in_one_line_before_running(tmp_path, capsys, no_run, kind, options, message):
+def test_compare_refuses_bad_data_in_one_line_before_running(
+    tmp_path, capsys, no_run, kind, options, message
+):
     path = write(tmp_path, kind)
     assert main(["compare", str(path), "--out", str(tmp_path / "out"), *options]) == 2
     err = capsys.readouterr().err

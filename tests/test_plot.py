@@ -166,7 +166,10 @@ def test_front_points_wear_their_methods_colour_and_the_plain_model_is_labelled(
     import matplotlib.colors as mcolors
 
     table = pd.concat(
-        [_table([1, 5, 9], [0.6, 0.7, 0.8], method="truncation"), _table([2, 3], [0.65, 0.75], method="cheap")],
+        [
+            _table([1, 5, 9], [0.6, 0.7, 0.8], method="truncation"),
+            _table([2, 3], [0.65, 0.75], method="cheap"),
+        ],
         ignore_index=True,
     )
     ax = plot_frontier(table, baseline=2, cost_unit="$")
@@ -174,7 +177,12 @@ def test_front_points_wear_their_methods_colour_and_the_plain_model_is_labelled(
     points = ax.collections[:-1]
     assert len(points) == 4  # the front: costs 1, 2, 3 and 9
     by_cost = {float(p.get_offsets()[0, 0]): tuple(p.get_facecolor()[0]) for p in points}
-    assert by_cost == {1.0: colour["truncation"], 2.0: colour["cheap"], 3.0: colour["cheap"], 9.0: colour["truncation"]}
+    assert by_cost == {
+        1.0: colour["truncation"],
+        2.0: colour["cheap"],
+        3.0: colour["cheap"],
+        9.0: colour["truncation"],
+    }
     star = ax.collections[-1]
     assert star.get_label() == "plain model" and tuple(star.get_offsets()[0]) == (9.0, 0.8)
     assert any(t.get_text() == "plain model\n$9.00" for t in ax.texts)

@@ -161,7 +161,9 @@ def writable(out: Path, *, folder: bool) -> None:
             f"cannot write to {str(out)!r} ({reason}); give --out a {kind} you can write to"
         ) from None
     if not folder and out.is_dir():
-        raise InputError(f"--out {str(out)!r} is a folder; give a file name, e.g. {str(out / 'report.csv')!r}")
+        raise InputError(
+            f"--out {str(out)!r} is a folder; give a file name, e.g. {str(out / 'report.csv')!r}"
+        )
 
 
 def _cost_names(plan: Any, X: Any) -> list[str]:

@@ -440,9 +440,7 @@ def _unique_keys(pairs: Sequence[tuple[str, Any]], where: str) -> dict[str, Any]
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise InputError(
-                f"{where} gives {key!r} twice ({out[key]!r} and {value!r}); keep one of them"
-            )
+            raise InputError(f"{where} gives {key!r} twice ({out[key]!r} and {value!r}); keep one of them")
         out[key] = value
     return out
 

@@ -185,7 +185,9 @@ def _draw_baseline(
     """The plain model: a large white star, labelled with its figures."""
     row = baseline if isinstance(baseline, Mapping | pd.Series) else tables.loc[baseline]
     x, y = float(row[cost]), float(row[value])
-    ax.scatter([x], [y], s=320, c="white", marker="*", edgecolors="black", linewidths=1.2, label=label, zorder=6)
+    ax.scatter(
+        [x], [y], s=320, c="white", marker="*", edgecolors="black", linewidths=1.2, label=label, zorder=6
+    )
     ax.annotate(
         f"{label}\n{cost_unit or ''}{x:,.2f}",
         (x, y),

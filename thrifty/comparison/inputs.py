@@ -58,9 +58,9 @@ def check_data(X: Any, y: Any, qid: Any = None, task: str | None = None, *, what
         raise InputError(f"{what} has no feature columns, only the label; give the features to learn from")
     numeric = pd.api.types.is_numeric_dtype(labels.dtype) or pd.api.types.is_bool_dtype(labels.dtype)
     if task == "regression" and not numeric:
-        text = pd.unique(labels.astype(str))
+        text = [repr(str(t)) for t in pd.unique(labels.astype(str))]
         raise InputError(
-            f"a regression needs numeric labels, but the labels are text ({', '.join(repr(str(t)) for t in text[:3])}"
+            f"a regression needs numeric labels, but the labels are text ({', '.join(text[:3])}"
             f"{', ...' if len(text) > 3 else ''}); leave the task out to classify them"
         )
     # Missing labels are refused by compare itself, in its own words.
@@ -77,4 +77,3 @@ def check_data(X: Any, y: Any, qid: Any = None, task: str | None = None, *, what
                 "(some to test on, some in every fold); drop those rows, merge the class into "
                 "another, or give more rows"
             )
-

@@ -2,8 +2,8 @@
 
 :func:`select` turns the fold results of the sweep into one row per candidate (a method and a
 setting) scored by its mean over the folds; :func:`eligible_front` keeps the Pareto front of
-the candidates a user may be offered (not :func:`degenerate` ones); :func:`confirm` scores a chosen model once on the test
-rows, with a 95% interval.
+the candidates a user may be offered (no :func:`degenerate` ones); :func:`confirm` scores a
+chosen model once on the test rows, with a 95% interval.
 """
 
 from __future__ import annotations
@@ -125,7 +125,10 @@ def degenerate(table: pd.DataFrame, majority: float | None = None) -> pd.Series:
 
     if "single_class" in table.columns:
         share = table["single_class"].astype(float).fillna(0.0)
-        flag(share >= 0.5, "predicts a single class on " + share.map("{:.0%}".format) + " of its validation folds")
+        flag(
+            share >= 0.5,
+            "predicts a single class on " + share.map("{:.0%}".format) + " of its validation folds",
+        )
     if "auc" in table.columns:
         flag((table["auc"].astype(float) - 0.5).abs() < 1e-12, "gives every row the same score (AUC 0.5)")
     if majority is not None and "metric" in table.columns:
@@ -133,7 +136,9 @@ def degenerate(table: pd.DataFrame, majority: float | None = None) -> pd.Series:
         below = (table["metric"] == "accuracy") & (value < majority - 1e-12)
         flag(below, value.map(lambda v: f"below the majority class on validation ({v:.1%} < {majority:.1%})"))
     if "test_single_class" in table.columns:
-        flag(table["test_single_class"].fillna(False).astype(bool), "predicts a single class on the test rows")
+        flag(
+            table["test_single_class"].fillna(False).astype(bool), "predicts a single class on the test rows"
+        )
     return reasons
 
 

@@ -75,7 +75,7 @@ def plain_words(row: pd.Series, cmp: Comparison, unit: str | None = None, noun: 
     cost = float(row[f"{pre}mean_cost"])
     value = float(row[f"{pre}value"])
     if plain is None:
-        where = f"confirmed on {_rows(row, noun)}" if tested else f"on {cmp.selection}"
+        where = f"confirmed on {_rows(row, noun)}" if tested else f"on {_selection(cmp, noun)}"
         return f"{money(cost, unit)} per {noun}, {metric} {shown(value, metric)} {where}"
     base_cost, base_value = float(plain[f"{pre}mean_cost"]), float(plain[f"{pre}value"])
     text = _cheaper(cost, base_cost, unit, noun) + ", " + _better(value, base_value, metric)
@@ -85,13 +85,13 @@ def plain_words(row: pd.Series, cmp: Comparison, unit: str | None = None, noun: 
             f"{shown(float(row['test_high']), metric)}), confirmed on {_rows(row, noun)}"
         )
     else:
-        text += f") on {cmp.selection} (not confirmed on the test rows: the time allowance ran out)"
+        text += f") on {_selection(cmp, noun)} (not confirmed on the test rows: the time allowance ran out)"
     return text
 
 
 def _plain_model(row: pd.Series, cmp: Comparison, unit: str | None, noun: str, metric: str) -> str:
     if pd.isna(row.get("test_value")):
-        return f"the plain model: {metric} {shown(float(row['value']), metric)} on {cmp.selection}"
+        return f"the plain model: {metric} {shown(float(row['value']), metric)} on {_selection(cmp, noun)}"
     return (
         f"the plain model itself: {money(float(row['test_mean_cost']), unit)} per {noun}, "
         f"{metric} {shown(float(row['test_value']), metric)} (95% interval "
@@ -152,11 +152,16 @@ def recommendations(
         where = (saved or {}).get((method, name))
         lines.append(
             f"{method} ({name}), best within budget{'s' if len(rows) > 1 else ''} {budgets}: "
-            f"{plain_words(row, cmp, unit, noun)}; selected on {cmp.selection} "
+            f"{plain_words(row, cmp, unit, noun)}; selected on {_selection(cmp, noun)} "
             f"({metric} {shown(float(row['value']), metric)} at {money(float(row['mean_cost']), unit)} "
             f"per {noun})" + (f"; saved as `{where}`" if where else "")
         )
     return lines
+
+
+def _selection(cmp: Comparison, noun: str) -> str:
+    """``"5-fold cross-validation of 212 patients"`` (rows, for the generic noun)."""
+    return cmp.selection if noun == "example" else cmp.selection.replace("rows", f"{noun}s")
 
 
 def left_off(cmp: Comparison) -> pd.DataFrame:

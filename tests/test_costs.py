@@ -206,3 +206,17 @@ def test_cost_file_mistakes_are_named(tmp_path, name, text, match):
     path.write_text(text)
     with pytest.raises(ValueError, match=match):
         CostModel.from_file(path, feature_names=["a", "b"])
+
+
+def test_a_saved_cost_model_reads_back_from_its_dict(tmp_path):
+    # to_dict writes group_costs: a key of the full spec, honoured (a group's own price)
+    costs = CostModel(
+        {"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78, "panel": 20.0},
+        feature_names=NAMES,
+        groups={"panel": ["TT4", "T4U"]},
+    )
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(costs.to_dict()))
+    again = CostModel.from_file(path)
+    assert again.acquisition_cost(["TT4"]) == pytest.approx(20.0)
+    assert again.to_dict() == costs.to_dict()

@@ -17,7 +17,16 @@ from thrifty.forest.names import align, check_unique, is_generic
 
 Key = int | str
 #: The keys of a full cost spec (``CostModel.from_dict``, a JSON cost file).
-SPEC_KEYS = ("costs", "feature_names", "groups", "dependencies", "tree_cost", "split_cost", "fixed_costs")
+SPEC_KEYS = (
+    "costs",
+    "feature_names",
+    "groups",
+    "group_costs",
+    "dependencies",
+    "tree_cost",
+    "split_cost",
+    "fixed_costs",
+)
 # Largest total price accepted: what an example pays for every feature plus one tree and one
 # split, so that sums over trees, nodes and rows stay finite (float64 overflows near 1.8e308).
 MAX_TOTAL_COST = 1e300
@@ -172,8 +181,13 @@ class CostModel:
             names = d.get("feature_names") or feature_names
             if names is None and isinstance(d["costs"], Mapping):
                 names = list(d["costs"])
+            costs = d["costs"]
+            if d.get("group_costs"):  # as CostModel.to_dict writes a group's own price
+                if not isinstance(costs, Mapping):
+                    raise InputError("group_costs needs the costs by name ({'feature': cost, ...})")
+                costs = {**costs, **d["group_costs"]}
             return cls(
-                d["costs"],
+                costs,
                 feature_names=names,
                 groups=d.get("groups"),
                 dependencies=d.get("dependencies"),

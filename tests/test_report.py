@@ -101,7 +101,8 @@ def test_one_plain_sentence_per_distinct_model_with_its_budgets():
         "(77.9% vs 78.9%; 95% interval 68.0% to 85.0%), confirmed on 91 test patients" in lines[0]
     )
     assert (
-        "selected on 5-fold cross-validation of 212 patients (accuracy 81.4% at $438.09 per patient)" in lines[0]
+        "selected on 5-fold cross-validation of 212 patients (accuracy 81.4% at $438.09 per patient)"
+        in lines[0]
     )
     assert "the plain model itself: $600.57 per patient, accuracy 78.9%" in lines[1]
     assert plain_words(rec.iloc[0], cmp).endswith("confirmed on 91 test rows")

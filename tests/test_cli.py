@@ -141,8 +141,8 @@ def test_evaluate_defaults_to_cost_report_csv_in_the_working_folder(demo, tmp_pa
         (["evaluate", "{model}", "{inputs}/test.csv", "--costs", "{inputs}/broken.json"], "not valid JSON"),
         # a cost for a feature the data lacks
         (["evaluate", "{model}", "{inputs}/test.csv", "--costs", "{inputs}/unknown.json"], "bogus"),
-        # a column missing from the data
-        (["evaluate", "{model}", "{inputs}/12_columns.csv"], "12 columns"),
+        # a column missing from the data, named (was "X has 12 columns, but the model expects 13")
+        (["evaluate", "{model}", "{inputs}/12_columns.csv"], "lacks the model's feature(s) ['chol']"),
         # a JSON file that is not a model
         (["info", "{inputs}/costs.json"], "not a thrifty"),
         # costs without data to price

@@ -84,6 +84,11 @@ def test_group_and_dependency_combine():
         (dict(feature_costs=[1.0, 1.0], tree_cost=-1), "tree_cost"),
         (dict(feature_costs=[1.0, 1.0], fixed_costs=[1.0]), "fixed_costs"),
         (dict(feature_costs=[1.0, 1.0], feature_names=["a", "a"]), r"duplicate name\(s\) \[.a.\]"),
+        # more costs than names: counted before a cost is labelled by its name (was IndexError)
+        (dict(feature_costs=[1.0, 2.0, 3.0], feature_names=["a", "b"]), "3 feature costs for 2"),
+        # true is not 1, nor "2" two: JSON booleans and strings are slips, refused like null
+        (dict(feature_costs={"a": True, "b": 1.0}, feature_names=["a", "b"]), "feature 'a' must be a number"),
+        (dict(feature_costs={"a": "2", "b": 1.0}, feature_names=["a", "b"]), "feature 'a' must be a number"),
     ],
 )
 def test_validation_names_the_problem(kwargs, match):
@@ -180,3 +185,38 @@ def test_absurd_costs_are_refused_at_construction(kwargs):
     with pytest.raises(ValueError, match=r"the costs add up to .*express them in a larger unit"):
         CostModel(costs, **kwargs)
     CostModel(np.full(3, 1e200))  # large but summable
+
+
+@pytest.mark.parametrize(
+    "name, text, match",
+    [
+        # a cost listed twice is an error (JSON and csv would keep the last one)
+        ("twice.json", '{"a": 1, "b": 2, "a": 5}', r"gives 'a' twice \(1 and 5\)"),
+        ("twice.csv", "feature,cost\na,1\nb,2\na,9\n", r"gives 'a' twice \(1.0 and 9.0\)"),
+        # a misspelt key of the full spec would be ignored
+        ("typo.json", '{"costs": {"a": 1, "b": 2}, "tree_cots": 1}', r"unknown key\(s\) \['tree_cots'\]"),
+        # an empty cell names its feature and line
+        ("empty.csv", "feature,cost\na,1\nb,\n", "line 3: the cost of feature 'b' is empty"),
+        ("text.csv", "feature,cost\na,1\nb,high\n", "the cost of feature 'b' is 'high', not a number"),
+        ("bool.json", '{"a": true, "b": 2}', "cost of feature 'a' must be a number, got True"),
+    ],
+)
+def test_cost_file_mistakes_are_named(tmp_path, name, text, match):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        CostModel.from_file(path, feature_names=["a", "b"])
+
+
+def test_a_saved_cost_model_reads_back_from_its_dict(tmp_path):
+    # to_dict writes group_costs: a key of the full spec, honoured (a group's own price)
+    costs = CostModel(
+        {"age": 1.0, "TT4": 14.51, "T4U": 11.41, "FTI": 0.0, "TSH": 22.78, "panel": 20.0},
+        feature_names=NAMES,
+        groups={"panel": ["TT4", "T4U"]},
+    )
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps(costs.to_dict()))
+    again = CostModel.from_file(path)
+    assert again.acquisition_cost(["TT4"]) == pytest.approx(20.0)
+    assert again.to_dict() == costs.to_dict()

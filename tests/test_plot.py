@@ -143,3 +143,47 @@ def test_reports_from_an_evaluation_are_accepted(report):
     assert len(plot_cost_histogram(Evaluation(), bins=3).patches) == 3
     with pytest.raises(TypeError, match="CostReport"):
         plot_cost_histogram(np.zeros(3))
+
+
+def test_frontier_gives_each_method_its_own_colour_and_marker():
+    import matplotlib.colors as mcolors
+
+    table = pd.concat([_table([i + 1, i + 2], [0.5, 0.6 + i / 100], method=f"m{i}") for i in range(16)])
+    ax = plot_frontier(table)
+    series = ax.lines[:16]
+    styles = {(line.get_color(), line.get_marker()) for line in series}
+    assert len(styles) == 16
+    # No two colours near-identical (tab20 paired a dark and a light shade of each hue).
+    rgb = np.array([mcolors.to_rgb(c) for c in {line.get_color() for line in series}])
+    gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=-1) + 10 * np.eye(len(rgb))
+    assert gaps.min() > 0.25
+    # Neighbours in the legend differ in colour and in marker.
+    for a, b in zip(series, series[1:]):
+        assert a.get_color() != b.get_color() and a.get_marker() != b.get_marker()
+
+
+def test_front_points_wear_their_methods_colour_and_the_plain_model_is_labelled():
+    import matplotlib.colors as mcolors
+
+    table = pd.concat(
+        [
+            _table([1, 5, 9], [0.6, 0.7, 0.8], method="truncation"),
+            _table([2, 3], [0.65, 0.75], method="cheap"),
+        ],
+        ignore_index=True,
+    )
+    ax = plot_frontier(table, baseline=2, cost_unit="$")
+    colour = {line.get_label(): mcolors.to_rgba(line.get_color()) for line in ax.lines}
+    points = ax.collections[:-1]
+    assert len(points) == 4  # the front: costs 1, 2, 3 and 9
+    by_cost = {float(p.get_offsets()[0, 0]): tuple(p.get_facecolor()[0]) for p in points}
+    assert by_cost == {
+        1.0: colour["truncation"],
+        2.0: colour["cheap"],
+        3.0: colour["cheap"],
+        9.0: colour["truncation"],
+    }
+    star = ax.collections[-1]
+    assert star.get_label() == "plain model" and tuple(star.get_offsets()[0]) == (9.0, 0.8)
+    assert any(t.get_text() == "plain model\n$9.00" for t in ax.texts)
+    assert "plain model" in [t.get_text() for t in ax.get_legend().get_texts()]

@@ -13,12 +13,14 @@ import numpy as np
 
 from thrifty._version import __version__
 from thrifty.cli_inputs import (
+    check_labels,
     compare_data,
     evaluation_data,
     is_file,
     read_budgets,
     read_plan,
     read_time_limit,
+    writable,
 )
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError, ThriftyError
@@ -125,6 +127,12 @@ def _parser() -> argparse.ArgumentParser:
         "fits its cheapest candidate first); nothing starts once it is spent",
     )
     cmp.add_argument("--quick", action="store_true", help="fewer budgets and points per method")
+    cmp.add_argument(
+        "--categorical",
+        metavar="COLUMNS",
+        help="comma-separated columns of a data file to treat as categories (text columns "
+        "are; a column of numbers with a few text cells is an error unless named here)",
+    )
     where = cmp.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
@@ -276,6 +284,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _demo(args: argparse.Namespace) -> int:
     from thrifty.demo import run_demo
 
+    writable(args.out, folder=True)
     result = run_demo(args.out, quick=args.quick)
     print(result.summary())
     return 0
@@ -298,6 +307,7 @@ def _compare(args: argparse.Namespace) -> int:
     methods = "all" if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
     budgets = None if args.budgets is None else read_budgets(args.budgets)
     time_limit = None if args.time_limit is None else read_time_limit(args.time_limit)
+    writable(args.out, folder=True)
     with _executor(args) as executor:
         result = compare(
             X,
@@ -312,6 +322,15 @@ def _compare(args: argparse.Namespace) -> int:
             executor=executor,
             **splits,
         )
+    if not len(result.table):
+        # An empty report would read as if no budget could be met: say what stopped the run.
+        if time_limit is not None and result.stopped_early:
+            raise InputError(
+                f"no model was fitted within --time-limit {args.time_limit} s; give more "
+                "seconds (e.g. --time-limit 60) or leave the limit out"
+            )
+        why = "; ".join(f"{m} {n}: {r}".replace("  ", " ") for m, n, r in result.skipped[:3])
+        raise InputError(f"no method produced a model ({why or 'none applies to the data'})")
     files = result.write(args.out, cost_unit=unit, title=f"thrifty compare: {args.data}")
     print(result.summary(unit))
     print(f"wrote {', '.join(f.name for f in files if f.parent == args.out)} to {args.out}/")
@@ -397,6 +416,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     plan = read_plan(args.model, verify=not args.accept_edited)
     X, y, qid, costs = evaluation_data(args, plan)
+    check_labels(y, plan, repr(args.data))
+    writable(args.out, folder=False)
     ev = evaluate(plan, X, costs)
     _warn_unpriced(costs)
     frame = _predictions(ev, plan)

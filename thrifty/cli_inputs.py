@@ -13,6 +13,7 @@ from thrifty.exceptions import InputError
 from thrifty.forest.names import align, check_unique
 
 __all__ = [
+    "check_labels",
     "compare_data",
     "evaluation_data",
     "is_file",
@@ -20,6 +21,7 @@ __all__ = [
     "read_plan",
     "read_table",
     "read_time_limit",
+    "writable",
 ]
 
 # Like the commands, each reader imports what it needs (pandas, the datasets, the runtime,
@@ -29,6 +31,8 @@ __all__ = [
 
 def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str | None]:
     """Training rows, labels, qid, the other splits, costs and cost unit for ``compare``."""
+    from thrifty.comparison.inputs import check_data
+
     path = Path(args.data)
     if is_file(args.data):
         X, y, qid = read_table(path, args.target)
@@ -36,7 +40,8 @@ def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any
             raise InputError(
                 f"{str(path)!r} has no column {args.target!r}; name the label column with --target"
             )
-        X = _categorical(X)
+        check_data(X, y, qid, args.task, what=repr(str(path)))
+        X = _categorical(X, _names(args.categorical), str(path))
         names = [str(c) for c in X.columns]
         costs = CostModel.from_file(args.costs, names) if args.costs is not None else None
         return X, y, qid, {}, costs, None
@@ -53,13 +58,43 @@ def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any
     return X, y, qid, splits, costs, cost_unit(ds.meta)
 
 
-def _categorical(X: Any) -> Any:
-    """Text columns of a data file become pandas categoricals (the models split on categories)."""
+def _names(text: str | None) -> list[str]:
+    """A comma-separated list of column names (``--categorical``)."""
+    return [] if not text else [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _categorical(X: Any, chosen: list[str], where: str) -> Any:
+    """Text columns of a data file, and the columns ``chosen``, become pandas categoricals
+    (the models split on categories).
+
+    A text column whose cells are mostly numbers is a numeric column with a typing slip
+    ("high" among glucose levels): as categories it would lose its order and cost accuracy
+    without a word, so it is an error naming the column and its first bad cell, unless chosen.
+    """
     import pandas as pd
 
+    unknown = [c for c in chosen if c not in X.columns]
+    if unknown:
+        raise InputError(
+            f"--categorical names column(s) {unknown} that {where!r} does not have; "
+            f"its columns are {[str(c) for c in X.columns][:10]}"
+        )
     types = pd.api.types
     text = [c for c in X.columns if not (types.is_numeric_dtype(X[c]) or types.is_bool_dtype(X[c]))]
-    return X.astype({c: "category" for c in text}) if text else X
+    for c in text:
+        if c in chosen:
+            continue
+        given = X[c].notna()
+        bad = given & pd.to_numeric(X[c], errors="coerce").isna()
+        if bad.any() and bad.sum() <= given.sum() / 2:
+            row = int(bad.to_numpy().argmax())
+            raise InputError(
+                f"column {str(c)!r} of {where!r} holds numbers but {int(bad.sum())} cell(s) are "
+                f"not, the first {X[c].iloc[row]!r} on line {row + 2}; correct or blank them, "
+                f"or pass --categorical {c} to treat the column as categories"
+            )
+    wanted = list(dict.fromkeys([*text, *chosen]))
+    return X.astype({c: "category" for c in wanted}) if wanted else X
 
 
 def evaluation_data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any, Any]:
@@ -82,6 +117,53 @@ def evaluation_data(args: argparse.Namespace, plan: Any) -> tuple[Any, Any, Any,
     else:
         costs = None  # every feature costs 1; the command warns once it has evaluated
     return X, y, qid, costs
+
+
+def check_labels(y: Any, plan: Any, data: str) -> None:
+    """Refuse labels the model cannot be scored on, before anything is evaluated or written:
+    a classifier's labels none of which is one of its classes (a model trained on 0/1 given
+    neg/pos), or text labels for a regression."""
+    import numpy as np
+    import pandas as pd
+
+    if y is None or plan.task == "ranking":
+        return
+    y = np.asarray(y)
+    shown = ", ".join(str(v) for v in pd.unique(y)[:5])
+    if plan.task == "regression" and not pd.api.types.is_numeric_dtype(y.dtype):
+        raise InputError(
+            f"the labels of {data} are text ({shown}) but the model is a regression; give "
+            "numeric labels, or --target a column that is not in the data to predict only"
+        )
+    if plan.classes is not None and len(y) and not np.isin(y, np.asarray(plan.classes)).any():
+        raise InputError(
+            f"none of the labels of {data} ({shown}) is one of the model's classes "
+            f"({', '.join(str(c) for c in plan.classes)}); encode the labels as the model was "
+            "trained, or --target a column that is not in the data to predict only"
+        )
+
+
+def writable(out: Path, *, folder: bool) -> None:
+    """Check that ``out`` (a folder to create, or a file) can be written, before a run that
+    would otherwise fail only at its end."""
+    import tempfile
+
+    target = out if folder else out.parent
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=target):
+            pass
+    except OSError as exc:
+        # mkdir says "File exists" of a file standing where a folder should be.
+        reason = "a file stands in its path" if isinstance(exc, FileExistsError | NotADirectoryError) else exc
+        kind = "folder" if folder else "file"
+        raise InputError(
+            f"cannot write to {str(out)!r} ({reason}); give --out a {kind} you can write to"
+        ) from None
+    if not folder and out.is_dir():
+        raise InputError(
+            f"--out {str(out)!r} is a folder; give a file name, e.g. {str(out / 'report.csv')!r}"
+        )
 
 
 def _cost_names(plan: Any, X: Any) -> list[str]:
@@ -122,7 +204,10 @@ def read_table(path: Path, target: str) -> tuple[Any, Any, Any]:
         else:
             # pandas renames a repeated header name ("mass" -> "mass.1"): check the raw header.
             header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
-            df = pd.read_csv(path)
+            sep = _delimiter(header)
+            if sep != ",":
+                header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False, sep=sep)
+            df = pd.read_csv(path, sep=sep)
     except ImportError as exc:
         raise InputError(
             f"reading {str(path)!r} needs a Parquet engine (pip install pyarrow); or give a CSV file"
@@ -138,6 +223,18 @@ def read_table(path: Path, target: str) -> tuple[Any, Any, Any]:
     y = df.pop(target).to_numpy() if target in df.columns else None
     qid = df.pop("qid").to_numpy() if "qid" in df.columns else None
     return df, y, qid
+
+
+def _delimiter(header: Any) -> str:
+    """The delimiter of a CSV file from its header read as comma-separated: a header of one
+    cell holding semicolons, tabs or bars is split by the most frequent of them (European
+    spreadsheets write ``;``)."""
+    if header.shape[1] != 1 or not len(header):
+        return ","
+    cell = str(header.iloc[0, 0])
+    counts = {d: cell.count(d) for d in ";\t|"}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] else ","
 
 
 def read_budgets(text: str) -> list[float]:

@@ -16,6 +16,17 @@ from thrifty.exceptions import InputError
 from thrifty.forest.names import align, check_unique, is_generic
 
 Key = int | str
+#: The keys of a full cost spec (``CostModel.from_dict``, a JSON cost file).
+SPEC_KEYS = (
+    "costs",
+    "feature_names",
+    "groups",
+    "group_costs",
+    "dependencies",
+    "tree_cost",
+    "split_cost",
+    "fixed_costs",
+)
 # Largest total price accepted: what an example pays for every feature plus one tree and one
 # split, so that sums over trees, nodes and rows stay finite (float64 overflows near 1.8e308).
 MAX_TOTAL_COST = 1e300
@@ -108,14 +119,13 @@ class CostModel:
             )
             if raw.ndim != 1:
                 raise InputError(f"feature_costs must be 1-dimensional, got shape {raw.shape}")
-            costs = np.array([_check_cost(c, f"feature {self._label(i)!r}") for i, c in enumerate(raw)])
-            if costs.ndim != 1:
-                raise InputError(f"feature_costs must be 1-dimensional, got shape {costs.shape}")
-            if self.feature_names is not None and len(costs) != len(self.feature_names):
+            # Counted before each cost is checked: the check names the feature by its position.
+            if self.feature_names is not None and len(raw) != len(self.feature_names):
                 raise InputError(
-                    f"{len(costs)} feature costs for {len(self.feature_names)} "
+                    f"{len(raw)} feature costs for {len(self.feature_names)} "
                     "feature names; give one cost per feature"
                 )
+            costs = np.array([_check_cost(c, f"feature {self._label(i)!r}") for i, c in enumerate(raw)])
         self.feature_costs = costs.astype(np.float64)
         self.n_features = len(costs)
         self.tree_cost = _check_cost(tree_cost, "tree_cost")
@@ -157,13 +167,27 @@ class CostModel:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], feature_names: Sequence[str] | None = None) -> CostModel:
-        """From ``{"feature": cost, ...}`` or ``{"costs": {...}, "groups": ..., ...}``."""
+        """From ``{"feature": cost, ...}`` or ``{"costs": {...}, "groups": ..., ...}``.
+
+        In the second form every key is one of ``SPEC_KEYS``: a misspelt one (``tree_cots``)
+        would otherwise be ignored without a word.
+        """
         if "costs" in d and isinstance(d["costs"], (Mapping, list)):
+            unknown = [str(k) for k in d if k not in SPEC_KEYS]
+            if unknown:
+                raise InputError(
+                    f"unknown key(s) {unknown} in the cost spec; its keys are {', '.join(SPEC_KEYS)}"
+                )
             names = d.get("feature_names") or feature_names
             if names is None and isinstance(d["costs"], Mapping):
                 names = list(d["costs"])
+            costs = d["costs"]
+            if d.get("group_costs"):  # as CostModel.to_dict writes a group's own price
+                if not isinstance(costs, Mapping):
+                    raise InputError("group_costs needs the costs by name ({'feature': cost, ...})")
+                costs = {**costs, **d["group_costs"]}
             return cls(
-                d["costs"],
+                costs,
                 feature_names=names,
                 groups=d.get("groups"),
                 dependencies=d.get("dependencies"),
@@ -181,21 +205,30 @@ class CostModel:
         if not path.exists():
             raise FileNotFoundError(f"cost file {str(path)!r} does not exist")
         text = path.read_text()
+        where = f"cost file {str(path)!r}"
         if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
             try:
-                d = json.loads(text)
+                d = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, where))
             except json.JSONDecodeError as exc:
-                raise InputError(f"cost file {str(path)!r} is not valid JSON: {exc}") from exc
+                raise InputError(f"{where} is not valid JSON: {exc}") from exc
             if not isinstance(d, dict):
-                raise InputError(f"cost file {str(path)!r} must hold a JSON object of feature: cost")
+                raise InputError(f"{where} must hold a JSON object of feature: cost")
             return cls.from_dict(d, feature_names)
         rows = list(csv.DictReader(text.splitlines()))
         if not rows or not {"feature", "cost"} <= set(rows[0]):
-            raise InputError(f"cost file {str(path)!r} must be CSV with columns feature,cost (or JSON)")
-        try:
-            costs = {r["feature"]: float(r["cost"]) for r in rows}
-        except ValueError as exc:
-            raise InputError(f"cost file {str(path)!r} has a cost that is not a number: {exc}") from exc
+            raise InputError(f"{where} must be CSV with columns feature,cost (or JSON)")
+        pairs = []
+        for line, r in enumerate(rows, start=2):
+            cell = (r["cost"] or "").strip()
+            try:
+                pairs.append((r["feature"], float(cell)))
+            except ValueError:
+                shown = "is empty" if not cell else f"is {cell!r}, not a number"
+                raise InputError(
+                    f"{where}, line {line}: the cost of feature {r['feature']!r} {shown}; "
+                    "give a number (0 if it is free)"
+                ) from None
+        costs = _unique_keys(pairs, where)
         return cls(costs, feature_names=list(feature_names) if feature_names is not None else list(costs))
 
     def to_dict(self) -> dict[str, Any]:
@@ -416,7 +449,20 @@ class CostModel:
             visit(d, [])
 
 
+def _unique_keys(pairs: Sequence[tuple[str, Any]], where: str) -> dict[str, Any]:
+    """``pairs`` as a dict, refusing a key given twice (JSON and CSV would keep the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InputError(f"{where} gives {key!r} twice ({out[key]!r} and {value!r}); keep one of them")
+        out[key] = value
+    return out
+
+
 def _check_cost(value: Any, what: str) -> float:
+    # float() would take True as 1 and "3" as 3: a cost written as either is a slip.
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise InputError(f"cost of {what} must be a number, got {value!r}")
     try:
         c = float(value)
     except (TypeError, ValueError):

@@ -31,11 +31,16 @@ def plot_frontier(
     value_label: str | None = None,
     annotate: str | None = None,
     front: pd.DataFrame | None = None,
+    baseline: Any = None,
+    baseline_label: str = "plain model",
 ) -> Axes:
     """Plot cost against quality, one series per method, with the Pareto front highlighted.
 
-    Each method's points are joined in order of cost (ties by value), drawn faded; the front
-    is drawn boldly over them.
+    Each method has its own colour and its own marker (no two methods share both, and
+    neighbours in the legend differ in both); its points are joined in order of cost (ties
+    by value), drawn faded. The front is a black step line over them, each of its points in
+    its method's marker and colour, drawn large. The plain model, when given, is a large
+    white star, labelled.
 
     Parameters
     ----------
@@ -60,76 +65,138 @@ def plot_frontier(
     front : DataFrame, optional
         The front to draw (default: the Pareto front of all the series' points), e.g. one
         that leaves out single-class models.
+    baseline : index label of ``tables``, or Series or mapping with ``cost`` and ``value``, optional
+        The plain model (e.g. :func:`thrifty.comparison.selection.baseline_row` of a
+        comparison's table), marked and labelled.
+    baseline_label : str, default="plain model"
 
     Returns
     -------
     matplotlib Axes
-        Series are in ``ax.lines``, in order, the front (if drawn) last.
+        Series are in ``ax.lines``, in order, then the front's line (if drawn).
     """
-    import matplotlib
-
     series = _series(tables)
     if ax is None:
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots(figsize=(7, 4.5))
-    # Past ten series the default colour cycle repeats: take tab20's colours and vary markers.
-    many = len(series) > 10
-    colours = [matplotlib.colormaps["tab20"](i % 20) for i in range(len(series))] if many else None
-    for i, (label, table) in enumerate(series.items()):
+    styles = {label: _style(i) for i, label in enumerate(series)}
+    for label, table in series.items():
         _check_columns(table, (cost, value))
         # Joined in order of cost, ties by value, so a line never doubles back.
         t = table.sort_values([cost, value], kind="stable")
-        # A lone point (a baseline) gets a large marker so the lines do not hide it.
-        single = len(t) == 1
-        style: dict[str, Any] = {"color": colours[i]} if colours is not None else {}
         ax.plot(
             t[cost].to_numpy(float),
             t[value].to_numpy(float),
-            marker="*" if single else "os^vD<>"[i % 7 if many else 0],
-            markersize=10 if single else 4,
+            # A lone point (a method with one model) gets a larger marker so lines do not hide it.
+            markersize=7 if len(t) == 1 else 4,
             linewidth=1.0,
-            alpha=0.4,
+            alpha=0.45,
             label=label,
             zorder=2,
-            **style,
+            **styles[label],
         )
     if pareto and series:
         if front is None:
             front = pareto_front(
-                pd.concat(list(series.values()), ignore_index=True),
+                pd.concat([t.assign(_series=k) for k, t in series.items()], ignore_index=True),
                 cost=cost,
                 value=value,
                 higher_is_better=higher_is_better,
             )
-        front = front.sort_values([cost, value], kind="stable")
-        ax.step(
-            front[cost].to_numpy(float),
-            front[value].to_numpy(float),
-            where="post",
-            color="black",
-            linewidth=2.5,
-            marker="o",
-            markersize=7,
-            markerfacecolor="gold",
-            label="Pareto front",
-            zorder=5,
-        )
-        if annotate is not None:
-            for _, row in front.iterrows():
-                ax.annotate(
-                    str(row[annotate]),
-                    (float(row[cost]), float(row[value])),
-                    textcoords="offset points",
-                    xytext=(4, -10),
-                    fontsize=7,
-                )
+        _draw_front(ax, front.sort_values([cost, value], kind="stable"), styles, cost, value, annotate)
+    if baseline is not None:
+        _draw_baseline(ax, tables, baseline, baseline_label, cost, value, cost_unit)
     unit = f" ({cost_unit})" if cost_unit else ""
     ax.set_xlabel(f"{cost.replace('_', ' ')} per example{unit}")
     ax.set_ylabel(value_label or _metric_name(series.values()) or value)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7 if many else 8, ncol=2 if len(series) > 12 else 1)
+    ax.legend(fontsize=7 if len(series) > 10 else 8, ncol=2 if len(series) > 12 else 1)
     return ax
+
+
+#: Colours of the series: tab10's, told apart at a glance (tab20 pairs a dark and a light shade
+#: of each, which readers confuse), but red, which marks the test rows' figures in a comparison.
+COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+#: Markers of the series: eleven, prime to the nine colours, so that two series share both a
+#: colour and a marker only 99 series apart.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", "p", ">", "h")
+
+
+def _style(i: int) -> dict[str, Any]:
+    return {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)]}
+
+
+def _draw_front(
+    ax: Axes,
+    front: pd.DataFrame,
+    styles: dict[str, dict[str, Any]],
+    cost: str,
+    value: str,
+    annotate: str | None,
+) -> None:
+    """The front: a black step line, each point in its method's colour and marker."""
+    ax.step(
+        front[cost].to_numpy(float),
+        front[value].to_numpy(float),
+        where="post",
+        color="black",
+        linewidth=1.8,
+        label="Pareto front",
+        zorder=4,
+    )
+    key = "method" if "method" in front.columns else "_series" if "_series" in front.columns else None
+    for _, row in front.iterrows():
+        style = styles.get(str(row[key]), {}) if key else {}
+        # Points as scatter collections: ax.lines keeps one line per series, then the front.
+        ax.scatter(
+            [float(row[cost])],
+            [float(row[value])],
+            s=100,
+            c=style.get("color", "gold"),
+            marker=style.get("marker", "o"),
+            edgecolors="black",
+            linewidths=1.2,
+            zorder=5,
+        )
+        if annotate is not None:
+            ax.annotate(
+                str(row[annotate]),
+                (float(row[cost]), float(row[value])),
+                textcoords="offset points",
+                xytext=(4, -10),
+                fontsize=7,
+            )
+
+
+def _draw_baseline(
+    ax: Axes, tables: Any, baseline: Any, label: str, cost: str, value: str, cost_unit: str | None
+) -> None:
+    """The plain model: a large white star, labelled with its figures."""
+    row = baseline if isinstance(baseline, Mapping | pd.Series) else tables.loc[baseline]
+    x, y = float(row[cost]), float(row[value])
+    ax.scatter(
+        [x], [y], s=320, c="white", marker="*", edgecolors="black", linewidths=1.2, label=label, zorder=6
+    )
+    ax.annotate(
+        f"{label}\n{cost_unit or ''}{x:,.2f}",
+        (x, y),
+        textcoords="offset points",
+        xytext=(0, 12),
+        ha="center",
+        fontsize=8,
+        fontweight="bold",
+    )
 
 
 def plot_cost_histogram(

@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from thrifty.comparison.selection import baseline_row, degenerate
+from thrifty.frontier import pareto_front
+
 if TYPE_CHECKING:
     from thrifty.comparison.result import Comparison
 
@@ -32,8 +35,12 @@ PROPORTIONS = ("accuracy", "balanced_accuracy", "auc")
 
 
 def money(x: float, unit: str | None) -> str:
-    """A cost: to the cent after ``unit`` (``"$1,234.50"``), else with four significant digits."""
-    return f"{unit}{x:,.2f}" if unit else f"{x:,.4g}"
+    """A cost in the report's one format: thousands separated, to the cent, after ``unit``
+    (``"$1,234.50"``; ``"1,234.50"`` without one); below 0.01 without a unit, two significant
+    digits (``"0.0012"``), so that small prices (seconds, say) do not all read 0.00."""
+    if unit:
+        return f"{'-' if x < 0 else ''}{unit}{abs(x):,.2f}"
+    return f"{x:,.2f}" if x == 0 or abs(x) >= 0.01 else f"{x:.2g}"
 
 
 def cost_unit(meta: Mapping[str, Any] | None) -> str | None:
@@ -46,7 +53,133 @@ def shown(value: float, metric: str) -> str:
     """A metric value as a percentage (accuracy-like) or with four significant digits."""
     if pd.isna(value):
         return "n/a"
-    return f"{value:.1%}" if metric in PROPORTIONS or metric.startswith("precision") else f"{value:.4g}"
+    return f"{value:.1%}" if _proportion(metric) else f"{value:,.4g}"
+
+
+def plain_words(row: pd.Series, cmp: Comparison, unit: str | None = None, noun: str = "example") -> str:
+    """What a buyer reads of one model: its cost against the plain model, in percent and in
+    the cost's unit, its metric's change in points, with its 95% interval, on the test rows.
+
+    For example "10% cheaper than the plain model ($43.20 less per patient), 1.0 point less
+    accurate (77.9% vs 78.9%; 95% interval 68.7% to 85.1%), confirmed on 91 test patients". The figures
+    are the test rows' where both models were confirmed on them, else the validation rows'
+    (and the sentence says so).
+    """
+    metric = str(row.get("metric", "value"))
+    base = baseline_row(cmp.table)
+    plain = cmp.table.loc[base] if base is not None else None
+    if plain is not None and (plain["method"], plain["name"]) == (row["method"], row["name"]):
+        return _plain_model(row, cmp, unit, noun, metric)
+    tested = pd.notna(row.get("test_value")) and plain is not None and pd.notna(plain.get("test_value"))
+    pre = "test_" if tested else ""
+    cost = float(row[f"{pre}mean_cost"])
+    value = float(row[f"{pre}value"])
+    if plain is None:
+        where = f"confirmed on {_rows(row, noun)}" if tested else f"on {_selection(cmp, noun)}"
+        return f"{money(cost, unit)} per {noun}, {metric} {shown(value, metric)} {where}"
+    base_cost, base_value = float(plain[f"{pre}mean_cost"]), float(plain[f"{pre}value"])
+    text = _cheaper(cost, base_cost, unit, noun) + ", " + _better(value, base_value, metric)
+    if tested:
+        text += (
+            f"; 95% interval {shown(float(row['test_low']), metric)} to "
+            f"{shown(float(row['test_high']), metric)}), confirmed on {_rows(row, noun)}"
+        )
+    else:
+        text += f") on {_selection(cmp, noun)} (not confirmed on the test rows: the time allowance ran out)"
+    return text
+
+
+def _plain_model(row: pd.Series, cmp: Comparison, unit: str | None, noun: str, metric: str) -> str:
+    if pd.isna(row.get("test_value")):
+        return f"the plain model: {metric} {shown(float(row['value']), metric)} on {_selection(cmp, noun)}"
+    return (
+        f"the plain model itself: {money(float(row['test_mean_cost']), unit)} per {noun}, "
+        f"{metric} {shown(float(row['test_value']), metric)} (95% interval "
+        f"{shown(float(row['test_low']), metric)} to {shown(float(row['test_high']), metric)}), "
+        f"confirmed on {_rows(row, noun)}"
+    )
+
+
+def _rows(row: pd.Series, noun: str) -> str:
+    """``"91 test patients"``; ``"150 test rows"`` for the generic noun "example"."""
+    return f"{int(row['test_rows']):,} test {'row' if noun == 'example' else noun}s"
+
+
+def _cheaper(cost: float, base: float, unit: str | None, noun: str) -> str:
+    """``"10% cheaper than the plain model ($43.20 less per patient)"``."""
+    if base <= 0 or abs(cost - base) < 0.005 * base:
+        return f"as costly as the plain model ({money(cost, unit)} per {noun})"
+    word, more = ("cheaper", "less") if cost < base else ("dearer", "more")
+    return (
+        f"{abs(1 - cost / base):.0%} {word} than the plain model "
+        f"({money(abs(base - cost), unit)} {more} per {noun})"
+    )
+
+
+def _better(value: float, base: float, metric: str) -> str:
+    """``"1.0 point less accurate (77.9% vs 78.9%"`` (the caller closes the bracket)."""
+    both = f"({shown(value, metric)} vs {shown(base, metric)}"
+    if not _proportion(metric):
+        word = "higher" if value > base else "lower"
+        return f"{metric} {word} {both}" if value != base else f"{metric} as good {both}"
+    points = 100 * (value - base)
+    if abs(points) < 0.05:
+        return f"as {'accurate' if metric == 'accuracy' else f'good on {metric}'} {both}"
+    size = f"{abs(points):.1f} point{'' if f'{abs(points):.1f}' == '1.0' else 's'}"
+    if metric == "accuracy":
+        return f"{size} {'more' if points > 0 else 'less'} accurate {both}"
+    return f"{size} {'higher' if points > 0 else 'lower'} {metric} {both}"
+
+
+def _proportion(metric: str) -> bool:
+    return metric in PROPORTIONS or metric.startswith("precision")
+
+
+def recommendations(
+    cmp: Comparison,
+    rec: pd.DataFrame,
+    unit: str | None = None,
+    saved: Mapping[tuple[str, str], str] | None = None,
+    noun: str = "example",
+) -> list[str]:
+    """One line per distinct recommended model (a model best for several budgets once, with
+    them all): its name, the budgets, :func:`plain_words`, where it was chosen."""
+    lines = []
+    for (method, name), rows in rec.groupby(["method", "name"], sort=False):
+        row = rows.iloc[0]
+        budgets = ", ".join(money(float(b), unit) for b in rows["for_budget"])
+        metric = str(row.get("metric", "value"))
+        where = (saved or {}).get((method, name))
+        lines.append(
+            f"{method} ({name}), best within budget{'s' if len(rows) > 1 else ''} {budgets}: "
+            f"{plain_words(row, cmp, unit, noun)}; selected on {_selection(cmp, noun)} "
+            f"({metric} {shown(float(row['value']), metric)} at {money(float(row['mean_cost']), unit)} "
+            f"per {noun})" + (f"; saved as `{where}`" if where else "")
+        )
+    return lines
+
+
+def _selection(cmp: Comparison, noun: str) -> str:
+    """``"5-fold cross-validation of 212 patients"`` (rows, for the generic noun)."""
+    return cmp.selection if noun == "example" else cmp.selection.replace("rows", f"{noun}s")
+
+
+def left_off(cmp: Comparison) -> pd.DataFrame:
+    """The degenerate models (see :func:`~thrifty.comparison.selection.degenerate`) the front
+    would otherwise hold, with the ``reason`` each is left off."""
+    table = cmp.table
+    if not len(table):
+        return table.assign(reason=pd.Series(dtype=object))
+    reasons = degenerate(table, _majority(cmp))
+    full = table["folds"] == table["folds"].max() if "folds" in table.columns else True
+    candidates = pareto_front(table[full])
+    out = candidates[(reasons[candidates.index] != "") & ~candidates.index.isin(cmp.front.index)]
+    return out.assign(reason=reasons[out.index])
+
+
+def _majority(cmp: Comparison) -> float | None:
+    counts = cmp.class_counts.get("selection") if cmp.class_counts else None
+    return max(counts.values()) / sum(counts.values()) if counts else None
 
 
 def headline(cmp: Comparison) -> list[str]:
@@ -65,40 +198,19 @@ def headline(cmp: Comparison) -> list[str]:
                 for part, counts in cmp.class_counts.items()
             )
         )
-    if "single_class" in cmp.table.columns:
-        flat = int((cmp.table["single_class"].fillna(0) >= 0.5).sum())
-        if flat:
-            lines.append(
-                f"{flat} model(s) predict a single class (flagged single_class; never "
-                "recommended unless the plain model is no better)"
-            )
+    off = left_off(cmp)
+    if len(off):
+        lines.append(
+            f"{len(off)} degenerate model(s) left off the front (a single class, constant "
+            "scores or below the majority class; listed apart with the reason)"
+        )
     return lines
 
 
 def answer(row: pd.Series, cmp: Comparison, unit: str | None = None) -> str:
-    """One sentence: the model for a budget, its figures where selected and where confirmed."""
-    metric = str(row.get("metric", "value"))
-    extra = []
-    for c, label in (("balanced_accuracy", "balanced"), ("auc", "AUC")):
-        if c in row and pd.notna(row[c]):
-            extra.append(f"{label} {shown(float(row[c]), c)}")
-    text = (
-        f"for {money(float(row['mean_cost']), unit)} per example (budget "
-        f"{money(float(row['for_budget']), unit)}): {row['method']} ({row['name']}), "
-        f"{metric} {shown(float(row['value']), metric)}"
-        + (f" ({', '.join(extra)})" if extra else "")
-        + f" selected on {cmp.selection}; "
-    )
-    if pd.notna(row.get("test_value")):
-        text += (
-            f"confirmed on {int(row['test_rows']):,} test rows: "
-            f"{shown(float(row['test_value']), metric)} [{shown(float(row['test_low']), metric)}, "
-            f"{shown(float(row['test_high']), metric)}] at "
-            f"{money(float(row['test_mean_cost']), unit)} per example"
-        )
-    else:
-        text += "not confirmed on the test rows (the time allowance ran out before its refit)"
-    return text
+    """One recommendation (a row of ``Comparison.recommend``) in a line; several budgets'
+    recommendations of one model read better as :func:`recommendations`."""
+    return recommendations(cmp, row.to_frame().T, unit)[0]
 
 
 def markdown_report(
@@ -113,9 +225,9 @@ def markdown_report(
     costs = ("mean_cost", "median_cost", "q90_cost", "test_mean_cost")
     fmt: dict[str, Any] = {c: (lambda x: money(float(x), cost_unit)) for c in costs}
     fmt.update(
-        mean_trees="{:.1f}".format,
-        mean_features="{:.2f}".format,
-        fit_seconds="{:.2f}".format,
+        mean_trees="{:,.1f}".format,
+        mean_features="{:,.2f}".format,
+        fit_seconds="{:,.2f}".format,
         single_class="{:.0%}".format,
     )
     for c in ("value", "test_value", "test_low", "test_high"):
@@ -142,9 +254,7 @@ def markdown_report(
         "",
     ]
     if len(rec):
-        for _, row in rec.iterrows():
-            where = saved.get((row["method"], row["name"]))
-            lines.append(f"- {answer(row, cmp, cost_unit)}" + (f"; saved as `{where}`" if where else ""))
+        lines += [f"- {line}" for line in recommendations(cmp, rec, cost_unit, saved)]
     else:
         lines.append("- no model fits the budgets")
     lines += [
@@ -155,6 +265,18 @@ def markdown_report(
         "",
         markdown_table(_columns(cmp.front), fmt),
         "",
+    ]
+    off = left_off(cmp)
+    if len(off):
+        lines += [
+            "## Left off the front",
+            "",
+            "Cheap because they look at (almost) nothing, these would otherwise be on the front:",
+            "",
+            markdown_table(_columns(off, ["reason"]), fmt),
+            "",
+        ]
+    lines += [
         "## Every model",
         "",
         markdown_table(_columns(cmp.table, ["parameters"]), fmt),

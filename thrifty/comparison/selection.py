@@ -2,8 +2,8 @@
 
 :func:`select` turns the fold results of the sweep into one row per candidate (a method and a
 setting) scored by its mean over the folds; :func:`eligible_front` keeps the Pareto front of
-the candidates a user may be offered; :func:`confirm` scores a chosen model once on the test
-rows, with a 95% interval.
+the candidates a user may be offered (no :func:`degenerate` ones); :func:`confirm` scores a
+chosen model once on the test rows, with a 95% interval.
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ from thrifty.comparison.sweep import TaskResult, measure
 from thrifty.costs import CostModel
 from thrifty.frontier import COLUMNS, pareto_front
 
-__all__ = ["CONFIDENCE", "baseline_row", "confirm", "eligible_front", "select"]
+__all__ = [
+    "CONFIDENCE",
+    "baseline_row",
+    "confirm",
+    "degenerate",
+    "eligible_front",
+    "majority_share",
+    "select",
+]
 
 CONFIDENCE = 0.95
 #: Columns averaged over the folds.
@@ -90,22 +98,67 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def eligible_front(table: pd.DataFrame, baseline_value: float | None) -> pd.DataFrame:
+def majority_share(y: np.ndarray, task: str) -> float | None:
+    """The share of the most frequent class in ``y`` (the accuracy of always answering it),
+    or None for regression and ranking."""
+    if task not in ("binary", "multiclass") or not len(y):
+        return None
+    return float(np.unique(np.asarray(y), return_counts=True)[1].max() / len(y))
+
+
+def degenerate(table: pd.DataFrame, majority: float | None = None) -> pd.Series:
+    """Why each candidate is no real model (an empty string where it is one).
+
+    A candidate is degenerate when it gives every row one label on at least half its
+    validation folds, gives every row the same score (its AUC is exactly 0.5), scores below
+    always answering the majority class on the validation rows (``majority``, for accuracy),
+    or gives every test row one label (``test_single_class``, once confirmed). Such a model
+    costs little because it looks at nothing: on a front it would be the cheapest point.
+    """
+    reasons = pd.Series("", index=table.index, dtype=object)
+    if not len(table):
+        return reasons
+
+    def flag(mask: Any, why: Any) -> None:
+        hit = np.asarray(mask, bool) & (reasons == "").to_numpy()
+        reasons[hit] = why[hit] if isinstance(why, pd.Series) else why
+
+    if "single_class" in table.columns:
+        share = table["single_class"].astype(float).fillna(0.0)
+        flag(
+            share >= 0.5,
+            "predicts a single class on " + share.map("{:.0%}".format) + " of its validation folds",
+        )
+    if "auc" in table.columns:
+        flag((table["auc"].astype(float) - 0.5).abs() < 1e-12, "gives every row the same score (AUC 0.5)")
+    if majority is not None and "metric" in table.columns:
+        value = table["value"].astype(float)
+        below = (table["metric"] == "accuracy") & (value < majority - 1e-12)
+        flag(below, value.map(lambda v: f"below the majority class on validation ({v:.1%} < {majority:.1%})"))
+    if "test_single_class" in table.columns:
+        flag(
+            table["test_single_class"].fillna(False).astype(bool), "predicts a single class on the test rows"
+        )
+    return reasons
+
+
+def eligible_front(
+    table: pd.DataFrame, baseline_value: float | None, majority: float | None = None
+) -> pd.DataFrame:
     """The Pareto front of the candidates a user may be offered.
 
-    A candidate that predicts a single class on at least half its folds is left out unless
-    the plain model (``baseline_value``) is no better than it: a constant answer is then
-    honestly the best buy. So is a candidate scored on fewer folds than the most any had (the
-    time allowance cut its method short): its figure is noisier, and choosing the best of
-    noisy figures favours luck.
+    A :func:`degenerate` candidate is left out unless the plain model (``baseline_value``) is
+    no better than it: a constant answer is then honestly the best buy. So is a candidate
+    scored on fewer folds than the most any had (the time allowance cut its method short): its
+    figure is noisier, and choosing the best of noisy figures favours luck.
+
+    Applied again to the front once confirmed (``test_single_class`` known), it drops the
+    models that give every test row one label, and keeps the rest of the front as it is.
     """
     if not len(table):
         return table
-    ok = np.ones(len(table), bool)
-    if "single_class" in table.columns:
-        constant = table["single_class"].fillna(0).to_numpy(float) >= 0.5
-        allowed = baseline_value is not None and table["value"].to_numpy(float) >= baseline_value
-        ok = ~constant | allowed
+    allowed = baseline_value is not None and table["value"].to_numpy(float) >= baseline_value
+    ok = (degenerate(table, majority) == "").to_numpy() | allowed
     if "folds" in table.columns:
         ok &= table["folds"].to_numpy() == table["folds"].max()
     return pareto_front(table[ok])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +34,12 @@ def to_matrix(
     input_dtype: str = "float64",
 ) -> np.ndarray:
     categories = categories or {}
+    if isinstance(X, (str, os.PathLike)) or (np.ndim(X) == 0 and isinstance(np.asarray(X).item(), str)):
+        # np.asarray of a path is a 0-d array of text: callers would fail on its shape.
+        raise InputError(
+            f"X is a file name ({str(X)!r}), not rows; read the file first "
+            f"(X = pandas.read_csv({str(X)!r}), without its label column)"
+        )
     if _is_dataframe(X):
         M = _frame_to_matrix(X, n_features, feature_names, categories)
     else:
@@ -77,12 +84,16 @@ def _frame_to_matrix(
     order = None if feature_names is None else align(feature_names, columns)
     if order is not None:
         df = df.iloc[:, order]
-    elif feature_names is not None and len(columns) == n_features and not is_generic(feature_names):
-        missing = [n for n in feature_names if n not in columns]
-        raise InputError(
-            f"X lacks the model's feature(s) {missing[:5]}; "
-            f"its columns are {columns[:5]}{'...' if len(columns) > 5 else ''}"
-        )
+    elif feature_names is not None and not is_generic(feature_names):
+        # Named, whatever the column count: "X has 7 columns, but the model expects 8" leaves
+        # the user to find which one is gone.
+        missing = [n for n in feature_names if align([n], columns) is None]
+        if missing or len(columns) == n_features:
+            raise InputError(
+                f"X lacks the model's feature(s) {missing[:5]}{'...' if len(missing) > 5 else ''}; "
+                f"its columns are {columns[:5]}{'...' if len(columns) > 5 else ''}; "
+                "add the missing column(s) (blank cells are missing values)"
+            )
     if df.shape[1] != n_features:
         raise InputError(
             f"X has {df.shape[1]} columns, but the model expects {n_features}"

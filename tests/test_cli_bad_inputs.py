@@ -168,3 +168,5 @@ def test_rows_and_labels_must_agree_in_number(n_X, n_y, qid, message):
     X, y = frame(200)
     with pytest.raises(ValueError, match=message):
         check_data(X.iloc[:n_X], y[:n_y], qid)
+    with pytest.raises(ValueError, match=message):  # thrifty.compare checks before any fit
+        thrifty.compare(X.iloc[:n_X], y[:n_y], qid=qid, progress=False)

@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         "frontier table, plots and a markdown report.",
     )
     demo.add_argument("--out", default="thrifty-demo", type=Path, help="output folder (default: %(default)s)")
-    demo.add_argument("--quick", action="store_true", help="fewer points per frontier")
+    demo.add_argument("--quick", action="store_true", help="2-fold cross-validation (for tests)")
     demo.set_defaults(run=_demo)
 
     cmp = sub.add_parser(
@@ -123,8 +123,10 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--time-limit",
         metavar="SECONDS",
-        help="time allowance for the whole run, shared by the methods (each "
-        "fits its cheapest candidate first); nothing starts once it is spent",
+        help="time allowance for the whole run (default: none - every planned fit runs, and the "
+        "result does not depend on the machine's speed or load). Given, an explicit cut: the "
+        "methods share it (each fits its cheapest candidate first), nothing starts once it is "
+        "spent, and the report names the methods and settings it left out",
     )
     cmp.add_argument("--quick", action="store_true", help="fewer budgets and points per method")
     cmp.add_argument(

@@ -12,7 +12,7 @@ import pandas as pd
 
 from thrifty import metrics
 from thrifty.comparison import compare
-from thrifty.comparison.report import cost_unit, money
+from thrifty.comparison.report import cost_unit, money, plain_words
 from thrifty.comparison.report import markdown_table as _markdown
 from thrifty.comparison.selection import baseline_row
 from thrifty.datasets import load_demo
@@ -246,11 +246,7 @@ def _sentence(pick: pd.Series, cmp: Any, baseline_cost: float, unit: str | None)
         f"baseline: {_selected(cmp)} selected, {_confirmed(cmp, base)} test patients at "
         f"{money(baseline_cost, unit)}"
     )
-    cost = float(pick.get("test_mean_cost", np.nan))
-    if np.isfinite(cost) and cost > 0 and baseline_cost / cost >= 2:
-        text += f" ({baseline_cost / cost:,.0f}x cheaper on the test patients)"
-    elif np.isfinite(cost) and baseline_cost > 0 and 1.0 - cost / baseline_cost >= 0.01:
-        text += f" ({1.0 - cost / baseline_cost:.0%} cheaper on the test patients)"
+    text += "; " + plain_words(pick, cmp, unit, noun="patient")
     return text
 
 

@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.multiclass import type_of_target
 
+from thrifty.comparison.inputs import check_data
 from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
 from thrifty.comparison.plan import after_of, cut_of, skipped_of
 from thrifty.comparison.result import Comparison
-from thrifty.comparison.selection import baseline_row, confirm, eligible_front, select
+from thrifty.comparison.selection import baseline_row, confirm, eligible_front, majority_share, select
 from thrifty.comparison.settings import Settings, check_budgets, check_n_jobs, check_time_limit
 from thrifty.comparison.sweep import (
     FitTask,
@@ -158,6 +159,7 @@ def compare(
         raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
     wall_end = None if time_limit is None else time.time() + time_limit
     X, y, qid = _frame(X), _labels(y, "y"), None if qid is None else np.asarray(qid)
+    check_data(X, y, qid, task)
     task = _task(y, qid) if task is None else task
     if task not in ("binary", "multiclass", "ranking", "regression"):
         raise InputError(f"unknown task {task!r}; expected binary, multiclass, ranking or regression")
@@ -245,7 +247,8 @@ def compare(
     cut = cut_of(results, len(folds))
     stopped = any(r.stopped or not r.started for r in results)
     baseline_value = _baseline_value(table)
-    front = eligible_front(table, baseline_value)
+    majority = majority_share(y, task)
+    front = eligible_front(table, baseline_value, majority=majority)
     wanted = _chosen_rows(table, front)
 
     if k:
@@ -274,7 +277,8 @@ def compare(
             if key in models:
                 for c, v in confirm(models[key], X_test, y_test, qid_test, costs, task).items():
                     table.loc[i, c] = v
-        front = table.loc[front.index]
+        # Again once confirmed: a model giving every test row one label leaves the front.
+        front = eligible_front(table.loc[front.index], baseline_value, majority=majority)
     else:
         table = pd.DataFrame(
             columns=["method", "family", "name", "parameters", "mean_cost", "value", "fit_seconds"]

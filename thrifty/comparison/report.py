@@ -207,12 +207,6 @@ def headline(cmp: Comparison) -> list[str]:
     return lines
 
 
-def answer(row: pd.Series, cmp: Comparison, unit: str | None = None) -> str:
-    """One recommendation (a row of ``Comparison.recommend``) in a line; several budgets'
-    recommendations of one model read better as :func:`recommendations`."""
-    return recommendations(cmp, row.to_frame().T, unit)[0]
-
-
 def markdown_report(
     cmp: Comparison,
     rec: pd.DataFrame,

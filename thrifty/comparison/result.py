@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thrifty.comparison.report import answer, headline, markdown_report
+from thrifty.comparison.report import headline, markdown_report, recommendations
+from thrifty.comparison.selection import baseline_row
 from thrifty.costs import CostModel
 from thrifty.io import save
 from thrifty.plot import plot_frontier
@@ -125,7 +126,14 @@ class Comparison:
     def plot(self, ax: Any = None, *, cost_unit: str | None = None) -> Any:
         """Every method's candidates joined by cost, the front drawn boldly (see ``thrifty.plot``)."""
         label = f"{self.table['metric'].iloc[0]} ({self.selection})" if len(self.table) else None
-        ax = plot_frontier(self.table, ax=ax, cost_unit=cost_unit, value_label=label, front=self.front)
+        ax = plot_frontier(
+            self.table,
+            ax=ax,
+            cost_unit=cost_unit,
+            value_label=label,
+            front=self.front,
+            baseline=baseline_row(self.table),
+        )
         done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
         if len(done):
             # The front's models as confirmed on the test rows, at their test cost.
@@ -181,7 +189,7 @@ class Comparison:
     def summary(self, cost_unit: str | None = None) -> str:
         """A few lines for the terminal."""
         lines = headline(self)
-        lines += [answer(row, self, cost_unit) for _, row in self.recommend().iterrows()]
+        lines += recommendations(self, self.recommend(), cost_unit)
         return "\n".join(lines)
 
 

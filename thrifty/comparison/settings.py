@@ -13,15 +13,7 @@ import numpy as np
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 
-__all__ = ["TIME_LIMIT_HELP", "Settings", "check_budgets", "check_n_jobs", "check_time_limit"]
-
-#: What ``thrifty compare --time-limit`` does, for its ``--help``.
-TIME_LIMIT_HELP = (
-    "time allowance for the whole run (default: none - every planned fit runs, and the "
-    "result does not depend on the machine's speed or load). Given, an explicit cut: the "
-    "methods share it (each fits its cheapest candidate first), nothing starts once it is "
-    "spent, and the report names the methods and settings it left out"
-)
+__all__ = ["Settings", "check_budgets", "check_n_jobs", "check_time_limit"]
 
 
 @dataclass(frozen=True)

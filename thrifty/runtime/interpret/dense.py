@@ -28,6 +28,8 @@ def run_dense(
     the plan's features), its parts on ``accelerated``'s engine where it runs them."""
     if not hasattr(X, "shape"):
         X = np.asarray(X)
+    if X.ndim < 2:
+        to_matrix(X, plan.n_features)  # the user's error: a file name, or rows of one value
     n = X.shape[0]
     # A small batch (a service's one-row call) is one chunk whatever the default size.
     chunk = n if n <= MIN_CHUNK and chunk_size is None else chunk_rows(plan, costs, False, chunk_size)

@@ -60,6 +60,8 @@ def test_demo_writes_every_file_and_the_sentence(demo):
         assert (out / name).stat().st_size > 0, name
     report = (out / "report.md").read_text()
     assert "per patient you get" in report and "## Pareto points" in report
+    # A method that does not apply says why (ADAPT-LIN's linear models need numeric features).
+    assert "- not offered: ADAPT-LIN" in report and "categorical columns" in report
     assert "per patient you get" in printed
     table = pd.read_csv(out / "frontier.csv")
     assert {"cheapest k features", "LightGBM, first k trees", "QWYC"} <= set(table["method"])

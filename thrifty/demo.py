@@ -411,6 +411,9 @@ def _report(
             + "."
         ),
         "",
+        # What a method could not offer, and why (a method that does not apply to these data).
+        *[f"- not offered: {m} {n}: {why}".replace("  ", " ") for m, n, why in cmp.skipped],
+        *([""] if cmp.skipped else []),
         "## Pareto points",
         "",
         (

@@ -517,3 +517,35 @@ def test_shared_models_are_fitted_once_per_set_of_rows():
     assert fits["lightgbm"] == 1 + 2
     refitted = bool({"CEGB", "CEGB ordered by QWYC"} & {m for m, _ in cmp.models})
     assert fits["cegb"] == len(cmp.budgets) * (2 + refitted)
+
+
+@pytest.mark.parametrize(
+    "y, task, expect",
+    [
+        # diamonds' prices are whole dollars: 11,600 of them were read as classes and compare hung
+        (np.arange(3000) * 7 + 326, None, "regression"),
+        (np.linspace(0.0, 1.0, 100), None, "regression"),
+        (np.r_[np.zeros(50), np.ones(50)], None, "binary"),
+        (np.array(["neg", "pos", "mid"] * 20), None, "multiclass"),
+        (np.arange(120) % 4, "multiclass", "multiclass"),
+        (np.arange(120) % 4, "regression", "regression"),
+        # an age of 42 distinct values became 42 classes and a model of 6.7% accuracy
+        (np.arange(420) % 42 + 20, None, "42 distinct whole numbers"),
+        (np.arange(120) % 4, "binary", "task binary, but y has 4 distinct label"),
+        (np.arange(3000) * 7 + 326, "multiclass", "3,000 distinct numbers"),
+        (np.arange(100) % 2, "ranking", "a ranking needs query ids"),
+        (np.arange(100) % 2, "classification", "unknown task 'classification'"),
+    ],
+)
+def test_the_task_is_inferred_or_checked_before_any_fit(y, task, expect):
+    from thrifty.comparison.inputs import infer_task
+    from thrifty.exceptions import InputError
+
+    if expect in ("regression", "binary", "multiclass"):
+        assert infer_task(y, None, task) == expect
+        return
+    with pytest.raises(InputError, match=expect):
+        infer_task(y, None, task)
+    X = pd.DataFrame({"a": np.arange(len(y), dtype=float)})
+    with pytest.raises(InputError, match=expect):  # compare refuses it before fitting anything
+        compare(X, y, task=task, progress=False, methods=["lightgbm"], lightgbm_params=FAST)

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.utils.multiclass import type_of_target
 
-from thrifty.comparison.inputs import check_data
+from thrifty.comparison.inputs import check_data, infer_task
 from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
 from thrifty.comparison.plan import after_of, cut_of, skipped_of
 from thrifty.comparison.result import Comparison
@@ -159,10 +158,8 @@ def compare(
         raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
     wall_end = None if time_limit is None else time.time() + time_limit
     X, y, qid = _frame(X), _labels(y, "y"), None if qid is None else np.asarray(qid)
+    task = infer_task(y, qid, task)
     check_data(X, y, qid, task)
-    task = _task(y, qid) if task is None else task
-    if task not in ("binary", "multiclass", "ranking", "regression"):
-        raise InputError(f"unknown task {task!r}; expected binary, multiclass, ranking or regression")
     _check_classes(y, task)
     if X_test is None:
         (X, y, qid), (X_test, y_test, qid_test) = split_rows(X, y, qid, task, TEST_FRACTION, random_state)
@@ -461,19 +458,6 @@ def _counts(y: np.ndarray) -> dict[Any, int]:
 
 
 # ---------------------------------------------------------------------- inputs
-def _task(y: Any, qid: Any) -> str:
-    if qid is not None:
-        return "ranking"
-    kind = type_of_target(np.asarray(y))
-    if kind == "binary":
-        return "binary"
-    if kind == "multiclass":
-        return "multiclass"
-    if kind == "continuous":
-        return "regression"
-    raise InputError(f"cannot tell the task from y (scikit-learn calls it {kind!r}); pass task=")
-
-
 def _labels(y: Any, name: str) -> np.ndarray:
     """``y`` as an array, refusing missing labels."""
     y = np.asarray(y)

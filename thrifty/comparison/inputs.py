@@ -12,15 +12,65 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.utils.multiclass import type_of_target
 
 from thrifty.exceptions import InputError
 
-__all__ = ["MIN_CLASS_ROWS", "check_data"]
+__all__ = ["MAX_CLASSES", "MIN_CLASS_ROWS", "TASKS", "check_data", "infer_task"]
 
 #: Rows a class needs: some held out for testing, some in every fold's fitting rows (with
 #: fewer, a fold can lack the class and LightGBM's multiclass objective fails).
 MIN_CLASS_ROWS = 5
+#: More distinct whole numbers than this in a numeric target read as a quantity (regression);
+#: three up to this many are ambiguous (classes coded as numbers, or a count?) and need the task.
+MAX_CLASSES = 50
+TASKS = ("binary", "multiclass", "ranking", "regression")
+
+
+def infer_task(y: Any, qid: Any = None, task: str | None = None) -> str:
+    """The task of ``y``: ``task`` when given (checked against the labels), else inferred.
+
+    Text or boolean labels are classes; numbers that are not all whole are a quantity
+    (regression); whole numbers are two classes (binary), a quantity beyond ``MAX_CLASSES``
+    distinct values, and ambiguous in between. ``qid`` makes it ranking.
+
+    Raises
+    ------
+    InputError
+        An unknown task; an ambiguous target without ``task``; a ``task`` the labels contradict
+        (binary on other than two classes, classes on a target of thousands of distinct
+        numbers, ranking without query ids).
+    """
+    if task is not None and task not in TASKS:
+        raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    labels = np.asarray(y)
+    values = pd.unique(labels.ravel())
+    numeric = pd.api.types.is_numeric_dtype(labels.dtype) and not pd.api.types.is_bool_dtype(labels.dtype)
+    whole = numeric and bool(np.all(np.equal(np.mod(values.astype(np.float64), 1.0), 0.0)))
+    shown = ", ".join(str(v) for v in np.sort(values)[:6]) + (", ..." if len(values) > 6 else "")
+    if task is None:
+        if qid is not None:
+            return "ranking"
+        if not numeric or len(values) <= 2:
+            return "binary" if len(values) <= 2 else "multiclass"
+        if not whole or len(values) > MAX_CLASSES:
+            return "regression"
+        raise InputError(
+            f"y holds {len(values)} distinct whole numbers ({shown}): classes coded as numbers, "
+            "or a quantity? Say which: --task multiclass or --task regression (task= in Python)"
+        )
+    if task == "ranking" and qid is None:
+        raise InputError("a ranking needs query ids: give qid= (--qid COLUMN on the command line)")
+    if task == "binary" and len(values) != 2:
+        raise InputError(
+            f"task binary, but y has {len(values)} distinct label(s) ({shown}); give two classes, "
+            "or the task they are (multiclass, regression)"
+        )
+    if task in ("binary", "multiclass") and numeric and (not whole or len(values) > 20 * MAX_CLASSES):
+        raise InputError(
+            f"task {task}, but y holds {len(values):,} distinct numbers ({shown}): a quantity, not "
+            "classes; use --task regression (task='regression')"
+        )
+    return task
 
 
 def check_data(X: Any, y: Any, qid: Any = None, task: str | None = None, *, what: str = "X") -> None:
@@ -66,8 +116,7 @@ def check_data(X: Any, y: Any, qid: Any = None, task: str | None = None, *, what
     # Missing labels are refused by compare itself, in its own words.
     if pd.isna(labels).any():
         return
-    inferred = None if task is not None or qid is not None else type_of_target(labels)
-    if task in ("binary", "multiclass") or inferred in ("binary", "multiclass"):
+    if infer_task(labels, qid, task) in ("binary", "multiclass"):
         values, counts = np.unique(labels, return_counts=True)
         rare = [(v, c) for v, c in zip(values.tolist(), counts.tolist()) if c < MIN_CLASS_ROWS]
         if rare and len(values) > 1:

@@ -532,6 +532,9 @@ def test_shared_models_are_fitted_once_per_set_of_rows():
         # an age of 42 distinct values became 42 classes and a model of 6.7% accuracy
         (np.arange(420) % 42 + 20, None, "42 distinct whole numbers"),
         (np.arange(120) % 4, "binary", "task binary, but y has 4 distinct label"),
+        (np.arange(120) % 3, None, "multiclass"),  # classes coded 0, 1, 2
+        (np.arange(120) % 3 + 1, None, "multiclass"),
+        (np.arange(120) % 3 * 2, None, "3 distinct whole numbers"),  # 0, 2, 4: codes or counts?
         (np.arange(3000) * 7 + 326, "multiclass", "3,000 distinct numbers"),
         (np.arange(100) % 2, "ranking", "a ranking needs query ids"),
         (np.arange(100) % 2, "classification", "unknown task 'classification'"),

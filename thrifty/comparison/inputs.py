@@ -15,7 +15,7 @@ import pandas as pd
 
 from thrifty.exceptions import InputError
 
-__all__ = ["MAX_CLASSES", "MIN_CLASS_ROWS", "TASKS", "check_data", "infer_task"]
+__all__ = ["MAX_CLASSES", "MAX_CODED_CLASSES", "MIN_CLASS_ROWS", "TASKS", "check_data", "infer_task"]
 
 #: Rows a class needs: some held out for testing, some in every fold's fitting rows (with
 #: fewer, a fold can lack the class and LightGBM's multiclass objective fails).
@@ -23,6 +23,8 @@ MIN_CLASS_ROWS = 5
 #: More distinct whole numbers than this in a numeric target read as a quantity (regression);
 #: three up to this many are ambiguous (classes coded as numbers, or a count?) and need the task.
 MAX_CLASSES = 50
+#: Whole numbers 0..K-1 or 1..K, K up to this, are classes coded as numbers (iris's 0, 1, 2).
+MAX_CODED_CLASSES = 20
 TASKS = ("binary", "multiclass", "ranking", "regression")
 
 
@@ -30,8 +32,10 @@ def infer_task(y: Any, qid: Any = None, task: str | None = None) -> str:
     """The task of ``y``: ``task`` when given (checked against the labels), else inferred.
 
     Text or boolean labels are classes; numbers that are not all whole are a quantity
-    (regression); whole numbers are two classes (binary), a quantity beyond ``MAX_CLASSES``
-    distinct values, and ambiguous in between. ``qid`` makes it ranking.
+    (regression); whole numbers are two classes (binary), classes when they are the codes
+    0..K-1 or 1..K (K up to ``MAX_CODED_CLASSES``), a quantity beyond ``MAX_CLASSES``
+    distinct values, and ambiguous otherwise (ages from 20 to 61: classes or a quantity?).
+    ``qid`` makes it ranking.
 
     Raises
     ------
@@ -54,13 +58,16 @@ def infer_task(y: Any, qid: Any = None, task: str | None = None) -> str:
             return "binary" if len(values) <= 2 else "multiclass"
         if not whole or len(values) > MAX_CLASSES:
             return "regression"
+        codes = np.sort(values.astype(np.int64))
+        if len(codes) <= MAX_CODED_CLASSES and codes[0] in (0, 1) and np.all(np.diff(codes) == 1):
+            return "multiclass"  # classes coded 0..K-1 or 1..K, as scikit-learn's datasets are
         raise InputError(
             f"y holds {len(values)} distinct whole numbers ({shown}): classes coded as numbers, "
             "or a quantity? Say which: --task multiclass or --task regression (task= in Python)"
         )
     if task == "ranking" and qid is None:
         raise InputError("a ranking needs query ids: give qid= (--qid COLUMN on the command line)")
-    if task == "binary" and len(values) != 2:
+    if task == "binary" and len(values) > 2:  # one class: compare says so in its own words
         raise InputError(
             f"task binary, but y has {len(values)} distinct label(s) ({shown}); give two classes, "
             "or the task they are (multiclass, regression)"

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from thrifty.train import (
         ADAPTClassifier,
+        ADAPTRegressor,
         BudgetRFClassifier,
         BudgetRFRegressor,
         CEGBClassifier,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADAPTClassifier",
+    "ADAPTRegressor",
     "BudgetPrunedClassifier",
     "BudgetPrunedRegressor",
     "BudgetRFClassifier",

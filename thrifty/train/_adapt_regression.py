@@ -68,9 +68,7 @@ class ADAPTRegressionProblem(ADAPTProblem):
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         f0 = np.asarray(pred0, dtype=np.float64).reshape(-1)
         if len(y) != X.shape[0] or len(f0) != X.shape[0]:
-            raise InputError(
-                f"y ({len(y)}) and pred0 ({len(f0)}) need one value per row of X ({X.shape[0]})"
-            )
+            raise InputError(f"y ({len(y)}) and pred0 ({len(f0)}) need one value per row of X ({X.shape[0]})")
         costs = CostModel.uniform(X.shape[1]) if costs is None else costs
         if costs.n_features != X.shape[1]:
             raise InputError(f"the cost model prices {costs.n_features} features but X has {X.shape[1]}")

@@ -13,8 +13,9 @@ alternating minimisation of (OPT):
   boosted cost-aware trees (ADAPT-GBRT, Algorithm 2, :func:`adapt_gbrt`) or linear models with
   a group-sparse penalty (ADAPT-LIN, Algorithm 1, :func:`adapt_lin`).
 
-The L1 baseline of the paper's section 5 is :func:`l1_baseline`. :class:`ADAPTClassifier` wraps
-them as a scikit-learn estimator whose fitted ``plan_`` is a thrifty ``Gated(gate, low, high)``
+The L1 baseline of the paper's section 5 is :func:`l1_baseline`. :class:`ADAPTClassifier` and
+:class:`ADAPTRegressor` (the same (OPT) with squared losses, :class:`ADAPTRegressionProblem`) wrap
+them as scikit-learn estimators whose fitted ``plan_`` is a thrifty ``Gated(gate, low, high)``
 plan: ``thrifty.evaluate`` runs it and reports exact per-example costs (features acquired by the
 gate are free for the model it picks).
 
@@ -29,7 +30,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from thrifty._estimator import Candidate, ThriftyEstimator
@@ -48,11 +49,15 @@ from thrifty.train._adapt_gbrt import adapt_gbrt
 from thrifty.train._adapt_hpc import hpc_columns, hpc_plan
 from thrifty.train._adapt_lin import adapt_lin, l1_baseline, lin_objective, truncate_lin
 from thrifty.train._adapt_problem import ADAPTFit, ADAPTProblem, q_step
+from thrifty.train._adapt_regression import ADAPTRegressionProblem
 
 __all__ = [
     "ADAPTClassifier",
+    "ADAPTEstimator",
     "ADAPTFit",
     "ADAPTProblem",
+    "ADAPTRegressionProblem",
+    "ADAPTRegressor",
     "adapt_gbrt",
     "adapt_lin",
     "hpc_plan",
@@ -458,6 +463,92 @@ class ADAPTClassifier(ClassifierMixin, ADAPTEstimator):
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities of the model each example is routed to, shape (n, n_classes)."""
         return self.evaluate(X).proba
+
+
+class ADAPTRegressor(RegressorMixin, ADAPTEstimator):
+    """A cheap gate and a cheap regressor that take over from an expensive regressor (ADAPT).
+
+    ADAPT's (OPT) with squared losses (see ``thrifty/train/_adapt_regression.py``): sending
+    example ``i`` to the low-cost model ``f1`` costs ``(f1(x_i) - y_i)^2 / (2 s^2)``, sending it
+    to the expensive model ``f0`` costs ``(f0(x_i) - y_i)^2 / (2 s^2)``, each plus the gate's
+    log-loss, where ``s`` is ``f0``'s root mean squared error on the training rows (the losses
+    are Gaussian negative log-likelihoods at ``f0``'s noise level, in the units of the gate's
+    log-loss and of the entropy of (OPT1)). The gate learns to keep the examples on which ``f1``
+    comes as close to ``y`` as ``f0``; ``f1`` is fitted by least squares on the examples the gate
+    keeps. ``fit`` alternates the closed-form q-step (OPT1) with ADAPT-LIN's group-sparse
+    (OPT2) or ADAPT-GBRT's cost-aware trees, as :class:`ADAPTClassifier` does.
+
+    Parameters are :class:`ADAPTClassifier`'s, except:
+
+    hpc : regressor, Forest or plan, optional
+        The expensive model ``f0`` (default: a 100-tree random forest regressor, fitted on the
+        training rows). A model ``Forest.from_model`` does not import is a black box charged
+        ``hpc_features`` and asked for its ``predict``.
+    method : {"gbrt", "lin"}, default="gbrt"
+        ADAPT-GBRT or ADAPT-LIN (the paper's L1 baseline gates on a classifier's mistakes and
+        has no regression counterpart).
+    budget : float, optional
+        As for the classifier; the candidates are ranked by minus the mean squared error on the
+        calibration rows (``metric`` of ``budget_search_``).
+
+    Attributes are :class:`ADAPTClassifier`'s, without ``classes_``, and ``scale_``, the
+    ``s`` of the losses.
+    """
+
+    _parameter_constraints = {
+        **ADAPTEstimator._parameter_constraints,
+        "hpc": [None, HasMethods(["predict"]), Plan],
+        "method": [StrOptions({"gbrt", "lin"})],
+    }
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.method == "gbrt"
+        tags.input_tags.categorical = self.method == "gbrt"
+        return tags
+
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: tuple | None = None
+    ) -> ADAPTRegressor:
+        """Learn the gate and the low-cost regressor (and the hpc, when it is not fitted).
+
+        Parameters as :meth:`ADAPTClassifier.fit`, with ``y`` real targets; without
+        ``calibration`` and with a budget, the held-out ``calibration_fraction`` is a plain
+        random split.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = validate_frame(self, X, y)
+        y = np.asarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y)):
+            raise InputError("y contains NaN or infinity; regression targets must be finite")
+        return self._fit(X, y, sample_weight, calibration, stratify=False)
+
+    def _default_hpc(self) -> Any:
+        from sklearn.ensemble import RandomForestRegressor
+
+        return RandomForestRegressor(n_estimators=100, random_state=self.random_state, n_jobs=1)
+
+    def _build(
+        self, M: np.ndarray, y: np.ndarray, ev0: Any, names: Any, w: Any, categories: dict
+    ) -> ADAPTProblem:
+        pred0 = np.asarray(ev0.raw, dtype=np.float64).reshape(-1)
+        prob = ADAPTRegressionProblem.build(
+            M, y, pred0, self.costs_, names, sample_weight=w, categories=categories
+        )
+        self.scale_ = prob.scale
+        return prob
+
+    def _metric(self, ev: Any, y: np.ndarray, w: np.ndarray | None) -> float:
+        """Minus the mean squared error on the calibration rows."""
+        return -float(np.average((np.asarray(ev.raw).reshape(-1) - y) ** 2, weights=w))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """``f1``'s prediction where the gate keeps the example, the hpc's elsewhere."""
+        return np.asarray(self.evaluate(X).raw, dtype=np.float64).reshape(-1)
 
 
 def _frame_categories(X: Any) -> dict[int, list]:

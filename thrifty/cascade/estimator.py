@@ -48,6 +48,11 @@ class CronusEstimator(ThriftyEstimator):
         "progress": ["boolean"],
     }
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
+        return tags
+
     def _cascade(
         self, forest: Any, X: Any, y: Any, costs: Any, lam: float | None, class_weight: Any, w: Any
     ) -> CronusResult:
@@ -210,7 +215,6 @@ class CronusClassifier(ClassifierMixin, CronusEstimator):
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
-        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
         return tags
 
     # ------------------------------------------------------------------ fit

@@ -124,11 +124,6 @@ class CronusRanker(CronusEstimator):
         self.progress = progress
         self.n_threads = n_threads
 
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
-        return tags
-
     def fit(
         self, X: Any, y: Any, *, qid: Any = None, sample_weight: Any = None, calibration: Any = None
     ) -> CronusRanker:

@@ -150,6 +150,13 @@ class ADAPTEstimator(ThriftyEstimator):
         self.random_state = random_state
         self.progress = progress
 
+    def __sklearn_tags__(self) -> Any:
+        # the trees route missing values and split on category codes; the linear models need numbers
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.method == "gbrt"
+        tags.input_tags.categorical = self.method == "gbrt"
+        return tags
+
     # The subclass's part: its default expensive model, (OPT)'s problem from the expensive
     # model's evaluation ``ev0`` on the training rows, and the calibration metric (higher wins).
     def _default_hpc(self) -> Any:
@@ -402,12 +409,6 @@ class ADAPTClassifier(ClassifierMixin, ADAPTEstimator):
         "hpc": [None, HasMethods(["predict_proba"]), Plan],
     }
 
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = self.method == "gbrt"
-        tags.input_tags.categorical = self.method == "gbrt"
-        return tags
-
     # ------------------------------------------------------------------ fit
     def fit(
         self, X: Any, y: Any, sample_weight: Any = None, *, calibration: tuple | None = None
@@ -500,12 +501,6 @@ class ADAPTRegressor(RegressorMixin, ADAPTEstimator):
         "hpc": [None, HasMethods(["predict"]), Plan],
         "method": [StrOptions({"gbrt", "lin"})],
     }
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = self.method == "gbrt"
-        tags.input_tags.categorical = self.method == "gbrt"
-        return tags
 
     def fit(
         self, X: Any, y: Any, sample_weight: Any = None, *, calibration: tuple | None = None

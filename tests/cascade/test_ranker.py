@@ -101,6 +101,8 @@ def test_unfitted_rankers_are_fitted_with_their_queries(data):
     ranker = CronusRanker(unfitted, costs=COSTS, **FAST).fit(X, y, qid=qid)
     reference = clone(unfitted).fit(X, y, qid=qid)
     np.testing.assert_array_equal(ranker.estimator_.predict(X), reference.predict(X))
+    with pytest.raises(ValueError, match="weighs queries"):
+        CronusRanker(unfitted, **FAST).fit(X, y, qid=qid, sample_weight=np.ones(len(y)))
 
 
 def test_errors(data):
@@ -121,15 +123,47 @@ def test_errors(data):
 
 
 _SMALL_RANKER = lightgbm.LGBMRanker(n_estimators=5, num_leaves=4, min_child_samples=2, verbose=-1, n_jobs=1)
+_CHECKED = dict(relevant_min=1, n_stages=2, max_cycles=1, progress=False)
+_ROWS_NOT_WEIGHTS = {
+    "check_sample_weight_equivalence_on_dense_data": "the wrapped model counts rows, not weights"
+}
+
+
+def _rankers():
+    """The wrapped rankers of each supported library (XGBoost's when it is installed)."""
+    yield CronusRanker(_SMALL_RANKER, **_CHECKED)
+    try:
+        import xgboost
+    except ImportError:
+        return
+    # lam given: on the checks' tiny data XGBoost grows trees without a split, which cost nothing,
+    # and the default lam (scaled by the trees' costs) has no scale
+    yield CronusRanker(xgboost.XGBRanker(n_estimators=5, max_depth=2, n_jobs=1), lam=1e-3, **_CHECKED)
+
+
+_XGB_WEIGHTS = "XGBoost's ranking weights are per query: an unfitted XGBRanker refuses document weights"
+
+
+def _expected_failures(est):
+    if type(est.estimator).__module__.startswith("xgboost"):
+        return {
+            check: _XGB_WEIGHTS
+            for check in (
+                "check_sample_weights_pandas_series",
+                "check_sample_weights_not_an_array",
+                "check_sample_weights_list",
+                "check_sample_weights_shape",
+                "check_sample_weights_not_overwritten",
+                "check_sample_weight_equivalence_on_dense_data",
+                "check_sample_weights_invariance(kind=ones)",
+                "check_sample_weights_invariance(kind=zeros)",
+            )
+        }
+    return _ROWS_NOT_WEIGHTS
 
 
 # fit(X, y) without qid: one query, as CEGBRanker (scikit-learn's checks know no queries)
-@parametrize_with_checks(
-    [CronusRanker(_SMALL_RANKER, relevant_min=1, n_stages=2, max_cycles=1, progress=False)],
-    expected_failed_checks=lambda est: {
-        "check_sample_weight_equivalence_on_dense_data": "the wrapped LightGBM counts rows, not weights"
-    },
-)
+@parametrize_with_checks(list(_rankers()), expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -198,6 +198,12 @@ class CronusRanker(CronusEstimator):
 
                 queries["group"] = group_sizes(qid)
             if w is not None:
+                if type(model).__module__.startswith("xgboost"):
+                    raise InputError(
+                        f"{type(model).__name__} weighs queries, not documents, so it cannot be fitted "
+                        "with the documents' sample_weight; fit it yourself (with one weight per "
+                        "query) and pass it fitted"
+                    )
                 queries["sample_weight"] = w
             model = clone(model).fit(X, y, **queries)
         forest = as_forest(model, who=type(self).__name__)

@@ -254,6 +254,19 @@ def test_black_box_hpc_answers_with_predict(data):
 _SMALL = {"n_estimators": 3, "n_iter": 1, "progress": False}
 
 
+def _other_libraries():
+    """ADAPTRegressor around an unfitted LightGBM and XGBoost regressor (when installed)."""
+    for module, name, params in [
+        ("lightgbm", "LGBMRegressor", {"n_estimators": 10, "min_child_samples": 2, "verbose": -1}),
+        ("xgboost", "XGBRegressor", {"n_estimators": 10, "max_depth": 3}),
+    ]:
+        try:
+            lib = __import__(module)
+        except ImportError:
+            continue
+        yield ADAPTRegressor(getattr(lib, name)(n_jobs=1, **params), method="lin", **_SMALL)
+
+
 @parametrize_with_checks(
     [
         # enough rounds for f1's trees to pass check_regressors_train's R^2 > 0.5
@@ -265,7 +278,16 @@ _SMALL = {"n_estimators": 3, "n_iter": 1, "progress": False}
             progress=False,
         ),
         ADAPTRegressor(DecisionTreeRegressor(max_depth=3, random_state=0), method="lin", **_SMALL),
-    ]
+        *_other_libraries(),
+    ],
+    expected_failed_checks=lambda est: (
+        {}
+        if isinstance(est.hpc, DecisionTreeRegressor)
+        else {
+            "check_sample_weight_equivalence_on_dense_data": "the boosted hpc's histograms and leaf sizes "
+            "count rows, not weights"
+        }
+    ),
 )
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():

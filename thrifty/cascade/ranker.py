@@ -170,11 +170,17 @@ class CronusRanker(CronusEstimator):
             )
         class_weight = _class_weight(self.class_weight, relevant, np.array([False, True]), w)
 
+        # calibrating on the training documents, their weights weigh the cost (not the precision,
+        # a mean over queries)
+        w_cal = w if calibration is None else None
+
         def candidate(lam: float | None) -> Candidate:
             res = self._cascade(forest, X, relevant, costs, lam, class_weight, w)
             ev = evaluate(res.plan, X_cal, costs)
             precision = precision_at_k(y_cal, cascade_scores(ev), q_cal, self.k, self.relevant_min)
-            return Candidate({"lam": res.lam}, float(ev.cost.mean), precision, res)
+            return Candidate(
+                {"lam": res.lam}, float(np.average(ev.cost.total, weights=w_cal)), precision, res
+            )
 
         lams = self._lams(forest, X, relevant, costs, class_weight, w)
         self._keep(self._select(candidate(lam) for lam in lams).model, model, forest)

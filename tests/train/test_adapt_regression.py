@@ -184,6 +184,44 @@ def test_gbrt_low_model_predicts_in_target_units(data):
     assert np.mean((pred - y) ** 2) < 0.3 * np.var(y)
 
 
+def _best_stump(X, y):
+    """Brute force: the least-squares stump over every feature and threshold (midpoints of the
+    sorted distinct values), and its predictions."""
+    best = (np.sum((y - y.mean()) ** 2), y.mean() * np.ones(len(y)))
+    for j in range(X.shape[1]):
+        values = np.unique(X[:, j])
+        for a, b in zip(values[:-1], values[1:]):
+            left = X[:, j] <= (a + b) / 2
+            pred = np.where(left, y[left].mean(), y[~left].mean())
+            sse = np.sum((y - pred) ** 2)
+            if sse < best[0] - 1e-9:
+                best = (sse, pred)
+    return best[1]
+
+
+def test_gbrt_f1_alone_is_the_least_squares_stump():
+    """p_full = 0, one depth-1 tree, learning rate 1, no ridge on the leaves: f1 is the best
+    least-squares stump of y (in target units, the scaling by s undone), found by brute force."""
+    rng = np.random.default_rng(8)
+    X = rng.integers(0, 12, size=(90, 3)).astype(float)  # few distinct values: the bins are exact
+    y = 40.0 * (X[:, 1] > 6) + 5.0 * X[:, 2] + rng.normal(scale=3.0, size=90)
+    prob = ADAPTRegressionProblem.build(X, y, y + rng.normal(scale=2.0, size=90))
+    fit = adapt_gbrt(
+        prob,
+        p_full=0.0,
+        gamma=0.0,
+        n_estimators=1,
+        max_depth=1,
+        learning_rate=1.0,
+        n_iter=0,
+        reg_lambda=0.0,
+        min_samples_leaf=1,
+    )
+    np.testing.assert_allclose(
+        np.asarray(evaluate(fit.low, X).raw).reshape(-1), _best_stump(X, y), rtol=1e-10
+    )
+
+
 # ------------------------------------------------------------------------------------ the estimator
 
 

@@ -160,6 +160,19 @@ def test_scale_is_f0s_rmse_and_its_mean_loss_one_half():
     assert exact.scale == pytest.approx(1e-3 * y.std())
 
 
+def test_target_hpc_measures_both_models_against_f0():
+    X, y = _data(200)
+    f0 = y + np.random.default_rng(1).normal(scale=0.4, size=len(y))
+    prob = ADAPTRegressionProblem.build(X, y, f0, target="hpc")
+    assert prob.scale == pytest.approx(np.sqrt(np.mean((f0 - y) ** 2)))  # the tolerance stays f0's error
+    np.testing.assert_array_equal(prob.nll0, 0.0)
+    g, F = np.zeros(len(y)), np.zeros((len(y), 1))
+    A, _ = prob.losses(g, F)
+    np.testing.assert_allclose(A, 0.5 * (f0 / prob.scale) ** 2 + np.log(2.0))
+    with pytest.raises(ValueError, match="target"):
+        ADAPTRegressionProblem.build(X, y, f0, target="f0")
+
+
 def test_lin_f1_alone_is_least_squares_in_target_units():
     """p_full = 0 and no penalty: f1 is the ridge regression of y (standardized features), so the
     scaling by s is undone exactly; the gate never routes to f0."""

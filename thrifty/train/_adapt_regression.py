@@ -11,7 +11,8 @@ gate's log-loss and of the entropy ``H(q)`` in (OPT1), as the log-losses of the 
 The q-step is then unchanged (:func:`~thrifty.train.q_step`), and the model steps fit ``f1`` to
 ``y / s`` by weighted least squares (ADAPT-LIN's (OPT2) with ``(1 - q_i) (f1 - y_i / s)^2 / 2``,
 ADAPT-GBRT's impurity (1) with gradient ``f1 - y_i / s`` and hessian 1); ``f1``'s outputs are
-multiplied by ``s`` at the end.
+multiplied by ``s`` at the end. With ``target="hpc"`` both models are measured against ``f0``'s
+predictions instead of ``y`` (``f1`` learns to agree with ``f0``).
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ MIN_SCALE = 1e-3
 class ADAPTRegressionProblem(ADAPTProblem):
     """The training data of :func:`adapt_lin` and :func:`adapt_gbrt` for a regression target.
 
-    Build it with :meth:`build` from the expensive model's predictions. ``y`` holds the targets,
-    ``nll0`` the expensive model's loss ``(f0(x_i) - y_i)^2 / (2 s^2)`` and ``scale`` ``s`` (see
-    the module docstring); ``classes`` is None.
+    Build it with :meth:`build` from the expensive model's predictions. ``y`` holds the targets
+    (``y``, or ``f0``'s predictions with ``target="hpc"``), ``nll0`` the expensive model's loss
+    ``(f0(x_i) - y_i)^2 / (2 s^2)`` and ``scale`` ``s`` (see the module docstring); ``classes``
+    is None.
     """
 
     scale: float = 1.0
@@ -57,13 +59,19 @@ class ADAPTRegressionProblem(ADAPTProblem):
         sample_weight: Any = None,
         categories: dict[int, list] | None = None,
         scale: float | None = None,
+        target: str = "y",
     ) -> ADAPTRegressionProblem:
         """From targets and the expensive model's predictions on the same rows.
 
         ``scale`` defaults to the expensive model's weighted root mean squared error there,
         floored at ``MIN_SCALE`` times the targets' standard deviation (1 for a constant
         target). Rows of ``sample_weight`` 0 are left out: they weigh nothing in (OPT).
+        ``target="hpc"`` measures both models against the expensive model's predictions
+        instead of ``y``: ``f1`` is fitted to ``f0``, ``f0``'s own loss is 0, and the gate keeps
+        the examples on which ``f1`` agrees with ``f0`` to within about ``s``.
         """
+        if target not in ("y", "hpc"):
+            raise InputError(f"target must be 'y' or 'hpc', got {target!r}")
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         f0 = np.asarray(pred0, dtype=np.float64).reshape(-1)
@@ -81,6 +89,8 @@ class ADAPTRegressionProblem(ADAPTProblem):
             spread = math.sqrt(float(np.average((y - np.average(y, weights=w)) ** 2, weights=w)))
             rmse = math.sqrt(float(np.average((y - f0) ** 2, weights=w)))
             scale = max(rmse, MIN_SCALE * spread) if spread > 0 else 1.0
+        if target == "hpc":
+            y = f0
         return cls(
             X=X[keep],
             y=y,

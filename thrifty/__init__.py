@@ -8,7 +8,8 @@ from thrifty._version import __version__
 # Imported on first use (PEP 562): `import thrifty.costs` and `thrifty --help` load neither numba
 # nor scikit-learn nor LightGBM.
 if TYPE_CHECKING:
-    from thrifty.cascade import CronusClassifier, cronus
+    from thrifty.cascade import CronusClassifier, CronusRanker
+    from thrifty.cascade.cronus import cronus  # the function, not the module of that name
     from thrifty.comparison.compare import Comparison, compare
     from thrifty.costs import CostModel, CostReport
     from thrifty.forest import Forest
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     )
     from thrifty.train import (
         ADAPTClassifier,
+        ADAPTRegressor,
         BudgetRFClassifier,
         BudgetRFRegressor,
         CEGBClassifier,
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADAPTClassifier",
+    "ADAPTRegressor",
     "BudgetPrunedClassifier",
     "BudgetPrunedRegressor",
     "BudgetRFClassifier",
@@ -54,6 +57,7 @@ __all__ = [
     "CostModel",
     "CostReport",
     "CronusClassifier",
+    "CronusRanker",
     "Evaluation",
     "Forest",
     "Full",

@@ -3,10 +3,12 @@
 from thrifty.cascade.cronus import CronusResult, cascade_scores, cronus, lambda_max
 from thrifty.cascade.early_exit import RankingEarlyExit, ranking_early_exit, truncate
 from thrifty.cascade.estimator import CronusClassifier
+from thrifty.cascade.ranker import CronusRanker
 from thrifty.cascade.reweight import reweight
 
 __all__ = [
     "CronusClassifier",
+    "CronusRanker",
     "CronusResult",
     "RankingEarlyExit",
     "cascade_scores",

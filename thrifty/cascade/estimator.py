@@ -3,6 +3,7 @@ Cronus cascade, optionally within a target mean cost."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any, ClassVar, cast
 
@@ -33,7 +34,79 @@ def lam_grid(lam_max: float, n_lams: int = N_LAMS) -> list[float]:
     return [lam_max / 2.0**j for j in range(int(n_lams))]
 
 
-class CronusClassifier(ClassifierMixin, ThriftyEstimator):
+class CronusEstimator(ThriftyEstimator):
+    """What the Cronus estimators share: one cascade per ``lam`` (eq. (8) through
+    :func:`~thrifty.cascade.cronus`), the ``lam`` grid of a budget search, the fitted state."""
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        # any model ``as_forest`` imports; checked when it is imported
+        "estimator": [object],
+        "costs": [None, "cost-model"],
+        "budget": [None, Interval(Real, 0, None, closed="left")],
+        **OPTIONS,
+        "n_lams": [Interval(Integral, 1, None, closed="left")],
+        "progress": ["boolean"],
+    }
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
+        return tags
+
+    def _cascade(
+        self, forest: Any, X: Any, y: Any, costs: Any, lam: float | None, class_weight: Any, w: Any
+    ) -> CronusResult:
+        """The cascade of eq. (8) for one ``lam`` on the training rows ``(X, y)`` (binary targets)."""
+        result = cronus(
+            forest,
+            X,
+            y,
+            costs,
+            lam=lam,
+            n_stages=self.n_stages,
+            rho=self.rho,
+            delta=self.delta,
+            eps=self.eps,
+            gamma=self.gamma,
+            class_weight=class_weight,
+            init_only=self.init_only,
+            max_cycles=self.max_cycles,
+            n_threads=self.n_threads,
+            return_result=True,
+            sample_weight=w,
+        )
+        return cast(CronusResult, result)  # return_result=True: a CronusResult, not the plan
+
+    def _lams(self, forest: Any, X: Any, y: Any, costs: Any, class_weight: Any, w: Any) -> Iterable[Any]:
+        """``[self.lam]`` without a budget, else :func:`lam_grid` below ``lambda_max`` (which keeps
+        no tree, so a budget >= 0 is always met) behind a progress bar."""
+        from tqdm.auto import tqdm
+
+        if self.budget is None:
+            return [self.lam]
+        top = lambda_max(forest, X, y, costs, class_weight=class_weight, sample_weight=w)
+        if not np.isfinite(top):
+            raise InputError(
+                "some trees cost nothing (no priced feature, tree_cost 0), so no lam "
+                "drops them and the budget search has no scale; give trees a cost "
+                "(CostModel(..., tree_cost=1)) or pass lam= instead of budget="
+            )
+        return tqdm(
+            lam_grid(top, self.n_lams),
+            desc="Cronus budget search",
+            unit="lam",
+            disable=None if self.progress else True,
+        )
+
+    def _keep(self, result: CronusResult, model: Any, forest: Any) -> None:
+        self.estimator_ = model
+        self.forest_ = forest
+        self.result_ = result
+        self.plan_ = result.plan
+        self.lam_ = result.lam
+
+
+class CronusClassifier(ClassifierMixin, CronusEstimator):
     """Re-weight and re-order a binary tree ensemble into a cascade of early rejects (Cronus).
 
     ``fit`` solves eq. (8) of Chen et al. (AISTATS 2012) on ``(X, y)``: stages re-weighting
@@ -100,14 +173,8 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        # any model ``as_forest`` imports; checked when it is imported
-        "estimator": [object],
-        "costs": [None, "cost-model"],
-        "budget": [None, Interval(Real, 0, None, closed="left")],
-        **OPTIONS,
+        **CronusEstimator._parameter_constraints,
         "class_weight": [None, Interval(Real, 0, None, closed="neither"), dict, StrOptions({"balanced"})],
-        "n_lams": [Interval(Integral, 1, None, closed="left")],
-        "progress": ["boolean"],
     }
 
     def __init__(
@@ -148,7 +215,6 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
-        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
         return tags
 
     # ------------------------------------------------------------------ fit
@@ -170,8 +236,6 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
         -------
         self
         """
-        from tqdm.auto import tqdm
-
         self._validate_params()
         stage_rho(self.rho, self.n_stages)
         y = class_labels(y, type(self).__name__)[0]
@@ -187,8 +251,8 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
         if forest.task != "binary":
             raise InputError(
                 f"CronusClassifier needs a binary classifier; the estimator's task is "
-                f"{forest.task!r} (use thrifty.cascade.cronus for rankers and regressors "
-                "with binary targets)"
+                f"{forest.task!r} (use CronusRanker for rankers, and regressors scoring "
+                "relevance)"
             )
         classes = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         unknown = np.setdiff1d(np.unique(y), classes)
@@ -200,53 +264,17 @@ class CronusClassifier(ClassifierMixin, ThriftyEstimator):
         costs = self._fit_costs(X)
         split = self._calibration(X, y, w, calibration)
         class_weight = _class_weight(self.class_weight, split.y, classes, split.w)
-        opts = dict(
-            n_stages=self.n_stages,
-            rho=self.rho,
-            delta=self.delta,
-            eps=self.eps,
-            gamma=self.gamma,
-            class_weight=class_weight,
-            init_only=self.init_only,
-            max_cycles=self.max_cycles,
-            n_threads=self.n_threads,
-            return_result=True,
-            sample_weight=split.w,
-        )
         w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
 
         def candidate(lam: float | None) -> Candidate:
-            # opts holds return_result=True: cronus returns its CronusResult
-            res = cast(CronusResult, cronus(forest, split.X, split.y, costs, lam=lam, **opts))
+            res = self._cascade(forest, split.X, split.y, costs, lam, class_weight, split.w)
             ev = evaluate(res.plan, split.X_cal, costs)
             cost = float(w_cal @ ev.cost.total / w_cal.sum())
             accuracy = float(w_cal @ (ev.labels == split.y_cal) / w_cal.sum())
             return Candidate({"lam": res.lam}, cost, accuracy, res)
 
-        if self.budget is None:
-            lams: Any = [self.lam]
-        else:
-            top = lambda_max(
-                forest, split.X, split.y, costs, class_weight=class_weight, sample_weight=split.w
-            )
-            if not np.isfinite(top):
-                raise InputError(
-                    "some trees cost nothing (no priced feature, tree_cost 0), so no lam "
-                    "drops them and the budget search has no scale; give trees a cost "
-                    "(CostModel(..., tree_cost=1)) or pass lam= instead of budget="
-                )
-            lams = tqdm(
-                lam_grid(top, self.n_lams),
-                desc="Cronus budget search",
-                unit="lam",
-                disable=None if self.progress else True,
-            )
-        result = self._select(candidate(lam) for lam in lams).model
-        self.estimator_ = model
-        self.forest_ = forest
-        self.result_ = result
-        self.plan_ = result.plan
-        self.lam_ = result.lam
+        lams = self._lams(forest, split.X, split.y, costs, class_weight, split.w)
+        self._keep(self._select(candidate(lam) for lam in lams).model, model, forest)
         self.classes_ = classes
         fit_w = np.ones(split.X.shape[0]) if split.w is None else split.w
         self.slope_ = _platt_slope(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, softmax
+from scipy.special import expit
 
-from thrifty.train._adapt_problem import ADAPTFit, ADAPTProblem, losses, onehot, progress_bar, q_step
+from thrifty.train._adapt_problem import ADAPTFit, ADAPTProblem, progress_bar, q_step
 from thrifty.train._adapt_trees import Binner, TreeList, grow_tree
 
 __all__ = ["adapt_gbrt"]
@@ -62,13 +62,13 @@ def adapt_gbrt(
     ADAPTFit
         ``gate`` and ``low`` as Forests.
     """
-    X, y, sw, n = prob.X, prob.y, prob.w, prob.X.shape[0]
+    X, sw, n = prob.X, prob.w, prob.X.shape[0]
     K = prob.width
     binner = Binner(X, weight=sw)
     binned = binner.transform(X)
     c = prob.costs
     unit_prices = prob.unit_prices()
-    Y = onehot(y, prob.n_classes)
+    Y = prob.targets()
     w_total = float(sw.sum())
     history: list[dict[str, float]] = []
     bar = progress_bar((n_iter + (init is None)) * n_estimators, "ADAPT-GBRT", progress)
@@ -110,9 +110,9 @@ def adapt_gbrt(
                 t = tree(s - q, s * (1.0 - s), acquired)
                 gate_trees.add(t, 0)
                 g += learning_rate * t[4][t[5]]
-            p = expit(F) if K == 1 else softmax(F, axis=1)
+            G, Hs = prob.low_grad_hess(F, Y)
             for k in range(K):
-                t = tree(w * (p[:, k] - Y[:, k]), w * p[:, k] * (1.0 - p[:, k]), acquired)
+                t = tree(w * G[:, k], w * Hs[:, k], acquired)
                 low_trees.add(t, k)
                 F[:, k] += learning_rate * t[4][t[5]]
             bar.update(1)
@@ -130,10 +130,10 @@ def adapt_gbrt(
         gate_trees = TreeList()
         g_base = np.zeros(1)
         for _ in range(n_iter):
-            A, B = losses(g, F, y, prob.nll0)
+            A, B = prob.losses(g, F)
             q, beta = q_step(A, B, p_full, sw)
             gate_trees, low_trees, g, F, g_base, f_base = boost(q)
-            A, B = losses(g, F, y, prob.nll0)
+            A, B = prob.losses(g, F)
             change = prob.q_change(q, q_old)
             history.append(prob.history_row(q, beta, A, B, change))
             if change < tol:
@@ -152,7 +152,14 @@ def adapt_gbrt(
     gate = gate_trees.to_forest(
         binner, base_score=g_base, width=1, link="identity", task="regression", classes=None, **common
     )
+    scale = prob.output_scale  # f1 was fitted to targets divided by it
     low = low_trees.to_forest(
-        binner, base_score=f_base, width=K, link=prob.link, task=prob.task, classes=prob.classes, **common
+        binner,
+        base_score=f_base * scale,
+        width=K,
+        link=prob.link,
+        task=prob.task,
+        classes=prob.classes,
+        **{**common, "learning_rate": learning_rate * scale},
     )
     return ADAPTFit(gate=gate, low=low, q=q, beta=beta, history=history)

@@ -35,21 +35,31 @@ class Standardizer:
 
 
 def smooth_loss(
-    P: np.ndarray, Z: np.ndarray, Y: np.ndarray, q: np.ndarray | None, l2: float, sw: np.ndarray | None = None
+    P: np.ndarray,
+    Z: np.ndarray,
+    Y: np.ndarray,
+    q: np.ndarray | None,
+    l2: float,
+    sw: np.ndarray | None = None,
+    loss: str = "logistic",
 ) -> tuple[float, np.ndarray]:
     """Weighted mean loss of (OPT2) without the group penalty, and its gradient in ``P``.
 
-    ``Y`` holds 0/1 targets: one column for a binary model, one-hot columns for a multiclass
-    one. With ``q`` (probability of the expensive model per example) column 0 of ``P`` is the
-    gate: ``(1 - q) [l(f1) + log(1 + e^g)] + q log(1 + e^-g)``; without it, plain ``l(f1)``.
-    ``sw`` weighs the examples (default 1 each).
+    ``loss="logistic"``: ``Y`` holds 0/1 targets, one column for a binary model, one-hot columns
+    for a multiclass one. ``loss="squared"``: ``Y`` is one column of (scaled) regression targets
+    and ``l(f1) = (f1 - y)^2 / 2``. With ``q`` (probability of the expensive model per example)
+    column 0 of ``P`` is the gate: ``(1 - q) [l(f1) + log(1 + e^g)] + q log(1 + e^-g)``; without
+    it, plain ``l(f1)``. ``sw`` weighs the examples (default 1 each).
     """
     sw = np.ones(Z.shape[0]) if sw is None else sw
     n = float(sw.sum())
     A = Z @ P[:-1] + P[-1]
     F = A[:, 1:] if q is not None else A
     w = sw * (1.0 - q) if q is not None else sw
-    if F.shape[1] == 1:
+    if loss == "squared":
+        dF = F - Y
+        loss_f = 0.5 * dF[:, 0] ** 2
+    elif F.shape[1] == 1:
         f = F[:, 0]
         loss_f = np.logaddexp(0.0, f) - Y[:, 0] * f
         dF = (expit(f) - Y[:, 0])[:, None]
@@ -100,6 +110,7 @@ def fit_group_sparse(
     max_iter: int = 500,
     tol: float = 1e-6,
     sample_weight: np.ndarray | None = None,
+    loss: str = "logistic",
 ) -> np.ndarray:
     """Minimise ``smooth_loss + gamma * sum_a weights[a] ||P[a]||`` by FISTA; returns ``P``.
 
@@ -115,13 +126,15 @@ def fit_group_sparse(
         Per-feature price in the penalty (default 1).
     sample_weight : ndarray (n,), optional
         Per-example weight of the loss (default 1).
+    loss : {"logistic", "squared"}
+        The low-cost model's loss (see :func:`smooth_loss`).
     """
     from threadpoolctl import threadpool_limits
 
     # The products are small (n x n_features x a few columns): several BLAS threads only
     # contend (10x slower on a busy 2-core machine).
     with threadpool_limits(1):
-        return _fista(Z, Y, q, weights, gamma, l2, init, max_iter, tol, sample_weight)
+        return _fista(Z, Y, q, weights, gamma, l2, init, max_iter, tol, sample_weight, loss)
 
 
 def _fista(
@@ -135,6 +148,7 @@ def _fista(
     max_iter: int,
     tol: float,
     sw: np.ndarray | None,
+    loss: str,
 ) -> np.ndarray:
     n_feat = Z.shape[1]
     n_cols = Y.shape[1] + (1 if q is not None else 0)
@@ -143,13 +157,13 @@ def _fista(
     y = x.copy()
     t = 1.0
     L = 1.0
-    obj_x = smooth_loss(x, Z, Y, q, l2, sw)[0] + penalty(x, weights, gamma)
+    obj_x = smooth_loss(x, Z, Y, q, l2, sw, loss)[0] + penalty(x, weights, gamma)
     for _ in range(max_iter):
-        fy, gy = smooth_loss(y, Z, Y, q, l2, sw)
+        fy, gy = smooth_loss(y, Z, Y, q, l2, sw, loss)
         while True:
             cand = group_prox(y - gy / L, gamma * weights / L)
             d = cand - y
-            fc = smooth_loss(cand, Z, Y, q, l2, sw)[0]
+            fc = smooth_loss(cand, Z, Y, q, l2, sw, loss)[0]
             if fc <= fy + float(np.sum(gy * d)) + 0.5 * L * float(np.sum(d * d)) + 1e-12:
                 break
             L *= 2.0

@@ -17,7 +17,7 @@ __all__ = ["hpc_plan"]
 def hpc_plan(
     hpc: Any,
     n_features: int,
-    classes: np.ndarray,
+    classes: np.ndarray | None,
     hpc_features: Any = None,
     *,
     feature_names: list[str] | None = None,
@@ -35,7 +35,8 @@ def hpc_plan(
     ``categories`` of categorical columns when the model was fitted on one). A tree model the
     importer supports but cannot represent raises the importer's error.
 
-    The plan's classes are checked against ``classes`` (the labels ADAPT is fitted on).
+    The plan's classes are checked against ``classes`` (the labels ADAPT is fitted on);
+    ``classes=None`` asks for a regressor (a black box then answers with its ``predict``).
     """
     if isinstance(hpc, (Forest, Plan)):
         plan = as_plan(hpc)
@@ -68,16 +69,16 @@ def hpc_columns(hpc_features: Any, n_features: int) -> np.ndarray:
 
 
 class BlackBox:
-    """``predict`` of an ``Opaque`` plan: a classifier's probabilities on the columns it reads.
+    """``predict`` of an ``Opaque`` plan: a classifier's probabilities (``output="binary"``: the
+    positive class's, ``"proba"``: every class's) or a regressor's predictions (``"predict"``)
+    on the columns it reads.
 
     The runtime hands the columns as float64 (category codes for categorical columns); a
     model fitted on a DataFrame gets one back, with its column names and categories.
     """
 
-    def __init__(
-        self, model: Any, names: list[str] | None, categories: dict[int, list], binary: bool
-    ) -> None:
-        self.model, self.names, self.categories, self.binary = model, names, categories, binary
+    def __init__(self, model: Any, names: list[str] | None, categories: dict[int, list], output: str) -> None:
+        self.model, self.names, self.categories, self.output = model, names, categories, output
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         rows: Any = Z
@@ -88,22 +89,26 @@ class BlackBox:
             for j, cats in self.categories.items():
                 codes = np.where(np.isnan(Z[:, j]), -1, Z[:, j]).astype(np.int64)
                 rows[self.names[j]] = pd.Categorical.from_codes(codes, categories=cats)
+        if self.output == "predict":
+            return np.asarray(self.model.predict(rows), dtype=np.float64).reshape(-1)
         proba = np.asarray(self.model.predict_proba(rows), dtype=np.float64)
-        return proba[:, 1] if self.binary else proba
+        return proba[:, 1] if self.output == "binary" else proba
 
 
 def _black_box(
     hpc: Any,
     n_features: int,
-    classes: np.ndarray,
+    classes: np.ndarray | None,
     hpc_features: Any,
     feature_names: list[str] | None,
     categories: dict[int, list],
 ) -> Plan:
-    if not hasattr(hpc, "predict_proba"):
+    method = "predict" if classes is None else "predict_proba"
+    if not hasattr(hpc, method):
         raise UnsupportedModelError(
-            f"the hpc {type(hpc).__name__} has no predict_proba; ADAPT needs the expensive "
-            "model's class probabilities (pass a classifier, a thrifty Forest or a plan)"
+            f"the hpc {type(hpc).__name__} has no {method}; ADAPT needs the expensive model's "
+            f"{'predictions' if classes is None else 'class probabilities'} (pass a "
+            f"{'regressor' if classes is None else 'classifier'}, a thrifty Forest or a plan)"
         )
     columns = hpc_columns(hpc_features, n_features)
     fitted_on = getattr(hpc, "n_features_in_", len(columns))
@@ -113,17 +118,28 @@ def _black_box(
             "a black-box hpc reads exactly its hpc_features; fit it on those columns"
         )
     own = getattr(hpc, "classes_", None)
-    if own is not None and not np.array_equal(np.asarray(own), np.asarray(classes)):
+    if classes is not None and own is not None and not np.array_equal(np.asarray(own), np.asarray(classes)):
         raise InputError(
             f"the hpc predicts classes {list(own)[:10]} but y has classes {list(classes)[:10]}; "
             "fit both on the same labels"
         )
     frame = hasattr(hpc, "feature_names_in_") and feature_names is not None
     local = {int(np.searchsorted(columns, j)): cats for j, cats in categories.items() if j in set(columns)}
+    names = [feature_names[j] for j in columns] if frame else None  # type: ignore[index]
+    if classes is None:
+        return Opaque(
+            BlackBox(hpc, names, local, "predict"),
+            columns,
+            width=1,
+            link="identity",
+            task="regression",
+            n_features=n_features,
+            feature_names=feature_names,
+        )
     classes = np.asarray(classes)
     binary = len(classes) == 2
     return Opaque(
-        BlackBox(hpc, [feature_names[j] for j in columns] if frame else None, local, binary),  # type: ignore[index]
+        BlackBox(hpc, names, local, "binary" if binary else "proba"),
         columns,
         width=1 if binary else len(classes),
         link="proba",
@@ -134,8 +150,13 @@ def _black_box(
     )
 
 
-def _check_classes(high: Plan, classes: np.ndarray) -> None:
-    """InputError unless the hpc predicts exactly ``classes``, in that order."""
+def _check_classes(high: Plan, classes: np.ndarray | None) -> None:
+    """InputError unless the hpc predicts exactly ``classes``, in that order (``None``: unless
+    it is a single-output regressor)."""
+    if classes is None:
+        if high.task != "regression" or high.n_outputs != 1:
+            raise InputError(f"the hpc must be a single-output regressor; its task is {high.task!r}")
+        return
     n_classes = len(classes)
     if not high.is_classifier:
         raise InputError(f"the hpc must be a classifier; its task is {high.task!r}")

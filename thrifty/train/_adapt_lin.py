@@ -13,7 +13,7 @@ import numpy as np
 from thrifty.exceptions import InputError
 from thrifty.runtime.models import Linear
 from thrifty.train._adapt_group_sparse import Standardizer, fit_group_sparse
-from thrifty.train._adapt_problem import ADAPTFit, ADAPTProblem, losses, onehot, progress_bar, q_step
+from thrifty.train._adapt_problem import ADAPTFit, ADAPTProblem, onehot, progress_bar, q_step
 
 __all__ = ["adapt_lin", "l1_baseline", "lin_objective", "truncate_lin"]
 
@@ -62,7 +62,7 @@ def adapt_lin(
     ADAPTFit
         ``gate`` and ``low`` as ``Linear`` plans; ``state`` holds the standardized parameters.
     """
-    X, y, sw = prob.X, prob.y, prob.w
+    X, sw = prob.X, prob.w
     _check_complete(X)
     std = Standardizer(X, sw)
     Z = std.transform(X)
@@ -73,28 +73,37 @@ def adapt_lin(
         if init is not None:
             init = init.copy()
             init[:-1][~support] = 0.0
-    Y = onehot(y, prob.n_classes)
+    Y = prob.targets()
     prices = prob.feature_prices()
     history: list[dict[str, float]] = []
     bar = progress_bar(n_iter, "ADAPT-LIN", progress)
     try:
         if init is None:
             P_f = fit_group_sparse(
-                Z, Y, weights=prices, gamma=gamma, l2=l2, max_iter=max_iter, sample_weight=sw
+                Z, Y, weights=prices, gamma=gamma, l2=l2, max_iter=max_iter, sample_weight=sw, loss=prob.loss
             )
             P = np.column_stack([np.zeros(Z.shape[1] + 1), P_f])
         else:
             P = init.copy()
-        q, beta, q_old = np.zeros(len(y)), 0.0, None
+        q, beta, q_old = np.zeros(len(sw)), 0.0, None
         for _ in range(n_iter):
             S = Z @ P[:-1] + P[-1]
-            A, B = losses(S[:, 0], S[:, 1:], y, prob.nll0)
+            A, B = prob.losses(S[:, 0], S[:, 1:])
             q, beta = q_step(A, B, p_full, sw)
             P = fit_group_sparse(
-                Z, Y, q=q, weights=prices, gamma=gamma, l2=l2, init=P, max_iter=max_iter, sample_weight=sw
+                Z,
+                Y,
+                q=q,
+                weights=prices,
+                gamma=gamma,
+                l2=l2,
+                init=P,
+                max_iter=max_iter,
+                sample_weight=sw,
+                loss=prob.loss,
             )
             S = Z @ P[:-1] + P[-1]
-            A, B = losses(S[:, 0], S[:, 1:], y, prob.nll0)
+            A, B = prob.losses(S[:, 0], S[:, 1:])
             change = prob.q_change(q, q_old)
             history.append(prob.history_row(q, beta, A, B, change))
             bar.update(1)
@@ -110,8 +119,8 @@ def adapt_lin(
         coef[:, 0], intercept[0], link="identity", task="regression", feature_names=prob.feature_names
     )
     low = Linear(
-        coef[:, 1:],
-        intercept[1:],
+        coef[:, 1:] * prob.output_scale,  # f1 was fitted to targets divided by it
+        intercept[1:] * prob.output_scale,
         link=prob.link,
         task=prob.task,
         classes=prob.classes,
@@ -187,7 +196,7 @@ def lin_objective(prob: ADAPTProblem, P: np.ndarray, p_full: float, gamma: float
     """
     Z = Standardizer(prob.X, prob.w).transform(prob.X)
     S = Z @ P[:-1] + P[-1]
-    A, B = losses(S[:, 0], S[:, 1:], prob.y, prob.nll0)
+    A, B = prob.losses(S[:, 0], S[:, 1:])
     q, _ = q_step(A, B, p_full, prob.w)
     with np.errstate(divide="ignore", invalid="ignore"):
         H = -(np.where(q > 0, q * np.log(q), 0.0) + np.where(q < 1, (1 - q) * np.log1p(-q), 0.0))

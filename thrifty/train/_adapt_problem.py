@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import expit, log_softmax
+from scipy.special import expit, log_softmax, softmax
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
@@ -229,6 +229,27 @@ class ADAPTProblem:
     @property
     def task(self) -> str:
         return "binary" if self.n_classes == 2 else "multiclass"
+
+    # The low-cost model's loss, as the model steps see it (a regression problem overrides these).
+    loss = "logistic"
+
+    @property
+    def output_scale(self) -> float:
+        """Factor from the model steps' raw outputs of ``f1`` to its predictions."""
+        return 1.0
+
+    def targets(self) -> np.ndarray:
+        """The model steps' targets of ``f1``: one 0/1 column (binary) or one-hot columns."""
+        return onehot(self.y, self.n_classes)
+
+    def losses(self, g: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``A_i`` and ``B_i`` of (OPT1) at the gate's raw scores ``g`` and ``f1``'s ``F``."""
+        return losses(g, F, self.y, self.nll0)
+
+    def low_grad_hess(self, F: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-example gradient and hessian of ``l(f1(x_i), y_i)`` in each raw output of ``F``."""
+        p = expit(F) if F.shape[1] == 1 else softmax(F, axis=1)
+        return p - Y, p * (1.0 - p)
 
     def unit_prices(self) -> np.ndarray:
         """Unit (group) costs divided by the mean positive feature price (gamma is unit-free)."""

@@ -13,8 +13,9 @@ alternating minimisation of (OPT):
   boosted cost-aware trees (ADAPT-GBRT, Algorithm 2, :func:`adapt_gbrt`) or linear models with
   a group-sparse penalty (ADAPT-LIN, Algorithm 1, :func:`adapt_lin`).
 
-The L1 baseline of the paper's section 5 is :func:`l1_baseline`. :class:`ADAPTClassifier` wraps
-them as a scikit-learn estimator whose fitted ``plan_`` is a thrifty ``Gated(gate, low, high)``
+The L1 baseline of the paper's section 5 is :func:`l1_baseline`. :class:`ADAPTClassifier` and
+:class:`ADAPTRegressor` (the same (OPT) with squared losses, :class:`ADAPTRegressionProblem`) wrap
+them as scikit-learn estimators whose fitted ``plan_`` is a thrifty ``Gated(gate, low, high)``
 plan: ``thrifty.evaluate`` runs it and reports exact per-example costs (features acquired by the
 gate are free for the model it picks).
 
@@ -29,7 +30,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from thrifty._estimator import Candidate, ThriftyEstimator
@@ -48,11 +49,15 @@ from thrifty.train._adapt_gbrt import adapt_gbrt
 from thrifty.train._adapt_hpc import hpc_columns, hpc_plan
 from thrifty.train._adapt_lin import adapt_lin, l1_baseline, lin_objective, truncate_lin
 from thrifty.train._adapt_problem import ADAPTFit, ADAPTProblem, q_step
+from thrifty.train._adapt_regression import ADAPTRegressionProblem
 
 __all__ = [
     "ADAPTClassifier",
+    "ADAPTEstimator",
     "ADAPTFit",
     "ADAPTProblem",
+    "ADAPTRegressionProblem",
+    "ADAPTRegressor",
     "adapt_gbrt",
     "adapt_lin",
     "hpc_plan",
@@ -73,7 +78,250 @@ P_FULL_GRID = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8)
 GAMMA_GRID = {"gbrt": (1e-2, 1e-3, 3e-4, 1e-4), "lin": (0.1, 0.03, 0.01, 3e-3), "l1": (0.1, 0.03, 0.01, 3e-3)}
 
 
-class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
+class ADAPTEstimator(ThriftyEstimator):
+    """What :class:`ADAPTClassifier` and :class:`ADAPTRegressor` share: their parameters (see
+    :class:`ADAPTClassifier`), the fit of (OPT) on the training rows, the budget sweep over
+    ``(p_full, gamma)`` and the fitted ``Gated`` plan. A subclass says how its targets are checked,
+    which expensive model is the default, how (OPT)'s problem is built from the expensive model's
+    outputs and which calibration metric ranks the candidates."""
+
+    _parameter_constraints = {
+        **ThriftyEstimator._parameter_constraints,
+        "costs": ["cost-model", None],
+        "budget": [Interval(Real, 0, None, closed="left"), None],
+        "method": [StrOptions(set(METHODS))],
+        "p_full": [Interval(Real, 0, 1, closed="both")],
+        "gamma": [Interval(Real, 0, None, closed="left"), None],
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "max_depth": [Interval(Integral, 1, 12, closed="both")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "n_iter": [Interval(Integral, 0, None, closed="left")],
+        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
+        "p_full_grid": ["array-like", None],
+        "gamma_grid": ["array-like", None],
+        "calibration_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "hpc_features": ["array-like", None],
+        "warm_start": ["boolean"],
+        "max_features": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+        "progress": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        hpc: Any = None,
+        *,
+        costs: Any = None,
+        budget: float | None = None,
+        method: str = "gbrt",
+        p_full: float = 0.3,
+        gamma: float | None = None,
+        n_estimators: int = 100,
+        max_depth: int = 3,
+        learning_rate: float = 0.1,
+        n_iter: int = 10,
+        min_samples_leaf: int = 5,
+        p_full_grid: Any = None,
+        gamma_grid: Any = None,
+        calibration_fraction: float = 0.25,
+        hpc_features: Any = None,
+        warm_start: bool = False,
+        max_features: int | None = None,
+        random_state: Any = None,
+        progress: bool = True,
+    ) -> None:
+        self.hpc = hpc
+        self.costs = costs
+        self.budget = budget
+        self.method = method
+        self.p_full = p_full
+        self.gamma = gamma
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.n_iter = n_iter
+        self.min_samples_leaf = min_samples_leaf
+        self.p_full_grid = p_full_grid
+        self.gamma_grid = gamma_grid
+        self.calibration_fraction = calibration_fraction
+        self.hpc_features = hpc_features
+        self.warm_start = warm_start
+        self.max_features = max_features
+        self.random_state = random_state
+        self.progress = progress
+
+    def __sklearn_tags__(self) -> Any:
+        # the trees route missing values and split on category codes; the linear models need numbers
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.method == "gbrt"
+        tags.input_tags.categorical = self.method == "gbrt"
+        return tags
+
+    # The subclass's part: its default expensive model, (OPT)'s problem from the expensive
+    # model's evaluation ``ev0`` on the training rows, and the calibration metric (higher wins).
+    def _default_hpc(self) -> Any:
+        raise NotImplementedError
+
+    def _build(
+        self, M: np.ndarray, y: np.ndarray, ev0: Any, names: Any, w: Any, categories: dict
+    ) -> ADAPTProblem:
+        raise NotImplementedError
+
+    def _metric(self, ev: Any, y: np.ndarray, w: np.ndarray | None) -> float:
+        raise NotImplementedError
+
+    def _check_params(self) -> None:
+        self._validate_params()
+        if self.max_features is not None and self.method != "lin":
+            raise InvalidParameterError(
+                f"max_features applies to method='lin' only (got method={self.method!r}); "
+                "for 'gbrt' and 'l1' raise gamma to use fewer features"
+            )
+
+    def _fit(self, X: Any, y: np.ndarray, sample_weight: Any, calibration: Any, *, stratify: bool) -> Any:
+        """Fit (OPT) on the checked ``(X, y)``: the steps after the subclass checked its targets."""
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        self._fit_costs(X)
+        split = self._calibration(
+            X,
+            y,
+            sample_weight,
+            calibration,
+            default="train" if self.budget is None else "split",
+            fraction=self.calibration_fraction,
+            random_state=self.random_state,
+            stratify=stratify,
+        )
+        self._fit_hpc(split.X, split.y, split.w)
+        prob = self._problem(split.X, split.y, split.w)
+        chosen = self._select(self._candidates(prob, split))
+        result: ADAPTFit = chosen.model
+        self.result_ = result
+        self.p_full_, self.gamma_ = float(chosen.params["p_full"]), float(chosen.params["gamma"])
+        self.gate_, self.low_ = result.gate, result.low
+        self.plan_ = Gated(result.gate, result.low, self._high)
+        return self
+
+    def _fit_hpc(self, X: Any, y: np.ndarray, w: np.ndarray | None) -> None:
+        """Fit (if needed) and import the expensive model: sets ``hpc_`` and the plan of ``f0``."""
+        hpc = self._default_hpc() if self.hpc is None else self.hpc
+        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
+        # An unfitted hpc is fitted on the columns it will be given (its hpc_features).
+        columns = hpc_columns(self.hpc_features, X.shape[1])
+        rows = X.iloc[:, columns] if hasattr(X, "iloc") else X[:, columns]
+        hpc = fitted_model(hpc, rows, y, w, who=type(self).__name__)
+        self._high = hpc_plan(
+            hpc,
+            X.shape[1],
+            getattr(self, "classes_", None),  # None: a regressor
+            self.hpc_features,
+            feature_names=names,
+            categories=_frame_categories(X),
+        )
+        self.hpc_ = hpc
+
+    def _problem(self, X: Any, y: np.ndarray, w: np.ndarray | None) -> ADAPTProblem:
+        """The training rows as ADAPT's numeric problem (categories coded as the hpc codes them)."""
+        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
+        categories = dict(self._high.categories) or _frame_categories(X)
+        if categories and self.method != "gbrt":
+            raise InputError(
+                f"method={self.method!r} needs numeric features but X has categorical columns "
+                f"{[names[j] if names else j for j in sorted(categories)][:5]}; use method='gbrt' "
+                "or encode them"
+            )
+        M = to_matrix(X, X.shape[1], names, categories)
+        return self._build(M, y, evaluate_plan(self._high, X), names, w, categories)
+
+    def _candidates(self, prob: ADAPTProblem, split: Any) -> Iterator[Candidate]:
+        """Each (p_full, gamma) trained on ``prob`` and measured on the calibration rows."""
+        if self.budget is None:
+            grid = [(float(self.p_full), self._gamma())]
+        else:
+            p_grid = P_FULL_GRID if self.p_full_grid is None else self.p_full_grid
+            g_grid = GAMMA_GRID[self.method] if self.gamma_grid is None else self.gamma_grid
+            # gamma from large to small: each fit starts from the sparser previous one
+            grid = [(float(p), float(g)) for p in p_grid for g in sorted(g_grid, reverse=True)]
+        init = self._warm_init(prob) if self.warm_start and self.budget is None else None
+        memo: dict[float, tuple] = {}  # the L1 steps of each gamma, shared across p_full
+        for i, (p_full, gamma) in enumerate(grid):
+            if self.budget is not None and (i == 0 or p_full != grid[i - 1][0]):
+                init = None
+            result = self._train(prob, p_full, gamma, init, memo)
+            if self.method == "lin" and self.budget is not None:
+                init = result.state
+            plan = Gated(result.gate, result.low, self._high)
+            ev = evaluate_plan(plan, split.X_cal, self.costs_)
+            w = split.w_cal
+            metric = self._metric(ev, np.asarray(split.y_cal), w)
+            cost = float(np.average(ev.cost.total, weights=w))
+            yield Candidate({"p_full": p_full, "gamma": gamma}, cost, metric, result)
+
+    def _gamma(self) -> float:
+        return DEFAULT_GAMMA[self.method] if self.gamma is None else float(self.gamma)
+
+    def _train(
+        self, prob: ADAPTProblem, p_full: float, gamma: float, init: Any, memo: dict[float, tuple]
+    ) -> ADAPTFit:
+        progress = bool(self.progress)
+        if self.method == "gbrt":
+            return adapt_gbrt(
+                prob,
+                p_full=p_full,
+                gamma=gamma,
+                n_estimators=int(self.n_estimators),
+                max_depth=int(self.max_depth),
+                learning_rate=float(self.learning_rate),
+                n_iter=int(self.n_iter),
+                min_samples_leaf=int(self.min_samples_leaf),
+                init=init,
+                progress=progress,
+            )
+        if self.method == "lin":
+            result = adapt_lin(
+                prob, p_full=p_full, gamma=gamma, n_iter=int(self.n_iter), init=init, progress=progress
+            )
+            if self.max_features is not None:
+                result = truncate_lin(
+                    prob,
+                    result,
+                    int(self.max_features),
+                    p_full=p_full,
+                    gamma=gamma,
+                    n_iter=int(self.n_iter),
+                    progress=progress,
+                )
+            return result
+        return l1_baseline(prob, p_full=p_full, gamma=gamma, memo=memo)
+
+    def _warm_init(self, prob: ADAPTProblem) -> Any:
+        """The previous fit's parameters (ADAPT-LIN) or raw scores on the training rows (GBRT)."""
+        prev: ADAPTFit | None = getattr(self, "result_", None)
+        if prev is None or self.method == "l1" or prev.gate.n_features != prob.X.shape[1]:
+            return None
+        if self.method == "lin":
+            return prev.state
+        if prev.state is not None:  # the previous fit was ADAPT-LIN
+            return None
+        g = np.asarray(evaluate_plan(prev.gate, prob.X).raw).reshape(-1)
+        F = np.asarray(evaluate_plan(prev.low, prob.X).raw).reshape(len(prob.y), -1)
+        return g, F
+
+    # ------------------------------------------------------------------ prediction
+    def evaluate(self, X: Any, costs: Any = None) -> Any:
+        """``thrifty.evaluate`` of ``plan_``: predictions, routes (``exit``) and exact costs."""
+        check_is_fitted(self, "plan_")
+        X = validate_frame(self, X)
+        if self.method != "gbrt" and not hasattr(X, "iloc") and np.isnan(X).any():
+            raise InputError(f"X has NaN values; method={self.method!r} needs complete data")
+        return evaluate_plan(self.plan_, X, self.costs_ if costs is None else costs)
+
+    def route(self, X: Any) -> np.ndarray:
+        """1 where the gate sends the example to the hpc, 0 where ``f1`` answers."""
+        return self.evaluate(X).exit
+
+
+class ADAPTClassifier(ClassifierMixin, ADAPTEstimator):
     """A cheap gate and a cheap model that take over from an expensive classifier (ADAPT).
 
     At prediction time the gate ``g`` looks at a few cheap features and either answers with
@@ -157,76 +405,9 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
     """
 
     _parameter_constraints = {
-        **ThriftyEstimator._parameter_constraints,
+        **ADAPTEstimator._parameter_constraints,
         "hpc": [None, HasMethods(["predict_proba"]), Plan],
-        "costs": ["cost-model", None],
-        "budget": [Interval(Real, 0, None, closed="left"), None],
-        "method": [StrOptions(set(METHODS))],
-        "p_full": [Interval(Real, 0, 1, closed="both")],
-        "gamma": [Interval(Real, 0, None, closed="left"), None],
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
-        "max_depth": [Interval(Integral, 1, 12, closed="both")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "n_iter": [Interval(Integral, 0, None, closed="left")],
-        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
-        "p_full_grid": ["array-like", None],
-        "gamma_grid": ["array-like", None],
-        "calibration_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "hpc_features": ["array-like", None],
-        "warm_start": ["boolean"],
-        "max_features": [Interval(Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "progress": ["boolean"],
     }
-
-    def __init__(
-        self,
-        hpc: Any = None,
-        *,
-        costs: Any = None,
-        budget: float | None = None,
-        method: str = "gbrt",
-        p_full: float = 0.3,
-        gamma: float | None = None,
-        n_estimators: int = 100,
-        max_depth: int = 3,
-        learning_rate: float = 0.1,
-        n_iter: int = 10,
-        min_samples_leaf: int = 5,
-        p_full_grid: Any = None,
-        gamma_grid: Any = None,
-        calibration_fraction: float = 0.25,
-        hpc_features: Any = None,
-        warm_start: bool = False,
-        max_features: int | None = None,
-        random_state: Any = None,
-        progress: bool = True,
-    ) -> None:
-        self.hpc = hpc
-        self.costs = costs
-        self.budget = budget
-        self.method = method
-        self.p_full = p_full
-        self.gamma = gamma
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.n_iter = n_iter
-        self.min_samples_leaf = min_samples_leaf
-        self.p_full_grid = p_full_grid
-        self.gamma_grid = gamma_grid
-        self.calibration_fraction = calibration_fraction
-        self.hpc_features = hpc_features
-        self.warm_start = warm_start
-        self.max_features = max_features
-        self.random_state = random_state
-        self.progress = progress
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = self.method == "gbrt"
-        tags.input_tags.categorical = self.method == "gbrt"
-        return tags
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -255,155 +436,27 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
         -------
         self
         """
-        self._validate_params()
-        if self.max_features is not None and self.method != "lin":
-            raise InvalidParameterError(
-                f"max_features applies to method='lin' only (got method={self.method!r}); "
-                "for 'gbrt' and 'l1' raise gamma to use fewer features"
-            )
+        self._check_params()
         y, classes, _ = class_labels(y, type(self).__name__)
         X, y = validate_frame(self, X, y)
-        sample_weight = check_sample_weight(sample_weight, X.shape[0])
         self.classes_ = classes
-        self._fit_costs(X)
-        split = self._calibration(
-            X,
-            y,
-            sample_weight,
-            calibration,
-            default="train" if self.budget is None else "split",
-            fraction=self.calibration_fraction,
-            random_state=self.random_state,
-        )
-        self._fit_hpc(split.X, split.y, split.w)
-        prob = self._problem(split.X, split.y, split.w)
-        chosen = self._select(self._candidates(prob, split))
-        result: ADAPTFit = chosen.model
-        self.result_ = result
-        self.p_full_, self.gamma_ = float(chosen.params["p_full"]), float(chosen.params["gamma"])
-        self.gate_, self.low_ = result.gate, result.low
-        self.plan_ = Gated(result.gate, result.low, self._high)
-        return self
+        return self._fit(X, y, sample_weight, calibration, stratify=True)
 
-    def _fit_hpc(self, X: Any, y: np.ndarray, w: np.ndarray | None) -> None:
-        """Fit (if needed) and import the expensive model: sets ``hpc_`` and the plan of ``f0``."""
-        hpc = self.hpc
-        if hpc is None:
-            from sklearn.ensemble import RandomForestClassifier
+    def _default_hpc(self) -> Any:
+        from sklearn.ensemble import RandomForestClassifier
 
-            hpc = RandomForestClassifier(n_estimators=100, random_state=self.random_state, n_jobs=1)
-        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        # An unfitted hpc is fitted on the columns it will be given (its hpc_features).
-        columns = hpc_columns(self.hpc_features, X.shape[1])
-        rows = X.iloc[:, columns] if hasattr(X, "iloc") else X[:, columns]
-        hpc = fitted_model(hpc, rows, y, w, who=type(self).__name__)
-        self._high = hpc_plan(
-            hpc,
-            X.shape[1],
-            self.classes_,
-            self.hpc_features,
-            feature_names=names,
-            categories=_frame_categories(X),
-        )
-        self.hpc_ = hpc
+        return RandomForestClassifier(n_estimators=100, random_state=self.random_state, n_jobs=1)
 
-    def _problem(self, X: Any, y: np.ndarray, w: np.ndarray | None) -> ADAPTProblem:
-        """The training rows as ADAPT's numeric problem (categories coded as the hpc codes them)."""
-        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        categories = dict(self._high.categories) or _frame_categories(X)
-        if categories and self.method != "gbrt":
-            raise InputError(
-                f"method={self.method!r} needs numeric features but X has categorical columns "
-                f"{[names[j] if names else j for j in sorted(categories)][:5]}; use method='gbrt' "
-                "or encode them"
-            )
-        M = to_matrix(X, X.shape[1], names, categories)
-        proba0 = evaluate_plan(self._high, X).proba
-        return ADAPTProblem.build(M, y, proba0, self.costs_, names, sample_weight=w, categories=categories)
+    def _build(
+        self, M: np.ndarray, y: np.ndarray, ev0: Any, names: Any, w: Any, categories: dict
+    ) -> ADAPTProblem:
+        return ADAPTProblem.build(M, y, ev0.proba, self.costs_, names, sample_weight=w, categories=categories)
 
-    def _candidates(self, prob: ADAPTProblem, split: Any) -> Iterator[Candidate]:
-        """Each (p_full, gamma) trained on ``prob`` and measured on the calibration rows."""
-        if self.budget is None:
-            grid = [(float(self.p_full), self._gamma())]
-        else:
-            p_grid = P_FULL_GRID if self.p_full_grid is None else self.p_full_grid
-            g_grid = GAMMA_GRID[self.method] if self.gamma_grid is None else self.gamma_grid
-            # gamma from large to small: each fit starts from the sparser previous one
-            grid = [(float(p), float(g)) for p in p_grid for g in sorted(g_grid, reverse=True)]
-        init = self._warm_init(prob) if self.warm_start and self.budget is None else None
-        memo: dict[float, tuple] = {}  # the L1 steps of each gamma, shared across p_full
-        for i, (p_full, gamma) in enumerate(grid):
-            if self.budget is not None and (i == 0 or p_full != grid[i - 1][0]):
-                init = None
-            result = self._train(prob, p_full, gamma, init, memo)
-            if self.method == "lin" and self.budget is not None:
-                init = result.state
-            plan = Gated(result.gate, result.low, self._high)
-            ev = evaluate_plan(plan, split.X_cal, self.costs_)
-            w = split.w_cal
-            accuracy = float(np.average(ev.labels == np.asarray(split.y_cal), weights=w))
-            cost = float(np.average(ev.cost.total, weights=w))
-            yield Candidate({"p_full": p_full, "gamma": gamma}, cost, accuracy, result)
-
-    def _gamma(self) -> float:
-        return DEFAULT_GAMMA[self.method] if self.gamma is None else float(self.gamma)
-
-    def _train(
-        self, prob: ADAPTProblem, p_full: float, gamma: float, init: Any, memo: dict[float, tuple]
-    ) -> ADAPTFit:
-        progress = bool(self.progress)
-        if self.method == "gbrt":
-            return adapt_gbrt(
-                prob,
-                p_full=p_full,
-                gamma=gamma,
-                n_estimators=int(self.n_estimators),
-                max_depth=int(self.max_depth),
-                learning_rate=float(self.learning_rate),
-                n_iter=int(self.n_iter),
-                min_samples_leaf=int(self.min_samples_leaf),
-                init=init,
-                progress=progress,
-            )
-        if self.method == "lin":
-            result = adapt_lin(
-                prob, p_full=p_full, gamma=gamma, n_iter=int(self.n_iter), init=init, progress=progress
-            )
-            if self.max_features is not None:
-                result = truncate_lin(
-                    prob,
-                    result,
-                    int(self.max_features),
-                    p_full=p_full,
-                    gamma=gamma,
-                    n_iter=int(self.n_iter),
-                    progress=progress,
-                )
-            return result
-        return l1_baseline(prob, p_full=p_full, gamma=gamma, memo=memo)
-
-    def _warm_init(self, prob: ADAPTProblem) -> Any:
-        """The previous fit's parameters (ADAPT-LIN) or raw scores on the training rows (GBRT)."""
-        prev: ADAPTFit | None = getattr(self, "result_", None)
-        if prev is None or self.method == "l1" or prev.gate.n_features != prob.X.shape[1]:
-            return None
-        if self.method == "lin":
-            return prev.state
-        if prev.state is not None:  # the previous fit was ADAPT-LIN
-            return None
-        g = np.asarray(evaluate_plan(prev.gate, prob.X).raw).reshape(-1)
-        F = np.asarray(evaluate_plan(prev.low, prob.X).raw).reshape(len(prob.y), -1)
-        return g, F
+    def _metric(self, ev: Any, y: np.ndarray, w: np.ndarray | None) -> float:
+        """Accuracy on the calibration rows."""
+        return float(np.average(ev.labels == y, weights=w))
 
     # ------------------------------------------------------------------ prediction
-    def evaluate(self, X: Any, costs: Any = None) -> Any:
-        """``thrifty.evaluate`` of ``plan_``: predictions, routes (``exit``) and exact costs."""
-        check_is_fitted(self, "plan_")
-        X = validate_frame(self, X)
-        if self.method != "gbrt" and not hasattr(X, "iloc") and np.isnan(X).any():
-            raise InputError(f"X has NaN values; method={self.method!r} needs complete data")
-        return evaluate_plan(self.plan_, X, self.costs_ if costs is None else costs)
-
     def predict(self, X: Any) -> np.ndarray:
         """Labels from ``f1`` where the gate keeps the example, from the hpc elsewhere."""
         return self.evaluate(X).labels
@@ -412,9 +465,85 @@ class ADAPTClassifier(ClassifierMixin, ThriftyEstimator):
         """Class probabilities of the model each example is routed to, shape (n, n_classes)."""
         return self.evaluate(X).proba
 
-    def route(self, X: Any) -> np.ndarray:
-        """1 where the gate sends the example to the hpc, 0 where ``f1`` answers."""
-        return self.evaluate(X).exit
+
+class ADAPTRegressor(RegressorMixin, ADAPTEstimator):
+    """A cheap gate and a cheap regressor that take over from an expensive regressor (ADAPT).
+
+    ADAPT's (OPT) with squared losses (see ``thrifty/train/_adapt_regression.py``): sending
+    example ``i`` to the low-cost model ``f1`` costs ``(f1(x_i) - y_i)^2 / (2 s^2)``, sending it
+    to the expensive model ``f0`` costs ``(f0(x_i) - y_i)^2 / (2 s^2)``, each plus the gate's
+    log-loss, where ``s`` is ``f0``'s root mean squared error on the training rows (the losses
+    are Gaussian negative log-likelihoods at ``f0``'s noise level, in the units of the gate's
+    log-loss and of the entropy of (OPT1)). The gate learns to keep the examples on which ``f1``
+    comes as close to ``y`` as ``f0``; ``f1`` is fitted by least squares on the examples the gate
+    keeps. ``fit`` alternates the closed-form q-step (OPT1) with ADAPT-LIN's group-sparse
+    (OPT2) or ADAPT-GBRT's cost-aware trees, as :class:`ADAPTClassifier` does.
+
+    Parameters are :class:`ADAPTClassifier`'s, except:
+
+    hpc : regressor, Forest or plan, optional
+        The expensive model ``f0`` (default: a 100-tree random forest regressor, fitted on the
+        training rows). A model ``Forest.from_model`` does not import is a black box charged
+        ``hpc_features`` and asked for its ``predict``.
+    method : {"gbrt", "lin"}, default="gbrt"
+        ADAPT-GBRT or ADAPT-LIN (the paper's L1 baseline gates on a classifier's mistakes and
+        has no regression counterpart).
+    budget : float, optional
+        As for the classifier; the candidates are ranked by minus the mean squared error on the
+        calibration rows (``metric`` of ``budget_search_``).
+
+    Attributes are :class:`ADAPTClassifier`'s, without ``classes_``, and ``scale_``, the
+    ``s`` of the losses.
+    """
+
+    _parameter_constraints = {
+        **ADAPTEstimator._parameter_constraints,
+        "hpc": [None, HasMethods(["predict"]), Plan],
+        "method": [StrOptions({"gbrt", "lin"})],
+    }
+
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, calibration: tuple | None = None
+    ) -> ADAPTRegressor:
+        """Learn the gate and the low-cost regressor (and the hpc, when it is not fitted).
+
+        Parameters as :meth:`ADAPTClassifier.fit`, with ``y`` real targets; without
+        ``calibration`` and with a budget, the held-out ``calibration_fraction`` is a plain
+        random split.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y = validate_frame(self, X, y)
+        y = np.asarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y)):
+            raise InputError("y contains NaN or infinity; regression targets must be finite")
+        return self._fit(X, y, sample_weight, calibration, stratify=False)
+
+    def _default_hpc(self) -> Any:
+        from sklearn.ensemble import RandomForestRegressor
+
+        return RandomForestRegressor(n_estimators=100, random_state=self.random_state, n_jobs=1)
+
+    def _build(
+        self, M: np.ndarray, y: np.ndarray, ev0: Any, names: Any, w: Any, categories: dict
+    ) -> ADAPTProblem:
+        pred0 = np.asarray(ev0.raw, dtype=np.float64).reshape(-1)
+        prob = ADAPTRegressionProblem.build(
+            M, y, pred0, self.costs_, names, sample_weight=w, categories=categories
+        )
+        self.scale_ = prob.scale
+        return prob
+
+    def _metric(self, ev: Any, y: np.ndarray, w: np.ndarray | None) -> float:
+        """Minus the mean squared error on the calibration rows."""
+        return -float(np.average((np.asarray(ev.raw).reshape(-1) - y) ** 2, weights=w))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """``f1``'s prediction where the gate keeps the example, the hpc's elsewhere."""
+        return np.asarray(self.evaluate(X).raw, dtype=np.float64).reshape(-1)
 
 
 def _frame_categories(X: Any) -> dict[int, list]:

@@ -377,14 +377,14 @@ def _weights(sample_weight: Any, n: int) -> tuple[np.ndarray | None, Any]:
     return w[keep], keep
 
 
-def _full_decisions(F: np.ndarray, base: float, threshold: float, acc32: bool) -> np.ndarray:
-    """Full-ensemble decisions, summing in base-model order as the runtime does."""
+def _full_scores(F: np.ndarray, base: float, acc32: bool) -> np.ndarray:
+    """Full-ensemble scores, summing in base-model order as the runtime does."""
     s = np.full(F.shape[0], base)
     for t in range(F.shape[1]):
         s = s + F[:, t]
         if acc32:
             s = s.astype(np.float32).astype(np.float64)
-    return s > threshold
+    return s
 
 
 def _fit(
@@ -399,8 +399,13 @@ def _fit(
     progress: bool = False,
     acquisition: tuple | None = None,
     weight: np.ndarray | None = None,
+    tolerance: float | None = None,
 ) -> QWYCResult:
     """Algorithm 1 when ``order`` is None, else Algorithm 2 thresholds for the fixed ``order``.
+
+    A classifier's exit disagrees when it decides the other side of ``threshold`` than the
+    full score; with ``tolerance`` (a regressor, ``threshold`` unused) when its partial score
+    is farther than ``tolerance`` from the full one (``thrifty.order.qwyc_regression``).
 
     With ``acquisition = (leaves, path_ptr, path_feat, closure_ptr, closure_units, unit_cost)``
     a base model costs ``cost[t]`` per undecided example plus what each of them pays for the
@@ -415,7 +420,10 @@ def _fit(
     unit = weight is None
     w_all = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
     W = float(w_all.sum())
-    ypos_all = _full_decisions(F, base, threshold, acc32)
+    full = _full_scores(F, base, acc32)
+    # the kernels' target: a regressor's full scores, or a classifier's decisions as 1.0 / 0.0
+    target_all = full if tolerance is not None else (full > threshold).astype(np.float64)
+    tol = -1.0 if tolerance is None else float(tolerance)
     budget_total = float(alpha) * W
     neg_only = mode == "negative"
     optimize = order is None
@@ -435,7 +443,7 @@ def _fit(
     g = np.full(n, base)
     if acc32:
         g = g.astype(np.float32).astype(np.float64)
-    ypos = ypos_all.copy()
+    target = target_all
     spent = 0.0
     total_cost = 0.0
     # disable=None: tqdm shows the bar only when stderr is a TTY
@@ -448,10 +456,10 @@ def _fit(
         budget = budget_total - spent
         cand = pi[r:] if optimize else pi[r : r + 1]
         k = cand.shape[0]
-        ne = np.zeros(k, dtype=np.int64)
-        out = np.zeros((4, k))
+        out = np.zeros((5, k))
         we, wd, en, ep = out[_k.W_EXIT], out[_k.W_DIS], out[_k.EPS_NEG], out[_k.EPS_POS]
-        _k.scan_candidates(Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, ne, out)
+        ne = out[_k.N_EXIT]
+        _k.scan_candidates(Ft, cols, g, target, tol, w, unit, cand, budget, neg_only, acc32, out)
         cand_cost = cost[cand] * (float(m) if unit else float(w.sum()))
         if acquisition is not None:
             feature_cost = np.zeros(k)
@@ -492,7 +500,7 @@ def _fit(
         n_exit[r], J[r] = we[j], best
         spent += wd[j]
         keep = ~((s > ep[j]) | (s < en[j]))
-        g, cols, ypos, rows, w = s[keep], cols[keep], ypos[keep], rows[keep], w[keep]
+        g, cols, target, rows, w = s[keep], cols[keep], target[keep], rows[keep], w[keep]
         if cols.shape[0] < 0.75 * Ft.shape[1]:  # compact: later scans read fewer columns
             Ft = np.ascontiguousarray(Ft[:, cols])
             cols = np.arange(cols.shape[0], dtype=np.int64)

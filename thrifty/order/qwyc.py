@@ -100,8 +100,9 @@ def qwyc(
     progress: bool = False,
     feature_costs: bool = False,
     sample_weight: Any = None,
+    tolerance: float | None = None,
 ) -> Any:
-    """Order the trees of a binary forest and choose early exits with QWYC.
+    """Order the trees of a binary forest (or a regressor's) and choose early exits with QWYC.
 
     Parameters
     ----------
@@ -111,7 +112,9 @@ def qwyc(
         t]``. A multiclass boosted model is also accepted (beyond the paper): its base models
         are boosting rounds, and an example exits when its leading class's partial score
         exceeds the runner-up's by the position's threshold (``ordering`` "optimize" or
-        "given", ``mode="both"``).
+        "given", ``mode="both"``). A regressor is also accepted (beyond the paper): an exit
+        disagrees when its partial score is farther than ``tolerance`` from the full score
+        (``ordering`` "optimize", "given" or "random"; see ``qwyc_regression``).
     X : array-like of shape (n, n_features)
         Examples the order and thresholds are fitted on (labels are not needed).
     y : array-like of shape (n,), optional
@@ -151,13 +154,38 @@ def qwyc(
         ``w(differ) <= alpha w(C_0)``, Algorithm 1's ``J_r = c w(C_{r-1}) / w(C_{r-1} -
         C_r)``), so integer weights act as repeated rows and zero weights as dropped rows.
 
+    tolerance : float > 0, optional
+        Regressors only: the largest distance, in target units, from the full prediction at
+        which an early prediction still agrees (default: ``default_tolerance``, 5% of the
+        standard deviation of ``y``, or of the full predictions on ``X`` without ``y``).
+
     Returns
     -------
     Sequential, or (Sequential, QWYCResult) with ``return_result=True``.
     """
 
-    _check_options(alpha, mode, ordering, y, "qwyc")
     forest = as_forest(model, who="qwyc")
+    if forest.task == "regression":
+        from thrifty.order.regression import qwyc_regression
+
+        return qwyc_regression(
+            forest,
+            X,
+            y,
+            alpha=alpha,
+            tolerance=tolerance,
+            costs=costs,
+            mode=mode,
+            ordering=ordering,
+            random_state=random_state,
+            return_result=return_result,
+            progress=progress,
+            feature_costs=feature_costs,
+            sample_weight=sample_weight,
+        )
+    if tolerance is not None:
+        raise InputError("tolerance applies to regressors only; a classifier's exits agree on the label")
+    _check_options(alpha, mode, ordering, y, "qwyc")
     if forest.task == "multiclass":
         return _qwyc_multiclass(
             forest,
@@ -172,7 +200,7 @@ def qwyc(
         )
     if forest.n_outputs != 1 or forest.task != "binary":
         raise InputError(
-            f"qwyc needs a binary or multiclass classifier; this forest's task is "
+            f"qwyc needs a binary or multiclass classifier or a regressor; this forest's task is "
             f"{forest.task!r} with {forest.n_outputs} outputs"
         )
     if threshold is not None and float(threshold) != forest.decision_threshold:

@@ -43,6 +43,7 @@ from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Sequential
 
 ORDERINGS = ("optimize",) + FIXED_ORDERINGS
+TOLERANCE = [Interval(Real, 0, None, closed="neither")]  # a regressor's (> 0: see qwyc_regression)
 MODES = ("both", "negative")
 _OPTIONS: dict[str, list[Any]] = {
     "alpha": [Interval(Real, 0, 1, closed="left")],
@@ -333,13 +334,17 @@ def qwyc_scores(
     return_result: bool = False,
     progress: bool = False,
     sample_weight: Any = None,
+    tolerance: float | None = None,
 ) -> Any:
     """QWYC on a score matrix of any base models: ``F[i, t]`` is base model ``t`` on example ``i``.
 
     The full score is ``base_score + F[i].sum()``; it is positive when ``> threshold``. Exits
     compare the partial score ``base_score + sum of the base models so far`` to the thresholds.
     ``y`` (labels: 0/1, -1/+1 or booleans) is needed by the MSE orderings only, whose targets
-    are ``threshold -/+ 1``. Other parameters (``sample_weight`` included) as in ``qwyc``.
+    are ``threshold -/+ 1``. With ``tolerance`` the scores are a regressor's: an exit disagrees
+    when its partial score is farther than ``tolerance`` from the full one (``threshold``
+    unused; see ``qwyc_regression``). Other parameters (``sample_weight`` included) as in
+    ``qwyc``.
 
     Returns
     -------
@@ -355,6 +360,12 @@ def qwyc_scores(
     if not np.all(np.isfinite(F)):
         raise InputError("F must be finite")
     _check_options(alpha, mode, ordering, y, "qwyc_scores")
+    if tolerance is not None:
+        validate_params({"tolerance": TOLERANCE}, {"tolerance": tolerance}, "qwyc_scores")
+        if ordering not in ("optimize", "given", "random"):
+            raise InputError(
+                f"ordering={ordering!r} needs labels; with tolerance use 'optimize', 'given' or 'random'"
+            )
     cost = _tree_costs(costs, F.shape[1])
     w, keep = _weights(sample_weight, F.shape[0])
     positive = None if y is None else positive_labels(y, None, F.shape[0])[keep]
@@ -370,7 +381,10 @@ def qwyc_scores(
             random_state=random_state,
             weight=w,
         )
-    res = _fit(F, float(base_score), float(threshold), cost, alpha, mode, order, False, progress, None, w)
+    tol = None if tolerance is None else float(tolerance)
+    res = _fit(
+        F, float(base_score), float(threshold), cost, alpha, mode, order, False, progress, None, w, tol
+    )
     return res if return_result else (res.order, res.eps_pos, res.eps_neg)
 
 

@@ -14,25 +14,23 @@ than a ``tolerance`` in target units: ``|f(x) - g_r(x)| > tolerance``.
 
 from __future__ import annotations
 
-from numbers import Real
 from typing import Any
 
 import numpy as np
 
-from thrifty._param_validation import Interval, validate_params
+from thrifty._param_validation import validate_params
 from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.scores import tree_scores
 from thrifty.order.orderings import order_from_scores
-from thrifty.order.qwyc import _OPTIONS, _acquisition, _fit, _full_scores, _tree_costs, _weights
+from thrifty.order.qwyc import _OPTIONS, TOLERANCE, _acquisition, _fit, _full_scores, _tree_costs, _weights
 from thrifty.runtime.plans import Sequential
 
 __all__ = ["TOLERANCE_FRACTION", "default_tolerance", "qwyc_regression", "remaining_bound"]
 
 # The default regression tolerance, as a fraction of the target's standard deviation.
 TOLERANCE_FRACTION = 0.05
-TOLERANCE = [Interval(Real, 0, None, closed="neither")]
 
 
 def qwyc_regression(
@@ -108,7 +106,9 @@ def qwyc_regression(
         cost = _tree_costs(costs, forest.n_trees)
     order = None
     if ordering != "optimize":
-        order = order_from_scores(F, None, kind=ordering, base_score=base, random_state=random_state, weight=w)
+        order = order_from_scores(
+            F, None, kind=ordering, base_score=base, random_state=random_state, weight=w
+        )
     res = _fit(F, base, 0.0, cost, alpha, mode, order, acc32, progress, acquisition, w, float(tolerance))
     plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
     return (plan, res) if return_result else plan

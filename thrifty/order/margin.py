@@ -152,9 +152,12 @@ def _regression_exit(forest: Forest, margin: Any, every: int, tolerance: Any) ->
     order = np.arange(T, dtype=np.int64)
     eps = np.full(T, np.inf)
     checks = _checks(T, every)
+    checks = checks[checks < T - 1]  # an exit after the last tree is the full prediction
     safe = checks[remaining_bound(forest, order)[checks] <= float(tolerance)]
     if safe.size:
-        eps[safe[0]] = -np.inf  # every partial score is > -inf: all examples exit here
+        # every finite partial score is above the lowest float, so all examples exit here
+        # (not -inf: the runtime reads an infinite threshold as "no exit")
+        eps[safe[0]] = np.finfo(np.float64).min
     return Sequential(forest, order, eps, np.full(T, -np.inf))
 
 

@@ -7,7 +7,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.validation import column_or_1d
+from sklearn.frozen import FrozenEstimator
+from sklearn.utils import get_tags
+from sklearn.utils.validation import check_array, column_or_1d
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval, StrOptions
@@ -28,6 +30,36 @@ from thrifty.runtime import evaluate
 ALPHAS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
+def _allows_nan(model: Any) -> bool:
+    """Whether the wrapped model takes NaN: a scikit-learn style model says so in its tags (an
+    unfitted one is fitted on ``fit``'s rows, where it must accept them); a Forest or a booster
+    routes a missing value by each split's default direction."""
+    inner = model.estimator if isinstance(model, FrozenEstimator) else model
+    if hasattr(inner, "__sklearn_tags__"):
+        return bool(get_tags(inner).input_tags.allow_nan)
+    return True
+
+
+class _Wrapper:
+    """What the QWYC estimators share as wrappers of a model: its tags and NaN handling (a
+    mixin left of the task's, whose tags it amends)."""
+
+    estimator: Any
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.input_tags.allow_nan = _allows_nan(self.estimator)
+        tags.target_tags.required = False  # a fitted estimator needs no labels
+        return tags
+
+    def evaluate(self, X: Any, costs: Any = None) -> Any:
+        # the runtime routes NaN by each split's default; a model that refuses NaN must refuse it
+        # here too, as its own predict would
+        if not _allows_nan(self.estimator) and not (hasattr(X, "columns") and hasattr(X, "iloc")):
+            check_array(X, ensure_all_finite=True)
+        return super().evaluate(X, costs)  # type: ignore[misc]
+
+
 def _alphas(est: Any) -> list[float]:
     """The disagreement bounds to try: ``alpha`` alone without a budget, else ``alphas``."""
     if est.budget is None:
@@ -40,7 +72,7 @@ def _alphas(est: Any) -> list[float]:
     return sorted({float(a) for a in alphas})
 
 
-class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
+class QWYCClassifier(_Wrapper, ClassifierMixin, ThriftyEstimator):
     """Evaluate a tree ensemble tree by tree, stopping once the decision is safe (QWYC).
 
     ``fit`` chooses an order of the trees and, after each tree, two thresholds on the partial
@@ -160,12 +192,6 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
         self.random_state = random_state
         self.progress = progress
         self.feature_costs = feature_costs
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
-        tags.target_tags.required = False  # a fitted estimator needs no labels
-        return tags
 
     def fit(
         self, X: Any, y: Any = None, sample_weight: Any = None, *, calibration: Any = None
@@ -297,7 +323,7 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
         return float(np.mean(labels != self.forest_.predict(validate_frame(self, X))))
 
 
-class QWYCRegressor(RegressorMixin, ThriftyEstimator):
+class QWYCRegressor(_Wrapper, RegressorMixin, ThriftyEstimator):
     """Evaluate a tree regressor tree by tree, stopping once the prediction is close enough (QWYC).
 
     ``fit`` chooses an order of the trees and, after each tree, a band ``[eps_neg, eps_pos]``
@@ -372,12 +398,6 @@ class QWYCRegressor(RegressorMixin, ThriftyEstimator):
         self.random_state = random_state
         self.progress = progress
         self.feature_costs = feature_costs
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
-        tags.target_tags.required = False  # a fitted estimator needs no targets
-        return tags
 
     def fit(
         self, X: Any, y: Any = None, sample_weight: Any = None, *, calibration: Any = None

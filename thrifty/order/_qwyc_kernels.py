@@ -15,6 +15,13 @@ W_DIS = 1
 EPS_NEG = 2
 EPS_POS = 3
 N_EXIT = 4  # a count, exact in float64
+# What makes an exit disagree (``scan_candidates``' ``kind``), and the rows of its ``target``.
+CLASSIFY = 0
+REGRESS = 1
+RANK = 2
+VALUE = 0
+AUX = 1
+DW = 2
 
 
 @njit(inline="always", cache=True)
@@ -71,8 +78,9 @@ def thresholds_one(s, bad_neg, bad_pos, w, unit, budget, neg_only, buf, wbuf):
 
     ``bad_neg[i]`` / ``bad_pos[i]``: row ``i`` disagrees with the full ensemble if it exits
     negative / positive (a classifier: full-positive / full-negative; a regressor: both when
-    its partial score is farther than the tolerance from its full one). ``w[i]`` is its weight
-    (all 1 when ``unit``); ``budget`` the weight of disagreements still allowed (``alpha``
+    its partial score is farther than the tolerance from its full one). ``w[i]`` is what its
+    disagreement costs (its weight; all 1 when ``unit``); ``budget`` the cost of disagreements
+    still allowed (``alpha``
     times the total weight, minus those made at earlier positions). Line 4 first: the largest
     negative exit set ``{s < eps_neg}`` whose ``bad_neg`` rows weigh at most ``budget`` (the
     positive exit disabled meanwhile). Line 5 then: the largest positive exit set ``{s >
@@ -150,9 +158,9 @@ def thresholds_one(s, bad_neg, bad_pos, w, unit, budget, neg_only, buf, wbuf):
 
 
 @njit(cache=True)
-def apply_thresholds(s, bad_neg, bad_pos, w, eps_neg, eps_pos):
+def apply_thresholds(s, bad_neg, bad_pos, w, dw, eps_neg, eps_pos):
     """``(n_exit, w_exit, w_disagree)``: rows exiting at this position (runtime rule), their
-    weight and the weight of the wrong ones."""
+    weight ``w`` and the disagreement cost ``dw`` of the wrong ones."""
     n_exit = 0
     w_exit = 0.0
     w_dis = 0.0
@@ -161,32 +169,49 @@ def apply_thresholds(s, bad_neg, bad_pos, w, eps_neg, eps_pos):
             n_exit += 1
             w_exit += w[i]
             if bad_pos[i]:
-                w_dis += w[i]
+                w_dis += dw[i]
         elif s[i] < eps_neg:
             n_exit += 1
             w_exit += w[i]
             if bad_neg[i]:
-                w_dis += w[i]
+                w_dis += dw[i]
     return n_exit, w_exit, w_dis
 
 
+@njit(inline="always", cache=True)
+def _bad(kind, target, i, s):
+    """Whether row ``i`` exiting with partial score ``s`` disagrees (the same on either side,
+    except a classifier's): see ``scan_candidates``."""
+    if kind == REGRESS:
+        return abs(target[VALUE, i] - s) > target[AUX, i]
+    # RANK: a full-top-k document must stay above its query's cut, any other below it
+    if target[AUX, i] > 0.5:
+        return s <= target[VALUE, i]
+    return s >= target[VALUE, i]
+
+
 @njit(parallel=True, cache=True)
-def scan_candidates(Ft, cols, g, target, tol, w, unit, cand, budget, neg_only, acc32, out):
+def scan_candidates(Ft, cols, g, target, kind, w, unit, cand, budget, neg_only, acc32, out):
     """Algorithm 2 for every candidate base model ``cand[j]`` (a row of ``Ft``) at one position.
 
     ``Ft[:, cols]`` has shape (T, m): base-model outputs of the m undecided rows; ``g`` their
-    partial scores, ``w`` their weights. A classifier (``tol < 0``): ``target[i]`` is 1.0 when
-    the full ensemble decides row ``i`` positive, else 0.0, and an exit to the other side
-    disagrees. A regressor (``tol >= 0``): ``target[i]`` is row ``i``'s full score, and any
-    exit with ``|target[i] - s[i]| > tol`` disagrees. Writes the chosen thresholds and the
-    resulting exits (count and weight) and disagreements (weight) per candidate in the rows of
-    ``out`` (``W_EXIT``, ``W_DIS``, ``EPS_NEG``, ``EPS_POS``, ``N_EXIT``).
+    partial scores, ``w`` their weights. ``target`` (3, m) says when an exit of row ``i`` with
+    partial score ``s`` disagrees, by ``kind``: ``CLASSIFY``: ``target[VALUE, i]`` is 1.0 when
+    the full ensemble decides it positive (else 0.0) and an exit to the other side disagrees;
+    ``REGRESS``: when ``|target[VALUE, i] - s| > target[AUX, i]`` (full score, tolerance);
+    ``RANK``: when ``s`` is on the wrong side of its query's cut ``target[VALUE, i]`` (wrong:
+    ``<=`` for a document of the full top k, ``target[AUX, i] = 1.0``, else ``>=``).
+    ``target[DW, i]`` is what its disagreement costs of the budget. Writes the chosen
+    thresholds and the resulting exits (count and weight) and disagreements (cost) per
+    candidate in the rows of ``out`` (``W_EXIT``, ``W_DIS``, ``EPS_NEG``, ``EPS_POS``,
+    ``N_EXIT``).
     """
     w_exit = out[W_EXIT]
     w_dis = out[W_DIS]
     eps_neg = out[EPS_NEG]
     eps_pos = out[EPS_POS]
     n_exit = out[N_EXIT]
+    dw = target[DW]
     m = g.shape[0]
     for j in prange(cand.shape[0]):
         k = cand[j]
@@ -197,14 +222,14 @@ def scan_candidates(Ft, cols, g, target, tol, w, unit, cand, budget, neg_only, a
         bad_pos = np.empty(m, dtype=np.bool_)
         for i in range(m):
             s[i] = _add(g[i], Ft[k, cols[i]], acc32)
-            if tol < 0:
-                bad_neg[i] = target[i] > 0.5
+            if kind == CLASSIFY:
+                bad_neg[i] = target[VALUE, i] > 0.5
                 bad_pos[i] = not bad_neg[i]
             else:
-                bad_neg[i] = abs(target[i] - s[i]) > tol
+                bad_neg[i] = _bad(kind, target, i, s[i])
                 bad_pos[i] = bad_neg[i]
-        en, ep = thresholds_one(s, bad_neg, bad_pos, w, unit, budget, neg_only, buf, wbuf)
-        ne, we, wd = apply_thresholds(s, bad_neg, bad_pos, w, en, ep)
+        en, ep = thresholds_one(s, bad_neg, bad_pos, dw, unit, budget, neg_only, buf, wbuf)
+        ne, we, wd = apply_thresholds(s, bad_neg, bad_pos, w, dw, en, ep)
         eps_neg[j] = en
         eps_pos[j] = ep
         n_exit[j] = ne

@@ -37,6 +37,7 @@ from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest.scores import leaf_paths, tree_scores
 from thrifty.order import _qwyc_kernels as _k
+from thrifty.order import _qwyc_targets as _targets
 from thrifty.order._qwyc_multiclass import qwyc_multiclass
 from thrifty.order.orderings import FIXED_ORDERINGS, check_kind, order_from_scores, positive_labels
 from thrifty.runtime.evaluate import evaluate
@@ -442,12 +443,15 @@ def _fit(
     acquisition: tuple | None = None,
     weight: np.ndarray | None = None,
     tolerance: float | None = None,
+    ranking: tuple | None = None,
 ) -> QWYCResult:
     """Algorithm 1 when ``order`` is None, else Algorithm 2 thresholds for the fixed ``order``.
 
     A classifier's exit disagrees when it decides the other side of ``threshold`` than the
     full score; with ``tolerance`` (a regressor, ``threshold`` unused) when its partial score
-    is farther than ``tolerance`` from the full one (``thrifty.order.qwyc_regression``).
+    is farther than ``tolerance`` from the full one (``thrifty.order.qwyc_regression``); with
+    ``ranking = (qid, k)`` (unit weights) the budget counts queries whose top-``k`` set an
+    exit may change (``thrifty.order.ranking.qwyc_ranking``).
 
     With ``acquisition = (leaves, path_ptr, path_feat, closure_ptr, closure_units, unit_cost)``
     a base model costs ``cost[t]`` per undecided example plus what each of them pays for the
@@ -459,14 +463,14 @@ def _fit(
     from tqdm.auto import tqdm
 
     n, T = F.shape
-    unit = weight is None
+    unit = weight is None and ranking is None  # a query's documents cost 1, then 0
     w_all = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
     W = float(w_all.sum())
     full = _full_scores(F, base, acc32)
-    # the kernels' target: a regressor's full scores, or a classifier's decisions as 1.0 / 0.0
-    target_all = full if tolerance is not None else (full > threshold).astype(np.float64)
-    tol = -1.0 if tolerance is None else float(tolerance)
-    budget_total = float(alpha) * W
+    kind, target, budget_total = _targets.targets(full, threshold, tolerance, ranking, w_all, alpha)
+    if ranking is not None:
+        qid = np.asarray(ranking[0])
+        broken = np.zeros(int(qid.max()) + 1, dtype=np.bool_)
     neg_only = mode == "negative"
     optimize = order is None
     pi = np.arange(T, dtype=np.int64) if optimize else np.array(order, dtype=np.int64)  # Alg. 1, line 1
@@ -485,7 +489,6 @@ def _fit(
     g = np.full(n, base)
     if acc32:
         g = g.astype(np.float32).astype(np.float64)
-    target = target_all
     spent = 0.0
     total_cost = 0.0
     # disable=None: tqdm shows the bar only when stderr is a TTY
@@ -501,7 +504,7 @@ def _fit(
         out = np.zeros((5, k))
         we, wd, en, ep = out[_k.W_EXIT], out[_k.W_DIS], out[_k.EPS_NEG], out[_k.EPS_POS]
         ne = out[_k.N_EXIT]
-        _k.scan_candidates(Ft, cols, g, target, tol, w, unit, cand, budget, neg_only, acc32, out)
+        _k.scan_candidates(Ft, cols, g, target, kind, w, unit, cand, budget, neg_only, acc32, out)
         cand_cost = cost[cand] * (float(m) if unit else float(w.sum()))
         if acquisition is not None:
             feature_cost = np.zeros(k)
@@ -540,9 +543,14 @@ def _fit(
             continue
         eps_pos[r], eps_neg[r] = ep[j], en[j]
         n_exit[r], J[r] = we[j], best
-        spent += wd[j]
         keep = ~((s > ep[j]) | (s < en[j]))
-        g, cols, target, rows, w = s[keep], cols[keep], target[keep], rows[keep], w[keep]
+        if ranking is None:
+            spent += wd[j]
+        else:
+            spent += _targets.break_queries(target, s, ~keep, qid, broken)
+            target[_k.DW] = ~broken[qid]  # a counted query's documents exit for free
+            qid = qid[keep]
+        g, cols, target, rows, w = s[keep], cols[keep], target[:, keep], rows[keep], w[keep]
         if cols.shape[0] < 0.75 * Ft.shape[1]:  # compact: later scans read fewer columns
             Ft = np.ascontiguousarray(Ft[:, cols])
             cols = np.arange(cols.shape[0], dtype=np.int64)

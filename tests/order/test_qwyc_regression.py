@@ -22,22 +22,24 @@ def cuts(s):
     return np.concatenate([[-np.inf, v[0] - 1.0], (v[:-1] + v[1:]) / 2, [v[-1] + 1.0, np.inf]])
 
 
-def brute_exits(s, bad, budget, neg_only):
+def brute_exits(s, bad, budget, neg_only, dw=None):
     """Algorithm 2 by exhaustive search over every pair of cuts: line 4 takes the largest low
     exit set ``{s < c}`` whose far rows fit the budget, line 5 the largest high exit set
-    ``{s > c2}``, ``c2 >= c``, with what is left. Returns the exiting rows (a mask)."""
+    ``{s > c2}``, ``c2 >= c``, with what is left. ``dw``: what each far row costs (default 1).
+    Returns the exiting rows (a mask)."""
+    dw = np.ones(len(s)) if dw is None else dw
     cs = cuts(s)
-    fits = [c for c in cs if np.sum(bad & (s < c)) <= budget]
+    fits = [c for c in cs if dw[bad & (s < c)].sum() <= budget]
     n_low = max(int(np.sum(s < c)) for c in fits)
     lows = [c for c in fits if np.sum(s < c) == n_low]
     best = s < lows[0]
     if neg_only:
         return best
     for c in lows:
-        used = np.sum(bad & (s < c))
+        used = dw[bad & (s < c)].sum()
         for c2 in cs[cs >= c]:
             out = (s < c) | (s > c2)
-            if used + np.sum(bad & (s > c2)) <= budget and out.sum() > best.sum():
+            if used + dw[bad & (s > c2)].sum() <= budget and out.sum() > best.sum():
                 best = out
     return best
 

@@ -204,6 +204,11 @@ def qwyc(
         raise InputError(
             f"qwyc needs a binary or multiclass classifier or a regressor; this forest's task is "
             f"{forest.task!r} with {forest.n_outputs} outputs"
+            + (
+                "; a ranker's exits keeping each query's top k: qwyc_ranking"
+                if forest.task == "ranking"
+                else ""
+            )
         )
     if threshold is not None and float(threshold) != forest.decision_threshold:
         raise InputError(

@@ -59,6 +59,45 @@ class _Wrapper:
             check_array(X, ensure_all_finite=True)
         return super().evaluate(X, costs)  # type: ignore[misc]
 
+    def _search(
+        self, model: Any, forest: Any, split: Any, costs: Any, alphas: list[float], wrong: Any, **kw: Any
+    ) -> None:
+        """QWYC for each of ``alphas`` on the calibration rows, then ``_select`` (cost under
+        ``costs``, metric minus the weighted share of ``wrong(evaluation)`` rows); sets the
+        fitted attributes every QWYC estimator has."""
+        w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
+        est: Any = self
+
+        def candidate(alpha: float) -> Candidate:
+            plan, res = qwyc(
+                forest,
+                split.X_cal,
+                split.y_cal,
+                alpha=alpha,
+                costs=costs,
+                mode=est.mode,
+                ordering=est.ordering,
+                random_state=est.random_state,
+                return_result=True,
+                progress=bool(est.progress),
+                feature_costs=bool(est.feature_costs),
+                sample_weight=split.w_cal,
+                **kw,
+            )
+            ev = evaluate(plan, split.X_cal, costs)
+            cost = float(w_cal @ ev.cost.total / w_cal.sum())
+            disagreement = float(w_cal @ wrong(ev) / w_cal.sum())
+            mean_models = float(w_cal @ ev.cost.n_trees / w_cal.sum())
+            return Candidate({"alpha": alpha}, cost, -disagreement, (plan, res, mean_models))
+
+        chosen = est._select(candidate(a) for a in alphas)
+        plan, res, est.mean_models_ = chosen.model
+        est.estimator_ = model
+        est.forest_ = forest
+        est.plan_ = plan
+        est.result_ = res
+        est.alpha_ = chosen.params["alpha"]
+
 
 def _alphas(est: Any) -> list[float]:
     """The disagreement bounds to try: ``alpha`` alone without a budget, else ``alphas``."""
@@ -214,7 +253,6 @@ class QWYCClassifier(_Wrapper, ClassifierMixin, ThriftyEstimator):
         self
         """
         self._validate_params()
-        alphas = _alphas(self)
         if self.ordering in LABELLED_ORDERINGS and y is None and calibration is None:
             raise InputError(
                 f"ordering={self.ordering!r} needs labels: call fit(X, y); the orderings "
@@ -238,36 +276,7 @@ class QWYCClassifier(_Wrapper, ClassifierMixin, ThriftyEstimator):
         costs = self._fit_costs(X)
         split = self._calibration(X, y, w, calibration)
         full = forest.predict(split.X_cal)
-        w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
-
-        def candidate(alpha: float) -> Candidate:
-            plan, res = qwyc(
-                forest,
-                split.X_cal,
-                split.y_cal,
-                alpha=alpha,
-                costs=costs,
-                mode=self.mode,
-                ordering=self.ordering,
-                random_state=self.random_state,
-                return_result=True,
-                progress=bool(self.progress),
-                feature_costs=bool(self.feature_costs),
-                sample_weight=split.w_cal,
-            )
-            ev = evaluate(plan, split.X_cal, costs)
-            cost = float(w_cal @ ev.cost.total / w_cal.sum())
-            disagreement = float(w_cal @ (ev.labels != full) / w_cal.sum())
-            mean_models = float(w_cal @ ev.cost.n_trees / w_cal.sum())
-            return Candidate({"alpha": alpha}, cost, -disagreement, (plan, res, mean_models))
-
-        chosen = self._select(candidate(a) for a in alphas)
-        plan, res, self.mean_models_ = chosen.model
-        self.estimator_ = model
-        self.forest_ = forest
-        self.plan_ = plan
-        self.result_ = res
-        self.alpha_ = chosen.params["alpha"]
+        self._search(model, forest, split, costs, _alphas(self), lambda ev: ev.labels != full)
         self.classes_ = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         return self
 
@@ -420,7 +429,6 @@ class QWYCRegressor(_Wrapper, RegressorMixin, ThriftyEstimator):
         self
         """
         self._validate_params()
-        alphas = _alphas(self)
         if y is None:
             X = validate_frame(self, X, None)
         else:
@@ -435,43 +443,14 @@ class QWYCRegressor(_Wrapper, RegressorMixin, ThriftyEstimator):
         costs = self._fit_costs(X)
         split = self._calibration(X, y, w, calibration)
         full = forest.predict(split.X_cal)
-        w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
-        tolerance = self.tolerance
-        if tolerance is None:
+        if self.tolerance is None:
             spread = full if split.y_cal is None else np.asarray(split.y_cal, dtype=np.float64)
-            tolerance = default_tolerance(spread, w_cal)
-
-        def candidate(alpha: float) -> Candidate:
-            plan, res = qwyc(
-                forest,
-                split.X_cal,
-                alpha=alpha,
-                tolerance=tolerance,
-                costs=costs,
-                mode=self.mode,
-                ordering=self.ordering,
-                random_state=self.random_state,
-                return_result=True,
-                progress=bool(self.progress),
-                feature_costs=bool(self.feature_costs),
-                sample_weight=split.w_cal,
-            )
-            ev = evaluate(plan, split.X_cal, costs)
-            cost = float(w_cal @ ev.cost.total / w_cal.sum())
-            far = np.abs(ev.raw.reshape(-1) - full) > tolerance
-            mean_models = float(w_cal @ ev.cost.n_trees / w_cal.sum())
-            return Candidate(
-                {"alpha": alpha}, cost, -float(w_cal @ far / w_cal.sum()), (plan, res, mean_models)
-            )
-
-        chosen = self._select(candidate(a) for a in alphas)
-        plan, res, self.mean_models_ = chosen.model
-        self.estimator_ = model
-        self.forest_ = forest
-        self.plan_ = plan
-        self.result_ = res
-        self.alpha_ = chosen.params["alpha"]
-        self.tolerance_ = float(tolerance)
+            tol = default_tolerance(spread, split.w_cal)
+        else:
+            tol = float(self.tolerance)
+        far = lambda ev: np.abs(ev.raw.reshape(-1) - full) > tol  # noqa: E731
+        self._search(model, forest, split, costs, _alphas(self), far, tolerance=tol)
+        self.tolerance_ = tol
         return self
 
     def predict(self, X: Any) -> np.ndarray:

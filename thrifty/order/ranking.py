@@ -135,7 +135,8 @@ def qwyc_ranking_scores(
 def topk_changed(pred: Any, full: Any, qid: Any, k: int) -> np.ndarray:
     """Per query (sorted by ``qid``): whether its top-``k`` set under ``pred`` differs from
     the one under ``full`` (ties: the earlier row)."""
-    pred, full, q = np.asarray(pred, float), np.asarray(full, float), np.asarray(qid).reshape(-1)
+    pred, full = np.asarray(pred, float).reshape(-1), np.asarray(full, float).reshape(-1)
+    q = np.asarray(qid).reshape(-1)
 
     def tops(s: np.ndarray) -> list[frozenset]:
         out = []

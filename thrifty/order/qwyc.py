@@ -44,6 +44,7 @@ from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Sequential
 
 ORDERINGS = ("optimize",) + FIXED_ORDERINGS
+UNLABELLED = ("optimize", "given", "random")  # the orderings that need no class labels
 TOLERANCE = [Interval(Real, 0, None, closed="neither")]  # a regressor's (> 0: see qwyc_regression)
 MODES = ("both", "negative")
 _OPTIONS: dict[str, list[Any]] = {
@@ -216,18 +217,8 @@ def qwyc(
             f"{forest.decision_threshold:g}, which the returned plan uses for examples "
             "that never exit; use qwyc_scores for another threshold"
         )
-    if not hasattr(X, "shape"):
-        X = np.asarray(X)
-    if X.shape[0] == 0:
-        raise InputError("qwyc needs at least one example in X")
-    w, keep = _weights(sample_weight, X.shape[0])
-    F = tree_scores(forest, X)[keep]
+    w, keep, F, acquisition, cost = _inputs(forest, X, costs, feature_costs, sample_weight)
     acc32 = forest.accumulate == "float32"
-    acquisition = None
-    if feature_costs:
-        acquisition, cost = _acquisition(forest, X, costs, keep)
-    else:
-        cost = _tree_costs(costs, forest.n_trees)
     base = float(forest.base_score[0])
     order = None
     if ordering != "optimize":
@@ -245,6 +236,29 @@ def qwyc(
     res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress, acquisition, w)
     plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
     return (plan, res) if return_result else plan
+
+
+def _inputs(forest: Any, X: Any, costs: Any, feature_costs: bool, sample_weight: Any) -> tuple:
+    """``(w, keep, F, acquisition, cost)`` for ``_fit`` from a forest and the rows ``X``: the
+    kept rows' weights (``_weights``), their tree scores, and the costs of the trees."""
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if X.shape[0] == 0:
+        raise InputError("qwyc needs at least one example in X")
+    w, keep = _weights(sample_weight, X.shape[0])
+    F = tree_scores(forest, X)[keep]
+    acquisition = None
+    if feature_costs:
+        acquisition, cost = _acquisition(forest, X, costs, keep)
+    else:
+        cost = _tree_costs(costs, forest.n_trees)
+    return w, keep, F, acquisition, cost
+
+
+def check_unlabelled(ordering: str, task: str) -> None:
+    """Regressors and rankers have no class labels for the MSE orderings."""
+    if ordering not in UNLABELLED:
+        raise InputError(f"ordering={ordering!r} needs class labels; a {task} takes one of {UNLABELLED}")
 
 
 def _acquisition(forest: Any, X: Any, costs: Any, keep: Any) -> tuple[tuple, np.ndarray]:
@@ -368,10 +382,7 @@ def qwyc_scores(
     _check_options(alpha, mode, ordering, y, "qwyc_scores")
     if tolerance is not None:
         validate_params({"tolerance": TOLERANCE}, {"tolerance": tolerance}, "qwyc_scores")
-        if ordering not in ("optimize", "given", "random"):
-            raise InputError(
-                f"ordering={ordering!r} needs labels; with tolerance use 'optimize', 'given' or 'random'"
-            )
+        check_unlabelled(ordering, "regressor")
     cost = _tree_costs(costs, F.shape[1])
     w, keep = _weights(sample_weight, F.shape[0])
     positive = None if y is None else positive_labels(y, None, F.shape[0])[keep]

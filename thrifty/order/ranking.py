@@ -27,7 +27,7 @@ from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest.scores import tree_scores
 from thrifty.order.orderings import order_from_scores
-from thrifty.order.qwyc import _OPTIONS, _fit, _tree_costs
+from thrifty.order.qwyc import _OPTIONS, _fit, _tree_costs, check_unlabelled
 from thrifty.runtime.plans import Sequential
 
 __all__ = ["qwyc_ranking", "qwyc_ranking_scores", "topk_changed"]
@@ -112,10 +112,7 @@ def qwyc_ranking_scores(
     validate_params(
         {**_OPTIONS, "k": _K}, {"alpha": alpha, "mode": mode, "ordering": ordering, "k": k}, "qwyc"
     )
-    if ordering not in ("optimize", "given", "random"):
-        raise InputError(
-            f"ordering={ordering!r} needs class labels; a ranker takes 'optimize', 'given' or 'random'"
-        )
+    check_unlabelled(ordering, "ranker")
     F = np.asarray(F, dtype=np.float64)
     if F.ndim != 2 or F.shape[0] == 0 or F.shape[1] == 0:
         raise InputError(f"F must be a non-empty 2-d score matrix, got shape {F.shape}")

@@ -22,9 +22,8 @@ from thrifty._param_validation import validate_params
 from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
-from thrifty.forest.scores import tree_scores
 from thrifty.order.orderings import order_from_scores
-from thrifty.order.qwyc import _OPTIONS, TOLERANCE, _acquisition, _fit, _full_scores, _tree_costs, _weights
+from thrifty.order.qwyc import _OPTIONS, TOLERANCE, _fit, _full_scores, _inputs, check_unlabelled
 from thrifty.runtime.plans import Sequential
 
 __all__ = ["TOLERANCE_FRACTION", "default_tolerance", "qwyc_regression", "remaining_bound"]
@@ -83,27 +82,14 @@ def qwyc_regression(
     forest = as_forest(model, who="qwyc")
     if forest.task != "regression" or forest.n_outputs != 1:
         raise InputError(f"qwyc_regression needs a regressor; this forest's task is {forest.task!r}")
-    if ordering not in ("optimize", "given", "random"):
-        raise InputError(
-            f"ordering={ordering!r} is for classifiers; a regressor takes 'optimize', 'given' or 'random'"
-        )
-    if not hasattr(X, "shape"):
-        X = np.asarray(X)
-    if X.shape[0] == 0:
-        raise InputError("qwyc needs at least one example in X")
-    w, keep = _weights(sample_weight, X.shape[0])
-    F = tree_scores(forest, X)[keep]
+    check_unlabelled(ordering, "regressor")
+    w, keep, F, acquisition, cost = _inputs(forest, X, costs, feature_costs, sample_weight)
     acc32 = forest.accumulate == "float32"
     base = float(forest.base_score[0])
     if tolerance is None:
         spread = _full_scores(F, base, acc32) if y is None else np.asarray(y, dtype=np.float64)[keep]
         tolerance = default_tolerance(spread, w)
     validate_params({"tolerance": TOLERANCE}, {"tolerance": tolerance}, "qwyc")
-    acquisition = None
-    if feature_costs:
-        acquisition, cost = _acquisition(forest, X, costs, keep)
-    else:
-        cost = _tree_costs(costs, forest.n_trees)
     order = None
     if ordering != "optimize":
         order = order_from_scores(

@@ -78,10 +78,10 @@ def thresholds_one(s, bad_neg, bad_pos, w, unit, budget, neg_only, buf, wbuf):
 
     ``bad_neg[i]`` / ``bad_pos[i]``: row ``i`` disagrees with the full ensemble if it exits
     negative / positive (a classifier: full-positive / full-negative; a regressor: both when
-    its partial score is farther than the tolerance from its full one). ``w[i]`` is what its
-    disagreement costs (its weight; all 1 when ``unit``); ``budget`` the cost of disagreements
-    still allowed (``alpha``
-    times the total weight, minus those made at earlier positions). Line 4 first: the largest
+    its partial score is farther than the tolerance from its full one; a document: on the
+    wrong side of its query's cut). ``w[i]`` is what its disagreement costs (its weight; all 1
+    when ``unit``); ``budget`` the cost of disagreements still allowed (``alpha`` times the
+    total, minus those made at earlier positions). Line 4 first: the largest
     negative exit set ``{s < eps_neg}`` whose ``bad_neg`` rows weigh at most ``budget`` (the
     positive exit disabled meanwhile). Line 5 then: the largest positive exit set ``{s >
     eps_pos}`` among the rest, with ``eps_pos >= eps_neg``, spending what the negative side

@@ -253,6 +253,7 @@ class QWYCClassifier(_Wrapper, ClassifierMixin, ThriftyEstimator):
         self
         """
         self._validate_params()
+        alphas = _alphas(self)  # checked before an unfitted estimator is fitted
         if self.ordering in LABELLED_ORDERINGS and y is None and calibration is None:
             raise InputError(
                 f"ordering={self.ordering!r} needs labels: call fit(X, y); the orderings "
@@ -276,7 +277,7 @@ class QWYCClassifier(_Wrapper, ClassifierMixin, ThriftyEstimator):
         costs = self._fit_costs(X)
         split = self._calibration(X, y, w, calibration)
         full = forest.predict(split.X_cal)
-        self._search(model, forest, split, costs, _alphas(self), lambda ev: ev.labels != full)
+        self._search(model, forest, split, costs, alphas, lambda ev: ev.labels != full)
         self.classes_ = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         return self
 
@@ -429,6 +430,7 @@ class QWYCRegressor(_Wrapper, RegressorMixin, ThriftyEstimator):
         self
         """
         self._validate_params()
+        alphas = _alphas(self)
         if y is None:
             X = validate_frame(self, X, None)
         else:
@@ -449,7 +451,7 @@ class QWYCRegressor(_Wrapper, RegressorMixin, ThriftyEstimator):
         else:
             tol = float(self.tolerance)
         far = lambda ev: np.abs(ev.raw.reshape(-1) - full) > tol  # noqa: E731
-        self._search(model, forest, split, costs, _alphas(self), far, tolerance=tol)
+        self._search(model, forest, split, costs, alphas, far, tolerance=tol)
         self.tolerance_ = tol
         return self
 

@@ -31,6 +31,7 @@ from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.scores import partial_scores, tree_scores
+from thrifty.order.regression import TOLERANCE, remaining_bound
 from thrifty.runtime.plans import Sequential
 
 __all__ = ["calibrate_margin", "margin_early_exit", "margin_frontier"]
@@ -143,8 +144,6 @@ def margin_early_exit(
 
 def _regression_exit(forest: Forest, margin: Any, every: int, tolerance: Any) -> Sequential:
     """Every example stops at the first check whose remaining-trees bound is within tolerance."""
-    from thrifty.order.regression import TOLERANCE, remaining_bound
-
     if margin is not None:
         raise InputError("a regressor's early exit takes tolerance= (target units), not margin=")
     validate_params({"tolerance": TOLERANCE}, {"tolerance": tolerance}, "margin_early_exit")

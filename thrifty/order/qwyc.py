@@ -156,7 +156,6 @@ def qwyc(
         mean cost ``sum_r c_{pi(r)} w(C_{r-1}) / w(C_0)``, the disagreements
         ``w(differ) <= alpha w(C_0)``, Algorithm 1's ``J_r = c w(C_{r-1}) / w(C_{r-1} -
         C_r)``), so integer weights act as repeated rows and zero weights as dropped rows.
-
     tolerance : float > 0, optional
         Regressors only: the largest distance, in target units, from the full prediction at
         which an early prediction still agrees (default: ``default_tolerance``, 5% of the

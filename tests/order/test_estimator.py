@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.ensemble import RandomForestClassifier
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import thrifty
@@ -249,4 +249,15 @@ _WRAPPED_WEIGHTS = {
     [QWYCClassifier(_SMALL_GBT, progress=False)], expected_failed_checks=lambda e: _WRAPPED_WEIGHTS
 )
 def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@parametrize_with_checks(
+    [QWYCClassifier(GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0), progress=False)],
+    expected_failed_checks=lambda e: {
+        "check_sample_weight_equivalence_on_dense_data": "GradientBoostingClassifier's own weighted fit"
+    },
+)
+def test_sklearn_compatible_around_gradient_boosting(estimator, check):
+    """The wrapper takes the model's tags: GradientBoostingClassifier refuses NaN, so does QWYC."""
     check(estimator)

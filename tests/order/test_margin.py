@@ -223,5 +223,7 @@ def test_clear_errors(binary):
         margin_early_exit(multi, 1.0)
     Xr = np.random.default_rng(0).normal(size=(200, 3))
     reg = lgb.train(dict(objective="regression", num_leaves=4, verbose=-1), lgb.Dataset(Xr, Xr[:, 0]), 5)
+    with pytest.raises(ValueError, match="regressor's early exit takes tolerance="):
+        margin_early_exit(reg, 1.0)  # a regressor's exit is the remaining-trees bound
     with pytest.raises(ValueError, match="binary classifier"):
-        margin_early_exit(reg, 1.0)
+        calibrate_margin(reg, Xr, max_disagreement=0.1)

@@ -8,9 +8,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-# Rows of ``scan_candidates``' float output, each bound in its own statement: numba 0.68 drops
-# a prange loop's writes to arrays bound by unpacking four values (see runtime.interpret.kernels).
-W_EXIT, W_DIS, EPS_NEG, EPS_POS = 0, 1, 2, 3
+# Rows of ``scan_candidates``' output, each bound in its own statement: numba 0.68 drops a
+# prange loop's writes to arrays bound by unpacking four values (see runtime.interpret.kernels).
+W_EXIT = 0
+W_DIS = 1
+EPS_NEG = 2
+EPS_POS = 3
+N_EXIT = 4  # a count, exact in float64
+# What makes an exit disagree (``scan_candidates``' ``kind``), and the rows of its ``target``.
+CLASSIFY = 0
+REGRESS = 1
+RANK = 2
+VALUE = 0
+AUX = 1
+DW = 2
 
 
 @njit(inline="always", cache=True)
@@ -62,15 +73,19 @@ def _select(vals, wts, n, budget, unit):
 
 
 @njit(cache=True)
-def thresholds_one(s, ypos, w, unit, budget, neg_only, buf, wbuf):
+def thresholds_one(s, bad_neg, bad_pos, w, unit, budget, neg_only, buf, wbuf):
     """Algorithm 2 for one position: ``(eps_neg, eps_pos)`` given scores ``s`` of undecided rows.
 
-    ``ypos[i]`` is the full ensemble's decision of row ``i``, ``w[i]`` its weight (all 1 when
-    ``unit``); ``budget`` the weight of disagreements still allowed (``alpha`` times the total
-    weight, minus those made at earlier positions). Line 4 first: the largest negative exit
-    set ``{s < eps_neg}`` whose full-positive rows weigh at most ``budget`` (the positive exit
-    disabled meanwhile). Line 5 then: the largest positive exit set ``{s > eps_pos}`` among the
-    rest, with ``eps_pos >= eps_neg``, spending what the negative side left of the budget.
+    ``bad_neg[i]`` / ``bad_pos[i]``: row ``i`` disagrees with the full ensemble if it exits
+    negative / positive (a classifier: full-positive / full-negative; a regressor: both when
+    its partial score is farther than the tolerance from its full one; a document: on the
+    wrong side of its query's cut). ``w[i]`` is what its disagreement costs (its weight; all 1
+    when ``unit``); ``budget`` the cost of disagreements still allowed (``alpha`` times the
+    total, minus those made at earlier positions). Line 4 first: the largest
+    negative exit set ``{s < eps_neg}`` whose ``bad_neg`` rows weigh at most ``budget`` (the
+    positive exit disabled meanwhile). Line 5 then: the largest positive exit set ``{s >
+    eps_pos}`` among the rest, with ``eps_pos >= eps_neg``, spending what the negative side
+    left of the budget.
     ``buf``, ``wbuf`` are scratch of at least ``len(s)``. O(len(s)) via selection when
     ``unit``, a sort otherwise.
     """
@@ -79,7 +94,7 @@ def thresholds_one(s, ypos, w, unit, budget, neg_only, buf, wbuf):
     # ---------------------------------------------------------------- line 4: eps_neg
     npos = 0
     for i in range(m):
-        if ypos[i]:
+        if bad_neg[i]:
             buf[npos] = s[i]
             wbuf[npos] = w[i]
             npos += 1
@@ -107,13 +122,13 @@ def thresholds_one(s, ypos, w, unit, budget, neg_only, buf, wbuf):
         min_rest = inf
         for i in range(m):
             if s[i] < eps_neg:
-                if ypos[i]:
+                if bad_neg[i]:
                     used += w[i]
             else:
                 nrest += 1
                 if s[i] < min_rest:
                     min_rest = s[i]
-                if not ypos[i]:
+                if bad_pos[i]:
                     buf[nneg] = -s[i]
                     wbuf[nneg] = w[i]
                     nneg += 1
@@ -143,9 +158,9 @@ def thresholds_one(s, ypos, w, unit, budget, neg_only, buf, wbuf):
 
 
 @njit(cache=True)
-def apply_thresholds(s, ypos, w, eps_neg, eps_pos):
+def apply_thresholds(s, bad_neg, bad_pos, w, dw, eps_neg, eps_pos):
     """``(n_exit, w_exit, w_disagree)``: rows exiting at this position (runtime rule), their
-    weight and the weight of the wrong ones."""
+    weight ``w`` and the disagreement cost ``dw`` of the wrong ones."""
     n_exit = 0
     w_exit = 0.0
     w_dis = 0.0
@@ -153,39 +168,68 @@ def apply_thresholds(s, ypos, w, eps_neg, eps_pos):
         if s[i] > eps_pos:
             n_exit += 1
             w_exit += w[i]
-            if not ypos[i]:
-                w_dis += w[i]
+            if bad_pos[i]:
+                w_dis += dw[i]
         elif s[i] < eps_neg:
             n_exit += 1
             w_exit += w[i]
-            if ypos[i]:
-                w_dis += w[i]
+            if bad_neg[i]:
+                w_dis += dw[i]
     return n_exit, w_exit, w_dis
 
 
+@njit(inline="always", cache=True)
+def _bad(kind, target, i, s):
+    """Whether row ``i`` exiting with partial score ``s`` disagrees (the same on either side,
+    except a classifier's): see ``scan_candidates``."""
+    if kind == REGRESS:
+        return abs(target[VALUE, i] - s) > target[AUX, i]
+    # RANK: a full-top-k document must stay above its query's cut, any other below it
+    if target[AUX, i] > 0.5:
+        return s <= target[VALUE, i]
+    return s >= target[VALUE, i]
+
+
 @njit(parallel=True, cache=True)
-def scan_candidates(Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, n_exit, out):
+def scan_candidates(Ft, cols, g, target, kind, w, unit, cand, budget, neg_only, acc32, out):
     """Algorithm 2 for every candidate base model ``cand[j]`` (a row of ``Ft``) at one position.
 
     ``Ft[:, cols]`` has shape (T, m): base-model outputs of the m undecided rows; ``g`` their
-    partial scores, ``w`` their weights. Writes the chosen thresholds and the resulting exits
-    (count and weight) and disagreements (weight) per candidate: ``n_exit``, and the rows of
-    ``out`` (``W_EXIT``, ``W_DIS``, ``EPS_NEG``, ``EPS_POS``).
+    partial scores, ``w`` their weights. ``target`` (3, m) says when an exit of row ``i`` with
+    partial score ``s`` disagrees, by ``kind``: ``CLASSIFY``: ``target[VALUE, i]`` is 1.0 when
+    the full ensemble decides it positive (else 0.0) and an exit to the other side disagrees;
+    ``REGRESS``: when ``|target[VALUE, i] - s| > target[AUX, i]`` (full score, tolerance);
+    ``RANK``: when ``s`` is on the wrong side of its query's cut ``target[VALUE, i]`` (wrong:
+    ``<=`` for a document of the full top k, ``target[AUX, i] = 1.0``, else ``>=``).
+    ``target[DW, i]`` is what its disagreement costs of the budget. Writes the chosen
+    thresholds and the resulting exits (count and weight) and disagreements (cost) per
+    candidate in the rows of ``out`` (``W_EXIT``, ``W_DIS``, ``EPS_NEG``, ``EPS_POS``,
+    ``N_EXIT``).
     """
     w_exit = out[W_EXIT]
     w_dis = out[W_DIS]
     eps_neg = out[EPS_NEG]
     eps_pos = out[EPS_POS]
+    n_exit = out[N_EXIT]
+    dw = target[DW]
     m = g.shape[0]
     for j in prange(cand.shape[0]):
         k = cand[j]
         s = np.empty(m)
         buf = np.empty(m)
         wbuf = np.empty(m)
+        bad_neg = np.empty(m, dtype=np.bool_)
+        bad_pos = np.empty(m, dtype=np.bool_)
         for i in range(m):
             s[i] = _add(g[i], Ft[k, cols[i]], acc32)
-        en, ep = thresholds_one(s, ypos, w, unit, budget, neg_only, buf, wbuf)
-        ne, we, wd = apply_thresholds(s, ypos, w, en, ep)
+            if kind == CLASSIFY:
+                bad_neg[i] = target[VALUE, i] > 0.5
+                bad_pos[i] = not bad_neg[i]
+            else:
+                bad_neg[i] = _bad(kind, target, i, s[i])
+                bad_pos[i] = bad_neg[i]
+        en, ep = thresholds_one(s, bad_neg, bad_pos, dw, unit, budget, neg_only, buf, wbuf)
+        ne, we, wd = apply_thresholds(s, bad_neg, bad_pos, w, dw, en, ep)
         eps_neg[j] = en
         eps_pos[j] = ep
         n_exit[j] = ne

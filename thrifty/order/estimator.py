@@ -6,7 +6,10 @@ from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.frozen import FrozenEstimator
+from sklearn.utils import get_tags
+from sklearn.utils.validation import check_array, column_or_1d
 
 from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval, StrOptions
@@ -20,13 +23,95 @@ from thrifty.exceptions import InputError, InvalidParameterError
 from thrifty.forest import raw_to_proba
 from thrifty.order.orderings import LABELLED_ORDERINGS
 from thrifty.order.qwyc import ORDERINGS, qwyc
+from thrifty.order.regression import TOLERANCE, default_tolerance
 from thrifty.runtime import evaluate
 
 # The disagreement bounds tried under a budget: from exact (0) to one example in five.
 ALPHAS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
-class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
+def _allows_nan(model: Any) -> bool:
+    """Whether the wrapped model takes NaN: a scikit-learn style model says so in its tags (an
+    unfitted one is fitted on ``fit``'s rows, where it must accept them); a Forest or a booster
+    routes a missing value by each split's default direction."""
+    inner = model.estimator if isinstance(model, FrozenEstimator) else model
+    if hasattr(inner, "__sklearn_tags__"):
+        return bool(get_tags(inner).input_tags.allow_nan)
+    return True
+
+
+class _Wrapper:
+    """What the QWYC estimators share as wrappers of a model: its tags and NaN handling (a
+    mixin left of the task's, whose tags it amends)."""
+
+    estimator: Any
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.input_tags.allow_nan = _allows_nan(self.estimator)
+        tags.target_tags.required = False  # a fitted estimator needs no labels
+        return tags
+
+    def evaluate(self, X: Any, costs: Any = None) -> Any:
+        # the runtime routes NaN by each split's default; a model that refuses NaN must refuse it
+        # here too, as its own predict would
+        if not _allows_nan(self.estimator) and not (hasattr(X, "columns") and hasattr(X, "iloc")):
+            check_array(X, ensure_all_finite=True)
+        return super().evaluate(X, costs)  # type: ignore[misc]
+
+    def _search(
+        self, model: Any, forest: Any, split: Any, costs: Any, alphas: list[float], wrong: Any, **kw: Any
+    ) -> None:
+        """QWYC for each of ``alphas`` on the calibration rows, then ``_select`` (cost under
+        ``costs``, metric minus the weighted share of ``wrong(evaluation)`` rows); sets the
+        fitted attributes every QWYC estimator has."""
+        w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
+        est: Any = self
+
+        def candidate(alpha: float) -> Candidate:
+            plan, res = qwyc(
+                forest,
+                split.X_cal,
+                split.y_cal,
+                alpha=alpha,
+                costs=costs,
+                mode=est.mode,
+                ordering=est.ordering,
+                random_state=est.random_state,
+                return_result=True,
+                progress=bool(est.progress),
+                feature_costs=bool(est.feature_costs),
+                sample_weight=split.w_cal,
+                **kw,
+            )
+            ev = evaluate(plan, split.X_cal, costs)
+            cost = float(w_cal @ ev.cost.total / w_cal.sum())
+            disagreement = float(w_cal @ wrong(ev) / w_cal.sum())
+            mean_models = float(w_cal @ ev.cost.n_trees / w_cal.sum())
+            return Candidate({"alpha": alpha}, cost, -disagreement, (plan, res, mean_models))
+
+        chosen = est._select(candidate(a) for a in alphas)
+        plan, res, est.mean_models_ = chosen.model
+        est.estimator_ = model
+        est.forest_ = forest
+        est.plan_ = plan
+        est.result_ = res
+        est.alpha_ = chosen.params["alpha"]
+
+
+def _alphas(est: Any) -> list[float]:
+    """The disagreement bounds to try: ``alpha`` alone without a budget, else ``alphas``."""
+    if est.budget is None:
+        return [float(est.alpha)]
+    alphas = ALPHAS if est.alphas is None else np.asarray(est.alphas, dtype=np.float64).reshape(-1)
+    if len(alphas) == 0 or not all(0.0 <= a < 1.0 for a in alphas):
+        raise InvalidParameterError(
+            f"{type(est).__name__}: alphas must be one or more floats in [0, 1), got {est.alphas!r}"
+        )
+    return sorted({float(a) for a in alphas})
+
+
+class QWYCClassifier(_Wrapper, ClassifierMixin, ThriftyEstimator):
     """Evaluate a tree ensemble tree by tree, stopping once the decision is safe (QWYC).
 
     ``fit`` chooses an order of the trees and, after each tree, two thresholds on the partial
@@ -147,12 +232,6 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
         self.progress = progress
         self.feature_costs = feature_costs
 
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
-        tags.target_tags.required = False  # a fitted estimator needs no labels
-        return tags
-
     def fit(
         self, X: Any, y: Any = None, sample_weight: Any = None, *, calibration: Any = None
     ) -> QWYCClassifier:
@@ -174,7 +253,7 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
         self
         """
         self._validate_params()
-        alphas = self._alphas()
+        alphas = _alphas(self)  # checked before an unfitted estimator is fitted
         if self.ordering in LABELLED_ORDERINGS and y is None and calibration is None:
             raise InputError(
                 f"ordering={self.ordering!r} needs labels: call fit(X, y); the orderings "
@@ -198,48 +277,9 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
         costs = self._fit_costs(X)
         split = self._calibration(X, y, w, calibration)
         full = forest.predict(split.X_cal)
-        w_cal = np.ones(split.X_cal.shape[0]) if split.w_cal is None else split.w_cal
-
-        def candidate(alpha: float) -> Candidate:
-            plan, res = qwyc(
-                forest,
-                split.X_cal,
-                split.y_cal,
-                alpha=alpha,
-                costs=costs,
-                mode=self.mode,
-                ordering=self.ordering,
-                random_state=self.random_state,
-                return_result=True,
-                progress=bool(self.progress),
-                feature_costs=bool(self.feature_costs),
-                sample_weight=split.w_cal,
-            )
-            ev = evaluate(plan, split.X_cal, costs)
-            cost = float(w_cal @ ev.cost.total / w_cal.sum())
-            disagreement = float(w_cal @ (ev.labels != full) / w_cal.sum())
-            mean_models = float(w_cal @ ev.cost.n_trees / w_cal.sum())
-            return Candidate({"alpha": alpha}, cost, -disagreement, (plan, res, mean_models))
-
-        chosen = self._select(candidate(a) for a in alphas)
-        plan, res, self.mean_models_ = chosen.model
-        self.estimator_ = model
-        self.forest_ = forest
-        self.plan_ = plan
-        self.result_ = res
-        self.alpha_ = chosen.params["alpha"]
+        self._search(model, forest, split, costs, alphas, lambda ev: ev.labels != full)
         self.classes_ = np.asarray(forest.classes) if forest.classes is not None else np.array([0, 1])
         return self
-
-    def _alphas(self) -> list[float]:
-        if self.budget is None:
-            return [float(self.alpha)]
-        alphas = ALPHAS if self.alphas is None else np.asarray(self.alphas, dtype=np.float64).reshape(-1)
-        if len(alphas) == 0 or not all(0.0 <= a < 1.0 for a in alphas):
-            raise InvalidParameterError(
-                f"QWYCClassifier: alphas must be one or more floats in [0, 1), got {self.alphas!r}"
-            )
-        return sorted({float(a) for a in alphas})
 
     # ------------------------------------------------------------------ prediction
     def predict(self, X: Any) -> np.ndarray:
@@ -291,3 +331,137 @@ class QWYCClassifier(ClassifierMixin, ThriftyEstimator):
         if len(labels) == 0:
             return 0.0
         return float(np.mean(labels != self.forest_.predict(validate_frame(self, X))))
+
+
+class QWYCRegressor(_Wrapper, RegressorMixin, ThriftyEstimator):
+    """Evaluate a tree regressor tree by tree, stopping once the prediction is close enough (QWYC).
+
+    ``fit`` chooses an order of the trees and, after each tree, a band ``[eps_neg, eps_pos]``
+    on the partial score: an example whose partial score leaves the band stops and is
+    predicted that partial score. It minimises the mean evaluation cost of the calibration
+    examples subject to at most a fraction ``alpha`` of them getting a prediction farther than
+    ``tolerance`` from the full model's (problem (2) of Wang, Gupta et al., "Quit When You
+    Can", with that disagreement; see ``thrifty.order.regression.qwyc_regression``); on other
+    data, measure it with ``disagreement``.
+
+    With ``budget``, QWYC is solved for every ``alpha`` of ``alphas`` and the plan with the
+    smallest disagreement on the calibration rows among those within the budget is kept (ties:
+    the cheaper); ``budget_search_`` lists them all (its ``metric`` is minus the disagreement).
+
+    Parameters
+    ----------
+    estimator : fitted tree regressor or Forest
+        As ``QWYCClassifier``'s, a regressor (an unfitted one is fitted on ``fit``'s ``y``).
+    alpha : float in [0, 1), default=0.005
+        Largest fraction of the calibration examples whose prediction may be farther than
+        ``tolerance`` from the full model's (without ``budget``).
+    tolerance : float > 0, optional
+        In target units. Default: 5% of the standard deviation of the calibration targets (of
+        the full model's predictions on the calibration rows when ``fit`` gets no ``y``), a
+        distance small against the spread the model explains (``default_tolerance``).
+    mode : {"both", "negative"}, default="both"
+        ``"negative"``: only exits below the band (small predictions stop early).
+    ordering : {"optimize", "given", "random"}, default="optimize"
+        ``"optimize"`` is QWYC's joint order and thresholds (Algorithm 1); the others fix the
+        order first.
+    costs, budget, alphas, random_state, progress, feature_costs
+        As ``QWYCClassifier``'s.
+
+    Attributes
+    ----------
+    estimator_, forest_, plan_, costs_, budget_search_, alpha_, result_, n_features_in_,
+    feature_names_in_, mean_models_
+        As ``QWYCClassifier``'s.
+    tolerance_ : float
+        The tolerance used.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        **{k: v for k, v in QWYCClassifier._parameter_constraints.items() if k != "ordering"},
+        "tolerance": [None, *TOLERANCE],
+        "ordering": [StrOptions({"optimize", "given", "random"})],
+    }
+
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        alpha: float = 0.005,
+        tolerance: float | None = None,
+        mode: str = "both",
+        ordering: str = "optimize",
+        costs: Any = None,
+        budget: float | None = None,
+        alphas: Any = None,
+        random_state: Any = None,
+        progress: bool = True,
+        feature_costs: bool = False,
+    ) -> None:
+        self.estimator = estimator
+        self.alpha = alpha
+        self.tolerance = tolerance
+        self.mode = mode
+        self.ordering = ordering
+        self.costs = costs
+        self.budget = budget
+        self.alphas = alphas
+        self.random_state = random_state
+        self.progress = progress
+        self.feature_costs = feature_costs
+
+    def fit(
+        self, X: Any, y: Any = None, sample_weight: Any = None, *, calibration: Any = None
+    ) -> QWYCRegressor:
+        """Choose the order and exits on the calibration rows (targets are optional).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, n_features)
+        y : array-like of shape (n,), optional
+            Targets: to fit an unfitted ``estimator`` and for the default ``tolerance``.
+        sample_weight : array-like of shape (n,), optional
+            Weights of the rows of ``X`` in problem (2) (as ``QWYCClassifier``'s).
+        calibration : tuple, optional
+            ``(X_cal, y_cal)`` or ``(X_cal, y_cal, w_cal)``: the rows QWYC is fitted on and the
+            budget is measured on (default: ``X``, ``y`` and ``sample_weight``).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        alphas = _alphas(self)
+        if y is None:
+            X = validate_frame(self, X, None)
+        else:
+            X, y = validate_frame(self, X, y)
+            y = column_or_1d(np.asarray(y), warn=True).astype(np.float64)
+            if not np.all(np.isfinite(y)):
+                raise InputError("y contains NaN or infinity; regression targets must be finite")
+        w = check_sample_weight(sample_weight, X.shape[0])
+        model, forest = fitted_forest(self.estimator, X, y, w, who=type(self).__name__)
+        if forest.task != "regression":
+            raise InputError(f"QWYCRegressor needs a regressor; the estimator's task is {forest.task!r}")
+        costs = self._fit_costs(X)
+        split = self._calibration(X, y, w, calibration)
+        full = forest.predict(split.X_cal)
+        if self.tolerance is None:
+            spread = full if split.y_cal is None else np.asarray(split.y_cal, dtype=np.float64)
+            tol = default_tolerance(spread, split.w_cal)
+        else:
+            tol = float(self.tolerance)
+        far = lambda ev: np.abs(ev.raw.reshape(-1) - full) > tol  # noqa: E731
+        self._search(model, forest, split, costs, alphas, far, tolerance=tol)
+        self.tolerance_ = tol
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The partial score at each example's exit (the full prediction where none fired)."""
+        return np.asarray(self.evaluate(X).raw, dtype=np.float64).reshape(-1)
+
+    def disagreement(self, X: Any) -> float:
+        """Fraction of the examples of ``X`` predicted farther than ``tolerance_`` from the full model."""
+        pred = self.predict(X)
+        if len(pred) == 0:
+            return 0.0
+        return float(np.mean(np.abs(pred - self.forest_.predict(validate_frame(self, X))) > self.tolerance_))

@@ -11,6 +11,11 @@ halving and doubling are exact in floating point, so both rules decide identical
 
 Multiclass models (LightGBM checks the gap between the two largest class scores) are not
 supported: ``Sequential`` runs single-output forests only.
+
+For a regressor (beyond LightGBM) the margin is a ``tolerance`` in target units and the check
+is the bound of the remaining trees (``thrifty.order.regression.remaining_bound``): at the
+first check where no choice of leaves in the trees still to come can move the prediction by
+more than ``tolerance``, every example stops. The rule is exact, so it needs no calibration.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.scores import partial_scores, tree_scores
+from thrifty.order.regression import TOLERANCE, remaining_bound
 from thrifty.runtime.plans import Sequential
 
 __all__ = ["calibrate_margin", "margin_early_exit", "margin_frontier"]
@@ -90,29 +96,43 @@ def _outcome(
 # ------------------------------------------------------------------------------ API
 
 
-def margin_early_exit(model: Any, margin: float, *, every: int = 10) -> Sequential:
-    """LightGBM's ``pred_early_stop`` rule for a binary model, as a ``Sequential`` plan.
+def margin_early_exit(
+    model: Any, margin: float | None = None, *, every: int = 10, tolerance: float | None = None
+) -> Sequential:
+    """LightGBM's ``pred_early_stop`` rule for a binary model, as a ``Sequential`` plan; for a
+    regressor, the exit on the bound of the remaining trees.
 
     Trees run in their training order; after ``every``, ``2*every``, ... trees an example
     stops when ``2 * |partial raw score| > margin`` and is decided by the sign of that score.
+    A regressor's examples all stop at the first of these checks, after position ``r``, where
+    ``B_r = max(sum_{t > r} hi_t, -sum_{t > r} lo_t) <= tolerance`` (``lo_t``, ``hi_t``: tree
+    ``t``'s smallest and largest leaf contribution; ``B_r`` also covers the float rounding of
+    the sums, see ``thrifty.order.regression.remaining_bound``), so the early prediction is
+    within ``tolerance`` of the full one on every input.
 
     Parameters
     ----------
-    model : Forest or fitted binary model ``Forest.from_model`` imports
+    model : Forest or fitted binary model or regressor ``Forest.from_model`` imports
     margin : float
-        LightGBM's ``pred_early_stop_margin`` (>= 0; ``inf`` disables every exit).
+        Binary models: LightGBM's ``pred_early_stop_margin`` (>= 0; ``inf`` disables every exit).
     every : int
         LightGBM's ``pred_early_stop_freq`` (>= 1).
+    tolerance : float > 0
+        Regressors: the largest distance from the full prediction an early one may have.
 
     Returns
     -------
     Sequential
     """
-    validate_params(
-        {"margin": _MARGIN, "every": _EVERY}, {"margin": margin, "every": every}, "margin_early_exit"
-    )
-    m = float(margin)
-    forest = _forest(model)
+    validate_params({"every": _EVERY}, {"every": every}, "margin_early_exit")
+    forest = as_forest(model, who="the margin early exit")
+    if forest.task == "regression":
+        return _regression_exit(forest, margin, every, tolerance)
+    if tolerance is not None:
+        raise InputError("tolerance applies to regressors; a binary model's exits take margin=")
+    validate_params({"margin": _MARGIN}, {"margin": margin}, "margin_early_exit")
+    m = float(margin)  # type: ignore[arg-type]
+    forest = _forest(forest)
     T = forest.n_trees
     eps_pos = np.full(T, np.inf)
     eps_neg = np.full(T, -np.inf)
@@ -120,6 +140,24 @@ def margin_early_exit(model: Any, margin: float, *, every: int = 10) -> Sequenti
     eps_pos[checks] = m / 2.0
     eps_neg[checks] = -m / 2.0
     return Sequential(forest, np.arange(T, dtype=np.int64), eps_pos, eps_neg)
+
+
+def _regression_exit(forest: Forest, margin: Any, every: int, tolerance: Any) -> Sequential:
+    """Every example stops at the first check whose remaining-trees bound is within tolerance."""
+    if margin is not None:
+        raise InputError("a regressor's early exit takes tolerance= (target units), not margin=")
+    validate_params({"tolerance": TOLERANCE}, {"tolerance": tolerance}, "margin_early_exit")
+    T = forest.n_trees
+    order = np.arange(T, dtype=np.int64)
+    eps = np.full(T, np.inf)
+    checks = _checks(T, every)
+    checks = checks[checks < T - 1]  # an exit after the last tree is the full prediction
+    safe = checks[remaining_bound(forest, order)[checks] <= float(tolerance)]
+    if safe.size:
+        # every finite partial score is above the lowest float, so all examples exit here
+        # (not -inf: the runtime reads an infinite threshold as "no exit")
+        eps[safe[0]] = np.finfo(np.float64).min
+    return Sequential(forest, order, eps, np.full(T, -np.inf))
 
 
 def calibrate_margin(

@@ -37,12 +37,15 @@ from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest.scores import leaf_paths, tree_scores
 from thrifty.order import _qwyc_kernels as _k
+from thrifty.order import _qwyc_targets as _targets
 from thrifty.order._qwyc_multiclass import qwyc_multiclass
 from thrifty.order.orderings import FIXED_ORDERINGS, check_kind, order_from_scores, positive_labels
 from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import Sequential
 
 ORDERINGS = ("optimize",) + FIXED_ORDERINGS
+UNLABELLED = ("optimize", "given", "random")  # the orderings that need no class labels
+TOLERANCE = [Interval(Real, 0, None, closed="neither")]  # a regressor's (> 0: see qwyc_regression)
 MODES = ("both", "negative")
 _OPTIONS: dict[str, list[Any]] = {
     "alpha": [Interval(Real, 0, 1, closed="left")],
@@ -100,8 +103,9 @@ def qwyc(
     progress: bool = False,
     feature_costs: bool = False,
     sample_weight: Any = None,
+    tolerance: float | None = None,
 ) -> Any:
-    """Order the trees of a binary forest and choose early exits with QWYC.
+    """Order the trees of a binary forest (or a regressor's) and choose early exits with QWYC.
 
     Parameters
     ----------
@@ -111,7 +115,9 @@ def qwyc(
         t]``. A multiclass boosted model is also accepted (beyond the paper): its base models
         are boosting rounds, and an example exits when its leading class's partial score
         exceeds the runner-up's by the position's threshold (``ordering`` "optimize" or
-        "given", ``mode="both"``).
+        "given", ``mode="both"``). A regressor is also accepted (beyond the paper): an exit
+        disagrees when its partial score is farther than ``tolerance`` from the full score
+        (``ordering`` "optimize", "given" or "random"; see ``qwyc_regression``).
     X : array-like of shape (n, n_features)
         Examples the order and thresholds are fitted on (labels are not needed).
     y : array-like of shape (n,), optional
@@ -150,14 +156,38 @@ def qwyc(
         mean cost ``sum_r c_{pi(r)} w(C_{r-1}) / w(C_0)``, the disagreements
         ``w(differ) <= alpha w(C_0)``, Algorithm 1's ``J_r = c w(C_{r-1}) / w(C_{r-1} -
         C_r)``), so integer weights act as repeated rows and zero weights as dropped rows.
+    tolerance : float > 0, optional
+        Regressors only: the largest distance, in target units, from the full prediction at
+        which an early prediction still agrees (default: ``default_tolerance``, 5% of the
+        standard deviation of ``y``, or of the full predictions on ``X`` without ``y``).
 
     Returns
     -------
     Sequential, or (Sequential, QWYCResult) with ``return_result=True``.
     """
 
-    _check_options(alpha, mode, ordering, y, "qwyc")
     forest = as_forest(model, who="qwyc")
+    if forest.task == "regression":
+        from thrifty.order.regression import qwyc_regression
+
+        return qwyc_regression(
+            forest,
+            X,
+            y,
+            alpha=alpha,
+            tolerance=tolerance,
+            costs=costs,
+            mode=mode,
+            ordering=ordering,
+            random_state=random_state,
+            return_result=return_result,
+            progress=progress,
+            feature_costs=feature_costs,
+            sample_weight=sample_weight,
+        )
+    if tolerance is not None:
+        raise InputError("tolerance applies to regressors only; a classifier's exits agree on the label")
+    _check_options(alpha, mode, ordering, y, "qwyc")
     if forest.task == "multiclass":
         return _qwyc_multiclass(
             forest,
@@ -172,8 +202,13 @@ def qwyc(
         )
     if forest.n_outputs != 1 or forest.task != "binary":
         raise InputError(
-            f"qwyc needs a binary or multiclass classifier; this forest's task is "
+            f"qwyc needs a binary or multiclass classifier or a regressor; this forest's task is "
             f"{forest.task!r} with {forest.n_outputs} outputs"
+            + (
+                "; a ranker's exits keeping each query's top k: qwyc_ranking"
+                if forest.task == "ranking"
+                else ""
+            )
         )
     if threshold is not None and float(threshold) != forest.decision_threshold:
         raise InputError(
@@ -181,18 +216,8 @@ def qwyc(
             f"{forest.decision_threshold:g}, which the returned plan uses for examples "
             "that never exit; use qwyc_scores for another threshold"
         )
-    if not hasattr(X, "shape"):
-        X = np.asarray(X)
-    if X.shape[0] == 0:
-        raise InputError("qwyc needs at least one example in X")
-    w, keep = _weights(sample_weight, X.shape[0])
-    F = tree_scores(forest, X)[keep]
+    w, keep, F, acquisition, cost = _inputs(forest, X, costs, feature_costs, sample_weight)
     acc32 = forest.accumulate == "float32"
-    acquisition = None
-    if feature_costs:
-        acquisition, cost = _acquisition(forest, X, costs, keep)
-    else:
-        cost = _tree_costs(costs, forest.n_trees)
     base = float(forest.base_score[0])
     order = None
     if ordering != "optimize":
@@ -210,6 +235,29 @@ def qwyc(
     res = _fit(F, base, forest.decision_threshold, cost, alpha, mode, order, acc32, progress, acquisition, w)
     plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
     return (plan, res) if return_result else plan
+
+
+def _inputs(forest: Any, X: Any, costs: Any, feature_costs: bool, sample_weight: Any) -> tuple:
+    """``(w, keep, F, acquisition, cost)`` for ``_fit`` from a forest and the rows ``X``: the
+    kept rows' weights (``_weights``), their tree scores, and the costs of the trees."""
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if X.shape[0] == 0:
+        raise InputError("qwyc needs at least one example in X")
+    w, keep = _weights(sample_weight, X.shape[0])
+    F = tree_scores(forest, X)[keep]
+    acquisition = None
+    if feature_costs:
+        acquisition, cost = _acquisition(forest, X, costs, keep)
+    else:
+        cost = _tree_costs(costs, forest.n_trees)
+    return w, keep, F, acquisition, cost
+
+
+def check_unlabelled(ordering: str, task: str) -> None:
+    """Regressors and rankers have no class labels for the MSE orderings."""
+    if ordering not in UNLABELLED:
+        raise InputError(f"ordering={ordering!r} needs class labels; a {task} takes one of {UNLABELLED}")
 
 
 def _acquisition(forest: Any, X: Any, costs: Any, keep: Any) -> tuple[tuple, np.ndarray]:
@@ -305,13 +353,17 @@ def qwyc_scores(
     return_result: bool = False,
     progress: bool = False,
     sample_weight: Any = None,
+    tolerance: float | None = None,
 ) -> Any:
     """QWYC on a score matrix of any base models: ``F[i, t]`` is base model ``t`` on example ``i``.
 
     The full score is ``base_score + F[i].sum()``; it is positive when ``> threshold``. Exits
     compare the partial score ``base_score + sum of the base models so far`` to the thresholds.
     ``y`` (labels: 0/1, -1/+1 or booleans) is needed by the MSE orderings only, whose targets
-    are ``threshold -/+ 1``. Other parameters (``sample_weight`` included) as in ``qwyc``.
+    are ``threshold -/+ 1``. With ``tolerance`` the scores are a regressor's: an exit disagrees
+    when its partial score is farther than ``tolerance`` from the full one (``threshold``
+    unused; see ``qwyc_regression``). Other parameters (``sample_weight`` included) as in
+    ``qwyc``.
 
     Returns
     -------
@@ -327,6 +379,9 @@ def qwyc_scores(
     if not np.all(np.isfinite(F)):
         raise InputError("F must be finite")
     _check_options(alpha, mode, ordering, y, "qwyc_scores")
+    if tolerance is not None:
+        validate_params({"tolerance": TOLERANCE}, {"tolerance": tolerance}, "qwyc_scores")
+        check_unlabelled(ordering, "regressor")
     cost = _tree_costs(costs, F.shape[1])
     w, keep = _weights(sample_weight, F.shape[0])
     positive = None if y is None else positive_labels(y, None, F.shape[0])[keep]
@@ -342,7 +397,10 @@ def qwyc_scores(
             random_state=random_state,
             weight=w,
         )
-    res = _fit(F, float(base_score), float(threshold), cost, alpha, mode, order, False, progress, None, w)
+    tol = None if tolerance is None else float(tolerance)
+    res = _fit(
+        F, float(base_score), float(threshold), cost, alpha, mode, order, False, progress, None, w, tol
+    )
     return res if return_result else (res.order, res.eps_pos, res.eps_neg)
 
 
@@ -377,14 +435,14 @@ def _weights(sample_weight: Any, n: int) -> tuple[np.ndarray | None, Any]:
     return w[keep], keep
 
 
-def _full_decisions(F: np.ndarray, base: float, threshold: float, acc32: bool) -> np.ndarray:
-    """Full-ensemble decisions, summing in base-model order as the runtime does."""
+def _full_scores(F: np.ndarray, base: float, acc32: bool) -> np.ndarray:
+    """Full-ensemble scores, summing in base-model order as the runtime does."""
     s = np.full(F.shape[0], base)
     for t in range(F.shape[1]):
         s = s + F[:, t]
         if acc32:
             s = s.astype(np.float32).astype(np.float64)
-    return s > threshold
+    return s
 
 
 def _fit(
@@ -399,8 +457,16 @@ def _fit(
     progress: bool = False,
     acquisition: tuple | None = None,
     weight: np.ndarray | None = None,
+    tolerance: float | None = None,
+    ranking: tuple | None = None,
 ) -> QWYCResult:
     """Algorithm 1 when ``order`` is None, else Algorithm 2 thresholds for the fixed ``order``.
+
+    A classifier's exit disagrees when it decides the other side of ``threshold`` than the
+    full score; with ``tolerance`` (a regressor, ``threshold`` unused) when its partial score
+    is farther than ``tolerance`` from the full one (``thrifty.order.qwyc_regression``); with
+    ``ranking = (qid, k)`` (unit weights) the budget counts queries whose top-``k`` set an
+    exit may change (``thrifty.order.ranking.qwyc_ranking``).
 
     With ``acquisition = (leaves, path_ptr, path_feat, closure_ptr, closure_units, unit_cost)``
     a base model costs ``cost[t]`` per undecided example plus what each of them pays for the
@@ -412,11 +478,14 @@ def _fit(
     from tqdm.auto import tqdm
 
     n, T = F.shape
-    unit = weight is None
+    unit = weight is None and ranking is None  # a query's documents cost 1, then 0
     w_all = np.ones(n) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
     W = float(w_all.sum())
-    ypos_all = _full_decisions(F, base, threshold, acc32)
-    budget_total = float(alpha) * W
+    full = _full_scores(F, base, acc32)
+    kind, target, budget_total = _targets.targets(full, threshold, tolerance, ranking, w_all, alpha)
+    if ranking is not None:
+        qid = np.asarray(ranking[0])
+        broken = np.zeros(int(qid.max()) + 1, dtype=np.bool_)
     neg_only = mode == "negative"
     optimize = order is None
     pi = np.arange(T, dtype=np.int64) if optimize else np.array(order, dtype=np.int64)  # Alg. 1, line 1
@@ -435,7 +504,6 @@ def _fit(
     g = np.full(n, base)
     if acc32:
         g = g.astype(np.float32).astype(np.float64)
-    ypos = ypos_all.copy()
     spent = 0.0
     total_cost = 0.0
     # disable=None: tqdm shows the bar only when stderr is a TTY
@@ -448,10 +516,10 @@ def _fit(
         budget = budget_total - spent
         cand = pi[r:] if optimize else pi[r : r + 1]
         k = cand.shape[0]
-        ne = np.zeros(k, dtype=np.int64)
-        out = np.zeros((4, k))
+        out = np.zeros((5, k))
         we, wd, en, ep = out[_k.W_EXIT], out[_k.W_DIS], out[_k.EPS_NEG], out[_k.EPS_POS]
-        _k.scan_candidates(Ft, cols, g, ypos, w, unit, cand, budget, neg_only, acc32, ne, out)
+        ne = out[_k.N_EXIT]
+        _k.scan_candidates(Ft, cols, g, target, kind, w, unit, cand, budget, neg_only, acc32, out)
         cand_cost = cost[cand] * (float(m) if unit else float(w.sum()))
         if acquisition is not None:
             feature_cost = np.zeros(k)
@@ -490,9 +558,14 @@ def _fit(
             continue
         eps_pos[r], eps_neg[r] = ep[j], en[j]
         n_exit[r], J[r] = we[j], best
-        spent += wd[j]
         keep = ~((s > ep[j]) | (s < en[j]))
-        g, cols, ypos, rows, w = s[keep], cols[keep], ypos[keep], rows[keep], w[keep]
+        if ranking is None:
+            spent += wd[j]
+        else:
+            spent += _targets.break_queries(target, s, ~keep, qid, broken)
+            target[_k.DW] = ~broken[qid]  # a counted query's documents exit for free
+            qid = qid[keep]
+        g, cols, target, rows, w = s[keep], cols[keep], target[:, keep], rows[keep], w[keep]
         if cols.shape[0] < 0.75 * Ft.shape[1]:  # compact: later scans read fewer columns
             Ft = np.ascontiguousarray(Ft[:, cols])
             cols = np.arange(cols.shape[0], dtype=np.int64)

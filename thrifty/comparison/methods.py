@@ -149,7 +149,7 @@ def _rounds(forest: Forest) -> int:
     return max(1, forest.n_trees // max(1, forest.n_outputs))
 
 
-@method("cheapest", "cheapest k features", "reference", ("binary", "multiclass", "regression"))
+@method("cheapest", "cheapest k features", "reference")
 def _cheapest(ctx: Context) -> Iterator[Candidate]:
     """LightGBM models restricted to the k cheapest features (by price alone), k < n."""
     names = ctx.feature_names

@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+import time
 
 import numpy as np
 import pandas as pd
@@ -289,6 +290,11 @@ def test_other_tasks(task):
     assert cmp.task == task
     assert len(cmp.table) >= 3 and cmp.table["value"].notna().all()
     assert len(pareto_front(cmp.table)) == len(cmp.front)
+    # Every quick method of the task gives models: QWYC (with a tolerance, or keeping each
+    # query's top 5) and, for regression, the margin exit on the remaining trees' bound.
+    expect = {"lightgbm", "qwyc", "margin"} if task == "regression" else {"lightgbm", "qwyc"}
+    assert set(small_methods(task)) == expect
+    assert set(cmp.table["method"]) == {METHODS[k].name for k in small_methods(task)}
 
 
 def test_bad_inputs_name_the_fix():
@@ -360,19 +366,35 @@ def test_cli_lists_methods():
     assert code == 0 and all(name in out for name in METHODS)
 
 
-@pytest.mark.parametrize("task", ["binary", "multiclass"])
+#: Methods per task today (docs/usage.md lists them).
+N_METHODS = {"binary": 16, "multiclass": 12, "regression": 13, "ranking": 7}
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "regression", "ranking"])
 def test_every_method_and_composition_runs(task):
     """All registered methods on small data: each gives models or says why it skipped."""
     rng = np.random.default_rng(5)
     n = 500
     X = rng.normal(size=(n, 5))
     score = X[:, 0] + 0.7 * X[:, 1] - 0.5 * X[:, 3]
-    y = (score > 0).astype(int) if task == "binary" else np.digitize(score, [-0.6, 0.6])
+    qid = np.repeat(np.arange(n // 10), 10) if task == "ranking" else None
+    if task == "regression":
+        y = score + 0.3 * rng.normal(size=n)
+    elif task == "ranking":
+        y = np.clip(np.round(score + 1.5), 0, 4).astype(int)
+    else:
+        y = (score > 0).astype(int) if task == "binary" else np.digitize(score, [-0.6, 0.6])
     costs = CostModel([1.0, 5.0, 0.5, 20.0, 2.0])
-    cmp = compare(X, y, costs, quick=True, progress=False, lightgbm_params=FAST, cv=0)
+    start = time.perf_counter()
+    cmp = compare(X, y, costs, qid=qid, quick=True, progress=False, lightgbm_params=FAST, cv=0)
+    assert time.perf_counter() - start < 120  # quick on small data (a few seconds here)
+    assert cmp.task == task
     # Budgets from 10% of the plain model's cost up are all feasible here: nothing is skipped.
     assert cmp.skipped == []
-    assert set(cmp.table["method"]) == {m.name for m in METHODS.values() if task in m.tasks}
+    names = {m.name for m in METHODS.values() if task in m.tasks}
+    assert len(names) == N_METHODS[task]
+    assert set(cmp.table["method"]) == names
+    assert cmp.table["value"].notna().all()
     assert {"composition", "train", "post-hoc", "reference"} <= set(cmp.table["family"])
     # Every cost is what the runtime measures, so no model costs more than every feature.
     assert (cmp.table["mean_cost"] <= costs.feature_costs.sum() + 1e-9).all()

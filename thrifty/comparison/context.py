@@ -11,7 +11,7 @@ from typing import Any
 import lightgbm
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import RandomForestClassifier
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 from thrifty.comparison.settings import Settings
 from thrifty.costs import CostModel
@@ -102,13 +102,14 @@ class Context:
         return cls(**params).fit(X, self.y_train)
 
     def random_forest(self) -> Forest:
-        """A plain random forest on the training split (classification), as a Forest.
+        """A plain random forest on the training split (a regressor for regression), as a Forest.
 
         Categorical columns are split on their category codes; the Forest keeps the categories
         so that it reads the same DataFrames as every other model.
         """
         if "random_forest" not in self._cache:
-            rf = RandomForestClassifier(
+            cls = RandomForestRegressor if self.task == "regression" else RandomForestClassifier
+            rf = cls(
                 n_estimators=30 if self.quick else 100,
                 max_depth=10,
                 min_samples_leaf=2,

@@ -23,12 +23,14 @@ from thrifty.cascade.estimator import lam_grid
 from thrifty.comparison.context import Context
 from thrifty.exceptions import BudgetError, InputError
 from thrifty.forest import Forest, to_matrix
-from thrifty.order import calibrate_margin, fan, qwyc
+from thrifty.order import calibrate_margin, default_tolerance, fan, margin_early_exit, qwyc, qwyc_ranking
 from thrifty.order.estimator import ALPHAS
 from thrifty.prune import budget_prune_path
 from thrifty.train import (
     ADAPTClassifier,
+    ADAPTRegressor,
     BudgetRFClassifier,
+    BudgetRFRegressor,
     CEGBClassifier,
     CEGBRanker,
     CEGBRegressor,
@@ -147,7 +149,7 @@ def _rounds(forest: Forest) -> int:
     return max(1, forest.n_trees // max(1, forest.n_outputs))
 
 
-@method("cheapest", "cheapest k features", "reference", ("binary", "multiclass", "regression"))
+@method("cheapest", "cheapest k features", "reference")
 def _cheapest(ctx: Context) -> Iterator[Candidate]:
     """LightGBM models restricted to the k cheapest features (by price alone), k < n."""
     names = ctx.feature_names
@@ -257,7 +259,7 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
         yield cand
 
 
-@method("cegb+qwyc", "CEGB ordered by QWYC", "composition", ("binary", "multiclass"), after="cegb")
+@method("cegb+qwyc", "CEGB ordered by QWYC", "composition", after="cegb")
 def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
     """Each CEGB model with QWYC's order and exits (alpha=0.01) fitted on the calibration split:
     CEGB buys cheap features, QWYC stops evaluating once the decision is safe."""
@@ -265,25 +267,37 @@ def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
         if cand.model is None:
             continue
         start = time.perf_counter()
-        plan = qwyc(cand.model, ctx.X_val, alpha=0.01, costs=ctx.costs, feature_costs=True)
+        plan = _quit(ctx, cand.model, 0.01)
         yield Candidate(
             cand.name, plan, {**cand.params, "alpha": 0.01}, cand.fit_seconds + time.perf_counter() - start
         )
 
 
 # ---------------------------------------------------------------------- post-hoc, on LightGBM
-@method("qwyc", "QWYC", "post-hoc", ("binary", "multiclass"), after="lightgbm")
+def _quit(ctx: Context, forest: Forest, alpha: float) -> Any:
+    """QWYC's order and exits on ``forest`` fitted on the calibration split, for the task: a
+    decision (classification), a prediction within ``_tolerance`` (regression) or each query's
+    top-5 set (ranking, ``qwyc_ranking``; trees priced by the cost model, features not)
+    changes on at most a fraction ``alpha`` of the rows (queries)."""
+    if ctx.task == "ranking":
+        return qwyc_ranking(forest, ctx.X_val, ctx.qid_val, alpha=alpha, costs=ctx.costs, progress=False)
+    tol = _tolerance(ctx) if ctx.task == "regression" else None
+    return qwyc(
+        forest, ctx.X_val, alpha=alpha, costs=ctx.costs, feature_costs=True, tolerance=tol, progress=False
+    )
+
+
+def _tolerance(ctx: Context) -> float:
+    """A regressor's tolerance: 5% of the calibration targets' spread (``default_tolerance``)."""
+    return default_tolerance(ctx.y_val)
+
+
+@method("qwyc", "QWYC", "post-hoc", after="lightgbm")
 def _qwyc(ctx: Context) -> Iterator[Candidate]:
     """QWYC's order and exits on the plain model, fitted on the calibration split (no labels)."""
     forest = ctx.lightgbm()
     for alpha in ALPHAS[::3] if ctx.quick else ALPHAS:  # the grid QWYCClassifier's budget search tries
-        yield timed(
-            f"alpha={alpha:g}",
-            lambda a=alpha: qwyc(
-                forest, ctx.X_val, alpha=a, costs=ctx.costs, feature_costs=True, progress=False
-            ),
-            alpha=alpha,
-        )
+        yield timed(f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
 
 
 @method("fan", "Fan et al.", "post-hoc", ("binary",), after="lightgbm")
@@ -294,11 +308,23 @@ def _fan(ctx: Context) -> Iterator[Candidate]:
         yield timed(f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
 
 
-@method("margin", "margin early exit", "post-hoc", ("binary",), after="lightgbm")
+@method("margin", "margin early exit", "post-hoc", ("binary", "regression"), after="lightgbm")
 def _margin(ctx: Context) -> Iterator[Candidate]:
-    """LightGBM's ``pred_early_stop`` rule, margins calibrated on the calibration split."""
+    """LightGBM's ``pred_early_stop`` rule, margins calibrated on the calibration split; for a
+    regressor, the exit where the remaining trees' bound is within a tolerance (1, 4, 16... times
+    ``_tolerance``), so every early prediction is that close to the full one."""
     forest = ctx.lightgbm()
     every = max(1, _rounds(forest) // 20)
+    if ctx.task == "regression":
+        for times in (1, 4, 16) if ctx.quick else (1, 2, 4, 8, 16, 32):
+            tol = times * _tolerance(ctx)
+            yield timed(
+                f"tolerance={times}x",
+                lambda t=tol: margin_early_exit(forest, tolerance=t, every=every),
+                tolerance=tol,
+                every=every,
+            )
+        return
     for rate in (0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
         yield timed(
             f"disagreement<={rate:g}",
@@ -313,8 +339,9 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
     swept down from ``lambda_max`` (the smallest lambda keeping no tree) over the grid
     CronusClassifier's budget search tries (every other value when quick)."""
     # Accuracy is the target here: unweighted squared loss (the paper's 3.5 on positives serves
-    # ranking precision).
-    top = lambda_max(forest, ctx.X_train, ctx.y_train, ctx.costs, rho=1e-3, class_weight=None)
+    # ranking precision; a ranker's cascade is fitted to its relevant documents, `_relevant`).
+    y = _relevant(ctx.y_train) if ctx.task == "ranking" else ctx.y_train
+    top = lambda_max(forest, ctx.X_train, y, ctx.costs, rho=1e-3, class_weight=None)
     lams = list(enumerate(lam_grid(top)))
     for j, lam in lams[1::2] if ctx.quick else lams:
         yield timed(
@@ -322,7 +349,7 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
             lambda lam=lam: cronus(
                 forest,
                 ctx.X_train,
-                ctx.y_train,
+                y,
                 ctx.costs,
                 lam=lam,
                 rho=1e-3,
@@ -334,14 +361,24 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
         )
 
 
-@method("cronus", "Cronus", "post-hoc", ("binary",), after="lightgbm")
+def _relevant(y: np.ndarray) -> np.ndarray:
+    """Ranking labels as Cronus's binary targets: relevant from grade 3 (the paper's, and
+    CronusRanker's ``relevant_min``), or from the median grade when no document reaches 3."""
+    y = np.asarray(y, dtype=float)
+    for cut in (3.0, float(np.median(y))):
+        if 0 < np.count_nonzero(y >= cut) < len(y):
+            return (y >= cut).astype(int)
+    return (y > np.median(y)).astype(int)
+
+
+@method("cronus", "Cronus", "post-hoc", ("binary", "ranking"), after="lightgbm")
 def _cronus(ctx: Context) -> Iterator[Candidate]:
     """Cronus (Chen et al. 2012): the plain model's trees re-weighted into a cascade of
     early-reject stages."""
     yield from _cascades(ctx, ctx.lightgbm())
 
 
-@method("cegb+cronus", "Cronus cascade of a CEGB model", "composition", ("binary",), after="cegb")
+@method("cegb+cronus", "Cronus cascade of a CEGB model", "composition", ("binary", "ranking"), after="cegb")
 def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     """The CEGB model of the largest budget (cheap features already) turned into a Cronus
     cascade (early rejects skip its trees)."""
@@ -375,11 +412,12 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
     The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
     model and hpc read the same columns alike."""
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
+    cls = ADAPTRegressor if ctx.task == "regression" else ADAPTClassifier
     for p_full, gamma in _adapt_grid(kind, ctx.quick):
         yield timed(
             f"p_full={p_full:g}, gamma={gamma:g}",
             lambda p=p_full, g=gamma: (
-                ADAPTClassifier(
+                cls(
                     hpc,
                     costs=ctx.costs,
                     method=kind,
@@ -396,21 +434,21 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
         )
 
 
-@method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass"), after="lightgbm")
+@method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass", "regression"), after="lightgbm")
 def _adapt_gbrt(ctx: Context) -> Iterator[Candidate]:
     """ADAPT-GBRT (Nan and Saligrama 2017): a boosted gate and low-cost model in front of the
     plain model, which answers only the examples the gate sends on."""
     yield from _gated(ctx, ctx.lightgbm(), "gbrt")
 
 
-@method("adapt-lin", "ADAPT-LIN", "train", ("binary", "multiclass"), after="lightgbm")
+@method("adapt-lin", "ADAPT-LIN", "train", ("binary", "multiclass", "regression"), after="lightgbm")
 def _adapt_lin(ctx: Context) -> Iterator[Candidate]:
     """ADAPT-LIN: a linear gate and low-cost model (group-sparse) in front of the plain model."""
     yield from _gated(ctx, ctx.lightgbm(), "lin")
 
 
 # ---------------------------------------------------------------------- post-hoc, on a random forest
-@method("budgetprune", "BudgetPrune (random forest)", "post-hoc", ("binary", "multiclass"))
+@method("budgetprune", "BudgetPrune (random forest)", "post-hoc", ("binary", "multiclass", "regression"))
 def _budgetprune(ctx: Context) -> Iterator[Candidate]:
     """The plain random forest pruned by BudgetPrune (the exact (IP3) solve, features shared
     across trees), for each budget the most accurate pruning within it (see ``_pruned``)."""
@@ -449,7 +487,8 @@ def _budgetrf(ctx: Context) -> Forest:
     """A BudgetRF forest on the training split (fitted once; categories as codes)."""
     if "budgetrf" not in ctx._cache:
         X = ctx.matrix(ctx.X_train)  # categories as codes, missing values NaN (BudgetRF routes them)
-        est = BudgetRFClassifier(
+        cls = BudgetRFRegressor if ctx.task == "regression" else BudgetRFClassifier
+        est = cls(
             15 if ctx.quick else 40,
             costs=ctx.costs,
             max_depth=10,
@@ -460,7 +499,7 @@ def _budgetrf(ctx: Context) -> Forest:
     return ctx._cache["budgetrf"]
 
 
-@method("budgetrf", "BudgetRF", "train", ("binary", "multiclass"))
+@method("budgetrf", "BudgetRF", "train", ("binary", "multiclass", "regression"))
 def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
     """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned."""
     yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx))
@@ -476,7 +515,7 @@ def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:
     "budgetrf+prune",
     "BudgetRF pruned by BudgetPrune",
     "composition",
-    ("binary", "multiclass"),
+    ("binary", "multiclass", "regression"),
     after="budgetrf",
 )
 def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
@@ -488,7 +527,7 @@ def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
     "budgetrf+prune+adapt",
     "BudgetRF, pruned, gated by ADAPT",
     "composition",
-    ("binary", "multiclass"),
+    ("binary", "multiclass", "regression"),
     after="budgetrf+prune",
 )
 def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:

@@ -62,13 +62,9 @@ class FeatureService:
 
 
 @contextlib.contextmanager
-def serving(app, timeout: float = 10.0) -> Iterator[str]:
-    """Run ``app`` on a free loopback port in a thread; yields its URL; always stops it."""
-    import uvicorn
-
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    )
+def threaded(server, timeout: float = 10.0) -> Iterator[int]:
+    """Run a ``uvicorn.Server`` (bound to port 0 on loopback) in a thread; yields the port it
+    got; always stops it."""
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
@@ -77,9 +73,20 @@ def serving(app, timeout: float = 10.0) -> Iterator[str]:
             server.should_exit = True
             raise RuntimeError("the test HTTP server did not start")
         time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}/"
+        yield server.servers[0].sockets[0].getsockname()[1]
     finally:
         server.should_exit = True
         thread.join(timeout)
+
+
+@contextlib.contextmanager
+def serving(app, timeout: float = 10.0) -> Iterator[str]:
+    """Run ``app`` on a free loopback port in a thread; yields its URL; always stops it."""
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    )
+    with threaded(server, timeout) as port:
+        yield f"http://127.0.0.1:{port}/"

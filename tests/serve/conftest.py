@@ -9,13 +9,13 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests._helpers.feature_service import threaded
 from tests._helpers.stores import NAMES, write_store
 from thrifty import save
 
@@ -56,20 +56,8 @@ def live(app, timeout: float = 30.0, **options) -> Iterator[str]:
     a thread (its lifespan run); yields its URL; always stops it."""
     from thrifty.serve import build_server
 
-    server = build_server(app, port=0, **options)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            server.should_exit = True
-            raise RuntimeError("the server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout)
+    with threaded(build_server(app, port=0, **options), timeout) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="session")

@@ -79,8 +79,6 @@ async def evaluate_async(
     if trees not in ("in-order", "parallel"):
         raise InputError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
     n_rows = rows_served(provider, n_rows)
-    if n_rows is None:
-        raise InputError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
     plan = as_plan(model)
     costs = costs_for(plan, costs)
     if trees == "parallel":
@@ -92,7 +90,7 @@ async def evaluate_async(
         gen = tree_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
     else:
         gen = lazy_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
-    clock = _Latency(costs, int(n_rows), latency, _given(given, int(n_rows), plan.n_features))
+    clock = _Latency(costs, n_rows, latency, _given(given, n_rows, plan.n_features))
     if hasattr(provider, "fetch") and not inspect.iscoroutinefunction(provider.fetch):
         # One worker thread runs the whole evaluation: one hand-off per call, not one per round.
         result = await asyncio.to_thread(drive, gen, provider.fetch, clock.add)

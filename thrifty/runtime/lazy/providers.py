@@ -116,19 +116,24 @@ def array_provider(X: Any, model: Any = None) -> Provider:
     return provider
 
 
-def rows_served(provider: Any, n_rows: int | None) -> int | None:
-    """``n_rows`` checked against a provider that holds one key per row (the stores of
-    ``thrifty.providers``): None means all of its rows; another count than its keys' is an
-    error, since rows past its keys would have none and keys past the rows would go unused."""
+def rows_served(provider: Any, n_rows: int | None) -> int:
+    """The number of examples a lazy evaluation serves: ``n_rows``, checked against a provider
+    that holds one key per row (the stores of ``thrifty.providers``), where None means all of
+    its rows; another count than its keys' is an error, since rows past its keys would have
+    none and keys past the rows would go unused."""
     keys = getattr(provider, "keys", None)
-    if keys is None or callable(keys) or not hasattr(keys, "__len__"):
-        return n_rows
+    if keys is not None and not callable(keys) and hasattr(keys, "__len__"):
+        if n_rows is None:
+            return len(keys)
+        if int(n_rows) != len(keys):
+            raise InputError(
+                f"n_rows={n_rows}, but the provider has keys for {len(keys)} rows; leave n_rows out "
+                "to evaluate every row it has a key for, or give it the keys of the rows to "
+                "evaluate (provider.with_keys(keys))"
+            )
     if n_rows is None:
-        return len(keys)
-    if int(n_rows) != len(keys):
-        raise InputError(
-            f"n_rows={n_rows}, but the provider has keys for {len(keys)} rows; leave n_rows out to "
-            "evaluate every row it has a key for, or give it the keys of the rows to evaluate "
-            "(provider.with_keys(keys))"
-        )
-    return n_rows
+        raise InputError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
+    n = int(n_rows)
+    if n < 0:
+        raise InputError(f"n_rows must be >= 0, got {n}")
+    return n

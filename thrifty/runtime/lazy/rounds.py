@@ -72,11 +72,7 @@ def lazy_rounds(
     """
     plan = as_plan(model)
     costs = costs_for(plan, costs)
-    if n_rows is None:
-        raise InputError("lazy evaluation needs n_rows= (the number of examples the provider serves)")
-    n = int(n_rows)
-    if n < 0:
-        raise InputError(f"n_rows must be >= 0, got {n}")
+    n = rows_served(None, n_rows)
     chunk = chunk_rows(plan, costs, True, chunk_size)
     return _rounds(plan, costs, n, chunk, n_threads)
 

@@ -15,6 +15,7 @@ from thrifty.forest._forest import MISSING_NAN, NODE_ARRAYS, Forest
 SUPPORTED = (
     "lightgbm: Booster, LGBMClassifier, LGBMRegressor, LGBMRanker",
     "xgboost: Booster, XGBClassifier, XGBRegressor, XGBRanker (gbtree and dart boosters)",
+    "catboost: CatBoost, CatBoostClassifier, CatBoostRegressor, CatBoostRanker (symmetric trees)",
     (
         "scikit-learn: DecisionTreeClassifier/Regressor, ExtraTreeClassifier/Regressor, "
         "RandomForestClassifier/Regressor, ExtraTreesClassifier/Regressor, "

@@ -1,4 +1,4 @@
-"""Importing fitted LightGBM, XGBoost and scikit-learn tree models into a :class:`Forest`."""
+"""Importing fitted LightGBM, XGBoost, CatBoost and scikit-learn tree models into a :class:`Forest`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from thrifty.forest._catboost import from_catboost
 from thrifty.forest._forest import Forest
 from thrifty.forest._lightgbm import from_lightgbm
 from thrifty.forest._sklearn import from_sklearn
@@ -62,6 +63,8 @@ def _import(model: Any) -> Forest:
         return from_lightgbm(model)
     if "xgboost" in roots:
         return from_xgboost(model)
+    if "catboost" in roots:
+        return from_catboost(model)
     if "sklearn" in roots:
         return from_sklearn(model)
     raise unsupported(model)

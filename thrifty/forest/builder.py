@@ -16,6 +16,7 @@ SUPPORTED = (
     "lightgbm: Booster, LGBMClassifier, LGBMRegressor, LGBMRanker",
     "xgboost: Booster, XGBClassifier, XGBRegressor, XGBRanker (gbtree and dart boosters)",
     "catboost: CatBoost, CatBoostClassifier, CatBoostRegressor, CatBoostRanker (symmetric trees)",
+    "ydf: GradientBoostedTreesModel, RandomForestModel",
     (
         "scikit-learn: DecisionTreeClassifier/Regressor, ExtraTreeClassifier/Regressor, "
         "RandomForestClassifier/Regressor, ExtraTreesClassifier/Regressor, "

@@ -1,4 +1,4 @@
-"""Importing fitted LightGBM, XGBoost, CatBoost and scikit-learn tree models into a :class:`Forest`."""
+"""Importing fitted LightGBM, XGBoost, CatBoost, YDF and scikit-learn tree models into a :class:`Forest`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from thrifty.forest._forest import Forest
 from thrifty.forest._lightgbm import from_lightgbm
 from thrifty.forest._sklearn import from_sklearn
 from thrifty.forest._xgboost import from_xgboost
+from thrifty.forest._ydf import from_ydf
 from thrifty.forest.builder import unsupported
 from thrifty.forest.names import restore_names
 
@@ -65,6 +66,8 @@ def _import(model: Any) -> Forest:
         return from_xgboost(model)
     if "catboost" in roots:
         return from_catboost(model)
+    if "ydf" in roots:
+        return from_ydf(model)
     if "sklearn" in roots:
         return from_sklearn(model)
     raise unsupported(model)

@@ -124,6 +124,13 @@ def _loaded(rng):  # a model read back from its .cbm file is a plain CatBoost
         return Case(cb.CatBoost().load_model(path), 4)
 
 
+def _scaled(rng):  # set_scale_and_bias: raw = scale * sum of leaves + bias
+    X = make_data(rng, nan_fraction=0.1)
+    model = cb.CatBoostClassifier(**SMALL).fit(X, _labels(X, rng))
+    model.set_scale_and_bias(0.3, 0.1)
+    return Case(model, 4)
+
+
 BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "binary": _binary,
     "binary_nan_max": _binary_nan_max,
@@ -136,6 +143,7 @@ BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "early_stopped": _early_stopped,
     "onehot": _onehot,
     "loaded": _loaded,
+    "scaled": _scaled,
 }
 
 
@@ -167,9 +175,9 @@ def _check(case: Case, X: np.ndarray) -> None:
     data = case.frame(X)
     np.testing.assert_array_equal(catboost_leaves(forest, X), model.calc_leaf_indexes(data))
     expected = _raw(model, data)
-    if np.all(forest.base_score == 0.0):
+    if np.all(forest.base_score == 0.0) and np.all(forest.tree_weight == 1.0):
         np.testing.assert_array_equal(raw, expected)
-    else:  # CatBoost adds the bias after the trees, the forest before them
+    else:  # CatBoost scales the sum of the trees and adds the bias last
         assert_close(raw, expected, rtol=1e-13, atol=1e-13)
     if forest.is_classifier:
         assert_close(forest.predict_proba(X), model.predict_proba(data))
@@ -322,3 +330,58 @@ def test_shared_datasets_match(data_home, name):
         forest.predict_raw(X_test), model.predict(X_test, prediction_type="RawFormulaVal")
     )
     assert_close(forest.predict_proba(X_test), model.predict_proba(X_test))
+
+
+# ----------------------------------------------------------------- methods on an imported model
+@pytest.fixture(scope="module")
+def binary_problem():
+    """A CatBoost classifier, its calibration data and feature costs."""
+    from thrifty import CostModel
+
+    rng = np.random.default_rng(21)
+    X = make_data(rng, n=500, n_features=5, nan_fraction=0.05)
+    y = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + rng.normal(scale=0.5, size=len(X)) > 0
+    model = cb.CatBoostClassifier(iterations=40, depth=3, verbose=0, thread_count=1, random_seed=0)
+    return model.fit(X, y.astype(int)), X, y.astype(int), CostModel([1.0, 2.0, 3.0, 4.0, 5.0])
+
+
+def _run(plan: Any, X: np.ndarray, costs: Any) -> tuple[np.ndarray, float]:
+    from thrifty import evaluate
+
+    ev = evaluate(plan, X, costs)
+    return np.asarray(ev.predictions), float(ev.cost.mean)
+
+
+def test_qwyc_keeps_catboost_decisions(binary_problem):
+    from thrifty import qwyc
+
+    model, X, _, costs = binary_problem
+    full = Forest.from_model(model).predict(X)
+    predictions, cost = _run(qwyc(model, X, alpha=0.01), X, costs)
+    assert np.mean(predictions != full) <= 0.01  # QWYC's guarantee on its calibration rows
+    assert cost < _run(Forest.from_model(model), X, costs)[1]
+
+
+def test_fan_and_margin_exit_run_on_catboost(binary_problem):
+    from thrifty.order import fan, margin_early_exit
+
+    model, X, _, costs = binary_problem
+    full, full_cost = _run(Forest.from_model(model), X, costs)
+    predictions, cost = _run(fan(model, X), X, costs)
+    assert np.mean(predictions != full) < 0.05 and cost <= full_cost
+    never = margin_early_exit(model, margin=np.inf, every=5)  # no margin is ever wide enough
+    np.testing.assert_array_equal(_run(never, X, costs)[0], full)
+    predictions, cost = _run(margin_early_exit(model, margin=1.0, every=5), X, costs)
+    assert cost < full_cost
+
+
+def test_cronus_and_adapt_run_on_catboost(binary_problem):
+    from thrifty import ADAPTClassifier, cronus
+
+    model, X, y, costs = binary_problem
+    full_cost = _run(Forest.from_model(model), X, costs)[1]
+    cascade = cronus(Forest.from_model(model), X, y, costs, n_stages=3)
+    assert _run(cascade, X, costs)[1] < full_cost
+    adapt = ADAPTClassifier(hpc=model, costs=costs, budget=0.3 * full_cost).fit(X, y)
+    assert np.mean(adapt.predict(X) == y) > 0.6
+    assert _run(adapt, X, costs)[1] < full_cost

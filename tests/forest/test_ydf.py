@@ -238,3 +238,18 @@ def test_unsupported_ydf_models_raise(learner, params, match):
         model = _train(learner, **params)
     with pytest.raises((InputError, TypeError), match=match):
         Forest.from_model(model)
+
+
+def test_budget_prune_runs_on_a_ydf_forest():
+    from thrifty import CostModel, budget_prune, evaluate
+
+    rng = np.random.default_rng(5)
+    X = make_data(rng, n=500, n_features=4, nan_fraction=0.05)
+    y = (_score(X, rng) > 0).astype(int)
+    forest = Forest.from_model(_rf(_frame(X, y=y)))
+    costs = CostModel([1.0, 2.0, 3.0, 4.0])
+    full = evaluate(forest, X, costs).cost.mean
+    pruned = budget_prune(forest, X, y, costs, lam=0.05)
+    assert pruned.n_nodes < forest.n_nodes
+    assert evaluate(pruned, X, costs).cost.mean < full
+    assert np.mean(pruned.predict(X) == y) > 0.6

@@ -22,7 +22,9 @@ from thrifty.forest.importers import from_catboost
 
 cb = pytest.importorskip("catboost")
 
-SMALL = {"iterations": 20, "depth": 4, "verbose": 0, "thread_count": 1, "random_seed": 0}
+# allow_writing_files=False: CatBoost otherwise writes a catboost_info folder into the working directory.
+QUIET = {"verbose": 0, "thread_count": 1, "allow_writing_files": False}
+SMALL = {"iterations": 20, "depth": 4, "random_seed": 0, **QUIET}
 
 
 class Case:
@@ -99,7 +101,7 @@ def _pairlogit(rng):  # PairLogit through the plain CatBoost class
 def _early_stopped(rng):  # use_best_model keeps the trees up to the best iteration
     X = make_data(rng, n=400)
     y = (X[:, 0] + rng.normal(scale=2.0, size=len(X)) > 0).astype(int)
-    model = cb.CatBoostClassifier(iterations=200, learning_rate=0.8, depth=5, verbose=0, thread_count=1)
+    model = cb.CatBoostClassifier(iterations=200, learning_rate=0.8, depth=5, **QUIET)
     model.fit(X[:200], y[:200], eval_set=(X[200:], y[200:]), early_stopping_rounds=3)
     assert model.tree_count_ < 200
     return Case(model, 4)
@@ -323,7 +325,7 @@ def test_shared_datasets_match(data_home, name):
         X_test = X_test.assign(**{c: X_test[c].astype(object).fillna("?").astype(str)})
         categories[c] = sorted(set(X[c]))
     model = cb.CatBoostClassifier(
-        iterations=60, depth=6, verbose=0, thread_count=1, cat_features=cats, one_hot_max_size=255
+        iterations=60, depth=6, **QUIET, cat_features=cats, one_hot_max_size=255
     ).fit(X, y)
     forest = from_catboost(model, categories=categories)
     np.testing.assert_array_equal(
@@ -341,7 +343,7 @@ def binary_problem():
     rng = np.random.default_rng(21)
     X = make_data(rng, n=500, n_features=5, nan_fraction=0.05)
     y = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + rng.normal(scale=0.5, size=len(X)) > 0
-    model = cb.CatBoostClassifier(iterations=40, depth=3, verbose=0, thread_count=1, random_seed=0)
+    model = cb.CatBoostClassifier(iterations=40, depth=3, random_seed=0, **QUIET)
     return model.fit(X, y.astype(int)), X, y.astype(int), CostModel([1.0, 2.0, 3.0, 4.0, 5.0])
 
 

@@ -24,7 +24,8 @@ _LOSSES = {
 
 
 def from_ydf(model: Any) -> Forest:
-    """Convert a YDF ``GradientBoostedTreesModel`` or ``RandomForestModel``.
+    """Convert a YDF ``GradientBoostedTreesModel`` or ``RandomForestModel`` (CART models are
+    random forests of one tree).
 
     Trees are read through YDF's tree inspection API (``model.iter_trees()``). YDF serves in
     float32: features are read as float32 (``input_dtype="float32"``), a
@@ -60,7 +61,7 @@ def from_ydf(model: Any) -> Forest:
     Raises
     ------
     InputError
-        For other model kinds (CART, isolation forests), tasks other than classification,
+        For other model kinds (isolation forests), tasks other than classification,
         regression and ranking, losses whose prediction is not the logit, its sigmoid or softmax
         (Poisson, ...), and conditions a forest cannot represent (oblique, categorical-set,
         vector-sequence).

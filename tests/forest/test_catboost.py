@@ -239,6 +239,10 @@ def test_text_categories_need_their_values(text_model):
         Forest.from_model(text_model)
     with pytest.raises(InputError, match="not among the categories"):
         from_catboost(text_model, categories={"color": ["red", "green"]})
+    with pytest.raises(InputError, match="not a categorical feature"):
+        from_catboost(text_model, categories={"x": ["red", "green"]})
+    with pytest.raises(InputError, match="repeat a value"):
+        from_catboost(text_model, categories={"color": ["red", "red", "plum", "green", "blue"]})
 
 
 @given(data=st.data())
@@ -297,16 +301,16 @@ def test_unfitted_model_raises():
         Forest.from_model(cb.CatBoostClassifier())
 
 
-def test_importing_thrifty_does_not_import_catboost():
+def test_importing_thrifty_does_not_import_catboost_or_ydf():
     code = (
         "import sys, thrifty, thrifty.forest.importers, numpy as np, lightgbm\n"
         "X = np.random.default_rng(0).normal(size=(50, 2))\n"
         "m = lightgbm.LGBMRegressor(n_estimators=2, verbose=-1).fit(X, X[:, 0])\n"
         "thrifty.Forest.from_model(m)\n"
-        "print('catboost' in sys.modules)"
+        "print([m for m in ('catboost', 'ydf') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "[]"
 
 
 # ----------------------------------------------------------------- shared datasets

@@ -210,33 +210,33 @@ def _onehot_codes(
     given training values (coded by position) or else the integers ``0..65535`` (their own
     codes).
     """
-    wanted: dict[int, set[int]] = {}
-    for tree in trees:
-        for s in tree["splits"]:
-            if s["split_type"] == "OneHotFeature":
-                j = cats[s["cat_feature_index"]]["flat_feature_index"]
-                wanted.setdefault(j, set()).add(int(s["value"]))
-    if not wanted:
-        return {}, {}
+    categorical = {f["flat_feature_index"] for f in cats.values()}
     by_name = {name: j for j, name in enumerate(names) if name}
     lists: dict[int, list] = {}
     for key, values in given.items():
-        j = by_name.get(key, key) if isinstance(key, str) else int(key)
-        if not isinstance(j, int) or not 0 <= j < n_features:
-            raise InputError(f"categories given for {key!r}, which is not a feature of the CatBoost model")
+        j = by_name.get(key, -1) if isinstance(key, str) else int(key)
+        if j not in categorical:
+            raise InputError(f"categories given for {key!r}, which is not a categorical feature of the model")
         lists[j] = list(values)
-    n_rows = max([_INTEGER_CODES] + [len(v) for v in lists.values()])
+        if len({str(v) for v in lists[j]}) < len(lists[j]):
+            raise InputError(f"the categories given for {key!r} repeat a value; give each once")
+    wanted = {
+        cats[s["cat_feature_index"]]["flat_feature_index"]
+        for tree in trees
+        for s in tree["splits"]
+        if s["split_type"] == "OneHotFeature"
+    }
+    if not wanted:
+        return {}, lists
+    candidates = {j: [str(v) for v in lists.get(j, range(_INTEGER_CODES))] for j in wanted}
+    n_rows = max(len(c) for c in candidates.values())
     table = np.zeros((n_rows, n_features), dtype=object)
-    table[:, :] = 0.0
-    for f in cats.values():
-        table[:, f["flat_feature_index"]] = "0"
-    for j in wanted:
-        candidates = lists.get(j, range(_INTEGER_CODES))
-        column = [str(v) for v in candidates]
+    table[:, sorted(categorical)] = "0"  # CatBoost reads categories as text, floats as numbers
+    for j, column in candidates.items():
         table[:, j] = column + column[-1:] * (n_rows - len(column))
     import catboost  # optional, as in from_catboost
 
-    pool = catboost.Pool(table, cat_features=[f["flat_feature_index"] for f in cats.values()])
+    pool = catboost.Pool(table, cat_features=sorted(categorical))
     leaves = np.asarray(model.calc_leaf_indexes(pool), dtype=np.int64)
     codes: dict[tuple[int, int], int] = {}
     for t, tree in enumerate(trees):
@@ -244,12 +244,11 @@ def _onehot_codes(
             if s["split_type"] != "OneHotFeature":
                 continue
             j = cats[s["cat_feature_index"]]["flat_feature_index"]
-            n_candidates = len(lists[j]) if j in lists else _INTEGER_CODES
-            hits = np.flatnonzero((leaves[:n_candidates, t] >> level) & 1)
+            hits = np.flatnonzero((leaves[: len(candidates[j]), t] >> level) & 1)
             if hits.size != 1:
                 raise InputError(_unresolved(names[j] or f"column {j}", j in lists))
             codes[(j, int(s["value"]))] = int(hits[0])
-    return codes, {j: lists[j] for j in wanted if j in lists}
+    return codes, lists
 
 
 def _unresolved(name: str, given: bool) -> str:

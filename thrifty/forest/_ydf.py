@@ -102,12 +102,11 @@ def from_ydf(model: Any) -> Forest:
     per_iteration = model.num_trees_per_iteration() if boosted else 1
     width = n_outputs if not boosted and n_outputs > 1 else 1
     builder = ForestBuilder(width=width)
+    leaf = _boosted_leaf if boosted else _forest_leaf(model, n_trees, n_outputs, classes is not None)
     for t, tree in enumerate(model.iter_trees()):
-        if boosted:
-            leaf = _boosted_leaf
+        if boosted:  # a multiclass iteration grows one tree per class, in class order
             tree_class = t % per_iteration if n_outputs > 1 else 0
-        else:
-            leaf = _forest_leaf(model, n_trees, n_outputs, classes is not None)
+        else:  # a forest's trees hold every class
             tree_class = -1 if width > 1 else 0
         _add_tree(builder, tree, leaf, spec, column, width, tree_class)
     base = np.zeros(n_outputs)

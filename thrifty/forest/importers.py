@@ -22,7 +22,8 @@ def from_model(model: Any, *, feature_names: Sequence[Any] | None = None) -> For
     Parameters
     ----------
     model : object
-        A fitted LightGBM, XGBoost or scikit-learn tree model (see ``builder.SUPPORTED``); a
+        A fitted LightGBM, XGBoost, CatBoost, YDF or scikit-learn tree model (see
+        ``builder.SUPPORTED``; ``from_catboost`` takes the values of text categories); a
         ``Forest`` is returned as is (renamed when ``feature_names`` is given).
     feature_names : sequence of str, optional
         The names of the columns the model was trained on, in order. LightGBM keeps only its

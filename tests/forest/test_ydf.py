@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -191,7 +192,9 @@ def test_structure(case):
 @pytest.fixture(scope="module")
 def categorical() -> Case:
     case = _gbt_categorical(np.random.default_rng(11))
-    case.forest = Forest.from_model(case.model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # out-of-dictionary and missing go the same way
+        case.forest = Forest.from_model(case.model)
     return case
 
 
@@ -206,9 +209,9 @@ def test_dataframe_categories_match(categorical, data):
             for name in case.forest.feature_names[:3]
         }
     )
-    # Known categories and missing ones: an unseen category is out-of-dictionary in YDF and
-    # missing in the forest (see from_ydf).
-    frame["color"] = data.draw(st.lists(st.sampled_from([*COLORS, None]), min_size=n, max_size=n))
+    # An unseen category is out-of-dictionary in YDF and missing in the forest: the same side
+    # of every split of this model (the fixture checks from_ydf does not warn otherwise).
+    frame["color"] = data.draw(st.lists(st.sampled_from([*COLORS, None, "teal"]), min_size=n, max_size=n))
     np.testing.assert_array_equal(case.forest.predict_raw(frame), case.model.predict(frame))
 
 
@@ -253,3 +256,24 @@ def test_budget_prune_runs_on_a_ydf_forest():
     assert pruned.n_nodes < forest.n_nodes
     assert evaluate(pruned, X, costs).cost.mean < full
     assert np.mean(pruned.predict(X) == y) > 0.6
+
+
+def test_out_of_dictionary_apart_from_missing_warns():
+    from ydf.model.tree import Leaf, NonLeaf, RegressionValue, Tree
+    from ydf.model.tree.condition import CategoricalIsInCondition
+
+    case = _gbt_categorical(np.random.default_rng(12))
+    attribute = case.model.input_features()[3].column_idx
+    # "green" (and missing values) go positive, out-of-dictionary (code 0) negative.
+    green = [i for i, key in enumerate(Forest.from_model(case.model).categories[3]) if key == "green"]
+    split = CategoricalIsInCondition(missing=True, score=1.0, attribute=attribute, mask=green)
+    leaf = [Leaf(value=RegressionValue(num_examples=1.0, value=v)) for v in (0.25, -0.5)]
+    case.model.set_tree(0, Tree(root=NonLeaf(condition=split, pos_child=leaf[0], neg_child=leaf[1])))
+    with pytest.warns(UserWarning, match="color"):
+        case.forest = Forest.from_model(case.model)
+    X = np.zeros((3, 4))
+    X[:, 3] = [0.0, np.nan, green[0]]  # out-of-dictionary, missing, green: each as YDF routes it
+    # Such a model has only YDF's generic engine, which returns probabilities.
+    expected = case.model.predict(case.frame(X), use_slow_engine=True)
+    assert_close(case.forest.predict_proba(X)[:, 1], expected, rtol=RTOL32, atol=ATOL32)
+    assert case.forest.predict_raw(X)[0] != case.forest.predict_raw(X)[1]

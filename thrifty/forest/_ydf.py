@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,9 @@ def from_ydf(model: Any) -> Forest:
     other models have only the generic engine). Categorical features are coded by YDF's
     dictionary (code 0 is out-of-dictionary): ``forest.categories`` holds the dictionary, so a
     DataFrame's categories are coded as YDF codes them. An unseen category of a DataFrame becomes
-    NaN and takes the missing-value side, where YDF sends it with out-of-dictionary (code 0):
-    give code 0 in an array for exactly YDF's route.
+    NaN and takes the missing-value side, where YDF sends it with out-of-dictionary (code 0);
+    the two sides are the same in the models we have seen, and a warning names the features
+    of a model where some split parts them (give code 0 in an array for YDF's route).
 
     Gradient-boosted trees: raw scores are YDF's logits (``set_output_logits(True)``), with a
     sigmoid (binary) or softmax (multiclass) link; regression and ranking scores are the
@@ -103,12 +105,21 @@ def from_ydf(model: Any) -> Forest:
     width = n_outputs if not boosted and n_outputs > 1 else 1
     builder = ForestBuilder(width=width)
     leaf = _boosted_leaf if boosted else _forest_leaf(model, n_trees, n_outputs, classes is not None)
+    apart: set[int] = set()  # features where out-of-dictionary and missing values part ways
     for t, tree in enumerate(model.iter_trees()):
         if boosted:  # a multiclass iteration grows one tree per class, in class order
             tree_class = t % per_iteration if n_outputs > 1 else 0
         else:  # a forest's trees hold every class
             tree_class = -1 if width > 1 else 0
-        _add_tree(builder, tree, leaf, spec, column, width, tree_class)
+        apart |= _add_tree(builder, tree, leaf, spec, column, width, tree_class)
+    if apart:
+        shown = ", ".join(names[j] for j in sorted(apart))
+        warnings.warn(
+            f"YDF sends out-of-dictionary and missing values of {shown} different ways at some "
+            "splits; the forest reads a DataFrame's unseen category as missing, so give such rows "
+            "code 0 (out-of-dictionary) in an array to follow YDF",
+            stacklevel=2,
+        )
     base = np.zeros(n_outputs)
     if boosted:
         base = np.asarray(model.initial_predictions(), dtype=np.float32).astype(np.float64).reshape(-1)
@@ -185,7 +196,9 @@ def _add_tree(
     column: dict[int, int],
     width: int,
     tree_class: int,
-) -> None:
+) -> set[int]:
+    """Append one tree; returns the categorical features of its splits that send
+    out-of-dictionary (code 0) and missing values different ways."""
     # Negative child first: it is the left one, the side of "x < threshold".
     nodes, left, right = flatten_tree(
         tree.root, lambda n: (n.neg_child, n.pos_child) if hasattr(n, "condition") else None
@@ -196,6 +209,7 @@ def _add_tree(
     value = np.zeros((n, width))
     missing_left = np.zeros(n, dtype=bool)
     cat_words: dict[int, np.ndarray] = {}
+    apart: set[int] = set()
     for i, node in enumerate(nodes):
         if not hasattr(node, "condition"):
             value[i] = leaf(node.value)
@@ -221,6 +235,8 @@ def _add_tree(
             cat_words[i] = bitset_words(int(c) for c in cond.mask)
             left[i], right[i] = right[i], left[i]
             missing_left[i] = bool(cond.missing)
+            if (0 in cond.mask) != bool(cond.missing):
+                apart.add(int(feature[i]))
         else:
             raise InputError(
                 f"YDF condition {kind} is unsupported: a forest splits on one feature against a "
@@ -238,6 +254,7 @@ def _add_tree(
         cat_words=cat_words,
         tree_class=tree_class,
     )
+    return apart
 
 
 def _below(threshold: float) -> float:

@@ -252,6 +252,10 @@ def test_budget_prune_runs_on_a_ydf_forest():
     forest = Forest.from_model(_rf(_frame(X, y=y)))
     costs = CostModel([1.0, 2.0, 3.0, 4.0])
     full = evaluate(forest, X, costs).cost.mean
+    # Without a price on features the pruned trees keep the forest's decisions: its leaves are
+    # class distributions, as BudgetPrune reads them.
+    kept = budget_prune(forest, X, y, costs, lam=0.0)
+    assert np.mean(kept.predict(X) == forest.predict(X)) > 0.97
     pruned = budget_prune(forest, X, y, costs, lam=0.05)
     assert pruned.n_nodes < forest.n_nodes
     assert evaluate(pruned, X, costs).cost.mean < full

@@ -48,9 +48,10 @@ def from_ydf(model: Any) -> Forest:
     Gradient-boosted trees: raw scores are YDF's logits (``set_output_logits(True)``), with a
     sigmoid (binary) or softmax (multiclass) link; regression and ranking scores are the
     prediction. Random forests average their trees: YDF divides each leaf by the number of
-    trees in float32 when it loads the model (a vote ``1/T`` with ``winner_take_all``, else the
-    class distribution divided by ``T``), and the forest stores those leaves with weight 1 and
-    link ``"proba"``.
+    trees ``T`` in float32 when it loads the model (a vote ``1/T`` with ``winner_take_all``, else
+    the class distribution divided by ``T``) and sums those. The forest stores ``T`` times YDF's
+    float32 leaf (a class distribution, as every averaging forest's leaves are) with weight
+    ``1/T``: ``float32(w * leaf)`` gives back YDF's leaf exactly, so the float32 sums are YDF's.
 
     Parameters
     ----------
@@ -105,13 +106,14 @@ def from_ydf(model: Any) -> Forest:
     width = n_outputs if not boosted and n_outputs > 1 else 1
     builder = ForestBuilder(width=width)
     leaf = _boosted_leaf if boosted else _forest_leaf(model, n_trees, n_outputs, classes is not None)
+    weight = 1.0 if boosted else 1.0 / n_trees
     apart: set[int] = set()  # features where out-of-dictionary and missing values part ways
     for t, tree in enumerate(model.iter_trees()):
         if boosted:  # a multiclass iteration grows one tree per class, in class order
             tree_class = t % per_iteration if n_outputs > 1 else 0
         else:  # a forest's trees hold every class
             tree_class = -1 if width > 1 else 0
-        apart |= _add_tree(builder, tree, leaf, spec, column, width, tree_class)
+        apart |= _add_tree(builder, tree, leaf, spec, column, width, tree_class, weight)
     if apart:
         shown = ", ".join(names[j] for j in sorted(apart))
         warnings.warn(
@@ -163,7 +165,8 @@ def _boosted_leaf(value: Any) -> np.ndarray:
 
 
 def _forest_leaf(model: Any, n_trees: int, n_outputs: int, classification: bool) -> Any:
-    """The leaf of a random-forest tree as YDF's engines store it: pre-divided by ``T`` in float32.
+    """``T`` times the leaf of a random-forest tree as YDF's engines store it (divided by ``T``
+    in float32).
 
     Classification leaves drop YDF's out-of-dictionary class (index 0 of the distribution);
     a binary model keeps the positive class only.
@@ -172,7 +175,7 @@ def _forest_leaf(model: Any, n_trees: int, n_outputs: int, classification: bool)
 
     def leaf(value: Any) -> np.ndarray:
         if not classification:
-            return np.asarray([np.float32(value.value) / np.float32(n_trees)], dtype=np.float64)
+            return np.asarray([np.float32(value.value) / np.float32(n_trees)], dtype=np.float64) * n_trees
         probability = np.asarray(value.probability, dtype=np.float64)
         if winner:  # the first most probable class gets the vote, as YDF's top_value
             out = np.zeros(probability.shape[0], dtype=np.float32)
@@ -182,7 +185,8 @@ def _forest_leaf(model: Any, n_trees: int, n_outputs: int, classification: bool)
             counts = probability * total
             counts = np.where(np.abs(counts - np.round(counts)) < 1e-6, np.round(counts), counts)
             out = (counts / (total * n_trees)).astype(np.float32)
-        out64 = out.astype(np.float64)
+        # T times the float32 leaf: (1/T) * it rounds back to the leaf in float32.
+        out64 = out.astype(np.float64) * n_trees
         return out64[-1:] if n_outputs == 1 else out64
 
     return leaf
@@ -196,6 +200,7 @@ def _add_tree(
     column: dict[int, int],
     width: int,
     tree_class: int,
+    weight: float,
 ) -> set[int]:
     """Append one tree; returns the categorical features of its splits that send
     out-of-dictionary (code 0) and missing values different ways."""
@@ -252,6 +257,7 @@ def _add_tree(
         missing_left=missing_left,
         missing_type=MISSING_NAN,
         cat_words=cat_words,
+        weight=weight,
         tree_class=tree_class,
     )
     return apart

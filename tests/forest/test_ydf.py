@@ -281,3 +281,25 @@ def test_out_of_dictionary_apart_from_missing_warns():
     expected = case.model.predict(case.frame(X), use_slow_engine=True)
     assert_close(case.forest.predict_proba(X)[:, 1], expected, rtol=RTOL32, atol=ATOL32)
     assert case.forest.predict_raw(X)[0] != case.forest.predict_raw(X)[1]
+
+
+# ----------------------------------------------------------------- shared datasets
+@pytest.mark.parametrize("name", ["adult", "higgs_small", "letter"])
+def test_shared_datasets_match(data_home, name):
+    from thrifty.datasets import load
+
+    dataset = load(name, data_home)
+    X, y, _ = dataset.subset("train")
+    X_test, _, _ = dataset.subset("test")
+    X, y, X_test = X.iloc[:3000], y[:3000], X_test.iloc[:2000]
+    for c in dataset.categorical:  # YDF reads missing text as None, not NaN
+        X = X.assign(**{c: X[c].astype(object).where(X[c].notna(), None)})
+        X_test = X_test.assign(**{c: X_test[c].astype(object).where(X_test[c].notna(), None)})
+    gbt = _gbt(X.assign(y=y), num_trees=30, max_depth=5)
+    rf = _rf(X.assign(y=y), num_trees=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the test rows' unseen categories go as YDF sends them
+        boosted, forest = Forest.from_model(gbt), Forest.from_model(rf)
+    np.testing.assert_array_equal(boosted.predict_raw(X_test), gbt.predict(X_test))
+    proba = forest.predict_proba(X_test)
+    np.testing.assert_array_equal(proba[:, 1] if forest.n_outputs == 1 else proba, rf.predict(X_test))

@@ -40,8 +40,8 @@ def from_catboost(model: Any, *, categories: Mapping[Any, Sequence[Any]] | None 
     CatBoost grows symmetric (oblivious) trees: every level of a tree tests one split, and the
     leaf index is the bit pattern of the outcomes, level ``d`` giving bit ``d``. Each tree
     becomes a full binary tree of depth ``D`` whose leaf along the outcomes ``b_0..b_{D-1}``
-    holds CatBoost's leaf ``sum_d b_d 2^d`` (for multiclass, its ``D``-th block of ``n_classes``
-    values: a vector leaf).
+    holds CatBoost's leaf ``sum_d b_d 2^d`` (for multiclass, that leaf's ``n_classes`` values,
+    stored leaf after leaf: a vector leaf).
 
     A numerical split sets its bit when ``float32(x) > border``; borders are float32 values,
     so the forest compares inputs rounded to float32 (``input_dtype="float32"``) with

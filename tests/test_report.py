@@ -305,3 +305,81 @@ def test_no_figure_of_a_report_is_in_scientific_notation(task, scale, tmp_path, 
     assert ax.get_ylabel().startswith(metric + (f" ({unit})" if unit else ""))
     ticks = [t.get_text() for t in ax.get_yticklabels()] + [ax.yaxis.get_offset_text().get_text()]
     assert not any(SCIENTIFIC.search(t) or "×" in t for t in ticks), ticks
+
+
+# ----------------------------------------------------------------------------- the shared data
+def test_diamonds_report_speaks_in_dollars_of_diamonds(data_home, tmp_path, monkeypatch):
+    from sklearn.metrics import mean_squared_error
+
+    from thrifty import datasets, evaluate
+    from thrifty.comparison.numbers import units
+
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    ds = datasets.load("diamonds", data_home)
+    X, y, _ = ds.subset("train")
+    X_test, y_test, _ = ds.subset("test")
+    cmp = compare(
+        X.iloc[:1500],
+        y[:1500],
+        ds.costs,
+        X_test=X_test.iloc[:800],
+        y_test=y_test[:800],
+        methods=["lightgbm"],
+        progress=False,
+        lightgbm_params=FAST,
+        cv=2,
+        n_jobs=1,
+    )
+    how = units(ds.meta)
+    assert how == {"cost_unit": None, "target_unit": "$", "noun": "diamond"}
+    text = cmp.summary(**how)
+    assert "RMSE $" in text and "confirmed on 800 test diamonds" in text and not SCIENTIFIC.search(text)
+    # The plain model's test RMSE is scikit-learn's on its own predictions, in dollars.
+    plain = cmp.table.loc[cmp.table["test_value"].notna()].iloc[0]
+    raw = evaluate(cmp.model(plain["method"], plain["name"]), X_test.iloc[:800], ds.costs).raw
+    assert plain["test_value"] == pytest.approx(np.sqrt(mean_squared_error(y_test[:800], raw)))
+    assert 100 < plain["test_value"] < 5000  # dollars, not squared dollars
+    cmp.write(tmp_path, **how)
+    assert not SCIENTIFIC.search((tmp_path / "report.md").read_text())
+
+
+def test_rank_small_report_speaks_in_ndcg_over_its_test_queries(data_home):
+    from sklearn.metrics import ndcg_score
+
+    from thrifty import datasets, evaluate
+
+    ds = datasets.load("rank_small", data_home)
+    X, y, qid = ds.subset("train")
+    X_test, y_test, qid_test = ds.subset("test")
+    cmp = compare(
+        X,
+        y,
+        None,
+        qid=qid,
+        X_test=X_test,
+        y_test=y_test,
+        qid_test=qid_test,
+        methods=["lightgbm"],
+        progress=False,
+        lightgbm_params=FAST,
+        cv=2,
+        n_jobs=1,
+    )
+    assert "confirmed on 50 test queries" in cmp.summary() and not SCIENTIFIC.search(cmp.summary())
+    plain = cmp.table.loc[cmp.table["test_value"].notna()].iloc[0]
+    assert plain["metric"] == "ndcg@10" and plain["test_queries"] == 50
+    # NDCG@10 of each test query by brute force (gain 2**grade - 1; tied scores in input order;
+    # a query without a relevant document counts 1, as LightGBM's), averaged over the queries;
+    # scikit-learn agrees on the queries whose scores have no ties (it averages over ties).
+    score = evaluate(cmp.model(plain["method"], plain["name"]), X_test).raw
+    per_query = []
+    for q in np.unique(qid_test):
+        grades, s = y_test[qid_test == q], score[qid_test == q]
+        ranked = sorted(range(len(s)), key=lambda i: (-s[i], i))[:10]
+        dcg = sum((2.0 ** grades[i] - 1) / np.log2(r + 2) for r, i in enumerate(ranked))
+        ideal = sum((2.0**g - 1) / np.log2(r + 2) for r, g in enumerate(sorted(grades, reverse=True)[:10]))
+        per_query.append(dcg / ideal if ideal else 1.0)
+        if ideal and len(np.unique(s)) == len(s):
+            assert per_query[-1] == pytest.approx(ndcg_score([2.0**grades - 1], [s], k=10))
+    assert plain["test_value"] == pytest.approx(np.mean(per_query))
+    assert plain["test_low"] < plain["test_value"] < plain["test_high"]

@@ -12,7 +12,7 @@ from sklearn import metrics as _skm
 
 from thrifty.budget_scorer import BudgetScorer, make_budget_scorer
 from thrifty.exceptions import InputError
-from thrifty.intervals import bootstrap_interval, wilson_interval
+from thrifty.intervals import bootstrap_interval, bootstrap_sums, wilson_interval
 
 __all__ = [
     "LOWER_IS_BETTER",
@@ -22,6 +22,7 @@ __all__ = [
     "auc",
     "balanced_accuracy",
     "bootstrap_interval",
+    "bootstrap_sums",
     "cost_statistics",
     "disagreement",
     "higher_is_better",

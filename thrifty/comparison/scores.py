@@ -4,6 +4,7 @@ intervals on the test rows."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -100,15 +101,15 @@ def intervals(task: str, y: np.ndarray, ev: Any, qid: np.ndarray | None = None) 
     return out
 
 
-def _rmse(sums: dict[str, np.ndarray], n: int) -> np.ndarray:
+def _rmse(sums: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     return np.sqrt(sums["se"] / n)
 
 
-def _mae(sums: dict[str, np.ndarray], n: int) -> np.ndarray:
+def _mae(sums: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     return sums["ae"] / n
 
 
-def _r2(sums: dict[str, np.ndarray], n: int) -> np.ndarray:
+def _r2(sums: Mapping[str, np.ndarray], n: int) -> np.ndarray:
     # The resample's spread of the targets around their own mean: sum(y²) - (sum y)² / n.
     spread = sums["y2"] - sums["y"] ** 2 / n
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -116,7 +117,7 @@ def _r2(sums: dict[str, np.ndarray], n: int) -> np.ndarray:
 
 
 def _mean(column: str) -> Any:
-    def statistic(sums: dict[str, np.ndarray], n: int) -> np.ndarray:
+    def statistic(sums: Mapping[str, np.ndarray], n: int) -> np.ndarray:
         return sums[column] / n
 
     return statistic

@@ -176,6 +176,8 @@ def test_a_regressions_frontier_is_in_rmse_and_lower_is_better():
     # More trees, lower RMSE: every model is on the front, read from the metric column.
     assert list(pareto_front(table).index) == [0, 1, 2]
     assert list(pareto_front(table, higher_is_better=True).index) == [0]
+    # The metric column names what "value" holds, not another column's direction.
+    assert list(pareto_front(table.assign(score=-table["value"]), value="score").index) == [0, 1, 2]
     # The gap is positive when the first frontier's error is lower.
     better = table.assign(value=table["value"] - 10.0)
     assert frontier_gap(better, table) == pytest.approx(10.0)

@@ -155,8 +155,9 @@ def pareto_front(
         Columns to minimise and to optimise.
     higher_is_better : bool, optional
         Whether ``value`` is maximised (accuracy, AUC, NDCG) or minimised (RMSE, a loss).
-        Default: from the table's ``metric`` column (:func:`thrifty.metrics.higher_is_better`;
-        minimised for ``rmse``, ``mae``, ``log_loss``), maximised without one.
+        Default: for the ``value`` column, from the table's ``metric`` column
+        (:func:`thrifty.metrics.higher_is_better`; minimised for ``rmse``, ``mae``,
+        ``log_loss``); maximised otherwise.
 
     Returns
     -------
@@ -169,7 +170,7 @@ def pareto_front(
             raise KeyError(f"the table has no column {column!r}; its columns are {list(table.columns)}")
     c = table[cost].to_numpy(dtype=np.float64)
     v = table[value].to_numpy(dtype=np.float64)
-    if not (metric_direction(table) if higher_is_better is None else higher_is_better):
+    if not (metric_direction(table, value) if higher_is_better is None else higher_is_better):
         v = -v
     valid = np.flatnonzero(~(np.isnan(c) | np.isnan(v)))
     # Sort by cost, best value first within a cost: a row survives exactly when it ties the
@@ -226,7 +227,7 @@ def frontier_gap(
         NaN when the cost ranges do not overlap; when they meet in a single cost, the gap
         there.
     """
-    sign = 1.0 if (metric_direction(a) if higher_is_better is None else higher_is_better) else -1.0
+    sign = 1.0 if (metric_direction(a, value) if higher_is_better is None else higher_is_better) else -1.0
     curves = []
     for t in (a, b):
         c = t[cost].to_numpy(np.float64)
@@ -256,10 +257,11 @@ def frontier_gap(
     return float(np.sum(gap * width) / (hi - lo))
 
 
-def metric_direction(table: pd.DataFrame) -> bool:
-    """Whether ``table``'s ``value`` is higher-is-better, by its ``metric`` column (True when
-    it has none, or names several metrics)."""
-    if "metric" not in table.columns or not len(table):
+def metric_direction(table: pd.DataFrame, value: str = "value") -> bool:
+    """Whether ``table``'s ``value`` column is higher-is-better, by its ``metric`` column, which
+    names what ``value`` holds (True for any other column, without a ``metric`` column, or
+    when it names several metrics)."""
+    if value != "value" or "metric" not in table.columns or not len(table):
         return True
     names = table["metric"].dropna().astype(str).unique()
     return len(names) != 1 or metrics.higher_is_better(names[0])

@@ -169,7 +169,7 @@ class Comparison:
                 capsize=2,
                 alpha=0.8,
                 zorder=6,
-                label=f"front confirmed on {self.n_test} test rows (95% interval)",
+                label=f"front confirmed on {self.n_test:,} test rows (95% interval)",
             )
             ax.legend(fontsize=7, ncol=2 if self.table["method"].nunique() > 12 else 1)
         costs = self.table["mean_cost"].to_numpy(float) if len(self.table) else np.zeros(0)

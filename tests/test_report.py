@@ -6,6 +6,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from thrifty.comparison import compare
 from thrifty.comparison.report import (
@@ -134,6 +136,24 @@ def test_one_plain_sentence_per_distinct_model_with_its_budgets():
 )
 def test_one_number_format(x, unit, text):
     assert money(x, unit) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(-1e18, 1e18, allow_nan=False).filter(lambda x: x == 0 or abs(x) > 1e-30))
+def test_no_number_is_written_in_scientific_notation(x):
+    from thrifty.comparison.numbers import quantity, shown
+
+    for text in (
+        money(x, "$"),
+        money(x, None),
+        quantity(x, "$"),
+        shown(x, "rmse", "kg"),
+        shown(x, "ndcg@10"),
+    ):
+        assert not SCIENTIFIC.search(text), text
+    # An error in the target's units keeps three significant digits, whatever its size.
+    back = float(quantity(x, "$").replace("$", "").replace(",", ""))
+    assert back == pytest.approx(x, rel=5e-3, abs=0 if x else 1e-300)
 
 
 # ----------------------------------------------------------------------------- regression, ranking

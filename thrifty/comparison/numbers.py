@@ -13,6 +13,7 @@ import pandas as pd
 
 __all__ = [
     "DISPLAY",
+    "IN_TARGET_UNITS",
     "PROPORTIONS",
     "cost_unit",
     "decimals",

@@ -17,9 +17,6 @@ __all__ = ["CONFIDENCE", "SECONDARY", "constant_scores", "intervals", "quality_c
 CONFIDENCE = 0.95
 #: The metrics beside each task's primary one, a column each (see ``thrifty.metrics.TASK_METRICS``).
 SECONDARY = list(dict.fromkeys(m for names in metrics.TASK_METRICS.values() for m in names[1:]))
-#: Metrics whose interval the test figures carry beside the primary one's (classification's
-#: secondary figures are shown without one, as before).
-WITH_INTERVAL = ("mae", "r2", "precision@5")
 
 
 def quality_columns(

@@ -20,6 +20,8 @@ def test_vectorised_bootstrap_draws_what_the_generic_one_draws():
     assert fast["rms"] == pytest.approx(generic, rel=1e-12)
     low, high = bootstrap_sums({"a": []}, {"m": lambda s, n: s["a"] / n})["m"]
     assert np.isnan(low) and np.isnan(high)
+    with pytest.raises(ValueError, match="one value per unit in every column"):
+        bootstrap_sums({"a": [1.0, 2.0], "b": [1.0]}, {"m": lambda s, n: s["a"] / n})
 
 
 @pytest.mark.parametrize("scale", [1e4, 1e-4, 1.0])

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.exceptions import InputError
+
 __all__ = ["bootstrap_interval", "bootstrap_sums", "wilson_interval"]
 
 #: Resamples drawn at once by :func:`bootstrap_sums` (a (chunk, units) matrix of counts).
@@ -123,6 +125,9 @@ def bootstrap_sums(
         is NaN (e.g. an R² of identical targets) are left out of its interval.
     """
     data = {k: np.asarray(v, dtype=np.float64) for k, v in columns.items()}
+    lengths = {k: v.shape for k, v in data.items()}
+    if len(set(lengths.values())) > 1 or any(len(shape) != 1 for shape in lengths.values()):
+        raise InputError(f"bootstrap_sums needs one value per unit in every column; got shapes {lengths}")
     n = len(next(iter(data.values()))) if data else 0
     if n == 0:
         return dict.fromkeys(statistics, (float("nan"), float("nan")))

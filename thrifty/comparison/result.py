@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from thrifty.comparison.numbers import IN_TARGET_UNITS, display, money, shown
-from thrifty.comparison.report import headline, markdown_report, recommendations
+from thrifty.comparison.report import _queries, headline, markdown_report, recommendations
 from thrifty.comparison.selection import baseline_row, best_row
 from thrifty.costs import CostModel
 from thrifty.frontier import metric_direction
@@ -156,6 +156,7 @@ class Comparison:
         )
         done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
         if len(done):
+            queries = f" ({_queries(self):,} queries)" if _queries(self) else ""
             # The front's models as confirmed on the test rows, at their test cost.
             value = done["test_value"].to_numpy(float)
             ax.errorbar(
@@ -169,7 +170,7 @@ class Comparison:
                 capsize=2,
                 alpha=0.8,
                 zorder=6,
-                label=f"front confirmed on {self.n_test:,} test rows (95% interval)",
+                label=f"front confirmed on {self.n_test:,} test rows{queries} (95% interval)",
             )
             ax.legend(fontsize=7, ncol=2 if self.table["method"].nunique() > 12 else 1)
         costs = self.table["mean_cost"].to_numpy(float) if len(self.table) else np.zeros(0)

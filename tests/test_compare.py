@@ -115,7 +115,9 @@ def test_front_and_recommendations_agree_with_brute_force(result):
         )
         for i in t.index
     ]
-    assert set(cmp.front.index) == {i for i, d in zip(t.index, dominated) if not d}
+    undominated = t.loc[[i for i, d in zip(t.index, dominated) if not d]]
+    # A method's settings with the same figures are one model, on the front once.
+    assert set(cmp.front.index) == set(undominated.drop_duplicates(["method", "mean_cost", "value"]).index)
     rec = cmp.recommend([0.3 * cmp.full_cost, cmp.full_cost, 10 * cmp.full_cost])
     for _, r in rec.iterrows():
         within = t[t["mean_cost"] <= r["for_budget"]]
@@ -289,7 +291,7 @@ def test_other_tasks(task):
     )
     assert cmp.task == task
     assert len(cmp.table) >= 3 and cmp.table["value"].notna().all()
-    assert len(pareto_front(cmp.table)) == len(cmp.front)
+    assert len(pareto_front(cmp.table).drop_duplicates(["method", "mean_cost", "value"])) == len(cmp.front)
     # Each task's metrics by name: RMSE (lower is better), MAE and R² in the target's units;
     # NDCG@10 and precision@5 over queries; accuracy, balanced accuracy and AUC.
     primary, *others = metrics.TASK_METRICS[task]

@@ -96,6 +96,17 @@ def test_degenerate_models_stay_off_the_front():
     assert majority_share(t["value"].to_numpy(), "regression") is None
 
 
+def test_one_model_returned_for_several_settings_is_on_the_front_once():
+    t = table()
+    # GreedyMiser's one model at every budget: the same cost and figure, three settings.
+    copies = pd.DataFrame(
+        [t.loc[1].to_dict() | {"method": "GreedyMiser", "name": f"b={b}"} for b in (3, 9, 20)]
+    )
+    both = pd.concat([t, copies], ignore_index=True)
+    front = eligible_front(both, 0.82, majority=138 / 212)
+    assert list(front["name"]) == ["d=0", "b=3", "k=100"]  # another method's tie stays
+
+
 def test_report_lists_the_degenerate_models_apart_with_the_reason():
     cmp = comparison(front=[1, 0])
     off = left_off(cmp)

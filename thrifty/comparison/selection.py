@@ -180,6 +180,9 @@ def eligible_front(
     scored on fewer folds than the most any had (the time allowance cut its method short): its
     figure is noisier, and choosing the best of noisy figures favours luck.
 
+    Settings of one method with the same validation cost and figure (the same model, returned
+    for several budgets) appear once on the front, as the first of them.
+
     Applied again to the front once confirmed (``test_single_class`` or ``test_constant``
     known), it drops the models that give every test row one answer, and keeps the rest of
     the front as it is.
@@ -192,7 +195,12 @@ def eligible_front(
     ok = (degenerate(table, majority) == "").to_numpy() | allowed
     if "folds" in table.columns:
         ok &= table["folds"].to_numpy() == table["folds"].max()
-    return pareto_front(table[ok], higher_is_better=up)
+    front = pareto_front(table[ok], higher_is_better=up)
+    if "method" not in front.columns:
+        return front
+    # Settings of one method with the same figures are one model (GreedyMiser's one 2-feature
+    # model at every budget): the first setting stands for them, not a copy per budget.
+    return front[~front.duplicated(["method", "mean_cost", "value"], keep="first")]
 
 
 def confirm(

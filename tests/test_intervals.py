@@ -79,6 +79,7 @@ def test_constant_predictions_are_told_apart_per_query():
     assert constant_scores([1.0, 1.0, 5.0, 5.0], qid=[7, 7, 3, 3])
     assert not constant_scores([1.0, 1.0, 5.0, 6.0], qid=[7, 7, 3, 3])
     assert not constant_scores(np.zeros(0))
+    assert not constant_scores([1.0, 2.0], qid=[0, 1])  # queries of one document rank nothing
     y = np.array([1.0, 2.0, 3.0, 4.0])
     columns = quality_columns("regression", y, SimpleNamespace(raw=np.full(4, 2.5), labels=None, cost=None))
     assert columns["metric"] == "rmse" and columns["constant"] and columns["r2"] == pytest.approx(0.0)

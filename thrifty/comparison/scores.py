@@ -54,7 +54,9 @@ def constant_scores(scores: Any, qid: Any = None) -> bool:
     order = np.argsort(np.asarray(qid), kind="stable")
     q, s = np.asarray(qid)[order], s[order]
     starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-    return bool(np.all(np.maximum.reduceat(s, starts) == np.minimum.reduceat(s, starts)))
+    ranked = np.diff(np.r_[starts, len(q)]) > 1  # a query of one document has nothing to rank
+    tied = np.all(np.maximum.reduceat(s, starts) == np.minimum.reduceat(s, starts), axis=1)
+    return bool(ranked.any() and np.all(tied[ranked]))
 
 
 def intervals(task: str, y: np.ndarray, ev: Any, qid: np.ndarray | None = None) -> dict[str, Any]:

@@ -48,7 +48,7 @@ async def concurrently(app, bodies):
             return await asyncio.gather(*(client.post("/predict", json=b) for b in bodies))
 
 
-def test_batched_answers_equal_answers_alone_bit_for_bit(small_model):
+def test_batched_answers_equal_answers_alone_bit_for_bit(small_model, in_process):
     plan, X, costs = small_model
     store = CountingStore(X, delay=0.002)
     app = create_app(plan, store, costs=costs)
@@ -86,6 +86,8 @@ def test_batched_answers_equal_answers_alone_bit_for_bit(small_model):
         asyncio.run(evaluate_async(plan, s.with_keys(rows), costs, n_rows=len(rows), given=given))
         per_request += len(s.rounds)
     assert len(store.rounds) < per_request / 3, (len(store.rounds), per_request)
+    with in_process(app) as client:
+        assert client.get("/health").json()["store_rounds"] == len(store.rounds)
 
 
 def test_a_request_past_its_deadline_frees_its_rows_and_the_others_finish(small_model):

@@ -193,6 +193,7 @@ class _Service:
                 "features": self.names,
                 "provider": type(self.provider).__name__ if self.provider else None,
                 "requests": {"at_work": self.admission.at_work, "waiting": self.admission.waiting},
+                "store_rounds": self.batcher.rounds,
             }
         )
 

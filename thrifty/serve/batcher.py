@@ -33,7 +33,7 @@ import numpy as np
 from thrifty.costs import CostModel
 from thrifty.runtime.evaluation import Evaluation
 from thrifty.runtime.lazy import Requests, lazy_rounds, tree_rounds
-from thrifty.runtime.lazy.async_driver import _Latency
+from thrifty.serve.latency import RoundLatency
 from thrifty.serve.rows import BadRequest
 
 Rounds = Generator[Requests, list[np.ndarray], Evaluation]
@@ -69,7 +69,7 @@ class _Batch:
     given: np.ndarray
     keys: list[Any]
     owner: np.ndarray  # row -> index of its job
-    clock: _Latency
+    clock: RoundLatency
     requests: Requests = field(default_factory=list)
     finished: bool = False
 
@@ -131,12 +131,7 @@ class Batcher:
         self._pending: list[Job] = []
         self._batches: list[_Batch] = []
         self._task: asyncio.Task[None] | None = None
-        self.rounds = 0  # store rounds sent, for /health and tests
-
-    @property
-    def in_flight(self) -> int:
-        """Requests being evaluated or waiting for the next batch."""
-        return len(self._pending) + sum(sum(not j.gone for j in b.jobs) for b in self._batches)
+        self.rounds = 0  # store rounds sent (for /health)
 
     def submit(self, values: np.ndarray, given: np.ndarray, keys: list[Any], deadline: float) -> Job:
         """Queue a request's rows for the next batch; await ``job.future`` for its evaluation."""
@@ -183,7 +178,7 @@ class Batcher:
             gen = tree_rounds(self.plan, self.costs, n_rows=n, n_threads=self.n_threads)
         else:
             gen = lazy_rounds(self.plan, self.costs, n_rows=n, n_threads=self.n_threads)
-        clock = _Latency(self.costs, n, "max", given)
+        clock = RoundLatency(self.costs, given)
         batch = _Batch(jobs, gen, values, given, [k for j in jobs for k in j.keys], owner, clock)
         self._advance(batch, None)
         self._batches.append(batch)
@@ -251,7 +246,7 @@ class Batcher:
                 problem = self._problem(batch, int(f), rows[where], int(j))
                 if problem is not None:
                     _fail(batch.jobs[j], problem)
-            where = where[live[rows[where]] & ~_gone_rows(batch, rows[where])]
+            where = where[~_gone_rows(batch, rows[where])]  # requests failed just now
             if len(where):
                 keys = [batch.keys[r] for r in rows[where]]
                 parts.append(_Part(batch, slot, where, int(f), keys))

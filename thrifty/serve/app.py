@@ -17,7 +17,7 @@ from thrifty.providers.http import HTTPProvider
 from thrifty.runtime.evaluate import Evaluation, costs_for, evaluate
 from thrifty.runtime.plans import Full, Plan, as_plan, check_classes
 from thrifty.serve.admission import Admission
-from thrifty.serve.batcher import Batcher
+from thrifty.serve.batcher import TAKES_POLICY, Batcher
 from thrifty.serve.errors import error_response, failure, http_error, server_error
 from thrifty.serve.rows import BadRequest, RowReader, read_json
 
@@ -38,6 +38,7 @@ def create_app(
     max_concurrency: int = 64,
     max_queue: int = 256,
     trees: str = "in-order",
+    rounds: Any = "in_order",
     n_threads: int = 1,
 ) -> Any:
     """A Starlette application predicting with ``model``, fetching missing features lazily.
@@ -76,7 +77,11 @@ def create_app(
         Requests waiting for an evaluation slot; more are answered 503 at once, as is one that
         found no slot within its ``timeout``.
     trees : {"in-order", "parallel"}
-        As for :func:`thrifty.evaluate_async` (``"parallel"`` for Full plans).
+        As for :func:`thrifty.evaluate_async` (``"parallel"`` for Full plans: ``rounds="parallel"``).
+    rounds : {"in_order", "parallel"} or a round policy
+        What each round fetches, as :func:`thrifty.runtime.lazy.lazy_rounds` takes it (a policy
+        other than in order and a Full plan's parallel rounds once ``lazy_rounds`` takes
+        ``rounds=``).
     n_threads : int, default=1
         Kernel threads per request. One suits small requests: waking a thread pool costs more
         than a few rows take, and concurrent requests already share the cores.
@@ -101,8 +106,15 @@ def create_app(
         )
     plan = as_plan(model)
     check_classes(plan)
-    if trees == "parallel" and not isinstance(plan, Full):
-        raise InputError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
+    if trees == "parallel":
+        if not isinstance(plan, Full):
+            raise InputError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
+        rounds = "parallel"
+    if not TAKES_POLICY and not (rounds == "in_order" or (rounds == "parallel" and isinstance(plan, Full))):
+        raise InputError(
+            f"rounds={rounds!r} is not available: lazy evaluation here takes rounds in order, or "
+            "in parallel for a Full plan"
+        )
     names = plan.feature_names or [f"Column_{j}" for j in range(plan.n_features)]
     service = _Service(
         plan,
@@ -110,7 +122,7 @@ def create_app(
         costs,
         RowReader(names, plan.categories, key, int(max_rows)),
         Admission(int(max_concurrency), int(max_queue)),
-        trees=trees,
+        rounds=rounds,
         n_threads=n_threads,
         max_body=int(max_body),
         max_depth=int(max_depth),
@@ -138,7 +150,7 @@ class _Service:
         reader: RowReader,
         admission: Admission,
         *,
-        trees: str,
+        rounds: Any,
         n_threads: int,
         max_body: int,
         max_depth: int,
@@ -147,12 +159,12 @@ class _Service:
         self.plan, self.provider, self.costs = plan, provider, costs_for(plan, costs)
         self.reader, self.admission = reader, admission
         self.names, self.key = reader.names, reader.key
-        self.trees, self.n_threads = trees, n_threads
+        self.n_threads = n_threads
         self.max_body, self.max_depth, self.timeout = max_body, max_depth, timeout
         # The store is looked up per round: the lifespan may give the provider its client.
         store = None if provider is None else (lambda keys: self.provider.with_keys(keys))
         self.batcher = Batcher(
-            plan, self.costs, store, self.names, self.key, trees=trees, n_threads=n_threads
+            plan, self.costs, store, self.names, self.key, rounds=rounds, n_threads=n_threads
         )
 
     @contextlib.asynccontextmanager

@@ -31,12 +31,17 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
+from thrifty.runtime import lazy
 from thrifty.runtime.evaluation import Evaluation
-from thrifty.runtime.lazy import Requests, lazy_rounds, tree_rounds
+from thrifty.runtime.lazy import Requests, lazy_rounds
 from thrifty.serve.latency import RoundLatency
 from thrifty.serve.rows import BadRequest
 
 Rounds = Generator[Requests, list[np.ndarray], Evaluation]
+
+# lazy_rounds takes a round policy (rounds="in_order", "parallel", a Prefetch) once compiled lazy
+# evaluation lands; before, a Full plan's parallel rounds are tree_rounds.
+TAKES_POLICY = "rounds" in inspect.signature(lazy_rounds).parameters
 
 
 @dataclass
@@ -95,15 +100,16 @@ class Batcher:
 
     Parameters
     ----------
-    plan, costs
-        What is evaluated and priced.
+    model, costs
+        What is evaluated (a Plan, or the compiled plan ``lazy_rounds`` runs natively) and
+        priced.
     store : callable or None
         ``store(keys)``: a round provider for rows keyed by ``keys`` (a thrifty store provider's
         ``with_keys``), or None when rows must give every feature.
     names, key : list of str, str
         Feature names and the rows' key field, for messages.
-    trees : {"in-order", "parallel"}
-        The round generator: ``lazy_rounds``, or ``tree_rounds`` (Full plans).
+    rounds : {"in_order", "parallel"} or a round policy
+        What each round fetches, as ``lazy_rounds(rounds=...)`` takes it.
     n_threads : int
         Kernel threads.
     max_batch_rows : int
@@ -112,19 +118,19 @@ class Batcher:
 
     def __init__(
         self,
-        plan: Any,
+        model: Any,
         costs: CostModel,
         store: Callable[[list[Any]], Any] | None,
         names: list[str],
         key: str,
         *,
-        trees: str = "in-order",
+        rounds: Any = "in_order",
         n_threads: int = 1,
         max_batch_rows: int = 4096,
     ) -> None:
-        self.plan, self.costs, self.store = plan, costs, store
+        self.model, self.costs, self.store = model, costs, store
         self.names, self.key = names, key
-        self.trees, self.n_threads, self.max_batch_rows = trees, n_threads, max_batch_rows
+        self.policy, self.n_threads, self.max_batch_rows = rounds, n_threads, max_batch_rows
         self.is_async = False
         if store is not None:
             self.is_async = inspect.iscoroutinefunction(store([]).fetch)
@@ -173,15 +179,18 @@ class Batcher:
         values = np.concatenate([j.values for j in jobs])
         given = np.concatenate([j.given for j in jobs])
         owner = np.repeat(np.arange(len(jobs)), [len(j.keys) for j in jobs])
-        n = len(values)
-        if self.trees == "parallel":
-            gen = tree_rounds(self.plan, self.costs, n_rows=n, n_threads=self.n_threads)
-        else:
-            gen = lazy_rounds(self.plan, self.costs, n_rows=n, n_threads=self.n_threads)
+        gen = self._generator(len(values))
         clock = RoundLatency(self.costs, given)
         batch = _Batch(jobs, gen, values, given, [k for j in jobs for k in j.keys], owner, clock)
         self._advance(batch, None)
         self._batches.append(batch)
+
+    def _generator(self, n: int) -> Rounds:
+        options: dict[str, Any] = {"rounds": self.policy} if TAKES_POLICY else {}
+        make: Callable[..., Rounds] = lazy_rounds
+        if not TAKES_POLICY and self.policy == "parallel":
+            make = vars(lazy)["tree_rounds"]  # the Full plans' parallel rounds before policies
+        return make(self.model, self.costs, n_rows=n, n_threads=self.n_threads, **options)
 
     def _keep(self, batch: _Batch) -> bool:
         """False (and the generator closed) once the batch is finished or all its requests gone."""

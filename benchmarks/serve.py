@@ -1,8 +1,9 @@
 """`thrifty serve` under load on loopback: latency percentiles, throughput and rounds per row.
 
 Two parts. **flights** (issue 26): a LightGBM model of nycflights13 (300 trees of 31 leaves; 60
-with --quick) served as a Full plan (in order, and with its trees in parallel) and as a QWYC plan
-(alpha 0.005), its features in three tables joined by keys (flights; hourly weather at the
+with --quick) served as a Full plan and as a QWYC plan (alpha 0.005), each round policy (in order;
+parallel; a prefetch of what half the calibration rows use, once lazy_rounds takes rounds=, else
+parallel for Full only), its features in three tables joined by keys (flights; hourly weather at the
 origin; the aircraft) in SQLite and in Redis, read with ``joined_provider``: the weather and
 aircraft tables are read only for rows whose trees need them. Each server is its own process;
 each request is one row given by its flight id only; 1, 8, 32 and 128 clients (keep-alive
@@ -232,7 +233,27 @@ def flights_provider(store: str, url: str, tables: dict, names: list[str]):
     return joined_provider(table("flights"), lookups, features=names)
 
 
-def serve_flights(folder: str, store: str, plan_name: str, trees: str, port: str) -> dict:
+def policies(plan) -> list[str]:
+    """The round policies measured: in order; parallel (a Full plan's, or up to each exit once
+    lazy_rounds takes policies); and a prefetch of the features half the calibration rows use."""
+    from thrifty import Full
+    from thrifty.serve.batcher import TAKES_POLICY
+
+    if TAKES_POLICY:
+        return ["in_order", "parallel", "prefetch"]
+    return ["in_order", "parallel"] if isinstance(plan, Full) else ["in_order"]
+
+
+def policy(name: str, plan, M_cal: np.ndarray, costs):
+    """The ``rounds=`` value of a policy's name (a Prefetch fitted on calibration rows)."""
+    if name != "prefetch":
+        return name
+    import thrifty
+
+    return thrifty.prefetch_plan(plan, M_cal, costs, p=0.5, progress=False)
+
+
+def serve_flights(folder: str, store: str, plan_name: str, rounds: str, port: str) -> dict:
     """The child process: one server for one store, plan and policy."""
     import pickle
 
@@ -245,7 +266,8 @@ def serve_flights(folder: str, store: str, plan_name: str, trees: str, port: str
     url = (d / f"{store}.url").read_text()
     provider = flights_provider(store, url, tables, plan.feature_names)
     costs = CostModel.from_file(d / "costs.json")
-    app = create_app(plan, provider, costs=costs, trees=trees, timeout=30.0)
+    chosen = policy(rounds, plan, np.load(d / "calibration.npy"), costs)
+    app = create_app(plan, provider, costs=costs, rounds=chosen, timeout=30.0)
     run(app, host="127.0.0.1", port=int(port))
     return {}
 
@@ -289,12 +311,15 @@ def raw_load(port: int, ids: list[int], clients: int, time_limit: float) -> dict
     }
 
 
-def rounds_per_row(plan, M: np.ndarray, costs, trees: str) -> np.ndarray:
-    """Rounds each row waits in lazy evaluation (the store round trips of a one-row request)."""
-    from thrifty.runtime.lazy import lazy_rounds, tree_rounds
+def rounds_per_row(plan, M: np.ndarray, costs, rounds) -> tuple[np.ndarray, float]:
+    """Rounds each row waits in lazy evaluation (the store round trips of a one-row request),
+    and the mean feature cost paid (a prefetch pays for what it fetches)."""
+    from thrifty.runtime import lazy
+    from thrifty.serve.batcher import TAKES_POLICY
 
-    make = tree_rounds if trees == "parallel" else lazy_rounds
-    gen = make(plan, costs, n_rows=len(M), n_threads=1)
+    options = {"rounds": rounds} if TAKES_POLICY else {}
+    make = vars(lazy)["tree_rounds"] if rounds == "parallel" and not TAKES_POLICY else lazy.lazy_rounds
+    gen = make(plan, costs, n_rows=len(M), n_threads=1, **options)
     count = np.zeros(len(M), dtype=int)
     try:
         requests = next(gen)
@@ -302,8 +327,8 @@ def rounds_per_row(plan, M: np.ndarray, costs, trees: str) -> np.ndarray:
             for r in np.unique(np.concatenate([rows for _, rows in requests])):
                 count[r] += 1
             requests = gen.send([M[rows, f] for f, rows in requests])
-    except StopIteration:
-        return count
+    except StopIteration as stop:
+        return count, float(stop.value.cost.feature.mean())
 
 
 def flights(args: argparse.Namespace, figures: dict, rows: list[dict]) -> None:
@@ -342,6 +367,7 @@ def flights(args: argparse.Namespace, figures: dict, rows: list[dict]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         (d / "tables.pickle").write_bytes(pickle.dumps(tables))
+        np.save(d / "calibration.npy", M_tr)
         (d / "costs.json").write_text(json.dumps(data.costs.for_features(names, len(names)).to_dict()))
         write_sqlite(d / "flights.db", tables)
         (d / "sqlite.url").write_text(f"sqlite:///{d / 'flights.db'}")
@@ -372,14 +398,18 @@ def flights(args: argparse.Namespace, figures: dict, rows: list[dict]) -> None:
         try:
             for name, plan in plans.items():
                 save(plan, d / f"{name}.json")
-                for trees in ("in-order", "parallel") if name == "full" else ("in-order",):
-                    count = rounds_per_row(plan, M_te[sample], data.costs, trees)
-                    tag = name if trees == "in-order" else f"{name}_parallel"
+                base = None
+                for rounds in policies(plan):
+                    chosen = policy(rounds, plan, M_tr, data.costs)
+                    count, cost = rounds_per_row(plan, M_te[sample], data.costs, chosen)
+                    base = cost if base is None else base
+                    tag = name if rounds == "in_order" else f"{name}_{rounds}"
                     figures[f"{tag}_rounds_per_row_mean"] = round(float(count.mean()), 3)
                     figures[f"{tag}_rounds_per_row_p95"] = float(np.percentile(count, 95))
+                    figures[f"{tag}_extra_cost_frac"] = round(cost / base - 1, 4)
                     for store in stores:
                         measure_flights(
-                            d, store, name, trees, tag, clients, ids, n_requests, limit, figures, rows
+                            d, store, name, rounds, tag, clients, ids, n_requests, limit, figures, rows
                         )
         finally:
             if redis_proc is not None:
@@ -388,10 +418,10 @@ def flights(args: argparse.Namespace, figures: dict, rows: list[dict]) -> None:
     figures["errors"] = sum(v for k, v in figures.items() if k.endswith("_errors"))
 
 
-def measure_flights(d, store, name, trees, tag, clients, ids, n_requests, limit, figures, rows) -> None:
+def measure_flights(d, store, name, rounds, tag, clients, ids, n_requests, limit, figures, rows) -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
-    child = [sys.executable, str(Path(__file__).resolve()), "--child", str(d), store, name, trees, str(port)]
+    child = [sys.executable, str(Path(__file__).resolve()), "--child", str(d), store, name, rounds, str(port)]
     proc = subprocess.Popen(child, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_ready(f"http://127.0.0.1:{port}", proc)
@@ -498,7 +528,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--data-home", default=default_home, help="folder of the shared datasets")
     ap.add_argument("--part", choices=["all", "flights", "adult"], default="all", help="what to measure")
     ap.add_argument(
-        "--child", nargs=5, metavar=("DIR", "STORE", "PLAN", "TREES", "PORT"), help=argparse.SUPPRESS
+        "--child", nargs=5, metavar=("DIR", "STORE", "PLAN", "ROUNDS", "PORT"), help=argparse.SUPPRESS
     )
     args = ap.parse_args(argv)
     if args.child:

@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests._helpers.counting_store import CountingStore
 from tests._helpers.stores import NAMES
@@ -170,3 +172,60 @@ def test_many_clients_on_a_real_server_are_answered_exactly(make_app, serve_live
         result = r.json()["results"][0]
         assert result["probabilities"] == dense.proba[row].tolist()
         assert result["cost"] == dense.cost.total[row]
+
+
+@st.composite
+def batches(draw, n_rows: int):
+    """One to four requests of one to three rows each; each row gives some features itself
+    (NaN, infinities and extreme values included) and leaves the others to the store."""
+    out = []
+    for _ in range(draw(st.integers(1, 4))):
+        rows = draw(st.lists(st.integers(0, n_rows - 1), min_size=1, max_size=3))
+        given = np.array(
+            draw(
+                st.lists(
+                    st.lists(st.booleans(), min_size=6, max_size=6), min_size=len(rows), max_size=len(rows)
+                )
+            )
+        )
+        values = draw(
+            st.lists(
+                st.lists(
+                    st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -1e300, 0.5, -2.0]), min_size=6, max_size=6
+                ),
+                min_size=len(rows),
+                max_size=len(rows),
+            )
+        )
+        out.append((rows, given.reshape(len(rows), 6), np.array(values, dtype=float).reshape(len(rows), 6)))
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_batch_answers_each_request_as_alone(small_model, data):
+    plan, X, costs = small_model
+    requests = data.draw(batches(len(X)))
+    store = CountingStore(X)
+
+    async def batched():
+        batcher = Batcher(plan, costs, store.with_keys, NAMES, "id")
+        deadline = asyncio.get_running_loop().time() + 60
+        jobs = [
+            batcher.submit(np.where(gives, values, np.nan), gives, list(rows), deadline)
+            for rows, gives, values in requests
+        ]
+        return [await job.future for job in jobs]
+
+    for (rows, gives, values), (ev, lo) in zip(requests, asyncio.run(batched())):
+        # Alone: the same request over a store holding what it sees (its given values first).
+        seen = X[rows].copy()
+        seen[gives] = values[gives]
+        alone = asyncio.run(
+            evaluate_async(plan, CountingStore(seen), costs, n_rows=len(rows), given=gives, n_threads=1)
+        )
+        part = slice(lo, lo + len(rows))
+        np.testing.assert_array_equal(ev.raw[part], alone.raw)
+        np.testing.assert_array_equal(ev.cost.total[part], alone.cost.total)
+        np.testing.assert_array_equal(ev.cost.latency[part], alone.cost.latency)
+        np.testing.assert_array_equal(ev.cost.acquired[part], alone.cost.acquired)

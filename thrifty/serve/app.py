@@ -43,6 +43,9 @@ def create_app(
 ) -> Any:
     """A Starlette application predicting with ``model``, fetching missing features lazily.
 
+    Requests in flight are evaluated together, one store round for all of them each round
+    (:class:`thrifty.serve.batcher.Batcher`); each answer is what the request alone would get.
+
     ``POST /predict`` with ``{"rows": [{"id": ..., "feature": value, ...}, ...]}`` answers
     ``{"results": [{"id", "prediction", "probabilities", "cost", "feature_cost", "latency",
     "trees", "exit", "acquired"}, ...]}``. A feature a row does not give is fetched from
@@ -69,8 +72,8 @@ def create_app(
         Deepest nesting of a JSON body (400 above), checked before it is parsed.
     timeout : float, default=10
         Seconds one request may take from its head to its answer: its body must arrive within
-        them (408), and its evaluation is cancelled past them (504) — a lazy evaluation stops
-        fetching at its next round.
+        them (408), and past them it is answered 504 at once; its rows are fetched no more
+        (its batch answers them NaN without asking the store, see ``thrifty.serve.batcher``).
     max_concurrency : int, default=64
         Requests evaluated at once. Idle connections do not count, nor does ``/health``.
     max_queue : int, default=256

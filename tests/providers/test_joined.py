@@ -147,3 +147,43 @@ def test_a_feature_no_table_has_is_named(small_model, tables, tmp_path):
         joined_provider(root, [("w_id", weather)], model=plan)
     with pytest.raises(InputError, match="has no column 'p_id'"):
         joined_provider(root, [("p_id", weather)], features=[*ROOT, *WEATHER])
+
+
+def test_thrifty_serve_batches_a_joined_store(small_model, tables, tmp_path):
+    # Concurrent one-row requests through the server: each table asked once a round for all.
+    httpx = pytest.importorskip("httpx")
+    pytest.importorskip("starlette")
+    import asyncio
+
+    from thrifty.serve import create_app
+
+    plan, _, costs = small_model
+    joined, *_ = tables
+    path = tmp_path / "flights.db"
+    sqlite_store(path, tables)
+    url = f"sqlite:///{path}"
+    provider = joined_provider(
+        sql_provider(url, "flights", "fid", [], columns=[*ROOT, "w_id", "p_id"]),
+        [
+            ("w_id", sql_provider(url, "weather", "w_id", [], columns=WEATHER)),
+            ("p_id", sql_provider(url, "planes", "p_id", [], columns=["st", "ca"])),
+        ],
+        features=NAMES,
+    )
+    app = create_app(plan, provider, costs=costs)
+    rows = list(range(0, len(joined), 3))
+
+    async def ask():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+            async with app.router.lifespan_context(app):
+                answers = await asyncio.gather(
+                    *(client.post("/predict", json={"rows": [{"id": r}]}) for r in rows)
+                )
+                return answers, (await client.get("/health")).json()["store_rounds"]
+
+    answers, store_rounds = asyncio.run(ask())
+    dense = evaluate(plan, joined[rows], costs)
+    assert [a.json()["results"][0]["probabilities"] for a in answers] == dense.proba.tolist()
+    assert [a.json()["results"][0]["cost"] for a in answers] == dense.cost.total.tolist()
+    assert store_rounds < len(rows)

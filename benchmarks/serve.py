@@ -117,6 +117,11 @@ async def load(url: str, ids: list[int], clients: int, time_limit: float) -> dic
         t0 = time.perf_counter()
         await asyncio.gather(*(client(http) for _ in range(clients)))
         wall = time.perf_counter() - t0
+    return {**summary(latencies, errors, wall), "mean_cost": float(np.mean(costs)) if costs else float("nan")}
+
+
+def summary(latencies: list[float], errors: int, wall: float) -> dict:
+    """Requests, errors, p50 and p99 latency (ms) and requests per second of one run."""
     lat = np.asarray(latencies) * 1e3
     return {
         "requests": len(lat),
@@ -124,7 +129,6 @@ async def load(url: str, ids: list[int], clients: int, time_limit: float) -> dic
         "p50_ms": float(np.percentile(lat, 50)),
         "p99_ms": float(np.percentile(lat, 99)),
         "rps": len(lat) / wall,
-        "mean_cost": float(np.mean(costs)) if costs else float("nan"),
     }
 
 
@@ -300,15 +304,7 @@ def raw_load(port: int, ids: list[int], clients: int, time_limit: float) -> dict
         await asyncio.gather(*(client() for _ in range(clients)))
         return latencies, errors, time.perf_counter() - t0
 
-    latencies, errors, wall = asyncio.run(run())
-    lat = np.asarray(latencies) * 1e3
-    return {
-        "requests": len(lat),
-        "errors": errors,
-        "p50_ms": float(np.percentile(lat, 50)),
-        "p99_ms": float(np.percentile(lat, 99)),
-        "rps": len(lat) / wall,
-    }
+    return summary(*asyncio.run(run()))
 
 
 def rounds_per_row(plan, M: np.ndarray, costs, rounds) -> tuple[np.ndarray, float]:

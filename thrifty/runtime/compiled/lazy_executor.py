@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.forest import Forest
+from thrifty.forest.kernels import SERIAL_ROWS
 from thrifty.runtime.compiled.layout import LAZY_FIELDS
 from thrifty.runtime.compiled.tables import ForestCode, parallel
 from thrifty.runtime.exits import Schedule
@@ -39,23 +40,57 @@ class NativeLazyExecutor(SequentialExecutor):
         self.ints[_F["blocked"]] = -1
         if not (ctx.known.flags.c_contiguous and ctx.X.flags.c_contiguous):
             raise ValueError("lazy evaluation's inputs must be C-contiguous")
+        # Every address the native call takes is fixed for the chunk: read once (a ``.ctypes``
+        # lookup costs about a microsecond, a round of one row only a few).
+        self.X32 = None if forest.input_dtype == "float64" else np.empty_like(ctx.X)
+        X = ctx.X if self.X32 is None else self.X32
+        self.blocked_now = self.ints[_F["blocked"]]
+        self.work = self.ints[_F["work"]]
+        self.args = (
+            X.ctypes.data,
+            self.S.ctypes.data,
+            code.T.ctypes.data,
+            ctx.touched.ctypes.data,
+            self.work.ctypes.data,
+            n,
+            ctx.known.ctypes.data,
+        )
 
     def advance(self, rows: np.ndarray) -> None:
-        f, c, ints = self.forest, self.ctx, self.ints
-        rows = rows[~self.done[rows]]
-        if not len(rows):
+        c, ints = self.ctx, self.ints
+        if len(rows) == 1 and self.X32 is None:
+            # One row (a service's request): scalars, no array indexing, while it waits.
+            i = int(rows[0])
+            if self.done[i]:
+                return
+            self.blocked_now[i] = -1
+            self.work[0] = i
+            x, s, t, touched, at, n, known = self.args
+            self.native.run(x, s, t, touched, at, 1, n, known)
+            wait = self.blocked_now[i]
+            c.blocked[i] = wait
+            if wait >= 0:
+                self.pos[i] = ints[_F["pos"], i]
+                self.cur[i] = ints[_F["cur"], i]
+                return
+            self._finish(rows)
             return
-        X = c.X if f.input_dtype == "float64" else round32(c.X)
-        blocked = ints[_F["blocked"]]
+        rows = rows[~self.done[rows]]
+        m = len(rows)
+        if not m:
+            return
+        if self.X32 is not None:
+            # Inputs rounded to float32 as the forest reads them (values arrive every round).
+            self.X32[:] = round32(c.X)
+        blocked = self.blocked_now
         blocked[rows] = -1
-        work = ints[_F["work"]]
-        m, n = len(rows), c.n
-        work[:m] = rows
-        x, s, t = X.ctypes.data, self.S.ctypes.data, self.code.T.ctypes.data
-        touched, known = c.touched.ctypes.data, c.known.ctypes.data
-        at = work.ctypes.data
+        self.work[:m] = rows
+        x, s, t, touched, at, n, known = self.args
         run = self.native.run
-        parallel(lambda lo, hi: run(x, s, t, touched, at + 8 * lo, hi - lo, n, known), m)
+        if m < SERIAL_ROWS:
+            run(x, s, t, touched, at, m, n, known)
+        else:
+            parallel(lambda lo, hi: run(x, s, t, touched, at + 8 * lo, hi - lo, n, known), m)
         waits = blocked[rows]
         c.blocked[rows] = waits
         stopped = waits >= 0
@@ -66,6 +101,11 @@ class NativeLazyExecutor(SequentialExecutor):
             rows = rows[~stopped]
             if not len(rows):
                 return
+        self._finish(rows)
+
+    def _finish(self, rows: np.ndarray) -> None:
+        """Hand the rows that finished over to the executor and context."""
+        f, c, ints = self.forest, self.ctx, self.ints
         pos = ints[_F["pos"], rows]
         self.raw[rows] = self.state_raw[:, rows].T
         self.pos[rows] = pos

@@ -38,11 +38,30 @@ def _matrix(plan: Plan, X: Any) -> np.ndarray:
     )
 
 
+def _given(plan: Plan, given: Any) -> np.ndarray:
+    """``given`` (feature indices or a bool per feature) as a bool per feature."""
+    mask = np.zeros(plan.n_features, dtype=np.bool_)
+    if given is not None:
+        g = np.asarray(given)
+        if g.dtype == np.bool_:
+            if g.shape != (plan.n_features,):
+                raise InputError(f"given must have one bool per feature ({plan.n_features}), got {g.shape}")
+            mask |= g
+        else:
+            mask[g.astype(np.int64)] = True
+    return mask
+
+
 def count_rounds(
-    model: Any, X: Any, costs: CostModel | None = None, *, rounds: Any = "in_order"
+    model: Any,
+    X: Any,
+    costs: CostModel | None = None,
+    *,
+    rounds: Any = "in_order",
+    given: Any = None,
 ) -> tuple[Evaluation, np.ndarray]:
     """Evaluate ``X`` lazily from memory under a ``rounds=`` policy; return the evaluation and
-    the rounds each row waited in (int64, one per row).
+    the round trips each row waited for (int64, one per row).
 
     Parameters
     ----------
@@ -50,17 +69,22 @@ def count_rounds(
     X : array-like of shape (n, n_features)
     costs : CostModel, optional
     rounds : {"in_order", "parallel"} or Prefetch
+    given : array of int or bool, optional
+        Features every request brings along (as ``evaluate_async``'s ``given``): a round in
+        which a row asks only for these is no round trip and is not counted.
     """
     plan, _ = _plan_of(model)
     M = _matrix(plan, X)
+    at_hand = _given(plan, given)
     count = np.zeros(len(M), dtype=np.int64)
     gen = lazy_rounds(model, costs, n_rows=len(M), rounds=rounds)
     try:
         request = next(gen)
         while True:
             waiting = np.zeros(len(M), dtype=np.bool_)
-            for _, rows in request:
-                waiting[rows] = True
+            for f, rows in request:
+                if not at_hand[f]:
+                    waiting[rows] = True
             count += waiting
             request = gen.send([M[rows, f] for f, rows in request])
     except StopIteration as stop:
@@ -86,6 +110,7 @@ def prefetch_plan(
     p: float | None = None,
     max_rounds: float | None = None,
     parallel: bool | None = None,
+    given: Any = None,
     progress: bool = True,
 ) -> Prefetch:
     """The features the first round of lazy evaluation should prefetch, from calibration rows.
@@ -111,6 +136,9 @@ def prefetch_plan(
     parallel : bool, optional
         Rounds after the first follow ``"parallel"`` (default for Full and Sequential plans)
         or ``"in_order"``.
+    given : array of int or bool, optional
+        Features every request brings along: never prefetched, and rounds that ask only for
+        them are not counted (``count_rounds``).
     progress : bool, default=True
         Show a progress bar while searching for ``max_rounds`` (on a terminal).
 
@@ -128,10 +156,11 @@ def prefetch_plan(
         parallel = isinstance(plan, (Full, Sequential))
     costs = costs_for(plan, costs)
     share = tested_share(model, X_cal, costs)
+    at_hand = _given(plan, given)
     if p is not None:
         if not 0.0 < p <= 1.0:
             raise InputError(f"p must be in (0, 1], got {p}")
-        chosen = np.flatnonzero(share >= p)
+        chosen = np.flatnonzero((share >= p) & ~at_hand)
         return Prefetch(chosen[np.argsort(-share[chosen], kind="stable")], plan.n_features, parallel, share)
     assert max_rounds is not None
     if not max_rounds >= 1.0:
@@ -144,7 +173,7 @@ def prefetch_plan(
             for f in range(plan.n_features)
         ]
     )
-    candidates = np.flatnonzero(share > 0)
+    candidates = np.flatnonzero((share > 0) & ~at_hand)
     candidates = candidates[
         np.argsort(-share[candidates] / np.maximum(own[candidates], 1e-12), kind="stable")
     ]
@@ -156,7 +185,8 @@ def prefetch_plan(
     ) as bar:
         for k in range(len(candidates) + 1):
             chosen = candidates[:k]
-            _, count = count_rounds(model, X_cal, costs, rounds=Prefetch(chosen, plan.n_features, parallel))
+            policy = Prefetch(chosen, plan.n_features, parallel)
+            _, count = count_rounds(model, X_cal, costs, rounds=policy, given=at_hand)
             bar.update(1)
             if not len(count) or count.mean() <= max_rounds:
                 break
@@ -169,6 +199,8 @@ def rounds_frontier(
     costs: CostModel | None = None,
     *,
     ps: tuple[float, ...] = (0.9, 0.75, 0.5, 0.25, 0.1),
+    max_rounds: tuple[float, ...] = (),
+    given: Any = None,
 ) -> pd.DataFrame:
     """Mean feature cost against rounds per row for each ``rounds=`` policy on calibration rows.
 
@@ -179,6 +211,10 @@ def rounds_frontier(
     costs : CostModel, optional
     ps : tuple of float
         The prefetch shares ``p`` to try (``prefetch_plan(p=...)``).
+    max_rounds : tuple of float
+        The mean rounds to reach by prefetching (``prefetch_plan(max_rounds=...)``).
+    given : array of int or bool, optional
+        Features every request brings along (``count_rounds``).
 
     Returns
     -------
@@ -193,10 +229,13 @@ def rounds_frontier(
     if isinstance(plan, (Full, Sequential)):
         policies.append(("parallel", "parallel"))
     for p in ps:
-        policies.append((f"prefetch p={p:g}", prefetch_plan(model, X_cal, costs, p=p)))
+        policies.append((f"prefetch p={p:g}", prefetch_plan(model, X_cal, costs, p=p, given=given)))
+    for k in max_rounds:
+        pre = prefetch_plan(model, X_cal, costs, max_rounds=k, given=given, progress=False)
+        policies.append((f"prefetch max_rounds={k:g}", pre))
     out = []
     for name, policy in policies:
-        ev, count = count_rounds(model, X_cal, costs, rounds=policy)
+        ev, count = count_rounds(model, X_cal, costs, rounds=policy, given=given)
         out.append(
             {
                 "policy": name,

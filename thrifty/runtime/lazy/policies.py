@@ -109,20 +109,5 @@ def policy_for(plan: Plan, rounds: Any) -> Policy:
                 f"rounds='parallel' needs a Full or Sequential plan, got {type(plan).__name__}; "
                 "use rounds='in_order' (or a Prefetch with parallel=False)"
             )
-        last = last_positions(plan)
+        last = plan.schedule.segment_last
     return Policy(parallel, prefetch, last)
-
-
-def last_positions(plan: Full | Sequential) -> np.ndarray:
-    """Per position ``p``, the last position of its segment: the first position at or after
-    ``p`` with an exit (thresholds or bins), else the plan's last position."""
-    s = plan.schedule
-    n = len(s.order)
-    exits = np.isfinite(s.eps_pos) | np.isfinite(s.eps_neg) | (s.bins.width > 0)
-    last = np.full(n + 1, max(n - 1, 0), dtype=np.int64)
-    nxt = n - 1
-    for p in range(n - 1, -1, -1):
-        if exits[p]:
-            nxt = p
-        last[p] = nxt
-    return last

@@ -85,10 +85,14 @@ def lazy_rounds(
     plan = accelerated.plan if accelerated is not None else as_plan(model)
     if costs is None and accelerated is not None:
         costs = accelerated.costs
+    # A compiled plan's serving path, when it prices with these costs, settles the result.
+    own = accelerated is not None and (costs is None or costs is accelerated.costs)
     costs = costs_for(plan, costs)
     n = rows_served(None, n_rows)
     chunk = chunk_rows(plan, costs, True, chunk_size)
-    return _rounds(plan, costs, n, chunk, n_threads, accelerated, policy_for(plan, rounds))
+    policy = policy_for(plan, rounds)
+    serve = accelerated if own and policy.prefetch is None else None
+    return _rounds(plan, costs, n, chunk, n_threads, accelerated, policy, serve)
 
 
 def _rounds(
@@ -99,8 +103,9 @@ def _rounds(
     n_threads: int | None,
     accelerated: Accelerated | None,
     policy: Policy,
+    serve: Accelerated | None = None,
 ) -> Generator[Requests, list[np.ndarray], Evaluation]:
-    out = Collector(plan, costs, n)
+    out: Collector | None = None
     F = plan.n_features
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
@@ -112,12 +117,18 @@ def _rounds(
             # The thread count is set per step, never held across a yield.
             with threads(n_threads):
                 ex.advance(active)
-            active = active[ctx.blocked[active] >= 0]
+            features = ctx.blocked[active]
+            waiting = features >= 0
+            if not waiting.all():
+                active, features = active[waiting], features[waiting]
             if not len(active):
                 break
             if policy.plain:
-                features = ctx.blocked[active]
-                request = [(int(f), active[features == f] + lo) for f in np.unique(features)]
+                if len(active) == 1:
+                    # One row (a service's request): one feature, no grouping.
+                    request = [(int(features[0]), active + lo)]
+                else:
+                    request = [(int(f), active[features == f] + lo) for f in np.unique(features)]
             else:
                 with threads(n_threads):
                     request = policy.request(ctx, ex, active, lo, first)
@@ -133,9 +144,18 @@ def _rounds(
                 local = rows - lo
                 ctx.X[local, f] = column(v, len(rows), f)
                 ctx.known[local, f] = True
+        if serve is not None and hi - lo == n:
+            # One chunk of a compiled forest plan: the evaluation is dense evaluation's on the
+            # values fetched (features never fetched are never read: NaN stands in), which its
+            # serving path gives in one native call, costs settled.
+            ev = serve.serve(ctx.X, n_threads)
+            if ev is not None:
+                return ev
+        if out is None:
+            out = Collector(plan, costs, n)
         with threads(n_threads):
             out.add(lo, hi, ctx, ex)
-    return out.result()
+    return (out if out is not None else Collector(plan, costs, n)).result()
 
 
 def run_lazy(

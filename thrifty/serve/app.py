@@ -16,6 +16,7 @@ from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
+from thrifty.runtime.compiled.plan import native_engine
 from thrifty.runtime.evaluate import Evaluation, costs_for, evaluate
 from thrifty.runtime.lazy import Requests, evaluate_async
 from thrifty.runtime.plans import Full, Plan, as_plan, check_classes
@@ -151,6 +152,8 @@ class _Service:
         timeout: float,
     ) -> None:
         self.plan, self.provider, self.costs = plan, provider, costs_for(plan, costs)
+        # Dense and lazy evaluation run the plan's native code where it compiles.
+        self.engine = native_engine(plan, self.costs)
         self.reader, self.admission = reader, admission
         self.names, self.key = reader.names, reader.key
         self.trees, self.n_threads = trees, n_threads
@@ -176,10 +179,10 @@ class _Service:
     async def _warm_up(self) -> None:
         """Compile the kernels before the first request (numba loads them from its cache)."""
         row = np.full((1, self.plan.n_features), np.nan)
-        evaluate(self.plan, row, self.costs, n_threads=self.n_threads)
+        evaluate(self.engine, row, self.costs, n_threads=self.n_threads)
         given = np.ones_like(row, dtype=np.bool_)
         await evaluate_async(
-            self.plan,
+            self.engine,
             _RequestProvider(row, given, [None], None, self),
             self.costs,
             n_rows=1,
@@ -247,7 +250,7 @@ class _Service:
         self, keys: list[Any], values: np.ndarray, given: np.ndarray, deadline: float
     ) -> Evaluation:
         if given.all():
-            ev = evaluate(self.plan, values, self.costs, n_threads=self.n_threads)
+            ev = evaluate(self.engine, values, self.costs, n_threads=self.n_threads)
             ev.cost.latency = np.zeros(len(keys))
             return ev
         store, kind = None, _RequestProvider
@@ -259,7 +262,7 @@ class _Service:
         try:
             async with asyncio.timeout_at(deadline):
                 return await evaluate_async(
-                    self.plan,
+                    self.engine,
                     provider,
                     self.costs,
                     n_rows=len(keys),

@@ -135,3 +135,12 @@ def compile(model: Any, costs: CostModel | None = None) -> CompiledPlan:  # noqa
         interpreter.
     """
     return CompiledPlan(model, costs)
+
+
+def native_engine(plan: Plan, costs: CostModel) -> Plan | CompiledPlan:
+    """``plan`` compiled with ``costs`` when some part of it runs natively (Full, Sequential,
+    or a Gated plan's forest parts), else ``plan`` itself: what a long-running service (``thrifty
+    serve``) evaluates with, dense and lazy. Pass ``costs`` itself to ``evaluate`` and
+    ``evaluate_async`` (the compiled plan's own cost model takes its serving path)."""
+    compiled = CompiledPlan(plan, costs, progress=False)
+    return compiled if compiled.native or compiled.parts else plan

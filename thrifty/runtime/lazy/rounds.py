@@ -113,6 +113,10 @@ def _rounds(
         ex = executor(plan, ctx, accelerated)
         active = np.arange(hi - lo, dtype=np.int64)
         first = True
+        if hi - lo == 1 and policy.plain and n_threads is None:
+            # One row (a service's request): the same rounds, with scalars.
+            yield from _one_row(ctx, ex, active, lo)
+            active = active[:0]
         while len(active):
             # The thread count is set per step, never held across a yield.
             with threads(n_threads):
@@ -156,6 +160,26 @@ def _rounds(
         with threads(n_threads):
             out.add(lo, hi, ctx, ex)
     return (out if out is not None else Collector(plan, costs, n)).result()
+
+
+def _one_row(
+    ctx: Context, ex: Any, active: np.ndarray, lo: int
+) -> Generator[Requests, list[np.ndarray], None]:
+    """The in-order rounds of a chunk of one row (``_rounds``'s loop without array indexing)."""
+    X, known, blocked = ctx.X, ctx.known, ctx.blocked
+    while True:
+        ex.advance(active)
+        f = int(blocked[0])
+        if f < 0:
+            return
+        values = yield [(f, np.array([lo], dtype=np.int64))]
+        if values is None or len(values) != 1:
+            raise InputError(
+                "send one array of values per requested (feature, rows) pair: 1 was requested, got "
+                f"{'none' if values is None else len(values)}"
+            )
+        X[0, f] = column(values[0], 1, f)[0]
+        known[0, f] = True
 
 
 def run_lazy(

@@ -99,7 +99,12 @@ def flights_model(args, n_trees: int):
     gbm.fit(X_tr.iloc[fit], y_tr[fit])
     forest = Forest.from_model(gbm)
     costs = data.costs.for_features(forest.feature_names, forest.n_features)
-    given = np.flatnonzero(costs.feature_costs == 0)
+    # Features whose acquisition costs nothing (the schedule): every unit of their closure is free.
+    own = [
+        costs.unit_cost[costs.closure_units[costs.closure_ptr[f] : costs.closure_ptr[f + 1]]].sum()
+        for f in range(forest.n_features)
+    ]
+    given = np.flatnonzero(np.asarray(own) == 0)
     cal = rng.choice(len(X_tr), 20_000, replace=False)
     return forest, costs, given, X_tr.iloc[cal], X_te
 

@@ -247,3 +247,18 @@ def test_wide_forests_and_the_native_executor():
             assert_same(ref, dense)
             assert_same(ev, dense)
             assert fetched(seen) == fetched(ref_seen)
+
+
+@pytest.mark.parametrize("n", [1, 50])
+def test_results_are_collected_when_the_serving_path_declines(monkeypatch, n):
+    """A compiled plan's lazy rounds end in its serving path; where that declines the input,
+    the executor's deferred results are collected instead, with the same evaluation."""
+    plan = PLANS["sequential-bins"]
+    code = thrifty.compile(plan, COSTS)
+    X = random_inputs(np.random.default_rng(25), n, N_FEATURES)
+    served, _ = drive(lazy_rounds(code, n_rows=n), X)
+    monkeypatch.setattr(type(code), "serve", lambda self, X, n_threads: None)
+    collected, _ = drive(lazy_rounds(code, n_rows=n), X)
+    dense = evaluate(plan, X, COSTS)
+    assert_same(served, dense)
+    assert_same(collected, dense)

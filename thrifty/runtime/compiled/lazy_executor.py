@@ -44,6 +44,8 @@ class NativeLazyExecutor(SequentialExecutor):
         # lookup costs about a microsecond, a round of one row only a few).
         self.X32 = None if forest.input_dtype == "float64" else np.empty_like(ctx.X)
         X = ctx.X if self.X32 is None else self.X32
+        self.defer = False
+        self.deferred: list[np.ndarray] = []
         self.blocked_now = self.ints[_F["blocked"]]
         self.work = self.ints[_F["work"]]
         self.args = (
@@ -104,7 +106,23 @@ class NativeLazyExecutor(SequentialExecutor):
         self._finish(rows)
 
     def _finish(self, rows: np.ndarray) -> None:
-        """Hand the rows that finished over to the executor and context."""
+        """Hand the rows that finished over to the executor and context (or, deferred, only
+        mark them done: ``hand_over`` does the rest when asked)."""
+        if self.defer:
+            self.done[rows] = True
+            self.deferred.append(rows)
+            return
+        self._hand_over(rows)
+
+    def hand_over(self) -> None:
+        """Hand over the finished rows ``_finish`` deferred (lazy rounds defer them while a
+        compiled plan's serving path is to settle the result, which then makes this unneeded)."""
+        self.defer = False
+        for rows in self.deferred:
+            self._hand_over(rows)
+        self.deferred = []
+
+    def _hand_over(self, rows: np.ndarray) -> None:
         f, c, ints = self.forest, self.ctx, self.ints
         pos = ints[_F["pos"], rows]
         self.raw[rows] = self.state_raw[:, rows].T

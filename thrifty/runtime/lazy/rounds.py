@@ -111,6 +111,11 @@ def _rounds(
         hi = min(n, lo + chunk)
         ctx = Context(np.full((hi - lo, F), np.nan), np.zeros((hi - lo, F), dtype=np.bool_), False, costs)
         ex = executor(plan, ctx, accelerated)
+        settles = serve is not None and hi - lo == n
+        if settles and hasattr(ex, "hand_over"):
+            # The serving path settles the result: what the executor would hand over for the
+            # collector waits until (and unless) it is needed.
+            ex.defer = True
         active = np.arange(hi - lo, dtype=np.int64)
         first = True
         if hi - lo == 1 and policy.plain and n_threads is None:
@@ -148,13 +153,16 @@ def _rounds(
                 local = rows - lo
                 ctx.X[local, f] = column(v, len(rows), f)
                 ctx.known[local, f] = True
-        if serve is not None and hi - lo == n:
+        if settles:
             # One chunk of a compiled forest plan: the evaluation is dense evaluation's on the
             # values fetched (features never fetched are never read: NaN stands in), which its
             # serving path gives in one native call, costs settled.
+            assert serve is not None
             ev = serve.serve(ctx.X, n_threads)
             if ev is not None:
                 return ev
+            if hasattr(ex, "hand_over"):
+                ex.hand_over()
         if out is None:
             out = Collector(plan, costs, n)
         with threads(n_threads):

@@ -262,3 +262,11 @@ def test_results_are_collected_when_the_serving_path_declines(monkeypatch, n):
     dense = evaluate(plan, X, COSTS)
     assert_same(served, dense)
     assert_same(collected, dense)
+
+
+def test_dense_evaluation_refuses_a_round_policy():
+    code = compiled("full")
+    with pytest.raises(InputError, match="only for lazy"):
+        evaluate(code, np.zeros((2, N_FEATURES)), rounds="parallel")
+    with pytest.raises(InputError, match="only for lazy"):
+        evaluate(code, np.zeros((2, N_FEATURES)), rounds=Prefetch(np.array([0]), N_FEATURES))

@@ -63,7 +63,7 @@ def evaluate(
     """
     accelerated = model if isinstance(model, Accelerated) else None
     if accelerated is not None and (costs is None or costs is accelerated.costs):
-        if n_rows is None and chunk_size is None:
+        if n_rows is None and chunk_size is None and rounds == "in_order":
             # The engine's one call (a compiled plan's serving path), when it takes X.
             ev = accelerated.serve(X, n_threads)
             if ev is not None:

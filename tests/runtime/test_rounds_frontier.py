@@ -13,7 +13,7 @@ from tests._helpers.reference import random_forest, random_inputs, reference_seq
 from tests._helpers.runtime_costs import N_FEATURES, REF, cost_model
 from thrifty import Full, Sequential, evaluate
 from thrifty.exceptions import InputError
-from thrifty.runtime import Prefetch, plot_rounds_frontier, prefetch_plan, rounds_frontier
+from thrifty.runtime import plot_rounds_frontier, prefetch_plan, rounds_frontier
 from thrifty.runtime.lazy.frontier import count_rounds
 
 
@@ -36,7 +36,14 @@ def test_prefetch_p_takes_the_features_most_rows_test(case):
     pre = prefetch_plan(plan, X, costs, p=0.5, progress=False)
     assert pre.frequency is not None
     np.testing.assert_allclose(pre.frequency, share)
-    assert sorted(pre.features.tolist()) == np.flatnonzero(share >= 0.5).tolist()
+    # The frequent features, then every feature they make free (brute force on the prices:
+    # the panel's other member once one is paid; derived x4 once x0 and x3 are).
+    frequent = set(np.flatnonzero(share >= 0.5).tolist())
+    free = {g for g in range(N_FEATURES) if REF.price(frequent | {g}) == REF.price(frequent)}
+    assert set(pre.features.tolist()) == frequent | free
+    assert pre.features[: len(frequent)].tolist() == sorted(frequent, key=lambda f: -share[f])
+    panel = prefetch_plan(plan, X, costs, p=min(share[1], 1.0), progress=False)
+    assert 1 in panel.features and 2 in panel.features
     assert np.all(pre.frequency <= dense.cost.acquired.mean(axis=0) + 1e-12)
     assert prefetch_plan(plan, X, costs, p=1.0, progress=False).features.size <= pre.features.size
 
@@ -49,10 +56,10 @@ def test_max_rounds_is_met_and_charged(case):
     pre = prefetch_plan(plan, X, costs, max_rounds=target, progress=False)
     ev, count = count_rounds(plan, X, costs, rounds=pre)
     assert count.mean() <= target
-    # Without its last feature the set misses the target: it is the shortest greedy prefix.
-    if len(pre.features):
-        shorter = Prefetch(pre.features[:-1], N_FEATURES, pre.parallel)
-        assert count_rounds(plan, X, costs, rounds=shorter)[1].mean() > target
+    # The target needed a prefetch, and an empty one is what a target already met gives.
+    assert len(pre.features) and base.mean() > target
+    met = prefetch_plan(plan, X, costs, max_rounds=base.mean(), progress=False)
+    assert len(met.features) == 0
     dense = evaluate(plan, X, costs)
     for i in range(len(X)):
         tested = set(np.flatnonzero(dense.cost.acquired[i]).tolist())

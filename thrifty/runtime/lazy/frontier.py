@@ -124,6 +124,9 @@ def prefetch_plan(
       unit of price (each feature's own closure, ``CostModel``) until the mean, measured by
       evaluating the calibration rows lazily, is at most ``max_rounds``.
 
+    Either way, every feature that costs nothing more once the set is paid (the other members
+    of a group it fetches) joins it: the same round fetches it at no extra cost.
+
     Parameters
     ----------
     model : Plan, CompiledPlan, Forest or fitted model
@@ -147,7 +150,9 @@ def prefetch_plan(
     Prefetch
         Pass it as ``rounds=`` to ``thrifty.evaluate``, ``lazy_rounds`` or ``evaluate_async``.
     """
-    plan, _ = _plan_of(model)
+    plan, accelerated = _plan_of(model)
+    if costs is None and accelerated is not None:
+        costs = accelerated.costs  # a compiled plan's own prices
     if (p is None) == (max_rounds is None):
         raise InputError(
             "give prefetch_plan one of p= (a share of rows) or max_rounds= (mean rounds per row)"
@@ -161,7 +166,8 @@ def prefetch_plan(
         if not 0.0 < p <= 1.0:
             raise InputError(f"p must be in (0, 1], got {p}")
         chosen = np.flatnonzero((share >= p) & ~at_hand)
-        return Prefetch(chosen[np.argsort(-share[chosen], kind="stable")], plan.n_features, parallel, share)
+        chosen = _free_along(costs, chosen[np.argsort(-share[chosen], kind="stable")], at_hand)
+        return Prefetch(chosen, plan.n_features, parallel, share)
     assert max_rounds is not None
     if not max_rounds >= 1.0:
         raise InputError(
@@ -184,13 +190,31 @@ def prefetch_plan(
         total=len(candidates) + 1, desc="prefetch_plan", leave=False, disable=None if progress else True
     ) as bar:
         for k in range(len(candidates) + 1):
-            chosen = candidates[:k]
+            chosen = _free_along(costs, candidates[:k], at_hand)
             policy = Prefetch(chosen, plan.n_features, parallel)
             _, count = count_rounds(model, X_cal, costs, rounds=policy, given=at_hand)
             bar.update(1)
             if not len(count) or count.mean() <= max_rounds:
                 break
     return Prefetch(chosen, plan.n_features, parallel, share)
+
+
+def _free_along(costs: CostModel, chosen: np.ndarray, at_hand: np.ndarray) -> np.ndarray:
+    """``chosen`` followed by every other feature (not at hand) that costs nothing more once
+    ``chosen`` is paid: its closure's units (a group's other members, say) are all among
+    ``chosen``'s. Fetching them in the same round adds no cost and saves later rounds."""
+    ptr, units = costs.closure_ptr, costs.closure_units
+    paid = np.zeros(len(costs.unit_cost), dtype=np.bool_)
+    for f in chosen.tolist():
+        paid[units[ptr[f] : ptr[f + 1]]] = True
+    taken = np.zeros(len(at_hand), dtype=np.bool_)
+    taken[chosen] = True
+    free = [
+        f
+        for f in range(len(at_hand))
+        if not taken[f] and not at_hand[f] and ptr[f + 1] > ptr[f] and paid[units[ptr[f] : ptr[f + 1]]].all()
+    ]
+    return np.concatenate([chosen, np.asarray(free, dtype=np.int64)]).astype(np.int64)
 
 
 def rounds_frontier(

@@ -114,6 +114,10 @@ class NativeLazyExecutor(SequentialExecutor):
             return
         self._hand_over(rows)
 
+    def defer_results(self) -> None:
+        """Finished rows are only marked done until ``hand_over``."""
+        self.defer = True
+
     def hand_over(self) -> None:
         """Hand over the finished rows ``_finish`` deferred (lazy rounds defer them while a
         compiled plan's serving path is to settle the result, which then makes this unneeded)."""

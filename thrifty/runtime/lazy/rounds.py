@@ -112,10 +112,10 @@ def _rounds(
         ctx = Context(np.full((hi - lo, F), np.nan), np.zeros((hi - lo, F), dtype=np.bool_), False, costs)
         ex = executor(plan, ctx, accelerated)
         settles = serve is not None and hi - lo == n
-        if settles and hasattr(ex, "hand_over"):
+        if settles:
             # The serving path settles the result: what the executor would hand over for the
             # collector waits until (and unless) it is needed.
-            ex.defer = True
+            ex.defer_results()
         active = np.arange(hi - lo, dtype=np.int64)
         first = True
         if hi - lo == 1 and policy.plain and n_threads is None:
@@ -161,8 +161,7 @@ def _rounds(
             ev = serve.serve(ctx.X, n_threads)
             if ev is not None:
                 return ev
-            if hasattr(ex, "hand_over"):
-                ex.hand_over()
+            ex.hand_over()
         if out is None:
             out = Collector(plan, costs, n)
         with threads(n_threads):

@@ -270,3 +270,21 @@ def test_dense_evaluation_refuses_a_round_policy():
         evaluate(code, np.zeros((2, N_FEATURES)), rounds="parallel")
     with pytest.raises(InputError, match="only for lazy"):
         evaluate(code, np.zeros((2, N_FEATURES)), rounds=Prefetch(np.array([0]), N_FEATURES))
+
+
+@pytest.mark.parametrize("rounds", ["in_order", "parallel"])
+def test_evaluate_async_runs_the_compiled_plan(rounds):
+    """``evaluate_async`` on a compiled plan: the interpreter's evaluation and latency."""
+    import asyncio
+
+    from thrifty import evaluate_async
+
+    plan = PLANS["sequential"]
+    X = random_inputs(np.random.default_rng(26), 40, N_FEATURES)
+    for n in (1, len(X)):
+        ref = asyncio.run(evaluate_async(plan, array_provider(X[:n]), COSTS, n_rows=n, rounds=rounds))
+        got = asyncio.run(
+            evaluate_async(compiled("sequential"), array_provider(X[:n]), n_rows=n, rounds=rounds)
+        )
+        assert_same(got, ref)
+        np.testing.assert_array_equal(got.cost.latency, ref.cost.latency)

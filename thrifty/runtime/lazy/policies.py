@@ -64,7 +64,8 @@ class Policy:
     def __init__(self, parallel: bool, prefetch: np.ndarray | None, last: np.ndarray | None) -> None:
         self.parallel, self.prefetch, self.last = parallel, prefetch, last
         # The in-order policy needs none of this: lazy_rounds groups the blocked features itself.
-        self.plain = not parallel and (prefetch is None or not len(prefetch))
+        self.prefetches = prefetch is not None and len(prefetch) > 0
+        self.plain = not parallel and not self.prefetches
 
     def request(self, ctx: Context, ex: Executor, active: np.ndarray, lo: int, first: bool) -> Requests:
         """The round's ``(feature, row_ids)`` pairs for the rows ``active`` (all blocked) of the
@@ -74,7 +75,8 @@ class Policy:
         if self.parallel:
             assert isinstance(ex, SequentialExecutor) and self.last is not None  # policy_for checks
             kernels.look_ahead(active, ctx.inputs, ex.trees, ex.order, self.last, ex.pos, ex.cur, want)
-        if first and self.prefetch is not None and len(self.prefetch):
+        if first and self.prefetches:
+            assert self.prefetch is not None
             block = np.ix_(active, self.prefetch)
             want[:, self.prefetch] |= ~ctx.known[block]
             # Charged whether the row's trees test them or not: they are fetched.
@@ -93,7 +95,7 @@ def policy_for(plan: Plan, rounds: Any) -> Policy:
         parallel, prefetch = rounds.parallel, np.asarray(rounds.features, dtype=np.int64)
     elif isinstance(rounds, str) and rounds in POLICIES:
         parallel, prefetch = rounds == "parallel", None
-    elif rounds == "speculative":
+    elif isinstance(rounds, str) and rounds == "speculative":
         raise InputError(
             "rounds='speculative' needs the features to prefetch: pass "
             "rounds=thrifty.prefetch_plan(plan, X_cal, p=...) (or max_rounds=...)"

@@ -91,7 +91,8 @@ def lazy_rounds(
     n = rows_served(None, n_rows)
     chunk = chunk_rows(plan, costs, True, chunk_size)
     policy = policy_for(plan, rounds)
-    serve = accelerated if own and policy.prefetch is None else None
+    # A prefetch charges what no tree tested: only the collector settles that.
+    serve = accelerated if own and not policy.prefetches else None
     return _rounds(plan, costs, n, chunk, n_threads, accelerated, policy, serve)
 
 

@@ -238,14 +238,9 @@ def flights_provider(store: str, url: str, tables: dict, names: list[str]):
 
 
 def policies(plan) -> list[str]:
-    """The round policies measured: in order; parallel (a Full plan's, or up to each exit once
-    lazy_rounds takes policies); and a prefetch of the features half the calibration rows use."""
-    from thrifty import Full
-    from thrifty.serve.batcher import TAKES_POLICY
-
-    if TAKES_POLICY:
-        return ["in_order", "parallel", "prefetch"]
-    return ["in_order", "parallel"] if isinstance(plan, Full) else ["in_order"]
+    """The round policies measured: in order; parallel (every tree up to the next exit); and a
+    prefetch of the features half the calibration rows use."""
+    return ["in_order", "parallel", "prefetch"]
 
 
 def policy(name: str, plan, M_cal: np.ndarray, costs):
@@ -310,12 +305,9 @@ def raw_load(port: int, ids: list[int], clients: int, time_limit: float) -> dict
 def rounds_per_row(plan, M: np.ndarray, costs, rounds) -> tuple[np.ndarray, float]:
     """Rounds each row waits in lazy evaluation (the store round trips of a one-row request),
     and the mean feature cost paid (a prefetch pays for what it fetches)."""
-    from thrifty.runtime import lazy
-    from thrifty.serve.batcher import TAKES_POLICY
+    from thrifty.runtime.lazy import lazy_rounds
 
-    options = {"rounds": rounds} if TAKES_POLICY else {}
-    make = vars(lazy)["tree_rounds"] if rounds == "parallel" and not TAKES_POLICY else lazy.lazy_rounds
-    gen = make(plan, costs, n_rows=len(M), n_threads=1, **options)
+    gen = lazy_rounds(plan, costs, n_rows=len(M), n_threads=1, rounds=rounds)
     count = np.zeros(len(M), dtype=int)
     try:
         requests = next(gen)

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
         compile,  # noqa: A004 (thrifty.compile, like the builtin, turns a description into code)
         evaluate,
         evaluate_async,
+        plot_rounds_frontier,
+        prefetch_plan,
+        rounds_frontier,
     )
     from thrifty.train import (
         ADAPTClassifier,
@@ -76,7 +79,10 @@ __all__ = [
     "evaluate",
     "evaluate_async",
     "load",
+    "plot_rounds_frontier",
+    "prefetch_plan",
     "qwyc",
+    "rounds_frontier",
     "save",
     "__version__",
 ]

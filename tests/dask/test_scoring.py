@@ -160,6 +160,19 @@ def test_lazy_fetches_exactly_what_lazy_evaluation_acquires(client, adult_like, 
     assert set(worker_pairs) == {(int(r), int(f)) for r, f in zip(*np.nonzero(ev.cost.acquired))}
 
 
+def test_lazy_mode_runs_a_compiled_plan(client, adult_like, tmp_path):
+    # Each partition's rounds run the compiled plan's native lazy code: the interpreter's results.
+    frame, _, model, costs = adult_like
+    X = thrifty.forest._inputs.to_matrix(
+        frame, 4, list(frame.columns), Full(thrifty.Forest.from_model(model)).categories
+    )
+    np.save(tmp_path / "store.npy", X)
+    keys = dd.from_pandas(pd.DataFrame({"row": np.arange(len(frame))}), npartitions=4)
+    compiled = thrifty.compile(model, costs)
+    table = evaluate(compiled, keys, provider_factory=StoreProvider(str(tmp_path))).compute()
+    _check_equal(table, thrifty.evaluate(model, array_provider(X), costs, n_rows=len(frame)))
+
+
 def test_bad_inputs_fail_with_a_message(adult_like):
     frame, _, model, _ = adult_like
     with pytest.raises(TypeError, match="Dask DataFrame or Array"):

@@ -27,6 +27,8 @@ from thrifty.runtime.plans import (
 # without it.
 if TYPE_CHECKING:
     from thrifty.runtime.compiled import CompiledPlan, cache_dir, compile  # noqa: A004
+    from thrifty.runtime.lazy.frontier import plot_rounds_frontier, prefetch_plan, rounds_frontier
+    from thrifty.runtime.lazy.policies import Prefetch
 
 __all__ = [
     "BinnedExits",
@@ -38,6 +40,7 @@ __all__ = [
     "Linear",
     "Opaque",
     "Plan",
+    "Prefetch",
     "Sequential",
     "array_provider",
     "cache_dir",
@@ -47,6 +50,9 @@ __all__ = [
     "evaluate_async",
     "lazy_rounds",
     "plan_from_dict",
+    "plot_rounds_frontier",
+    "prefetch_plan",
+    "rounds_frontier",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -24,6 +24,7 @@ def evaluate(
     n_rows: int | None = None,
     n_threads: int | None = None,
     chunk_size: int | None = None,
+    rounds: Any = "in_order",
 ) -> Evaluation:
     """Evaluate a plan (or forest, or fitted model) and report what each prediction cost.
 
@@ -50,6 +51,11 @@ def evaluate(
         calling thread).
     chunk_size : int, optional
         Rows evaluated at once (default: sized so per-row state stays near 128 MiB).
+    rounds : {"in_order", "parallel"} or Prefetch, default="in_order"
+        Lazy mode only: which features each round fetches (see
+        ``thrifty.runtime.lazy.lazy_rounds``); ``"parallel"`` takes fewer rounds at the same
+        cost, a ``Prefetch`` (``thrifty.prefetch_plan``) fewer still at the cost of what it
+        prefetches. A ``CompiledPlan`` runs each round natively.
 
     Returns
     -------
@@ -57,7 +63,7 @@ def evaluate(
     """
     accelerated = model if isinstance(model, Accelerated) else None
     if accelerated is not None and (costs is None or costs is accelerated.costs):
-        if n_rows is None and chunk_size is None:
+        if n_rows is None and chunk_size is None and rounds == "in_order":
             # The engine's one call (a compiled plan's serving path), when it takes X.
             ev = accelerated.serve(X, n_threads)
             if ev is not None:
@@ -66,10 +72,20 @@ def evaluate(
     if accelerated is not None and costs is None:
         costs = accelerated.costs
     if (callable(X) or hasattr(X, "fetch")) and not hasattr(X, "shape"):
-        return run_lazy(plan, X, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
+        return run_lazy(
+            accelerated if accelerated is not None else plan,
+            X,
+            costs,
+            n_rows=n_rows,
+            chunk_size=chunk_size,
+            n_threads=n_threads,
+            rounds=rounds,
+        )
     costs = costs_for(plan, costs)
     if X is None:
         raise InputError("evaluate needs X (a matrix or DataFrame) or a feature provider")
     if n_rows is not None:
         raise InputError("n_rows= is only for lazy evaluation with a feature provider")
+    if not (isinstance(rounds, str) and rounds == "in_order"):
+        raise InputError("rounds= is only for lazy evaluation with a feature provider")
     return run_dense(plan, X, costs, accelerated, n_threads=n_threads, chunk_size=chunk_size)

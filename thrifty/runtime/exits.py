@@ -100,6 +100,19 @@ class Schedule:
     full: bool
 
     @cached_property
+    def segment_last(self) -> np.ndarray:
+        """Per position ``p`` (and one past the last), the last position of ``p``'s segment:
+        the first position at or after ``p`` with an exit (thresholds or bins), else the last
+        position. The trees of a segment are all evaluated once a row enters it, whatever their
+        values (lazy evaluation's parallel rounds walk them together)."""
+        n = len(self.order)
+        end = max(n - 1, 0)
+        exits = np.isfinite(self.eps_pos) | np.isfinite(self.eps_neg) | (self.bins.width > 0)
+        at = np.where(exits, np.arange(n), end)
+        # The nearest exit at or after p: a running minimum from the end.
+        return np.append(np.minimum.accumulate(at[::-1])[::-1], end).astype(np.int64)
+
+    @cached_property
     def exits(self) -> tuple[np.ndarray, ...]:
         """Every position's exit tables in one record, as the kernels take them (like
         ``Forest.nodes``): ``eps_pos``, ``eps_neg`` and the bins' ``width``, ``ptr``, ``key``,

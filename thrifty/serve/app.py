@@ -14,10 +14,11 @@ from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
+from thrifty.runtime.compiled.plan import native_engine
 from thrifty.runtime.evaluate import Evaluation, costs_for, evaluate
 from thrifty.runtime.plans import Full, Plan, as_plan, check_classes
 from thrifty.serve.admission import Admission
-from thrifty.serve.batcher import TAKES_POLICY, Batcher
+from thrifty.serve.batcher import Batcher
 from thrifty.serve.errors import error_response, failure, http_error, server_error
 from thrifty.serve.rows import BadRequest, RowReader, read_json
 
@@ -113,11 +114,6 @@ def create_app(
         if not isinstance(plan, Full):
             raise InputError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
         rounds = "parallel"
-    if not TAKES_POLICY and not (rounds == "in_order" or (rounds == "parallel" and isinstance(plan, Full))):
-        raise InputError(
-            f"rounds={rounds!r} is not available: lazy evaluation here takes rounds in order, or "
-            "in parallel for a Full plan"
-        )
     names = plan.feature_names or [f"Column_{j}" for j in range(plan.n_features)]
     service = _Service(
         plan,
@@ -160,6 +156,8 @@ class _Service:
         timeout: float,
     ) -> None:
         self.plan, self.provider, self.costs = plan, provider, costs_for(plan, costs)
+        # Dense and lazy evaluation run the plan's native code where it compiles.
+        self.engine = native_engine(plan, self.costs)
         self.reader, self.admission = reader, admission
         self.names, self.key = reader.names, reader.key
         self.n_threads = n_threads
@@ -167,7 +165,7 @@ class _Service:
         # The store is looked up per round: the lifespan may give the provider its client.
         store = None if provider is None else (lambda keys: self.provider.with_keys(keys))
         self.batcher = Batcher(
-            plan, self.costs, store, self.names, self.key, rounds=rounds, n_threads=n_threads
+            self.engine, self.costs, store, self.names, self.key, rounds=rounds, n_threads=n_threads
         )
 
     @contextlib.asynccontextmanager
@@ -190,7 +188,7 @@ class _Service:
     async def _warm_up(self) -> None:
         """Compile the kernels before the first request (numba loads them from its cache)."""
         row = np.full((1, self.plan.n_features), np.nan)
-        evaluate(self.plan, row, self.costs, n_threads=self.n_threads)
+        evaluate(self.engine, row, self.costs, n_threads=self.n_threads)
         # Every value given: the lazy kernels run, the store is not asked.
         job = self.batcher.submit(
             row, np.ones_like(row, dtype=np.bool_), [None], asyncio.get_running_loop().time() + 600
@@ -259,7 +257,7 @@ class _Service:
     ) -> tuple[Evaluation, int]:
         """The evaluation holding the request's rows, and where they start in it."""
         if given.all():
-            ev = evaluate(self.plan, values, self.costs, n_threads=self.n_threads)
+            ev = evaluate(self.engine, values, self.costs, n_threads=self.n_threads)
             ev.cost.latency = np.zeros(len(keys))
             return ev, 0
         job = self.batcher.submit(values, given, keys, deadline)

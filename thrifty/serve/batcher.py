@@ -31,17 +31,12 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
-from thrifty.runtime import lazy
 from thrifty.runtime.evaluation import Evaluation
 from thrifty.runtime.lazy import Requests, lazy_rounds
 from thrifty.serve.latency import RoundLatency
 from thrifty.serve.rows import BadRequest
 
 Rounds = Generator[Requests, list[np.ndarray], Evaluation]
-
-# lazy_rounds takes a round policy (rounds="in_order", "parallel", a Prefetch) once compiled lazy
-# evaluation lands; before, a Full plan's parallel rounds are tree_rounds.
-TAKES_POLICY = "rounds" in inspect.signature(lazy_rounds).parameters
 
 
 @dataclass
@@ -186,11 +181,7 @@ class Batcher:
         self._batches.append(batch)
 
     def _generator(self, n: int) -> Rounds:
-        options: dict[str, Any] = {"rounds": self.policy} if TAKES_POLICY else {}
-        make: Callable[..., Rounds] = lazy_rounds
-        if not TAKES_POLICY and self.policy == "parallel":
-            make = vars(lazy)["tree_rounds"]  # the Full plans' parallel rounds before policies
-        return make(self.model, self.costs, n_rows=n, n_threads=self.n_threads, **options)
+        return lazy_rounds(self.model, self.costs, n_rows=n, n_threads=self.n_threads, rounds=self.policy)
 
     def _keep(self, batch: _Batch) -> bool:
         """False (and the generator closed) once the batch is finished or all its requests gone."""

@@ -374,10 +374,15 @@ def _tree_ir(
     bits: str,
     globals_: list[str],
     key: str,
+    guard: list[tuple[int, int]] | None = None,
 ) -> tuple[list[str], list[str], str, str, str]:
     """Tree ``t`` for the row at ``%row`` (names prefixed ``x``), then its leaf's value added
     to ``acc``, its path's splits to ``nodes`` and features to ``bits`` (or ``touched``).
-    Returns the code, the new values and the label the code ends in."""
+    Returns the code, the new values and the label the code ends in.
+
+    With ``guard`` (lazy blocks, ``ir_lazy``), each split first reads whether its feature is
+    known in the row's ``%krow`` and, when it is not, branches to ``%{x}blk`` (the split's node
+    and feature are appended to ``guard``, for that label's phis)."""
     f = lay.forest
     lines = [f"{x}start:", f"  br label %{x}n{int(f.roots[t])}"]
     leaves: list[int] = []
@@ -400,6 +405,16 @@ def _tree_ir(
             continue
         left, right = f"%{x}n{int(f.children_left[node])}", f"%{x}n{int(f.children_right[node])}"
         stack += [int(f.children_right[node]), int(f.children_left[node])]
+        if guard is not None:
+            guard.append((node, feat))
+            lines += [
+                f"{n}:",
+                f"  %{n}gq = getelementptr i8, ptr %krow, i64 {feat}",
+                f"  %{n}gv = load i8, ptr %{n}gq",
+                f"  %{n}go = icmp ne i8 %{n}gv, 0",
+                f"  br i1 %{n}go, label %{n}k, label %{x}blk",
+            ]
+            n += "k"
         lines += _split_ir(f, node, feat, n, left, right, globals_, key)
     # A leaf's record: weighted values (one per output), the splits on its path and the
     # features that path tests as bits (tables keep the code small: one constant per leaf).

@@ -27,6 +27,11 @@ VECTOR_ROWS = 2
 # feature cost and acquired features (bits) once settled, and the work list of rows.
 # ``serve`` also writes each row's evaluation cost and total cost.
 STATE_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cost", "acq", "work", "evaluation", "total")
+# Fields of a lazy evaluation's per-row state after the K raw scores (``ir_lazy``): splits
+# visited and features tested (bits) by the trees finished, positions evaluated, exit side,
+# frozen, the node a row stopped at in the tree at its position (-1: its root), the feature it
+# waits for (-1: none), and the work list.
+LAZY_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cur", "blocked", "work")
 # Indices of the cost tables' addresses in ``C``: ``CostModel``'s closures, each unit's features
 # as bits, and (tree_cost, split_cost).
 COST_TABLES = ("closure_ptr", "closure_units", "unit_cost", "unit_bits", "prices")

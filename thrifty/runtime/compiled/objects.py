@@ -25,13 +25,14 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.runtime.compiled import cache
 from thrifty.runtime.compiled.cache import pack, unpack
+from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs, vector_ok
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 13
+CODEGEN_VERSION = 14
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -45,18 +46,31 @@ RUN = ctypes.CFUNCTYPE(
     ctypes.c_int64,
     ctypes.c_int64,
 )
+# The signature of lazy evaluation's ``lazyrun``: ``run``'s, then the known matrix (see ``ir_lazy``).
+LAZY_RUN = ctypes.CFUNCTYPE(
+    None,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_void_p,
+)
 # The signature of ``serve``: (ctx) -> None, ctx the address of a call context (see ``ir_serving``).
 SERVE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
-def code_key(lay: Layout) -> str:
+def code_key(lay: Layout, lazy: bool = False) -> str:
     """Hash of everything the native code depends on: the forest's splits and tree classes,
-    the plan's order and exit kinds, vector or scalar blocks, this generator's version and the
-    target CPU."""
+    the plan's order and exit kinds, vector, scalar or lazy blocks, this generator's version
+    and the target CPU."""
     forest = lay.forest
     h = hashlib.sha256()
+    kind = "lazy" if lazy else use_vector(lay)
     h.update(
-        f"{CODEGEN_VERSION}|{use_vector(lay)}|{llvmlite.__version__}|"
+        f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|"
         f"{llvm.get_process_triple()}|"
         f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
@@ -90,6 +104,9 @@ class NativeCode:
         The forest, the plan's order and exit kinds, the per-leaf tables.
     progress : bool
         Show progress on stderr when compiling takes more than a few seconds.
+    lazy : bool
+        Compile the lazy blocks (``ir_lazy``) instead: ``run`` is then ``lazyrun`` and there
+        is no ``serve``.
 
     Attributes
     ----------
@@ -109,19 +126,23 @@ class NativeCode:
         Time spent compiling (0 when loaded from the cache).
     """
 
-    def __init__(self, lay: Layout, *, progress: bool = True) -> None:
-        self.key = code_key(lay)
+    def __init__(self, lay: Layout, *, progress: bool = True, lazy: bool = False) -> None:
+        self.key = code_key(lay, lazy)
         t0 = time.perf_counter()
         objects = cache.read(self.key)
         self.from_cache = objects is not None
         if objects is None:
-            objects = _compile(lay, self.key, progress)
+            objects = _compile(lay, self.key, progress, lazy)
             cache.write(self.key, objects)
         self.compile_seconds = 0.0 if self.from_cache else time.perf_counter() - t0
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
         for obj in objects:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
+        if lazy:
+            self.run = LAZY_RUN(self._engine.get_function_address(f"lazyrun_{self.key}"))
+            self.serve = None
+            return
         self.run = RUN(self._engine.get_function_address(f"run_{self.key}"))
         # Forests of at most 64 features also get ``serve``: rows from start to settled cost.
         self.serve = SERVE(self._engine.get_function_address(f"serve_{self.key}")) if lay.masked else None
@@ -138,12 +159,15 @@ def _target_machine() -> llvm.TargetMachine:
     )
 
 
-def _compile(lay: Layout, key: str, progress: bool) -> list[bytes]:
+def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[bytes]:
     """Object code of the blocks' functions (in modules of about ``_TREES_PER_MODULE`` trees)
     and of ``run``; the modules are shared between this process and helper processes, one per
     further core (llvmlite serialises LLVM calls within a process)."""
-    irs = (vector_module_irs if use_vector(lay) else module_irs)(lay, key, _TREES_PER_MODULE)
-    if lay.masked:
+    if lazy:
+        irs = lazy_module_irs(lay, key, _TREES_PER_MODULE)
+    else:
+        irs = (vector_module_irs if use_vector(lay) else module_irs)(lay, key, _TREES_PER_MODULE)
+    if lay.masked and not lazy:
         irs[-1] += serving_ir(lay, key)
     t0 = time.perf_counter()
     helpers = max(0, min(_cores(), len(irs) // 2) - 1)

@@ -14,11 +14,12 @@ from typing import Any
 from thrifty.costs import CostModel
 from thrifty.exceptions import InvalidParameterError
 from thrifty.runtime.compiled.executor import NativeExecutor
+from thrifty.runtime.compiled.lazy_executor import NativeLazyExecutor
 from thrifty.runtime.compiled.serving import ServingPath, serving_path
 from thrifty.runtime.compiled.tables import ForestCode, forest_code
 from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.evaluation import Evaluation, costs_for
-from thrifty.runtime.interpret.executors import Accelerated, Context
+from thrifty.runtime.interpret.executors import Accelerated, Context, SequentialExecutor
 from thrifty.runtime.plans import Full, Gated, Plan, Sequential, as_plan
 
 
@@ -81,11 +82,14 @@ class CompiledPlan(Accelerated):
                 return ev
         return evaluate(self, X, n_threads=n_threads)
 
-    def executor(self, ctx: Context) -> NativeExecutor | None:
-        """The native executor of a Full or Sequential plan (the interpreter asks for it)."""
+    def executor(self, ctx: Context) -> SequentialExecutor | None:
+        """The native executor of a Full or Sequential plan (the interpreter asks for it): in
+        lazy evaluation (some values not known yet) the one that resumes stopped rows."""
         code, plan = self.forest_code, self.plan
         if code is None or not isinstance(plan, (Full, Sequential)):
             return None
+        if not ctx.all_known:
+            return NativeLazyExecutor(plan.forest, plan.schedule, ctx, code)
         return NativeExecutor(plan.forest, plan.schedule, ctx, code)
 
     def serve(self, X: Any, n_threads: int | None) -> Evaluation | None:
@@ -131,3 +135,12 @@ def compile(model: Any, costs: CostModel | None = None) -> CompiledPlan:  # noqa
         interpreter.
     """
     return CompiledPlan(model, costs)
+
+
+def native_engine(plan: Plan, costs: CostModel) -> Plan | CompiledPlan:
+    """``plan`` compiled with ``costs`` when some part of it runs natively (Full, Sequential,
+    or a Gated plan's forest parts), else ``plan`` itself: what a long-running service (``thrifty
+    serve``) evaluates with, dense and lazy. Pass ``costs`` itself to ``evaluate`` and
+    ``evaluate_async`` (the compiled plan's own cost model takes its serving path)."""
+    compiled = CompiledPlan(plan, costs, progress=False)
+    return compiled if compiled.native or compiled.parts else plan

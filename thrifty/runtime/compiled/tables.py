@@ -3,9 +3,10 @@ code and tables together (``ForestCode``), and how they run over rows."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -27,6 +28,19 @@ class ForestCode:
     tables: tuple[np.ndarray, ...]
     T: np.ndarray
     masked: bool
+    layout: Layout | None = None
+    # The lazy blocks' code, compiled (or loaded from the cache) on first use.
+    _lazy: list[NativeCode] = field(default_factory=list, repr=False, compare=False)
+
+    def lazy_code(self, progress: bool = True) -> NativeCode:
+        """The native code of the lazy blocks (``ir_lazy``), compiled or loaded on first use:
+        lazy evaluation resumes rows where they stopped for a feature."""
+        if not self._lazy:
+            with _LAZY_LOCK:
+                if not self._lazy:
+                    assert self.layout is not None  # forest_code always records it
+                    self._lazy.append(NativeCode(self.layout, progress=progress, lazy=True))
+        return self._lazy[0]
 
     def state(self, n: int) -> np.ndarray:
         """Fresh per-row state of ``n`` rows (``layout.STATE_FIELDS`` after the raw scores):
@@ -66,6 +80,7 @@ def parallel(task: Callable[[int, int], None], m: int) -> None:
 
 
 _POOL: list[ThreadPoolExecutor] = []
+_LAZY_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -147,4 +162,4 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
     }
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)
-    return ForestCode(code, forest, tables, T, lay.masked)
+    return ForestCode(code, forest, tables, T, lay.masked, lay)

@@ -55,6 +55,13 @@ class Executor:
     def labels(self) -> np.ndarray | None:
         raise NotImplementedError
 
+    def defer_results(self) -> None:
+        """Another engine will settle this chunk's results (a compiled plan's serving path):
+        an executor may skip publishing its finished rows until ``hand_over`` (default: no)."""
+
+    def hand_over(self) -> None:
+        """Publish what ``defer_results`` held back (raw scores, exits, counters, tested set)."""
+
 
 class Accelerated:
     """A plan some of whose parts another engine runs (``thrifty.compile``'s ``CompiledPlan``).

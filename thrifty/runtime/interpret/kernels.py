@@ -386,6 +386,32 @@ def run_linear(rows, inputs, model, touched, tally, raw, done):
         done[i] = True
 
 
+@njit(cache=True)
+def look_ahead(rows, inputs, trees, order, last, pos, cur, want):
+    """The features the trees from each row's position up to ``last[pos]`` wait for.
+
+    Row ``rows[r]`` stopped at node ``cur`` (-1: the root) of the tree at position ``pos``;
+    each tree at positions ``pos .. last[pos]`` is walked on the known values from there (the
+    first) or from its root (the others) until it reaches a leaf or a feature not known yet,
+    which is marked in ``want[r]``. Nothing is counted or marked as tested: this only finds
+    what the row's evaluation will ask for before its next exit (``lazy.policies``).
+    """
+    X, known, _ = inputs
+    nodes, _, roots, _, _, round32, _ = trees
+    feature = nodes[0]
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        p0 = pos[i]
+        for p in range(p0, last[p0] + 1):
+            node = cur[i] if p == p0 and cur[i] >= 0 else roots[order[p]]
+            while feature[node] >= 0:
+                f = feature[node]
+                if not known[i, f]:
+                    want[r, f] = True
+                    break
+                node = child(nodes, node, _read(X, i, f, round32))
+
+
 SETTLE_COSTS = Twin(settle_costs, nrt=True)
 RUN_SEQUENTIAL = Twin(run_sequential)
 RUN_CASCADE = Twin(run_cascade)

@@ -3,13 +3,16 @@
 ``rounds``: ``lazy_rounds``, the resumable core, a generator that yields each *round* of
 feature requests and receives their values, and ``run_lazy``, which drives it with a
 synchronous provider (what ``thrifty.evaluate(model, provider, n_rows=...)`` does).
-``providers``: the provider protocol shared with ``thrifty.providers``. ``tree_rounds``: the
-rounds of a Full plan whose trees advance independently. ``async_driver``:
+``providers``: the provider protocol shared with ``thrifty.providers``. ``policies``: the
+``rounds=`` policies (in order, parallel up to the next exit, prefetch). ``frontier``: prefetch
+sets from calibration rows and the frontier of feature cost against rounds. ``async_driver``:
 ``evaluate_async``, which awaits a provider and measures latency. Every driver runs the same
-generator on the interpreter's executors, so every mode shares one exact semantics.
+generator on the interpreter's executors (a compiled plan's native ones when given one), so
+every mode shares one exact semantics.
 """
 
 from thrifty.runtime.lazy.async_driver import evaluate_async
+from thrifty.runtime.lazy.policies import Prefetch
 from thrifty.runtime.lazy.providers import (
     Provider,
     Requests,
@@ -19,9 +22,9 @@ from thrifty.runtime.lazy.providers import (
     provider_column,
 )
 from thrifty.runtime.lazy.rounds import drive, lazy_rounds, run_lazy
-from thrifty.runtime.lazy.tree_rounds import tree_rounds
 
 __all__ = [
+    "Prefetch",
     "Provider",
     "Requests",
     "RoundProvider",
@@ -32,5 +35,4 @@ __all__ = [
     "lazy_rounds",
     "provider_column",
     "run_lazy",
-    "tree_rounds",
 ]

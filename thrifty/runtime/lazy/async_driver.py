@@ -17,9 +17,9 @@ import numpy as np
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.runtime.evaluation import Evaluation, costs_for
+from thrifty.runtime.interpret.executors import Accelerated
 from thrifty.runtime.lazy.providers import Requests, async_fetcher, rows_served
 from thrifty.runtime.lazy.rounds import drive, lazy_rounds
-from thrifty.runtime.lazy.tree_rounds import tree_rounds
 from thrifty.runtime.plans import Full, as_plan
 
 _LATENCY = ("max", "sum")
@@ -36,12 +36,15 @@ async def evaluate_async(
     trees: str = "in-order",
     chunk_size: int | None = None,
     n_threads: int | None = None,
+    rounds: Any = "in_order",
 ) -> Evaluation:
     """Evaluate a plan lazily on an async (or sync) feature provider, awaiting each round.
 
     Parameters
     ----------
-    model : Plan, Forest or fitted model
+    model : Plan, CompiledPlan, Forest or fitted model
+        A ``CompiledPlan`` runs each round natively (with its cost model when ``costs`` is
+        None).
     provider : provider object or callable
         An object whose ``fetch(requests)`` answers a whole round (it may be ``async``; with a
         synchronous one the whole evaluation runs in a worker thread), or a callable
@@ -62,11 +65,14 @@ async def evaluate_async(
         the example its slowest fetch); ``"sum"``, one after another (then ``cost.latency``
         equals ``cost.feature``).
     trees : {"in-order", "parallel"}, default="in-order"
-        ``"parallel"`` (Full plans only, whose every tree is evaluated anyway): each tree of an
-        example advances on its own until it blocks, so one round can fetch several features
-        of the same example. Predictions and costs are unchanged; rounds and latency shrink.
+        ``"parallel"`` (Full plans only) is ``rounds="parallel"``, kept for compatibility.
     chunk_size, n_threads
         As for :func:`thrifty.evaluate`.
+    rounds : {"in_order", "parallel"} or Prefetch, default="in_order"
+        Which features each round fetches (see :func:`thrifty.runtime.lazy.lazy_rounds`):
+        ``"parallel"``, what every tree up to an example's next exit waits for (predictions
+        and costs unchanged, rounds and latency shrink); a ``Prefetch``
+        (``thrifty.prefetch_plan``) also fetches its features in the first round, charged.
 
     Returns
     -------
@@ -79,17 +85,26 @@ async def evaluate_async(
     if trees not in ("in-order", "parallel"):
         raise InputError(f"trees must be 'in-order' or 'parallel', got {trees!r}")
     n_rows = rows_served(provider, n_rows)
-    plan = as_plan(model)
+    accelerated = model if isinstance(model, Accelerated) else None
+    plan = accelerated.plan if accelerated is not None else as_plan(model)
+    if costs is None and accelerated is not None:
+        costs = accelerated.costs
     costs = costs_for(plan, costs)
     if trees == "parallel":
         if not isinstance(plan, Full):
             raise InputError(
                 f"trees='parallel' needs a Full plan (every tree evaluated), got "
-                f"{type(plan).__name__}; an early-exit plan must evaluate its trees in order"
+                f"{type(plan).__name__}; use rounds='parallel', which stops at each exit"
             )
-        gen = tree_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
-    else:
-        gen = lazy_rounds(plan, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
+        rounds = "parallel"
+    gen = lazy_rounds(
+        accelerated if accelerated is not None else plan,
+        costs,
+        n_rows=n_rows,
+        chunk_size=chunk_size,
+        n_threads=n_threads,
+        rounds=rounds,
+    )
     clock = _Latency(costs, n_rows, latency, _given(given, n_rows, plan.n_features))
     if hasattr(provider, "fetch") and not inspect.iscoroutinefunction(provider.fetch):
         # One worker thread runs the whole evaluation: one hand-off per call, not one per round.

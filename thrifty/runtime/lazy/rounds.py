@@ -18,8 +18,9 @@ from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest.kernels import threads
 from thrifty.runtime.evaluation import Evaluation, costs_for
-from thrifty.runtime.interpret.executors import Context, executor
+from thrifty.runtime.interpret.executors import Accelerated, Context, executor
 from thrifty.runtime.interpret.results import Collector, chunk_rows
+from thrifty.runtime.lazy.policies import Policy, policy_for
 from thrifty.runtime.lazy.providers import Provider, Requests, column, provider_column, rows_served
 from thrifty.runtime.plans import as_plan
 
@@ -31,6 +32,7 @@ def lazy_rounds(
     n_rows: int | None,
     chunk_size: int | None = None,
     n_threads: int | None = None,
+    rounds: Any = "in_order",
 ) -> Generator[Requests, list[np.ndarray], Evaluation]:
     """Evaluate ``model`` lazily as a generator of feature-request rounds.
 
@@ -44,9 +46,12 @@ def lazy_rounds(
 
     Parameters
     ----------
-    model : Plan, Forest, fitted thrifty estimator, or supported tree model
+    model : Plan, CompiledPlan, Forest, fitted thrifty estimator, or supported tree model
+        A ``CompiledPlan`` (``thrifty.compile``) runs each round as one native call over the
+        rows that wait (its Full and Sequential parts); the rounds and results are the same.
     costs : CostModel, optional
-        Prices; default: every feature costs 1, evaluation is free.
+        Prices; default: every feature costs 1 (a compiled plan's own cost model when it has
+        one), evaluation is free.
     n_rows : int
         Number of examples.
     chunk_size : int, optional
@@ -54,6 +59,12 @@ def lazy_rounds(
         chunk's rounds finish before the next chunk's begin.
     n_threads : int, optional
         Threads for the kernels (default: all).
+    rounds : {"in_order", "parallel"} or Prefetch, default="in_order"
+        Which features a round asks for (``thrifty.runtime.lazy.policies``): ``"in_order"``,
+        the one feature each row's evaluation waits for; ``"parallel"`` (Full and Sequential
+        plans), also what every later tree up to the row's next exit position waits for, at no
+        extra feature cost; a ``Prefetch`` (``thrifty.prefetch_plan``), the first round also
+        fetches its features for every row, charged to each row whether used or not.
 
     Returns
     -------
@@ -70,32 +81,68 @@ def lazy_rounds(
     ... except StopIteration as stop:
     ...     evaluation = stop.value
     """
-    plan = as_plan(model)
+    accelerated = model if isinstance(model, Accelerated) else None
+    plan = accelerated.plan if accelerated is not None else as_plan(model)
+    if costs is None and accelerated is not None:
+        costs = accelerated.costs
+    # A compiled plan's serving path, when it prices with these costs, settles the result.
+    own = accelerated is not None and (costs is None or costs is accelerated.costs)
     costs = costs_for(plan, costs)
     n = rows_served(None, n_rows)
     chunk = chunk_rows(plan, costs, True, chunk_size)
-    return _rounds(plan, costs, n, chunk, n_threads)
+    policy = policy_for(plan, rounds)
+    # A prefetch charges what no tree tested: only the collector settles that.
+    serve = accelerated if own and not policy.prefetches else None
+    return _rounds(plan, costs, n, chunk, n_threads, accelerated, policy, serve)
 
 
 def _rounds(
-    plan: Any, costs: CostModel, n: int, chunk: int, n_threads: int | None
+    plan: Any,
+    costs: CostModel,
+    n: int,
+    chunk: int,
+    n_threads: int | None,
+    accelerated: Accelerated | None,
+    policy: Policy,
+    serve: Accelerated | None = None,
 ) -> Generator[Requests, list[np.ndarray], Evaluation]:
-    out = Collector(plan, costs, n)
+    out: Collector | None = None
     F = plan.n_features
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         ctx = Context(np.full((hi - lo, F), np.nan), np.zeros((hi - lo, F), dtype=np.bool_), False, costs)
-        ex = executor(plan, ctx)
+        ex = executor(plan, ctx, accelerated)
+        settles = serve is not None and hi - lo == n
+        if settles:
+            # The serving path settles the result: what the executor would hand over for the
+            # collector waits until (and unless) it is needed.
+            ex.defer_results()
         active = np.arange(hi - lo, dtype=np.int64)
+        first = True
+        if hi - lo == 1 and policy.plain and n_threads is None:
+            # One row (a service's request): the same rounds, with scalars.
+            yield from _one_row(ctx, ex, active, lo)
+            active = active[:0]
         while len(active):
             # The thread count is set per step, never held across a yield.
             with threads(n_threads):
                 ex.advance(active)
-            active = active[ctx.blocked[active] >= 0]
+            features = ctx.blocked[active]
+            waiting = features >= 0
+            if not waiting.all():
+                active, features = active[waiting], features[waiting]
             if not len(active):
                 break
-            features = ctx.blocked[active]
-            request = [(int(f), active[features == f] + lo) for f in np.unique(features)]
+            if policy.plain:
+                if len(active) == 1:
+                    # One row (a service's request): one feature, no grouping.
+                    request = [(int(features[0]), active + lo)]
+                else:
+                    request = [(int(f), active[features == f] + lo) for f in np.unique(features)]
+            else:
+                with threads(n_threads):
+                    request = policy.request(ctx, ex, active, lo, first)
+            first = False
             values = yield request
             if values is None or len(values) != len(request):
                 raise InputError(
@@ -107,9 +154,40 @@ def _rounds(
                 local = rows - lo
                 ctx.X[local, f] = column(v, len(rows), f)
                 ctx.known[local, f] = True
+        if settles:
+            # One chunk of a compiled forest plan: the evaluation is dense evaluation's on the
+            # values fetched (features never fetched are never read: NaN stands in), which its
+            # serving path gives in one native call, costs settled.
+            assert serve is not None
+            ev = serve.serve(ctx.X, n_threads)
+            if ev is not None:
+                return ev
+            ex.hand_over()
+        if out is None:
+            out = Collector(plan, costs, n)
         with threads(n_threads):
             out.add(lo, hi, ctx, ex)
-    return out.result()
+    return (out if out is not None else Collector(plan, costs, n)).result()
+
+
+def _one_row(
+    ctx: Context, ex: Any, active: np.ndarray, lo: int
+) -> Generator[Requests, list[np.ndarray], None]:
+    """The in-order rounds of a chunk of one row (``_rounds``'s loop without array indexing)."""
+    X, known, blocked = ctx.X, ctx.known, ctx.blocked
+    while True:
+        ex.advance(active)
+        f = int(blocked[0])
+        if f < 0:
+            return
+        values = yield [(f, np.array([lo], dtype=np.int64))]
+        if values is None or len(values) != 1:
+            raise InputError(
+                "send one array of values per requested (feature, rows) pair: 1 was requested, got "
+                f"{'none' if values is None else len(values)}"
+            )
+        X[0, f] = column(values[0], 1, f)[0]
+        known[0, f] = True
 
 
 def run_lazy(
@@ -120,6 +198,7 @@ def run_lazy(
     n_rows: int | None,
     chunk_size: int | None = None,
     n_threads: int | None = None,
+    rounds: Any = "in_order",
 ) -> Evaluation:
     """Drive ``lazy_rounds`` with a synchronous ``provider(feature_ids, row_ids) -> values``.
 
@@ -139,8 +218,8 @@ def run_lazy(
             ]
 
     n_rows = rows_served(provider, n_rows)
-    rounds = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads)
-    return drive(rounds, fetch)
+    gen = lazy_rounds(model, costs, n_rows=n_rows, chunk_size=chunk_size, n_threads=n_threads, rounds=rounds)
+    return drive(gen, fetch)
 
 
 def drive(

@@ -32,8 +32,7 @@ import numpy as np
 
 from thrifty.costs import CostModel
 from thrifty.runtime.evaluation import Evaluation
-from thrifty.runtime.lazy import Requests, lazy_rounds
-from thrifty.serve.latency import RoundLatency
+from thrifty.runtime.lazy import Requests, RoundLatency, lazy_rounds
 from thrifty.serve.rows import BadRequest
 
 Rounds = Generator[Requests, list[np.ndarray], Evaluation]
@@ -175,7 +174,7 @@ class Batcher:
         given = np.concatenate([j.given for j in jobs])
         owner = np.repeat(np.arange(len(jobs)), [len(j.keys) for j in jobs])
         gen = self._generator(len(values))
-        clock = RoundLatency(self.costs, given)
+        clock = RoundLatency(self.costs, len(given), "max", given)
         batch = _Batch(jobs, gen, values, given, [k for j in jobs for k in j.keys], owner, clock)
         self._advance(batch, None)
         self._batches.append(batch)

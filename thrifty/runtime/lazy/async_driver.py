@@ -18,6 +18,7 @@ from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.runtime.evaluation import Evaluation, costs_for
 from thrifty.runtime.interpret.executors import Accelerated
+from thrifty.runtime.lazy.latency import RoundLatency
 from thrifty.runtime.lazy.providers import Requests, async_fetcher, rows_served
 from thrifty.runtime.lazy.rounds import drive, lazy_rounds
 from thrifty.runtime.plans import Full, as_plan
@@ -105,7 +106,7 @@ async def evaluate_async(
         n_threads=n_threads,
         rounds=rounds,
     )
-    clock = _Latency(costs, n_rows, latency, _given(given, n_rows, plan.n_features))
+    clock = RoundLatency(costs, n_rows, latency, _given(given, n_rows, plan.n_features))
     if hasattr(provider, "fetch") and not inspect.iscoroutinefunction(provider.fetch):
         # One worker thread runs the whole evaluation: one hand-off per call, not one per round.
         result = await asyncio.to_thread(drive, gen, provider.fetch, clock.add)
@@ -116,7 +117,7 @@ async def evaluate_async(
 
 
 async def _drive(
-    gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: Any, clock: _Latency
+    gen: Generator[Requests, list[np.ndarray], Evaluation], fetch: Any, clock: RoundLatency
 ) -> Evaluation:
     try:
         requests = next(gen)
@@ -126,36 +127,6 @@ async def _drive(
             requests = gen.send(answers)
     except StopIteration as stop:
         return stop.value
-
-
-class _Latency:
-    """Per-example wall latency: sum over rounds of the (max or sum) latency it waited for.
-
-    Fetching feature ``f`` for an example costs the prices of the acquisition units of ``f``'s
-    closure (its group, its required inputs) that the example does not hold yet; the units of
-    one fetch, like the fetches of one round, overlap under ``"max"``.
-    """
-
-    def __init__(self, costs: CostModel, n: int, how: str, given: np.ndarray | None) -> None:
-        self.costs, self.how, self.given = costs, how, given
-        self.held = np.zeros((n, len(costs.unit_cost)), dtype=np.bool_)
-        self.latency = np.zeros(n)
-
-    def add(self, requests: Requests) -> None:
-        c = self.costs
-        wait = np.zeros(len(self.latency))
-        for f, rows in requests:
-            if self.given is not None:
-                rows = rows[~self.given[rows, f]]  # at hand: no fetch, no wait
-            units = c.closure_units[c.closure_ptr[f] : c.closure_ptr[f + 1]]
-            block = np.ix_(rows, units)
-            paid = np.where(self.held[block], 0.0, c.unit_cost[units])
-            self.held[block] = True
-            if self.how == "max":
-                np.maximum.at(wait, rows, paid.max(axis=1, initial=0.0))
-            else:
-                np.add.at(wait, rows, paid.sum(axis=1))
-        self.latency += wait
 
 
 def _given(given: Any, n: int, n_features: int) -> np.ndarray | None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 from thrifty.comparison.context import Context
-from thrifty.comparison.registry import Candidate, method, timed
+from thrifty.comparison.registry import TASKS, Candidate, method, timed
 from thrifty.forest import Forest, to_matrix
 from thrifty.prune import budget_prune_path
 from thrifty.train import ADAPTClassifier, ADAPTRegressor, BudgetRFClassifier, BudgetRFRegressor
@@ -32,7 +32,7 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
     The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
     model and hpc read the same columns alike."""
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
-    cls = ADAPTRegressor if ctx.task == "regression" else ADAPTClassifier
+    cls = ADAPTClassifier if ctx.task in ("binary", "multiclass") else ADAPTRegressor
     for p_full, gamma in _adapt_grid(kind, ctx.quick):
         yield timed(
             f"p_full={p_full:g}, gamma={gamma:g}",
@@ -68,10 +68,12 @@ def _adapt_lin(ctx: Context) -> Iterator[Candidate]:
 
 
 # ---------------------------------------------------------------------- post-hoc, on a random forest
-@method("budgetprune", "BudgetPrune (random forest)", "post-hoc", ("binary", "multiclass", "regression"))
+@method("budgetprune", "BudgetPrune (random forest)", "post-hoc")
 def _budgetprune(ctx: Context) -> Iterator[Candidate]:
     """The plain random forest pruned by BudgetPrune (the exact (IP3) solve, features shared
-    across trees), for each budget the most accurate pruning within it (see ``_pruned``)."""
+    across trees), for each budget the most accurate pruning within it (see ``_pruned``). For
+    ranking the forest regresses the relevance grades and (IP3) takes their squared error: a
+    pointwise ranker, scored by the ranking metric per query."""
     yield Candidate("unpruned", ctx.random_forest(), {"lam": 0.0})
     yield from _pruned(ctx, ctx.random_forest())
 
@@ -107,7 +109,7 @@ def _budgetrf(ctx: Context) -> Forest:
     """A BudgetRF forest on the training split (fitted once; categories as codes)."""
     if "budgetrf" not in ctx._cache:
         X = ctx.matrix(ctx.X_train)  # categories as codes, missing values NaN (BudgetRF routes them)
-        cls = BudgetRFRegressor if ctx.task == "regression" else BudgetRFClassifier
+        cls = BudgetRFClassifier if ctx.task in ("binary", "multiclass") else BudgetRFRegressor
         est = cls(
             15 if ctx.quick else 40,
             costs=ctx.costs,
@@ -119,9 +121,10 @@ def _budgetrf(ctx: Context) -> Forest:
     return ctx._cache["budgetrf"]
 
 
-@method("budgetrf", "BudgetRF", "train", ("binary", "multiclass", "regression"))
+@method("budgetrf", "BudgetRF", "train")
 def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
-    """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned."""
+    """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned; for ranking, a regressor of the
+    relevance grades (a pointwise ranker)."""
     yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx))
 
 
@@ -135,7 +138,7 @@ def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:
     "budgetrf+prune",
     "BudgetRF pruned by BudgetPrune",
     "composition",
-    ("binary", "multiclass", "regression"),
+    TASKS,
     after="budgetrf",
 )
 def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
@@ -147,12 +150,13 @@ def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
     "budgetrf+prune+adapt",
     "BudgetRF, pruned, gated by ADAPT",
     "composition",
-    ("binary", "multiclass", "regression"),
+    TASKS,
     after="budgetrf+prune",
 )
 def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
     """The most accurate pruned BudgetRF forest (largest budget) as ADAPT's expensive model f0,
-    behind an ADAPT-GBRT gate and low-cost model."""
+    behind an ADAPT-GBRT gate and low-cost model (for ranking, ADAPT's regressor on the
+    relevance grades: every part of it is pointwise)."""
     pruned = [c for c in _budgetrf_pruned_models(ctx) if c.model is not None]
     if not pruned:
         return

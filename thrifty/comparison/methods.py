@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thrifty.cascade import cronus, lambda_max
+from thrifty.cascade import EarlyExitRanker, cronus, lambda_max
 from thrifty.cascade.estimator import lam_grid
 from thrifty.comparison.context import Context
 from thrifty.comparison.registry import METHODS, TASKS, Candidate, Method, method, timed
@@ -150,10 +150,11 @@ def _cegb(ctx: Context) -> Iterator[Candidate]:
     yield from _cegb_models(ctx)
 
 
-@method("greedymiser", "GreedyMiser", "train", ("binary", "multiclass", "regression"))
+@method("greedymiser", "GreedyMiser", "train")
 def _greedymiser(ctx: Context) -> Iterator[Candidate]:
-    """GreedyMiser (Xu et al. 2012): depth-4 first-order trees, feature costs once per model."""
-    cls = GreedyMiserRegressor if ctx.task == "regression" else GreedyMiserClassifier
+    """GreedyMiser (Xu et al. 2012): depth-4 first-order trees, feature costs once per model;
+    for ranking, a pointwise ranker (squared loss on the relevance grades)."""
+    cls = GreedyMiserClassifier if ctx.task in ("binary", "multiclass") else GreedyMiserRegressor
     kw = _capacity(ctx)
     kw.pop("num_leaves", None)
     kw.pop("max_depth", None)
@@ -289,6 +290,25 @@ def _cronus(ctx: Context) -> Iterator[Candidate]:
     """Cronus (Chen et al. 2012): the plain model's trees re-weighted into a cascade of
     early-reject stages."""
     yield from _cascades(ctx, ctx.lightgbm())
+
+
+@method("early-exit", "early exit (Cambazoglu et al.)", "post-hoc", ("ranking",), after="lightgbm")
+def _early_exit(ctx: Context) -> Iterator[Candidate]:
+    """Cambazoglu et al.'s early exits on the plain ranker (the Cronus paper's baseline): an exit
+    every tenth of the trees drops a document whose partial score is far enough below the fifth
+    best of its query's remaining documents; the proximity scale ``s`` in multiples of the
+    spread of the full scores on the calibration documents. Scored per query
+    (:class:`~thrifty.cascade.EarlyExitRanker`), its cost measured on each document's prefix."""
+    forest = ctx.lightgbm()
+    every = max(1, forest.n_trees // 10)
+    spread = float(np.std(forest.predict_raw(ctx.X_val))) or 1.0
+    for times in (0.25, 1.0, 4.0) if ctx.quick else (0.0, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0):
+        yield timed(
+            f"s={times:g}x",
+            lambda s=times * spread: EarlyExitRanker(forest, s, every, 5),
+            s=times * spread,
+            every=every,
+        )
 
 
 @method("cegb+cronus", "Cronus cascade of a CEGB model", "composition", ("binary", "ranking"), after="cegb")

@@ -214,17 +214,19 @@ def _qwyc(ctx: Context) -> Iterator[Candidate]:
         yield timed(f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
 
 
-@method("fan", "Fan et al.", "post-hoc", ("binary",), after="lightgbm")
+@method("fan", "Fan et al.", "post-hoc", ("binary", "multiclass"), after="lightgbm")
 def _fan(ctx: Context) -> Iterator[Candidate]:
-    """Fan et al.'s binned exits on the plain model's own tree order."""
+    """Fan et al.'s binned exits on the plain model's own tree order (a multiclass model's on
+    the margin of its leading class, after each round)."""
     forest = ctx.lightgbm()
     for gamma in (1.0, 2.0, 4.0) if ctx.quick else (0.5, 1.0, 2.0, 3.0, 4.0, 6.0):
         yield timed(f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
 
 
-@method("margin", "margin early exit", "post-hoc", ("binary", "regression"), after="lightgbm")
+@method("margin", "margin early exit", "post-hoc", ("binary", "multiclass", "regression"), after="lightgbm")
 def _margin(ctx: Context) -> Iterator[Candidate]:
-    """LightGBM's ``pred_early_stop`` rule, margins calibrated on the calibration split; for a
+    """LightGBM's ``pred_early_stop`` rule (a multiclass model's on the gap between its two
+    leading classes, checked after whole rounds), margins calibrated on the calibration split; for a
     regressor, the exit where the remaining trees' bound is within a tolerance (1, 4, 16... times
     ``_tolerance``), so every early prediction is that close to the full one."""
     forest = ctx.lightgbm()

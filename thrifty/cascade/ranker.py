@@ -10,7 +10,7 @@ import numpy as np
 
 from thrifty._estimator import Candidate
 from thrifty._param_validation import Interval, StrOptions
-from thrifty._validation import as_forest, check_sample_weight, check_width, is_fitted_model, validate_frame
+from thrifty._validation import check_sample_weight, fitted_forest, validate_frame
 from thrifty.cascade.cronus import cascade_scores, stage_rho
 from thrifty.cascade.estimator import N_LAMS, CronusEstimator, _class_weight
 from thrifty.exceptions import InputError
@@ -154,7 +154,7 @@ class CronusRanker(CronusEstimator):
         y = _relevance(y, "y")
         qid = _queries(qid, len(y), "qid")
         w = check_sample_weight(sample_weight, len(y))
-        model, forest = self._fitted_ranker(X, y, qid, w)
+        model, forest = fitted_forest(self.estimator, X, y, w, who=type(self).__name__, qid=qid)
         if forest.task not in ("ranking", "regression"):
             raise InputError(
                 f"CronusRanker needs a ranker (or a regressor scoring relevance); the estimator's task "
@@ -185,36 +185,6 @@ class CronusRanker(CronusEstimator):
         lams = self._lams(forest, X, relevant, costs, class_weight, w)
         self._keep(self._select(candidate(lam) for lam in lams).model, model, forest)
         return self
-
-    def _fitted_ranker(self, X: Any, y: np.ndarray, qid: np.ndarray, w: Any) -> tuple[Any, Any]:
-        """The fitted ranker and its Forest: ``estimator`` itself, or a clone fitted with the
-        queries as its ``fit`` takes them (``qid`` as XGBoost, ``group`` sizes as LightGBM)."""
-        from sklearn.base import clone
-        from sklearn.utils.validation import has_fit_parameter
-
-        from thrifty.forest.names import named_as
-
-        model = self.estimator
-        if not is_fitted_model(model):
-            queries: dict[str, Any] = {}
-            if has_fit_parameter(model, "qid"):
-                queries["qid"] = qid
-            elif has_fit_parameter(model, "group"):
-                from thrifty.train.cegb import group_sizes
-
-                queries["group"] = group_sizes(qid)
-            if w is not None:
-                if type(model).__module__.startswith("xgboost"):
-                    raise InputError(
-                        f"{type(model).__name__} weighs queries, not documents, so it cannot be fitted "
-                        "with the documents' sample_weight; fit it yourself (with one weight per "
-                        "query) and pass it fitted"
-                    )
-                queries["sample_weight"] = w
-            model = clone(model).fit(X, y, **queries)
-        forest = as_forest(model, who=type(self).__name__)
-        check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
-        return model, named_as(forest, X)
 
     def _queries_of(self, X: Any, calibration: Any) -> tuple[Any, np.ndarray, np.ndarray]:
         """``calibration=(X_cal, y_cal[, qid_cal])`` checked against ``X``."""

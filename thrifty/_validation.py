@@ -205,9 +205,7 @@ def as_plan(model: Any, *, who: str = "thrifty") -> Any:
     return Full(as_forest(model, who=who))
 
 
-def fitted_model(
-    model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str, qid: Any = None
-) -> Any:
+def fitted_model(model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str, qid: Any = None) -> Any:
     """``model`` when it is fitted, else a clone of it fitted on ``(X, y, sample_weight)``.
 
     The one way the wrapping estimators (QWYC, Cronus, BudgetPrune, ADAPT) accept an unfitted
@@ -266,3 +264,24 @@ def fitted_forest(
     forest = as_forest(model, who=who)
     check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
     return model, named_as(forest, X)
+
+
+def relevance_labels(y: Any, name: str) -> np.ndarray:
+    """``y`` as finite float relevance labels (a ranker's ``y``)."""
+    try:
+        labels = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must hold numeric relevance labels (0 = irrelevant): {exc}") from None
+    if labels.ndim != 1 or not np.all(np.isfinite(labels)):
+        raise InputError(f"{name} must be 1-d finite relevance labels, got shape {labels.shape}")
+    return labels
+
+
+def query_ids(qid: Any, n: int, name: str) -> np.ndarray:
+    """The query of each of ``n`` documents; all in one query when ``qid`` is None."""
+    if qid is None:
+        return np.zeros(n, dtype=np.int64)
+    q = np.asarray(qid).reshape(-1)
+    if len(q) != n:
+        raise InputError(f"{name} must give the query of each of the {n} documents, got {len(q)} values")
+    return q

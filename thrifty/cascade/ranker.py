@@ -10,7 +10,13 @@ import numpy as np
 
 from thrifty._estimator import Candidate
 from thrifty._param_validation import Interval, StrOptions
-from thrifty._validation import check_sample_weight, fitted_forest, validate_frame
+from thrifty._validation import (
+    check_sample_weight,
+    fitted_forest,
+    query_ids,
+    relevance_labels,
+    validate_frame,
+)
 from thrifty.cascade.cronus import cascade_scores, stage_rho
 from thrifty.cascade.estimator import N_LAMS, CronusEstimator, _class_weight
 from thrifty.exceptions import InputError
@@ -151,8 +157,8 @@ class CronusRanker(CronusEstimator):
         self._validate_params()
         stage_rho(self.rho, self.n_stages)
         X, y = validate_frame(self, X, y)
-        y = _relevance(y, "y")
-        qid = _queries(qid, len(y), "qid")
+        y = relevance_labels(y, "y")
+        qid = query_ids(qid, len(y), "qid")
         w = check_sample_weight(sample_weight, len(y))
         model, forest = fitted_forest(self.estimator, X, y, w, who=type(self).__name__, qid=qid)
         if forest.task not in ("ranking", "regression"):
@@ -194,8 +200,8 @@ class CronusRanker(CronusEstimator):
                 f"{type(calibration).__name__}"
             )
         X_cal, y_cal, _ = self._calibration_rows(X, tuple(calibration[:2]))
-        y_cal = _relevance(y_cal, "calibration y")
-        q_cal = _queries(calibration[2] if len(calibration) == 3 else None, len(y_cal), "calibration qid")
+        y_cal = relevance_labels(y_cal, "calibration y")
+        q_cal = query_ids(calibration[2] if len(calibration) == 3 else None, len(y_cal), "calibration qid")
         return X_cal, y_cal, q_cal
 
     def predict(self, X: Any) -> np.ndarray:
@@ -207,26 +213,5 @@ class CronusRanker(CronusEstimator):
         """Precision@``k`` over the queries ``qid`` (one query without it) of ``predict(X)``,
         a document relevant when ``y >= relevant_min`` (:func:`thrifty.metrics.precision_at_k`)."""
         scores = self.predict(X)
-        y = _relevance(y, "y")
-        return precision_at_k(y, scores, _queries(qid, len(y), "qid"), self.k, self.relevant_min)
-
-
-def _relevance(y: Any, name: str) -> np.ndarray:
-    """``y`` as finite float relevance labels."""
-    try:
-        labels = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must hold numeric relevance labels (0 = irrelevant): {exc}") from None
-    if labels.ndim != 1 or not np.all(np.isfinite(labels)):
-        raise InputError(f"{name} must be 1-d finite relevance labels, got shape {labels.shape}")
-    return labels
-
-
-def _queries(qid: Any, n: int, name: str) -> np.ndarray:
-    """The query of each of ``n`` documents; all in one query when ``qid`` is None."""
-    if qid is None:
-        return np.zeros(n, dtype=np.int64)
-    q = np.asarray(qid).reshape(-1)
-    if len(q) != n:
-        raise InputError(f"{name} must give the query of each of the {n} documents, got {len(q)} values")
-    return q
+        y = relevance_labels(y, "y")
+        return precision_at_k(y, scores, query_ids(qid, len(y), "qid"), self.k, self.relevant_min)

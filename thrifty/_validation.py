@@ -237,6 +237,13 @@ def fitted_model(model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: 
     return clone(model).fit(X, y, sample_weight=sample_weight, **kw)
 
 
+def _xgboost_classifier(model: Any) -> bool:
+    from sklearn.frozen import FrozenEstimator
+
+    inner = model.estimator if isinstance(model, FrozenEstimator) else model
+    return type(inner).__module__.startswith("xgboost")
+
+
 def _queries_for(model: Any, qid: Any) -> dict[str, Any]:
     """A ranker's queries as its ``fit`` takes them: ``qid``, or ``group`` sizes of consecutive
     queries (an error naming the fix when a query's rows are not consecutive)."""
@@ -257,11 +264,22 @@ def fitted_forest(
     model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str, qid: Any = None
 ) -> tuple[Any, Any]:
     """``(fitted model, its Forest)`` for the columns of ``X``: :func:`fitted_model`, then
-    :func:`as_forest`, checked to have ``X``'s width and named as ``X``'s columns."""
+    :func:`as_forest`, checked to have ``X``'s width and named as ``X``'s columns.
+
+    An unfitted XGBoost classifier takes only the labels ``0..K-1``: its clone is fitted on
+    the codes of ``y`` and the Forest is given ``y``'s own labels back.
+    """
+    from sklearn.base import is_classifier
+
     from thrifty.forest.names import named_as
 
+    labels = None
+    if y is not None and not is_fitted_model(model) and _xgboost_classifier(model) and is_classifier(model):
+        labels, y = np.unique(np.asarray(y), return_inverse=True)
     model = fitted_model(model, X, y, sample_weight, who=who, qid=qid)
     forest = as_forest(model, who=who)
+    if labels is not None and forest.classes is not None and len(forest.classes) == len(labels):
+        forest.classes = labels
     check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
     return model, named_as(forest, X)
 

@@ -111,10 +111,10 @@ def test_errors(ranker):
 
 def test_early_exit_ranker_as_compare_scores_it(ranker, tmp_path):
     """compare's measure sees each query: its cost is the mean over documents of what each
-    document's prefix forest costs alone (the brute force's exit), its metric is precision@5
-    of the brute force's ranking."""
+    document's prefix forest costs alone (the brute force's exit), its metrics are those of the
+    brute force's ranking (NDCG@10, precision@5 beside it)."""
     from thrifty.comparison.sweep import measure
-    from thrifty.metrics import precision_at_k
+    from thrifty.metrics import ndcg_at_k, precision_at_k
 
     forest, X, qid, costs = ranker
     y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + 1.5), 0, 4)
@@ -135,7 +135,9 @@ def test_early_exit_ranker_as_compare_scores_it(ranker, tmp_path):
     )
     stage = np.searchsorted(np.r_[np.arange(5, forest.n_trees, 5), forest.n_trees], stop)
     brute = stage * 10.0 + 5.0 + np.arctan(partial)  # the same order as the model's score
-    assert columns["value"] == pytest.approx(precision_at_k(y, brute, qid, k=5))
+    assert columns["metric"] == "ndcg@10"
+    assert columns["value"] == pytest.approx(ndcg_at_k(y, brute, qid, k=10))
+    assert columns["precision@5"] == pytest.approx(precision_at_k(y, brute, qid, k=5))
     # a saved model loads back and ranks alike; thrifty.evaluate refuses it (it needs queries)
     path = thrifty.save(model, tmp_path / "ee.json")
     back = thrifty.load(path)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from thrifty.costs import CostModel, CostReport
     from thrifty.forest import Forest
     from thrifty.io import load, save
-    from thrifty.order import QWYCClassifier, QWYCRegressor, qwyc
+    from thrifty.order import QWYCClassifier, QWYCRanker, QWYCRegressor, qwyc
     from thrifty.prune import BudgetPrunedClassifier, BudgetPrunedRegressor, budget_prune
     from thrifty.runtime import (
         Cascade,
@@ -70,6 +70,7 @@ __all__ = [
     "Linear",
     "Opaque",
     "QWYCClassifier",
+    "QWYCRanker",
     "QWYCRegressor",
     "Sequential",
     "budget_prune",

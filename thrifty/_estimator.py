@@ -29,7 +29,7 @@ from thrifty._validation import check_sample_weight, check_width, costs_for_X, t
 from thrifty.exceptions import BudgetError, InputError
 from thrifty.runtime import evaluate
 
-__all__ = ["Candidate", "Split", "ThriftyEstimator"]
+__all__ = ["Candidate", "Split", "ThriftyEstimator", "WrapsModel", "allows_nan"]
 
 # A candidate meets the budget up to this relative slack (its cost is a float mean of sums).
 BUDGET_SLACK = 1e-9
@@ -259,3 +259,46 @@ def _table(cands: list[Candidate]) -> pd.DataFrame:
         for i, c in enumerate(cands)
     ]
     return pd.DataFrame(rows, columns=["candidate", *keys, "cost", "metric", "chosen"])
+
+
+def allows_nan(model: Any) -> bool:
+    """Whether a wrapped model takes NaN: a scikit-learn style model says so in its tags (an
+    unfitted one is fitted on ``fit``'s rows, where it must accept them); a Forest or a booster
+    routes a missing value by each split's default direction."""
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.utils import get_tags
+
+    inner = model.estimator if isinstance(model, FrozenEstimator) else model
+    if hasattr(inner, "__sklearn_tags__"):
+        return bool(get_tags(inner).input_tags.allow_nan)
+    return True
+
+
+class WrapsModel:
+    """Mixin (left of :class:`ThriftyEstimator`) of the estimators that wrap a model (QWYC,
+    Cronus, ADAPT's expensive model): they accept NaN only where the wrapped model does.
+
+    thrifty's runtime routes NaN by each split's default direction, but a model that refuses
+    NaN (scikit-learn's gradient boosting) refuses it in its own fit and predict; its wrapper
+    says so in its tags, and ``evaluate`` refuses it as the model's predict would.
+    """
+
+    #: The parameter holding the wrapped model.
+    _wrapped = "estimator"
+
+    def _method_takes_nan(self) -> bool:
+        """Whether the method's own parts route NaN (the trees do)."""
+        return True
+
+    def _takes_nan(self) -> bool:
+        return self._method_takes_nan() and allows_nan(getattr(self, self._wrapped))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.input_tags.allow_nan = self._takes_nan()
+        return tags
+
+    def evaluate(self, X: Any, costs: Any = None) -> Any:
+        if not self._takes_nan() and not (hasattr(X, "columns") and hasattr(X, "iloc")):
+            check_array(X, ensure_all_finite=True)
+        return super().evaluate(X, costs)  # type: ignore[misc]

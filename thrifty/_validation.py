@@ -205,11 +205,13 @@ def as_plan(model: Any, *, who: str = "thrifty") -> Any:
     return Full(as_forest(model, who=who))
 
 
-def fitted_model(model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str) -> Any:
+def fitted_model(model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str, qid: Any = None) -> Any:
     """``model`` when it is fitted, else a clone of it fitted on ``(X, y, sample_weight)``.
 
     The one way the wrapping estimators (QWYC, Cronus, BudgetPrune, ADAPT) accept an unfitted
     model; ``y=None`` (a method that needs no labels) then is an error saying how to fix it.
+    With ``qid`` (a ranker's queries) the clone gets them as its ``fit`` takes them: ``qid``
+    (XGBoost) or ``group`` sizes of consecutive queries (LightGBM).
     """
     from sklearn.base import clone
     from sklearn.utils.validation import has_fit_parameter
@@ -222,19 +224,82 @@ def fitted_model(model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: 
             f"{who} requires y to be passed, but the target y is None: the estimator {name} is not "
             "fitted; pass a fitted model, or labels (fit(X, y)) to fit a clone of it first"
         )
+    kw: dict[str, Any] = {} if qid is None else _queries_for(model, qid)
     if sample_weight is None:
-        return clone(model).fit(X, y)
+        return clone(model).fit(X, y, **kw)
     if not has_fit_parameter(model, "sample_weight"):
         raise InputError(f"{name}.fit takes no sample_weight: fit the model yourself and pass it fitted")
-    return clone(model).fit(X, y, sample_weight=sample_weight)
+    if qid is not None and type(model).__module__.startswith("xgboost"):
+        raise InputError(
+            f"{name} weighs queries, not documents, so it cannot be fitted with the documents' "
+            "sample_weight; fit it yourself (with one weight per query) and pass it fitted"
+        )
+    return clone(model).fit(X, y, sample_weight=sample_weight, **kw)
 
 
-def fitted_forest(model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str) -> tuple[Any, Any]:
+def _xgboost_classifier(model: Any) -> bool:
+    from sklearn.frozen import FrozenEstimator
+
+    inner = model.estimator if isinstance(model, FrozenEstimator) else model
+    return type(inner).__module__.startswith("xgboost")
+
+
+def _queries_for(model: Any, qid: Any) -> dict[str, Any]:
+    """A ranker's queries as its ``fit`` takes them: ``qid``, or ``group`` sizes of consecutive
+    queries (an error naming the fix when a query's rows are not consecutive)."""
+    from sklearn.utils.validation import has_fit_parameter
+
+    q = np.asarray(qid).reshape(-1)
+    if has_fit_parameter(model, "qid"):
+        return {"qid": q}
+    if not has_fit_parameter(model, "group"):
+        return {}
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if len(q) else np.zeros(0, dtype=np.int64)
+    if len(np.unique(q)) != len(starts):
+        raise InputError("the rows of each query must be consecutive (sort the data by qid)")
+    return {"group": np.diff(np.r_[starts, len(q)]).astype(np.int64)}
+
+
+def fitted_forest(
+    model: Any, X: Any, y: Any, sample_weight: Any = None, *, who: str, qid: Any = None
+) -> tuple[Any, Any]:
     """``(fitted model, its Forest)`` for the columns of ``X``: :func:`fitted_model`, then
-    :func:`as_forest`, checked to have ``X``'s width and named as ``X``'s columns."""
+    :func:`as_forest`, checked to have ``X``'s width and named as ``X``'s columns.
+
+    An unfitted XGBoost classifier takes only the labels ``0..K-1``: its clone is fitted on
+    the codes of ``y`` and the Forest is given ``y``'s own labels back.
+    """
+    from sklearn.base import is_classifier
+
     from thrifty.forest.names import named_as
 
-    model = fitted_model(model, X, y, sample_weight, who=who)
+    labels = None
+    if y is not None and not is_fitted_model(model) and _xgboost_classifier(model) and is_classifier(model):
+        labels, y = np.unique(np.asarray(y), return_inverse=True)
+    model = fitted_model(model, X, y, sample_weight, who=who, qid=qid)
     forest = as_forest(model, who=who)
+    if labels is not None and forest.classes is not None and len(forest.classes) == len(labels):
+        forest.classes = labels
     check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
     return model, named_as(forest, X)
+
+
+def relevance_labels(y: Any, name: str) -> np.ndarray:
+    """``y`` as finite float relevance labels (a ranker's ``y``)."""
+    try:
+        labels = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must hold numeric relevance labels (0 = irrelevant): {exc}") from None
+    if labels.ndim != 1 or not np.all(np.isfinite(labels)):
+        raise InputError(f"{name} must be 1-d finite relevance labels, got shape {labels.shape}")
+    return labels
+
+
+def query_ids(qid: Any, n: int, name: str) -> np.ndarray:
+    """The query of each of ``n`` documents; all in one query when ``qid`` is None."""
+    if qid is None:
+        return np.zeros(n, dtype=np.int64)
+    q = np.asarray(qid).reshape(-1)
+    if len(q) != n:
+        raise InputError(f"{name} must give the query of each of the {n} documents, got {len(q)} values")
+    return q

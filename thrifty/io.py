@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from thrifty.cascade.early_exit import EARLY_EXIT_FORMAT, EarlyExitRanker
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.io import forest_from_dict
@@ -25,7 +26,7 @@ def save(model: Any, path: str | Path) -> Path:
     :func:`content_checksum`), which :func:`load` verifies.
     """
     path = Path(path)
-    obj = model if isinstance(model, (Forest, Plan)) else as_plan(model)
+    obj = model if isinstance(model, (Forest, Plan, EarlyExitRanker)) else as_plan(model)
     # The checksum covers the document as load will parse it back.
     document = json.loads(obj.to_json())
     document[CHECKSUM] = content_checksum(document)
@@ -33,7 +34,7 @@ def save(model: Any, path: str | Path) -> Path:
     return path
 
 
-def load(path: str | Path, *, verify: bool = True) -> Forest | Plan:
+def load(path: str | Path, *, verify: bool = True) -> Forest | Plan | EarlyExitRanker:
     """Read a Forest or plan written by :func:`save` (or ``to_json``).
 
     Parameters
@@ -49,7 +50,7 @@ def load(path: str | Path, *, verify: bool = True) -> Forest | Plan:
 
     Returns
     -------
-    Forest or Plan
+    Forest, Plan, or EarlyExitRanker (a ranker with per-query early exits)
 
     Raises
     ------
@@ -81,7 +82,8 @@ def load(path: str | Path, *, verify: bool = True) -> Forest | Plan:
             "verify=False) (on the command line: --accept-edited) and save it again"
         )
     model = _model(d, path)
-    _check_classes(model, path)
+    if not isinstance(model, EarlyExitRanker):  # a ranker lists no classes
+        _check_classes(model, path)
     return model
 
 
@@ -97,11 +99,13 @@ def content_checksum(document: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def _model(d: dict[str, Any], path: Path) -> Forest | Plan:
+def _model(d: dict[str, Any], path: Path) -> Forest | Plan | EarlyExitRanker:
     """The model a parsed document describes; InputError for one that describes none."""
     try:
         if d.get("format") == "thrifty.forest":
             return forest_from_dict(d)
+        if d.get("format") == EARLY_EXIT_FORMAT:
+            return EarlyExitRanker.from_dict(d)
         return plan_from_dict(d)
     except InputError:
         raise

@@ -5,7 +5,7 @@ import pytest
 
 import thrifty
 from thrifty import CostModel, Forest
-from thrifty.cascade import ranking_early_exit, truncate
+from thrifty.cascade import EarlyExitRanker, ranking_early_exit, truncate
 
 lightgbm = pytest.importorskip("lightgbm")
 
@@ -107,3 +107,42 @@ def test_errors(ranker):
         ranking_early_exit(forest, X, qid, 1.0, costs, every=0)
     with pytest.raises(ValueError, match="rows"):
         ranking_early_exit(forest, X, qid[:-1], 1.0, costs)
+
+
+def test_early_exit_ranker_as_compare_scores_it(ranker, tmp_path):
+    """compare's measure sees each query: its cost is the mean over documents of what each
+    document's prefix forest costs alone (the brute force's exit), its metrics are those of the
+    brute force's ranking (NDCG@10, precision@5 beside it)."""
+    from thrifty.comparison.sweep import measure
+    from thrifty.metrics import ndcg_at_k, precision_at_k
+
+    forest, X, qid, costs = ranker
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + 1.5), 0, 4)
+    model = EarlyExitRanker(forest, 0.3, every=5, k=5)
+    columns, ev = measure(model, X, y, qid, costs, "ranking")
+    stop = _brute_force(forest, X, qid, 0.3, 5, 5)
+    assert stop.min() < forest.n_trees  # some documents exit, so the cost is not the full model's
+    alone = [
+        thrifty.evaluate(forest.subset(range(int(m))), X[i : i + 1], costs).cost.total[0]
+        for i, m in enumerate(stop)
+    ]
+    assert columns["mean_cost"] == pytest.approx(np.mean(alone))
+    assert columns["mean_cost"] < thrifty.evaluate(forest, X, costs).cost.mean
+    np.testing.assert_array_equal(ev.exit, stop)
+    # ranking by exit, later exits first, then by partial score at the exit
+    partial = np.array(
+        [forest.subset(range(int(m))).predict_raw(X[i : i + 1])[0] for i, m in enumerate(stop)]
+    )
+    stage = np.searchsorted(np.r_[np.arange(5, forest.n_trees, 5), forest.n_trees], stop)
+    brute = stage * 10.0 + 5.0 + np.arctan(partial)  # the same order as the model's score
+    assert columns["metric"] == "ndcg@10"
+    assert columns["value"] == pytest.approx(ndcg_at_k(y, brute, qid, k=10))
+    assert columns["precision@5"] == pytest.approx(precision_at_k(y, brute, qid, k=5))
+    # a saved model loads back and ranks alike; thrifty.evaluate refuses it (it needs queries)
+    path = thrifty.save(model, tmp_path / "ee.json")
+    back = thrifty.load(path)
+    np.testing.assert_array_equal(back.predict(X, qid), model.predict(X, qid))
+    with pytest.raises(ValueError, match="not a per-example plan.*qid=qid"):
+        thrifty.evaluate(model, X, costs)
+    with pytest.raises(ValueError, match="needs qid"):
+        model.evaluate(X, costs, qid=None)

@@ -103,3 +103,83 @@ def test_bad_arguments(model_and_data):
         fan(forest, X, order=[0, 0, 1])
     with pytest.raises(ValueError, match="at least one"):
         fan(forest, X[:0])
+
+
+# ------------------------------------------------------------------------------ multiclass
+K, ROUNDS = 3, 15
+
+
+@pytest.fixture(scope="module")
+def multiclass():
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(500, 6, n_informative=4, n_classes=K, flip_y=0.05, random_state=4)
+    booster = lgb.train(
+        dict(objective="multiclass", num_class=K, num_leaves=6, learning_rate=0.2, verbose=-1, num_threads=1),
+        lgb.Dataset(X, y),
+        ROUNDS,
+    )
+    return booster, X
+
+
+def brute_force_margin_threshold(booster, X, rounds_done, width, gamma):
+    """Fan's rule on the leading class's margin, one example and one bin at a time, with
+    LightGBM's own partial scores."""
+    G = booster.predict(X, raw_score=True, num_iteration=rounds_done)
+    F = booster.predict(X, raw_score=True)
+    rows = []
+    for g, f in zip(G, F):
+        c = int(np.argmax(g))
+        m = g[c] - max(g[j] for j in range(K) if j != c)
+        M = f[c] - max(f[j] for j in range(K) if j != c)
+        rows.append((m, m - M))
+    groups: dict[int, list[float]] = {}
+    for m, d in rows:
+        groups.setdefault(int(np.floor(m / width)), []).append(d)
+    kept = [
+        m
+        for m, _ in rows
+        if not m
+        > np.mean(groups[int(np.floor(m / width))]) + gamma * np.std(groups[int(np.floor(m / width))])
+    ]
+    return max([0.0, *kept])
+
+
+@pytest.mark.parametrize("gamma, width", [(0.0, 0.1), (2.0, 0.1), (1.0, 0.5)])
+def test_multiclass_thresholds_and_exits_equal_brute_force(multiclass, gamma, width):
+    booster, X = multiclass
+    plan = fan(booster, X, bin_width=width, gamma=gamma)
+    ends = np.arange(1, ROUNDS + 1) * K - 1
+    assert np.array_equal(np.flatnonzero(np.isfinite(plan.eps_pos)), ends[:-1])
+    for r in range(1, ROUNDS):
+        want = brute_force_margin_threshold(booster, X, r, width, gamma)
+        assert plan.eps_pos[ends[r - 1]] == pytest.approx(want, abs=1e-9)
+    # on new rows an example stops after the first round whose margin beats that round's threshold
+    X_new = np.random.default_rng(5).normal(size=(200, X.shape[1])) * 1.5
+    ev = evaluate(plan, X_new)
+    stops = np.full(len(X_new), ROUNDS)
+    label = np.argmax(booster.predict(X_new, raw_score=True), axis=1)
+    for r in range(ROUNDS - 1, 0, -1):
+        G = booster.predict(X_new, raw_score=True, num_iteration=r)
+        top = np.sort(G, axis=1)
+        fires = top[:, -1] - top[:, -2] > plan.eps_pos[ends[r - 1]]
+        stops[fires] = r
+        label[fires] = np.argmax(G[fires], axis=1)
+    np.testing.assert_array_equal(ev.cost.n_trees, stops * K)
+    np.testing.assert_array_equal(ev.labels, label)
+    if gamma == 0.0:
+        assert stops.mean() < ROUNDS  # thresholds at the bin means let examples go early
+
+
+def test_multiclass_rounds_order_and_errors(multiclass):
+    booster, X = multiclass
+    order = np.random.default_rng(0).permutation(ROUNDS)
+    plan = fan(booster, X, order=order, gamma=1.0)
+    assert np.array_equal(plan.order[::K] // K, order)
+    with pytest.raises(ValueError, match="permutation of the 15 boosting rounds"):
+        fan(booster, X, order=np.arange(ROUNDS * K))
+    from sklearn.ensemble import RandomForestClassifier
+
+    rf = RandomForestClassifier(4, max_depth=3, random_state=0).fit(X, np.arange(len(X)) % 3)
+    with pytest.raises(ValueError, match="rounds add one tree to each class"):
+        fan(rf, X)

@@ -1,7 +1,7 @@
 """Cascades of early-reject stages over an ensemble's trees: Cronus and early-exit baselines."""
 
 from thrifty.cascade.cronus import CronusResult, cascade_scores, cronus, lambda_max
-from thrifty.cascade.early_exit import RankingEarlyExit, ranking_early_exit, truncate
+from thrifty.cascade.early_exit import EarlyExitRanker, RankingEarlyExit, ranking_early_exit, truncate
 from thrifty.cascade.estimator import CronusClassifier
 from thrifty.cascade.ranker import CronusRanker
 from thrifty.cascade.reweight import reweight
@@ -10,6 +10,7 @@ __all__ = [
     "CronusClassifier",
     "CronusRanker",
     "CronusResult",
+    "EarlyExitRanker",
     "RankingEarlyExit",
     "cascade_scores",
     "cronus",

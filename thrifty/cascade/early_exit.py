@@ -12,11 +12,14 @@
 The ranking rule compares documents of a query with each other, so it is not a per-example
 plan: :func:`ranking_early_exit` decides each document's exit from partial scores, then
 measures the cost exactly by evaluating, for each exit point, the prefix forest on the
-documents that stopped there (``thrifty.evaluate``).
+documents that stopped there (``thrifty.evaluate``). :class:`EarlyExitRanker` holds the ranker and
+the rule's settings as one model: its ``evaluate(X, costs, qid=...)`` is what ``thrifty.compare``
+scores and costs on its validation and test queries, and it saves as JSON.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
@@ -28,11 +31,16 @@ from thrifty._validation import as_forest
 from thrifty.costs import CostModel, CostReport
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.io import forest_from_dict, forest_to_dict
 from thrifty.forest.scores import tree_scores
 from thrifty.runtime.evaluate import evaluate
+from thrifty.runtime.evaluation import Evaluation
 from thrifty.runtime.plans import Full
 
-__all__ = ["RankingEarlyExit", "ranking_early_exit", "truncate"]
+__all__ = ["EARLY_EXIT_FORMAT", "EarlyExitRanker", "RankingEarlyExit", "ranking_early_exit", "truncate"]
+
+#: The ``format`` of a saved :class:`EarlyExitRanker` document.
+EARLY_EXIT_FORMAT = "thrifty.ranking_early_exit"
 
 
 def truncate(forest: Any, k: int) -> Full:
@@ -178,3 +186,83 @@ def _measure(forest: Forest, X: Any, stop: np.ndarray, costs: CostModel | None) 
         fixed=fixed,
         feature_names=names,
     )
+
+
+@dataclass(frozen=True)
+class EarlyExitRanker:
+    """A ranker with Cambazoglu et al.'s early exits (:func:`ranking_early_exit`), as one model.
+
+    The exit of a document depends on the other documents of its query, so the model is
+    evaluated on whole queries: ``evaluate(X, costs, qid=qid)``. It is not a per-example plan,
+    and ``thrifty.evaluate`` refuses it rather than evaluate every tree.
+
+    Attributes
+    ----------
+    forest : Forest
+        The single-output ranker (trees run in training order).
+    s : float
+        Proximity scale (``ranking_early_exit``'s ``s``).
+    every : int
+        Trees between exits.
+    k : int
+        Rank of the reference document.
+    """
+
+    forest: Forest
+    s: float
+    every: int = 10
+    k: int = 5
+
+    #: Marks a model whose evaluation needs each document's query (``thrifty.compare`` passes it).
+    needs_qid = True
+
+    def evaluate(self, X: Any, costs: CostModel | None = None, *, qid: Any) -> Evaluation:
+        """Rank the documents of ``X`` query by query and report what each cost.
+
+        Returns
+        -------
+        Evaluation
+            ``raw``: the ranking score of :class:`RankingEarlyExit` (later exits above earlier
+            ones); ``exit``: trees evaluated; ``cost``: measured by ``thrifty.evaluate`` on each
+            document's prefix forest; no labels or probabilities.
+        """
+        if qid is None:
+            raise InputError(
+                "EarlyExitRanker needs qid= (the query of each document): a document's exit "
+                "compares it with the other documents of its query"
+            )
+        res = ranking_early_exit(self.forest, X, qid, self.s, costs, every=self.every, k=self.k)
+        return Evaluation(raw=res.score, proba=None, labels=None, exit=res.n_trees, cost=res.cost)
+
+    @property
+    def plan_(self) -> Any:
+        # ``thrifty.evaluate`` and ``save`` look a fitted model's plan up here: a per-example
+        # plan would drop the queries, so the lookup says how to evaluate this model instead.
+        raise InputError(
+            "an EarlyExitRanker is not a per-example plan (a document's exit depends on its "
+            "query's other documents): call model.evaluate(X, costs, qid=qid)"
+        )
+
+    def predict(self, X: Any, qid: Any) -> np.ndarray:
+        """Ranking scores of the documents of ``X`` (queries ``qid``), shape (n,)."""
+        return self.evaluate(X, qid=qid).raw
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": EARLY_EXIT_FORMAT,
+            "version": 1,
+            "forest": forest_to_dict(self.forest),
+            "s": self.s,
+            "every": self.every,
+            "k": self.k,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EarlyExitRanker:
+        """The model ``to_dict`` wrote as ``d``."""
+        if d.get("format") != EARLY_EXIT_FORMAT:
+            raise InputError(f"not a thrifty ranking early exit document (format={d.get('format')!r})")
+        return cls(forest_from_dict(d["forest"]), float(d["s"]), int(d["every"]), int(d["k"]))

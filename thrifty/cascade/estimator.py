@@ -12,7 +12,7 @@ from scipy.optimize import minimize_scalar
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 
-from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._estimator import Candidate, ThriftyEstimator, WrapsModel
 from thrifty._param_validation import Interval, StrOptions
 from thrifty._validation import (
     check_sample_weight,
@@ -34,9 +34,10 @@ def lam_grid(lam_max: float, n_lams: int = N_LAMS) -> list[float]:
     return [lam_max / 2.0**j for j in range(int(n_lams))]
 
 
-class CronusEstimator(ThriftyEstimator):
+class CronusEstimator(WrapsModel, ThriftyEstimator):
     """What the Cronus estimators share: one cascade per ``lam`` (eq. (8) through
-    :func:`~thrifty.cascade.cronus`), the ``lam`` grid of a budget search, the fitted state."""
+    :func:`~thrifty.cascade.cronus`), the ``lam`` grid of a budget search, the fitted state;
+    NaN accepted where the wrapped model accepts it (:class:`~thrifty._estimator.WrapsModel`)."""
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         # any model ``as_forest`` imports; checked when it is imported
@@ -47,11 +48,6 @@ class CronusEstimator(ThriftyEstimator):
         "n_lams": [Interval(Integral, 1, None, closed="left")],
         "progress": ["boolean"],
     }
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # a missing value follows each split's default direction
-        return tags
 
     def _cascade(
         self, forest: Any, X: Any, y: Any, costs: Any, lam: float | None, class_weight: Any, w: Any

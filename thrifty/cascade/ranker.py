@@ -10,7 +10,13 @@ import numpy as np
 
 from thrifty._estimator import Candidate
 from thrifty._param_validation import Interval, StrOptions
-from thrifty._validation import as_forest, check_sample_weight, check_width, is_fitted_model, validate_frame
+from thrifty._validation import (
+    check_sample_weight,
+    fitted_forest,
+    query_ids,
+    relevance_labels,
+    validate_frame,
+)
 from thrifty.cascade.cronus import cascade_scores, stage_rho
 from thrifty.cascade.estimator import N_LAMS, CronusEstimator, _class_weight
 from thrifty.exceptions import InputError
@@ -151,10 +157,10 @@ class CronusRanker(CronusEstimator):
         self._validate_params()
         stage_rho(self.rho, self.n_stages)
         X, y = validate_frame(self, X, y)
-        y = _relevance(y, "y")
-        qid = _queries(qid, len(y), "qid")
+        y = relevance_labels(y, "y")
+        qid = query_ids(qid, len(y), "qid")
         w = check_sample_weight(sample_weight, len(y))
-        model, forest = self._fitted_ranker(X, y, qid, w)
+        model, forest = fitted_forest(self.estimator, X, y, w, who=type(self).__name__, qid=qid)
         if forest.task not in ("ranking", "regression"):
             raise InputError(
                 f"CronusRanker needs a ranker (or a regressor scoring relevance); the estimator's task "
@@ -186,36 +192,6 @@ class CronusRanker(CronusEstimator):
         self._keep(self._select(candidate(lam) for lam in lams).model, model, forest)
         return self
 
-    def _fitted_ranker(self, X: Any, y: np.ndarray, qid: np.ndarray, w: Any) -> tuple[Any, Any]:
-        """The fitted ranker and its Forest: ``estimator`` itself, or a clone fitted with the
-        queries as its ``fit`` takes them (``qid`` as XGBoost, ``group`` sizes as LightGBM)."""
-        from sklearn.base import clone
-        from sklearn.utils.validation import has_fit_parameter
-
-        from thrifty.forest.names import named_as
-
-        model = self.estimator
-        if not is_fitted_model(model):
-            queries: dict[str, Any] = {}
-            if has_fit_parameter(model, "qid"):
-                queries["qid"] = qid
-            elif has_fit_parameter(model, "group"):
-                from thrifty.train.cegb import group_sizes
-
-                queries["group"] = group_sizes(qid)
-            if w is not None:
-                if type(model).__module__.startswith("xgboost"):
-                    raise InputError(
-                        f"{type(model).__name__} weighs queries, not documents, so it cannot be fitted "
-                        "with the documents' sample_weight; fit it yourself (with one weight per "
-                        "query) and pass it fitted"
-                    )
-                queries["sample_weight"] = w
-            model = clone(model).fit(X, y, **queries)
-        forest = as_forest(model, who=type(self).__name__)
-        check_width(X.shape[1], forest.n_features, "the estimator's model was fitted on")
-        return model, named_as(forest, X)
-
     def _queries_of(self, X: Any, calibration: Any) -> tuple[Any, np.ndarray, np.ndarray]:
         """``calibration=(X_cal, y_cal[, qid_cal])`` checked against ``X``."""
         if not isinstance(calibration, tuple | list) or len(calibration) not in (2, 3):
@@ -224,8 +200,8 @@ class CronusRanker(CronusEstimator):
                 f"{type(calibration).__name__}"
             )
         X_cal, y_cal, _ = self._calibration_rows(X, tuple(calibration[:2]))
-        y_cal = _relevance(y_cal, "calibration y")
-        q_cal = _queries(calibration[2] if len(calibration) == 3 else None, len(y_cal), "calibration qid")
+        y_cal = relevance_labels(y_cal, "calibration y")
+        q_cal = query_ids(calibration[2] if len(calibration) == 3 else None, len(y_cal), "calibration qid")
         return X_cal, y_cal, q_cal
 
     def predict(self, X: Any) -> np.ndarray:
@@ -237,26 +213,5 @@ class CronusRanker(CronusEstimator):
         """Precision@``k`` over the queries ``qid`` (one query without it) of ``predict(X)``,
         a document relevant when ``y >= relevant_min`` (:func:`thrifty.metrics.precision_at_k`)."""
         scores = self.predict(X)
-        y = _relevance(y, "y")
-        return precision_at_k(y, scores, _queries(qid, len(y), "qid"), self.k, self.relevant_min)
-
-
-def _relevance(y: Any, name: str) -> np.ndarray:
-    """``y`` as finite float relevance labels."""
-    try:
-        labels = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must hold numeric relevance labels (0 = irrelevant): {exc}") from None
-    if labels.ndim != 1 or not np.all(np.isfinite(labels)):
-        raise InputError(f"{name} must be 1-d finite relevance labels, got shape {labels.shape}")
-    return labels
-
-
-def _queries(qid: Any, n: int, name: str) -> np.ndarray:
-    """The query of each of ``n`` documents; all in one query when ``qid`` is None."""
-    if qid is None:
-        return np.zeros(n, dtype=np.int64)
-    q = np.asarray(qid).reshape(-1)
-    if len(q) != n:
-        raise InputError(f"{name} must give the query of each of the {n} documents, got {len(q)} values")
-    return q
+        y = relevance_labels(y, "y")
+        return precision_at_k(y, scores, query_ids(qid, len(y), "qid"), self.k, self.relevant_min)

@@ -102,13 +102,14 @@ class Context:
         return cls(**params).fit(X, self.y_train)
 
     def random_forest(self) -> Forest:
-        """A plain random forest on the training split (a regressor for regression), as a Forest.
+        """A plain random forest on the training split, as a Forest: a regressor for regression
+        and for ranking (a pointwise ranker of the relevance grades), a classifier otherwise.
 
         Categorical columns are split on their category codes; the Forest keeps the categories
         so that it reads the same DataFrames as every other model.
         """
         if "random_forest" not in self._cache:
-            cls = RandomForestRegressor if self.task == "regression" else RandomForestClassifier
+            cls = RandomForestClassifier if self.task in ("binary", "multiclass") else RandomForestRegressor
             rf = cls(
                 n_estimators=30 if self.quick else 100,
                 max_depth=10,

@@ -5,125 +5,38 @@ An entry is a generator function ``run(ctx) -> Iterator[Candidate]``. It yields 
 a time so that :func:`thrifty.compare` can stop at its time limit between two candidates and
 still report what it has. Training-time methods get ``ctx.budgets`` (mean cost per example,
 chosen from the plain LightGBM model's cost on the calibration split); post-hoc methods start
-from ``ctx.lightgbm()`` or ``ctx.random_forest()``, fitted once and shared.
+from ``ctx.lightgbm()`` or ``ctx.random_forest()``, fitted once and shared. This module holds
+the methods on boosted models; ``forest_methods`` those on random forests and ADAPT's gates,
+registered after them.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from thrifty.cascade import cronus, lambda_max
+from thrifty.cascade import EarlyExitRanker, cronus, lambda_max
 from thrifty.cascade.estimator import lam_grid
 from thrifty.comparison.context import Context
-from thrifty.exceptions import BudgetError, InputError
-from thrifty.forest import Forest, to_matrix
+from thrifty.comparison.registry import METHODS, TASKS, Candidate, Method, method, timed
+from thrifty.exceptions import BudgetError
+from thrifty.forest import Forest
 from thrifty.order import calibrate_margin, default_tolerance, fan, margin_early_exit, qwyc, qwyc_ranking
 from thrifty.order.estimator import ALPHAS
-from thrifty.prune import budget_prune_path
 from thrifty.train import (
-    ADAPTClassifier,
-    ADAPTRegressor,
-    BudgetRFClassifier,
-    BudgetRFRegressor,
     CEGBClassifier,
     CEGBRanker,
     CEGBRegressor,
     GreedyMiserClassifier,
     GreedyMiserRegressor,
 )
-from thrifty.train.adapt import DEFAULT_GAMMA, GAMMA_GRID, P_FULL_GRID
 
-# Context (comparison/context.py) is re-exported: methods were written against this module.
-__all__ = ["METHODS", "REFERENCE", "Candidate", "Context", "Method", "method"]
-
-TASKS = ("binary", "multiclass", "ranking", "regression")
-
-
-@dataclass
-class Candidate:
-    """One model a method offers, with what produced it.
-
-    Attributes
-    ----------
-    name : str
-        Unique within its method (e.g. ``"budget=12.5"``).
-    model : object
-        Anything :func:`thrifty.evaluate` takes (a Forest, a plan, a fitted thrifty estimator).
-    params : dict
-        The parameters behind it (a budget, alpha, lambda...), shown in the table.
-    fit_seconds : float
-        Wall-clock seconds to produce it, excluding the shared base models.
-    """
-
-    name: str
-    model: Any
-    params: dict[str, Any] = field(default_factory=dict)
-    fit_seconds: float = 0.0
-
-
-Run = Callable[[Context], Iterator[Candidate]]
-
-
-@dataclass(frozen=True)
-class Method:
-    """A registered method.
-
-    Attributes
-    ----------
-    key : str
-        Short id used to select it (``methods=["qwyc"]``, ``--methods qwyc``).
-    name : str
-        Its series name in tables and plots.
-    family : {"reference", "train", "post-hoc", "composition"}
-    tasks : tuple of str
-        The tasks it supports.
-    run : callable
-        ``run(ctx) -> iterator of Candidate``.
-    after : str, optional
-        Key of the method whose shared models this one builds on (``ctx.lightgbm()``, the CEGB
-        models, the BudgetRF forest): when both run, :func:`thrifty.compare` fits that method
-        first on the same rows and hands its models over instead of fitting them again.
-    """
-
-    key: str
-    name: str
-    family: str
-    tasks: tuple[str, ...]
-    run: Run
-    after: str | None = None
-
-
-#: Every method ``thrifty.compare`` knows, by key, in the order they run.
-METHODS: dict[str, Method] = {}
-
-
-def method(
-    key: str, name: str, family: str, tasks: Sequence[str] = TASKS, *, after: str | None = None
-) -> Callable[[Run], Run]:
-    """Register ``run(ctx)`` as the method ``key`` of :func:`thrifty.compare` (``after``: see
-    :class:`Method`)."""
-    bad = set(tasks) - set(TASKS)
-    if bad or family not in ("reference", "train", "post-hoc", "composition") or "," in key:
-        raise InputError(f"bad registration of {key!r}: tasks {sorted(bad)}, family {family!r}")
-
-    def register(run: Run) -> Run:
-        METHODS[key] = Method(key, name, family, tuple(tasks), run, after)
-        return run
-
-    return register
-
-
-def timed(name: str, build: Callable[..., Any], **params: Any) -> Candidate:
-    """Run ``build()`` and wrap its result as a Candidate with its wall-clock time."""
-    start = time.perf_counter()
-    model = build()
-    return Candidate(name, model, params, time.perf_counter() - start)
+# Context and the registry are re-exported: methods were written against this module.
+__all__ = ["METHODS", "REFERENCE", "TASKS", "Candidate", "Context", "Method", "method"]
 
 
 # ---------------------------------------------------------------------- reference
@@ -237,10 +150,11 @@ def _cegb(ctx: Context) -> Iterator[Candidate]:
     yield from _cegb_models(ctx)
 
 
-@method("greedymiser", "GreedyMiser", "train", ("binary", "multiclass", "regression"))
+@method("greedymiser", "GreedyMiser", "train")
 def _greedymiser(ctx: Context) -> Iterator[Candidate]:
-    """GreedyMiser (Xu et al. 2012): depth-4 first-order trees, feature costs once per model."""
-    cls = GreedyMiserRegressor if ctx.task == "regression" else GreedyMiserClassifier
+    """GreedyMiser (Xu et al. 2012): depth-4 first-order trees, feature costs once per model;
+    for ranking, a pointwise ranker (squared loss on the relevance grades)."""
+    cls = GreedyMiserClassifier if ctx.task in ("binary", "multiclass") else GreedyMiserRegressor
     kw = _capacity(ctx)
     kw.pop("num_leaves", None)
     kw.pop("max_depth", None)
@@ -300,17 +214,19 @@ def _qwyc(ctx: Context) -> Iterator[Candidate]:
         yield timed(f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
 
 
-@method("fan", "Fan et al.", "post-hoc", ("binary",), after="lightgbm")
+@method("fan", "Fan et al.", "post-hoc", ("binary", "multiclass"), after="lightgbm")
 def _fan(ctx: Context) -> Iterator[Candidate]:
-    """Fan et al.'s binned exits on the plain model's own tree order."""
+    """Fan et al.'s binned exits on the plain model's own tree order (a multiclass model's on
+    the margin of its leading class, after each round)."""
     forest = ctx.lightgbm()
     for gamma in (1.0, 2.0, 4.0) if ctx.quick else (0.5, 1.0, 2.0, 3.0, 4.0, 6.0):
         yield timed(f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
 
 
-@method("margin", "margin early exit", "post-hoc", ("binary", "regression"), after="lightgbm")
+@method("margin", "margin early exit", "post-hoc", ("binary", "multiclass", "regression"), after="lightgbm")
 def _margin(ctx: Context) -> Iterator[Candidate]:
-    """LightGBM's ``pred_early_stop`` rule, margins calibrated on the calibration split; for a
+    """LightGBM's ``pred_early_stop`` rule (a multiclass model's on the gap between its two
+    leading classes, checked after whole rounds), margins calibrated on the calibration split; for a
     regressor, the exit where the remaining trees' bound is within a tolerance (1, 4, 16... times
     ``_tolerance``), so every early prediction is that close to the full one."""
     forest = ctx.lightgbm()
@@ -378,6 +294,25 @@ def _cronus(ctx: Context) -> Iterator[Candidate]:
     yield from _cascades(ctx, ctx.lightgbm())
 
 
+@method("early-exit", "early exit (Cambazoglu et al.)", "post-hoc", ("ranking",), after="lightgbm")
+def _early_exit(ctx: Context) -> Iterator[Candidate]:
+    """Cambazoglu et al.'s early exits on the plain ranker (the Cronus paper's baseline): an exit
+    every tenth of the trees drops a document whose partial score is far enough below the fifth
+    best of its query's remaining documents; the proximity scale ``s`` in multiples of the
+    spread of the full scores on the calibration documents. Scored per query
+    (:class:`~thrifty.cascade.EarlyExitRanker`), its cost measured on each document's prefix."""
+    forest = ctx.lightgbm()
+    every = max(1, forest.n_trees // 10)
+    spread = float(np.std(forest.predict_raw(ctx.X_val))) or 1.0
+    for times in (0.25, 1.0, 4.0) if ctx.quick else (0.0, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0):
+        yield timed(
+            f"s={times:g}x",
+            lambda s=times * spread: EarlyExitRanker(forest, s, every, 5),
+            s=times * spread,
+            every=every,
+        )
+
+
 @method("cegb+cronus", "Cronus cascade of a CEGB model", "composition", ("binary", "ranking"), after="cegb")
 def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     """The CEGB model of the largest budget (cheap features already) turned into a Cronus
@@ -397,150 +332,5 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
         )
 
 
-# ---------------------------------------------------------------------- ADAPT
-def _adapt_grid(kind: str, quick: bool) -> list[tuple[float, float]]:
-    """(p_full, gamma) pairs: the grid ADAPTClassifier's budget search tries, cheapest first
-    (small p_full, large gamma); quick: two values of p_full at the method's default gamma."""
-    if quick:
-        return [(p, DEFAULT_GAMMA[kind]) for p in P_FULL_GRID[1::3]]
-    return [(p, g) for p in P_FULL_GRID for g in sorted(GAMMA_GRID[kind], reverse=True)]
-
-
-def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
-    """ADAPT gates and low-cost models in front of ``hpc`` over ADAPT's grid of (p_full, gamma).
-
-    The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
-    model and hpc read the same columns alike."""
-    X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
-    cls = ADAPTRegressor if ctx.task == "regression" else ADAPTClassifier
-    for p_full, gamma in _adapt_grid(kind, ctx.quick):
-        yield timed(
-            f"p_full={p_full:g}, gamma={gamma:g}",
-            lambda p=p_full, g=gamma: (
-                cls(
-                    hpc,
-                    costs=ctx.costs,
-                    method=kind,
-                    p_full=p,
-                    gamma=g,
-                    random_state=ctx.random_state,
-                    progress=False,
-                )
-                .fit(X, ctx.y_train)
-                .plan_
-            ),
-            p_full=p_full,
-            gamma=gamma,
-        )
-
-
-@method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass", "regression"), after="lightgbm")
-def _adapt_gbrt(ctx: Context) -> Iterator[Candidate]:
-    """ADAPT-GBRT (Nan and Saligrama 2017): a boosted gate and low-cost model in front of the
-    plain model, which answers only the examples the gate sends on."""
-    yield from _gated(ctx, ctx.lightgbm(), "gbrt")
-
-
-@method("adapt-lin", "ADAPT-LIN", "train", ("binary", "multiclass", "regression"), after="lightgbm")
-def _adapt_lin(ctx: Context) -> Iterator[Candidate]:
-    """ADAPT-LIN: a linear gate and low-cost model (group-sparse) in front of the plain model."""
-    yield from _gated(ctx, ctx.lightgbm(), "lin")
-
-
-# ---------------------------------------------------------------------- post-hoc, on a random forest
-@method("budgetprune", "BudgetPrune (random forest)", "post-hoc", ("binary", "multiclass", "regression"))
-def _budgetprune(ctx: Context) -> Iterator[Candidate]:
-    """The plain random forest pruned by BudgetPrune (the exact (IP3) solve, features shared
-    across trees), for each budget the most accurate pruning within it (see ``_pruned``)."""
-    yield Candidate("unpruned", ctx.random_forest(), {"lam": 0.0})
-    yield from _pruned(ctx, ctx.random_forest())
-
-
-def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
-    """BudgetPrune's most accurate pruning of ``forest`` within each budget, on one lambda path
-    over the calibration rows (their errors are honest: the forest has seen the training rows).
-    A pruning that serves several budgets is offered once."""
-    start = time.perf_counter()
-    path = budget_prune_path(forest, ctx.X_val, ctx.y_val, ctx.costs, progress=False)
-    seconds = time.perf_counter() - start  # one path serves every budget: charged to the first
-    seen: set[int] = set()
-    for budget in ctx.budgets:
-        if budget < path.cost.min():
-            yield Candidate(
-                f"budget={budget:.4g}",
-                None,
-                {"reason": f"below the cheapest pruning's cost {path.cost.min():.4g}"},
-            )
-            continue
-        k = path.best_within(budget)
-        if k in seen:
-            continue
-        seen.add(k)
-        yield Candidate(
-            f"budget={budget:.4g}", path.forest(k), {"budget": budget, "lam": float(path.lambdas[k])}, seconds
-        )
-        seconds = 0.0
-
-
-# ---------------------------------------------------------------------- BudgetRF
-def _budgetrf(ctx: Context) -> Forest:
-    """A BudgetRF forest on the training split (fitted once; categories as codes)."""
-    if "budgetrf" not in ctx._cache:
-        X = ctx.matrix(ctx.X_train)  # categories as codes, missing values NaN (BudgetRF routes them)
-        cls = BudgetRFRegressor if ctx.task == "regression" else BudgetRFClassifier
-        est = cls(
-            15 if ctx.quick else 40,
-            costs=ctx.costs,
-            max_depth=10,
-            random_state=ctx.random_state,
-            progress=False,
-        ).fit(X, ctx.y_train)
-        ctx._cache["budgetrf"] = ctx.adopt(est.forest_)
-    return ctx._cache["budgetrf"]
-
-
-@method("budgetrf", "BudgetRF", "train", ("binary", "multiclass", "regression"))
-def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
-    """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned."""
-    yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx))
-
-
-def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:
-    if "budgetrf+prune" not in ctx._cache:
-        ctx._cache["budgetrf+prune"] = list(_pruned(ctx, _budgetrf(ctx)))
-    yield from ctx._cache["budgetrf+prune"]
-
-
-@method(
-    "budgetrf+prune",
-    "BudgetRF pruned by BudgetPrune",
-    "composition",
-    ("binary", "multiclass", "regression"),
-    after="budgetrf",
-)
-def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
-    """BudgetRF's forest pruned by BudgetPrune: the pairing of the BudgetPrune paper."""
-    yield from _budgetrf_pruned_models(ctx)
-
-
-@method(
-    "budgetrf+prune+adapt",
-    "BudgetRF, pruned, gated by ADAPT",
-    "composition",
-    ("binary", "multiclass", "regression"),
-    after="budgetrf+prune",
-)
-def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
-    """The most accurate pruned BudgetRF forest (largest budget) as ADAPT's expensive model f0,
-    behind an ADAPT-GBRT gate and low-cost model."""
-    pruned = [c for c in _budgetrf_pruned_models(ctx) if c.model is not None]
-    if not pruned:
-        return
-    base = pruned[-1]
-    for cand in _gated(ctx, base.model, "gbrt"):  # named by the gate's setting (see above)
-        yield Candidate(
-            f"largest budget, {cand.name}",
-            cand.model,
-            {**base.params, **cand.params},
-            base.fit_seconds + cand.fit_seconds,
-        )
+# The methods on random forests and ADAPT's gates register after these (the order they run).
+import thrifty.comparison.forest_methods  # noqa: E402, F401

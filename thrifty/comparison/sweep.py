@@ -211,9 +211,12 @@ def measure(
         columns of :func:`thrifty.comparison.scores.quality_columns` (``metric``, ``value``,
         the task's other metrics, ``single_class`` or ``constant``).
     """
-    plan = as_plan(model)
-    ev = evaluate(plan, X, costs)
-    return {**cost_columns(ev.cost), **quality_columns(task, y, ev, qid, plan.classes)}, ev
+    if getattr(model, "needs_qid", False):  # a rule over each query's documents (EarlyExitRanker)
+        ev, classes = model.evaluate(X, costs, qid=qid), None
+    else:
+        plan = as_plan(model)
+        ev, classes = evaluate(plan, X, costs), plan.classes
+    return {**cost_columns(ev.cost), **quality_columns(task, y, ev, qid, classes)}, ev
 
 
 # ---------------------------------------------------------------------- running many

@@ -7,11 +7,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.frozen import FrozenEstimator
-from sklearn.utils import get_tags
-from sklearn.utils.validation import check_array, column_or_1d
+from sklearn.utils.validation import column_or_1d
 
-from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._estimator import Candidate, ThriftyEstimator, WrapsModel
 from thrifty._param_validation import Interval, StrOptions
 from thrifty._validation import (
     check_sample_weight,
@@ -30,34 +28,17 @@ from thrifty.runtime import evaluate
 ALPHAS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
-def _allows_nan(model: Any) -> bool:
-    """Whether the wrapped model takes NaN: a scikit-learn style model says so in its tags (an
-    unfitted one is fitted on ``fit``'s rows, where it must accept them); a Forest or a booster
-    routes a missing value by each split's default direction."""
-    inner = model.estimator if isinstance(model, FrozenEstimator) else model
-    if hasattr(inner, "__sklearn_tags__"):
-        return bool(get_tags(inner).input_tags.allow_nan)
-    return True
-
-
-class _Wrapper:
-    """What the QWYC estimators share as wrappers of a model: its tags and NaN handling (a
-    mixin left of the task's, whose tags it amends)."""
+class _Wrapper(WrapsModel):
+    """What the QWYC estimators share as wrappers of a model: its tags and NaN handling
+    (:class:`~thrifty._estimator.WrapsModel`) and the alpha search (a mixin left of the
+    task's, whose tags it amends)."""
 
     estimator: Any
 
     def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()  # type: ignore[misc]
-        tags.input_tags.allow_nan = _allows_nan(self.estimator)
+        tags = super().__sklearn_tags__()
         tags.target_tags.required = False  # a fitted estimator needs no labels
         return tags
-
-    def evaluate(self, X: Any, costs: Any = None) -> Any:
-        # the runtime routes NaN by each split's default; a model that refuses NaN must refuse it
-        # here too, as its own predict would
-        if not _allows_nan(self.estimator) and not (hasattr(X, "columns") and hasattr(X, "iloc")):
-            check_array(X, ensure_all_finite=True)
-        return super().evaluate(X, costs)  # type: ignore[misc]
 
     def _search(
         self, model: Any, forest: Any, split: Any, costs: Any, alphas: list[float], wrong: Any, **kw: Any

@@ -9,8 +9,11 @@ returns that partial score. ``2|s| > m`` is ``s > m/2`` or ``s < -m/2``, so the 
 ``eps_pos = m/2``, ``eps_neg = -m/2`` at positions ``k*every - 1`` and none elsewhere (the
 halving and doubling are exact in floating point, so both rules decide identically).
 
-Multiclass models (LightGBM checks the gap between the two largest class scores) are not
-supported: ``Sequential`` runs single-output forests only.
+For a multiclass model LightGBM checks, after every ``freq``-th boosting round (``K`` trees,
+one per class), the gap between the two largest class scores: ``top1 - top2 > margin``. A
+multiclass ``Sequential`` plan exits on exactly that margin of the leading class over the
+runner-up, so the plan has ``eps_pos = margin`` after the last tree of rounds ``freq``,
+``2 freq``, ... and predicts the leading class (``eps_neg`` stays ``-inf``).
 
 For a regressor (beyond LightGBM) the margin is a ``tolerance`` in target units and the check
 is the bound of the remaining trees (``thrifty.order.regression.remaining_bound``): at the
@@ -42,15 +45,13 @@ __all__ = ["calibrate_margin", "margin_early_exit", "margin_frontier"]
 
 def _forest(model: Any) -> Forest:
     forest = as_forest(model, who="the margin early exit")
-    if forest.task == "multiclass" or forest.n_outputs != 1:
+    if forest.task == "multiclass":
+        return _boosted_classes(forest)
+    if forest.task != "binary" or forest.n_outputs != 1:
         raise InputError(
-            f"margin early exits need a binary model; this one is {forest.task!r} with "
-            f"{forest.n_outputs} outputs, and multiclass margin exits (gap between the "
-            "top two classes) are not supported by Sequential, which runs "
-            "single-output forests only"
+            f"margin early exits need a classifier; this model's task is {forest.task!r} with "
+            f"{forest.n_outputs} outputs"
         )
-    if forest.task != "binary":
-        raise InputError(f"margin early exits need a binary classifier; this model's task is {forest.task!r}")
     if forest.link == "proba" or forest.decision_threshold != 0.0:
         raise InputError(
             f"margin early exits need raw scores symmetric around 0 (a sigmoid "
@@ -59,38 +60,76 @@ def _forest(model: Any) -> Forest:
     return forest
 
 
+def _boosted_classes(forest: Forest) -> Forest:
+    """``forest`` when it is a boosted multiclass model in rounds of one tree per class (the
+    layout LightGBM's check after every ``freq`` rounds reads)."""
+    K, T = forest.n_outputs, forest.n_trees
+    rounds = T % K == 0 and np.array_equal(forest.tree_class, np.tile(np.arange(K), T // K))
+    if forest.link != "softmax" or not rounds:
+        raise InputError(
+            "multiclass margin exits need a boosted model whose rounds add one tree to each class "
+            f"in turn (LightGBM, XGBoost, scikit-learn gradient boosting); this one has link "
+            f"{forest.link!r} and {T} trees over {K} classes: use qwyc for other layouts"
+        )
+    return forest
+
+
 _MARGIN = [Interval(Real, 0, None, closed="left")]  # inf disables every exit
 _EVERY = [Interval(Integral, 1, None, closed="left")]
 
 
-def _checks(n_trees: int, every: int) -> np.ndarray:
-    """0-based positions after which LightGBM checks: every-1, 2*every-1, ... (< n_trees)."""
-    return np.arange(every - 1, n_trees, every, dtype=np.int64)
+def _checks(n_trees: int, every: int, per_round: int = 1) -> np.ndarray:
+    """0-based positions after which LightGBM checks: the last tree of rounds every, 2*every,
+    ... (``per_round`` trees a round; < n_trees)."""
+    return np.arange(every * per_round - 1, n_trees, every * per_round, dtype=np.int64)
 
 
-def _partial_scores(forest: Forest, X: Any, every: int) -> tuple[np.ndarray, np.ndarray]:
-    """Partial raw scores at the check positions, shape (n, n_checks), and the full scores.
+def _check_statistics(forest: Forest, X: Any, every: int) -> tuple[np.ndarray, np.ndarray]:
+    """At each check of each row: the statistic LightGBM compares with the margin (``2|s|``,
+    or the gap between the two largest class scores) and whether the decision there differs
+    from the full model's; two arrays of shape (n, n_checks).
 
-    Accumulated tree by tree in order from the base score, exactly as the runtime does, so
-    comparisons against exit thresholds agree bit for bit.
+    Partial scores are accumulated tree by tree in order from the base score, exactly as the
+    runtime does, so comparisons against exit thresholds agree bit for bit.
     """
-    checks = _checks(forest.n_trees, every)
-    at = np.unique(np.r_[checks, forest.n_trees - 1])  # the checks, then the full score
-    G = partial_scores(forest, tree_scores(forest, X), np.arange(forest.n_trees), at)
-    return G[:, : len(checks)], G[:, -1]
+    K = forest.n_outputs
+    checks = _checks(forest.n_trees, every, K)
+    if K == 1:
+        at = np.unique(np.r_[checks, forest.n_trees - 1])  # the checks, then the full score
+        G = partial_scores(forest, tree_scores(forest, X), np.arange(forest.n_trees), at)
+        S, full = G[:, : len(checks)], G[:, -1]
+        return 2.0 * np.abs(S), (S > 0) != (full > 0)[:, None]
+    F = tree_scores(forest, X)
+    g = np.tile(forest.base_score.astype(np.float64), (F.shape[0], 1))
+    acc32 = forest.accumulate == "float32"
+    gaps, leads = [], []
+    for t in range(forest.n_trees):
+        c = forest.tree_class[t]
+        g[:, c] = g[:, c] + F[:, t]
+        if acc32:
+            g[:, c] = g[:, c].astype(np.float32).astype(np.float64)
+        if t in checks:
+            top2 = np.sort(g, axis=1)[:, -2:]
+            gaps.append(top2[:, 1] - top2[:, 0])
+            leads.append(np.argmax(g, axis=1))
+    full = np.argmax(g, axis=1)
+    n = F.shape[0]
+    A = np.column_stack(gaps) if gaps else np.zeros((n, 0))
+    lead = np.column_stack(leads) if leads else np.zeros((n, 0), dtype=np.int64)
+    return A, lead != full[:, None]
 
 
 def _outcome(
-    S: np.ndarray, full: np.ndarray, margin: float, every: int, n_trees: int
+    A: np.ndarray, W: np.ndarray, margin: float, every: int, n_trees: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Trees evaluated and positive decision of every row under ``margin``."""
-    fires = 2.0 * np.abs(S) > margin
+    """Trees evaluated and disagreement with the full model of every row under ``margin``
+    (``every``: trees between checks)."""
+    fires = A > margin
     exits = fires.any(axis=1)
     first = np.argmax(fires, axis=1)
     trees = np.where(exits, (first + 1) * every, n_trees)
-    at_exit = S[np.arange(len(S)), first] if S.shape[1] else np.zeros(len(S))
-    positive = np.where(exits, at_exit > 0, full > 0)
-    return trees, positive
+    wrong = W[np.arange(len(A)), first] if A.shape[1] else np.zeros(len(A), dtype=bool)
+    return trees, exits & wrong
 
 
 # ------------------------------------------------------------------------------ API
@@ -99,11 +138,14 @@ def _outcome(
 def margin_early_exit(
     model: Any, margin: float | None = None, *, every: int = 10, tolerance: float | None = None
 ) -> Sequential:
-    """LightGBM's ``pred_early_stop`` rule for a binary model, as a ``Sequential`` plan; for a
-    regressor, the exit on the bound of the remaining trees.
+    """LightGBM's ``pred_early_stop`` rule for a binary or multiclass model, as a ``Sequential``
+    plan; for a regressor, the exit on the bound of the remaining trees.
 
     Trees run in their training order; after ``every``, ``2*every``, ... trees an example
     stops when ``2 * |partial raw score| > margin`` and is decided by the sign of that score.
+    A multiclass model is checked after every ``every``-th boosting round (one tree per class)
+    and an example stops when its leading class's partial score exceeds the runner-up's by
+    more than ``margin``, predicting that class.
     A regressor's examples all stop at the first of these checks, after position ``r``, where
     ``B_r = max(sum_{t > r} hi_t, -sum_{t > r} lo_t) <= tolerance`` (``lo_t``, ``hi_t``: tree
     ``t``'s smallest and largest leaf contribution; ``B_r`` also covers the float rounding of
@@ -112,11 +154,12 @@ def margin_early_exit(
 
     Parameters
     ----------
-    model : Forest or fitted binary model or regressor ``Forest.from_model`` imports
+    model : Forest or fitted classifier or regressor ``Forest.from_model`` imports
+        A multiclass model must be boosted (rounds of one tree per class).
     margin : float
-        Binary models: LightGBM's ``pred_early_stop_margin`` (>= 0; ``inf`` disables every exit).
+        Classifiers: LightGBM's ``pred_early_stop_margin`` (>= 0; ``inf`` disables every exit).
     every : int
-        LightGBM's ``pred_early_stop_freq`` (>= 1).
+        LightGBM's ``pred_early_stop_freq`` (>= 1): boosting rounds between checks.
     tolerance : float > 0
         Regressors: the largest distance from the full prediction an early one may have.
 
@@ -133,12 +176,15 @@ def margin_early_exit(
     validate_params({"margin": _MARGIN}, {"margin": margin}, "margin_early_exit")
     m = float(margin)  # type: ignore[arg-type]
     forest = _forest(forest)
-    T = forest.n_trees
+    T, K = forest.n_trees, forest.n_outputs
     eps_pos = np.full(T, np.inf)
     eps_neg = np.full(T, -np.inf)
-    checks = _checks(T, every)
-    eps_pos[checks] = m / 2.0
-    eps_neg[checks] = -m / 2.0
+    checks = _checks(T, every, K)
+    if K > 1:  # the margin of the leading class over the runner-up (Sequential's multiclass exit)
+        eps_pos[checks] = m
+    else:
+        eps_pos[checks] = m / 2.0
+        eps_neg[checks] = -m / 2.0
     return Sequential(forest, np.arange(T, dtype=np.int64), eps_pos, eps_neg)
 
 
@@ -186,20 +232,18 @@ def calibrate_margin(
     )
     alpha = float(max_disagreement)
     forest = _forest(model)
-    S, full = _partial_scores(forest, X, every)
-    n = S.shape[0]
+    A, W = _check_statistics(forest, X, every)
+    n = A.shape[0]
     if n == 0:
         raise InputError("calibrate_margin needs at least one row in X")
-    A = 2.0 * np.abs(S)
-    full_pos = full > 0
-    # Records: checks whose 2|s| beats every earlier check's (and 0). With margin m in
-    # [record_j, record_{j+1}) a row exits at record j+1; below the first record at record 0;
-    # at or above its largest record it runs every tree.
+    # Records: checks whose statistic (2|s|, or the top-two gap) beats every earlier check's
+    # (and 0). With margin m in [record_j, record_{j+1}) a row exits at record j+1; below the
+    # first record at record 0; at or above its largest record it runs every tree.
     prev = np.zeros_like(A)
     if A.shape[1] > 1:
         prev[:, 1:] = np.maximum.accumulate(A, axis=1)[:, :-1]
     rows, cols = np.nonzero(A > prev)
-    wrong = ((S[rows, cols] > 0) != full_pos[rows]).astype(np.int64)
+    wrong = W[rows, cols].astype(np.int64)
     first = np.ones(len(rows), dtype=bool)
     first[1:] = rows[1:] != rows[:-1]
     last = np.ones(len(rows), dtype=bool)
@@ -233,13 +277,12 @@ def margin_frontier(model: Any, X: Any, margins: Any, *, every: int = 10) -> pd.
         validate_params({"each margin": _MARGIN}, {"each margin": m}, "margin_frontier")
     ms = [float(m) for m in ms]
     forest = _forest(model)
-    S, full = _partial_scores(forest, X, every)
-    n = S.shape[0]
+    A, W = _check_statistics(forest, X, every)
+    n = A.shape[0]
     if n == 0:
         raise InputError("margin_frontier needs at least one row in X")
-    full_pos = full > 0
     out = []
     for m in ms:
-        trees, positive = _outcome(S, full, m, every, forest.n_trees)
-        out.append((m, float(trees.mean()), float(np.mean(positive != full_pos))))
+        trees, wrong = _outcome(A, W, m, every * forest.n_outputs, forest.n_trees)
+        out.append((m, float(trees.mean()), float(np.mean(wrong))))
     return pd.DataFrame(out, columns=["margin", "mean_trees", "disagreement"])

@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from thrifty._estimator import Candidate, ThriftyEstimator
+from thrifty._estimator import Candidate, ThriftyEstimator, WrapsModel
 from thrifty._param_validation import HasMethods, Interval, StrOptions
 from thrifty._validation import (
     check_sample_weight,
@@ -78,7 +78,7 @@ P_FULL_GRID = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8)
 GAMMA_GRID = {"gbrt": (1e-2, 1e-3, 3e-4, 1e-4), "lin": (0.1, 0.03, 0.01, 3e-3), "l1": (0.1, 0.03, 0.01, 3e-3)}
 
 
-class ADAPTEstimator(ThriftyEstimator):
+class ADAPTEstimator(WrapsModel, ThriftyEstimator):
     """What :class:`ADAPTClassifier` and :class:`ADAPTRegressor` share: their parameters (see
     :class:`ADAPTClassifier`), the fit of (OPT) on the training rows, the budget sweep over
     ``(p_full, gamma)`` and the fitted ``Gated`` plan. A subclass says how its targets are checked,
@@ -150,11 +150,15 @@ class ADAPTEstimator(ThriftyEstimator):
         self.random_state = random_state
         self.progress = progress
 
+    _wrapped = "hpc"
+
+    def _method_takes_nan(self) -> bool:
+        # the trees route missing values; the linear models need numbers
+        return self.method == "gbrt"
+
     def __sklearn_tags__(self) -> Any:
-        # the trees route missing values and split on category codes; the linear models need numbers
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = self.method == "gbrt"
-        tags.input_tags.categorical = self.method == "gbrt"
+        tags = super().__sklearn_tags__()  # NaN: WrapsModel, where the hpc takes it too
+        tags.input_tags.categorical = self.method == "gbrt"  # the trees split on category codes
         return tags
 
     # The subclass's part: its default expensive model, (OPT)'s problem from the expensive
@@ -312,8 +316,10 @@ class ADAPTEstimator(ThriftyEstimator):
         """``thrifty.evaluate`` of ``plan_``: predictions, routes (``exit``) and exact costs."""
         check_is_fitted(self, "plan_")
         X = validate_frame(self, X)
-        if self.method != "gbrt" and not hasattr(X, "iloc") and np.isnan(X).any():
-            raise InputError(f"X has NaN values; method={self.method!r} needs complete data")
+        if not self._takes_nan() and not hasattr(X, "iloc") and np.isnan(X).any():
+            hpc = f"the hpc {type(self.hpc).__name__}"
+            needs = f"method={self.method!r}" if self.method != "gbrt" else hpc
+            raise InputError(f"X has NaN values; {needs} needs complete data (impute them first)")
         return evaluate_plan(self.plan_, X, self.costs_ if costs is None else costs)
 
     def route(self, X: Any) -> np.ndarray:

@@ -1,0 +1,170 @@
+"""The methods of ``thrifty.compare`` on random forests and gates: BudgetPrune, BudgetRF and
+their compositions, and ADAPT's gate and low-cost model in front of a model (registered after
+the methods of ``methods``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from thrifty.comparison.context import Context
+from thrifty.comparison.registry import TASKS, Candidate, method, timed
+from thrifty.forest import Forest, to_matrix
+from thrifty.prune import budget_prune_path
+from thrifty.train import ADAPTClassifier, ADAPTRegressor, BudgetRFClassifier, BudgetRFRegressor
+from thrifty.train.adapt import DEFAULT_GAMMA, GAMMA_GRID, P_FULL_GRID
+
+__all__: list[str] = []
+
+
+# ---------------------------------------------------------------------- ADAPT
+def _adapt_grid(kind: str, quick: bool) -> list[tuple[float, float]]:
+    """(p_full, gamma) pairs: the grid ADAPTClassifier's budget search tries, cheapest first
+    (small p_full, large gamma); quick: two values of p_full at the method's default gamma."""
+    if quick:
+        return [(p, DEFAULT_GAMMA[kind]) for p in P_FULL_GRID[1::3]]
+    return [(p, g) for p in P_FULL_GRID for g in sorted(GAMMA_GRID[kind], reverse=True)]
+
+
+def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
+    """ADAPT gates and low-cost models in front of ``hpc`` over ADAPT's grid of (p_full, gamma).
+
+    The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
+    model and hpc read the same columns alike."""
+    X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
+    cls = ADAPTClassifier if ctx.task in ("binary", "multiclass") else ADAPTRegressor
+    for p_full, gamma in _adapt_grid(kind, ctx.quick):
+        yield timed(
+            f"p_full={p_full:g}, gamma={gamma:g}",
+            lambda p=p_full, g=gamma: (
+                cls(
+                    hpc,
+                    costs=ctx.costs,
+                    method=kind,
+                    p_full=p,
+                    gamma=g,
+                    random_state=ctx.random_state,
+                    progress=False,
+                )
+                .fit(X, ctx.y_train)
+                .plan_
+            ),
+            p_full=p_full,
+            gamma=gamma,
+        )
+
+
+@method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass", "regression"), after="lightgbm")
+def _adapt_gbrt(ctx: Context) -> Iterator[Candidate]:
+    """ADAPT-GBRT (Nan and Saligrama 2017): a boosted gate and low-cost model in front of the
+    plain model, which answers only the examples the gate sends on."""
+    yield from _gated(ctx, ctx.lightgbm(), "gbrt")
+
+
+@method("adapt-lin", "ADAPT-LIN", "train", ("binary", "multiclass", "regression"), after="lightgbm")
+def _adapt_lin(ctx: Context) -> Iterator[Candidate]:
+    """ADAPT-LIN: a linear gate and low-cost model (group-sparse) in front of the plain model."""
+    yield from _gated(ctx, ctx.lightgbm(), "lin")
+
+
+# ---------------------------------------------------------------------- post-hoc, on a random forest
+@method("budgetprune", "BudgetPrune (random forest)", "post-hoc")
+def _budgetprune(ctx: Context) -> Iterator[Candidate]:
+    """The plain random forest pruned by BudgetPrune (the exact (IP3) solve, features shared
+    across trees), for each budget the most accurate pruning within it (see ``_pruned``). For
+    ranking the forest regresses the relevance grades and (IP3) takes their squared error: a
+    pointwise ranker, scored by the ranking metric per query."""
+    yield Candidate("unpruned", ctx.random_forest(), {"lam": 0.0})
+    yield from _pruned(ctx, ctx.random_forest())
+
+
+def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
+    """BudgetPrune's most accurate pruning of ``forest`` within each budget, on one lambda path
+    over the calibration rows (their errors are honest: the forest has seen the training rows).
+    A pruning that serves several budgets is offered once."""
+    start = time.perf_counter()
+    path = budget_prune_path(forest, ctx.X_val, ctx.y_val, ctx.costs, progress=False)
+    seconds = time.perf_counter() - start  # one path serves every budget: charged to the first
+    seen: set[int] = set()
+    for budget in ctx.budgets:
+        if budget < path.cost.min():
+            yield Candidate(
+                f"budget={budget:.4g}",
+                None,
+                {"reason": f"below the cheapest pruning's cost {path.cost.min():.4g}"},
+            )
+            continue
+        k = path.best_within(budget)
+        if k in seen:
+            continue
+        seen.add(k)
+        yield Candidate(
+            f"budget={budget:.4g}", path.forest(k), {"budget": budget, "lam": float(path.lambdas[k])}, seconds
+        )
+        seconds = 0.0
+
+
+# ---------------------------------------------------------------------- BudgetRF
+def _budgetrf(ctx: Context) -> Forest:
+    """A BudgetRF forest on the training split (fitted once; categories as codes)."""
+    if "budgetrf" not in ctx._cache:
+        X = ctx.matrix(ctx.X_train)  # categories as codes, missing values NaN (BudgetRF routes them)
+        cls = BudgetRFClassifier if ctx.task in ("binary", "multiclass") else BudgetRFRegressor
+        est = cls(
+            15 if ctx.quick else 40,
+            costs=ctx.costs,
+            max_depth=10,
+            random_state=ctx.random_state,
+            progress=False,
+        ).fit(X, ctx.y_train)
+        ctx._cache["budgetrf"] = ctx.adopt(est.forest_)
+    return ctx._cache["budgetrf"]
+
+
+@method("budgetrf", "BudgetRF", "train")
+def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
+    """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned; for ranking, a regressor of the
+    relevance grades (a pointwise ranker)."""
+    yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx))
+
+
+def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:
+    if "budgetrf+prune" not in ctx._cache:
+        ctx._cache["budgetrf+prune"] = list(_pruned(ctx, _budgetrf(ctx)))
+    yield from ctx._cache["budgetrf+prune"]
+
+
+@method(
+    "budgetrf+prune",
+    "BudgetRF pruned by BudgetPrune",
+    "composition",
+    TASKS,
+    after="budgetrf",
+)
+def _budgetrf_pruned(ctx: Context) -> Iterator[Candidate]:
+    """BudgetRF's forest pruned by BudgetPrune: the pairing of the BudgetPrune paper."""
+    yield from _budgetrf_pruned_models(ctx)
+
+
+@method(
+    "budgetrf+prune+adapt",
+    "BudgetRF, pruned, gated by ADAPT",
+    "composition",
+    TASKS,
+    after="budgetrf+prune",
+)
+def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
+    """The most accurate pruned BudgetRF forest (largest budget) as ADAPT's expensive model f0,
+    behind an ADAPT-GBRT gate and low-cost model (for ranking, ADAPT's regressor on the
+    relevance grades: every part of it is pointwise)."""
+    pruned = [c for c in _budgetrf_pruned_models(ctx) if c.model is not None]
+    if not pruned:
+        return
+    base = pruned[-1]
+    for cand in _gated(ctx, base.model, "gbrt"):  # named by the gate's setting (see above)
+        yield Candidate(
+            f"largest budget, {cand.name}",
+            cand.model,
+            {**base.params, **cand.params},
+            base.fit_seconds + cand.fit_seconds,
+        )

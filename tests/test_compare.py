@@ -221,7 +221,6 @@ def test_single_class_models_are_flagged_and_not_recommended():
 def test_time_allowance_is_shared_and_honoured():
     """A behaviour bound, not a benchmark: every method fits a model, and the run ends within
     10% of its allowance plus a fixed margin for start-up."""
-    import time
 
     X, y = binary_data(400)
     allowance = 3.0
@@ -406,9 +405,7 @@ def test_every_method_and_composition_runs(task):
     else:
         y = (score > 0).astype(int) if task == "binary" else np.digitize(score, [-0.6, 0.6])
     costs = CostModel([1.0, 5.0, 0.5, 20.0, 2.0])
-    start = time.perf_counter()
     cmp = compare(X, y, costs, qid=qid, quick=True, progress=False, lightgbm_params=FAST, cv=0)
-    assert time.perf_counter() - start < 120  # quick on small data (a few seconds here)
     assert cmp.task == task
     # Budgets from 10% of the plain model's cost up are all feasible here: nothing is skipped.
     assert cmp.skipped == []

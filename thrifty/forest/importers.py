@@ -8,6 +8,7 @@ from typing import Any
 
 from thrifty.forest._forest import Forest
 from thrifty.forest._lightgbm import from_lightgbm
+from thrifty.forest._onnx import from_onnx, is_onnx
 from thrifty.forest._sklearn import from_sklearn
 from thrifty.forest._xgboost import from_xgboost
 from thrifty.forest.builder import unsupported
@@ -64,4 +65,6 @@ def _import(model: Any) -> Forest:
         return from_xgboost(model)
     if "sklearn" in roots:
         return from_sklearn(model)
+    if is_onnx(model):
+        return from_onnx(model)
     raise unsupported(model)

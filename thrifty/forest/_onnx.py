@@ -1,0 +1,396 @@
+"""Import of ONNX tree ensembles (ai.onnx.ml ``TreeEnsembleRegressor``, ``TreeEnsembleClassifier``
+and ``TreeEnsemble``) into a Forest that reproduces onnxruntime's scores."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from thrifty.exceptions import InputError
+from thrifty.forest._forest import Forest
+from thrifty.forest._onnx_trees import (
+    MODES,
+    Leaf,
+    Split,
+    features,
+    keep_column,
+    leaves,
+    single_target,
+    unroll,
+)
+from thrifty.forest.builder import ForestBuilder
+
+TREE_OPS = ("TreeEnsembleRegressor", "TreeEnsembleClassifier", "TreeEnsemble")
+# Nodes converters put after the ensemble that leave its scores as they are.
+_PASSIVE = {"Identity", "Cast", "ZipMap"}
+_LEAF = "LEAF"
+_AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")  # TreeEnsemble's codes 0..3
+_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")  # TreeEnsemble's codes 0..4
+_FLOAT, _DOUBLE = 1, 11  # onnx.TensorProto.FLOAT, DOUBLE
+
+
+def is_onnx(model: Any) -> bool:
+    """Whether ``model`` is an ``onnx.ModelProto`` or the path of a ``.onnx`` file."""
+    if isinstance(model, (str, os.PathLike)):
+        return str(model).lower().endswith(".onnx")
+    return any(cls.__module__.split(".")[0] == "onnx" for cls in type(model).__mro__)
+
+
+def from_onnx(model: Any) -> Forest:
+    """Convert an ONNX model whose graph is one tree-ensemble node into a :class:`Forest`.
+
+    onnxruntime casts the input to the precision of the model's input (float32 for a ``float``
+    input, as skl2onnx and onnxmltools write), compares it with the node's thresholds in that
+    precision, and sums the leaf weights tree by tree in it, adding ``base_values`` last. The
+    forest does the same: ``input_dtype`` and ``accumulate`` are that precision, ``BRANCH_LT``
+    becomes ``x <= t'`` with ``t'`` the float below ``t`` (exact on inputs of that precision),
+    ``BRANCH_GT``/``BRANCH_GTE`` swap the children, ``BRANCH_EQ``/``BRANCH_NEQ``/``BRANCH_MEMBER``
+    become two comparisons (``x <= t'`` then ``x <= t``) with the subtree that both outcomes share
+    copied, and a non-zero ``base_values`` becomes a last constant tree, so raw scores equal
+    onnxruntime's bit for bit under ``SUM``. ``nodes_missing_value_tracks_true`` is the missing
+    direction; without it NaN takes the outcome of the comparison (false but for ``NEQ``).
+
+    Post-transforms map to links: ``NONE`` (regression: identity; classifiers with non-negative
+    weights: probabilities), ``LOGISTIC`` (binary: sigmoid), ``SOFTMAX`` (multiclass: softmax).
+    A binary classifier's raw score is its positive class's score.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto or path of a ``.onnx`` file
+
+    Returns
+    -------
+    Forest
+
+    Raises
+    ------
+    InputError
+        For graphs with other computations than the ensemble (a scaler before it, ...), the
+        ``MIN``/``MAX`` aggregates, the ``SOFTMAX_ZERO`` and ``PROBIT`` transforms, and scores
+        onnxruntime turns into something other than a link of the raw score.
+    """
+    # Not at the top: onnx is optional (thrifty[onnx]).
+    import onnx
+
+    if isinstance(model, (str, os.PathLike)):
+        model = onnx.load(os.fspath(model))
+    node, dtype, n_features = _ensemble_node(model.graph)
+    attrs = {a.name: _attribute(a) for a in node.attribute}
+    trees, n_columns, base = _parse(node.op_type, attrs)
+    precision = np.float32 if dtype == _FLOAT else np.float64
+    return _build(node.op_type, attrs, trees, n_columns, base, precision, n_features)
+
+
+def _attribute(attribute: Any) -> Any:
+    import onnx
+    from onnx import numpy_helper
+
+    value = onnx.helper.get_attribute_value(attribute)
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode() for v in value]
+    return value
+
+
+def _ensemble_node(graph: Any) -> tuple[Any, int, int | None]:
+    """The graph's one tree-ensemble node, its input's element type and width; anything else
+    in the graph must be a passive node after it (see ``_PASSIVE``)."""
+    trees = [n for n in graph.node if n.op_type in TREE_OPS]
+    if len(trees) != 1:
+        raise InputError(
+            f"the ONNX graph has {len(trees)} tree-ensemble nodes; thrifty imports a graph of one "
+            f"({' or '.join(TREE_OPS)}) reading the graph's input"
+        )
+    ensemble = trees[0]
+    inputs = {i.name: i for i in graph.input}
+    initializers = {t.name: t for t in graph.initializer}
+    producers = {out: n for n in graph.node for out in n.output}
+    source = ensemble.input[0]
+    if source not in inputs:
+        before = producers.get(source)
+        what = f"node {before.name!r} ({before.op_type})" if before is not None else f"tensor {source!r}"
+        raise InputError(
+            f"the tree ensemble reads the output of {what}, not the model's input: preprocessing "
+            "before the trees is not supported; export the trees alone, or apply that step to X "
+            "before calling thrifty"
+        )
+    for other in graph.node:
+        if other is ensemble or other.op_type in _PASSIVE:
+            continue
+        if other.op_type == "Mul" and _multiplies_by_one(other, initializers):
+            continue
+        raise InputError(
+            f"the ONNX graph holds node {other.name!r} ({other.op_type}) beside the tree ensemble; "
+            f"thrifty imports the ensemble followed only by {sorted(_PASSIVE)} nodes"
+        )
+    tensor = inputs[source].type.tensor_type
+    if tensor.elem_type not in (_FLOAT, _DOUBLE):
+        raise InputError(
+            f"the ONNX model's input {source!r} has element type {tensor.elem_type}; thrifty "
+            "imports float (1) or double (11) inputs"
+        )
+    dims = tensor.shape.dim
+    width = dims[1].dim_value if len(dims) == 2 and dims[1].HasField("dim_value") else None
+    return ensemble, tensor.elem_type, width
+
+
+def _multiplies_by_one(node: Any, initializers: dict[str, Any]) -> bool:
+    """onnxmltools multiplies LightGBM's probabilities by a constant one."""
+    from onnx import numpy_helper
+
+    constants = [numpy_helper.to_array(initializers[i]) for i in node.input if i in initializers]
+    return len(constants) == 1 and bool(np.all(constants[0] == 1))
+
+
+def _parse(op: str, a: dict[str, Any]) -> tuple[list[Split | Leaf], int, np.ndarray]:
+    """The trees (roots in tree order), the number of score columns and the base values."""
+    if op == "TreeEnsemble":
+        return _parse_v5(a)
+    prefix = "class" if op == "TreeEnsembleClassifier" else "target"
+    if op == "TreeEnsembleClassifier":
+        labels = a.get("classlabels_int64s") or a.get("classlabels_strings") or []
+        n_columns = len(labels)
+    else:
+        n_columns = int(a.get("n_targets", 1))
+    values = a["nodes_values_as_tensor"] if "nodes_values_as_tensor" in a else a.get("nodes_values")
+    weights = a.get(f"{prefix}_weights_as_tensor")
+    weights = a[f"{prefix}_weights"] if weights is None else weights
+    base = a.get("base_values_as_tensor")
+    base = np.asarray(a.get("base_values", []) if base is None else base, dtype=np.float64)
+    tree_ids = np.asarray(a["nodes_treeids"], dtype=np.int64)
+    node_ids = np.asarray(a["nodes_nodeids"], dtype=np.int64)
+    modes = list(a["nodes_modes"])
+    tracks = list(a.get("nodes_missing_value_tracks_true", [])) or [0] * len(modes)
+    leaves: dict[tuple[int, int], dict[int, float]] = {}
+    for t, n, k, w in zip(a[f"{prefix}_treeids"], a[f"{prefix}_nodeids"], a[f"{prefix}_ids"], weights):
+        leaf = leaves.setdefault((int(t), int(n)), {})
+        if int(k) in leaf:
+            raise InputError(f"leaf {n} of tree {t} lists score column {k} twice; thrifty needs one weight")
+        leaf[int(k)] = float(w)
+    table = {(int(t), int(n)): i for i, (t, n) in enumerate(zip(tree_ids, node_ids))}
+    built: dict[tuple[int, int], Split | Leaf] = {}
+
+    def make(key: tuple[int, int]) -> Split | Leaf:
+        # Iterative post-order: deep trees must not hit Python's recursion limit.
+        stack = [key]
+        while stack:
+            k = stack[-1]
+            if k in built:
+                stack.pop()
+                continue
+            if k not in table:
+                raise InputError(f"node {k[1]} of tree {k[0]} is referenced but not defined")
+            i = table[k]
+            if modes[i] == _LEAF:
+                built[k] = Leaf(leaves.get(k, {}))
+                stack.pop()
+                continue
+            kids = [(k[0], int(a["nodes_truenodeids"][i])), (k[0], int(a["nodes_falsenodeids"][i]))]
+            todo = [c for c in kids if c not in built]
+            if todo:
+                stack.extend(todo)
+                continue
+            if modes[i] not in MODES:
+                raise InputError(f"unknown node mode {modes[i]!r} in tree {k[0]}")
+            built[k] = Split(
+                int(a["nodes_featureids"][i]),
+                modes[i],
+                float(values[i]),
+                bool(tracks[i]),
+                built[kids[0]],
+                built[kids[1]],
+            )
+            stack.pop()
+        return built[key]
+
+    roots: list[tuple[int, int]] = []
+    for t, n in zip(tree_ids, node_ids):
+        if not roots or roots[-1][0] != t:
+            roots.append((int(t), int(n)))
+    # onnxruntime takes a tree's first listed node as its root, trees in order of appearance.
+    return [make(r) for r in roots], n_columns, base
+
+
+def _parse_v5(a: dict[str, Any]) -> tuple[list[Split | Leaf], int, np.ndarray]:
+    """``TreeEnsemble`` (ai.onnx.ml 5): node arrays of the splits only, leaves apart."""
+    splits = np.asarray(a["nodes_splits"], dtype=np.float64)
+    modes = np.asarray(a["nodes_modes"], dtype=np.int64)
+    tracks = list(a.get("nodes_missing_value_tracks_true", [])) or [0] * len(modes)
+    members = list(np.asarray(a.get("membership_values", []), dtype=np.float64))
+    sets: dict[int, frozenset[float]] = {}
+    for i in np.flatnonzero(modes == 6):  # each MEMBER node's values, NaN-terminated, in order
+        end = next(j for j in range(len(members)) if np.isnan(members[j]))
+        sets[int(i)], members = frozenset(members[:end]), members[end + 1 :]
+    weights = np.asarray(a["leaf_weights"], dtype=np.float64)
+    targets = a["leaf_targetids"]
+    built: dict[int, Split] = {}
+
+    def child(i: int, leaf: int) -> Any:
+        return Leaf({int(targets[i]): float(weights[i])}) if leaf else ("split", i)
+
+    def make(root: int) -> Split:
+        stack = [root]
+        while stack:
+            i = stack[-1]
+            kids = [
+                child(int(a["nodes_truenodeids"][i]), a["nodes_trueleafs"][i]),
+                child(int(a["nodes_falsenodeids"][i]), a["nodes_falseleafs"][i]),
+            ]
+            todo = [c[1] for c in kids if isinstance(c, tuple) and c[1] not in built]
+            if todo:
+                stack.extend(todo)
+                continue
+            kids = [built[c[1]] if isinstance(c, tuple) else c for c in kids]
+            mode = int(modes[i])
+            built[i] = Split(
+                int(a["nodes_featureids"][i]),
+                MODES[mode],
+                sets[i] if mode == 6 else float(splits[i]),
+                bool(tracks[i]),
+                kids[0],
+                kids[1],
+            )
+            stack.pop()
+        return built[root]
+
+    return [make(int(r)) for r in a["tree_roots"]], int(a["n_targets"]), np.zeros(0)
+
+
+def _build(
+    op: str,
+    a: dict[str, Any],
+    trees: list[Split | Leaf],
+    n_columns: int,
+    base: np.ndarray,
+    precision: Any,
+    n_features: int | None,
+) -> Forest:
+    aggregate = a.get("aggregate_function", "SUM")
+    aggregate = _AGGREGATES[aggregate] if isinstance(aggregate, int) else aggregate
+    transform = a.get("post_transform", "NONE")
+    transform = _TRANSFORMS[transform] if isinstance(transform, int) else transform
+    if aggregate not in ("SUM", "AVERAGE"):
+        raise InputError(
+            f"the ONNX ensemble aggregates its trees with {aggregate}; a Forest sums or averages them"
+        )
+    classifier = op == "TreeEnsembleClassifier"
+    all_weights: dict[int, list[float]] = {}
+    for tree in trees:
+        for leaf in leaves(tree):
+            for k, w in leaf.weights.items():
+                all_weights.setdefault(k, []).append(w)
+    task, link, column, classes = _output(a, classifier, n_columns, transform, all_weights, base)
+    n_out = 1 if column is not None else n_columns
+    if column is not None:  # a binary classifier: only its positive column's weights
+        trees = [keep_column(t, column) for t in trees]
+        base = base[:1] if column == 0 else np.zeros(0)
+    single = [single_target(t) for t in trees]
+    width = 1 if all(s is not None for s in single) else n_out
+    builder = ForestBuilder(width)
+    weight = 1.0 / len(trees) if aggregate == "AVERAGE" and trees else 1.0
+    for tree, target in zip(trees, single):
+        feature, threshold, left, right, value, missing_left = unroll(tree, precision, width)
+        builder.add_tree(
+            feature,
+            threshold,
+            left,
+            right,
+            value,
+            missing_left=missing_left,
+            weight=weight,
+            tree_class=(target or 0) if width == 1 else -1,
+        )
+    base_full = np.zeros(n_out)
+    base_full[: min(n_out, base.size)] = base[:n_out].astype(precision)
+    if np.any(base_full != 0):
+        # onnxruntime adds base_values after the trees: a last constant tree adds them in the
+        # same order, so the sums round alike.
+        if width > 1:
+            builder.add_tree([-1], [0.0], [-1], [-1], base_full[None, :], tree_class=-1)
+        for k in np.flatnonzero(base_full) if width == 1 else ():
+            builder.add_tree([-1], [0.0], [-1], [-1], [[base_full[k]]], tree_class=int(k))
+    used = [f for tree in trees for f in features(tree)]
+    n = max([n_features or 0] + [f + 1 for f in used])
+    # Sums in onnxruntime run in the precision of the thresholds, which is the input's; AVERAGE
+    # divides the float32 sum at the end, which weights of 1/T cannot do, so it sums in float64.
+    acc = "float32" if precision is np.float32 and aggregate == "SUM" else "float64"
+    return builder.build(
+        base_score=np.zeros(n_out),
+        n_features=n,
+        link=link,
+        task=task,
+        classes=classes,
+        input_dtype="float32" if precision is np.float32 else "float64",
+        accumulate=acc,
+        aggregation="mean" if aggregate == "AVERAGE" else "sum",
+        source=f"onnx:{op}",
+    )
+
+
+def _output(
+    a: dict[str, Any],
+    classifier: bool,
+    n_columns: int,
+    transform: str,
+    weights: dict[int, list[float]],
+    base: np.ndarray,
+) -> tuple[str, str, int | None, Any]:
+    """Task, link, the one score column a binary classifier keeps (else None), class labels."""
+    if not classifier:
+        if transform != "NONE":
+            raise InputError(
+                f"an ONNX regressor with post_transform {transform} is not supported; a regression "
+                "Forest's output is its raw score (post_transform NONE)"
+            )
+        return "regression", "identity", None, None
+    labels = a.get("classlabels_int64s") or a.get("classlabels_strings") or []
+    classes = np.asarray(labels)
+    used = set(weights)
+    positive = all(w >= 0 for column in weights.values() for w in column)
+    if transform not in ("NONE", "LOGISTIC", "SOFTMAX"):
+        raise InputError(
+            f"post_transform {transform} has no Forest link; thrifty imports NONE (probabilities), "
+            "LOGISTIC (binary) and SOFTMAX (multiclass)"
+        )
+    if n_columns > 2:
+        if transform == "SOFTMAX":
+            return "multiclass", "softmax", None, classes
+        if transform == "NONE" and positive:
+            return "multiclass", "proba", None, classes
+        raise InputError(
+            f"a {n_columns}-class ONNX classifier with post_transform {transform}"
+            f"{' and negative weights' if transform == 'NONE' else ''} has no Forest link; "
+            "multiclass models need SOFTMAX or probabilities (NONE, non-negative weights)"
+        )
+    if n_columns != 2:
+        raise InputError(f"an ONNX classifier with {n_columns} class label(s); thrifty needs two or more")
+    column = 1 if 1 in used else 0
+    return "binary", _binary_link(transform, positive, base, column), column, classes
+
+
+def _binary_link(transform: str, positive: bool, base: np.ndarray, column: int) -> str:
+    """onnxruntime's binary cases (tree_ensemble_aggregator.h) that are a link of one score."""
+    if column == 1:
+        if transform == "NONE" and positive and not np.any(base != 0):
+            return "proba"
+        raise InputError(
+            "a binary ONNX classifier scoring both classes needs post_transform NONE, non-negative "
+            "weights and no base_values (onnxruntime then outputs the scores as probabilities)"
+        )
+    if base.size > 1:
+        raise InputError("a binary ONNX classifier scoring one column takes one base value, got two")
+    if transform == "LOGISTIC" and not positive:
+        return "sigmoid"
+    if transform == "NONE" and positive:
+        return "proba"
+    raise InputError(
+        f"onnxruntime outputs no link of the score for a binary classifier with post_transform "
+        f"{transform} and {'non-negative' if positive else 'signed'} weights (it writes "
+        f"{'1 - s, s' if positive else '-s, s'}); thrifty imports LOGISTIC with signed weights "
+        "or NONE with non-negative ones"
+    )

@@ -3,6 +3,8 @@ and ``TreeEnsemble``) into a Forest that reproduces onnxruntime's scores."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from typing import Any
 
@@ -25,6 +27,9 @@ from thrifty.forest.builder import ForestBuilder
 TREE_OPS = ("TreeEnsembleRegressor", "TreeEnsembleClassifier", "TreeEnsemble")
 # Nodes converters put after the ensemble that leave its scores as they are.
 _PASSIVE = {"Identity", "Cast", "ZipMap"}
+# The probability nodes thrifty.export_onnx puts after the ensemble.
+_THRIFTY_OUTPUTS = {"Constant", "Sigmoid", "Softmax", "Sub", "Concat"}
+META = "thrifty:"  # metadata keys of thrifty.export_onnx
 _LEAF = "LEAF"
 _AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")  # TreeEnsemble's codes 0..3
 _TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")  # TreeEnsemble's codes 0..4
@@ -76,11 +81,22 @@ def from_onnx(model: Any) -> Forest:
 
     if isinstance(model, (str, os.PathLike)):
         model = onnx.load(os.fspath(model))
-    node, dtype, n_features = _ensemble_node(model.graph)
+    node, precision, input_dtype, n_features = _ensemble_node(model)
     attrs = {a.name: _attribute(a) for a in node.attribute}
     trees, n_columns, base = _parse(node.op_type, attrs)
-    precision = np.float32 if dtype == _FLOAT else np.float64
-    return _build(node.op_type, attrs, trees, n_columns, base, precision, n_features)
+    forest = _build(node.op_type, attrs, trees, n_columns, base, precision, n_features)
+    forest = dataclasses.replace(forest, input_dtype=input_dtype)
+    # What ONNX has no place for, written by thrifty.export_onnx.
+    meta = {p.key[len(META) :]: json.loads(p.value) for p in model.metadata_props if p.key.startswith(META)}
+    if not meta:
+        return forest
+    return dataclasses.replace(
+        forest,
+        task=meta.get("task", forest.task),
+        link=meta.get("link", forest.link),
+        classes=meta.get("classes", forest.classes),
+        feature_names=meta.get("feature_names", forest.feature_names),
+    )
 
 
 def _attribute(attribute: Any) -> Any:
@@ -97,9 +113,11 @@ def _attribute(attribute: Any) -> Any:
     return value
 
 
-def _ensemble_node(graph: Any) -> tuple[Any, int, int | None]:
-    """The graph's one tree-ensemble node, its input's element type and width; anything else
-    in the graph must be a passive node after it (see ``_PASSIVE``)."""
+def _ensemble_node(model: Any) -> tuple[Any, Any, str, int | None]:
+    """The graph's one tree-ensemble node, the precision it computes in (its input's type), the
+    precision the model's input is rounded to on the way, and the input's width. Between the input and the ensemble only Cast and Identity nodes may stand; after it
+    only nodes that pass its scores on (``_PASSIVE``, and thrifty's own probability nodes)."""
+    graph = model.graph
     trees = [n for n in graph.node if n.op_type in TREE_OPS]
     if len(trees) != 1:
         raise InputError(
@@ -110,17 +128,28 @@ def _ensemble_node(graph: Any) -> tuple[Any, int, int | None]:
     inputs = {i.name: i for i in graph.input}
     initializers = {t.name: t for t in graph.initializer}
     producers = {out: n for n in graph.node for out in n.output}
-    source = ensemble.input[0]
-    if source not in inputs:
+    source, chain = ensemble.input[0], []
+    while source not in inputs:
         before = producers.get(source)
-        what = f"node {before.name!r} ({before.op_type})" if before is not None else f"tensor {source!r}"
+        if before is None or before.op_type not in ("Cast", "Identity"):
+            what = f"node {before.name!r} ({before.op_type})" if before is not None else f"tensor {source!r}"
+            raise InputError(
+                f"the tree ensemble reads the output of {what}, not the model's input: "
+                "preprocessing before the trees is not supported; export the trees alone, or "
+                "apply that step to X before calling thrifty"
+            )
+        chain.append(before)
+        source = before.input[0]
+    elem = inputs[source].type.tensor_type.elem_type
+    types = [elem] + [a.i for n in chain for a in n.attribute if a.name == "to"]
+    if any(t not in (_FLOAT, _DOUBLE) for t in types):
         raise InputError(
-            f"the tree ensemble reads the output of {what}, not the model's input: preprocessing "
-            "before the trees is not supported; export the trees alone, or apply that step to X "
-            "before calling thrifty"
+            f"the ONNX model's input {source!r} reaches the trees as element types {types}; thrifty "
+            "imports float (1) or double (11) inputs"
         )
+    allowed = _PASSIVE | (_THRIFTY_OUTPUTS if model.producer_name == "thrifty" else set())
     for other in graph.node:
-        if other is ensemble or other.op_type in _PASSIVE:
+        if other is ensemble or any(other is n for n in chain) or other.op_type in allowed:
             continue
         if other.op_type == "Mul" and _multiplies_by_one(other, initializers):
             continue
@@ -128,15 +157,11 @@ def _ensemble_node(graph: Any) -> tuple[Any, int, int | None]:
             f"the ONNX graph holds node {other.name!r} ({other.op_type}) beside the tree ensemble; "
             f"thrifty imports the ensemble followed only by {sorted(_PASSIVE)} nodes"
         )
-    tensor = inputs[source].type.tensor_type
-    if tensor.elem_type not in (_FLOAT, _DOUBLE):
-        raise InputError(
-            f"the ONNX model's input {source!r} has element type {tensor.elem_type}; thrifty "
-            "imports float (1) or double (11) inputs"
-        )
-    dims = tensor.shape.dim
+    dims = inputs[source].type.tensor_type.shape.dim
     width = dims[1].dim_value if len(dims) == 2 and dims[1].HasField("dim_value") else None
-    return ensemble, tensor.elem_type, width
+    # A float anywhere on the way rounds the input to float32 (a cast back to double keeps it so).
+    rounding = "float32" if _FLOAT in types else "float64"
+    return ensemble, np.float32 if types[-1] == _FLOAT else np.float64, rounding, width
 
 
 def _multiplies_by_one(node: Any, initializers: dict[str, Any]) -> bool:

@@ -115,8 +115,10 @@ def _attribute(attribute: Any) -> Any:
 
 def _ensemble_node(model: Any) -> tuple[Any, Any, str, int | None]:
     """The graph's one tree-ensemble node, the precision it computes in (its input's type), the
-    precision the model's input is rounded to on the way, and the input's width. Between the input and the ensemble only Cast and Identity nodes may stand; after it
-    only nodes that pass its scores on (``_PASSIVE``, and thrifty's own probability nodes)."""
+    precision the model's input is rounded to on the way, and the input's width.
+
+    Between the input and the ensemble only Cast and Identity nodes may stand; after it only
+    nodes that pass its scores on (``_PASSIVE``, and thrifty's own probability nodes)."""
     graph = model.graph
     trees = [n for n in graph.node if n.op_type in TREE_OPS]
     if len(trees) != 1:

@@ -334,6 +334,8 @@ def _build(
         )
     base_full = np.zeros(n_out)
     base_full[: min(n_out, base.size)] = base[:n_out].astype(precision)
+    if not classifier:
+        _check_base_reaches(trees, base_full)
     if np.any(base_full != 0):
         # onnxruntime adds base_values after the trees: a last constant tree adds them in the
         # same order, so the sums round alike.
@@ -357,6 +359,19 @@ def _build(
         aggregation="mean" if aggregate == "AVERAGE" else "sum",
         source=f"onnx:{op}",
     )
+
+
+def _check_base_reaches(trees: list[Split | Leaf], base: np.ndarray) -> None:
+    """onnxruntime's regressors add ``base_values[k]`` only to rows some leaf scored for target
+    ``k``; the forest adds it to every row, which is the same when a tree scores ``k`` on every
+    path."""
+    for k in np.flatnonzero(base):
+        if not any(all(int(k) in leaf.weights for leaf in leaves(tree)) for tree in trees):
+            raise InputError(
+                f"onnxruntime adds base_values[{k}] only to rows a tree scored for target {k}, and "
+                f"no tree scores it on every path; a Forest adds its base score to every row "
+                f"(fold base_values[{k}] into the leaves of a tree, or set it to 0)"
+            )
 
 
 def _output(

@@ -122,7 +122,11 @@ def _translate(node: Split, precision: Any) -> _Member | _Cut:
     """EQ, NEQ and MEMBER as set membership, comparisons with a NaN threshold (false for every
     number but under NEQ) as membership of the empty set, other comparisons as a Forest split:
     inputs are numbers of ``precision``, so ``x < t`` is ``x <= below(t)``, and ``x > t`` and
-    ``x >= t`` are the negations of ``x <= t`` and ``x < t``."""
+    ``x >= t`` are the negations of ``x <= t`` and ``x < t``.
+
+    MEMBER is ONNX's: ``x`` equals a member. (onnxruntime 1.32 rewrites member sets into nodes
+    of its own that, for some sets, truncate ``x`` or miss members; thrifty keeps the standard.)
+    """
     t = node.value
     if node.mode == "BRANCH_MEMBER":
         values = tuple(sorted({float(precision(v)) for v in t if not np.isnan(v)}))

@@ -7,15 +7,21 @@ from typing import Any
 
 import numpy as np
 
+# Sessions by model, the model kept alive beside its session so that its id is never reused.
+_SESSIONS: dict[int, tuple[Any, Any]] = {}
+
 
 def session(model: Any) -> Any:
-    """An onnxruntime session on one thread: with more, onnxruntime sums the trees in
-    per-thread parts, in an order that depends on the thread count."""
+    """An onnxruntime session on one thread (with more, onnxruntime sums the trees in
+    per-thread parts, in an order that depends on the thread count), made once per model."""
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    if id(model) not in _SESSIONS:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        made = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        _SESSIONS[id(model)] = (model, made)
+    return _SESSIONS[id(model)][1]
 
 
 def run(model: Any, X: np.ndarray, width: int = 1) -> list[np.ndarray]:
@@ -37,23 +43,35 @@ def run(model: Any, X: np.ndarray, width: int = 1) -> list[np.ndarray]:
     return out
 
 
+_UNTRANSFORMED: dict[int, tuple[Any, Any]] = {}
+
+
+def _untransformed(model: Any) -> Any:
+    """A copy of ``model`` whose ensemble has post_transform NONE (made once per model)."""
+    import onnx
+
+    if id(model) not in _UNTRANSFORMED:
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+        node = next(n for n in m.graph.node if n.op_type.startswith("TreeEnsemble"))
+        for a in node.attribute:
+            if a.name == "post_transform":
+                if a.type == onnx.AttributeProto.STRING:
+                    a.s = b"NONE"
+                else:
+                    a.i = 0
+        _UNTRANSFORMED[id(model)] = (model, m)
+    return _UNTRANSFORMED[id(model)][1]
+
+
 def ort_raw(model: Any, X: np.ndarray, width: int) -> np.ndarray:
     """The ensemble's ``width`` scores before its post-transform, shape (n, width) as the forest's.
 
     The post-transform is set to NONE; a binary classifier then writes its score ``s`` as its
     second column (the first is ``-s`` or ``1 - s``, or the negative class's own score).
     """
-    import onnx
-
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
+    m = _untransformed(model)
     node = next(n for n in m.graph.node if n.op_type.startswith("TreeEnsemble"))
-    for a in node.attribute:
-        if a.name == "post_transform":
-            if a.type == onnx.AttributeProto.STRING:
-                a.s = b"NONE"
-            else:
-                a.i = 0
     outputs = run(m, X, width)
     if len(X) == 0:  # ZipMap's list of no dictionaries has no width
         return np.zeros((0, width))

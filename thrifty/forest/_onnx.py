@@ -185,6 +185,8 @@ def _parse(op: str, a: dict[str, Any]) -> tuple[list[Split | Leaf], int, np.ndar
     else:
         n_columns = int(a.get("n_targets", 1))
     values = a["nodes_values_as_tensor"] if "nodes_values_as_tensor" in a else a.get("nodes_values")
+    if values is None:
+        raise InputError(f"the {op} node has no thresholds (nodes_values or nodes_values_as_tensor)")
     weights = a.get(f"{prefix}_weights_as_tensor")
     weights = a[f"{prefix}_weights"] if weights is None else weights
     base = a.get("base_values_as_tensor")
@@ -339,10 +341,12 @@ def _build(
     if np.any(base_full != 0):
         # onnxruntime adds base_values after the trees: a last constant tree adds them in the
         # same order, so the sums round alike.
+        none = np.full(1, -1)  # one node, a leaf
         if width > 1:
-            builder.add_tree([-1], [0.0], [-1], [-1], base_full[None, :], tree_class=-1)
-        for k in np.flatnonzero(base_full) if width == 1 else ():
-            builder.add_tree([-1], [0.0], [-1], [-1], [[base_full[k]]], tree_class=int(k))
+            builder.add_tree(none, np.zeros(1), none, none, base_full[None, :], tree_class=-1)
+        for out in np.flatnonzero(base_full) if width == 1 else ():
+            value = np.full((1, 1), base_full[out])
+            builder.add_tree(none, np.zeros(1), none, none, value, tree_class=int(out))
     used = [f for tree in trees for f in features(tree)]
     n = max([n_features or 0] + [f + 1 for f in used])
     # Sums in onnxruntime run in the precision of the thresholds, which is the input's; AVERAGE

@@ -59,12 +59,12 @@ def export_onnx(model: Any, path: str | os.PathLike | None = None) -> Any:
     elem = TensorProto.FLOAT if precision is np.float32 else TensorProto.DOUBLE
     arrays = _Arrays(forest, precision)
     base = forest.base_score.astype(precision)
-    for k in np.flatnonzero(base):  # first, so onnxruntime's sums start from it as the forest's
-        arrays.constant(float(base[k]), int(k))
+    for start in np.flatnonzero(base):  # first, so onnxruntime's sums start from it as the forest's
+        arrays.constant(float(base[start]), int(start))
     for t in range(forest.n_trees):
         k = int(forest.tree_class[t])
         for column in range(forest.n_outputs) if k < 0 else [k]:
-            arrays.tree(int(forest.roots[t]), float(forest.tree_weight[t]), 0 if k < 0 else None, column)
+            arrays.tree(int(forest.roots[t]), float(forest.tree_weight[t]), k < 0, column)
     if not arrays.roots:  # a TreeEnsemble needs a tree
         arrays.constant(0.0, 0)
     nodes = [
@@ -186,9 +186,9 @@ class _Arrays:
         self._link(root, 1, self._leaf(weight, column), True)
         self.roots.append(root)
 
-    def tree(self, root: int, w: float, vector: int | None, column: int) -> None:
-        """Forest tree ``root``, weight ``w``, leaf values of ``column`` (``vector``) or of the
-        tree's one value, added to ``column``."""
+    def tree(self, root: int, w: float, vector: bool, column: int) -> None:
+        """Forest tree ``root`` of weight ``w`` adding to ``column`` its leaves' values of that
+        column (vector leaves) or their one value."""
         f = self.forest
         if f.feature[root] < 0:
             self.constant(self._value(root, w, vector, column), column)
@@ -210,9 +210,9 @@ class _Arrays:
                 stack.append((int(child), split, split_side))
         self.roots.append(first)
 
-    def _value(self, leaf: int, w: float, vector: int | None, column: int) -> float:
+    def _value(self, leaf: int, w: float, vector: bool, column: int) -> float:
         # The forest adds w * value; float32 forests round that product, as XGBoost does.
-        v = self.forest.value[leaf, 0 if vector is None else column]
+        v = self.forest.value[leaf, column if vector else 0]
         return float(self.precision(w * v))
 
     def _decision(self, node: int) -> tuple[int, list[tuple[int, int, bool]]]:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from thrifty import CostModel, evaluate
+from thrifty import CostModel, evaluate, metrics
 from thrifty.cli import main
 from thrifty.comparison import METHODS, compare
 from thrifty.frontier import pareto_front
@@ -115,7 +115,9 @@ def test_front_and_recommendations_agree_with_brute_force(result):
         )
         for i in t.index
     ]
-    assert set(cmp.front.index) == {i for i, d in zip(t.index, dominated) if not d}
+    undominated = t.loc[[i for i, d in zip(t.index, dominated) if not d]]
+    # A method's settings with the same figures are one model, on the front once.
+    assert set(cmp.front.index) == set(undominated.drop_duplicates(["method", "mean_cost", "value"]).index)
     rec = cmp.recommend([0.3 * cmp.full_cost, cmp.full_cost, 10 * cmp.full_cost])
     for _, r in rec.iterrows():
         within = t[t["mean_cost"] <= r["for_budget"]]
@@ -289,7 +291,22 @@ def test_other_tasks(task):
     )
     assert cmp.task == task
     assert len(cmp.table) >= 3 and cmp.table["value"].notna().all()
-    assert len(pareto_front(cmp.table)) == len(cmp.front)
+    assert len(pareto_front(cmp.table).drop_duplicates(["method", "mean_cost", "value"])) == len(cmp.front)
+    # Each task's metrics by name: RMSE (lower is better), MAE and R² in the target's units;
+    # NDCG@10 and precision@5 over queries; accuracy, balanced accuracy and AUC.
+    primary, *others = metrics.TASK_METRICS[task]
+    assert set(cmp.table["metric"]) == {primary} and set(others) <= set(cmp.table.columns)
+    tested = cmp.table[cmp.table["test_value"].notna()]
+    assert (
+        (tested["test_low"] <= tested["test_value"]) & (tested["test_value"] <= tested["test_high"])
+    ).all()
+    best = cmp.front["value"].min() if task == "regression" else cmp.front["value"].max()
+    assert cmp.recommend([np.inf])["value"].iloc[0] == best
+    if task == "regression":
+        assert (tested["test_mae_low"] <= tested["test_mae"]).all() and (tested["test_r2"] <= 1).all()
+    if task == "ranking":
+        # Ten documents a query: the intervals were over the test rows' queries.
+        assert (tested["test_queries"] == cmp.n_test // 10).all()
     # Every quick method of the task gives models: QWYC (with a tolerance, or keeping each
     # query's top 5) and, for regression, the margin exit on the remaining trees' bound.
     expect = {"lightgbm", "qwyc", "margin"} if task == "regression" else {"lightgbm", "qwyc"}

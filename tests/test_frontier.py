@@ -152,3 +152,32 @@ def test_frontier_gap_integrates_the_step_functions_exactly():
     assert frontier_gap(a, b, log_cost=True) == pytest.approx(
         ((0.5 - 0.6) * np.log(1.5) + 0.2 * np.log(4 / 3) + 0.1 * np.log(5 / 4)) / np.log(2.5)
     )
+
+
+def test_a_regressions_frontier_is_in_rmse_and_lower_is_better():
+    from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
+
+    from thrifty.frontier import frontier_gap
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3))
+    y = 1e4 * (X[:, 0] + 0.5 * X[:, 1] ** 2)
+    model = lightgbm.LGBMRegressor(n_estimators=20, num_leaves=4, verbose=-1, n_jobs=1).fit(X, y)
+    forest = thrifty.Forest.from_model(model)
+    models = {f"first {k}": forest.subset(range(k)) for k in (1, 5, 20)}
+    table = frontier(models, X, y, thrifty.CostModel([1.0, 2.0, 4.0]), progress=False)
+    assert set(table["metric"]) == {"rmse"}
+    pred = model.predict(X)
+    assert table["value"].iloc[2] == pytest.approx(np.sqrt(mean_squared_error(y, pred)))
+    for name, reference in [("mae", mean_absolute_error), ("r2", r2_score)]:
+        assert frontier([forest], X, y, None, metric=name, progress=False)["value"][0] == pytest.approx(
+            reference(y, pred)
+        )
+    # More trees, lower RMSE: every model is on the front, read from the metric column.
+    assert list(pareto_front(table).index) == [0, 1, 2]
+    assert list(pareto_front(table, higher_is_better=True).index) == [0]
+    # The metric column names what "value" holds, not another column's direction.
+    assert list(pareto_front(table.assign(score=-table["value"]), value="score").index) == [0, 1, 2]
+    # The gap is positive when the first frontier's error is lower.
+    better = table.assign(value=table["value"] - 10.0)
+    assert frontier_gap(better, table) == pytest.approx(10.0)

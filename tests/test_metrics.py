@@ -278,13 +278,24 @@ def test_score_per_task():
     qid = np.array([0, 0, 0, 1, 1, 1])
     s = np.array([0.1, 0.9, 0.5, 0.3, 0.2, 0.1])
     name, value = metrics.score("ranking", yr, _evaluation(s), qid=qid)
-    assert name == "precision@5" and value == pytest.approx(bf_precision(yr, s, qid, 5))
+    assert name == "ndcg@10" and value == pytest.approx(bf_ndcg(yr, s, qid, 10))
+    both = metrics.task_scores("ranking", yr, _evaluation(s), qid=qid)
+    assert list(both) == ["ndcg@10", "precision@5"]
+    assert both["precision@5"] == pytest.approx(bf_precision(yr, s, qid, 5))
     with pytest.raises(ValueError, match="qid"):
         metrics.score("ranking", yr, s)
 
     yreg = np.array([1.0, 2.0, 4.0])
-    assert metrics.score("regression", yreg, np.array([1.0, 3.0, 2.0])) == ("neg_mse", pytest.approx(-5 / 3))
+    assert metrics.score("regression", yreg, np.array([1.0, 3.0, 2.0])) == (
+        "rmse",
+        pytest.approx(np.sqrt(5 / 3)),
+    )
     assert metrics.score("regression", yreg, _evaluation([1.0, 2.0, 4.0]))[1] == 0.0
+    three = metrics.task_scores("regression", yreg, _evaluation([1.0, 3.0, 2.0]))
+    assert list(three) == ["rmse", "mae", "r2"]
+    assert three["mae"] == pytest.approx(1.0) and three["r2"] == pytest.approx(1 - 5 / (14 / 3))
+    binary = metrics.task_scores("binary", y, ev, classes=[0, 1])
+    assert list(binary) == ["accuracy", "balanced_accuracy", "auc"] and binary["auc"] == 0.5
     with pytest.raises(ValueError, match="unknown task"):
         metrics.score("clustering", y, y)
     with pytest.raises(ValueError, match="labels"):
@@ -343,3 +354,59 @@ def test_label_metrics_refuse_probabilities(metric):
     # Probabilities passed where labels belong would compare floats to labels: always 0.
     with pytest.raises(ValueError, match="needs predicted labels"):
         metric(np.array([0, 1]), np.array([[0.9, 0.1], [0.2, 0.8]]))
+
+
+# ----------------------------------------------------------------------------- regression
+@FAST
+@given(
+    st.lists(
+        st.tuples(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6)),
+        min_size=2,
+        max_size=40,
+    )
+)
+def test_regression_metrics_match_scikit_learn(pairs):
+    from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
+
+    y, p = (np.array(c) for c in zip(*pairs))
+    assert metrics.rmse(y, p) == pytest.approx(np.sqrt(mean_squared_error(y, p)), abs=1e-6)
+    assert metrics.mae(y, p) == pytest.approx(mean_absolute_error(y, p), abs=1e-6)
+    if np.ptp(y) > 1e-3:
+        assert metrics.r2(y, p) == pytest.approx(r2_score(y, p), rel=1e-9, abs=1e-9)
+    else:
+        assert np.isnan(metrics.r2(np.full(3, 2.0), [1.0, 2.0, 3.0]))
+
+
+def test_regression_metrics_refuse_bad_shapes():
+    with pytest.raises(ValueError, match="one prediction per row"):
+        metrics.rmse([1.0, 2.0], np.ones((2, 3)))
+    with pytest.raises(ValueError, match="different numbers"):
+        metrics.mae([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="at least one row"):
+        metrics.r2([], [])
+
+
+def test_direction_of_each_metric():
+    assert not metrics.higher_is_better("rmse") and not metrics.higher_is_better("log_loss")
+    assert metrics.higher_is_better("ndcg@10") and metrics.higher_is_better("r2")
+    assert all(
+        metrics.higher_is_better(names[0]) != (task == "regression")
+        for task, names in metrics.TASK_METRICS.items()
+    )
+
+
+@FAST
+@given(ranking_data(ties=False), st.integers(1, 12))
+def test_per_query_metrics_match_scikit_learn_query_by_query(data, k):
+    y, s, q = data
+    ndcg = metrics.ndcg_per_query(y, s, q, k=k, no_relevant="zero")
+    precision = metrics.precision_per_query(y, s, q, k=k)
+    for j, query in enumerate(np.unique(q)):  # per-query values come in sorted-id order
+        m = q == query
+        # scikit-learn's gain is the label itself: give it 2**label - 1.
+        expected = ndcg_score([2.0 ** y[m] - 1], [s[m]], k=k) if len(y[m]) > 1 else float(y[m][0] > 0)
+        assert ndcg[j] == pytest.approx(expected)
+        top = np.argsort(-s[m])[:k]
+        assert precision[j] == pytest.approx(np.sum(y[m][top] >= 1) / k)
+    assert metrics.ndcg_at_k(y, s, q, k=k, no_relevant="zero") == pytest.approx(ndcg.mean())
+    assert metrics.precision_at_k(y, s, q, k=k) == pytest.approx(precision.mean())

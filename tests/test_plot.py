@@ -70,6 +70,13 @@ def test_frontier_one_series_per_method_plus_front(tmp_path):
     assert (tmp_path / "frontier.png").stat().st_size > 0
 
 
+def test_an_error_metrics_front_keeps_the_lower_values():
+    # RMSE: lower is better, read from the metric column unless the caller says otherwise.
+    table = _table([1, 5, 9], [900.0, 700.0, 800.0]).assign(metric="rmse")
+    assert list(plot_frontier(table).lines[-1].get_xdata()) == [1, 5]
+    assert list(plot_frontier(table, higher_is_better=True).lines[-1].get_xdata()) == [1]
+
+
 def test_frontier_joins_each_method_by_cost_and_draws_the_front_boldly():
     # Rows out of cost order, with a tie in cost: the line must still run left to right.
     table = pd.concat([_table([9, 1, 5, 5], [0.8, 0.6, 0.75, 0.7], "a"), _table([3, 2], [0.72, 0.65], "b")])

@@ -305,7 +305,7 @@ def _compare(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise InputError("compare needs DATA: a shared dataset name or a CSV/Parquet file")
-    X, y, qid, splits, costs, unit = compare_data(args)
+    X, y, qid, splits, costs, units = compare_data(args)
     methods = "all" if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
     budgets = None if args.budgets is None else read_budgets(args.budgets)
     time_limit = None if args.time_limit is None else read_time_limit(args.time_limit)
@@ -333,8 +333,8 @@ def _compare(args: argparse.Namespace) -> int:
             )
         why = "; ".join(f"{m} {n}: {r}".replace("  ", " ") for m, n, r in result.skipped[:3])
         raise InputError(f"no method produced a model ({why or 'none applies to the data'})")
-    files = result.write(args.out, cost_unit=unit, title=f"thrifty compare: {args.data}")
-    print(result.summary(unit))
+    files = result.write(args.out, title=f"thrifty compare: {args.data}", **units)
+    print(result.summary(**units))
     print(f"wrote {', '.join(f.name for f in files if f.parent == args.out)} to {args.out}/")
     return 0
 

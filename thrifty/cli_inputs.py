@@ -29,9 +29,11 @@ __all__ = [
 # scikit-learn or LightGBM.
 
 
-def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, str | None]:
-    """Training rows, labels, qid, the other splits, costs and cost unit for ``compare``."""
+def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], Any, dict[str, Any]]:
+    """Training rows, labels, qid, the other splits, costs, and how the report writes them
+    (``thrifty.comparison.numbers.units``: cost unit, target unit, what a row is) for ``compare``."""
     from thrifty.comparison.inputs import check_data
+    from thrifty.comparison.numbers import units
 
     path = Path(args.data)
     if is_file(args.data):
@@ -44,9 +46,8 @@ def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any
         X = _categorical(X, _names(args.categorical), str(path))
         names = [str(c) for c in X.columns]
         costs = CostModel.from_file(args.costs, names) if args.costs is not None else None
-        return X, y, qid, {}, costs, None
+        return X, y, qid, {}, costs, units(None)
     from thrifty import datasets
-    from thrifty.comparison.report import cost_unit
 
     ds = datasets.load(args.data)
     X, y, qid = ds.subset("train")
@@ -55,7 +56,7 @@ def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any
         splits["X_val"], splits["y_val"], splits["qid_val"] = ds.subset("valid")
     splits["X_test"], splits["y_test"], splits["qid_test"] = ds.subset("test")
     costs = CostModel.from_file(args.costs, ds.feature_names) if args.costs is not None else ds.costs
-    return X, y, qid, splits, costs, cost_unit(ds.meta)
+    return X, y, qid, splits, costs, units(ds.meta)
 
 
 def _names(text: str | None) -> list[str]:

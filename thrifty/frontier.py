@@ -15,7 +15,7 @@ from thrifty.exceptions import InputError
 from thrifty.runtime.evaluate import Evaluation, evaluate
 from thrifty.runtime.plans import as_plan
 
-__all__ = ["cost_columns", "frontier", "frontier_gap", "pareto_front"]
+__all__ = ["cost_columns", "frontier", "frontier_gap", "metric_direction", "pareto_front"]
 
 Metric = Callable[[Any, Evaluation], float]
 
@@ -60,12 +60,13 @@ def frontier(
     qid : array-like of shape (n,), optional
         Query ids, for ranking metrics.
     metric : str or callable, optional
-        ``None``: the task's default metric (:func:`thrifty.metrics.score`: accuracy,
-        precision@5 for ranking, neg_mse for regression). A name: ``"accuracy"``, ``"auc"``,
-        ``"log_loss"``, ``"precision@k"`` or ``"ndcg@k"`` (e.g. ``"ndcg@10"``; without
-        ``@k``, the function's default k). A callable ``metric(y, evaluation) -> float``,
-        named by its ``__name__``. Mind the direction in :func:`pareto_front` (log_loss is
-        lower-is-better).
+        ``None``: the task's primary metric (:func:`thrifty.metrics.score`: accuracy,
+        NDCG@10 for ranking, RMSE for regression). A name: ``"accuracy"``, ``"auc"``,
+        ``"log_loss"``, ``"rmse"``, ``"mae"``, ``"r2"``, ``"precision@k"`` or ``"ndcg@k"``
+        (e.g. ``"ndcg@10"``; without ``@k``, the function's default k). A callable
+        ``metric(y, evaluation) -> float``, named by its ``__name__``. :func:`pareto_front`
+        reads the direction from the ``metric`` column (RMSE, MAE and log_loss are
+        lower-is-better); pass ``higher_is_better`` there for a callable that is.
     names : sequence of str, optional
         Row names (default: the mapping's keys, else ``model_0``, ``model_1``, ...).
     params : mapping or sequence of mappings, optional
@@ -134,7 +135,11 @@ def cost_columns(report: Any) -> dict[str, float]:
 
 
 def pareto_front(
-    table: pd.DataFrame, *, cost: str = "mean_cost", value: str = "value", higher_is_better: bool = True
+    table: pd.DataFrame,
+    *,
+    cost: str = "mean_cost",
+    value: str = "value",
+    higher_is_better: bool | None = None,
 ) -> pd.DataFrame:
     """The rows no other row dominates, sorted by cost.
 
@@ -148,8 +153,11 @@ def pareto_front(
         A frontier table (or any table with the two columns).
     cost, value : str
         Columns to minimise and to optimise.
-    higher_is_better : bool, default=True
-        Whether ``value`` is maximised (accuracy, AUC) or minimised (a loss).
+    higher_is_better : bool, optional
+        Whether ``value`` is maximised (accuracy, AUC, NDCG) or minimised (RMSE, a loss).
+        Default: for the ``value`` column, from the table's ``metric`` column
+        (:func:`thrifty.metrics.higher_is_better`; minimised for ``rmse``, ``mae``,
+        ``log_loss``); maximised otherwise.
 
     Returns
     -------
@@ -162,7 +170,7 @@ def pareto_front(
             raise KeyError(f"the table has no column {column!r}; its columns are {list(table.columns)}")
     c = table[cost].to_numpy(dtype=np.float64)
     v = table[value].to_numpy(dtype=np.float64)
-    if not higher_is_better:
+    if not (metric_direction(table, value) if higher_is_better is None else higher_is_better):
         v = -v
     valid = np.flatnonzero(~(np.isnan(c) | np.isnan(v)))
     # Sort by cost, best value first within a cost: a row survives exactly when it ties the
@@ -184,7 +192,13 @@ def pareto_front(
 
 
 def frontier_gap(
-    a: pd.DataFrame, b: pd.DataFrame, *, cost: str = "mean_cost", value: str = "value", log_cost: bool = False
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    *,
+    cost: str = "mean_cost",
+    value: str = "value",
+    log_cost: bool = False,
+    higher_is_better: bool | None = None,
 ) -> float:
     """How far the frontier of ``a`` lies above that of ``b``, on average over their common costs.
 
@@ -192,17 +206,20 @@ def frontier_gap(
     most ``c`` (what a user with budget ``c`` can have). The gap is the mean of
     ``best_a(c) - best_b(c)`` over ``c`` from the larger of the two cheapest costs to the
     smaller of the two largest costs, i.e. the area between the curves divided by the range's
-    width: positive when ``a`` is better there, in the units of ``value``.
+    width: positive when ``a`` is better there, in the units of ``value`` (for an error such
+    as RMSE, positive when ``a``'s error is lower: ``best_b(c) - best_a(c)``).
 
     Parameters
     ----------
     a, b : DataFrame
         Frontier tables (any rows; dominated rows do not change the step functions).
     cost, value : str
-        Columns of cost (x) and quality (y, higher is better).
+        Columns of cost (x) and quality (y).
     log_cost : bool, default=False
         Average over ``log(c)`` instead of ``c`` (costs spanning orders of magnitude; zero
         costs are then left out).
+    higher_is_better : bool, optional
+        Default: from ``a``'s ``metric`` column, as in :func:`pareto_front`.
 
     Returns
     -------
@@ -210,10 +227,11 @@ def frontier_gap(
         NaN when the cost ranges do not overlap; when they meet in a single cost, the gap
         there.
     """
+    sign = 1.0 if (metric_direction(a, value) if higher_is_better is None else higher_is_better) else -1.0
     curves = []
     for t in (a, b):
         c = t[cost].to_numpy(np.float64)
-        v = t[value].to_numpy(np.float64)
+        v = sign * t[value].to_numpy(np.float64)
         ok = ~(np.isnan(c) | np.isnan(v)) & ((c > 0) if log_cost else True)
         order = np.argsort(c[ok], kind="stable")
         cs, vs = c[ok][order], np.maximum.accumulate(v[ok][order])
@@ -237,6 +255,16 @@ def frontier_gap(
     left, width = knots[:-1], np.diff(knots)
     gap = best(curves[0], left) - best(curves[1], left)
     return float(np.sum(gap * width) / (hi - lo))
+
+
+def metric_direction(table: pd.DataFrame, value: str = "value") -> bool:
+    """Whether ``table``'s ``value`` column is higher-is-better, by its ``metric`` column, which
+    names what ``value`` holds (True for any other column, without a ``metric`` column, or
+    when it names several metrics)."""
+    if value != "value" or "metric" not in table.columns or not len(table):
+        return True
+    names = table["metric"].dropna().astype(str).unique()
+    return len(names) != 1 or metrics.higher_is_better(names[0])
 
 
 def _params(params: Any, n: int) -> dict[str, list[Any]]:
@@ -282,6 +310,8 @@ def _named_metric(name: str, ev: Evaluation, y: Any, qid: Any) -> float:
             raise InputError(f"metric {name!r} needs a classifier; this model predicts scores")
         fn = {"accuracy": metrics.accuracy, "auc": metrics.auc, "log_loss": metrics.log_loss}[base]
         return fn(y, ev)
+    if base in ("rmse", "mae", "r2") and not k:
+        return {"rmse": metrics.rmse, "mae": metrics.mae, "r2": metrics.r2}[base](y, ev)
     if base in ("precision", "ndcg"):
         if qid is None:
             raise InputError(f"metric {name!r} needs qid= (the query id of each example)")
@@ -290,6 +320,6 @@ def _named_metric(name: str, ev: Evaluation, y: Any, qid: Any) -> float:
             raise InputError(f"metric {name!r}: k must be an integer, as in 'ndcg@10'")
         return at_k(y, ev.raw, qid, k=int(k)) if k else at_k(y, ev.raw, qid)
     raise InputError(
-        f"unknown metric {name!r}; use 'accuracy', 'auc', 'log_loss', "
+        f"unknown metric {name!r}; use 'accuracy', 'auc', 'log_loss', 'rmse', 'mae', 'r2', "
         "'precision@k', 'ndcg@k' or a callable(y, evaluation)"
     )

@@ -1,6 +1,7 @@
-"""Prediction-quality metrics (classification, ranking, agreement), cost statistics, and a
-cost-aware scorer for scikit-learn's model selection (``make_budget_scorer``, defined in
-``thrifty.budget_scorer``)."""
+"""Prediction-quality metrics (classification, regression, ranking, agreement), the metrics
+each task reports and their direction, cost statistics, and a cost-aware scorer for
+scikit-learn's model selection (``make_budget_scorer``, defined in ``thrifty.budget_scorer``).
+Confidence intervals are in ``thrifty.intervals`` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -11,31 +12,34 @@ from sklearn import metrics as _skm
 
 from thrifty.budget_scorer import BudgetScorer, make_budget_scorer
 from thrifty.exceptions import InputError
+from thrifty.intervals import bootstrap_interval, bootstrap_sums, wilson_interval
 
 __all__ = [
+    "LOWER_IS_BETTER",
+    "TASK_METRICS",
     "BudgetScorer",
     "accuracy",
     "auc",
     "balanced_accuracy",
     "bootstrap_interval",
+    "bootstrap_sums",
     "cost_statistics",
     "disagreement",
+    "higher_is_better",
     "log_loss",
     "macro_auc",
+    "mae",
     "make_budget_scorer",
     "ndcg_at_k",
+    "ndcg_per_query",
     "precision_at_k",
+    "precision_per_query",
+    "r2",
+    "rmse",
     "score",
+    "task_scores",
     "wilson_interval",
 ]
-
-# The metric each task reports by default (``score``).
-_TASK_METRIC = {
-    "binary": "accuracy",
-    "multiclass": "accuracy",
-    "ranking": "precision@5",
-    "regression": "neg_mse",
-}
 
 
 def _is_evaluation(obj: Any) -> bool:
@@ -179,82 +183,6 @@ def macro_auc(y: Any, proba: Any, classes: Any = None) -> float:
     return float(np.mean([_skm.roc_auc_score(y == c, p[:, j]) for j, c in enumerate(classes)]))
 
 
-def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (Wilson 1927; Agresti and Coull 1998, eq. 2).
-
-    Parameters
-    ----------
-    successes : float
-        Examples counted (e.g. correct predictions).
-    n : int
-        Examples in all.
-    confidence : float, default=0.95
-
-    Returns
-    -------
-    (low, high) : tuple of float
-        ``(nan, nan)`` when ``n`` is 0.
-    """
-    from scipy.stats import norm
-
-    if n <= 0:
-        return float("nan"), float("nan")
-    z = float(norm.ppf(0.5 + confidence / 2))
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
-
-
-def bootstrap_interval(
-    statistic: Any,
-    n: int,
-    *,
-    groups: Any = None,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic(rows)`` over resampled rows (or groups).
-
-    Parameters
-    ----------
-    statistic : callable
-        ``statistic(idx) -> float`` on the rows ``idx`` (an int array, repeats allowed).
-    n : int
-        Rows.
-    groups : array-like of shape (n,), optional
-        Resample whole groups (queries of a ranking task) instead of rows.
-    n_resamples : int, default=1000
-    confidence : float, default=0.95
-    seed : int, default=0
-
-    Returns
-    -------
-    (low, high) : tuple of float
-        Resamples where the statistic is undefined (NaN, e.g. one class drawn) are left out.
-    """
-    if n <= 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    if groups is None:
-        draws = (rng.integers(0, n, n) for _ in range(n_resamples))
-    else:
-        _, inverse = np.unique(np.asarray(groups), return_inverse=True)
-        units = [np.flatnonzero(inverse == k) for k in range(inverse.max() + 1)]
-        draws = (
-            np.concatenate([units[k] for k in rng.integers(0, len(units), len(units))])
-            for _ in range(n_resamples)
-        )
-    values = np.array([statistic(idx) for idx in draws], dtype=np.float64)
-    values = values[~np.isnan(values)]
-    if not len(values):
-        return float("nan"), float("nan")
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def log_loss(y: Any, proba: Any, labels: Any = None) -> float:
     """Mean negative log-likelihood of the true labels (natural log).
 
@@ -342,13 +270,18 @@ def precision_at_k(y: Any, score: Any, qid: Any, k: int = 5, relevant_min: float
     documents cannot reach 1. Queries without relevant documents count 0. Ties in score are
     broken by the documents' input order (stable sort).
     """
+    return float(precision_per_query(y, score, qid, k, relevant_min).mean())
+
+
+def precision_per_query(y: Any, score: Any, qid: Any, k: int = 5, relevant_min: float = 1) -> np.ndarray:
+    """Each query's precision@k (see :func:`precision_at_k`, their mean), in the order of the
+    sorted query ids: what a bootstrap over queries resamples."""
     k = _check_k(k)
     y_sorted, q_sorted, rank, n_queries = _ranked(y, score, qid)
     if n_queries == 0:
         raise InputError("precision_at_k needs at least one document")
     hits = (rank < k) & (y_sorted >= relevant_min)
-    per_query = np.bincount(q_sorted, weights=hits.astype(np.float64), minlength=n_queries) / k
-    return float(per_query.mean())
+    return np.bincount(q_sorted, weights=hits.astype(np.float64), minlength=n_queries) / k
 
 
 def ndcg_at_k(
@@ -381,6 +314,17 @@ def ndcg_at_k(
     Ties in score are broken by the documents' input order (stable sort), unlike
     scikit-learn's ``ndcg_score`` which averages over tied orderings.
     """
+    per_query = ndcg_per_query(y, score, qid, k, no_relevant)
+    if not len(per_query):
+        raise InputError("every query has only irrelevant documents; NDCG is undefined")
+    return float(per_query.mean())
+
+
+def ndcg_per_query(
+    y: Any, score: Any, qid: Any, k: int = 10, no_relevant: Literal["one", "zero", "skip"] = "one"
+) -> np.ndarray:
+    """Each query's NDCG@k (see :func:`ndcg_at_k`, their mean), in the order of the sorted
+    query ids; with ``no_relevant="skip"`` the queries without a relevant document are left out."""
     k = _check_k(k)
     if no_relevant not in ("one", "zero", "skip"):
         raise InputError(f"no_relevant must be 'one', 'zero' or 'skip', got {no_relevant!r}")
@@ -398,9 +342,7 @@ def ndcg_at_k(
         ndcg[empty] = 1.0
     elif no_relevant == "skip":
         ndcg = ndcg[~empty]
-        if not len(ndcg):
-            raise InputError("every query has only irrelevant documents; NDCG is undefined")
-    return float(ndcg.mean())
+    return ndcg
 
 
 def _check_k(k: int) -> int:
@@ -455,8 +397,126 @@ def cost_statistics(report: Any) -> dict[str, float]:
     return stats
 
 
+def rmse(y: Any, prediction: Any) -> float:
+    """Root mean squared error, in the target's units: ``sqrt(mean((y - prediction)**2))``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+    prediction : array-like of shape (n,), or Evaluation (its raw predictions)
+
+    Returns
+    -------
+    float
+    """
+    y, p = _targets_and_predictions(y, prediction, "rmse")
+    return float(np.sqrt(np.mean((y - p) ** 2)))
+
+
+def mae(y: Any, prediction: Any) -> float:
+    """Mean absolute error, in the target's units: ``mean(|y - prediction|)``.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+    prediction : array-like of shape (n,), or Evaluation (its raw predictions)
+
+    Returns
+    -------
+    float
+    """
+    y, p = _targets_and_predictions(y, prediction, "mae")
+    return float(np.mean(np.abs(y - p)))
+
+
+def r2(y: Any, prediction: Any) -> float:
+    """Coefficient of determination ``1 - sum((y - prediction)**2) / sum((y - mean(y))**2)``.
+
+    1 is a perfect fit; 0 is what predicting the mean of ``y`` scores; below 0 is worse than
+    that (a constant prediction other than the mean).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+    prediction : array-like of shape (n,), or Evaluation (its raw predictions)
+
+    Returns
+    -------
+    float
+        NaN when every ``y`` is the same (no spread to explain).
+    """
+    y, p = _targets_and_predictions(y, prediction, "r2")
+    spread = float(np.sum((y - y.mean()) ** 2))
+    return float(1.0 - np.sum((y - p) ** 2) / spread) if spread > 0 else float("nan")
+
+
+def _targets_and_predictions(y: Any, prediction: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    if _is_evaluation(prediction):
+        prediction = prediction.raw
+    y, p = np.asarray(y, dtype=np.float64), np.asarray(prediction, dtype=np.float64)
+    if p.ndim == 2 and p.shape[1] == 1:
+        p = p[:, 0]
+    if p.ndim != 1:
+        raise InputError(f"{metric} needs one prediction per row (shape (n,)), got shape {p.shape}")
+    _check_lengths(y, p)
+    if not len(y):
+        raise InputError(f"{metric} needs at least one row")
+    return y, p
+
+
+#: The metrics reported per task, the primary one first (what ``score`` returns, and what
+#: ``thrifty.compare`` chooses by).
+TASK_METRICS = {
+    "binary": ("accuracy", "balanced_accuracy", "auc"),
+    "multiclass": ("accuracy", "balanced_accuracy", "auc"),
+    "regression": ("rmse", "mae", "r2"),
+    "ranking": ("ndcg@10", "precision@5"),
+}
+#: Metrics where lower is better (errors and losses); every other is higher-is-better.
+LOWER_IS_BETTER = frozenset({"rmse", "mae", "mse", "log_loss"})
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` is better (False for errors and losses: rmse, mae,
+    mse, log_loss)."""
+    return str(metric) not in LOWER_IS_BETTER
+
+
+def task_scores(task: str, y: Any, evaluation: Any, qid: Any = None, classes: Any = None) -> dict[str, float]:
+    """Every metric of :data:`TASK_METRICS` for ``task``, the primary one first.
+
+    Parameters
+    ----------
+    task : {"binary", "multiclass", "ranking", "regression"}
+    y : array-like of shape (n,)
+    evaluation : Evaluation
+        Its labels and probabilities (classification) or raw scores (regression, ranking).
+    qid : array-like of shape (n,), optional
+        Query ids (ranking only, required there).
+    classes : array-like, optional
+        The label of each probability column (classification; see :func:`macro_auc`).
+
+    Returns
+    -------
+    dict of str to float
+        ``accuracy``, ``balanced_accuracy``, ``auc`` (macro one-vs-rest) for classification;
+        ``rmse``, ``mae`` (target units) and ``r2`` for regression; ``ndcg@10`` and
+        ``precision@5`` (each per query, averaged over queries) for ranking.
+    """
+    name, value = score(task, y, evaluation, qid=qid)
+    out = {name: value}
+    if task in ("binary", "multiclass"):
+        out["balanced_accuracy"] = balanced_accuracy(y, evaluation.labels)
+        out["auc"] = macro_auc(y, evaluation.proba, classes)
+    elif task == "regression":
+        out["mae"], out["r2"] = mae(y, evaluation), r2(y, evaluation)
+    else:
+        out["precision@5"] = precision_at_k(y, evaluation, qid, k=5)
+    return out
+
+
 def score(task: str, y: Any, evaluation: Any, qid: Any = None) -> tuple[str, float]:
-    """The natural quality metric of a task, higher is better.
+    """The primary quality metric of a task (:data:`TASK_METRICS`).
 
     Parameters
     ----------
@@ -471,12 +531,13 @@ def score(task: str, y: Any, evaluation: Any, qid: Any = None) -> tuple[str, flo
     Returns
     -------
     (name, value) : tuple of str and float
-        ``("accuracy", ...)`` for binary and multiclass, ``("precision@5", ...)`` for ranking
-        (the papers' Yahoo! LTR metric; see :func:`precision_at_k`, and :func:`ndcg_at_k` for
-        NDCG), ``("neg_mse", -mean squared error)`` for regression.
+        ``("accuracy", ...)`` for binary and multiclass; ``("ndcg@10", ...)`` for ranking
+        (:func:`ndcg_at_k`, per query and averaged over queries; :func:`precision_at_k` for
+        the papers' precision@5); ``("rmse", ...)`` for regression, in the target's units,
+        lower is better (see :func:`higher_is_better`).
     """
-    if task not in _TASK_METRIC:
-        raise InputError(f"unknown task {task!r}; expected one of {list(_TASK_METRIC)}")
+    if task not in TASK_METRICS:
+        raise InputError(f"unknown task {task!r}; expected one of {list(TASK_METRICS)}")
     if task in ("binary", "multiclass"):
         if _is_evaluation(evaluation):
             if evaluation.labels is None:
@@ -488,9 +549,7 @@ def score(task: str, y: Any, evaluation: Any, qid: Any = None) -> tuple[str, flo
     if task == "ranking":
         if qid is None:
             raise InputError("a ranking score needs qid= (the query of each document)")
-        return "precision@5", precision_at_k(y, values, qid, k=5)
-    y = np.asarray(y, dtype=np.float64)
+        return "ndcg@10", ndcg_at_k(y, values, qid, k=10)
     if values.ndim != 1:
         raise InputError(f"regression predictions must have shape (n,), got {values.shape}")
-    _check_lengths(y, values)
-    return "neg_mse", -float(_skm.mean_squared_error(y, values))
+    return "rmse", rmse(y, values)

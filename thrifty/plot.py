@@ -26,7 +26,7 @@ def plot_frontier(
     cost: str = "mean_cost",
     value: str = "value",
     pareto: bool = True,
-    higher_is_better: bool = True,
+    higher_is_better: bool | None = None,
     cost_unit: str | None = None,
     value_label: str | None = None,
     annotate: str | None = None,
@@ -54,8 +54,9 @@ def plot_frontier(
         Columns for the x axis and the y axis.
     pareto : bool, default=True
         Draw the front of non-dominated points over all series.
-    higher_is_better : bool, default=True
-        Orientation of ``value`` for the front (False for a loss).
+    higher_is_better : bool, optional
+        Orientation of ``value`` for the front (False for an error or a loss). Default: from
+        the tables' ``metric`` column (lower is better for ``rmse``, ``mae``, ``log_loss``).
     cost_unit : str, optional
         Unit of cost shown in the x-axis label (e.g. ``"$"``).
     value_label : str, optional

@@ -14,6 +14,7 @@ from tests._helpers.stores import write_store as store
 from thrifty import evaluate
 from thrifty.exceptions import InputError, MissingKeyError
 from thrifty.providers import sql_provider
+from thrifty.providers.base import StoreUnavailable
 
 sa = pytest.importorskip("sqlalchemy")
 
@@ -26,6 +27,30 @@ def url(request, tmp_path):
         pytest.importorskip("duckdb_engine")
         return f"duckdb:///{tmp_path / 'features.duckdb'}"
     return f"sqlite:///{tmp_path / 'features.db'}"
+
+
+@pytest.fixture(params=["sqlalchemy", "driver", "connection"])
+def how(request):
+    """How the provider reaches the database: a SQLAlchemy engine, a file URL read through the
+    database's own driver, or a connection the caller opened (also the driver's)."""
+    return request.param
+
+
+def opened(engine, url: str, how: str):
+    """What ``sql_provider`` is given to reach the database ``engine`` wrote at ``url``."""
+    if how == "sqlalchemy":
+        return engine
+    engine.dispose()  # DuckDB refuses a read-only connection beside a writable one
+    path = url.split(":///", 1)[1]
+    if how == "driver":
+        return url
+    if url.startswith("duckdb"):
+        import duckdb
+
+        return duckdb.connect(path, read_only=True)
+    import sqlite3
+
+    return sqlite3.connect(path, check_same_thread=False)
 
 
 def capture(engine) -> list[tuple[str, object]]:
@@ -91,27 +116,28 @@ def test_one_query_per_round_and_chunked_keys(small_model, tmp_path):
     assert len(statements) == 3  # 10 keys, 4 per query
 
 
-def test_hostile_column_name_is_quoted_never_executed(small_model, tmp_path):
+def test_hostile_column_name_is_quoted_never_executed(small_model, tmp_path, how):
     plan, X, costs = small_model
     keys = list(range(len(X)))
     columns = [*NAMES[:4], HOSTILE, NAMES[5]]
-    engine = store(f"sqlite:///{tmp_path / 'f.db'}", X, keys, columns)
-    lazy = evaluate(
-        plan, sql_provider(engine, "patients", "pid", keys, columns=columns), costs, n_rows=len(X)
-    )
+    url = f"sqlite:///{tmp_path / 'f.db'}"
+    engine = store(url, X, keys, columns)
+    db = opened(engine, url, how)
+    lazy = evaluate(plan, sql_provider(db, "patients", "pid", keys, columns=columns), costs, n_rows=len(X))
     np.testing.assert_array_equal(lazy.raw, evaluate(plan, X, costs).raw)
     assert lazy.cost.acquired[:, 4].any(), "the hostile column must have been read"
     assert sa.inspect(engine).has_table("patients")
     # A name the table does not have is refused before any query runs.
     with pytest.raises(ValueError, match="has no column"):
-        sql_provider(engine, "patients", "pid", keys, columns=[*NAMES[:4], "st; DROP TABLE patients", "ca"])
+        sql_provider(db, "patients", "pid", keys, columns=[*NAMES[:4], "st; DROP TABLE patients", "ca"])
     assert sa.inspect(engine).has_table("patients")
 
 
-def test_bad_store_errors(small_model, tmp_path):
+def test_bad_store_errors(small_model, tmp_path, how):
     plan, X, costs = small_model
     keys = [f"k{i}" for i in range(len(X))]
-    engine = store(f"sqlite:///{tmp_path / 'f.db'}", X, keys, NAMES)
+    url = f"sqlite:///{tmp_path / 'f.db'}"
+    engine = opened(store(url, X, keys, NAMES), url, how)
     with pytest.raises(ValueError, match="cannot read table .nope"):
         sql_provider(engine, "nope", "pid", keys, model=plan)
     with pytest.raises(ValueError, match="not a number"):
@@ -140,11 +166,11 @@ def test_bad_store_errors(small_model, tmp_path):
         ),  # integral floats (a NaN-able column)
     ],
 )
-def test_keys_are_converted_to_the_key_columns_type(small_model, url, stored, given):
+def test_keys_are_converted_to_the_key_columns_type(small_model, url, how, stored, given):
     # The database matches '1000' to 1000 itself; the records read back must find their rows.
     plan, X, costs = small_model
-    engine = store(url, X, stored, NAMES)
-    lazy = evaluate(plan, sql_provider(engine, "patients", "pid", given, model=plan), costs, n_rows=len(X))
+    db = opened(store(url, X, stored, NAMES), url, how)
+    lazy = evaluate(plan, sql_provider(db, "patients", "pid", given, model=plan), costs, n_rows=len(X))
     dense = evaluate(plan, X, costs)
     np.testing.assert_array_equal(lazy.raw, dense.raw)
     np.testing.assert_array_equal(lazy.cost.acquired, dense.cost.acquired)
@@ -160,11 +186,11 @@ def test_keys_are_converted_to_the_key_columns_type(small_model, url, stored, gi
         5000,  # simply absent
     ],
 )
-def test_a_key_with_no_record_is_an_error_naming_it(small_model, url, key):
+def test_a_key_with_no_record_is_an_error_naming_it(small_model, url, how, key):
     plan, X, costs = small_model
     keys = list(range(1000, 1000 + len(X)))
-    engine = store(url, X, keys, NAMES)
-    provider = sql_provider(engine, "patients", "pid", [*keys[:-1], key], model=plan)
+    db = opened(store(url, X, keys, NAMES), url, how)
+    provider = sql_provider(db, "patients", "pid", [*keys[:-1], key], model=plan)
     says = re.escape(f"no record with pid in [{key!r}] in table 'patients'; keys are compared as integer")
     with pytest.raises(MissingKeyError, match=says) as missing:
         evaluate(plan, provider, costs, n_rows=len(X))
@@ -215,13 +241,19 @@ def test_database_urls_and_failures_are_one_line(small_model, tmp_path):
     path = tmp_path / "f.db"
     store(f"sqlite:///{path}", X, keys, NAMES).dispose()
     provider = sql_provider(f"sqlite:///{path}", "patients", "pid", keys, model=plan)
-    # Deleted while in use: the next connection fails, and creates no empty database.
+    assert type(provider.client).__name__ == "DirectClient"
+    evaluate(plan, provider, costs, n_rows=len(X))  # connections open, then:
+    # Deleted while in use: an error (an open connection would read the deleted file), and no
+    # empty database is created.
     path.unlink()
-    provider.engine.dispose()
-    with pytest.raises(ConnectionError, match="the database failed reading table 'patients'") as failed:
+    with pytest.raises(StoreUnavailable, match="the database failed reading table 'patients'") as failed:
         evaluate(plan, provider, costs, n_rows=len(X))
     assert "SELECT" not in str(failed.value) and "1000" not in str(failed.value)
     assert not path.exists()
+    # A store rebuilt and renamed into place is read anew.
+    store(f"sqlite:///{tmp_path / 'new.db'}", X + 1, keys, NAMES).dispose()
+    (tmp_path / "new.db").rename(path)
+    np.testing.assert_array_equal(provider.fetch([(0, np.arange(5))])[0], X[:5, 0] + 1)
 
 
 def test_the_row_count_must_be_the_providers_keys(small_model, tmp_path):
@@ -236,3 +268,32 @@ def test_the_row_count_must_be_the_providers_keys(small_model, tmp_path):
         thrifty.evaluate(plan, provider, costs, n_rows=len(X) - 1)
     with pytest.raises(InputError, match=f"keys for {len(X)} rows"):
         asyncio.run(thrifty.evaluate_async(plan, provider, costs, n_rows=len(X) + 1))
+
+
+def test_the_drivers_client_reads_exactly_the_acquired_pairs_one_query_per_round(small_model, tmp_path):
+    import sqlite3
+
+    plan, X, costs = small_model
+    keys = [f"patient-{i:04d}" for i in range(len(X))]
+    path = tmp_path / "f.db"
+    store(f"sqlite:///{path}", X, keys, NAMES).dispose()
+    conn = sqlite3.connect(path, check_same_thread=False)
+    statements: list[str] = []
+    conn.set_trace_callback(lambda s: statements.append(s) if "patients" in s else None)
+    provider = sql_provider(conn, "patients", "pid", keys, model=plan)
+    statements.clear()
+    lazy = evaluate(plan, provider, costs, n_rows=len(X))
+    dense = evaluate(plan, X, costs)
+    np.testing.assert_array_equal(lazy.raw, dense.raw)
+    np.testing.assert_array_equal(lazy.cost.acquired, dense.cost.acquired)
+    assert len(statements) == n_rounds(plan, X, costs), "one query per round"
+    # The trace shows the bound keys; each SELECT of a statement reads its feature's column for
+    # exactly the rows blocked on it.
+    read = set()
+    for text in statements:
+        for select in text.split(" UNION ALL "):
+            f = int(select.split()[1])
+            for k in re.findall(r"patient-(\d{4})", select):
+                assert (int(k), f) not in read, "a (row, feature) pair was read twice"
+                read.add((int(k), f))
+    assert read == {(int(r), int(f)) for r, f in zip(*np.nonzero(lazy.cost.acquired))}

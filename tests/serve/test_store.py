@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import sqlite3
 
 import pytest
 
@@ -55,8 +56,8 @@ def test_the_sqlite_store_is_opened_read_only(files, small_model):
     provider = store_provider(
         f"sqlite:///{files / 'store.db'}", small_model[0], table="features", key_column="pid"
     )
-    with provider.engine.connect() as conn, pytest.raises(sa.exc.OperationalError, match="readonly"):
-        conn.execute(sa.text("CREATE TABLE written (x INTEGER)"))
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        provider.client.connection().execute("CREATE TABLE written (x INTEGER)")
 
 
 def test_a_sqlite_path_with_uri_characters_is_opened(files, small_model, tmp_path):

@@ -192,7 +192,7 @@ def test_ranker_with_qid_and_frontier():
     )
     assert list(table["budget"]) == [2.0, 8.0]
     assert (table["mean_cost"] <= table["budget"] + 1e-9).all()  # measured on the training rows
-    assert table["metric"].iloc[0].startswith("precision")
+    assert table["metric"].iloc[0] == "ndcg@10"  # the ranking task's primary metric
 
 
 def test_dataframe_names_align_costs():

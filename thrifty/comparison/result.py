@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thrifty.comparison.report import headline, markdown_report, recommendations
-from thrifty.comparison.selection import baseline_row
+from thrifty.comparison.numbers import IN_TARGET_UNITS, display, money, shown
+from thrifty.comparison.report import _queries, headline, markdown_report, recommendations
+from thrifty.comparison.selection import baseline_row, best_row
 from thrifty.costs import CostModel
+from thrifty.frontier import metric_direction
 from thrifty.io import save
 from thrifty.plot import plot_frontier
 
@@ -33,17 +35,24 @@ class Comparison:
     table : DataFrame
         One row per candidate (a method and a setting): ``method``, ``family``, ``name``,
         ``parameters``; the cost columns of :func:`thrifty.frontier.frontier` (mean, median,
-        90% quantile and max cost per example, mean trees and features) and ``value`` (the
-        task's metric, higher is better), ``balanced_accuracy``, ``auc`` and ``single_class``
-        (share of folds where it gave every row one label) for classification, all measured on
-        the validation rows (the mean over the folds under cross-validation); ``folds``,
+        90% quantile and max cost per example, mean trees and features); ``metric``, the
+        task's primary metric (``thrifty.metrics.TASK_METRICS``): ``accuracy``, ``rmse`` in
+        the target's units (lower is better) or ``ndcg@10`` (per query, averaged over
+        queries), and ``value``, its figure; the task's other metrics by name:
+        ``balanced_accuracy`` and ``auc`` (classification), ``mae`` (target units) and ``r2``
+        (regression), ``precision@5`` (ranking); ``single_class`` (classification) or
+        ``constant`` (regression, ranking): the share of folds where it gave every row one
+        label, one prediction, or every query's documents one score. All are measured on the
+        validation rows (the mean over the folds under cross-validation); then ``folds``,
         ``fit_seconds``; for the models on the front and the plain model, the same figures
         on the test rows (``test_value``, ``test_low``, ``test_high`` - its 95% interval -,
-        ``test_mean_cost``, ...); then one column per parameter any method reported.
+        ``test_mean_cost``, ``test_mae`` with ``test_mae_low`` and ``test_mae_high``...,
+        ``test_rows``, and ``test_queries`` for ranking); then one column per parameter any
+        method reported.
     front : DataFrame
         The rows no other row dominates on the validation figures (cheaper on average and at
-        least as good), by cost, single-class models left out unless the plain model is no
-        better; with their test figures.
+        least as good: a higher ``value``, or a lower one for RMSE), by cost, degenerate
+        models left out unless the plain model is no better; with their test figures.
     models : dict of (method, name) to model
         The models of the front and the plain model, fitted on every row but the test rows.
     task : str
@@ -114,7 +123,7 @@ class Comparison:
         for b in budgets:
             within = self.front[self.front["mean_cost"] <= b + 1e-12]
             if len(within):
-                best = within.loc[within["value"].idxmax()]
+                best = within.loc[best_row(within)]
                 # The table's own "budget" column (what a method was asked for) stays as it is.
                 rows.append({"for_budget": float(b), **best.to_dict()})
         return pd.DataFrame(rows)
@@ -123,9 +132,19 @@ class Comparison:
         """The model of a row of the front (or of the plain model)."""
         return self.models[method, name]
 
-    def plot(self, ax: Any = None, *, cost_unit: str | None = None) -> Any:
-        """Every method's candidates joined by cost, the front drawn boldly (see ``thrifty.plot``)."""
-        label = f"{self.table['metric'].iloc[0]} ({self.selection})" if len(self.table) else None
+    def plot(self, ax: Any = None, *, cost_unit: str | None = None, target_unit: str | None = None) -> Any:
+        """Every method's candidates joined by cost, the front drawn boldly (see ``thrifty.plot``);
+        the value axis names the metric, its unit (``target_unit`` for a regression's RMSE) and
+        its direction."""
+        metric = str(self.table["metric"].iloc[0]) if len(self.table) else "value"
+        up = metric_direction(self.table)
+        label = None
+        if len(self.table):
+            unit = f" ({target_unit})" if target_unit and metric in IN_TARGET_UNITS else ""
+            better = (
+                "" if self.task in ("binary", "multiclass") else f", {'higher' if up else 'lower'} is better"
+            )
+            label = f"{display(metric)}{unit}{better} ({self.selection})"
         ax = plot_frontier(
             self.table,
             ax=ax,
@@ -133,9 +152,11 @@ class Comparison:
             value_label=label,
             front=self.front,
             baseline=baseline_row(self.table),
+            higher_is_better=up,
         )
         done = self.front[self.front["test_value"].notna()] if "test_value" in self.front else self.front[:0]
         if len(done):
+            queries = f" ({_queries(self):,} queries)" if _queries(self) else ""
             # The front's models as confirmed on the test rows, at their test cost.
             value = done["test_value"].to_numpy(float)
             ax.errorbar(
@@ -149,19 +170,44 @@ class Comparison:
                 capsize=2,
                 alpha=0.8,
                 zorder=6,
-                label=f"front confirmed on {self.n_test} test rows (95% interval)",
+                label=f"front confirmed on {self.n_test:,} test rows{queries} (95% interval)",
             )
             ax.legend(fontsize=7, ncol=2 if self.table["method"].nunique() > 12 else 1)
         costs = self.table["mean_cost"].to_numpy(float) if len(self.table) else np.zeros(0)
         if len(costs) and costs.max() > 20 * max(costs[costs > 0].min(initial=np.inf), 1e-12):
             ax.set_xscale("symlog", linthresh=float(costs[costs > 0].min(initial=1.0)))
+        if self.task in ("regression", "ranking"):
+            # The report's own formats on the axes: never 1e4 or an offset above the axis.
+            from matplotlib.ticker import FuncFormatter
+
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(shown(v, metric, target_unit))))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(money(v, None))))
         return ax
 
     def write(
-        self, out: str | Path, *, cost_unit: str | None = None, title: str = "thrifty compare"
+        self,
+        out: str | Path,
+        *,
+        cost_unit: str | None = None,
+        title: str = "thrifty compare",
+        target_unit: str | None = None,
+        noun: str = "example",
     ) -> list[Path]:
         """Write ``table.csv``, ``front.csv``, ``frontier.png``, ``report.md`` and the
-        recommended models as JSON (``models/``) to the folder ``out``."""
+        recommended models as JSON (``models/``) to the folder ``out``.
+
+        Parameters
+        ----------
+        out : str or Path
+        cost_unit : str, optional
+            Unit of the costs (``"$"``: ``$1,234.50``).
+        title : str, default="thrifty compare"
+        target_unit : str, optional
+            Unit of a regression's target, for its RMSE and MAE (``"$"``: ``$612``).
+        noun : str, default="example"
+            What a row is, in the sentences (``"diamond"``: "confirmed on 10,788 test
+            diamonds"; a ranking's rows are documents and its figures per query).
+        """
         from matplotlib.figure import Figure  # matplotlib (0.3 s) loads only when a figure is drawn
 
         out = Path(out)
@@ -169,7 +215,7 @@ class Comparison:
         self.table.to_csv(out / "table.csv", index=False)
         self.front.to_csv(out / "front.csv", index=False)
         fig = Figure(figsize=(9, 5.5), layout="constrained")
-        ax = self.plot(fig.add_subplot(), cost_unit=cost_unit)
+        ax = self.plot(fig.add_subplot(), cost_unit=cost_unit, target_unit=target_unit)
         ax.set_title(title)
         fig.savefig(out / "frontier.png", dpi=120)
         files = [out / "table.csv", out / "front.csv", out / "frontier.png"]
@@ -182,15 +228,29 @@ class Comparison:
                 save(self.models[key], path)
                 saved[key] = str(path.relative_to(out))
                 files.append(path)
-        (out / "report.md").write_text(markdown_report(self, rec, saved, cost_unit=cost_unit, title=title))
+        (out / "report.md").write_text(
+            markdown_report(
+                self, rec, saved, cost_unit=cost_unit, title=title, target_unit=target_unit, noun=noun
+            )
+        )
         files.append(out / "report.md")
         return files
 
-    def summary(self, cost_unit: str | None = None) -> str:
-        """A few lines for the terminal."""
+    def summary(
+        self, cost_unit: str | None = None, *, target_unit: str | None = None, noun: str = "example"
+    ) -> str:
+        """A few lines for the terminal (units and noun as in :meth:`write`)."""
         lines = headline(self)
-        lines += recommendations(self, self.recommend(), cost_unit)
+        lines += recommendations(self, self.recommend(), cost_unit, noun=noun, target_unit=target_unit)
         return "\n".join(lines)
+
+
+def _tick(text: str) -> str:
+    """An axis tick without the zeros that end its decimals (``0.0000400`` -> ``0.00004``)."""
+    number = text.rstrip(" " + "".join(c for c in text if c.isalpha()))
+    if "." not in number:
+        return text
+    return text.replace(number, number.rstrip("0").rstrip("."), 1)
 
 
 def _slug(text: str) -> str:

@@ -9,21 +9,22 @@ chosen model once on the test rows, with a 95% interval.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from thrifty import metrics
 from thrifty.comparison.methods import REFERENCE
+from thrifty.comparison.numbers import decimals
+from thrifty.comparison.scores import CONFIDENCE, SECONDARY, intervals
 from thrifty.comparison.sweep import TaskResult, measure
 from thrifty.costs import CostModel
-from thrifty.frontier import COLUMNS, pareto_front
+from thrifty.frontier import COLUMNS, metric_direction, pareto_front
 
 __all__ = [
     "CONFIDENCE",
     "baseline_row",
+    "best_row",
     "confirm",
     "degenerate",
     "eligible_front",
@@ -31,9 +32,10 @@ __all__ = [
     "select",
 ]
 
-CONFIDENCE = 0.95
 #: Columns averaged over the folds.
-AVERAGED = [*COLUMNS[1:7], "value", "balanced_accuracy", "auc"]
+AVERAGED = [*COLUMNS[1:7], "value", *SECONDARY]
+#: Shares of folds on which a model gave every row one answer (see ``scores.quality_columns``).
+SHARES = ("single_class", "constant")
 
 
 def baseline_row(table: pd.DataFrame) -> Any:
@@ -49,8 +51,8 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
     """One row per candidate seen on every fold its method ran, scored by the mean over folds.
 
     A candidate a method offered on some folds only (its time ran out, or a budget it could
-    not meet there) has no comparable score and is left out. ``single_class`` is the share of
-    folds on which it gave every row the same label.
+    not meet there) has no comparable score and is left out. ``single_class`` (``constant``)
+    is the share of folds on which it gave every row the same label (the same score).
 
     Parameters
     ----------
@@ -61,9 +63,10 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
     Returns
     -------
     DataFrame
-        ``method``, ``family``, ``name``, ``parameters``, the averaged columns, ``metric``,
-        ``single_class``, ``folds``, ``fit_seconds`` (mean per fold), then one column per
-        parameter.
+        ``method``, ``family``, ``name``, ``parameters``, the averaged columns (costs, the
+        primary metric's ``value`` and the task's other metrics by name), ``metric``,
+        ``single_class`` or ``constant``, ``folds``, ``fit_seconds`` (mean per fold), then
+        one column per parameter.
     """
     by_method: dict[str, list[TaskResult]] = {}
     for r in results:
@@ -89,8 +92,9 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
             for c in AVERAGED:
                 if c in first:
                     row[c] = float(np.mean([p[c] for p in per_fold]))
-            if "single_class" in first:
-                row["single_class"] = float(np.mean([p["single_class"] for p in per_fold]))
+            for c in SHARES:
+                if c in first:
+                    row[c] = float(np.mean([p[c] for p in per_fold]))
             row["folds"] = len(per_fold)
             row["fit_seconds"] = float(np.mean([p["fit_seconds"] for p in per_fold]))
             row.update({k: v for k, v in first["params"].items() if k not in row})
@@ -109,10 +113,15 @@ def majority_share(y: np.ndarray, task: str) -> float | None:
 def degenerate(table: pd.DataFrame, majority: float | None = None) -> pd.Series:
     """Why each candidate is no real model (an empty string where it is one).
 
-    A candidate is degenerate when it gives every row one label on at least half its
-    validation folds, gives every row the same score (its AUC is exactly 0.5), scores below
-    always answering the majority class on the validation rows (``majority``, for accuracy),
-    or gives every test row one label (``test_single_class``, once confirmed). Such a model
+    Classification: a candidate is degenerate when it gives every row one label on at least
+    half its validation folds, gives every row the same score (its AUC is exactly 0.5),
+    scores below always answering the majority class on the validation rows (``majority``,
+    for accuracy), or gives every test row one label (``test_single_class``, once confirmed).
+    Regression: when it predicts one value for every row on at least half its validation
+    folds (or on the test rows, ``test_constant``), or explains none of the target's spread
+    on the validation rows (R² <= 0: predicting the mean does as well). Ranking: when it
+    gives every document of a query the same score on at least half its validation folds
+    (or on the test rows): the ranking is then the order the documents came in. Such a model
     costs little because it looks at nothing: on a front it would be the cheapest point.
     """
     reasons = pd.Series("", index=table.index, dtype=object)
@@ -123,14 +132,25 @@ def degenerate(table: pd.DataFrame, majority: float | None = None) -> pd.Series:
         hit = np.asarray(mask, bool) & (reasons == "").to_numpy()
         reasons[hit] = why[hit] if isinstance(why, pd.Series) else why
 
+    ranking = "metric" in table.columns and bool(table["metric"].astype(str).str.startswith("ndcg").any())
+    same = "gives every document of a query the same score" if ranking else "predicts one value for every row"
     if "single_class" in table.columns:
         share = table["single_class"].astype(float).fillna(0.0)
         flag(
             share >= 0.5,
             "predicts a single class on " + share.map("{:.0%}".format) + " of its validation folds",
         )
+    if "constant" in table.columns:
+        share = table["constant"].astype(float).fillna(0.0)
+        flag(share >= 0.5, same + " on " + share.map("{:.0%}".format) + " of its validation folds")
     if "auc" in table.columns:
         flag((table["auc"].astype(float) - 0.5).abs() < 1e-12, "gives every row the same score (AUC 0.5)")
+    if "r2" in table.columns:
+        r2 = table["r2"].astype(float)
+        flag(
+            r2 <= 0,
+            r2.map(lambda v: f"no better than predicting the mean on validation (R² {v:,.3f} <= 0)"),
+        )
     if majority is not None and "metric" in table.columns:
         value = table["value"].astype(float)
         below = (table["metric"] == "accuracy") & (value < majority - 1e-12)
@@ -139,7 +159,15 @@ def degenerate(table: pd.DataFrame, majority: float | None = None) -> pd.Series:
         flag(
             table["test_single_class"].fillna(False).astype(bool), "predicts a single class on the test rows"
         )
+    if "test_constant" in table.columns:
+        flag(table["test_constant"].fillna(False).astype(bool), same + " on the test rows")
     return reasons
+
+
+def best_row(table: pd.DataFrame) -> Any:
+    """The index of the row of the best ``value`` (the lowest for an error such as RMSE)."""
+    value = table["value"].astype(float)
+    return value.idxmax() if metric_direction(table) else value.idxmin()
 
 
 def eligible_front(
@@ -152,59 +180,57 @@ def eligible_front(
     scored on fewer folds than the most any had (the time allowance cut its method short): its
     figure is noisier, and choosing the best of noisy figures favours luck.
 
-    Applied again to the front once confirmed (``test_single_class`` known), it drops the
-    models that give every test row one label, and keeps the rest of the front as it is.
+    Settings of one method with the same validation cost and figure (the same model, returned
+    for several budgets) appear once on the front, as the first of them.
+
+    Applied again to the front once confirmed (``test_single_class`` or ``test_constant``
+    known), it drops the models that give every test row one answer, and keeps the rest of
+    the front as it is.
     """
     if not len(table):
         return table
-    allowed = baseline_value is not None and table["value"].to_numpy(float) >= baseline_value
+    up = metric_direction(table)
+    value = table["value"].to_numpy(float) * (1 if up else -1)
+    allowed = baseline_value is not None and value >= baseline_value * (1 if up else -1)
     ok = (degenerate(table, majority) == "").to_numpy() | allowed
     if "folds" in table.columns:
         ok &= table["folds"].to_numpy() == table["folds"].max()
-    return pareto_front(table[ok])
+    front = pareto_front(table[ok], higher_is_better=up)
+    if "method" not in front.columns:
+        return front
+    # Settings of one method with the same figures are one model (GreedyMiser's one 2-feature
+    # model at every budget): the first setting stands for them, not a copy per budget.
+    return front[~front.duplicated(["method", "mean_cost", "value"], keep="first")]
 
 
 def confirm(
     model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel, task: str
 ) -> dict[str, Any]:
-    """Score ``model`` once on the test rows, with a 95% interval for its metric.
-
-    The interval is Wilson's for accuracy (a proportion of rows) and a percentile bootstrap
-    over rows (over queries for ranking; 1,000 resamples) for every other metric.
+    """Score ``model`` once on the test rows, with 95% intervals (see
+    :func:`thrifty.comparison.scores.intervals`: Wilson's for accuracy, a bootstrap over rows
+    for regression, over queries for ranking).
 
     Returns
     -------
     dict
-        ``test_<column>`` for each column of :func:`~thrifty.comparison.sweep.measure`, and
-        ``test_low``, ``test_high``.
+        ``test_<column>`` for each column of :func:`~thrifty.comparison.sweep.measure`,
+        ``test_low``, ``test_high``, ``test_rows``, and for regression and ranking the
+        intervals of the other metrics (``test_mae_low``...) and ``test_queries`` (ranking).
     """
     columns, ev = measure(model, X, y, qid, costs, task)
-    n = len(y)
-    if columns["metric"] == "accuracy":
-        low, high = metrics.wilson_interval(float(np.sum(ev.labels == y)), n, CONFIDENCE)
-    else:
-
-        def statistic(idx: np.ndarray) -> float:
-            sub = _rows(ev, idx)
-            return metrics.score(task, y[idx], sub, qid=None if qid is None else qid[idx])[1]
-
-        low, high = metrics.bootstrap_interval(statistic, n, groups=qid, confidence=CONFIDENCE)
     out = {f"test_{k}": v for k, v in columns.items() if k != "metric"}
-    out.update(test_low=low, test_high=high, test_rows=n)
+    out.update(intervals(task, y, ev, qid), test_rows=len(y))
     return out
 
 
-def _rows(ev: Any, idx: np.ndarray) -> Any:
-    """The predictions of ``ev`` on rows ``idx`` (what :func:`thrifty.metrics.score` reads)."""
-    labels = None if ev.labels is None else ev.labels[idx]
-    return SimpleNamespace(
-        raw=ev.raw[idx],
-        labels=labels,
-        predictions=labels if labels is not None else ev.raw[idx],
-        cost=None,
-        proba=None,
-    )
-
-
 def describe(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+    """``"tolerance=13420, every=1"``: floats to four significant digits, never as 1.342e+04."""
+    return ", ".join(f"{k}={_setting(v)}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+def _setting(x: float) -> str:
+    if not np.isfinite(x) or x == 0:
+        return f"{x:g}"
+    text = f"{x:.{decimals(x, 4)}f}"
+    # Trailing zeros of a short decimal say nothing: 0.0500 -> 0.05 (as :g wrote it).
+    return text.rstrip("0").rstrip(".") if "." in text else text

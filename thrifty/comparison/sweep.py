@@ -22,9 +22,9 @@ from sklearn.model_selection import GroupKFold, GroupShuffleSplit, KFold, Strati
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from thrifty import metrics
 from thrifty.comparison.context import Context
 from thrifty.comparison.methods import METHODS
+from thrifty.comparison.scores import quality_columns
 from thrifty.comparison.settings import Settings
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
@@ -207,20 +207,13 @@ def measure(
     Returns
     -------
     (columns, evaluation)
-        ``columns``: the cost columns of :func:`thrifty.frontier.cost_columns`, ``metric``
-        and ``value`` (the task's metric, :func:`thrifty.metrics.score`), and for
-        classification ``balanced_accuracy``, ``auc`` and ``single_class`` (every row got
-        the same label).
+        ``columns``: the cost columns of :func:`thrifty.frontier.cost_columns` and the quality
+        columns of :func:`thrifty.comparison.scores.quality_columns` (``metric``, ``value``,
+        the task's other metrics, ``single_class`` or ``constant``).
     """
     plan = as_plan(model)
     ev = evaluate(plan, X, costs)
-    name, value = metrics.score(task, y, ev, qid=qid)
-    out: dict[str, Any] = {**cost_columns(ev.cost), "metric": name, "value": float(value)}
-    if task in ("binary", "multiclass"):
-        out["balanced_accuracy"] = metrics.balanced_accuracy(y, ev.labels)
-        out["auc"] = metrics.macro_auc(y, ev.proba, plan.classes)
-        out["single_class"] = bool(len(np.unique(np.asarray(ev.labels))) == 1)
-    return out, ev
+    return {**cost_columns(ev.cost), **quality_columns(task, y, ev, qid, plan.classes)}, ev
 
 
 # ---------------------------------------------------------------------- running many

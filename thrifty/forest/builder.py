@@ -15,6 +15,8 @@ from thrifty.forest._forest import MISSING_NAN, NODE_ARRAYS, Forest
 SUPPORTED = (
     "lightgbm: Booster, LGBMClassifier, LGBMRegressor, LGBMRanker",
     "xgboost: Booster, XGBClassifier, XGBRegressor, XGBRanker (gbtree and dart boosters)",
+    "catboost: CatBoost, CatBoostClassifier, CatBoostRegressor, CatBoostRanker (symmetric trees)",
+    "ydf: GradientBoostedTreesModel, RandomForestModel",
     (
         "scikit-learn: DecisionTreeClassifier/Regressor, ExtraTreeClassifier/Regressor, "
         "RandomForestClassifier/Regressor, ExtraTreesClassifier/Regressor, "

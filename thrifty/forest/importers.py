@@ -1,4 +1,4 @@
-"""Importing fitted LightGBM, XGBoost and scikit-learn tree models into a :class:`Forest`."""
+"""Importing fitted LightGBM, XGBoost, CatBoost, YDF and scikit-learn tree models into a :class:`Forest`."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from thrifty.forest._catboost import from_catboost
 from thrifty.forest._forest import Forest
 from thrifty.forest._lightgbm import from_lightgbm
 from thrifty.forest._onnx import from_onnx, is_onnx
 from thrifty.forest._sklearn import from_sklearn
 from thrifty.forest._xgboost import from_xgboost
+from thrifty.forest._ydf import from_ydf
 from thrifty.forest.builder import unsupported
 from thrifty.forest.names import restore_names
 
@@ -21,7 +23,8 @@ def from_model(model: Any, *, feature_names: Sequence[Any] | None = None) -> For
     Parameters
     ----------
     model : object
-        A fitted LightGBM, XGBoost or scikit-learn tree model (see ``builder.SUPPORTED``); a
+        A fitted LightGBM, XGBoost, CatBoost, YDF or scikit-learn tree model (see
+        ``builder.SUPPORTED``; ``from_catboost`` takes the values of text categories); a
         ``Forest`` is returned as is (renamed when ``feature_names`` is given).
     feature_names : sequence of str, optional
         The names of the columns the model was trained on, in order. LightGBM keeps only its
@@ -63,6 +66,10 @@ def _import(model: Any) -> Forest:
         return from_lightgbm(model)
     if "xgboost" in roots:
         return from_xgboost(model)
+    if "catboost" in roots:
+        return from_catboost(model)
+    if "ydf" in roots:
+        return from_ydf(model)
     if "sklearn" in roots:
         return from_sklearn(model)
     if is_onnx(model):

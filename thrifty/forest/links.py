@@ -30,10 +30,13 @@ def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
     if link == "proba":
+        # Averages of leaf distributions summed in float32 (YDF) can pass 1 by a few ulps;
+        # a probability cannot, and YDF clamps them to [0, 1] as well.
+        raw = np.clip(raw, 0.0, 1.0)
         if raw.ndim == 1 or raw.shape[1] == 1:
             r = raw.reshape(-1)
             return np.column_stack([1.0 - r, r])
-        return raw.copy()
+        return raw
     raise InputError(f"raw scores with link {link!r} are not probabilities")
 
 

@@ -27,6 +27,11 @@ _INT64 = (-(2**63), 2**63 - 1)
 _DECIMAL_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
 
 
+class StoreUnavailable(ConnectionError):
+    """The store cannot be read now (locked, deleted, unreachable): the request was fine and may
+    be retried later."""
+
+
 class KeyedProvider:
     """A provider of a store's records: row ``i`` is the record whose key is ``keys[i]``."""
 

@@ -1,7 +1,9 @@
-"""A feature provider reading a SQL table through SQLAlchemy: one query per round of lazy evaluation."""
+"""A feature provider reading a SQL table: one query per round of lazy evaluation, matched to the
+rows by key."""
 
 from __future__ import annotations
 
+import sqlite3
 import urllib.parse
 from collections.abc import Sequence
 from decimal import Decimal
@@ -12,8 +14,6 @@ import numpy as np
 
 from thrifty.exceptions import InputError, ProviderError
 from thrifty.providers.base import (
-    INTEGER,
-    TEXT,
     SyncKeyedProvider,
     as_keys,
     feature_columns,
@@ -23,10 +23,15 @@ from thrifty.providers.base import (
     plain_key,
     store_key,
 )
+from thrifty.providers.sql_clients import AlchemyClient, ConnectionClient, DirectClient
 from thrifty.runtime.lazy import Requests
 
 # SQLAlchemy is the optional extra thrifty[sql]: imported where a query is built, so that
-# thrifty.providers imports without it and sql_provider() names the extra to install.
+# thrifty.providers imports without it and sql_provider() names the extra to install. SQLite
+# and DuckDB files are read through their own drivers (sql_clients), SQLAlchemy not needed.
+
+# Backends whose files are read through the database's own driver.
+_DIRECT = ("sqlite", "duckdb")
 
 # SQLite refuses compound SELECTs of more than 500 terms; other databases have larger limits.
 _MAX_TERMS = 400
@@ -37,22 +42,20 @@ class SQLProvider(SyncKeyedProvider):
 
     Built by :func:`sql_provider`; see there. ``fetch(requests)`` answers a round of lazy
     evaluation; calling the provider as ``provider(feature_ids, row_ids)`` also works.
+    ``client`` reads the table: the database's own driver (SQLite, DuckDB) or SQLAlchemy.
     """
 
     def __init__(
-        self,
-        engine: Any,
-        table: Any,
-        key: Any,
-        columns: list[Any],
-        keys: np.ndarray,
-        max_params: int,
-        key_kind: str | None,
+        self, client: Any, key_name: str, column_names: list[str], keys: np.ndarray, max_params: int
     ) -> None:
-        self.engine, self.table, self.key, self.columns = engine, table, key, columns
+        self.client, self.key_name, self.column_names = client, key_name, column_names
         self.keys = keys
         self.max_params = max_params
-        self.key_kind = key_kind
+
+    @property
+    def key_kind(self) -> str | None:
+        """How the key column compares keys (``INTEGER``, ``TEXT`` or None: as given)."""
+        return self.client.key_kind
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair: one query for the whole round.
@@ -66,16 +69,15 @@ class SQLProvider(SyncKeyedProvider):
         key value: a key with no record raises :class:`~thrifty.exceptions.MissingKeyError`
         naming it.
         """
-        import sqlalchemy as sa
-
         index: list[dict[Any, list[int]]] = []
         given: dict[Any, Any] = {}  # the key each store key came from, for messages
         impossible: list[Any] = []
         parts: list[tuple[int, list[Any]]] = []
+        kind = self.key_kind
         for f, rows in requests:
             where: dict[Any, list[int]] = {}
             for j, k in enumerate(keys_of(self.keys, rows)):
-                stored = store_key(k, self.key_kind)
+                stored = store_key(k, kind)
                 if stored is None:
                     impossible.append(plain_key(k))
                     continue
@@ -87,51 +89,31 @@ class SQLProvider(SyncKeyedProvider):
                 (int(f), wanted[i : i + self.max_params]) for i in range(0, len(wanted), self.max_params)
             ]
         if impossible:
-            raise missing_keys(impossible, self.key.name, f"in {self._where}", self.key_kind)
+            raise missing_keys(impossible, self.key_name, f"in {self.client.where}", kind)
         out = [np.full(len(rows), np.nan) for _, rows in requests]
         seen: list[set[Any]] = [set() for _ in requests]
         slot = {int(f): i for i, (f, _) in enumerate(requests)}
         for batch in _batches(parts, self.max_params):
-            selects = [
-                sa.select(
-                    sa.literal(f, sa.Integer).label("f"), self.key.label("k"), self.columns[f].label("v")
-                ).where(self.key.in_(ks))
-                for f, ks in batch
-            ]
-            query = selects[0] if len(selects) == 1 else sa.union_all(*selects)
-            for f, k, v in self._run(sa, query):
+            for f, k, v in self.client.read(batch):
                 i = slot[int(f)]
                 if k not in index[i]:
                     raise ProviderError(
-                        f"{self._where} answered a record with {self.key.name} = {k!r} "
+                        f"{self.client.where} answered a record with {self.key_name} = {k!r} "
                         f"({type(k).__name__}), which is not one of the keys asked for: the column "
                         "compares keys otherwise than by value (a collation, or values of another "
                         "type than its first); store keys of one type, compared exactly"
                     )
                 if k in seen[i]:
                     raise ProviderError(
-                        f"{self.key.name} = {k!r} appears more than once in {self._where}; "
+                        f"{self.key_name} = {k!r} appears more than once in {self.client.where}; "
                         "the key column must be unique"
                     )
                 seen[i].add(k)
-                out[i][index[i][k]] = _number(v, self.columns[int(f)].name, k)
+                out[i][index[i][k]] = _number(v, self.column_names[int(f)], k)
         lost = [given[k] for i, where in enumerate(index) for k in where if k not in seen[i]]
         if lost:
-            raise missing_keys(lost, self.key.name, f"in {self._where}", self.key_kind)
+            raise missing_keys(lost, self.key_name, f"in {self.client.where}", kind)
         return out
-
-    @property
-    def _where(self) -> str:
-        return f"table {self.table.name!r}"
-
-    def _run(self, sa: Any, query: Any) -> list[Any]:
-        """The records of ``query``; a failing database (locked, gone) is one line, without the
-        SQL or the keys."""
-        try:
-            with self.engine.connect() as conn:
-                return list(conn.execute(query))
-        except sa.exc.DBAPIError as exc:
-            raise ConnectionError(f"the database failed reading {self._where}: {_reason(exc)}") from None
 
 
 def sql_provider(
@@ -149,13 +131,23 @@ def sql_provider(
 
     Each round of lazy evaluation is answered by one query that reads, for each feature some
     blocked rows need, that feature's column for those rows only. Column names are checked
-    against the table (reflected once, here) and quoted by SQLAlchemy; keys are bound
-    parameters, so neither a feature name nor a key can inject SQL.
+    against the table (read once, here) and quoted; keys are bound parameters, so neither a
+    feature name nor a key can inject SQL.
+
+    A SQLite or DuckDB file URL (``"sqlite:///features.db"``, ``"duckdb:///features.duckdb"``)
+    or connection (``sqlite3.connect(...)``, ``duckdb.connect(...)``) is read through the
+    database's own driver, read-only, one connection per thread: one statement per set of
+    features, prepared once, with the keys of each feature bound as one array parameter (no
+    ORM on the way, SQLAlchemy not needed). A SQLAlchemy engine, or any other URL, is read
+    through SQLAlchemy.
 
     Parameters
     ----------
-    engine_or_url : sqlalchemy.engine.Engine or str
-        The database (``"sqlite:///features.db"``, ``"duckdb:///features.duckdb"``, ...).
+    engine_or_url : str, sqlalchemy.engine.Engine, sqlite3.Connection or duckdb connection
+        The database (``"sqlite:///features.db"``, ``"duckdb:///features.duckdb"``,
+        ``"postgresql://host/db"``, ...). A connection given is shared by every thread, one
+        query at a time (open a SQLite one with ``check_same_thread=False`` to use it from
+        ``evaluate_async`` or ``thrifty serve``).
     table : str
         Table holding one record per example.
     key_column : str
@@ -192,36 +184,73 @@ def sql_provider(
     column, integer keys are written in decimal. A key no record has, or none can have (``"abc"``
     or ``1.5`` for an integer column), raises :class:`~thrifty.exceptions.MissingKeyError`
     naming it when a tree first needs that row's features; a value that is not a number raises
-    :class:`~thrifty.exceptions.ProviderError`; a failing database raises ``ConnectionError``.
-    A SQLite file named by URL is opened read-only, so a database deleted while in use is not
-    created again empty.
+    :class:`~thrifty.exceptions.ProviderError`; a failing database raises ``ConnectionError``
+    (``thrifty.providers.base.StoreUnavailable`` when it cannot be read now: locked, deleted).
+    A SQLite or DuckDB file named by URL is opened read-only, so a database deleted while in
+    use is not created again empty; the driver's client checks the file before each query, so
+    a deleted file is an error and a file replaced by another (a rebuilt store renamed into
+    place) is reopened.
     """
-    try:
-        import sqlalchemy as sa
-    except ImportError:
-        raise missing_extra("sqlalchemy", "sql") from None
-    engine = _engine(sa, engine_or_url) if isinstance(engine_or_url, str) else engine_or_url
     names = feature_columns(columns, model)
-    existing = _columns_of(sa, engine, table, schema)
+    if int(max_params) < 1:
+        raise InputError(f"max_params must be >= 1, got {max_params}")
+    client = _client(engine_or_url, table, schema)
+    existing = client.column_names()
     unknown = [c for c in [key_column, *names] if c not in existing]
     if unknown:
         raise InputError(
             f"table {table!r} has no column(s) {unknown[:10]}; its columns are "
             f"{existing[:20]} (map model features with columns=[...])"
         )
-    if int(max_params) < 1:
-        raise InputError(f"max_params must be >= 1, got {max_params}")
-    tbl = sa.table(table, *(sa.column(c) for c in dict.fromkeys([key_column, *names])), schema=schema)
-    key = tbl.c[key_column]
-    return SQLProvider(
-        engine,
-        tbl,
-        key,
-        [tbl.c[c] for c in names],
-        as_keys(keys),
-        int(max_params),
-        _key_kind(sa, engine, key),
-    )
+    client.bind(key_column, names)
+    return SQLProvider(client, key_column, names, as_keys(keys), min(int(max_params), client.max_params))
+
+
+def direct_target(url: str) -> tuple[str, str, bool] | None:
+    """``(backend, database, is_uri)`` of a SQLite or DuckDB file URL read through the
+    database's own driver; None for other URLs (SQLAlchemy opens them): another database, an
+    in-memory one, or a URL with driver options (``?timeout=...``)."""
+    scheme, sep, rest = url.partition("://")
+    backend = scheme.split("+")[0].lower()
+    if not sep or backend not in _DIRECT or not rest.startswith("/"):
+        return None
+    database, _, query = rest[1:].partition("?")
+    if database in ("", ":memory:"):
+        return None
+    if backend == "sqlite" and database.startswith("file:"):
+        options = [q for q in query.split("&") if q and q != "uri=true"]
+        return backend, database + ("?" + "&".join(options) if options else ""), True
+    return None if query else (backend, database, False)
+
+
+def _client(engine_or_url: Any, table: str, schema: str | None) -> Any:
+    """The client reading the table: the driver's own for a SQLite or DuckDB file URL or
+    connection, SQLAlchemy for an engine or another URL."""
+    if isinstance(engine_or_url, sqlite3.Connection):
+        return ConnectionClient("sqlite", engine_or_url, table, schema)
+    if type(engine_or_url).__module__.split(".")[0] in ("duckdb", "_duckdb"):
+        return ConnectionClient("duckdb", engine_or_url, table, schema)
+    if isinstance(engine_or_url, str):
+        target = direct_target(engine_or_url)
+        if target is not None:
+            backend, database, uri = target
+            if not uri and not Path(database).is_file():
+                raise InputError(
+                    f"the {backend} database {database!r} does not exist; "
+                    "give the path of an existing database file"
+                )
+            if backend == "duckdb":
+                try:
+                    import duckdb  # noqa: F401
+                except ImportError:
+                    raise missing_extra("duckdb", "sql") from None
+            return DirectClient(backend, database, table, schema, uri=uri)
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        raise missing_extra("sqlalchemy", "sql") from None
+    engine = _engine(sa, engine_or_url) if isinstance(engine_or_url, str) else engine_or_url
+    return AlchemyClient(engine, table, schema)
 
 
 def _engine(sa: Any, url: str) -> Any:
@@ -230,7 +259,7 @@ def _engine(sa: Any, url: str) -> Any:
     try:
         parsed = sa.engine.make_url(url)
         database = parsed.database
-        if parsed.get_backend_name() in ("sqlite", "duckdb") and database and database != ":memory:":
+        if parsed.get_backend_name() in _DIRECT and database and database != ":memory:":
             if not database.startswith("file:") and not Path(database).is_file():
                 raise InputError(
                     f"the {parsed.get_backend_name()} database {database!r} does not exist; "
@@ -247,34 +276,6 @@ def _engine(sa: Any, url: str) -> Any:
             f"cannot open the database URL {url!r}: {exc}; give a SQLAlchemy URL such as "
             "sqlite:///features.db (with its driver installed)"
         ) from None
-
-
-def _columns_of(sa: Any, engine: Any, table: str, schema: str | None) -> list[str]:
-    """The table's column names, from an empty ``SELECT *`` (dialect reflection is not portable)."""
-    query = sa.select(sa.text("*")).select_from(sa.table(table, schema=schema)).where(sa.false())
-    try:
-        with engine.connect() as conn:
-            return list(conn.execute(query).keys())
-    except sa.exc.DBAPIError as exc:
-        raise InputError(f"cannot read table {table!r} in {engine.url!r}: {_reason(exc)}") from None
-
-
-def _key_kind(sa: Any, engine: Any, key: Any) -> str | None:
-    """How the key column compares keys, from the type of one stored key: ``INTEGER``,
-    ``TEXT`` or None (keys as given). The stored value is what a query compares against, also
-    where SQLite's declared type says otherwise, and SQLAlchemy's reflection of column types
-    fails on some dialects (DuckDB's)."""
-    query = sa.select(key).where(key.is_not(None)).limit(1)
-    with engine.connect() as conn:
-        stored = conn.execute(query).scalar()
-    if isinstance(stored, (int, np.integer)) and not isinstance(stored, bool):
-        return INTEGER
-    return TEXT if isinstance(stored, str) else None
-
-
-def _reason(exc: Any) -> str:
-    """The database's own message, on one line."""
-    return " ".join(str(exc.orig).split())[:200]
 
 
 def _number(value: Any, column: str, key: Any) -> float:

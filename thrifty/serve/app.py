@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import inspect
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,9 +15,9 @@ from thrifty.exceptions import InputError
 from thrifty.providers.base import missing_extra
 from thrifty.providers.http import HTTPProvider
 from thrifty.runtime.evaluate import Evaluation, costs_for, evaluate
-from thrifty.runtime.lazy import Requests, evaluate_async
 from thrifty.runtime.plans import Full, Plan, as_plan, check_classes
 from thrifty.serve.admission import Admission
+from thrifty.serve.batcher import TAKES_POLICY, Batcher
 from thrifty.serve.errors import error_response, failure, http_error, server_error
 from thrifty.serve.rows import BadRequest, RowReader, read_json
 
@@ -40,9 +38,13 @@ def create_app(
     max_concurrency: int = 64,
     max_queue: int = 256,
     trees: str = "in-order",
+    rounds: Any = "in_order",
     n_threads: int = 1,
 ) -> Any:
     """A Starlette application predicting with ``model``, fetching missing features lazily.
+
+    Requests in flight are evaluated together, one store round for all of them each round
+    (:class:`thrifty.serve.batcher.Batcher`); each answer is what the request alone would get.
 
     ``POST /predict`` with ``{"rows": [{"id": ..., "feature": value, ...}, ...]}`` answers
     ``{"results": [{"id", "prediction", "probabilities", "cost", "feature_cost", "latency",
@@ -70,15 +72,19 @@ def create_app(
         Deepest nesting of a JSON body (400 above), checked before it is parsed.
     timeout : float, default=10
         Seconds one request may take from its head to its answer: its body must arrive within
-        them (408), and its evaluation is cancelled past them (504) — a lazy evaluation stops
-        fetching at its next round.
+        them (408), and past them it is answered 504 at once; its rows are fetched no more
+        (its batch answers them NaN without asking the store, see ``thrifty.serve.batcher``).
     max_concurrency : int, default=64
         Requests evaluated at once. Idle connections do not count, nor does ``/health``.
     max_queue : int, default=256
         Requests waiting for an evaluation slot; more are answered 503 at once, as is one that
         found no slot within its ``timeout``.
     trees : {"in-order", "parallel"}
-        As for :func:`thrifty.evaluate_async` (``"parallel"`` for Full plans).
+        As for :func:`thrifty.evaluate_async` (``"parallel"`` for Full plans: ``rounds="parallel"``).
+    rounds : {"in_order", "parallel"} or a round policy
+        What each round fetches, as :func:`thrifty.runtime.lazy.lazy_rounds` takes it (a policy
+        other than in order and a Full plan's parallel rounds once ``lazy_rounds`` takes
+        ``rounds=``).
     n_threads : int, default=1
         Kernel threads per request. One suits small requests: waking a thread pool costs more
         than a few rows take, and concurrent requests already share the cores.
@@ -103,8 +109,15 @@ def create_app(
         )
     plan = as_plan(model)
     check_classes(plan)
-    if trees == "parallel" and not isinstance(plan, Full):
-        raise InputError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
+    if trees == "parallel":
+        if not isinstance(plan, Full):
+            raise InputError(f"trees='parallel' needs a Full plan, got {type(plan).__name__}")
+        rounds = "parallel"
+    if not TAKES_POLICY and not (rounds == "in_order" or (rounds == "parallel" and isinstance(plan, Full))):
+        raise InputError(
+            f"rounds={rounds!r} is not available: lazy evaluation here takes rounds in order, or "
+            "in parallel for a Full plan"
+        )
     names = plan.feature_names or [f"Column_{j}" for j in range(plan.n_features)]
     service = _Service(
         plan,
@@ -112,7 +125,7 @@ def create_app(
         costs,
         RowReader(names, plan.categories, key, int(max_rows)),
         Admission(int(max_concurrency), int(max_queue)),
-        trees=trees,
+        rounds=rounds,
         n_threads=n_threads,
         max_body=int(max_body),
         max_depth=int(max_depth),
@@ -131,10 +144,6 @@ def create_app(
     return app
 
 
-class _Abandoned(Exception):
-    """The request was answered (its deadline passed): its evaluation must fetch no more."""
-
-
 class _Service:
     def __init__(
         self,
@@ -144,7 +153,7 @@ class _Service:
         reader: RowReader,
         admission: Admission,
         *,
-        trees: str,
+        rounds: Any,
         n_threads: int,
         max_body: int,
         max_depth: int,
@@ -153,8 +162,13 @@ class _Service:
         self.plan, self.provider, self.costs = plan, provider, costs_for(plan, costs)
         self.reader, self.admission = reader, admission
         self.names, self.key = reader.names, reader.key
-        self.trees, self.n_threads = trees, n_threads
+        self.n_threads = n_threads
         self.max_body, self.max_depth, self.timeout = max_body, max_depth, timeout
+        # The store is looked up per round: the lifespan may give the provider its client.
+        store = None if provider is None else (lambda keys: self.provider.with_keys(keys))
+        self.batcher = Batcher(
+            plan, self.costs, store, self.names, self.key, rounds=rounds, n_threads=n_threads
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -177,15 +191,11 @@ class _Service:
         """Compile the kernels before the first request (numba loads them from its cache)."""
         row = np.full((1, self.plan.n_features), np.nan)
         evaluate(self.plan, row, self.costs, n_threads=self.n_threads)
-        given = np.ones_like(row, dtype=np.bool_)
-        await evaluate_async(
-            self.plan,
-            _RequestProvider(row, given, [None], None, self),
-            self.costs,
-            n_rows=1,
-            trees=self.trees,
-            n_threads=self.n_threads,
+        # Every value given: the lazy kernels run, the store is not asked.
+        job = self.batcher.submit(
+            row, np.ones_like(row, dtype=np.bool_), [None], asyncio.get_running_loop().time() + 600
         )
+        await job.future
 
     async def health(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -198,6 +208,7 @@ class _Service:
                 "features": self.names,
                 "provider": type(self.provider).__name__ if self.provider else None,
                 "requests": {"at_work": self.admission.at_work, "waiting": self.admission.waiting},
+                "store_rounds": self.batcher.rounds,
             }
         )
 
@@ -210,8 +221,8 @@ class _Service:
             body = await self._body(request, deadline)
             async with self.admission.slot(deadline):
                 keys, values, given = self.reader.read(read_json(body, self.max_depth))
-                ev = await self._evaluate(keys, values, given, deadline)
-                return JSONResponse({"results": self._results(keys, ev)})
+                ev, lo = await self._evaluate(keys, values, given, deadline)
+                return JSONResponse({"results": self._results(keys, ev, lo)})
         except Exception as exc:  # the server must answer, whatever went wrong
             return error_response(*failure(exc, timeout=self.timeout, key=self.key))
 
@@ -245,37 +256,26 @@ class _Service:
 
     async def _evaluate(
         self, keys: list[Any], values: np.ndarray, given: np.ndarray, deadline: float
-    ) -> Evaluation:
+    ) -> tuple[Evaluation, int]:
+        """The evaluation holding the request's rows, and where they start in it."""
         if given.all():
             ev = evaluate(self.plan, values, self.costs, n_threads=self.n_threads)
             ev.cost.latency = np.zeros(len(keys))
-            return ev
-        store, kind = None, _RequestProvider
-        if self.provider is not None:
-            store = self.provider.with_keys(["" if k is None else k for k in keys]).fetch
-            if inspect.iscoroutinefunction(store):
-                kind = _AsyncRequestProvider
-        provider = kind(values, given, keys, store, self)
+            return ev, 0
+        job = self.batcher.submit(values, given, keys, deadline)
         try:
+            # The batch never waits for this request: past its deadline the handler answers
+            # 504 and the batch answers its rows NaN without asking the store.
             async with asyncio.timeout_at(deadline):
-                return await evaluate_async(
-                    self.plan,
-                    provider,
-                    self.costs,
-                    n_rows=len(keys),
-                    given=given,
-                    trees=self.trees,
-                    n_threads=self.n_threads,
-                )
+                return await job.future
         finally:
-            # Cancelling the task does not stop a worker thread evaluating for a synchronous store.
-            provider.stopped.set()
+            job.future.cancel()
 
-    def _results(self, keys: list[Any], ev: Evaluation) -> list[dict[str, Any]]:
+    def _results(self, keys: list[Any], ev: Evaluation, lo: int) -> list[dict[str, Any]]:
         c, proba, latency = ev.cost, ev.proba, ev.cost.latency
         assert latency is not None  # _evaluate always measures it
         out = []
-        for i, k in enumerate(keys):
+        for i, k in enumerate(keys, start=lo):
             r: dict[str, Any] = {self.key: k, "prediction": _plain(ev.predictions[i])}
             if proba is not None:
                 r["probabilities"] = proba[i].tolist()
@@ -288,73 +288,6 @@ class _Service:
                 acquired=[self.names[j] for j in np.flatnonzero(c.acquired[i])],
             )
             out.append(r)
-        return out
-
-
-class _RequestProvider:
-    """Values the request gives first; the others from the store, for the request's keys.
-
-    Synchronous, for a synchronous store (SQL) or none: the evaluation then runs in one worker
-    thread (see ``evaluate_async``).
-    """
-
-    def __init__(
-        self, values: np.ndarray, given: np.ndarray, keys: list[Any], store: Any, service: _Service
-    ) -> None:
-        self.values, self.given, self.keys, self.store, self.service = values, given, keys, store, service
-        # Set once the request is answered; thread-safe, as a synchronous store is asked from a worker.
-        self.stopped = threading.Event()
-
-    def fetch(self, requests: Requests) -> list[np.ndarray]:
-        out, forward, slots = self._split(requests)
-        if forward:
-            self._merge(out, slots, self.store(forward))
-        return out
-
-    def _split(self, requests: Requests) -> tuple[list[np.ndarray], Requests, list[Any]]:
-        """Given values per request, what to ask the store, and where its answers go."""
-        if self.stopped.is_set():
-            raise _Abandoned
-        out, forward, slots = [], [], []
-        for f, rows in requests:
-            out.append(self.values[rows, f].copy())
-            lacking = ~self.given[rows, f]
-            if lacking.any():
-                forward.append((f, rows[lacking]))
-                slots.append((len(out) - 1, lacking))
-        if forward:
-            self._check(forward)
-        return out, forward, slots
-
-    @staticmethod
-    def _merge(out: list[np.ndarray], slots: list[Any], answers: list[np.ndarray]) -> None:
-        for (i, lacking), values in zip(slots, answers):
-            out[i][lacking] = values
-
-    def _check(self, forward: Requests) -> None:
-        f, rows = forward[0]
-        if self.store is None:
-            raise BadRequest(
-                f"row {rows[0]} needs feature {self.service.names[f]!r}, which the request "
-                "does not give, and the server has no feature provider (start it with "
-                "--provider)"
-            )
-        for f, rows in forward:
-            unkeyed = [int(r) for r in rows if self.keys[r] is None]
-            if unkeyed:
-                raise BadRequest(
-                    f"row {unkeyed[0]} needs feature {self.service.names[f]!r} from the "
-                    f"feature provider but has no {self.service.key!r}"
-                )
-
-
-class _AsyncRequestProvider(_RequestProvider):
-    """The same over an async store (an HTTP feature service): rounds are awaited."""
-
-    async def fetch(self, requests: Requests) -> list[np.ndarray]:  # type: ignore[override]
-        out, forward, slots = self._split(requests)
-        if forward:
-            self._merge(out, slots, await self.store(forward))
         return out
 
 

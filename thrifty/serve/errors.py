@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from thrifty.exceptions import MissingKeyError, ThriftyError
+from thrifty.providers.base import StoreUnavailable
 from thrifty.serve.rows import BadRequest
 
 log = logging.getLogger("thrifty.serve")
@@ -70,10 +71,9 @@ def _logged(exc: BaseException, status: int, what: str) -> str:
 
 def _provider_failure(exc: BaseException) -> tuple[int, str, dict[str, str]]:
     sa_exc = sys.modules.get("sqlalchemy.exc")
-    # The SQL provider raises ConnectionError over the database's OperationalError (whose text,
+    # The SQL provider raises StoreUnavailable over the database's OperationalError (whose text,
     # SQL and keys included, it keeps out of the message).
-    cause = (exc.__cause__ or exc.__context__) if isinstance(exc, ConnectionError) else exc
-    if sa_exc is not None and isinstance(cause, sa_exc.OperationalError):
+    if isinstance(exc, StoreUnavailable) or (sa_exc is not None and isinstance(exc, sa_exc.OperationalError)):
         # Locked, deleted or unreachable: the store may be back soon, the request was fine.
         return 503, "the feature store cannot be read now", {"retry-after": str(5 * RETRY_AFTER)}
     if (sa_exc is not None and isinstance(exc, sa_exc.SQLAlchemyError)) or isinstance(

@@ -9,6 +9,7 @@ from urllib.parse import quote
 from thrifty.exceptions import InputError
 from thrifty.providers import http_provider, sql_provider
 from thrifty.providers.base import missing_extra
+from thrifty.providers.sql import direct_target
 
 # Backends that create an empty database file where a path is wrong.
 _FILE_BACKENDS = ("sqlite", "duckdb")
@@ -25,8 +26,9 @@ def store_provider(
     """The provider ``thrifty serve --provider URL`` configures (None without a URL).
 
     ``http://`` and ``https://`` URLs name a feature service (:func:`http_provider`); any other
-    URL is a SQLAlchemy database URL, read with :func:`sql_provider` from ``table`` keyed by
-    ``key_column``. Feature names are the model's. A SQLite or DuckDB file must exist and is
+    URL is a database URL, read with :func:`sql_provider` from ``table`` keyed by
+    ``key_column`` (a SQLite or DuckDB file through its own driver, others through
+    SQLAlchemy). Feature names are the model's. A SQLite or DuckDB file must exist and is
     opened read-only: serving never writes, and must not leave an empty database behind a
     mistyped path (or a database deleted while serving).
 
@@ -46,6 +48,9 @@ def store_provider(
             f"the database provider {url!r} needs --table NAME and --key-column NAME "
             "(the table of features and its column of row keys)"
         )
+    if direct_target(url) is not None:
+        # A SQLite or DuckDB file: its own driver, read-only (see sql_provider).
+        return sql_provider(url, table, key_column, [], model=model)
     return sql_provider(_read_only_engine(url), table, key_column, [], model=model)
 
 

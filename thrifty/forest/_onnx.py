@@ -52,14 +52,18 @@ def from_onnx(model: Any) -> Forest:
     forest does the same: ``input_dtype`` and ``accumulate`` are that precision, ``BRANCH_LT``
     becomes ``x <= t'`` with ``t'`` the float below ``t`` (exact on inputs of that precision),
     ``BRANCH_GT``/``BRANCH_GTE`` swap the children, ``BRANCH_EQ``/``BRANCH_NEQ``/``BRANCH_MEMBER``
-    become two comparisons (``x <= t'`` then ``x <= t``) with the subtree that both outcomes share
-    copied, and a non-zero ``base_values`` becomes a last constant tree, so raw scores equal
-    onnxruntime's bit for bit under ``SUM``. ``nodes_missing_value_tracks_true`` is the missing
+    become two comparisons per value (``x <= t'`` then ``x <= t``), copying the subtrees the
+    outcomes share, and a non-zero ``base_values`` becomes a last constant tree, so raw scores
+    equal onnxruntime's on one thread bit for bit under ``SUM`` (on several, onnxruntime sums
+    the trees in per-thread parts). ``nodes_missing_value_tracks_true`` is the missing
     direction; without it NaN takes the outcome of the comparison (false but for ``NEQ``).
+    ``BRANCH_MEMBER`` is ONNX's exact membership (onnxruntime 1.32 departs from it for some sets).
 
     Post-transforms map to links: ``NONE`` (regression: identity; classifiers with non-negative
     weights: probabilities), ``LOGISTIC`` (binary: sigmoid), ``SOFTMAX`` (multiclass: softmax).
-    A binary classifier's raw score is its positive class's score.
+    A binary classifier's raw score is its positive class's score. A model written by
+    :func:`thrifty.export_onnx` gets its task, link, classes and feature names back from its
+    metadata.
 
     Parameters
     ----------

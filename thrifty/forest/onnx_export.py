@@ -47,6 +47,13 @@ def export_onnx(model: Any, path: str | os.PathLike | None = None) -> Any:
     Returns
     -------
     onnx.ModelProto
+
+    Raises
+    ------
+    InputError
+        For plans with exits, LightGBM zero-as-missing splits whose default side is not where
+        values near zero compare to (ONNX has no "near zero" test), and a forest that sums in
+        float32 but compares in float64.
     """
     # Not at the top: onnx is optional (thrifty[onnx]).
     import onnx

@@ -176,3 +176,18 @@ def test_zero_as_missing_splits_onnx_cannot_express_are_refused() -> None:
     disagreeing = dataclasses.replace(forest, missing_left=np.where(zero, t < 0, forest.missing_left))
     with pytest.raises(InputError, match="zero_as_missing"):
         export_onnx(disagreeing)
+
+
+@pytest.mark.parametrize("name", ["BudgetRFClassifier", "CEGBClassifier"])
+def test_cheap_models_are_served_by_onnxruntime_unchanged(name: str) -> None:
+    """A BudgetRF or CEGB model exports as is (the fitted estimator or its Full plan)."""
+    import thrifty
+    from thrifty import Full
+
+    rng = np.random.default_rng(0)
+    X = make_data(rng, 300, 4, nan_fraction=0.05)
+    y = (np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) > 0).astype(int)
+    params = {"n_estimators": 5, "random_state": 0} if name == "BudgetRFClassifier" else {"n_estimators": 10}
+    model = getattr(thrifty, name)(costs=[1.0, 2.0, 3.0, 4.0], **params).fit(X, y)
+    for what in (model, Full(model.forest_)):
+        np.testing.assert_array_equal(run(export_onnx(what), X)[0][:, 0], model.forest_.predict_raw(X))

@@ -17,7 +17,7 @@ one-row evaluate there. A batch of 10 million rows (1 million with
 benchmarks/results/runtime.csv and runtime.png; the last stdout line is one JSON object.
 ``--only single-row`` measures only the one-row figures (the same model, the QWYC plan of alpha
 0.005) and writes them to runtime_single_row.json. onnxruntime (one thread) runs the LightGBM
-model converted by onnxmltools (needs thrifty[onnx] and onnxmltools); CatBoost's own predict (raw
+model converted by onnxmltools (the ``bench`` extra has both); CatBoost's own predict (raw
 scores, one thread) a CatBoost model of as many symmetric trees of depth 5 (32 leaves), against
 thrifty compiled on it when thrifty imports CatBoost models (else its ratios are null, with the
 reason): ``compiled_ratio_vs_onnxruntime_batch`` / ``_one_row`` and

@@ -84,11 +84,13 @@ def single_target(tree: Split | Leaf) -> int | None:
 
 def keep_column(tree: Split | Leaf, column: int) -> Split | Leaf:
     """The tree with each leaf's weight of ``column`` only, as column 0."""
+    nodes = _walk(tree)
     copies: dict[int, Split | Leaf] = {}
-    for node in reversed(_walk(tree)):  # children are walked after their parents
-        if isinstance(node, Leaf):
-            copies[id(node)] = Leaf({0: node.weights[column]} if column in node.weights else {})
-    order = [n for n in _walk(tree) if isinstance(n, Split)]
+    for n in nodes:
+        if isinstance(n, Leaf):
+            copies[id(n)] = Leaf({0: n.weights[column]} if column in n.weights else {})
+    # Splits are copied once both children are (a shared subtree stays shared).
+    order = [n for n in nodes if isinstance(n, Split)]
     while order:
         rest = []
         for node in order:

@@ -1,5 +1,5 @@
-"""Runtime speed: thrifty's interpreter and compiled plans against LightGBM, XGBoost, tl2cgen and
-scikit-learn.
+"""Runtime speed: thrifty's interpreter and compiled plans against LightGBM, XGBoost, tl2cgen,
+onnxruntime, CatBoost and scikit-learn.
 
 On Adult: a LightGBM model of 500 trees of depth 5 (100 with --quick), an XGBoost model of 500
 trees of depth 6 (100 with --quick) and a scikit-learn random forest (300 trees; 100 with
@@ -16,7 +16,12 @@ one-row evaluate there. A batch of 10 million rows (1 million with
 (treelite, tl2cgen) and a C compiler; without them, and with --quick, they are null. Writes
 benchmarks/results/runtime.csv and runtime.png; the last stdout line is one JSON object.
 ``--only single-row`` measures only the one-row figures (the same model, the QWYC plan of alpha
-0.005) and writes them to runtime_single_row.json.
+0.005) and writes them to runtime_single_row.json. onnxruntime (one thread) runs the LightGBM
+model converted by onnxmltools (the ``bench`` extra has both); CatBoost's own predict (raw
+scores, one thread) a CatBoost model of as many symmetric trees of depth 5 (32 leaves), against
+thrifty compiled on it when thrifty imports CatBoost models (else its ratios are null, with the
+reason): ``compiled_ratio_vs_onnxruntime_batch`` / ``_one_row`` and
+``compiled_ratio_vs_catboost_batch`` / ``_one_row``.
 
     python benchmarks/runtime.py [--quick] [--only single-row] [--data-home DIR]
 """
@@ -34,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 from _figures import emit
+from _rivals import catboost_part, onnxruntime_part
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -334,6 +340,8 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
     )
 
     xgb_figs, xgb_rows = _xgboost_part(args, M_tr, y_tr, M, costs, repeats)
+    ort_figs, ort_rows = onnxruntime_part(booster, forest, full, M, repeats, _paired3, one_row_means)
+    cb_figs, cb_rows = catboost_part(M_tr, y_tr, M, costs, forest.n_trees, repeats, _paired3, one_row_means)
     figures = {
         "compiled_ratio_vs_lightgbm": round(t_comp / t_lgb, 3),
         "interpreter_ratio_vs_lightgbm": round(t_interp / t_lgb, 3),
@@ -352,6 +360,8 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
         "cache_load_seconds": round(load_seconds, 3),
         "first_call_seconds": round(first_call, 3),
         **xgb_figs,
+        **ort_figs,
+        **cb_figs,
     }
     rows = [
         ("lightgbm predict, 1 thread (compiled section)", t_lgb),
@@ -359,6 +369,8 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
         ("thrifty interpreter evaluate (costs), 1 thread", t_interp),
         ("thrifty compiled QWYC evaluate, 1 thread", t_q_b),
         *xgb_rows,
+        *ort_rows,
+        *cb_rows,
     ]
     if t_tl2 is not None:
         rows.append(("tl2cgen quantize=1 predict, 1 thread", t_tl2))

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from thrifty.comparison.compare import Comparison, compare
     from thrifty.costs import CostModel, CostReport
     from thrifty.forest import Forest
+    from thrifty.forest.onnx_export import export_onnx
     from thrifty.io import load, save
     from thrifty.order import QWYCClassifier, QWYCRanker, QWYCRegressor, qwyc
     from thrifty.prune import BudgetPrunedClassifier, BudgetPrunedRegressor, budget_prune
@@ -79,6 +80,7 @@ __all__ = [
     "cronus",
     "evaluate",
     "evaluate_async",
+    "export_onnx",
     "load",
     "plot_rounds_frontier",
     "prefetch_plan",

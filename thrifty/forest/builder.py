@@ -22,6 +22,7 @@ SUPPORTED = (
         "RandomForestClassifier/Regressor, ExtraTreesClassifier/Regressor, "
         "GradientBoostingClassifier/Regressor, HistGradientBoostingClassifier/Regressor"
     ),
+    "onnx: a ModelProto or .onnx file of one TreeEnsembleRegressor/Classifier or TreeEnsemble node",
 )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from thrifty.forest._catboost import from_catboost
 from thrifty.forest._forest import Forest
 from thrifty.forest._lightgbm import from_lightgbm
+from thrifty.forest._onnx import from_onnx, is_onnx
 from thrifty.forest._sklearn import from_sklearn
 from thrifty.forest._xgboost import from_xgboost
 from thrifty.forest._ydf import from_ydf
@@ -71,4 +72,6 @@ def _import(model: Any) -> Forest:
         return from_ydf(model)
     if "sklearn" in roots:
         return from_sklearn(model)
+    if is_onnx(model):
+        return from_onnx(model)
     raise unsupported(model)

@@ -485,6 +485,55 @@ def test_the_worker_count_does_not_change_the_result():
     tables_equal(compare(X, y, n_jobs=1, **kw), compare(X, y, n_jobs=2, **kw))
 
 
+def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order():
+    """run_tasks(here=True): this process runs tasks too, beside the executor's worker; the
+    results come back in the tasks' order, each built on its parent's models (``after``), as
+    run one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from thrifty.comparison.methods import METHODS as REGISTRY
+    from thrifty.comparison.plan import after_of
+    from thrifty.comparison.settings import Settings
+    from thrifty.comparison.sweep import FitTask, run_tasks, take
+
+    X, y = binary_data(200)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
+    params = {**FAST, "verbose": -1, "random_state": 0, "deterministic": True}
+    settings = Settings(
+        "binary", CostModel.uniform(6), budgets=(1.0, 3.0), lightgbm_params=params, quick=True
+    )
+    chosen = [REGISTRY[k] for k in ("lightgbm", "qwyc", "margin", "cheapest")]
+    (Xf, yf, _), (Xe, ye, _) = (
+        take(frame, y, None, np.arange(0, 200, 2)),
+        take(frame, y, None, np.arange(1, 200, 2)),
+    )
+
+    def tasks():
+        return [
+            FitTask(m.key, f, settings, Xf, yf, None, X_eval=Xe, y_eval=ye) for f in range(2) for m in chosen
+        ]
+
+    after = after_of(chosen, 0) + after_of(chosen, len(chosen))
+    alone = run_tasks(tasks(), after=after)
+
+    class Counting(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, fn, *args):
+            Counting.submitted += 1
+            return super().submit(fn, *args)
+
+    beside_tasks = tasks()
+    with Counting(1) as pool:
+        beside = run_tasks(beside_tasks, executor=pool, workers=2, after=after, here=True)
+    assert 0 < Counting.submitted < len(beside_tasks)  # some ran there, the others here
+    assert [(r.method, r.fold) for r in beside] == [(t.method, t.fold) for t in beside_tasks]
+    for a, b in zip(alone, beside):
+        assert [row["name"] for row in a.rows] == [row["name"] for row in b.rows]
+        assert [row["value"] for row in a.rows] == [row["value"] for row in b.rows]
+        assert [row["mean_cost"] for row in a.rows] == [row["mean_cost"] for row in b.rows]
+
+
 def test_a_loaded_machine_gives_the_idle_machine_result():
     """No time allowance: the planned work runs in full, so the load changes only timings."""
     import subprocess

@@ -182,9 +182,11 @@ def compare(
         final = folds[0][0]
         selection = f"a validation split of {len(folds[0][1]):,} rows"
     workers = check_n_jobs(n_jobs)
+    here = False
     if executor is None and workers > 1 and len(chosen) * len(folds) > 1:
-        # Started before the final fit below, so that the workers load thrifty meanwhile.
-        executor = local_pool(workers)
+        # Started before the final fit below, so that the workers load thrifty meanwhile. This
+        # process runs tasks too (run_tasks's ``here``): one worker fewer to start.
+        executor, here = local_pool(workers - 1), True
     # One thread per fit: LightGBM's sums (so its trees) may change with its thread count, and
     # the result must not change with the number of workers. The tasks run side by side instead.
     settings = Settings(
@@ -238,7 +240,7 @@ def compare(
     select_end = (
         None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
     )
-    results = _sweep(tasks, after, executor, select_end, progress)
+    results = _sweep(tasks, after, executor, select_end, progress, here)
     table = select(results, METHODS)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
@@ -257,7 +259,7 @@ def compare(
             else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
         )
         models, refit_cut = _refit(
-            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, executor, refit_end, progress
+            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, (executor, here), refit_end, progress
         )
         cut += refit_cut
         stopped |= bool(refit_cut)
@@ -323,21 +325,24 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
 def _run(
     tasks: list[FitTask],
     after: list[int | None],
-    executor: Any,
+    executor: tuple[Any, bool],
     deadline: float | None,
     progress: bool,
     stage: str,
 ) -> list:
+    """``run_tasks`` with progress; ``executor``: (executor, whether this process runs tasks too)."""
+    pool, here = executor
     names = {m.key: m.name for m in METHODS.values()}
     reporter = Reporter(tasks, names, progress, stage)
     try:
         return run_tasks(
             tasks,
-            executor=executor,
+            executor=pool,
             deadline=deadline,
-            workers=workers_of(executor),
+            workers=workers_of(pool) + here,
             on_done=reporter,
             after=after,
+            here=here,
         )
     finally:
         reporter.close()
@@ -349,7 +354,7 @@ def _refit(
     baseline: Forest,
     rows: tuple[Any, np.ndarray, np.ndarray | None],
     settings: Settings,
-    executor: Any,
+    executor: tuple[Any, bool],
     deadline: float | None,
     progress: bool,
 ) -> tuple[dict[tuple[str, str], Any], list[tuple[str, str, str]]]:
@@ -400,11 +405,17 @@ def _refit(
 
 
 def _sweep(
-    tasks: list[FitTask], after: list[int | None], executor: Any, deadline: float | None, progress: bool
+    tasks: list[FitTask],
+    after: list[int | None],
+    pool: Any,
+    deadline: float | None,
+    progress: bool,
+    here: bool = False,
 ) -> list:
     """The selection tasks. Under a time allowance, a first pass fits each method's first
     candidate on every fold, so that every method is scored on all folds before any is
     refined; the full pass then replaces a first-pass result wherever it got as far."""
+    executor = (pool, here)
     if deadline is None:
         return _run(tasks, after, executor, deadline, progress, "selection")
     first = _run(

@@ -28,6 +28,7 @@ from thrifty.comparison.methods import METHODS
 from thrifty.comparison.settings import Settings
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.forest.kernels import threads
 from thrifty.frontier import cost_columns
 from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import as_plan
@@ -235,6 +236,7 @@ def run_tasks(
     workers: int = 1,
     on_done: Progress | None = None,
     after: Sequence[int | None] | None = None,
+    here: bool = False,
 ) -> list[TaskResult]:
     """Run ``tasks``; results in the order of ``tasks`` whatever order they finish in.
 
@@ -257,6 +259,9 @@ def run_tasks(
     after : sequence of int or None, optional
         Per task, the index of the task it builds on (``Method.after``, same rows): it starts
         once that one is done, with the models that one shared (``TaskResult.shared``).
+    here : bool, default=False
+        With a ``concurrent.futures`` executor (``local_pool``): this process runs tasks too,
+        while the executor's workers run others (``workers`` then counts this process).
 
     Returns
     -------
@@ -283,8 +288,9 @@ def run_tasks(
     if executor is None:
         heapq.heapify(ready)  # in the order of priority, each as soon as what it builds on is done
         # One BLAS thread, as in a worker of local_pool: the same sums, so the same result (and
-        # Cronus's many small Cholesky solves run several times faster than on two threads).
-        with threadpool_limits(1):
+        # Cronus's many small Cholesky solves run several times faster than on two threads);
+        # one numba thread too (QWYC's scans on a few hundred rows only spin a second one).
+        with threadpool_limits(1), threads(1):
             while ready:
                 i = heapq.heappop(ready)
                 t = tasks[i]
@@ -298,18 +304,63 @@ def run_tasks(
         share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, n)
         for t in tasks:
             t.deadline, t.seconds = deadline, share
-    running = _Completion(executor)
-    futures = {running.submit(run_task, tasks[i]): i for i in ready}
-    for future in running:
-        i = futures.pop(future)
-        if deadline is not None and time.time() >= deadline:
-            for f in futures:  # not started by the deadline: never started at all
-                f.cancel()
-        for c in finish(i, _result(future, tasks[i])):
-            futures[running.submit(run_task, tasks[c])] = c
+    if here:
+        _beside(tasks, ready, executor, max(1, workers - 1), finish, deadline)
+    else:
+        running = _Completion(executor)
+        futures = {running.submit(run_task, tasks[i]): i for i in ready}
+        for future in running:
+            i = futures.pop(future)
+            if deadline is not None and time.time() >= deadline:
+                for f in futures:  # not started by the deadline: never started at all
+                    f.cancel()
+            for c in finish(i, _result(future, tasks[i])):
+                futures[running.submit(run_task, tasks[c])] = c
     return [
         r if r is not None else TaskResult(t.method, t.fold, started=False) for r, t in zip(results, tasks)
     ]
+
+
+def _beside(
+    tasks: Sequence[FitTask],
+    ready: list[int],
+    executor: Any,
+    slots: int,
+    finish: Callable[[int, TaskResult], list[int]],
+    deadline: float | None,
+) -> None:
+    """Run ``tasks`` on ``executor``'s ``slots`` workers and in this process, which would
+    otherwise only wait: one worker process fewer to start and import thrifty into (1.4
+    CPU-seconds each, as much as a fold of several methods on a few hundred rows).
+
+    Tasks go out in order of priority as a worker or this process is free; each worker gets
+    one task queued ahead of the one it runs, so that it does not wait while this process is
+    busy with a task of its own. Where a task runs does not change its result (one thread
+    per fit, here as in a worker)."""
+    heapq.heapify(ready)
+    pending: dict[Any, int] = {}
+    with threadpool_limits(1), threads(1):  # one BLAS and numba thread, as in a worker of local_pool
+        while ready or pending:
+            if deadline is not None and time.time() >= deadline:
+                for f in pending:  # not started by the deadline: never started at all
+                    f.cancel()
+            while ready and len(pending) < 2 * slots:
+                i = heapq.heappop(ready)
+                pending[executor.submit(run_task, tasks[i])] = i
+            if ready:
+                i = heapq.heappop(ready)
+                for c in finish(i, run_task(tasks[i])):
+                    heapq.heappush(ready, c)
+            if not pending:
+                continue
+            # Block only when this process has nothing of its own to run.
+            done, _ = concurrent.futures.wait(
+                list(pending), timeout=0 if ready else None, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for future in done:
+                i = pending.pop(future)
+                for c in finish(i, _result(future, tasks[i])):
+                    heapq.heappush(ready, c)
 
 
 class _Completion:

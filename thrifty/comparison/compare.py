@@ -41,6 +41,9 @@ __all__ = ["Comparison", "compare"]
 #: budgeted methods aim at.
 BUDGET_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75)
 QUICK_BUDGET_FRACTIONS = (0.1, 0.3, 0.6)
+#: Methods whose candidates are one independent fit per budget, named ``budget=<b:.4g>``: their
+#: refit fits the chosen budgets only (the same models as the selection's settings give).
+PER_BUDGET = ("cegb", "greedymiser")
 #: Without its refit a chosen model cannot be confirmed: the refit may run this fraction of the
 #: allowance past it (the selection kept a share for it, but its last candidates can overrun).
 REFIT_GRACE = 0.05
@@ -384,7 +387,7 @@ def _refit(
         FitTask(
             m.key,
             -1,
-            settings,
+            _refit_settings(m.key, wanted.get(m.name, ()), settings, m.key in helpers),
             *rows,
             only=tuple(wanted.get(m.name, ())),
             shared={"lightgbm": baseline},
@@ -402,6 +405,16 @@ def _refit(
         and any(r.stopped or not r.started for r in done if METHODS[r.method].name == m)
     ]
     return models, cut
+
+
+def _refit_settings(key: str, names: Sequence[str], settings: Settings, helper: bool) -> Settings:
+    """The settings of a method's refit: a method of :data:`PER_BUDGET` refits the budgets
+    chosen and no other (it would fit every budget in turn to reach them); unchanged for the
+    others, and for a method others build on (they may use every budget)."""
+    if key not in PER_BUDGET or helper:
+        return settings
+    chosen = [b for b in settings.budgets if f"budget={b:.4g}" in names]
+    return replace(settings, budgets=tuple(chosen)) if len(chosen) == len(names) else settings
 
 
 def _sweep(

@@ -534,6 +534,37 @@ def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order():
         assert [row["mean_cost"] for row in a.rows] == [row["mean_cost"] for row in b.rows]
 
 
+def test_measure_reuses_the_rows_matrix_only_for_models_reading_them_alike():
+    """measure(matrices=...) converts the scored frame once per reading of its columns: two
+    models whose categories are coded differently each get their own matrix, and every figure
+    equals the one measured on the frame itself."""
+    import lightgbm
+
+    from thrifty import Forest
+    from thrifty.comparison.sweep import measure
+
+    rng = np.random.default_rng(3)
+    n = 300
+    colour = rng.choice(["red", "green", "blue"], n)
+    frame = pd.DataFrame({"x": rng.normal(size=n), "colour": pd.Categorical(colour)})
+    y = ((frame["x"] > 0) ^ (colour == "red")).astype(int).to_numpy()
+    # The same column read with its categories in another order: other codes, other matrix.
+    other = frame.assign(colour=pd.Categorical(colour, categories=["red", "blue", "green"]))
+    params = dict(n_estimators=20, min_data_per_group=5, cat_smooth=1.0, verbose=-1)
+    models = [
+        Forest.from_model(lightgbm.LGBMClassifier(**params).fit(f, y), feature_names=["x", "colour"])
+        for f in (frame, other, frame)
+    ]
+    costs = CostModel([1.0, 5.0], feature_names=["x", "colour"])
+    matrices: dict = {}
+    for model in models:
+        memo, _ = measure(model, frame, y, None, costs, "binary", matrices=matrices)
+        plain, _ = measure(model, frame, y, None, costs, "binary")
+        assert memo == plain
+    assert models[0].categories != models[1].categories and len(matrices) == 2
+    assert memo["value"] > 0.9  # the models read the category right
+
+
 def test_a_loaded_machine_gives_the_idle_machine_result():
     """No time allowance: the planned work runs in full, so the load changes only timings."""
     import subprocess

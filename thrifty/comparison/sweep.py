@@ -28,6 +28,7 @@ from thrifty.comparison.methods import METHODS
 from thrifty.comparison.settings import Settings
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.forest import to_matrix
 from thrifty.forest.kernels import threads
 from thrifty.frontier import cost_columns
 from thrifty.runtime.evaluate import evaluate
@@ -150,6 +151,7 @@ def run_task(t: FitTask) -> TaskResult:
     ctx = fitting_context(t.settings, t.X_fit, t.y_fit, t.qid_fit, shared=t.shared)
     runner = METHODS[t.method].run(ctx)
     wanted = None if t.only is None else set(t.only)
+    matrices: dict[Any, np.ndarray] = {}  # the scored rows as each reading of them needs
     tried = 0
     while (wanted is None or wanted or t.complete) and (t.max_candidates is None or tried < t.max_candidates):
         over = (t.seconds is not None and time.perf_counter() - start >= t.seconds) or (
@@ -176,7 +178,15 @@ def run_task(t: FitTask) -> TaskResult:
         row = {"name": cand.name, "params": dict(cand.params), "fit_seconds": cand.fit_seconds}
         if t.X_eval is not None and t.y_eval is not None:
             row.update(
-                measure(cand.model, t.X_eval, t.y_eval, t.qid_eval, t.settings.costs, t.settings.task)[0]
+                measure(
+                    cand.model,
+                    t.X_eval,
+                    t.y_eval,
+                    t.qid_eval,
+                    t.settings.costs,
+                    t.settings.task,
+                    matrices=matrices,
+                )[0]
             )
         result.rows.append(row)
         if t.keep_models or wanted is not None:
@@ -201,9 +211,21 @@ def fitting_context(
 
 
 def measure(
-    model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel, task: str
+    model: Any,
+    X: Any,
+    y: np.ndarray,
+    qid: np.ndarray | None,
+    costs: CostModel,
+    task: str,
+    *,
+    matrices: dict[Any, np.ndarray] | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Cost and quality of ``model`` on the rows ``X``, measured by thrifty's runtime.
+
+    ``matrices``: a dict kept across the calls on the same rows ``X`` (a DataFrame), where the
+    matrix the runtime reads is kept per reading of the columns (names and categories): a
+    method's candidates all read the frame alike, and turning it into a matrix costs more
+    than evaluating a small one.
 
     Returns
     -------
@@ -214,6 +236,12 @@ def measure(
         the same label).
     """
     plan = as_plan(model)
+    if matrices is not None and hasattr(X, "iloc"):
+        cats = plan.categories or {}
+        key = (plan.n_features, tuple(plan.feature_names or ()), tuple((j, *cats[j]) for j in sorted(cats)))
+        if key not in matrices:
+            matrices[key] = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
+        X = matrices[key]
     ev = evaluate(plan, X, costs)
     name, value = metrics.score(task, y, ev, qid=qid)
     out: dict[str, Any] = {**cost_columns(ev.cost), "metric": name, "value": float(value)}

@@ -485,16 +485,18 @@ def test_the_worker_count_does_not_change_the_result():
     tables_equal(compare(X, y, n_jobs=1, **kw), compare(X, y, n_jobs=2, **kw))
 
 
-def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order():
+def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order(monkeypatch):
     """run_tasks(here=True): this process runs tasks too, beside the executor's worker; the
     results come back in the tasks' order, each built on its parent's models (``after``), as
     run one after the other."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    from thrifty.comparison import sweep
     from thrifty.comparison.methods import METHODS as REGISTRY
     from thrifty.comparison.plan import after_of
     from thrifty.comparison.settings import Settings
-    from thrifty.comparison.sweep import FitTask, run_tasks, take
+    from thrifty.comparison.sweep import FitTask, run_task, run_tasks, take
 
     X, y = binary_data(200)
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
@@ -516,17 +518,14 @@ def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order():
     after = after_of(chosen, 0) + after_of(chosen, len(chosen))
     alone = run_tasks(tasks(), after=after)
 
-    class Counting(ThreadPoolExecutor):
-        submitted = 0
-
-        def submit(self, fn, *args):
-            Counting.submitted += 1
-            return super().submit(fn, *args)
-
+    where = []  # the thread each task ran on
+    monkeypatch.setattr(sweep, "run_task", lambda t: where.append(threading.get_ident()) or run_task(t))
     beside_tasks = tasks()
-    with Counting(1) as pool:
+    with ThreadPoolExecutor(1) as pool:
         beside = run_tasks(beside_tasks, executor=pool, workers=2, after=after, here=True)
-    assert 0 < Counting.submitted < len(beside_tasks)  # some ran there, the others here
+    # Some ran on the pool's thread, the others here.
+    assert len(where) == len(beside_tasks) and len(set(where)) == 2
+    assert threading.get_ident() in where
     assert [(r.method, r.fold) for r in beside] == [(t.method, t.fold) for t in beside_tasks]
     for a, b in zip(alone, beside):
         assert [row["name"] for row in a.rows] == [row["name"] for row in b.rows]

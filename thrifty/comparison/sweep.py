@@ -333,7 +333,7 @@ def run_tasks(
         for t in tasks:
             t.deadline, t.seconds = deadline, share
     if here:
-        _beside(tasks, ready, executor, max(1, workers - 1), finish, deadline)
+        _beside(tasks, ready, executor, finish, deadline)
     else:
         running = _Completion(executor)
         futures = {running.submit(run_task, tasks[i]): i for i in ready}
@@ -353,42 +353,43 @@ def _beside(
     tasks: Sequence[FitTask],
     ready: list[int],
     executor: Any,
-    slots: int,
     finish: Callable[[int, TaskResult], list[int]],
     deadline: float | None,
 ) -> None:
-    """Run ``tasks`` on ``executor``'s ``slots`` workers and in this process, which would
-    otherwise only wait: one worker process fewer to start and import thrifty into (1.4
-    CPU-seconds each, as much as a fold of several methods on a few hundred rows).
+    """Run ``tasks`` on ``executor``'s workers and in this process, which would otherwise only
+    wait: one worker process fewer to start and import thrifty into (1.4 CPU-seconds each, as
+    much as a fold of several methods on a few hundred rows).
 
-    Tasks go out in order of priority as a worker or this process is free; each worker gets
-    one task queued ahead of the one it runs, so that it does not wait while this process is
-    busy with a task of its own. Where a task runs does not change its result (one thread
-    per fit, here as in a worker)."""
-    heapq.heapify(ready)
+    Every task is submitted as soon as it may start, so that the workers never wait on this
+    process; this process takes the last one submitted whenever no worker has picked it up yet
+    (a cancelled future is one no worker will run): the workers run the tasks from the front
+    of the queue, this process from its back. Where a task runs does not change its result
+    (one thread per fit, here as in a worker)."""
     pending: dict[Any, int] = {}
+
+    def submit(ids: list[int]) -> None:
+        for i in sorted(ids):  # in order of priority
+            pending[executor.submit(run_task, tasks[i])] = i
+
+    submit(ready)
     with threadpool_limits(1), threads(1):  # one BLAS and numba thread, as in a worker of local_pool
-        while ready or pending:
+        while pending:
             if deadline is not None and time.time() >= deadline:
                 for f in pending:  # not started by the deadline: never started at all
                     f.cancel()
-            while ready and len(pending) < 2 * slots:
-                i = heapq.heappop(ready)
-                pending[executor.submit(run_task, tasks[i])] = i
-            if ready:
-                i = heapq.heappop(ready)
-                for c in finish(i, run_task(tasks[i])):
-                    heapq.heappush(ready, c)
-            if not pending:
-                continue
-            # Block only when this process has nothing of its own to run.
+            last = next(reversed(pending))
+            if not last.cancelled() and last.cancel():
+                i = pending.pop(last)
+                submit(finish(i, run_task(tasks[i])))
+                timeout: float | None = 0.0
+            else:  # every task left is running or queued to a worker: wait for one
+                timeout = None
             done, _ = concurrent.futures.wait(
-                list(pending), timeout=0 if ready else None, return_when=concurrent.futures.FIRST_COMPLETED
+                list(pending), timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
             )
             for future in done:
                 i = pending.pop(future)
-                for c in finish(i, _result(future, tasks[i])):
-                    heapq.heappush(ready, c)
+                submit(finish(i, _result(future, tasks[i])))
 
 
 class _Completion:

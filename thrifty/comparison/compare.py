@@ -127,9 +127,10 @@ def compare(
     lightgbm_params : mapping, optional
         Parameters of the plain LightGBM model (default: 200 trees of 16 leaves, rate 0.05).
     n_jobs : int, optional
-        Worker processes on this machine for the fit tasks (one per method and fold; default,
-        or -1: every core; 1: run here, one after the other). Each fit uses one thread, so
-        the result is the same whatever the number. Ignored when ``executor`` is given.
+        Processes on this machine for the fit tasks (one per method and fold; default, or -1:
+        every core; 1: run here, one after the other): this one and ``n_jobs - 1`` workers.
+        Each fit uses one thread, so the result is the same whatever the number. Ignored when
+        ``executor`` is given.
     time_limit : float, optional
         Default None: no allowance, every planned fit runs in full and the result does not
         depend on the machine's speed or load. Given, positive seconds for the whole run, an

@@ -316,9 +316,8 @@ def run_tasks(
     if executor is None:
         heapq.heapify(ready)  # in the order of priority, each as soon as what it builds on is done
         # One BLAS thread, as in a worker of local_pool: the same sums, so the same result (and
-        # Cronus's many small Cholesky solves run several times faster than on two threads);
-        # one numba thread too (QWYC's scans on a few hundred rows only spin a second one).
-        with threadpool_limits(1), threads(1):
+        # Cronus's many small Cholesky solves run several times faster than on two threads).
+        with threadpool_limits(1):
             while ready:
                 i = heapq.heappop(ready)
                 t = tasks[i]
@@ -372,7 +371,9 @@ def _beside(
             pending[executor.submit(run_task, tasks[i])] = i
 
     submit(ready)
-    with threadpool_limits(1), threads(1):  # one BLAS and numba thread, as in a worker of local_pool
+    # One BLAS and one numba thread, as in a worker of local_pool: the worker processes use
+    # the other cores.
+    with threadpool_limits(1), threads(1):
         while pending:
             if deadline is not None and time.time() >= deadline:
                 for f in pending:  # not started by the deadline: never started at all

@@ -28,9 +28,10 @@ __all__ = ["DemoResult", "run_demo"]
 TOLERANCE = 0.02
 
 #: Folds of the selection: 3, or 2 with ``quick=True`` (for tests). Three folds score every
-#: training patient once, as five do, at three fifths of the fits: the demo's whole plan then
-#: needs about 12 CPU-seconds, so that it ends within 20 s even when it gets only one of two
-#: cores (five folds need about 20 CPU-seconds: 26 s beside two CPU-bound processes).
+#: training patient once, as five do, with three fifths of the fits: with the 50-tree baseline
+#: below the demo's whole plan needs about 12 CPU-seconds, so that it ends within 20 s even
+#: when it gets one core of two (five folds on 100 trees needed about 25: 26 s beside two
+#: CPU-bound processes).
 FOLDS, QUICK_FOLDS = 3, 2
 
 

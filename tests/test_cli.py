@@ -12,6 +12,7 @@ import pytest
 import thrifty
 from thrifty.cli import main
 from thrifty.datasets import load_demo
+from thrifty.demo import BASELINE_PARAMS
 
 
 @pytest.fixture(autouse=True)
@@ -78,7 +79,8 @@ def test_info_describes_the_model(demo, files, capsys):
     folder, n, _ = files
     assert main(["info", str(out / "baseline.json")]) == 0
     text = capsys.readouterr().out
-    assert "trees     100" in text and "binary" in text and "thal" in text
+    trees = BASELINE_PARAMS["n_estimators"]
+    assert f"trees     {trees}" in text and "binary" in text and "thal" in text
     assert (
         main(
             [

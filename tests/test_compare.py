@@ -503,6 +503,85 @@ def test_the_worker_count_does_not_change_the_result():
     tables_equal(compare(X, y, n_jobs=1, **kw), compare(X, y, n_jobs=2, **kw))
 
 
+def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order(monkeypatch):
+    """run_tasks(here=True): this process runs tasks too, beside the executor's worker; the
+    results come back in the tasks' order, each built on its parent's models (``after``), as
+    run one after the other."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from thrifty.comparison import sweep
+    from thrifty.comparison.methods import METHODS as REGISTRY
+    from thrifty.comparison.plan import after_of
+    from thrifty.comparison.settings import Settings
+    from thrifty.comparison.sweep import FitTask, run_task, run_tasks, take
+
+    X, y = binary_data(200)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
+    params = {**FAST, "verbose": -1, "random_state": 0, "deterministic": True}
+    settings = Settings(
+        "binary", CostModel.uniform(6), budgets=(1.0, 3.0), lightgbm_params=params, quick=True
+    )
+    chosen = [REGISTRY[k] for k in ("lightgbm", "qwyc", "margin", "cheapest")]
+    (Xf, yf, _), (Xe, ye, _) = (
+        take(frame, y, None, np.arange(0, 200, 2)),
+        take(frame, y, None, np.arange(1, 200, 2)),
+    )
+
+    def tasks():
+        return [
+            FitTask(m.key, f, settings, Xf, yf, None, X_eval=Xe, y_eval=ye) for f in range(2) for m in chosen
+        ]
+
+    after = after_of(chosen, 0) + after_of(chosen, len(chosen))
+    alone = run_tasks(tasks(), after=after)
+
+    where = []  # the thread each task ran on
+    monkeypatch.setattr(sweep, "run_task", lambda t: where.append(threading.get_ident()) or run_task(t))
+    beside_tasks = tasks()
+    with ThreadPoolExecutor(1) as pool:
+        beside = run_tasks(beside_tasks, executor=pool, workers=2, after=after, here=True)
+    # Some ran on the pool's thread, the others here.
+    assert len(where) == len(beside_tasks) and len(set(where)) == 2
+    assert threading.get_ident() in where
+    assert [(r.method, r.fold) for r in beside] == [(t.method, t.fold) for t in beside_tasks]
+    for a, b in zip(alone, beside):
+        assert [row["name"] for row in a.rows] == [row["name"] for row in b.rows]
+        assert [row["value"] for row in a.rows] == [row["value"] for row in b.rows]
+        assert [row["mean_cost"] for row in a.rows] == [row["mean_cost"] for row in b.rows]
+
+
+def test_measure_reuses_the_rows_matrix_only_for_models_reading_them_alike():
+    """measure(matrices=...) converts the scored frame once per reading of its columns: two
+    models whose categories are coded differently each get their own matrix, and every figure
+    equals the one measured on the frame itself."""
+    import lightgbm
+
+    from thrifty import Forest
+    from thrifty.comparison.sweep import measure
+
+    rng = np.random.default_rng(3)
+    n = 300
+    colour = rng.choice(["red", "green", "blue"], n)
+    frame = pd.DataFrame({"x": rng.normal(size=n), "colour": pd.Categorical(colour)})
+    y = ((frame["x"] > 0) ^ (colour == "red")).astype(int).to_numpy()
+    # The same column read with its categories in another order: other codes, other matrix.
+    other = frame.assign(colour=pd.Categorical(colour, categories=["red", "blue", "green"]))
+    params = dict(n_estimators=20, min_data_per_group=5, cat_smooth=1.0, verbose=-1)
+    models = [
+        Forest.from_model(lightgbm.LGBMClassifier(**params).fit(f, y), feature_names=["x", "colour"])
+        for f in (frame, other, frame)
+    ]
+    costs = CostModel([1.0, 5.0], feature_names=["x", "colour"])
+    matrices: dict = {}
+    for model in models:
+        memo, _ = measure(model, frame, y, None, costs, "binary", matrices=matrices)
+        plain, _ = measure(model, frame, y, None, costs, "binary")
+        assert memo == plain
+    assert models[0].categories != models[1].categories and len(matrices) == 2
+    assert memo["value"] > 0.9  # the models read the category right
+
+
 def test_a_loaded_machine_gives_the_idle_machine_result():
     """No time allowance: the planned work runs in full, so the load changes only timings."""
     import subprocess
@@ -555,8 +634,40 @@ def test_shared_models_are_fitted_once_per_set_of_rows():
             n_jobs=1,
         )
     assert fits["lightgbm"] == 1 + 2
-    refitted = bool({"CEGB", "CEGB ordered by QWYC"} & {m for m, _ in cmp.models})
-    assert fits["cegb"] == len(cmp.budgets) * (2 + refitted)
+    # The refit fits every budget when CEGB ordered by QWYC builds on them, else only CEGB's
+    # chosen budgets (each an independent fit).
+    chosen = [m for m, _ in cmp.models]
+    refitted = len(cmp.budgets) if "CEGB ordered by QWYC" in chosen else chosen.count("CEGB")
+    assert fits["cegb"] == len(cmp.budgets) * 2 + refitted
+
+
+def test_the_refit_fits_only_the_chosen_budgets_and_gives_the_same_models(monkeypatch):
+    """CEGB's refit fits the chosen budgets alone: the same table, test figures included, as
+    refitting every budget (the behaviour before), with fewer fits."""
+    import sys
+
+    from thrifty.train import CEGBClassifier
+
+    compare_module = sys.modules["thrifty.comparison.compare"]
+    X, y = binary_data(300)
+    kw = dict(methods=["lightgbm", "cegb"], quick=True, progress=False, lightgbm_params=FAST, cv=2, n_jobs=1)
+    fits = {"n": 0}
+    fit = CEGBClassifier.fit
+
+    def spy(self, *args, **kwargs):
+        fits["n"] += 1
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(CEGBClassifier, "fit", spy)
+    only = compare(X, y, **kw)
+    n_only, fits["n"] = fits["n"], 0
+    monkeypatch.setattr(compare_module, "PER_BUDGET", ())
+    every = compare(X, y, **kw)
+    chosen = [m for m, _ in only.models].count("CEGB")
+    assert 0 < chosen < len(only.budgets)  # else the test shows nothing
+    assert n_only == 2 * len(only.budgets) + chosen and fits["n"] == 3 * len(only.budgets)
+    drop = ["fit_seconds"]
+    pd.testing.assert_frame_equal(only.table.drop(columns=drop), every.table.drop(columns=drop))
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,9 @@ __all__ = ["Comparison", "compare"]
 #: budgeted methods aim at.
 BUDGET_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75)
 QUICK_BUDGET_FRACTIONS = (0.1, 0.3, 0.6)
+#: Methods whose candidates are one independent fit per budget, named ``budget=<b:.4g>``: their
+#: refit fits the chosen budgets only (the same models as the selection's settings give).
+PER_BUDGET = ("cegb", "greedymiser")
 #: Without its refit a chosen model cannot be confirmed: the refit may run this fraction of the
 #: allowance past it (the selection kept a share for it, but its last candidates can overrun).
 REFIT_GRACE = 0.05
@@ -124,9 +127,10 @@ def compare(
     lightgbm_params : mapping, optional
         Parameters of the plain LightGBM model (default: 200 trees of 16 leaves, rate 0.05).
     n_jobs : int, optional
-        Worker processes on this machine for the fit tasks (one per method and fold; default,
-        or -1: every core; 1: run here, one after the other). Each fit uses one thread, so
-        the result is the same whatever the number. Ignored when ``executor`` is given.
+        Processes on this machine for the fit tasks (one per method and fold; default, or -1:
+        every core; 1: run here, one after the other): this one and ``n_jobs - 1`` workers.
+        Each fit uses one thread, so the result is the same whatever the number. Ignored when
+        ``executor`` is given.
     time_limit : float, optional
         Default None: no allowance, every planned fit runs in full and the result does not
         depend on the machine's speed or load. Given, positive seconds for the whole run, an
@@ -182,9 +186,11 @@ def compare(
         final = folds[0][0]
         selection = f"a validation split of {len(folds[0][1]):,} rows"
     workers = check_n_jobs(n_jobs)
+    here = False
     if executor is None and workers > 1 and len(chosen) * len(folds) > 1:
-        # Started before the final fit below, so that the workers load thrifty meanwhile.
-        executor = local_pool(workers)
+        # Started before the final fit below, so that the workers load thrifty meanwhile. This
+        # process runs tasks too (run_tasks's ``here``): one worker fewer to start.
+        executor, here = local_pool(workers - 1), True
     # One thread per fit: LightGBM's sums (so its trees) may change with its thread count, and
     # the result must not change with the number of workers. The tasks run side by side instead.
     settings = Settings(
@@ -238,7 +244,7 @@ def compare(
     select_end = (
         None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
     )
-    results = _sweep(tasks, after, executor, select_end, progress)
+    results = _sweep(tasks, after, executor, select_end, progress, here)
     table = select(results, METHODS)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
@@ -257,7 +263,7 @@ def compare(
             else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
         )
         models, refit_cut = _refit(
-            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, executor, refit_end, progress
+            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, (executor, here), refit_end, progress
         )
         cut += refit_cut
         stopped |= bool(refit_cut)
@@ -323,21 +329,24 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
 def _run(
     tasks: list[FitTask],
     after: list[int | None],
-    executor: Any,
+    executor: tuple[Any, bool],
     deadline: float | None,
     progress: bool,
     stage: str,
 ) -> list:
+    """``run_tasks`` with progress; ``executor``: (executor, whether this process runs tasks too)."""
+    pool, here = executor
     names = {m.key: m.name for m in METHODS.values()}
     reporter = Reporter(tasks, names, progress, stage)
     try:
         return run_tasks(
             tasks,
-            executor=executor,
+            executor=pool,
             deadline=deadline,
-            workers=workers_of(executor),
+            workers=workers_of(pool) + here,
             on_done=reporter,
             after=after,
+            here=here,
         )
     finally:
         reporter.close()
@@ -349,7 +358,7 @@ def _refit(
     baseline: Forest,
     rows: tuple[Any, np.ndarray, np.ndarray | None],
     settings: Settings,
-    executor: Any,
+    executor: tuple[Any, bool],
     deadline: float | None,
     progress: bool,
 ) -> tuple[dict[tuple[str, str], Any], list[tuple[str, str, str]]]:
@@ -379,7 +388,7 @@ def _refit(
         FitTask(
             m.key,
             -1,
-            settings,
+            _refit_settings(m.key, wanted.get(m.name, ()), settings, m.key in helpers),
             *rows,
             only=tuple(wanted.get(m.name, ())),
             shared={"lightgbm": baseline},
@@ -399,12 +408,28 @@ def _refit(
     return models, cut
 
 
+def _refit_settings(key: str, names: Sequence[str], settings: Settings, helper: bool) -> Settings:
+    """The settings of a method's refit: a method of :data:`PER_BUDGET` refits the budgets
+    chosen and no other (it would fit every budget in turn to reach them); unchanged for the
+    others, and for a method others build on (they may use every budget)."""
+    if key not in PER_BUDGET or helper:
+        return settings
+    chosen = [b for b in settings.budgets if f"budget={b:.4g}" in names]
+    return replace(settings, budgets=tuple(chosen)) if len(chosen) == len(names) else settings
+
+
 def _sweep(
-    tasks: list[FitTask], after: list[int | None], executor: Any, deadline: float | None, progress: bool
+    tasks: list[FitTask],
+    after: list[int | None],
+    pool: Any,
+    deadline: float | None,
+    progress: bool,
+    here: bool = False,
 ) -> list:
     """The selection tasks. Under a time allowance, a first pass fits each method's first
     candidate on every fold, so that every method is scored on all folds before any is
     refined; the full pass then replaces a first-pass result wherever it got as far."""
+    executor = (pool, here)
     if deadline is None:
         return _run(tasks, after, executor, deadline, progress, "selection")
     first = _run(

@@ -28,6 +28,8 @@ from thrifty.comparison.scores import quality_columns
 from thrifty.comparison.settings import Settings
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
+from thrifty.forest import to_matrix
+from thrifty.forest.kernels import threads
 from thrifty.frontier import cost_columns
 from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import as_plan
@@ -149,6 +151,7 @@ def run_task(t: FitTask) -> TaskResult:
     ctx = fitting_context(t.settings, t.X_fit, t.y_fit, t.qid_fit, shared=t.shared)
     runner = METHODS[t.method].run(ctx)
     wanted = None if t.only is None else set(t.only)
+    matrices: dict[Any, np.ndarray] = {}  # the scored rows as each reading of them needs
     tried = 0
     while (wanted is None or wanted or t.complete) and (t.max_candidates is None or tried < t.max_candidates):
         over = (t.seconds is not None and time.perf_counter() - start >= t.seconds) or (
@@ -175,7 +178,15 @@ def run_task(t: FitTask) -> TaskResult:
         row = {"name": cand.name, "params": dict(cand.params), "fit_seconds": cand.fit_seconds}
         if t.X_eval is not None and t.y_eval is not None:
             row.update(
-                measure(cand.model, t.X_eval, t.y_eval, t.qid_eval, t.settings.costs, t.settings.task)[0]
+                measure(
+                    cand.model,
+                    t.X_eval,
+                    t.y_eval,
+                    t.qid_eval,
+                    t.settings.costs,
+                    t.settings.task,
+                    matrices=matrices,
+                )[0]
             )
         result.rows.append(row)
         if t.keep_models or wanted is not None:
@@ -200,9 +211,21 @@ def fitting_context(
 
 
 def measure(
-    model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel, task: str
+    model: Any,
+    X: Any,
+    y: np.ndarray,
+    qid: np.ndarray | None,
+    costs: CostModel,
+    task: str,
+    *,
+    matrices: dict[Any, np.ndarray] | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Cost and quality of ``model`` on the rows ``X``, measured by thrifty's runtime.
+
+    ``matrices``: a dict kept across the calls on the same rows ``X`` (a DataFrame), where the
+    matrix the runtime reads is kept per reading of the columns (names and categories): a
+    method's candidates all read the frame alike, and turning it into a matrix costs more
+    than evaluating a small one.
 
     Returns
     -------
@@ -215,6 +238,16 @@ def measure(
         ev, classes = model.evaluate(X, costs, qid=qid), None
     else:
         plan = as_plan(model)
+        if matrices is not None and hasattr(X, "iloc"):
+            cats = plan.categories or {}
+            key = (
+                plan.n_features,
+                tuple(plan.feature_names or ()),
+                tuple((j, *cats[j]) for j in sorted(cats)),
+            )
+            if key not in matrices:
+                matrices[key] = to_matrix(X, plan.n_features, plan.feature_names, plan.categories)
+            X = matrices[key]
         ev, classes = evaluate(plan, X, costs), plan.classes
     return {**cost_columns(ev.cost), **quality_columns(task, y, ev, qid, classes)}, ev
 
@@ -231,6 +264,7 @@ def run_tasks(
     workers: int = 1,
     on_done: Progress | None = None,
     after: Sequence[int | None] | None = None,
+    here: bool = False,
 ) -> list[TaskResult]:
     """Run ``tasks``; results in the order of ``tasks`` whatever order they finish in.
 
@@ -253,6 +287,9 @@ def run_tasks(
     after : sequence of int or None, optional
         Per task, the index of the task it builds on (``Method.after``, same rows): it starts
         once that one is done, with the models that one shared (``TaskResult.shared``).
+    here : bool, default=False
+        With a ``concurrent.futures`` executor (``local_pool``): this process runs tasks too,
+        while the executor's workers run others (``workers`` then counts this process).
 
     Returns
     -------
@@ -294,18 +331,66 @@ def run_tasks(
         share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, n)
         for t in tasks:
             t.deadline, t.seconds = deadline, share
-    running = _Completion(executor)
-    futures = {running.submit(run_task, tasks[i]): i for i in ready}
-    for future in running:
-        i = futures.pop(future)
-        if deadline is not None and time.time() >= deadline:
-            for f in futures:  # not started by the deadline: never started at all
-                f.cancel()
-        for c in finish(i, _result(future, tasks[i])):
-            futures[running.submit(run_task, tasks[c])] = c
+    if here:
+        _beside(tasks, ready, executor, finish, deadline)
+    else:
+        running = _Completion(executor)
+        futures = {running.submit(run_task, tasks[i]): i for i in ready}
+        for future in running:
+            i = futures.pop(future)
+            if deadline is not None and time.time() >= deadline:
+                for f in futures:  # not started by the deadline: never started at all
+                    f.cancel()
+            for c in finish(i, _result(future, tasks[i])):
+                futures[running.submit(run_task, tasks[c])] = c
     return [
         r if r is not None else TaskResult(t.method, t.fold, started=False) for r, t in zip(results, tasks)
     ]
+
+
+def _beside(
+    tasks: Sequence[FitTask],
+    ready: list[int],
+    executor: Any,
+    finish: Callable[[int, TaskResult], list[int]],
+    deadline: float | None,
+) -> None:
+    """Run ``tasks`` on ``executor``'s workers and in this process, which would otherwise only
+    wait: one worker process fewer to start and import thrifty into (1.4 CPU-seconds each, as
+    much as a fold of several methods on a few hundred rows).
+
+    Every task is submitted as soon as it may start, so that the workers never wait on this
+    process; this process takes the last one submitted whenever no worker has picked it up yet
+    (a cancelled future is one no worker will run): the workers run the tasks from the front
+    of the queue, this process from its back. Where a task runs does not change its result
+    (one thread per fit, here as in a worker)."""
+    pending: dict[Any, int] = {}
+
+    def submit(ids: list[int]) -> None:
+        for i in sorted(ids):  # in order of priority
+            pending[executor.submit(run_task, tasks[i])] = i
+
+    submit(ready)
+    # One BLAS and one numba thread, as in a worker of local_pool: the worker processes use
+    # the other cores.
+    with threadpool_limits(1), threads(1):
+        while pending:
+            if deadline is not None and time.time() >= deadline:
+                for f in pending:  # not started by the deadline: never started at all
+                    f.cancel()
+            last = next(reversed(pending))
+            if not last.cancelled() and last.cancel():
+                i = pending.pop(last)
+                submit(finish(i, run_task(tasks[i])))
+                timeout: float | None = 0.0
+            else:  # every task left is running or queued to a worker: wait for one
+                timeout = None
+            done, _ = concurrent.futures.wait(
+                list(pending), timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for future in done:
+                i = pending.pop(future)
+                submit(finish(i, _result(future, tasks[i])))
 
 
 class _Completion:

@@ -100,14 +100,20 @@ def _frame_to_matrix(
             + (f" ({feature_names[:5]}...)" if feature_names else "")
         )
     out = np.empty((df.shape[0], n_features), dtype=np.float64)
-    for j in range(n_features):
-        col = df.iloc[:, j]
+    # items() hands the columns over without iloc's checks, which cost more than the copy on
+    # the few rows a service or a budget search evaluates at a time.
+    for j, (_, col) in enumerate(df.items()):
         if j in categories:
-            cats = categories[j]
-            values = col.astype(object) if isinstance(col.dtype, pd.CategoricalDtype) else col
             # Position of each value among the stored categories, -1 when unseen (building a
             # Categorical from unseen values is deprecated in pandas and will raise).
-            codes = pd.Index(cats).get_indexer(values).astype(np.float64)
+            stored = pd.Index(categories[j])
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                # A row's value is its category: look each category up once, not each row. The
+                # last entry answers the missing values (code -1): a category is never NaN.
+                lookup = np.append(stored.get_indexer(col.cat.categories), -1)
+                codes = lookup[col.cat.codes.to_numpy()].astype(np.float64)
+            else:
+                codes = stored.get_indexer(col).astype(np.float64)
             codes[codes < 0] = np.nan
             out[:, j] = codes
         elif isinstance(col.dtype, pd.CategoricalDtype):

@@ -82,6 +82,9 @@ class Comparison:
         ``{"selection": {label: rows}, "test": {label: rows}}`` (classification).
     baseline_value : float or None
         The plain model's validation figure.
+    user_model : str or None
+        What the report calls the user's own model when it is the plain model
+        (``compare(model=...)``), e.g. "your LightGBM model (200 trees, from model.txt)".
     """
 
     table: pd.DataFrame
@@ -101,6 +104,7 @@ class Comparison:
     n_test: int = 0
     class_counts: dict[str, dict[Any, int]] = field(default_factory=dict)
     baseline_value: float | None = None
+    user_model: str | None = None
 
     def recommend(self, budgets: Sequence[float] | None = None) -> pd.DataFrame:
         """The best model on the front within each budget, by the validation figures.

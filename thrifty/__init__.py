@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from thrifty.costs import CostModel, CostReport
     from thrifty.forest import Forest
     from thrifty.io import load, save
+    from thrifty.model_files import load_model
     from thrifty.order import QWYCClassifier, QWYCRanker, QWYCRegressor, qwyc
     from thrifty.prune import BudgetPrunedClassifier, BudgetPrunedRegressor, budget_prune
     from thrifty.runtime import (
@@ -80,6 +81,7 @@ __all__ = [
     "evaluate",
     "evaluate_async",
     "load",
+    "load_model",
     "plot_rounds_frontier",
     "prefetch_plan",
     "qwyc",

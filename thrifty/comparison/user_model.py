@@ -23,6 +23,7 @@ from thrifty.comparison.inputs import infer_task
 from thrifty.exceptions import InputError, UnsupportedModelError
 from thrifty.forest import Forest
 from thrifty.forest.names import align, is_generic
+from thrifty.runtime.plans import Plan
 
 __all__ = ["UserModel", "user_model", "user_model_lines", "yours"]
 
@@ -95,7 +96,7 @@ def user_model(
 
         source = f", from {Path(model).name}"
         model = load_model(model, trust_pickle=trust_pickle)
-    if not isinstance(model, Forest) and hasattr(model, "forest") and hasattr(model, "kind"):
+    if isinstance(model, Plan):
         raise InputError(
             f"model is a thrifty plan ({type(model).__name__}), not a plain model: compare builds "
             "plans itself; give the forest it was built from"
@@ -195,7 +196,7 @@ def _task(forest: Forest, y: np.ndarray, qid: Any, task: str | None) -> str:
 
 def _check_classes(forest: Forest, y: np.ndarray) -> None:
     """Every label must be one of the model's classes (else its figures would be silently 0)."""
-    labels = pd.unique(np.asarray(y))
+    labels = np.unique(np.asarray(y))  # sorted, as the message lists them
     if forest.classes is not None:
         known = set(forest.classes.tolist())
         where = "its classes are " + ", ".join(str(c) for c in forest.classes[:10])

@@ -82,10 +82,10 @@ def test_an_xgboost_regressor_is_the_baseline():
 
     X, y, X_test, y_test = data(task="regression")
     model = xgboost.XGBRegressor(n_estimators=20, max_depth=3, n_jobs=1).fit(X, y)
-    result = compare(
-        X, y, COSTS, model=model, X_test=X_test, y_test=y_test, methods=["lightgbm", "qwyc"], **QUICK
-    )
-    assert result.task == "regression"
+    # Under cross-validation too: every fold starts from the model, none refits it.
+    kw = {**QUICK, "cv": 2, "methods": ["lightgbm", "qwyc"]}
+    result = compare(X, y, COSTS, model=model, X_test=X_test, y_test=y_test, **kw)
+    assert result.task == "regression" and result.selection.startswith("2-fold")
     check_baseline_is_the_users_model(result, model.predict(X_test), X_test, y_test, "regression")
 
 
@@ -116,6 +116,19 @@ def test_a_catboost_model_is_the_baseline():
     raw = model.predict(X_test, prediction_type="RawFormulaVal")
     check_baseline_is_the_users_model(result, raw, X_test, y_test, "binary")
     assert "your CatBoost model (20 trees)" in result.summary()
+
+
+def test_a_model_saved_as_thrifty_json_is_the_baseline(tmp_path):
+    from sklearn.ensemble import ExtraTreesClassifier
+
+    import thrifty
+
+    X, y, X_test, y_test = data()
+    model = ExtraTreesClassifier(n_estimators=8, max_depth=4, random_state=0).fit(X, y)
+    path = thrifty.save(model, tmp_path / "trees.json")  # a Full plan of the forest
+    result = compare(X, y, COSTS, model=path, X_test=X_test, y_test=y_test, methods=["lightgbm"], **QUICK)
+    check_baseline_is_the_users_model(result, model.predict_proba(X_test)[:, 1], X_test, y_test, "binary")
+    assert "your scikit-learn model (8 trees, from trees.json)" in result.summary()
 
 
 def test_the_models_columns_are_matched_by_name_in_any_order():

@@ -72,7 +72,8 @@ class Comparison:
     seconds : float
     costs : CostModel
     baseline : Forest
-        The plain LightGBM model the post-hoc methods start from.
+        The plain model the post-hoc methods start from: compare's LightGBM fit, or the
+        user's own model (``compare(model=...)``).
     n_calibration : int
         Rows held out of the final fit to calibrate budgets and exits.
     selection : str

@@ -23,7 +23,7 @@ from thrifty.comparison.inputs import infer_task
 from thrifty.exceptions import InputError, UnsupportedModelError
 from thrifty.forest import Forest
 from thrifty.forest.names import align, is_generic
-from thrifty.runtime.plans import Plan
+from thrifty.runtime.plans import Full, Plan
 
 __all__ = ["UserModel", "user_model", "user_model_lines", "yours"]
 
@@ -96,6 +96,8 @@ def user_model(
 
         source = f", from {Path(model).name}"
         model = load_model(model, trust_pickle=trust_pickle)
+    if isinstance(model, Full):  # every tree of one forest (thrifty.save of a model): that forest
+        model = model.forest
     if isinstance(model, Plan):
         raise InputError(
             f"model is a thrifty plan ({type(model).__name__}), not a plain model: compare builds "

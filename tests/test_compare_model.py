@@ -17,6 +17,8 @@ from thrifty.comparison.methods import REFERENCE
 from thrifty.comparison.user_model import OVERLAP_NOTE
 from thrifty.exceptions import InputError
 
+#: CatBoost writes a catboost_info folder in the working directory unless told not to.
+CATBOOST = {"verbose": False, "thread_count": 1, "allow_writing_files": False}
 COSTS = {"c0": 1.0, "c1": 2.0, "c2": 4.0, "c3": 8.0, "c4": 16.0, "c5": 32.0}
 QUICK = {"quick": True, "progress": False, "n_jobs": 1, "cv": 0}
 
@@ -109,7 +111,7 @@ def test_a_random_forest_is_what_budgetprune_prunes():
 def test_a_catboost_model_is_the_baseline():
     catboost = pytest.importorskip("catboost")
     X, y, X_test, y_test = data()
-    model = catboost.CatBoostClassifier(iterations=20, depth=3, verbose=False, thread_count=1).fit(X, y)
+    model = catboost.CatBoostClassifier(iterations=20, depth=3, **CATBOOST).fit(X, y)
     result = compare(
         X, y, COSTS, model=model, X_test=X_test, y_test=y_test, methods=["lightgbm", "qwyc"], **QUICK
     )
@@ -169,7 +171,7 @@ def test_the_command_takes_a_saved_model_file(csv_files, library):
     else:
         catboost = pytest.importorskip("catboost")
         path = folder / "model.cbm"
-        catboost.CatBoostClassifier(iterations=15, depth=3, verbose=False).fit(X, y).save_model(str(path))
+        catboost.CatBoostClassifier(iterations=15, depth=3, **CATBOOST).fit(X, y).save_model(str(path))
         name = "your CatBoost model (15 trees, from model.cbm)"
     out = folder / f"out-{library}"
     args = ["compare", str(folder / "data.csv"), "--costs", str(folder / "costs.json"), "--model", str(path)]

@@ -10,6 +10,8 @@ import thrifty
 from thrifty.exceptions import InputError
 from thrifty.model_files import model_form
 
+#: CatBoost writes a catboost_info folder in the working directory unless told not to.
+CATBOOST = {"verbose": False, "thread_count": 1, "allow_writing_files": False}
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(200, 4))
 X[::17, 1] = np.nan  # missing values take each library's default direction
@@ -46,7 +48,7 @@ def test_xgboost_json_and_ubj(tmp_path, suffix):
 
 def test_catboost_cbm(tmp_path):
     catboost = pytest.importorskip("catboost")
-    model = catboost.CatBoostClassifier(iterations=10, depth=3, verbose=False, thread_count=1).fit(X, Y)
+    model = catboost.CatBoostClassifier(iterations=10, depth=3, **CATBOOST).fit(X, Y)
     path = tmp_path / "model.cbm"
     model.save_model(str(path))
     check(path, "catboost", model.predict(X, prediction_type="RawFormulaVal"))

@@ -108,6 +108,35 @@ def test_a_random_forest_is_what_budgetprune_prunes():
     assert (result.table["method"] == "BudgetPrune (random forest)").sum() > 1  # prunings too
 
 
+def test_a_method_that_does_not_apply_to_the_model_is_skipped_with_the_reason():
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y, _, _ = data()
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    result = compare(X, y, COSTS, model=model, methods=["lightgbm", "margin"], **QUICK)
+    assert any(m == "margin early exit" and "link is 'proba'" in why for m, _, why in result.skipped)
+
+
+@pytest.mark.parametrize("task", ["multiclass", "ranking"])
+def test_multiclass_and_ranking_models_start_qwyc(task):
+    import lightgbm
+
+    X, y, X_test, y_test = data(task="regression")
+    kw = {"methods": ["lightgbm", "qwyc"], **QUICK}
+    if task == "multiclass":
+        y, y_test = np.digitize(y, [-0.5, 0.5]), np.digitize(y_test, [-0.5, 0.5])
+        model = lightgbm.LGBMClassifier(n_estimators=6, verbose=-1).fit(X, y)
+    else:
+        y, y_test = np.digitize(y, [-1, 0, 1]), np.digitize(y_test, [-1, 0, 1])
+        kw.update(qid=np.repeat(np.arange(30), 10), qid_test=np.repeat(np.arange(10), 10))
+        model = lightgbm.LGBMRanker(n_estimators=6, verbose=-1).fit(X, y, group=[10] * 30)
+    result = compare(X, y, model=model, X_test=X_test, y_test=y_test, **kw)
+    assert result.task == task and result.baseline.n_trees == model.booster_.num_trees()
+    assert (result.table["method"] == "QWYC").any()
+    raw = model.predict(X_test, raw_score=True)
+    np.testing.assert_allclose(result.baseline.predict_raw(X_test).reshape(raw.shape), raw, atol=1e-9)
+
+
 def test_a_catboost_model_is_the_baseline():
     catboost = pytest.importorskip("catboost")
     X, y, X_test, y_test = data()

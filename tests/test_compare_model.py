@@ -172,6 +172,16 @@ def test_the_models_columns_are_matched_by_name_in_any_order():
     check_baseline_is_the_users_model(result, raw, X_test, y_test, "binary")
 
 
+def test_a_model_trained_without_names_reads_the_columns_by_position():
+    import xgboost
+
+    X, y, X_test, y_test = data()
+    model = xgboost.XGBClassifier(n_estimators=5, max_depth=2, n_jobs=1).fit(X.to_numpy(), y)
+    result = compare(X, y, COSTS, model=model, X_test=X_test, y_test=y_test, methods=["lightgbm"], **QUICK)
+    raw = model.predict(X_test.to_numpy(), output_margin=True)
+    check_baseline_is_the_users_model(result, raw, X_test, y_test, "binary")
+
+
 def run_cli(args):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

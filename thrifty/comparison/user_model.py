@@ -33,8 +33,8 @@ OVERLAP_NOTE = (
     "the methods built on it; give compare rows it did not see"
 )
 #: Libraries' placeholder names for unnamed columns (``f0`` XGBoost, ``Column_0`` LightGBM,
-#: ``feature_0`` YDF): such a model's features are matched to the data's by position.
-_PLACEHOLDERS = ("f", "Column_", "feature_", "x")
+#: ``feature_0``): such a model's features are matched to the data's by position.
+_PLACEHOLDERS = ("f", "Column_", "feature_")
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,7 @@ def _read_columns(forest: Forest, X: pd.DataFrame) -> Forest:
     """``forest`` with its features renumbered to ``X``'s columns (by name, else position)."""
     columns = [str(c) for c in X.columns]
     names = forest.feature_names
+    # By name; by position (all of them, in order) for a model without names of its own.
     if names is not None and not _placeholders(names):
         order = align(names, columns)
         if order is None:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from thrifty.forest import Forest
     from thrifty.forest.onnx_export import export_onnx
     from thrifty.io import load, save
+    from thrifty.model_files import load_model
     from thrifty.order import QWYCClassifier, QWYCRanker, QWYCRegressor, qwyc
     from thrifty.prune import BudgetPrunedClassifier, BudgetPrunedRegressor, budget_prune
     from thrifty.runtime import (
@@ -82,6 +83,7 @@ __all__ = [
     "evaluate_async",
     "export_onnx",
     "load",
+    "load_model",
     "plot_rounds_frontier",
     "prefetch_plan",
     "qwyc",

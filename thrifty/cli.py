@@ -32,6 +32,10 @@ from thrifty.exceptions import InputError, ThriftyError
 USER_ERRORS = (ThriftyError, OSError)
 
 
+#: What a MODEL argument may be (read by thrifty.load_model).
+MODEL_HELP = "a thrifty JSON model or plan, or a library's model file (as compare --model)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``thrifty`` command line; returns the exit status.
 
@@ -135,6 +139,20 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated columns of a data file to treat as categories (text columns "
         "are; a column of numbers with a few text cells is an error unless named here)",
     )
+    cmp.add_argument(
+        "--model",
+        metavar="FILE",
+        help="your own fitted model as the plain model (the baseline and the start of the "
+        "post-hoc methods) instead of a LightGBM model compare fits: a LightGBM .txt, XGBoost "
+        ".json/.ubj, CatBoost .cbm, YDF directory, ONNX or thrifty JSON file. The test rows may "
+        "overlap the rows it was trained on: give rows it did not see",
+    )
+    cmp.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow --model to be a pickle/joblib file (unpickling runs code from the file: only "
+        "for a file you made)",
+    )
     where = cmp.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
@@ -164,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Describe a model or plan saved with thrifty.save; with "
         "--data, also its cost per example on that data.",
     )
-    info.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    info.add_argument("model", type=Path, metavar="MODEL", help=MODEL_HELP)
     _accept_edited(info)
     info.add_argument("--data", metavar="DATA", help=data_help)
     _common(info)
@@ -176,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate a saved model or plan on data and write what each "
         "prediction cost (and the prediction) to CSV.",
     )
-    ev.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    ev.add_argument("model", type=Path, metavar="MODEL", help=MODEL_HELP)
     _accept_edited(ev)
     ev.add_argument("data", metavar="DATA", help=data_help)
     _common(ev)
@@ -195,7 +213,7 @@ def _parser() -> argparse.ArgumentParser:
         "features a request row does not give are fetched from --provider, only "
         "when a tree needs them. GET /health describes the model.",
     )
-    srv.add_argument("model", type=Path, metavar="MODEL", help="a thrifty JSON model or plan")
+    srv.add_argument("model", type=Path, metavar="MODEL", help=MODEL_HELP)
     _accept_edited(srv)
     srv.add_argument(
         "--provider",
@@ -322,6 +340,8 @@ def _compare(args: argparse.Namespace) -> int:
             quick=args.quick,
             qid=qid,
             executor=executor,
+            model=args.model,
+            trust_pickle=args.trust_pickle,
             **splits,
         )
     if not len(result.table):
@@ -365,11 +385,11 @@ def _info(args: argparse.Namespace) -> int:
     if args.costs is not None and args.data is None:
         raise InputError("--costs prices a model's features on data; give --data DATA too")
     from thrifty.forest import Forest
-    from thrifty.io import load
+    from thrifty.model_files import load_model
     from thrifty.runtime.evaluate import evaluate
     from thrifty.runtime.plans import as_plan
 
-    model = load(args.model, verify=not args.accept_edited)
+    model = load_model(args.model, verify=not args.accept_edited)
     plan = as_plan(model)
     forests = [c for c in plan.components() if isinstance(c, Forest)]
     names = plan.feature_names or [f"f{i}" for i in range(plan.n_features)]

@@ -184,12 +184,12 @@ def is_file(data: str) -> bool:
 
 
 def read_plan(path: Path, *, verify: bool = True) -> Any:
-    """The plan of a model or plan file saved with ``thrifty.save`` (``verify``: as
-    ``thrifty.load``'s)."""
-    from thrifty.io import load
+    """The plan of a model or plan file saved with ``thrifty.save``, or of a library's model
+    file (``thrifty.load_model``; ``verify``: as ``thrifty.load``'s)."""
+    from thrifty.model_files import load_model
     from thrifty.runtime.plans import as_plan
 
-    return as_plan(load(path, verify=verify))
+    return as_plan(load_model(path, verify=verify))
 
 
 def read_table(path: Path, target: str) -> tuple[Any, Any, Any]:

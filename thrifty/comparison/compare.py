@@ -30,6 +30,7 @@ from thrifty.comparison.sweep import (
     take,
     workers_of,
 )
+from thrifty.comparison.user_model import user_model
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
@@ -88,6 +89,8 @@ def compare(
     progress: bool = True,
     cv: int | None = None,
     executor: Any = None,
+    model: Any = None,
+    trust_pickle: bool = False,
 ) -> Comparison:
     """Run every method that applies over a sweep of budgets; choose on validation rows and
     confirm once on test rows.
@@ -150,6 +153,18 @@ def compare(
         A ``concurrent.futures.Executor`` or a ``distributed.Client`` to run the fit tasks on;
         the result is the same as run here (without a time limit). Default: a pool of
         ``n_jobs`` processes (see ``n_jobs``).
+    model : fitted model, str or Path, optional
+        Your own model (anything ``Forest.from_model`` takes, or a model file
+        ``thrifty.load_model`` reads) as the plain model, in place of the LightGBM model compare
+        would fit: the reference series (its first k trees), the baseline of the report, the
+        default budgets' 100%, and the starting model of the post-hoc methods (QWYC, Fan,
+        margin exit, Cronus, ADAPT's f0; BudgetPrune when it is an averaging forest). It is
+        never refitted: each fold's post-hoc methods are fitted on that fold's calibration rows.
+        Training-time methods still fit their own models. Its features must be columns of
+        ``X`` (by name, else by count) and its task the data's. The test rows may overlap the
+        rows it was trained on, which compare cannot know: give rows it did not see.
+    trust_pickle : bool, default=False
+        Allow ``model`` to be a pickled file (unpickling runs code; see ``load_model``).
 
     Returns
     -------
@@ -162,7 +177,8 @@ def compare(
         raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
     wall_end = None if time_limit is None else time.time() + time_limit
     X, y, qid = _frame(X), _labels(y, "y"), None if qid is None else np.asarray(qid)
-    task = infer_task(y, qid, task)
+    user = None if model is None else user_model(model, X, y, qid, task, trust_pickle=trust_pickle)
+    task = infer_task(y, qid, task if user is None else user.task)
     check_data(X, y, qid, task)
     _check_classes(y, task)
     if X_test is None:
@@ -201,6 +217,7 @@ def compare(
         n_jobs=1,
         random_state=random_state,
         quick=quick,
+        plain_model=None if user is None else user.forest,
     )
     # The final fit (every row but the test rows, or the validation split's fitting rows): its
     # plain model prices the default budgets and is the baseline.
@@ -308,6 +325,7 @@ def compare(
         n_test=len(y_test),
         class_counts=counts,
         baseline_value=baseline_value,
+        user_model=None if user is None else user.description,
     )
 
 

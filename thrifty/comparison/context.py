@@ -86,7 +86,10 @@ class Context:
         return {k: self._cache[k] for k in SHARED if k in self._cache}
 
     def lightgbm(self) -> Forest:
-        """The plain LightGBM model on the training split, as a Forest (fitted once)."""
+        """The plain LightGBM model on the training split, as a Forest (fitted once); the
+        user's own model when the run has one (``Settings.plain_model``)."""
+        if "lightgbm" not in self._cache and self.settings.plain_model is not None:
+            self._cache["lightgbm"] = self.settings.plain_model  # the user's: never refitted
         if "lightgbm" not in self._cache:
             self._cache["lightgbm"] = Forest.from_model(self.fit_lightgbm(), feature_names=self.feature_names)
         return self._cache["lightgbm"]
@@ -106,8 +109,12 @@ class Context:
         and for ranking (a pointwise ranker of the relevance grades), a classifier otherwise.
 
         Categorical columns are split on their category codes; the Forest keeps the categories
-        so that it reads the same DataFrames as every other model.
+        so that it reads the same DataFrames as every other model. The user's own model
+        (``Settings.plain_model``) when it is an averaging forest.
         """
+        given = self.settings.plain_model
+        if "random_forest" not in self._cache and given is not None and given.aggregation == "mean":
+            self._cache["random_forest"] = given
         if "random_forest" not in self._cache:
             cls = RandomForestClassifier if self.task in ("binary", "multiclass") else RandomForestRegressor
             rf = cls(

@@ -18,6 +18,7 @@ from thrifty.comparison.numbers import (
 )
 from thrifty.comparison.scores import SECONDARY
 from thrifty.comparison.selection import baseline_row, degenerate
+from thrifty.comparison.user_model import user_model_lines, yours
 from thrifty.frontier import metric_direction, pareto_front
 
 if TYPE_CHECKING:
@@ -71,8 +72,15 @@ def plain_words(
     10,788 test diamonds" (errors in ``target_unit``); for ranking "..., NDCG@10 0.712 vs
     0.725 (-1.3 points; 95% interval 0.690 to 0.731), confirmed on 120 test queries". The
     figures are the test rows' where both models were confirmed on them, else the validation
-    rows' (and the sentence says so).
+    rows' (and the sentence says so). The user's own model (``compare(model=...)``) is "your
+    model".
     """
+    return yours(_plain_words(row, cmp, unit, noun, target_unit), cmp.user_model)
+
+
+def _plain_words(
+    row: pd.Series, cmp: Comparison, unit: str | None, noun: str, target_unit: str | None
+) -> str:
     metric = str(row.get("metric", "value"))
     noun = _noun(cmp, noun)
     base = baseline_row(cmp.table)
@@ -261,6 +269,8 @@ def headline(cmp: Comparison) -> list[str]:
                 for part, counts in cmp.class_counts.items()
             )
         )
+    if cmp.user_model:
+        lines += user_model_lines(cmp.user_model)
     off = left_off(cmp)
     if len(off):
         what = _DEGENERATE.get(cmp.task, "a single class, constant scores or below the majority class")
@@ -313,7 +323,8 @@ def markdown_report(
         "for ranking, whose metrics are computed per query and averaged over queries). "
         "Every cost is the mean per example measured by thrifty's runtime.",
         "",
-        f"The plain LightGBM model costs {money(cmp.full_cost, cost_unit)} per example on the "
+        f"{'Your model' if cmp.user_model else 'The plain LightGBM model'} costs "
+        f"{money(cmp.full_cost, cost_unit)} per example on the "
         "calibration rows; budgets: " + ", ".join(money(b, cost_unit) for b in cmp.budgets) + ".",
         "",
         "## Recommendations",

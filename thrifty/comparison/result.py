@@ -72,7 +72,8 @@ class Comparison:
     seconds : float
     costs : CostModel
     baseline : Forest
-        The plain LightGBM model the post-hoc methods start from.
+        The plain model the post-hoc methods start from: compare's LightGBM fit, or the
+        user's own model (``compare(model=...)``).
     n_calibration : int
         Rows held out of the final fit to calibrate budgets and exits.
     selection : str
@@ -82,6 +83,9 @@ class Comparison:
         ``{"selection": {label: rows}, "test": {label: rows}}`` (classification).
     baseline_value : float or None
         The plain model's validation figure.
+    user_model : str or None
+        What the report calls the user's own model when it is the plain model
+        (``compare(model=...)``), e.g. "your LightGBM model (200 trees, from model.txt)".
     """
 
     table: pd.DataFrame
@@ -101,6 +105,7 @@ class Comparison:
     n_test: int = 0
     class_counts: dict[str, dict[Any, int]] = field(default_factory=dict)
     baseline_value: float | None = None
+    user_model: str | None = None
 
     def recommend(self, budgets: Sequence[float] | None = None) -> pd.DataFrame:
         """The best model on the front within each budget, by the validation figures.

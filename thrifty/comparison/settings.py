@@ -40,6 +40,10 @@ class Settings:
     random_state : int
     quick : bool
         Fewer points per method.
+    plain_model : Forest, optional
+        The user's own model (``compare(model=...)``), reading the data's columns: the plain
+        model in place of a LightGBM fit, and the random forest BudgetPrune prunes when it is
+        an averaging forest (see ``thrifty.comparison.user_model``).
     """
 
     task: str
@@ -49,6 +53,7 @@ class Settings:
     n_jobs: int = 1
     random_state: int = 0
     quick: bool = False
+    plain_model: Any = None
 
 
 def check_budgets(budgets: Sequence[float], *, option: str | None = None) -> list[float]:

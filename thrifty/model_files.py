@@ -132,14 +132,9 @@ def load_model(path: str | Path, *, trust_pickle: bool = False, verify: bool = T
     try:
         return Forest.from_model(model)
     except UnsupportedModelError:
-        if form == "onnx":
-            raise InputError(
-                f"{str(path)!r} is an ONNX model: ONNX import needs thrifty's onnx importer "
-                "(Forest.from_model of an onnx.ModelProto), which this version lacks"
-            ) from None
         raise InputError(
             f"{str(path)!r} holds a {type(model).__module__}.{type(model).__name__}, which is not "
-            "a tree model thrifty imports (LightGBM, XGBoost, CatBoost, YDF, scikit-learn trees)"
+            "a tree model thrifty imports (LightGBM, XGBoost, CatBoost, YDF, ONNX, scikit-learn trees)"
         ) from None
 
 
@@ -161,7 +156,7 @@ def _read(form: str, path: Path) -> Any:
         ydf = _library("ydf", "pip install 'thrifty[ydf]'")
         return ydf.load_model(str(path))
     if form == "onnx":
-        onnx = _library("onnx", "pip install onnx")
+        onnx = _library("onnx", "pip install 'thrifty[onnx]'")
         return onnx.load(str(path))
     import joblib  # reads plain pickles too
 

@@ -19,6 +19,7 @@ from thrifty.cli_inputs import (
     is_file,
     read_budgets,
     read_plan,
+    read_table,
     read_time_limit,
     writable,
 )
@@ -270,6 +271,28 @@ def _parser() -> argparse.ArgumentParser:
         "rounds (default: %(default)s)",
     )
     srv.add_argument(
+        "--rounds",
+        choices=("in-order", "parallel"),
+        default=None,
+        help="what each store round fetches: features in the plan's order, or those of every "
+        "tree up to the next exit at once (fewer round trips, same cost; default: in-order)",
+    )
+    srv.add_argument(
+        "--prefetch",
+        type=Path,
+        metavar="CSV",
+        help="calibration rows (a CSV with the model's columns): the first round also fetches "
+        "every feature at least --prefetch-p of them use (charged to every row; see "
+        "docs/runtime.md)",
+    )
+    srv.add_argument(
+        "--prefetch-p",
+        type=float,
+        default=0.5,
+        metavar="P",
+        help="share of calibration rows that must use a feature to prefetch it (default: %(default)s)",
+    )
+    srv.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -492,6 +515,16 @@ def _serve(args: argparse.Namespace) -> int:
     provider = store_provider(
         args.provider, plan, table=args.table, key_column=args.key_column, timeout=args.timeout
     )
+    rounds: Any = "parallel" if args.rounds == "parallel" else "in_order"
+    if args.prefetch is not None:
+        from thrifty import prefetch_plan
+
+        if not 0 < args.prefetch_p <= 1:
+            raise InputError(f"--prefetch-p must be in (0, 1], got {args.prefetch_p}")
+        calibration, _, _ = read_table(args.prefetch, "target")  # a label column is dropped
+        rounds = prefetch_plan(
+            plan, calibration, costs, p=args.prefetch_p, parallel=args.rounds == "parallel", progress=False
+        )
     app = create_app(
         plan,
         provider,
@@ -501,6 +534,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_body=args.max_body,
         timeout=args.timeout,
         trees=args.trees,
+        rounds=rounds,
         n_threads=args.threads,
         max_concurrency=args.max_concurrency,
     )

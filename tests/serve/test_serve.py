@@ -164,3 +164,33 @@ def test_serve_refuses_a_bad_configuration(files):
         )
         == 2
     )
+
+
+def test_serve_prefetches_what_calibration_rows_use(files, small_model, serve_cli, tmp_path):
+    """--rounds parallel --prefetch CSV: each answer is the in-process lazy evaluation with the
+    same Prefetch (its prefetched features charged), and the predictions are the dense ones."""
+    import pandas as pd
+
+    from thrifty import prefetch_plan
+    from thrifty.runtime.lazy import array_provider
+
+    plan, X, costs = small_model
+    calibration = tmp_path / "calibration.csv"
+    pd.DataFrame(X[:200], columns=NAMES).to_csv(calibration, index=False)
+    prefetch = prefetch_plan(
+        plan, pd.DataFrame(X[:200], columns=NAMES), costs, p=0.5, parallel=True, progress=False
+    )
+    assert len(prefetch.features) > 0  # the test needs something prefetched
+    rows = list(range(200, 240))
+    lazy = evaluate(plan, array_provider(X[rows]), costs, n_rows=len(rows), rounds=prefetch)
+    args = ["--provider", f"sqlite:///{files / 'store.db'}", "--table", "features", "--key-column", "pid"]
+    args += ["--costs", str(files / "costs.json"), "--rounds", "parallel", "--prefetch", str(calibration)]
+    with serve_cli(str(files / "plan.json"), *args) as (url, proc):
+        r = post(url, {"rows": [{"id": i} for i in rows]})
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert [x["prediction"] for x in results] == evaluate(plan, X[rows], costs).labels.tolist()
+    np.testing.assert_allclose([x["cost"] for x in results], lazy.cost.total, rtol=1e-12)
+    assert [x["acquired"] for x in results] == [
+        [NAMES[j] for j in np.flatnonzero(a)] for a in lazy.cost.acquired
+    ]

@@ -82,10 +82,10 @@ def create_app(
         found no slot within its ``timeout``.
     trees : {"in-order", "parallel"}
         As for :func:`thrifty.evaluate_async` (``"parallel"`` for Full plans: ``rounds="parallel"``).
-    rounds : {"in_order", "parallel"} or a round policy
-        What each round fetches, as :func:`thrifty.runtime.lazy.lazy_rounds` takes it (a policy
-        other than in order and a Full plan's parallel rounds once ``lazy_rounds`` takes
-        ``rounds=``).
+    rounds : {"in_order", "parallel"} or Prefetch
+        What each round fetches, as :func:`thrifty.runtime.lazy.lazy_rounds` takes it: in the
+        plan's order, every tree up to the next exit at once, or a
+        :func:`thrifty.prefetch_plan` fetched in the first round (and charged to every row).
     n_threads : int, default=1
         Kernel threads per request. One suits small requests: waking a thread pool costs more
         than a few rows take, and concurrent requests already share the cores.

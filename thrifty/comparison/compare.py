@@ -132,7 +132,10 @@ def compare(
         depend on the machine's speed or load. Given, positive seconds for the whole run, an
         explicit cut: the allowance is shared among the fit tasks (cheapest methods first,
         each method's first candidate before its refinements); no task starts, nor a further
-        candidate, once it is spent; ``Comparison.cut`` names what it left out.
+        candidate, once it is spent; a fit still running 5% of the allowance past its end is
+        given up (the default pool's worker processes are ended; fits run here with
+        ``n_jobs=1``, or on a Dask cluster, are waited for); ``Comparison.cut`` names what it
+        left out.
     quick : bool, default=False
         Fewer budgets and fewer points per method.
     random_state : int, default=0
@@ -182,7 +185,8 @@ def compare(
         final = folds[0][0]
         selection = f"a validation split of {len(folds[0][1]):,} rows"
     workers = check_n_jobs(n_jobs)
-    if executor is None and workers > 1 and len(chosen) * len(folds) > 1:
+    own_pool = executor is None and workers > 1 and len(chosen) * len(folds) > 1
+    if own_pool:
         # Started before the final fit below, so that the workers load thrifty meanwhile.
         executor = local_pool(workers)
     # One thread per fit: LightGBM's sums (so its trees) may change with its thread count, and
@@ -238,7 +242,7 @@ def compare(
     select_end = (
         None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
     )
-    results = _sweep(tasks, after, executor, select_end, progress)
+    results = _sweep(tasks, after, executor, select_end, _stop_at(select_end, time_limit), progress)
     table = select(results, METHODS)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
@@ -256,8 +260,11 @@ def compare(
             if wall_end is None or time_limit is None
             else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
         )
+        if own_pool:  # the same pool, or a new one if the selection ended its workers
+            executor = local_pool(workers)
+        deadlines = (refit_end, _stop_at(refit_end, time_limit))
         models, refit_cut = _refit(
-            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, executor, refit_end, progress
+            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, executor, deadlines, progress
         )
         cut += refit_cut
         stopped |= bool(refit_cut)
@@ -320,6 +327,11 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
     return params
 
 
+def _stop_at(deadline: float | None, time_limit: float | None) -> float | None:
+    """When to stop waiting for fits still running past ``deadline`` (see ``run_tasks``)."""
+    return None if deadline is None or time_limit is None else deadline + REFIT_GRACE * time_limit
+
+
 def _run(
     tasks: list[FitTask],
     after: list[int | None],
@@ -327,6 +339,7 @@ def _run(
     deadline: float | None,
     progress: bool,
     stage: str,
+    stop_at: float | None = None,
 ) -> list:
     names = {m.key: m.name for m in METHODS.values()}
     reporter = Reporter(tasks, names, progress, stage)
@@ -338,6 +351,7 @@ def _run(
             workers=workers_of(executor),
             on_done=reporter,
             after=after,
+            stop_at=stop_at,
         )
     finally:
         reporter.close()
@@ -350,11 +364,12 @@ def _refit(
     rows: tuple[Any, np.ndarray, np.ndarray | None],
     settings: Settings,
     executor: Any,
-    deadline: float | None,
+    deadlines: tuple[float | None, float | None],
     progress: bool,
 ) -> tuple[dict[tuple[str, str], Any], list[tuple[str, str, str]]]:
     """The chosen candidates refitted on every row but the test rows: (models, what the time
-    allowance left unrefitted, as in ``Comparison.cut``)."""
+    allowance left unrefitted, as in ``Comparison.cut``). ``deadlines``: no refit starts
+    after the first, none is waited for after the second."""
     wanted = {method: list(names) for method, names in wanted.items()}
     models: dict[tuple[str, str], Any] = {}
     # The plain model is the final fit's own baseline (same rows, same parameters), and every
@@ -387,7 +402,7 @@ def _refit(
         )
         for m in run
     ]
-    done = _run(refits, after_of(run, 0), executor, deadline, progress, "refit")
+    done = _run(refits, after_of(run, 0), executor, deadlines[0], progress, "refit", deadlines[1])
     models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
     cut = [
         (m, n, "not refitted: the time allowance ran out, so it has no test figure")
@@ -400,11 +415,17 @@ def _refit(
 
 
 def _sweep(
-    tasks: list[FitTask], after: list[int | None], executor: Any, deadline: float | None, progress: bool
+    tasks: list[FitTask],
+    after: list[int | None],
+    executor: Any,
+    deadline: float | None,
+    stop_at: float | None,
+    progress: bool,
 ) -> list:
     """The selection tasks. Under a time allowance, a first pass fits each method's first
     candidate on every fold, so that every method is scored on all folds before any is
-    refined; the full pass then replaces a first-pass result wherever it got as far."""
+    refined; the full pass then replaces a first-pass result wherever it got as far. A fit
+    still running at ``stop_at`` is given up (see ``run_tasks``)."""
     if deadline is None:
         return _run(tasks, after, executor, deadline, progress, "selection")
     first = _run(
@@ -414,8 +435,9 @@ def _sweep(
         deadline,
         progress,
         "selection, first candidates",
+        stop_at,
     )
-    full = _run(tasks, after, executor, deadline, progress, "selection, refinements")
+    full = _run(tasks, after, executor, deadline, progress, "selection, refinements", stop_at)
     # A first-pass result kept is one whose refinements the allowance cut.
     return [
         b

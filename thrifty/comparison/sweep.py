@@ -12,6 +12,7 @@ import concurrent.futures
 import heapq
 import sys
 import time
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -235,6 +236,7 @@ def run_tasks(
     workers: int = 1,
     on_done: Progress | None = None,
     after: Sequence[int | None] | None = None,
+    stop_at: float | None = None,
 ) -> list[TaskResult]:
     """Run ``tasks``; results in the order of ``tasks`` whatever order they finish in.
 
@@ -257,6 +259,13 @@ def run_tasks(
     after : sequence of int or None, optional
         Per task, the index of the task it builds on (``Method.after``, same rows): it starts
         once that one is done, with the models that one shared (``TaskResult.shared``).
+    stop_at : float, optional
+        Wall-clock time (``time.time()``) past which the run no longer waits for the tasks
+        still running on the executor: a candidate started before the deadline may take far
+        longer than the allowance (a first fit on many rows). Their results are dropped
+        (``started`` and ``stopped``, no rows: ``Comparison.cut`` names them) and the workers
+        of a :func:`local_pool` are ended, so that the work does not go on beside what comes
+        next. Default: wait for every task; tasks run here are never interrupted.
 
     Returns
     -------
@@ -295,18 +304,24 @@ def run_tasks(
                     heapq.heappush(ready, c)
         return results  # type: ignore[return-value]
     if deadline is not None:
+        if time.time() >= deadline:  # nothing would start (and a stopped pool takes nothing)
+            return [TaskResult(t.method, t.fold, started=False) for t in tasks]
         share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, n)
         for t in tasks:
             t.deadline, t.seconds = deadline, share
     running = _Completion(executor)
     futures = {running.submit(run_task, tasks[i]): i for i in ready}
-    for future in running:
+    for future in running.until(stop_at):
         i = futures.pop(future)
         if deadline is not None and time.time() >= deadline:
             for f in futures:  # not started by the deadline: never started at all
                 f.cancel()
         for c in finish(i, _result(future, tasks[i])):
             futures[running.submit(run_task, tasks[c])] = c
+    for future, i in futures.items():  # still running at stop_at: given up
+        results[i] = TaskResult(tasks[i].method, tasks[i].fold, started=future.running(), stopped=True)
+    if futures:
+        _stop(executor, list(futures))
     return [
         r if r is not None else TaskResult(t.method, t.fold, started=False) for r, t in zip(results, tasks)
     ]
@@ -333,14 +348,28 @@ class _Completion:
             self.pending.add(future)
         return future
 
-    def __iter__(self) -> Iterator[Any]:
+    def until(self, end: float | None) -> Iterator[Any]:
+        """The futures as they complete; with ``end`` (``time.time()``), none after it
+        (Dask's futures are waited for: a cluster's tasks are not ended from here)."""
         if self.dask is not None:
             yield from self.dask
         while self.pending:
+            timeout = None if end is None else max(0.0, end - time.time())
             done, self.pending = concurrent.futures.wait(
-                self.pending, return_when=concurrent.futures.FIRST_COMPLETED
+                self.pending, timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
             )
+            if not done:
+                return
             yield from done
+
+
+def _stop(executor: Any, futures: list[Any]) -> None:
+    """Give up ``futures``: cancel them, and end the workers of a :func:`local_pool` (a pool
+    the caller gave is left running)."""
+    for f in futures:
+        f.cancel()
+    if executor in _POOLS:
+        executor.shutdown(wait=False, kill_workers=True)
 
 
 def _result(future: Any, t: FitTask) -> TaskResult:
@@ -362,9 +391,15 @@ def local_pool(workers: int) -> Any:
         v: "1" for v in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
     }
     pool = get_reusable_executor(max_workers=workers, timeout=60, env=one)
+    _POOLS.add(pool)
     for _ in range(workers):
         pool.submit(_loaded)  # the workers import thrifty now, while the caller fits its own model
     return pool
+
+
+#: The pools :func:`local_pool` made (and so may end, see :func:`_stop`); a pool it ended is
+#: replaced by a new one at its next call.
+_POOLS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _loaded() -> None:

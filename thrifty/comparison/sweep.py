@@ -314,8 +314,7 @@ def run_tasks(
     for future in running.until(stop_at):
         i = futures.pop(future)
         if deadline is not None and time.time() >= deadline:
-            for f in futures:  # not started by the deadline: never started at all
-                f.cancel()
+            _cancel(executor, futures)  # not started by the deadline: never started at all
         for c in finish(i, _result(future, tasks[i])):
             futures[running.submit(run_task, tasks[c])] = c
     for future, i in futures.items():  # still running at stop_at: given up
@@ -363,13 +362,23 @@ class _Completion:
             yield from done
 
 
+def _cancel(executor: Any, futures: Iterator[Any] | Sequence[Any] | dict[Any, int]) -> None:
+    """Cancel ``futures`` not started yet, but on a :func:`local_pool`: loky's shutdown with
+    ``kill_workers`` fails on a cancelled future it still holds (its manager thread dies before
+    ending the workers). The tasks need no cancelling: one started after the deadline returns
+    at once (see :func:`run_task`)."""
+    if executor not in _POOLS:
+        for f in futures:
+            f.cancel()
+
+
 def _stop(executor: Any, futures: list[Any]) -> None:
-    """Give up ``futures``: cancel them, and end the workers of a :func:`local_pool` (a pool
-    the caller gave is left running)."""
-    for f in futures:
-        f.cancel()
+    """Give up ``futures``: end the workers of a :func:`local_pool`, or cancel them on a pool
+    the caller gave (which is left running)."""
     if executor in _POOLS:
         executor.shutdown(wait=False, kill_workers=True)
+    else:
+        _cancel(executor, futures)
 
 
 def _result(future: Any, t: FitTask) -> TaskResult:

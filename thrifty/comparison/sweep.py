@@ -363,22 +363,29 @@ class _Completion:
 
 
 def _cancel(executor: Any, futures: Iterator[Any] | Sequence[Any] | dict[Any, int]) -> None:
-    """Cancel ``futures`` not started yet, but on a :func:`local_pool`: loky's shutdown with
-    ``kill_workers`` fails on a cancelled future it still holds (its manager thread dies before
-    ending the workers). The tasks need no cancelling: one started after the deadline returns
-    at once (see :func:`run_task`)."""
+    """Cancel ``futures`` not started yet, but on a :func:`local_pool`, which ends its workers
+    at ``stop_at`` instead (:func:`_stop`): its tasks need no cancelling, as one started after
+    the deadline returns at once (see :func:`run_task`)."""
     if executor not in _POOLS:
         for f in futures:
             f.cancel()
 
 
 def _stop(executor: Any, futures: list[Any]) -> None:
-    """Give up ``futures``: end the workers of a :func:`local_pool`, or cancel them on a pool
-    the caller gave (which is left running)."""
-    if executor in _POOLS:
-        executor.shutdown(wait=False, kill_workers=True)
-    else:
+    """Give up ``futures``: end the worker processes of a :func:`local_pool`, or cancel them
+    on a pool the caller gave (which is left running).
+
+    The workers are terminated, rather than the pool shut down with loky's ``kill_workers``: that
+    path races with loky's own queue (its manager thread dies on a ``KeyError`` or on a
+    cancelled future, seen on flights), while a dead worker is loky's "broken pool", which it
+    clears cleanly. The pool is then shut down, so :func:`local_pool` makes a new one.
+    """
+    if executor not in _POOLS:
         _cancel(executor, futures)
+        return
+    for process in list(getattr(executor, "_processes", {}).values()):
+        process.terminate()
+    executor.shutdown(wait=False)
 
 
 def _result(future: Any, t: FitTask) -> TaskResult:

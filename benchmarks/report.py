@@ -325,6 +325,38 @@ SECTIONS += [
         "the compare sweep are in docs/scale.md.",
     },
 ]
+SECTIONS += [
+    {
+        "bench": "tasks",
+        "title": "Every task, every method: `thrifty compare` on regression, ranking, multiclass "
+        "and 327k binary rows",
+        "paper": "",
+        "command": "python benchmarks/tasks.py",
+        "figures": [
+            ("methods_per_task", "methods with at least one model, per dataset", ""),
+            ("min_methods_per_task", "fewest methods with a model on any task", ">= 8"),
+            (
+                "regression_budgets_above_baselines_frac",
+                "diamonds: share of budgets where thrifty's best method beats both baselines "
+                "(first k trees, cheapest k features) on test rows",
+                "1 (every budget where they differ)",
+            ),
+            ("ranking_budgets_above_baselines_frac", "rank_small: the same", "1"),
+            ("budgets_above_baselines_frac", "the same, per dataset", ""),
+            ("full_metric_tolerance", "the plain model's metric counts as reached within", ""),
+            ("cost_at_full_metric", "lowest test cost on the front reaching it, per dataset", ""),
+            ("cost_fraction_at_full_metric", "that cost / the plain model's", ""),
+            ("flights_compare_seconds", "`compare` on flights (327k rows), wall seconds", ""),
+            ("flights_compare_within_allowance", "it ended within its allowance (+10%)", "true"),
+            ("flights_compare_peak_gb", "its peak resident memory with its worker processes, GB", "< 4"),
+        ],
+        "differs": "Issue 24's targets. Each dataset's training rows go to `thrifty.compare` with its "
+        "own test split as the test rows, every method that applies, 600 s allowance per run, "
+        "default workers (every core); the baselines' own fronts come from `compare` runs of each "
+        "alone with the same budgets. Regression and ranking figures read compare's metric "
+        "(today neg_mse and precision@5; RMSE and NDCG@10 once compare reports them).",
+    },
+]
 COMPARE = {"bench": "compare", "command": "python benchmarks/compare.py"}
 
 

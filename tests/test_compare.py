@@ -513,8 +513,9 @@ def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order(monkeypa
     from thrifty.comparison import sweep
     from thrifty.comparison.methods import METHODS as REGISTRY
     from thrifty.comparison.plan import after_of
+    from thrifty.comparison.pool import run_tasks
     from thrifty.comparison.settings import Settings
-    from thrifty.comparison.sweep import FitTask, run_task, run_tasks, take
+    from thrifty.comparison.sweep import FitTask, run_task, take
 
     X, y = binary_data(200)
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])

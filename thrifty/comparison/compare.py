@@ -15,6 +15,7 @@ import pandas as pd
 from thrifty.comparison.inputs import check_data, infer_task
 from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
 from thrifty.comparison.plan import after_of, cut_of, skipped_of
+from thrifty.comparison.pool import local_pool, run_tasks, workers_of
 from thrifty.comparison.result import Comparison
 from thrifty.comparison.selection import baseline_row, confirm, eligible_front, majority_share, select
 from thrifty.comparison.settings import Settings, check_budgets, check_n_jobs, check_time_limit
@@ -24,11 +25,8 @@ from thrifty.comparison.sweep import (
     fitting_context,
     fold_indices,
     holdout_indices,
-    local_pool,
-    run_tasks,
     split_rows,
     take,
-    workers_of,
 )
 from thrifty.comparison.user_model import user_model
 from thrifty.costs import CostModel
@@ -139,7 +137,10 @@ def compare(
         depend on the machine's speed or load. Given, positive seconds for the whole run, an
         explicit cut: the allowance is shared among the fit tasks (cheapest methods first,
         each method's first candidate before its refinements); no task starts, nor a further
-        candidate, once it is spent; ``Comparison.cut`` names what it left out.
+        candidate, once it is spent; a fit still running 5% of the allowance past its end is
+        given up (the default pool's worker processes are ended; fits run here with
+        ``n_jobs=1``, or on a Dask cluster, are waited for); ``Comparison.cut`` names what it
+        left out.
     quick : bool, default=False
         Fewer budgets and fewer points per method.
     random_state : int, default=0
@@ -202,11 +203,12 @@ def compare(
         final = folds[0][0]
         selection = f"a validation split of {len(folds[0][1]):,} rows"
     workers = check_n_jobs(n_jobs)
-    here = False
-    if executor is None and workers > 1 and len(chosen) * len(folds) > 1:
+    own_pool = executor is None and workers > 1 and len(chosen) * len(folds) > 1
+    here = own_pool
+    if own_pool:
         # Started before the final fit below, so that the workers load thrifty meanwhile. This
         # process runs tasks too (run_tasks's ``here``): one worker fewer to start.
-        executor, here = local_pool(workers - 1), True
+        executor = local_pool(workers - 1)
     # One thread per fit: LightGBM's sums (so its trees) may change with its thread count, and
     # the result must not change with the number of workers. The tasks run side by side instead.
     settings = Settings(
@@ -261,7 +263,7 @@ def compare(
     select_end = (
         None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
     )
-    results = _sweep(tasks, after, executor, select_end, progress, here)
+    results = _sweep(tasks, after, executor, select_end, _stop_at(select_end, time_limit), progress, here)
     table = select(results, METHODS)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
@@ -279,8 +281,11 @@ def compare(
             if wall_end is None or time_limit is None
             else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
         )
+        if own_pool:  # the same pool, or a new one if the selection ended its workers
+            executor = local_pool(workers - 1)
+        deadlines = (refit_end, _stop_at(refit_end, time_limit))
         models, refit_cut = _refit(
-            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, (executor, here), refit_end, progress
+            wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, (executor, here), deadlines, progress
         )
         cut += refit_cut
         stopped |= bool(refit_cut)
@@ -344,6 +349,11 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
     return params
 
 
+def _stop_at(deadline: float | None, time_limit: float | None) -> float | None:
+    """When to stop waiting for fits still running past ``deadline`` (see ``run_tasks``)."""
+    return None if deadline is None or time_limit is None else deadline + REFIT_GRACE * time_limit
+
+
 def _run(
     tasks: list[FitTask],
     after: list[int | None],
@@ -351,6 +361,7 @@ def _run(
     deadline: float | None,
     progress: bool,
     stage: str,
+    stop_at: float | None = None,
 ) -> list:
     """``run_tasks`` with progress; ``executor``: (executor, whether this process runs tasks too)."""
     pool, here = executor
@@ -365,6 +376,7 @@ def _run(
             on_done=reporter,
             after=after,
             here=here,
+            stop_at=stop_at,
         )
     finally:
         reporter.close()
@@ -377,11 +389,12 @@ def _refit(
     rows: tuple[Any, np.ndarray, np.ndarray | None],
     settings: Settings,
     executor: tuple[Any, bool],
-    deadline: float | None,
+    deadlines: tuple[float | None, float | None],
     progress: bool,
 ) -> tuple[dict[tuple[str, str], Any], list[tuple[str, str, str]]]:
     """The chosen candidates refitted on every row but the test rows: (models, what the time
-    allowance left unrefitted, as in ``Comparison.cut``)."""
+    allowance left unrefitted, as in ``Comparison.cut``). ``deadlines``: no refit starts
+    after the first, none is waited for after the second."""
     wanted = {method: list(names) for method, names in wanted.items()}
     models: dict[tuple[str, str], Any] = {}
     # The plain model is the final fit's own baseline (same rows, same parameters), and every
@@ -414,7 +427,7 @@ def _refit(
         )
         for m in run
     ]
-    done = _run(refits, after_of(run, 0), executor, deadline, progress, "refit")
+    done = _run(refits, after_of(run, 0), executor, deadlines[0], progress, "refit", deadlines[1])
     models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
     cut = [
         (m, n, "not refitted: the time allowance ran out, so it has no test figure")
@@ -441,12 +454,14 @@ def _sweep(
     after: list[int | None],
     pool: Any,
     deadline: float | None,
+    stop_at: float | None,
     progress: bool,
     here: bool = False,
 ) -> list:
     """The selection tasks. Under a time allowance, a first pass fits each method's first
     candidate on every fold, so that every method is scored on all folds before any is
-    refined; the full pass then replaces a first-pass result wherever it got as far."""
+    refined; the full pass then replaces a first-pass result wherever it got as far. A fit
+    still running at ``stop_at`` is given up (see ``run_tasks``)."""
     executor = (pool, here)
     if deadline is None:
         return _run(tasks, after, executor, deadline, progress, "selection")
@@ -457,8 +472,9 @@ def _sweep(
         deadline,
         progress,
         "selection, first candidates",
+        stop_at,
     )
-    full = _run(tasks, after, executor, deadline, progress, "selection, refinements")
+    full = _run(tasks, after, executor, deadline, progress, "selection, refinements", stop_at)
     # A first-pass result kept is one whose refinements the allowance cut.
     return [
         b

@@ -3,23 +3,21 @@
 A :class:`FitTask` is one method fitted on one set of rows: a fold of the cross-validation
 (its models scored on the fold's held-out rows) or the final refit of the chosen settings. It
 carries plain data only, and :func:`run_task` is a module-level function, so tasks run alike
-in this process, in a ``concurrent.futures`` pool or on Dask workers (:func:`run_tasks`).
+in this process, in a ``concurrent.futures`` pool or on Dask workers
+(:func:`thrifty.comparison.pool.run_tasks`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import heapq
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit, KFold, StratifiedKFold, train_test_split
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from thrifty.comparison.context import Context
@@ -29,7 +27,6 @@ from thrifty.comparison.settings import Settings
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import to_matrix
-from thrifty.forest.kernels import threads
 from thrifty.frontier import cost_columns
 from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.plans import as_plan
@@ -40,10 +37,8 @@ __all__ = [
     "fitting_context",
     "fold_indices",
     "holdout_indices",
-    "local_pool",
     "measure",
     "run_task",
-    "run_tasks",
     "split_rows",
 ]
 
@@ -250,218 +245,6 @@ def measure(
             X = matrices[key]
         ev, classes = evaluate(plan, X, costs), plan.classes
     return {**cost_columns(ev.cost), **quality_columns(task, y, ev, qid, classes)}, ev
-
-
-# ---------------------------------------------------------------------- running many
-Progress = Callable[[TaskResult], None]
-
-
-def run_tasks(
-    tasks: Sequence[FitTask],
-    *,
-    executor: Any = None,
-    deadline: float | None = None,
-    workers: int = 1,
-    on_done: Progress | None = None,
-    after: Sequence[int | None] | None = None,
-    here: bool = False,
-) -> list[TaskResult]:
-    """Run ``tasks``; results in the order of ``tasks`` whatever order they finish in.
-
-    Parameters
-    ----------
-    tasks : sequence of FitTask
-        In order of priority (the cheapest methods first).
-    executor : object with ``submit(fn, *args)``, optional
-        A ``concurrent.futures.Executor`` or a ``distributed.Client``; None runs the tasks
-        here, one after the other.
-    deadline : float, optional
-        Wall-clock time (``time.time()``) the whole run should end by. The allowance left is
-        shared: run here, each task gets an equal part of what remains when it starts (a task
-        that finishes early leaves its time to the next); submitted, each gets an equal part
-        of ``workers`` times the allowance. Tasks not started by the deadline are cancelled.
-    workers : int, default=1
-        How many tasks the executor runs at once (sizes the shares).
-    on_done : callable, optional
-        Called with each result as it arrives.
-    after : sequence of int or None, optional
-        Per task, the index of the task it builds on (``Method.after``, same rows): it starts
-        once that one is done, with the models that one shared (``TaskResult.shared``).
-    here : bool, default=False
-        With a ``concurrent.futures`` executor (``local_pool``): this process runs tasks too,
-        while the executor's workers run others (``workers`` then counts this process).
-
-    Returns
-    -------
-    list of TaskResult
-    """
-    n = len(tasks)
-    parents = [None] * n if after is None else list(after)
-    children: defaultdict[int, list[int]] = defaultdict(list)
-    for i, p in enumerate(parents):
-        if p is not None:
-            children[p].append(i)
-    results: list[TaskResult | None] = [None] * n
-
-    def finish(i: int, result: TaskResult) -> list[int]:
-        """Record ``result``; hand its models to the tasks built on it, which may now start."""
-        results[i] = result
-        for c in children[i]:
-            tasks[c].shared = {**tasks[i].shared, **result.shared, **tasks[c].shared}
-        if on_done is not None:
-            on_done(result)
-        return children[i]
-
-    ready = [i for i, p in enumerate(parents) if p is None]
-    if executor is None:
-        heapq.heapify(ready)  # in the order of priority, each as soon as what it builds on is done
-        # One BLAS thread, as in a worker of local_pool: the same sums, so the same result (and
-        # Cronus's many small Cholesky solves run several times faster than on two threads).
-        with threadpool_limits(1):
-            while ready:
-                i = heapq.heappop(ready)
-                t = tasks[i]
-                if deadline is not None:
-                    t.deadline = deadline
-                    t.seconds = max(0.0, deadline - time.time()) / (n - sum(r is not None for r in results))
-                for c in finish(i, run_task(t)):
-                    heapq.heappush(ready, c)
-        return results  # type: ignore[return-value]
-    if deadline is not None:
-        share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, n)
-        for t in tasks:
-            t.deadline, t.seconds = deadline, share
-    if here:
-        _beside(tasks, ready, executor, finish, deadline)
-    else:
-        running = _Completion(executor)
-        futures = {running.submit(run_task, tasks[i]): i for i in ready}
-        for future in running:
-            i = futures.pop(future)
-            if deadline is not None and time.time() >= deadline:
-                for f in futures:  # not started by the deadline: never started at all
-                    f.cancel()
-            for c in finish(i, _result(future, tasks[i])):
-                futures[running.submit(run_task, tasks[c])] = c
-    return [
-        r if r is not None else TaskResult(t.method, t.fold, started=False) for r, t in zip(results, tasks)
-    ]
-
-
-def _beside(
-    tasks: Sequence[FitTask],
-    ready: list[int],
-    executor: Any,
-    finish: Callable[[int, TaskResult], list[int]],
-    deadline: float | None,
-) -> None:
-    """Run ``tasks`` on ``executor``'s workers and in this process, which would otherwise only
-    wait: one worker process fewer to start and import thrifty into (1.4 CPU-seconds each, as
-    much as a fold of several methods on a few hundred rows).
-
-    Every task is submitted as soon as it may start, so that the workers never wait on this
-    process; this process takes the last one submitted whenever no worker has picked it up yet
-    (a cancelled future is one no worker will run): the workers run the tasks from the front
-    of the queue, this process from its back. Where a task runs does not change its result
-    (one thread per fit, here as in a worker)."""
-    pending: dict[Any, int] = {}
-
-    def submit(ids: list[int]) -> None:
-        for i in sorted(ids):  # in order of priority
-            pending[executor.submit(run_task, tasks[i])] = i
-
-    submit(ready)
-    # One BLAS and one numba thread, as in a worker of local_pool: the worker processes use
-    # the other cores.
-    with threadpool_limits(1), threads(1):
-        while pending:
-            if deadline is not None and time.time() >= deadline:
-                for f in pending:  # not started by the deadline: never started at all
-                    f.cancel()
-            last = next(reversed(pending))
-            if not last.cancelled() and last.cancel():
-                i = pending.pop(last)
-                submit(finish(i, run_task(tasks[i])))
-                timeout: float | None = 0.0
-            else:  # every task left is running or queued to a worker: wait for one
-                timeout = None
-            done, _ = concurrent.futures.wait(
-                list(pending), timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
-            )
-            for future in done:
-                i = pending.pop(future)
-                submit(finish(i, _result(future, tasks[i])))
-
-
-class _Completion:
-    """Futures submitted to an executor, yielded as they complete; more may be submitted while
-    they are iterated (Dask's ``as_completed``, or ``concurrent.futures.wait``)."""
-
-    def __init__(self, executor: Any) -> None:
-        self.executor = executor
-        self.pending: set[Any] = set()
-        self.dask: Any = None
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        future = self.executor.submit(fn, *args)
-        if type(future).__module__.startswith("distributed"):
-            if self.dask is None:
-                from distributed import as_completed  # thrifty[dask], present with its futures
-
-                self.dask = as_completed()
-            self.dask.add(future)
-        else:
-            self.pending.add(future)
-        return future
-
-    def __iter__(self) -> Iterator[Any]:
-        if self.dask is not None:
-            yield from self.dask
-        while self.pending:
-            done, self.pending = concurrent.futures.wait(
-                self.pending, return_when=concurrent.futures.FIRST_COMPLETED
-            )
-            yield from done
-
-
-def _result(future: Any, t: FitTask) -> TaskResult:
-    if future.cancelled():
-        return TaskResult(t.method, t.fold, started=False)
-    return future.result()
-
-
-def local_pool(workers: int) -> Any:
-    """A pool of ``workers`` processes on this machine for the fit tasks.
-
-    joblib's loky pool: its workers are started afresh (not forked beside LightGBM's OpenMP
-    threads), need no ``if __name__ == "__main__"`` guard in the caller's script, and are kept
-    a minute for the next run; each runs one thread (see :func:`thrifty.compare`'s n_jobs).
-    """
-    from joblib.externals.loky import get_reusable_executor
-
-    one = {
-        v: "1" for v in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-    }
-    pool = get_reusable_executor(max_workers=workers, timeout=60, env=one)
-    for _ in range(workers):
-        pool.submit(_loaded)  # the workers import thrifty now, while the caller fits its own model
-    return pool
-
-
-def _loaded() -> None:
-    """Nothing: a worker that unpickles it has imported this module, so the methods too."""
-
-
-def workers_of(executor: Any) -> int:
-    """How many tasks ``executor`` runs at once (1 when it does not say)."""
-    if executor is None:
-        return 1
-    if hasattr(executor, "nthreads"):  # a distributed.Client
-        try:
-            return max(1, sum(executor.nthreads().values()))
-        except Exception:  # noqa: BLE001 - a client that cannot answer runs at least one
-            return 1
-    return max(1, int(getattr(executor, "_max_workers", 1) or 1))
 
 
 # ---------------------------------------------------------------------- rows

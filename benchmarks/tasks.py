@@ -1,0 +1,386 @@
+"""Every task, every method: ``thrifty.compare``'s frontiers on regression, ranking, multiclass
+and binary data at 327k rows, and how thrifty's best method fares against the two baselines.
+
+Four shared datasets, one per task (issue 24):
+
+* ``diamonds`` (regression, 43,152 training rows, grades priced like an appraiser's work,
+  calipers as a group, depth derived from them);
+* ``rank_small`` (ranking, 201 training queries, its 300 feature costs drawn from
+  ``yahoo_costs`` with seed 0, as in ``benchmarks/cegb.py``);
+* ``letter`` (multiclass, 26 classes, 16,000 training rows, 1 per feature);
+* ``flights`` (binary, 273,355 training flights and 53,991 test ones: costs are table lookups,
+  a group per table, ``dep_delay`` known only after departure).
+
+Per dataset, ``thrifty.compare`` gets the dataset's training (and validation) rows and, as
+``X_test``, its own test split - what ``thrifty compare <dataset>`` does. It chooses on its
+validation rows (5-fold cross-validation below 5,000 rows: rank_small) and confirms the
+chosen models once on the test rows. Three runs per dataset, all with the same budgets:
+
+1. every method that applies (the user's ``thrifty compare``): its table holds every method's
+   candidates on the validation rows (each method's frontier), its front the models confirmed
+   on the test rows; on flights this run is timed, with the peak resident memory of the
+   process and its worker processes sampled every 0.2 s;
+2. ``LightGBM, first k trees`` alone and 3. ``cheapest k features`` alone: each baseline's
+   own front, confirmed on the test rows.
+
+Figures (``results/tasks.json``; the last stdout line):
+
+* ``methods_per_task`` and ``min_methods_per_task``: methods with at least one model in run 1;
+* ``<task>_budgets_above_baselines_frac``: over the budgets (compare's budgets and the plain
+  model's cost), the share where thrifty's best method (the best validation figure within the
+  budget among the front's non-baseline models) beats both baselines' own choice within it
+  on the test rows (a baseline with no model within the budget is beaten by any model);
+* ``cost_at_full_metric`` and ``cost_fraction_at_full_metric``: per dataset, the lowest
+  test cost on run 1's confirmed front (or the plain model's own, when no model of the front
+  does better) whose test metric is within :data:`TOLERANCE` of the
+  plain model's (regression: 1% of its RMSE; ranking: 0.5 point; classification: 0.5 point
+  of accuracy), and that cost over the plain model's;
+* ``flights_compare_seconds``, ``flights_compare_within_allowance`` (the run ended within 10%
+  past its allowance: compare gives up a fit running 5% past it, then confirms the chosen
+  models on the test rows), ``flights_compare_peak_gb``.
+
+Writes ``results/tasks[_quick].csv`` (each method's validation frontier, test figures where
+confirmed, and both in the user's units: ``user_metric``, ``value_user``, ``test_value_user``)
+and ``results/tasks_<dataset>.png`` (compare's plot of run 1).
+
+--quick: 2,000 training rows and 1,000 test rows drawn from each dataset (whole queries for
+rank_small), one validation split, the methods that fit in seconds, 30 s allowance per run.
+
+    python benchmarks/tasks.py [--quick] [--data-home DIR] [--time-limit SECONDS] [--datasets A,B]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psutil
+from _figures import emit
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+#: Dataset of each task, in the order they run: flights first, so that its peak memory is not
+#: raised by what the other datasets left in this process.
+DATASETS = {"flights": "binary", "diamonds": "regression", "rank_small": "ranking", "letter": "multiclass"}
+QUICK_METHODS = ("lightgbm", "cheapest", "qwyc", "margin", "cegb")
+QUICK_ROWS, QUICK_TEST_ROWS = 2000, 1000
+BASELINES = ("lightgbm", "cheapest")
+#: Seed of rank_small's costs drawn from yahoo_costs (benchmarks/cegb.py and cronus.py use it too).
+YAHOO_SEED = 0
+PEAK_LIMIT_GB = 4.0
+#: "Within the allowance": compare gives up a fit still running 5% of the allowance past its end
+#: (``REFIT_GRACE``), then confirms the chosen models on the test rows; 10% covers both.
+GRACE = 0.1
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+# compare's metric, read in the user's units: (name shown, value -> user units, reached(model,
+# full) in user units). The one place to change when compare's metrics change. Today compare
+# scores regression by "neg_mse" and ranking by "precision@5"; issue 24 makes them RMSE and
+# NDCG@10 (the compare-metrics branch): the "rmse"/"ndcg@10" rows then take over, unchanged.
+Metric = tuple[str, Callable[[float], float], Callable[[float, float], bool]]
+
+
+def _within_points(model: float, full: float) -> bool:
+    return model >= full - 0.005
+
+
+def _within_1pct(model: float, full: float) -> bool:
+    return model <= 1.01 * full
+
+
+METRICS: dict[str, Metric] = {
+    "neg_mse": ("RMSE", lambda v: math.sqrt(max(0.0, -v)), _within_1pct),
+    "neg_rmse": ("RMSE", abs, _within_1pct),
+    "rmse": ("RMSE", abs, _within_1pct),
+    "ndcg@10": ("NDCG@10", float, _within_points),
+    "precision@5": ("precision@5", float, _within_points),
+    "accuracy": ("accuracy", float, _within_points),
+}
+TOLERANCE = {"RMSE": "1% of the plain model's", "NDCG@10": "0.5 point", "precision@5": "0.5 point"}
+
+
+def user_metric(metric: str) -> Metric:
+    """How to read compare's ``metric`` column in the user's units."""
+    if metric not in METRICS:
+        raise SystemExit(f"tasks.py does not know compare's metric {metric!r}; add it to METRICS")
+    return METRICS[metric]
+
+
+class PeakMemory:
+    """The peak resident memory of this process and all its children (compare's worker
+    processes), sampled every ``every`` seconds in a thread while the block runs. Resident
+    sizes are summed, so pages the processes share count once per process: an upper bound."""
+
+    def __init__(self, every: float = 0.2) -> None:
+        self.every, self.peak = every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for p in [me, *me.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:  # a worker that ended between the listing and the read
+                    pass
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def gb(self) -> float:
+        return self.peak / 2**30
+
+
+def load(name: str, data_home: str | None, quick: bool) -> dict[str, Any]:
+    """compare's inputs for a dataset: training (+ validation) rows, its test split, costs."""
+    from thrifty import CostModel, datasets
+
+    ds = datasets.load(name, data_home=data_home)
+    X, y, qid = ds.subset("train")
+    inputs: dict[str, Any] = {"X": X, "y": y, "qid": qid}
+    if "valid" in ds.splits:
+        inputs["X_val"], inputs["y_val"], inputs["qid_val"] = ds.subset("valid")
+    inputs["X_test"], inputs["y_test"], inputs["qid_test"] = ds.subset("test")
+    costs = ds.costs
+    if name == "rank_small":
+        names = ds.feature_names
+        drawn = datasets.yahoo_costs(len(names), seed=YAHOO_SEED, data_home=data_home)
+        costs = CostModel(drawn, feature_names=names)
+    if quick:
+        for part, n in (("", QUICK_ROWS), ("_val", QUICK_ROWS // 4), ("_test", QUICK_TEST_ROWS)):
+            if f"X{part}" in inputs:
+                keep = _draw(inputs[f"y{part}"], inputs[f"qid{part}"], n)
+                X = inputs[f"X{part}"]
+                inputs[f"X{part}"] = X.iloc[keep].reset_index(drop=True)
+                for k in ("y", "qid"):
+                    v = inputs[f"{k}{part}"]
+                    inputs[f"{k}{part}"] = None if v is None else v[keep]
+    return {"costs": costs, **{k: v for k, v in inputs.items() if v is not None}}
+
+
+def _draw(y: np.ndarray, qid: np.ndarray | None, n: int) -> np.ndarray:
+    """About ``n`` rows drawn at random, in their order (whole queries when there are queries)."""
+    rng = np.random.default_rng(0)
+    if qid is None:
+        return np.sort(rng.choice(len(y), min(n, len(y)), replace=False))
+    queries = np.unique(qid)
+    per = len(y) / len(queries)
+    chosen = rng.choice(queries, min(len(queries), max(2, int(n / per))), replace=False)
+    return np.flatnonzero(np.isin(qid, chosen))
+
+
+def run_task(name: str, task: str, args: argparse.Namespace) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The three comparisons of one dataset: their figures and each method's frontier."""
+    from matplotlib.figure import Figure
+
+    from thrifty.comparison import METHODS, compare
+
+    data = load(name, args.data_home, args.quick)
+    methods: Any = [k for k in QUICK_METHODS if task in METHODS[k].tasks] if args.quick else "all"
+    common = {"task": task, "quick": args.quick, "time_limit": args.limit, "progress": True}
+    if args.quick:
+        common["cv"] = 0  # one validation split: a smoke run
+    print(f"{name} ({task}): {len(data['y']):,} rows, {len(data['y_test']):,} test rows", flush=True)
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        main = compare(**data, methods=methods, **common)
+        seconds = time.perf_counter() - start
+    print(f"{name}: every method in {seconds:.0f} s, peak {memory.gb:.2f} GB with its workers", flush=True)
+    alone = {key: compare(**data, methods=[key], budgets=_budgets(main), **common) for key in BASELINES}
+
+    fig = Figure(figsize=(9, 5.5), layout="constrained")
+    ax = main.plot(fig.add_subplot())
+    ax.set_title(f"{name} ({task}): chosen on {main.selection}, confirmed on {main.n_test:,} test rows")
+    fig.savefig(RESULTS / f"tasks_{'quick_' if args.quick else ''}{name}.png", dpi=110)
+
+    figures = {
+        "methods": int(main.table["method"].nunique()) if len(main.table) else 0,
+        "seconds": round(seconds, 1),
+        "peak_gb": round(memory.gb, 2),
+        "within_allowance": bool(seconds <= args.limit * (1 + GRACE)),
+        "cut": [list(c) for c in main.cut],
+        **above_baselines(main, alone),
+        **cost_at_full(main),
+    }
+    return figures, frontiers(name, task, main, alone)
+
+
+def _budgets(cmp: Any) -> list[float]:
+    """The budgets the figures are read at: compare's own and the plain model's cost."""
+    return sorted({*cmp.budgets, cmp.full_cost})
+
+
+def above_baselines(main: Any, alone: dict[str, Any]) -> dict[str, Any]:
+    """At each budget, does thrifty's best method (chosen on validation) beat both baselines'
+    choices on the test rows?"""
+    from thrifty.comparison import METHODS
+
+    baseline_names = {METHODS[k].name for k in BASELINES}
+    ours = main.front[~main.front["method"].isin(baseline_names)] if len(main.front) else main.front
+    budgets = _budgets(main)
+    rows = []
+    for b in budgets:
+        best = _choice(ours, b)
+        theirs = [_choice(alone[k].front, b) for k in BASELINES]
+        value = -np.inf if best is None else best["test_value"]
+        beats = best is not None and all(t is None or value > t["test_value"] for t in theirs)
+        method = None if best is None else best["method"]
+        rows.append({"budget": round(b, 4), "thrifty": method, "beats": beats})
+    return {
+        "budgets_above_baselines_frac": round(float(np.mean([r["beats"] for r in rows])), 3),
+        "budgets_above_baselines": rows,
+    }
+
+
+def _choice(front: pd.DataFrame, budget: float) -> pd.Series | None:
+    """The front's row of best validation figure within ``budget`` (validation cost), confirmed."""
+    if not len(front) or "test_value" not in front:
+        return None
+    within = front[(front["mean_cost"] <= budget + 1e-12) & front["test_value"].notna()]
+    return None if not len(within) else within.loc[within["value"].idxmax()]
+
+
+def cost_at_full(main: Any) -> dict[str, Any]:
+    """The lowest test cost on the confirmed front (or the plain model's own) within the
+    tolerance of the plain model's test figure."""
+    from thrifty.comparison.selection import baseline_row
+
+    row = baseline_row(main.table)
+    if row is None or not len(main.front) or "test_value" not in main.front:
+        return {"cost_at_full_metric": None}
+    full = main.table.loc[row]
+    metric, to_user, reached = user_metric(full["metric"])
+    full_value = to_user(full["test_value"])
+    # The plain model reaches its own figure at its own cost, whether or not it is on the front.
+    front = pd.concat([main.front, main.table.loc[[row]]])
+    front = front[front["test_value"].notna()]
+    ok = [reached(to_user(v), full_value) for v in front["test_value"]]
+    cost = float(front.loc[ok, "test_mean_cost"].min()) if any(ok) else None
+    fraction = None if cost is None else cost / float(full["test_mean_cost"])
+    return {
+        "metric": metric,
+        "full_metric": round(full_value, 4),
+        "full_cost": round(float(full["test_mean_cost"]), 4),
+        "cost_at_full_metric": None if cost is None else round(cost, 4),
+        "cost_fraction_at_full_metric": None if fraction is None else round(fraction, 4),
+    }
+
+
+def frontiers(name: str, task: str, main: Any, alone: dict[str, Any]) -> pd.DataFrame:
+    """Each method's frontier on the validation rows (run 1), with its test figures where
+    compare confirmed it, and each baseline's own confirmed front (runs 2 and 3)."""
+    from thrifty.frontier import pareto_front
+
+    keep = ["method", "name", "mean_cost", "value", "test_mean_cost", "test_value", "test_low", "test_high"]
+    parts = []
+    for _, rows in main.table.groupby("method", sort=False):
+        front = pareto_front(rows)
+        parts.append(front.assign(run="every method", on_compare_front=front.index.isin(main.front.index)))
+    for key, cmp in alone.items():
+        parts.append(cmp.front.assign(run=f"{key} alone", on_compare_front=True))
+    out = pd.concat(parts, ignore_index=True).reindex(columns=[*keep, "metric", "run", "on_compare_front"])
+    # The same figures in the user's units (RMSE in dollars rather than compare's neg_mse).
+    out["user_metric"] = [user_metric(m)[0] for m in out["metric"]]
+    for col in ("value", "test_value"):
+        out[f"{col}_user"] = [
+            np.nan if pd.isna(v) else user_metric(m)[1](v) for m, v in zip(out["metric"], out[col])
+        ]
+    columns = ["dataset", "task", "run", "on_compare_front", "metric", *keep, "user_metric"]
+    return out.assign(dataset=name, task=task)[[*columns, "value_user", "test_value_user"]]
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cores": CORES,
+        "cpu": platform.processor() or platform.machine(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "python": platform.python_version(),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--data-home", default=os.environ.get("THRIFTY_DATA"))
+    parser.add_argument(
+        "--time-limit", type=float, default=None, help="seconds per compare run (default 600; quick 30)"
+    )
+    parser.add_argument("--datasets", help="comma-separated subset of " + ", ".join(DATASETS))
+    args = parser.parse_args()
+    args.limit = args.time_limit if args.time_limit is not None else (30.0 if args.quick else 600.0)
+    names = list(DATASETS)
+    if args.datasets:
+        names = [n.strip() for n in args.datasets.split(",") if n.strip()]
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown:
+        parser.error(f"unknown dataset(s) {unknown}; choose among {', '.join(DATASETS)}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    per: dict[str, dict[str, Any]] = {}
+    tables = []
+    for i, name in enumerate(names, 1):
+        print(f"[{i}/{len(names)}] {name}", file=sys.stderr, flush=True)
+        per[name], table = run_task(name, DATASETS[name], args)
+        tables.append(table)
+        f = per[name]
+        print(
+            f"{name}: {f['methods']} methods; thrifty above both baselines at "
+            f"{f['budgets_above_baselines_frac']:.0%} of budgets; the plain model's {f.get('metric')} "
+            f"reached at cost {f['cost_at_full_metric']} "
+            f"({f.get('cost_fraction_at_full_metric')} of its cost)",
+            flush=True,
+        )
+    table = pd.concat(tables, ignore_index=True)
+    table.to_csv(RESULTS / f"tasks{'_quick' if args.quick else ''}.csv", index=False)
+    figures: dict[str, Any] = {
+        "bench": "tasks",
+        "time_limit": args.limit,
+        "methods_per_task": {n: f["methods"] for n, f in per.items()},
+        "min_methods_per_task": min(f["methods"] for f in per.values()),
+    }
+    for name, task in DATASETS.items():
+        if name in per and task in ("regression", "ranking"):
+            figures[f"{task}_budgets_above_baselines_frac"] = per[name]["budgets_above_baselines_frac"]
+    for key in ("budgets_above_baselines_frac", "cost_at_full_metric", "cost_fraction_at_full_metric"):
+        figures[key] = {n: f.get(key) for n, f in per.items()}
+    figures["full_metric_tolerance"] = {
+        n: f"{f['metric']} within {TOLERANCE.get(f['metric'], '0.5 point')}"
+        for n, f in per.items()
+        if "metric" in f
+    }
+    if "flights" in per:
+        f = per["flights"]
+        figures.update(
+            flights_compare_seconds=f["seconds"],
+            flights_compare_within_allowance=f["within_allowance"],
+            flights_compare_peak_gb=f["peak_gb"],
+            flights_compare_peak_under_4gb=f["peak_gb"] < PEAK_LIMIT_GB,
+            flights_compare_cut=f["cut"],
+        )
+    figures["details"] = per
+    figures["machine"] = machine()
+    emit(figures, args.quick)
+
+
+if __name__ == "__main__":
+    main()

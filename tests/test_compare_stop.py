@@ -1,0 +1,86 @@
+"""A time allowance is kept even when a fit started before its end runs far past it: compare
+stops waiting, names the fit in ``Comparison.cut`` and ends the workers of its own pool."""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from thrifty.comparison import METHODS, Candidate, Method, compare
+from thrifty.comparison.pool import _cancel, _stop, local_pool
+
+FAST = {"n_estimators": 20, "num_leaves": 8, "n_jobs": 1}
+#: Far longer than the allowance the tests give.
+SLEEP = 8.0
+
+
+@pytest.fixture(autouse=True)
+def agg(monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+
+
+def _slow(ctx):
+    """A method whose first fit outlasts any allowance here (a first fit on many rows)."""
+    time.sleep(SLEEP)
+    yield Candidate("late", ctx.lightgbm())
+
+
+def test_a_fit_running_past_the_allowance_is_given_up_and_named_in_the_cut(monkeypatch):
+    monkeypatch.setitem(METHODS, "slow", Method("slow", "Slow method", "post-hoc", ("binary",), _slow))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    y = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(int)
+    # Threads see the method registered here (a process pool's workers would not); the sleeping
+    # thread cannot be ended, so the pool is left without waiting for it.
+    pool = ThreadPoolExecutor(2)
+    allowance = 2.0
+    start = time.perf_counter()
+    try:
+        cmp = compare(
+            X,
+            y,
+            methods=["lightgbm", "slow"],
+            time_limit=allowance,
+            cv=0,
+            executor=pool,
+            progress=False,
+            lightgbm_params=FAST,
+        )
+    finally:
+        pool.shutdown(wait=False)
+    elapsed = time.perf_counter() - start
+    assert elapsed < SLEEP - 2.0  # not waited for
+    assert "Slow method" not in set(cmp.table["method"])
+    assert "LightGBM, first k trees" in set(cmp.table["method"])
+    assert ("Slow method", "every setting", "not fitted: the time allowance ran out") in cmp.cut
+    assert cmp.stopped_early
+
+
+# loky's manager thread dying (a KeyError or InvalidStateError in its queue) fails the test.
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_local_pool_given_up_ends_its_workers_and_the_next_call_gets_a_new_pool():
+    pool = local_pool(1)
+    pool.submit(int, "1").result()  # the worker is up
+    workers = list(pool._processes.values())
+    running = pool.submit(time.sleep, 60)
+    queued = [pool.submit(time.sleep, 60) for _ in range(3)]
+    deadline = time.time() + 30
+    while not running.running() and time.time() < deadline:
+        time.sleep(0.05)
+    # At the deadline run_tasks cancels what has not started, but not on its own pool.
+    _cancel(pool, queued)
+    assert not any(f.cancelled() for f in queued)
+    _stop(pool, [running, *queued])
+    deadline = time.time() + 30
+    while any(p.is_alive() for p in workers) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not any(p.is_alive() for p in workers)
+    fresh = local_pool(1)
+    assert fresh is not pool
+    assert fresh.submit(int, "3").result(timeout=60) == 3
+    # A pool the caller gave is not ended: only its futures are cancelled.
+    with ThreadPoolExecutor(1) as theirs:
+        queued = [theirs.submit(time.sleep, 0.2), theirs.submit(time.sleep, 0.2)]
+        _stop(theirs, queued[1:])
+        assert queued[1].cancelled() and theirs.submit(int, "4").result() == 4

@@ -423,6 +423,79 @@ def test_regressor_root_split_follows_the_cost_weighted_rule(split, seed, missin
         assert m.forest_.value[leaf, 0] == pytest.approx(np.average(y[rows], weights=w[rows]))
 
 
+def _pairs_by_outer(y):
+    """Unweighted squared pairs ``sum_{i<j} (y_i - y_j)^2``, from the full difference matrix."""
+    return float(np.square(np.subtract.outer(y, y)).sum()) / 2.0
+
+
+@pytest.mark.parametrize("split", ["minmax", "expected"])
+@pytest.mark.parametrize("cost_ratio", [1.2, 1.5, 3.0])
+def test_regressor_every_node_follows_the_cost_weighted_rule(split, cost_ratio):
+    """Below the root too: each internal node's split is the enumerated rule's on the node's rows,
+    and a leaf above ``max_depth`` is a node where no feature reduces the impurity."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(48, 3)).round(2)
+    y = 3.0 * (X[:, 1] > 0) + 0.3 * X[:, 2] + 0.1 * rng.normal(size=48)
+    cost = np.array([1.0, cost_ratio, 2.0])
+    m = BudgetRFRegressor(
+        1, costs=cost, max_depth=4, max_features=None, bootstrap=False, split=split, progress=False
+    ).fit(X, y)
+    f = m.forest_
+    stack, checked = [(f.roots[0], np.ones(len(y), dtype=bool), 0)], 0
+    while stack:
+        node, rows, depth = stack.pop()
+        Xn, yn = X[rows], y[rows]
+        ref_f, ref_t, _ = _root_split_reference(
+            Xn, yn, cost, split, np.ones(len(yn)), node_impurity=lambda r, yn=yn: _pairs_by_outer(yn[r])
+        )
+        if f.feature[node] < 0:
+            assert depth == 4 or ref_f is None
+            continue
+        assert f.feature[node] == ref_f
+        assert f.threshold[node] == pytest.approx(ref_t)
+        left = rows & (X[:, ref_f] <= ref_t)
+        stack += [(f.children_left[node], left, depth + 1), (f.children_right[node], rows & ~left, depth + 1)]
+        checked += 1
+    assert checked >= 7
+
+
+def test_regressor_prefers_a_useless_cheap_feature_to_one_over_four_thirds_its_cost():
+    """The rule, not a bug: a balanced cut on a feature unrelated to ``y`` leaves each half about a
+    quarter of the node's squared pairs (it has half the rows, so a quarter of the pairs), i.e.
+    removes 3/4 of them, and no cut removes more than all of them. So ``cost / reduction`` prefers
+    the useless feature as soon as the useful one costs more than ``red_useful / red_useless``
+    (about 4/3) times as much; grown out, trees then test the useful feature almost never, unless
+    ``max_features`` leaves the cheap feature out of some nodes' candidates."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = 3.0 * (X[:, 1] > 0) + 0.1 * rng.normal(size=200)
+    total = _pairs_by_outer(y)
+
+    def best_reduction(x):
+        o = np.argsort(x)
+        return total - min(
+            max(_pairs_by_outer(y[o[:k]]), _pairs_by_outer(y[o[k:]])) for k in range(1, len(y))
+        )
+
+    useless, useful = best_reduction(X[:, 0]) / total, best_reduction(X[:, 1]) / total
+    assert 0.74 < useless < 0.76 and useful > 0.99
+    ratio = useful / useless
+    assert ratio == pytest.approx(4 / 3, abs=0.01)
+    for c in (0.97 * ratio, 1.03 * ratio):
+        m = BudgetRFRegressor(
+            1, costs=[1.0, c], max_depth=1, max_features=None, bootstrap=False, progress=False
+        ).fit(X, y)
+        assert m.forest_.feature[m.forest_.roots[0]] == (1 if c < ratio else 0)
+    grown = BudgetRFRegressor(5, costs=[1.0, 3.0], max_features=None, random_state=0, progress=False).fit(
+        X, y
+    )
+    usage = grown.forest_.feature_usage()
+    assert (grown.forest_.feature[grown.forest_.roots] == 0).all() and usage[1] < 0.02 * usage.sum()
+    sampled = BudgetRFRegressor(5, costs=[1.0, 3.0], max_features=1, random_state=0, progress=False).fit(X, y)
+    usage = sampled.forest_.feature_usage()
+    assert usage[1] > 0.2 * usage.sum()
+
+
 def test_regressor_grows_to_pure_leaves_and_averages_them():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(500, 6))

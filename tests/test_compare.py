@@ -510,7 +510,7 @@ def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order(monkeypa
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from thrifty.comparison import sweep
+    from thrifty.comparison import pool as pool_module
     from thrifty.comparison.methods import METHODS as REGISTRY
     from thrifty.comparison.plan import after_of
     from thrifty.comparison.pool import run_tasks
@@ -538,7 +538,7 @@ def test_tasks_run_beside_the_pool_give_the_sequential_results_in_order(monkeypa
     alone = run_tasks(tasks(), after=after)
 
     where = []  # the thread each task ran on
-    monkeypatch.setattr(sweep, "run_task", lambda t: where.append(threading.get_ident()) or run_task(t))
+    monkeypatch.setattr(pool_module, "run_task", lambda t: where.append(threading.get_ident()) or run_task(t))
     beside_tasks = tasks()
     with ThreadPoolExecutor(1) as pool:
         beside = run_tasks(beside_tasks, executor=pool, workers=2, after=after, here=True)

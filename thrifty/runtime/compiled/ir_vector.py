@@ -14,9 +14,10 @@ The block has ``ir_scalar.scalar_block_ir``'s signature and contract (rows of a 
 rows that did not exit compacted to its front, state in ``S``), so ``run``, ``serve`` and
 the executors are unchanged. Leaf records (the weighted values, the splits on the path and
 the features it tests as bits) are read from the table ``vleaf``, in the leaves' left-to-right
-order per tree (``layout.inorder_leaves``). Used when every tree has at most 64 leaves, the forest at
-most 64 features and the plan no bin exits (``vector_ok``); other plans use ``ir_scalar``'s
-scalar blocks.
+order per tree (``layout.inorder_leaves``); the tested-feature set is one vector per 64 features,
+and after a tree only the words its features lie in are gathered and ORed. Used when every tree
+has at most 64 leaves and the plan no bin exits (``vector_ok``); other plans use
+``ir_scalar``'s scalar blocks.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
 from thrifty.runtime.compiled.ir_scalar import module_irs, scalar_block_ir
-from thrifty.runtime.compiled.layout import STATE_FIELDS, TABLES, Layout, double
+from thrifty.runtime.compiled.layout import TABLES, Layout, double, state_fields, word_field
 
 # Rows per vector (one 512-bit register of doubles; narrower machines split it).
 LANES = 8
@@ -53,10 +54,10 @@ declare i8 @llvm.ctpop.i8(i8)
 
 
 def vector_ok(lay: Layout) -> bool:
-    """Whether the plan runs on vector blocks: every visited tree has at most 64 leaves, the
-    forest at most 64 features (costs tracked as bits) and no position has a bin exit."""
+    """Whether the plan runs on vector blocks: every visited tree has at most 64 leaves and no
+    position has a bin exit (any number of features)."""
     leaves = np.diff(lay.leaf_ptr)[np.asarray(lay.order, dtype=np.int64)]
-    return lay.masked and bool(np.all(leaves <= 64)) and not lay.any_bins
+    return bool(np.all(leaves <= 64)) and not lay.any_bins
 
 
 def vblocks_of(exits: np.ndarray) -> list[tuple[int, int]]:
@@ -133,10 +134,10 @@ def vector_module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]
 def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``ir_scalar.scalar_block_ir`` makes it, on vectors;
     tree ``t``'s leaf records in ``vleaf`` start at ``lay.leaf_ptr[t]``."""
-    K = lay.K
-    R = K + 2
+    K, W = lay.K, lay.words
+    R = K + 1 + W
     t = {name: i for i, name in enumerate(TABLES)}
-    off = {name: (K + j) for j, name in enumerate(STATE_FIELDS)}
+    off = {name: (K + j) for j, name in enumerate(state_fields(W))}
     e = _Emitter()
     globals_: list[str] = []
     e.lines += [
@@ -173,7 +174,8 @@ def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
     every = _splat("i1", "true")
     # Per-row state pointers: field f of row i is S[f * n + i].
     ptrs: dict[str, str] = {}
-    for name in ("nodes", "bits", "pos", "dir"):
+    words = [word_field("bits", w) for w in range(W)]
+    for name in ("nodes", *words, "pos", "dir"):
         at = e(f"mul {_I} %nv, {_splat('i64', str(off[name]))}")
         ptrs[name] = e.gep("%S", "i64", e(f"add {_I} {at}, %idx"))
     acc: list[str] = []
@@ -182,7 +184,7 @@ def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         ptrs[f"raw{c}"] = e.gep("%S", "double", e(f"add {_I} {at}, %idx"))
         acc.append(e.gather("double", ptrs[f"raw{c}"], every))
     nodes = e.gather("i64", ptrs["nodes"], every)
-    bits = e.gather("i64", ptrs["bits"], every)
+    bits = [e.gather("i64", ptrs[name], every) for name in words]
     xo = e(f"mul {_I} %idx, {_splat('i64', str(lay.F))}")
     f = lay.forest
     columns: dict[int, str] = {}
@@ -216,10 +218,11 @@ def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
             acc[o] = v
         depth = e.gather("i64", e.gep("%vleaf", "i64", e(f"add {_I} {rec}, {_splat('i64', str(K))}")), every)
         nodes = e(f"add {_I} {nodes}, {depth}")
-        tested = e.gather(
-            "i64", e.gep("%vleaf", "i64", e(f"add {_I} {rec}, {_splat('i64', str(K + 1))}")), every
-        )
-        bits = e(f"or {_I} {bits}, {tested}")
+        bits = list(bits)
+        # Only the words this tree's features lie in can change.
+        for word in lay.tree_words(tree):
+            at = e(f"add {_I} {rec}, {_splat('i64', str(K + 1 + word))}")
+            bits[word] = e(f"or {_I} {bits[word]}, {e.gather('i64', e.gep('%vleaf', 'i64', at), every)}")
         if not int(lay.exits[p]):
             continue
         g = acc[0] if K == 1 else _vmargin(e, acc)
@@ -271,13 +274,14 @@ def _broadcast(e: _Emitter, scalar: str) -> str:
 
 
 def _store(
-    e: _Emitter, ptrs: dict, acc: list[str], nodes: str, bits: str, pos: str, mask: str, K: int
+    e: _Emitter, ptrs: dict, acc: list[str], nodes: str, bits: list[str], pos: str, mask: str, K: int
 ) -> None:
     """Write the lanes ``mask`` of the row state back to ``S``."""
     for c in range(K):
         e.scatter("double", acc[c], ptrs[f"raw{c}"], mask)
     e.scatter("i64", nodes, ptrs["nodes"], mask)
-    e.scatter("i64", bits, ptrs["bits"], mask)
+    for w, word in enumerate(bits):
+        e.scatter("i64", word, ptrs[word_field("bits", w)], mask)
     e.scatter("i64", pos, ptrs["pos"], mask)
 
 

@@ -13,7 +13,7 @@ from tests._helpers.compiled_plans import PLANS, check, input_matrices
 from tests._helpers.reference import random_forest, random_inputs
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate
-from thrifty.runtime.compiled.ir_vector import VCHUNK, vblocks_of, vector_ok
+from thrifty.runtime.compiled.ir_vector import VCHUNK, VECTOR_LEAVES, vblocks_of, vector_ok
 from thrifty.runtime.compiled.layout import Layout, inorder_leaves
 from thrifty.runtime.compiled.tables import leaf_tables
 
@@ -76,7 +76,10 @@ def test_scalar_and_vector_blocks_match(name, vector, X, monkeypatch):
     check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
 
 
-def test_trees_of_more_than_64_leaves_take_scalar_blocks():
+@pytest.mark.parametrize("vector", [True, False], ids=["vector", "scalar"])
+def test_trees_of_more_than_64_leaves(vector, monkeypatch):
+    """Leaf masks of several words (trees of about 390 leaves, past ``VECTOR_LEAVES``: forced
+    onto vector blocks here) and scalar blocks both give the interpreter's results."""
     from sklearn.ensemble import RandomForestRegressor
 
     rng = np.random.default_rng(5)
@@ -84,9 +87,11 @@ def test_trees_of_more_than_64_leaves_take_scalar_blocks():
     y = X[:, 0] + rng.normal(size=len(X))
     model = RandomForestRegressor(n_estimators=4, random_state=0).fit(X, y)
     forest = Forest.from_model(model)
-    assert np.diff(inorder_leaves(forest)[0]).max() > 64
+    assert np.diff(inorder_leaves(forest)[0]).min() > VECTOR_LEAVES
     plan = Sequential(forest, np.arange(4), np.full(4, 1.0), np.full(4, -1.0))
+    # Past VECTOR_LEAVES this CPU would choose scalar blocks.
     assert not vector_ok(layout(forest, np.arange(4), np.ones(4)))
+    monkeypatch.setattr(objects, "use_vector", lambda lay: vector)
     for p in (Full(forest), plan):
         E = X.copy()
         E[rng.random(E.shape) < 0.1] = np.nan
@@ -95,6 +100,29 @@ def test_trees_of_more_than_64_leaves_take_scalar_blocks():
     np.testing.assert_allclose(
         evaluate(forest, np.nan_to_num(X)).raw, model.predict(np.nan_to_num(X)), rtol=1e-12
     )
+
+
+# Trees of 64 to 219 leaves (leaf masks of one to four words).
+DEEP = random_forest(np.random.default_rng(33), N_FEATURES, n_trees=6, max_depth=9)
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(X=input_matrices(N_FEATURES))
+@pytest.mark.parametrize("vector", [True, False], ids=["vector", "scalar"])
+def test_deep_trees_on_vector_blocks(vector, X, monkeypatch):
+    """Trees of more than 64 leaves take vector blocks (up to ``VECTOR_LEAVES``), with the
+    interpreter's results on either kind of block, dense, served, one row and lazily."""
+    leaves = np.diff(inorder_leaves(DEEP)[0])
+    assert leaves.min() == 64 and 192 < leaves.max() <= VECTOR_LEAVES
+    assert vector_ok(layout(DEEP, np.arange(6), np.ones(6)))
+    monkeypatch.setattr(objects, "use_vector", lambda lay: vector)
+    costs = cost_model(tree_cost=0.25, split_cost=0.125)
+    check(Full(DEEP), X, costs)
+    check(Sequential(DEEP, np.arange(6)[::-1], np.full(6, 1.0), np.full(6, -1.0)), X, costs)
 
 
 def test_modules_compile_in_helper_processes(monkeypatch):

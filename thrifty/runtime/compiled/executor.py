@@ -3,10 +3,12 @@ the rows it can (dense rows not started yet) and the interpreter's kernels on th
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.runtime.compiled.layout import STATE_FIELDS
+from thrifty.runtime.compiled.layout import n_words, word_field
 from thrifty.runtime.compiled.tables import ForestCode
 from thrifty.runtime.exits import Schedule
 from thrifty.runtime.interpret.executors import Context, SequentialExecutor, round32
@@ -36,9 +38,10 @@ class NativeExecutor(SequentialExecutor):
         every = len(rows) == n  # all rows (dense evaluation), not a gate's share of them
         take = slice(None) if every else rows
         raw = S[: K * n].reshape(K, n)
-        ints = S[K * n :].view(np.int64).reshape(len(STATE_FIELDS), n)
-        nodes, bits, pos, direction, frozen = (
-            ints[STATE_FIELDS.index(name), take] for name in ("nodes", "bits", "pos", "dir", "frozen")
+        fields = s.fields
+        ints = S[K * n :].view(np.int64).reshape(len(fields), n)
+        nodes, pos, direction, frozen = (
+            ints[fields.index(name), take] for name in ("nodes", "pos", "dir", "frozen")
         )
         self.raw[take] = raw[:, take].T
         self.pos[take] = pos
@@ -47,7 +50,20 @@ class NativeExecutor(SequentialExecutor):
         self.done[take] = True
         c.n_nodes[take] += nodes
         c.n_trees[take] += pos
-        if s.masked:
-            # Bit f of a row's word is set when its paths tested feature f.
-            tested = np.unpackbits(bits.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-            c.touched[take] |= tested[:, : f.n_features].view(np.bool_)
+        c.touched[take] |= tested_features(ints, fields, take, f.n_features)
+
+
+def tested_features(
+    ints: np.ndarray, fields: tuple[str, ...], take: slice | np.ndarray, F: int
+) -> np.ndarray:
+    """The rows ``take`` of the bit set ``bits`` of the state's int64 fields ``ints`` (one row
+    per field of ``fields``) as a bool matrix of ``F`` features: bit ``f % 64`` of word
+    ``f // 64`` is feature ``f``."""
+    W = n_words(F)
+    words = np.stack([ints[fields.index(word_field("bits", w)), take] for w in range(W)], axis=1)
+    if sys.byteorder != "little":
+        words = words.byteswap()
+    # A row's words' little-endian bytes unpack in feature order.
+    octets = words.view(np.uint8).reshape(len(words), 8 * W)
+    tested = np.unpackbits(octets, axis=1, count=F, bitorder="little")
+    return tested.view(np.bool_)

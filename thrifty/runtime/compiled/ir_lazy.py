@@ -139,7 +139,10 @@ def lazy_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         after = f"%t{j + 1}_entry" if j + 1 < k else "%rowend"
         acc = [f"%{x}a{c}" for c in range(K)]
         guard: list[tuple[int, int]] = []
-        code, acc1, nodes1, bits1, _ = _tree_ir(lay, tree, x, acc, f"%{x}nd", f"%{x}bt", globals_, key, guard)
+        # One word of tested features, or (over 64 features) the row's bytes of ``touched``.
+        words = [f"%{x}bt"] if lay.masked else []
+        code, acc1, nodes1, bits, _ = _tree_ir(lay, tree, x, acc, f"%{x}nd", words, globals_, key, guard)
+        bits1 = bits[0] if bits else f"%{x}bt"
         # Enter the tree at its root, or at the node the row stopped at.
         lines += [f"t{j}_entry:"]
         lines += [f"  %{x}a{c} = load double, ptr %Aacc{c}" for c in range(K)]

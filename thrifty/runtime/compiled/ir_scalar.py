@@ -26,12 +26,13 @@ from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
 from thrifty.runtime.compiled.layout import (
     ROW_GROUP,
-    STATE_FIELDS,
     TABLES,
     VECTOR_ROWS,
     Layout,
     blocks_of,
     double,
+    state_fields,
+    word_field,
 )
 
 _INF = "0x7FF0000000000000"
@@ -205,7 +206,7 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
     kept``: the rows ``rows[:m]`` that did not exit, compacted to the front of ``rows``."""
     K, F = lay.K, lay.F
     t = {name: i for i, name in enumerate(TABLES)}
-    off = {name: (K + j) for j, name in enumerate(STATE_FIELDS)}
+    off = {name: (K + j) for j, name in enumerate(state_fields(lay.words))}
     head = [
         f"define i64 @block_{key}_{b}(ptr noalias %X, ptr noalias %S, ptr noalias %T, "
         "ptr noalias %touched, ptr noalias %rows, i64 %m, i64 %n) {",
@@ -232,8 +233,6 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         f"  %xo = mul i64 %i, {F}",
         "  %row = getelementptr double, ptr %X, i64 %xo",
     ]
-    if not lay.masked:
-        head += [f"  %to = mul i64 %i, {F}", "  %trow = getelementptr i8, ptr %touched, i64 %to"]
     acc = []
     for c in range(K):
         head += [
@@ -243,7 +242,8 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
             f"  %acc{c}_0 = load double, ptr %rawp{c}",
         ]
         acc.append(f"%acc{c}_0")
-    for name in ("nodes", "bits"):
+    # The tested-feature set: one word per 64 features (``layout.state_fields``).
+    for name in ("nodes", *(word_field("bits", w) for w in range(lay.words))):
         head += [
             f"  %{name}p = getelementptr i64, ptr %{name}S, i64 %i",
             f"  %{name}_0 = load i64, ptr %{name}p",
@@ -254,8 +254,8 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
     ]
     lines: list[str] = []
     globals_: list[str] = []
-    exits: list[tuple[str, str, list[str], str, str, int]] = []  # (pred, dir, accs, nodes, bits, pos)
-    nodes, bits = "%nodes_0", "%bits_0"
+    exits: list[tuple[str, str, list[str], str, list[str], int]] = []  # (pred, dir, accs, nodes, bits, pos)
+    nodes, bits = "%nodes_0", [f"%{word_field('bits', w)}_0" for w in range(lay.words)]
     for j in range(k):
         p = p0 + j
         tree = int(lay.order[p])
@@ -317,9 +317,10 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         tail.append(phi("xdir", "i64", [e[1] for e in exits]))
         tail += [phi(f"xacc{c}", "double", [e[2][c] for e in exits]) for c in range(K)]
         tail.append(phi("xnodes", "i64", [e[3] for e in exits]))
-        tail.append(phi("xbits", "i64", [e[4] for e in exits]))
+        tail += [phi(f"xbits{w}", "i64", [e[4][w] for e in exits]) for w in range(lay.words)]
         tail.append(phi("xpos", "i64", [str(e[5]) for e in exits]))
-        tail += _store_state([f"%xacc{c}" for c in range(K)], "%xnodes", "%xbits", "%xpos", "%xdir")
+        xbits = [f"%xbits{w}" for w in range(lay.words)]
+        tail += _store_state([f"%xacc{c}" for c in range(K)], "%xnodes", xbits, "%xpos", "%xdir")
         tail.append("  br label %cont")
     tail += [
         "cont:",
@@ -333,9 +334,10 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
     return "\n".join(globals_ + head + lines + tail) + "\n"
 
 
-def _store_state(acc: list[str], nodes: str, bits: str, pos: str, direction: str | None) -> list[str]:
+def _store_state(acc: list[str], nodes: str, bits: list[str], pos: str, direction: str | None) -> list[str]:
     out = [f"  store double {a}, ptr %rawp{c}" for c, a in enumerate(acc)]
-    out += [f"  store i64 {nodes}, ptr %nodesp", f"  store i64 {bits}, ptr %bitsp"]
+    out.append(f"  store i64 {nodes}, ptr %nodesp")
+    out += [f"  store i64 {b}, ptr %{word_field('bits', w)}p" for w, b in enumerate(bits)]
     out += ["  %posp = getelementptr i64, ptr %posS, i64 %i"] if direction is None else []
     if direction is None:
         out.append(f"  store i64 {pos}, ptr %posp")
@@ -371,14 +373,16 @@ def _tree_ir(
     x: str,
     acc: list[str],
     nodes: str,
-    bits: str,
+    bits: list[str],
     globals_: list[str],
     key: str,
     guard: list[tuple[int, int]] | None = None,
-) -> tuple[list[str], list[str], str, str, str]:
+) -> tuple[list[str], list[str], str, list[str], str]:
     """Tree ``t`` for the row at ``%row`` (names prefixed ``x``), then its leaf's value added
-    to ``acc``, its path's splits to ``nodes`` and features to ``bits`` (or ``touched``).
-    Returns the code, the new values and the label the code ends in.
+    to ``acc``, its path's splits to ``nodes`` and features to the words ``bits`` of the
+    tested-feature set (all ``lay.words`` of them; with none, the lazy blocks of a forest of
+    more than 64 features, to the row's bytes of ``touched`` at ``%trow``). Returns the code,
+    the new values and the label the code ends in.
 
     With ``guard`` (lazy blocks, ``ir_lazy``), each split first reads whether its feature is
     known in the row's ``%krow`` and, when it is not, branches to ``%{x}blk`` (the split's node
@@ -394,7 +398,7 @@ def _tree_ir(
         if feat < 0:
             leaves.append(node)
             lines.append(f"{n}:")
-            if not lay.masked:
+            if not bits:
                 for e in range(lay.path_ptr[node], lay.path_ptr[node + 1]):
                     q = int(lay.path_feat[e])
                     lines += [
@@ -418,7 +422,7 @@ def _tree_ir(
         lines += _split_ir(f, node, feat, n, left, right, globals_, key)
     # A leaf's record: weighted values (one per output), the splits on its path and the
     # features that path tests as bits (tables keep the code small: one constant per leaf).
-    R = lay.K + 2
+    R = lay.K + 1 + lay.words
     lines += [
         f"{x}leaf:",
         f"  %{x}id = phi i64 " + ", ".join(f"[{leaf}, %{x}n{leaf}]" for leaf in leaves),
@@ -428,14 +432,16 @@ def _tree_ir(
         f"  %{x}dp = load i64, ptr %{x}dpp",
         f"  %{x}nodes = add i64 {nodes}, %{x}dp",
     ]
-    if lay.masked:
+    bits = list(bits)
+    # Only the words this tree's features lie in can change.
+    for w in lay.tree_words(t) if bits else ():
         lines += [
-            f"  %{x}mj = add i64 %{x}r, {lay.K + 1}",
-            f"  %{x}mkp = getelementptr i64, ptr %leaf, i64 %{x}mj",
-            f"  %{x}mk = load i64, ptr %{x}mkp",
-            f"  %{x}bits = or i64 {bits}, %{x}mk",
+            f"  %{x}mj{w} = add i64 %{x}r, {lay.K + 1 + w}",
+            f"  %{x}mkp{w} = getelementptr i64, ptr %leaf, i64 %{x}mj{w}",
+            f"  %{x}mk{w} = load i64, ptr %{x}mkp{w}",
+            f"  %{x}bits{w} = or i64 {bits[w]}, %{x}mk{w}",
         ]
-        bits = f"%{x}bits"
+        bits[w] = f"%{x}bits{w}"
     cls = int(f.tree_class[t])
     outputs = [cls] if cls >= 0 else list(range(lay.K))
     acc = list(acc)

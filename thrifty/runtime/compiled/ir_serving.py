@@ -1,12 +1,12 @@
 """LLVM IR of the serving path's ``serve``: a forest plan from a fresh state to settled costs.
 
-It is generated (for forests of at most 64 features) in the module of ``ir_scalar``'s ``run``,
+It is generated (for forests of any number of features) in the module of ``ir_scalar``'s ``run``,
 which it calls; the serving path (``serving``) calls it.
 """
 
 from __future__ import annotations
 
-from thrifty.runtime.compiled.layout import COST_TABLES, STATE_FIELDS, TABLES, Layout
+from thrifty.runtime.compiled.layout import COST_TABLES, TABLES, Layout, state_fields, word_field
 
 # The words of ``serve``'s one argument, a call context: the input matrix, the state buffer,
 # the plan's tables and the cost tables (addresses), the rows [lo, hi) of n, and a flag
@@ -23,13 +23,14 @@ def serving_ir(lay: Layout, key: str) -> str:
     Rounds the rows' inputs to float32 in place when asked (as scikit-learn and XGBoost read
     them), sets the rows' state (raw scores at the base score, counters at zero), runs the plan
     (``run``), then prices the features each row tested as ``interpret.kernels.settle_costs`` does: only
-    the tested features, found as the set bits of ``bits`` in increasing order, each unit of
-    their closures paid once in the same order, so the sums agree bit for bit. It stores the
-    feature cost in ``cost``, the acquired features as bits in ``acq``, and the evaluation
+    the tested features, found as the set bits of ``bits`` in increasing order (word by word),
+    each unit of their closures paid once in the same order, so the sums agree bit for bit. It
+    stores the feature cost in ``cost``, the acquired features as bits in ``acq`` (the union of
+    the paid units' features, ``unit_bits`` holding ``W`` words per unit), and the evaluation
     cost ``tree_cost * pos + split_cost * nodes`` and ``total`` as ``_results.assemble`` forms
-    them. Generated for forests of at most 64 features."""
-    K, F = lay.K, lay.F
-    off = {name: K + j for j, name in enumerate(STATE_FIELDS)}
+    them. Any number of features and priced units (a word per 64 of each)."""
+    K, F, W = lay.K, lay.F, lay.words
+    off = {name: K + j for j, name in enumerate(state_fields(W))}
     tb = TABLES.index("base")
     args = "\n".join(
         f"  %{name}c = getelementptr i64, ptr %ctx, i64 {j}\n"
@@ -54,17 +55,28 @@ def serving_ir(lay: Layout, key: str) -> str:
             f"  %rp{c} = getelementptr double, ptr %S, i64 %rj{c}",
             f"  store double %bv{c}, ptr %rp{c}",
         ]
-    for name in ("nodes", "bits", "pos", "dir", "frozen"):
+    for name in ("nodes", *(word_field("bits", w) for w in range(W)), "pos", "dir", "frozen"):
         init += [f"  %z{name} = getelementptr i64, ptr %{name}S, i64 %wi", f"  store i64 0, ptr %z{name}"]
     init_code = "\n".join(init)
+    settle = _settle_ir(W)
+    last = W - 1
+    store_acq = "\n".join(
+        f"  %ap{w} = getelementptr i64, ptr %{word_field('acq', w)}S, i64 %i\n  store i64 %a{w}, ptr %ap{w}"
+        for w in range(W)
+    )
     return f"""
 declare i64 @llvm.cttz.i64(i64, i1)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 
 define void @serve_{key}(ptr %ctx) {{
 entry:
 {args}
 {loads}
 {fields}
+  %uwp = load i64, ptr %unit_words
+  %paidbytes = mul i64 %uwp, 8
+  %paidA = alloca i64, i64 %uwp
+  %acqA = alloca i64, i64 {W}
   %tcp = getelementptr double, ptr %prices, i64 0
   %tc = load double, ptr %tcp
   %scp = getelementptr double, ptr %prices, i64 1
@@ -108,58 +120,10 @@ row:
   %i = phi i64 [%lo, %go], [%i1, %rowdone]
   %more = icmp slt i64 %i, %hi
   br i1 %more, label %rowbody, label %done
-rowbody:
-  %bp = getelementptr i64, ptr %bitsS, i64 %i
-  %bits = load i64, ptr %bp
-  br label %feat
-feat:
-  %rem = phi i64 [%bits, %rowbody], [%rem1, %featnext]
-  %paid = phi i64 [0, %rowbody], [%paid1, %featnext]
-  %tot = phi double [0.0, %rowbody], [%tot1, %featnext]
-  %acq = phi i64 [0, %rowbody], [%acq1, %featnext]
-  %any = icmp ne i64 %rem, 0
-  br i1 %any, label %fbody, label %rowdone
-fbody:
-  %f = call i64 @llvm.cttz.i64(i64 %rem, i1 true)
-  %remm = sub i64 %rem, 1
-  %rem1 = and i64 %rem, %remm
-  %k0p = getelementptr i64, ptr %closure_ptr, i64 %f
-  %k0 = load i64, ptr %k0p
-  %f1 = add i64 %f, 1
-  %k1p = getelementptr i64, ptr %closure_ptr, i64 %f1
-  %k1 = load i64, ptr %k1p
-  br label %unit
-unit:
-  %k = phi i64 [%k0, %fbody], [%kn, %ubody]
-  %paid1 = phi i64 [%paid, %fbody], [%paidn, %ubody]
-  %tot1 = phi double [%tot, %fbody], [%totn, %ubody]
-  %acq1 = phi i64 [%acq, %fbody], [%acqn, %ubody]
-  %uin = icmp slt i64 %k, %k1
-  br i1 %uin, label %ubody, label %featnext
-ubody:
-  %up = getelementptr i64, ptr %closure_units, i64 %k
-  %u = load i64, ptr %up
-  %ub = shl i64 1, %u
-  %pd = and i64 %paid1, %ub
-  %isp = icmp ne i64 %pd, 0
-  %ucp = getelementptr double, ptr %unit_cost, i64 %u
-  %ucv = load double, ptr %ucp
-  %ump = getelementptr i64, ptr %unit_bits, i64 %u
-  %umv = load i64, ptr %ump
-  %paidn = or i64 %paid1, %ub
-  %totadd = fadd double %tot1, %ucv
-  %totn = select i1 %isp, double %tot1, double %totadd
-  %acqor = or i64 %acq1, %umv
-  %acqn = select i1 %isp, i64 %acq1, i64 %acqor
-  %kn = add i64 %k, 1
-  br label %unit
-featnext:
-  br label %feat
-rowdone:
+{settle}rowdone:
   %cp = getelementptr double, ptr %costS, i64 %i
-  store double %tot, ptr %cp
-  %ap = getelementptr i64, ptr %acqS, i64 %i
-  store i64 %acq, ptr %ap
+  store double %tot{last}, ptr %cp
+{store_acq}
   %posp = getelementptr i64, ptr %posS, i64 %i
   %pos = load i64, ptr %posp
   %ndp = getelementptr i64, ptr %nodesS, i64 %i
@@ -171,7 +135,7 @@ rowdone:
   %ev = fadd double %ect, %ecs
   %evp = getelementptr double, ptr %evaluationS, i64 %i
   store double %ev, ptr %evp
-  %tt = fadd double %tot, %ev
+  %tt = fadd double %tot{last}, %ev
   %ttp = getelementptr double, ptr %totalS, i64 %i
   store double %tt, ptr %ttp
   %i1 = add i64 %i, 1
@@ -180,3 +144,81 @@ done:
   ret void
 }}
 """
+
+
+def _settle_ir(W: int) -> str:
+    """The blocks from ``rowbody`` to ``rowdone``: the row's tested features, word ``w`` of
+    ``bits`` giving features ``64 w`` to ``64 w + 63`` in increasing order, each unit of their
+    closures paid once (the sum ``%tot{W - 1}``; units paid are bits of ``%paidA``, a word per
+    64 units, ``unit_words`` of them), and the acquired features, the union of the paid units'
+    ``unit_bits`` (words ``%acqA``, loaded as ``%a0`` to ``%a{W - 1}``)."""
+    out = ["rowbody:", "  call void @llvm.memset.p0.i64(ptr %paidA, i8 0, i64 %paidbytes, i1 false)"]
+    for w in range(W):
+        out += [
+            f"  %bwp{w} = getelementptr i64, ptr %{word_field('bits', w)}S, i64 %i",
+            f"  %bits{w} = load i64, ptr %bwp{w}",
+            f"  %aw{w} = getelementptr i64, ptr %acqA, i64 {w}",
+            f"  store i64 0, ptr %aw{w}",
+        ]
+    out.append("  br label %feat0")
+    for w in range(W):
+        pred, tot = ("rowbody", "0.0") if w == 0 else (f"feat{w - 1}", f"%tot{w - 1}")
+        nxt = f"feat{w + 1}" if w + 1 < W else "settled"
+        # A unit newly paid adds its price and its features (selects: no branch per unit).
+        acquire = "\n".join(
+            f"  %uj{w}_{v} = add i64 %uw{w}, {v}\n"
+            f"  %uq{w}_{v} = getelementptr i64, ptr %unit_bits, i64 %uj{w}_{v}\n"
+            f"  %uv{w}_{v} = load i64, ptr %uq{w}_{v}\n"
+            f"  %ao{w}_{v} = load i64, ptr %aw{v}\n"
+            f"  %ar{w}_{v} = or i64 %ao{w}_{v}, %uv{w}_{v}\n"
+            f"  %as{w}_{v} = select i1 %isp{w}, i64 %ao{w}_{v}, i64 %ar{w}_{v}\n"
+            f"  store i64 %as{w}_{v}, ptr %aw{v}"
+            for v in range(W)
+        )
+        out.append(f"""feat{w}:
+  %rem{w} = phi i64 [%bits{w}, %{pred}], [%remn{w}, %un{w}]
+  %tot{w} = phi double [{tot}, %{pred}], [%totu{w}, %un{w}]
+  %any{w} = icmp ne i64 %rem{w}, 0
+  br i1 %any{w}, label %fb{w}, label %{nxt}
+fb{w}:
+  %c{w} = call i64 @llvm.cttz.i64(i64 %rem{w}, i1 true)
+  %f{w} = add i64 %c{w}, {64 * w}
+  %rm{w} = sub i64 %rem{w}, 1
+  %remn{w} = and i64 %rem{w}, %rm{w}
+  %k0p{w} = getelementptr i64, ptr %closure_ptr, i64 %f{w}
+  %k0{w} = load i64, ptr %k0p{w}
+  %f1{w} = add i64 %f{w}, 1
+  %k1p{w} = getelementptr i64, ptr %closure_ptr, i64 %f1{w}
+  %k1{w} = load i64, ptr %k1p{w}
+  br label %u{w}
+u{w}:
+  %k{w} = phi i64 [%k0{w}, %fb{w}], [%kn{w}, %ub{w}]
+  %totu{w} = phi double [%tot{w}, %fb{w}], [%totn{w}, %ub{w}]
+  %uin{w} = icmp slt i64 %k{w}, %k1{w}
+  br i1 %uin{w}, label %ub{w}, label %un{w}
+ub{w}:
+  %up{w} = getelementptr i64, ptr %closure_units, i64 %k{w}
+  %u{w}v = load i64, ptr %up{w}
+  %pw{w} = lshr i64 %u{w}v, 6
+  %pb{w} = and i64 %u{w}v, 63
+  %ubit{w} = shl i64 1, %pb{w}
+  %pp{w} = getelementptr i64, ptr %paidA, i64 %pw{w}
+  %pv{w} = load i64, ptr %pp{w}
+  %pd{w} = and i64 %pv{w}, %ubit{w}
+  %isp{w} = icmp ne i64 %pd{w}, 0
+  %pn{w} = or i64 %pv{w}, %ubit{w}
+  store i64 %pn{w}, ptr %pp{w}
+  %ucp{w} = getelementptr double, ptr %unit_cost, i64 %u{w}v
+  %ucv{w} = load double, ptr %ucp{w}
+  %totadd{w} = fadd double %totu{w}, %ucv{w}
+  %totn{w} = select i1 %isp{w}, double %totu{w}, double %totadd{w}
+  %uw{w} = mul i64 %u{w}v, {W}
+{acquire}
+  %kn{w} = add i64 %k{w}, 1
+  br label %u{w}
+un{w}:
+  br label %feat{w}""")
+    out.append("settled:")
+    out += [f"  %a{w} = load i64, ptr %aw{w}" for w in range(W)]
+    out.append("  br label %rowdone")
+    return "\n".join(out) + "\n"

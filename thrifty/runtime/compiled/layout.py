@@ -25,7 +25,9 @@ VECTOR_ROWS = 2
 # Fields of the per-row state after the K raw scores, one 8-byte word per row each: splits
 # visited, features tested (bits), positions evaluated, exit side, frozen by a bin table,
 # feature cost and acquired features (bits) once settled, and the work list of rows.
-# ``serve`` also writes each row's evaluation cost and total cost.
+# ``serve`` also writes each row's evaluation cost and total cost. A forest of more than 64
+# features has one more word of each of the two bit sets per further 64 features (feature f is
+# bit f % 64 of word f // 64), as further fields after these (``state_fields``).
 STATE_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cost", "acq", "work", "evaluation", "total")
 # Fields of a lazy evaluation's per-row state after the K raw scores (``ir_lazy``): splits
 # visited and features tested (bits) by the trees finished, positions evaluated, exit side,
@@ -33,8 +35,8 @@ STATE_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cost", "acq", "work", 
 # waits for (-1: none), and the work list.
 LAZY_FIELDS = ("nodes", "bits", "pos", "dir", "frozen", "cur", "blocked", "work")
 # Indices of the cost tables' addresses in ``C``: ``CostModel``'s closures, each unit's features
-# as bits, and (tree_cost, split_cost).
-COST_TABLES = ("closure_ptr", "closure_units", "unit_cost", "unit_bits", "prices")
+# as bits (a word per 64 features), (tree_cost, split_cost), and the words of a set of units.
+COST_TABLES = ("closure_ptr", "closure_units", "unit_cost", "unit_bits", "prices", "unit_words")
 # Indices of the table addresses in ``T``.
 TABLES = (
     "leaf",
@@ -48,6 +50,23 @@ TABLES = (
     "base",
     "vleaf",
 )
+
+
+def n_words(n_features: int) -> int:
+    """64-bit words of a set of ``n_features`` features (at least one)."""
+    return max(1, -(-n_features // 64))
+
+
+def word_field(name: str, w: int) -> str:
+    """The state field holding word ``w`` of the bit set ``name`` (``bits`` or ``acq``)."""
+    return name if w == 0 else f"{name}{w}"
+
+
+def state_fields(words: int) -> tuple[str, ...]:
+    """The per-row state's fields after the raw scores, with bit sets of ``words`` words:
+    ``STATE_FIELDS``, then the further words of ``bits``, then those of ``acq``."""
+    more = tuple(word_field(name, w) for name in ("bits", "acq") for w in range(1, words))
+    return STATE_FIELDS + more
 
 
 def double(x: float) -> str:
@@ -92,10 +111,24 @@ class Layout:
         self.depth, self.path_ptr, self.path_feat = depth, path_ptr, path_feat
         self.F = forest.n_features
         self.K = forest.n_outputs
+        # One word of tested features (lazy blocks keep bits only then: wider forests mark
+        # ``touched``); the dense blocks and ``serve`` keep ``words`` words whatever the width.
         self.masked = self.F <= 64
+        self.words = n_words(self.F)
         self.acc32 = forest.accumulate == "float32"
         self.any_bins = bool(np.any(exits == 2))
         self.leaf_ptr, self.leaves = inorder_leaves(forest)
+        self._tree_words: dict[int, list[int]] = {}
+
+    def tree_words(self, t: int) -> list[int]:
+        """The words of the tested-feature set that tree ``t``'s paths can set (the words of
+        the features its splits test): the others need no update after this tree."""
+        if t not in self._tree_words:
+            leaves = self.leaves[self.leaf_ptr[t] : self.leaf_ptr[t + 1]]
+            feats = [self.path_feat[self.path_ptr[leaf] : self.path_ptr[leaf + 1]] for leaf in leaves]
+            words = np.unique(np.concatenate(feats) // 64) if feats else np.zeros(0, dtype=np.int64)
+            self._tree_words[t] = words.tolist()
+        return self._tree_words[t]
 
 
 def inorder_leaves(forest: Forest) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ from thrifty.runtime.compiled.ir_vector import vector_module_irs, vector_ok
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 14
+CODEGEN_VERSION = 15
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -114,12 +114,11 @@ class NativeCode:
         ``run(X, S, T, touched, rows, m, n)`` (see ``ir_scalar``): evaluates the rows
         ``rows[:m]`` (int64, consumed as a work list) of the float64 C-contiguous matrix ``X``
         on the plan, updating their state in ``S`` (``n`` rows); ``T`` holds the tables'
-        addresses; ``touched`` is the ``(n, n_features)`` bool matrix marked when a forest has
-        more than 64 features (else the ``bits`` field of ``S`` is).
+        addresses; ``touched`` is not read (the tested features are the ``bits`` fields of
+        ``S``, one word per 64 features; lazy blocks mark it for forests of more than 64).
     serve : ctypes function or None
         ``serve(ctx)``, the serving path: the rows ``[lo, hi)`` of the call context ``ctx``
-        (``ir_serving.CONTEXT``) run and their feature cost settled (forests of at most 64
-        features).
+        (``ir_serving.CONTEXT``) run and their feature cost settled (None for lazy blocks).
     key : str
         The cache key (``code_key``).
     compile_seconds : float
@@ -144,8 +143,8 @@ class NativeCode:
             self.serve = None
             return
         self.run = RUN(self._engine.get_function_address(f"run_{self.key}"))
-        # Forests of at most 64 features also get ``serve``: rows from start to settled cost.
-        self.serve = SERVE(self._engine.get_function_address(f"serve_{self.key}")) if lay.masked else None
+        # ``serve``: rows from start to settled cost (the serving path).
+        self.serve = SERVE(self._engine.get_function_address(f"serve_{self.key}"))
 
 
 def _target_machine() -> llvm.TargetMachine:
@@ -167,7 +166,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         irs = lazy_module_irs(lay, key, _TREES_PER_MODULE)
     else:
         irs = (vector_module_irs if use_vector(lay) else module_irs)(lay, key, _TREES_PER_MODULE)
-    if lay.masked and not lazy:
+    if not lazy:
         irs[-1] += serving_ir(lay, key)
     t0 = time.perf_counter()
     helpers = max(0, min(_cores(), len(irs) // 2) - 1)

@@ -44,7 +44,7 @@ class CompiledPlan(Accelerated):
         A Full or Sequential plan's native code and the tables it reads.
     serving : ServingPath or None
         The serving path under ``costs`` (``serving``): one native call from a numeric matrix
-        to settled costs, for forests of at most 64 features.
+        to settled costs (forests of any width; None for other plans).
     """
 
     def __init__(self, plan: Any, costs: CostModel | None = None, *, progress: bool = True) -> None:

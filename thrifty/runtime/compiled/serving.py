@@ -1,6 +1,6 @@
 """The serving path of a compiled forest plan: one native call from the matrix to settled costs.
 
-A compiled ``Full`` or ``Sequential`` plan over at most 64 features, evaluated with its own
+A compiled ``Full`` or ``Sequential`` plan (any number of features), evaluated with its own
 cost model on a numeric matrix, needs none of the executor machinery: the generated ``serve``
 runs the plan from a fresh state to each row's settled costs and acquired features
 (``ir_serving``), and the ``Evaluation`` is read from that one buffer. Everything that
@@ -26,7 +26,7 @@ from thrifty.costs import CostModel, CostReport
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
 from thrifty.runtime.compiled.ir_serving import CONTEXT
-from thrifty.runtime.compiled.layout import COST_TABLES, STATE_FIELDS
+from thrifty.runtime.compiled.layout import COST_TABLES, n_words, word_field
 from thrifty.runtime.compiled.tables import ForestCode, parallel
 from thrifty.runtime.evaluation import Evaluation
 from thrifty.runtime.plans import Full, Sequential
@@ -36,7 +36,6 @@ SMALL = 64
 # Rows beyond which a batch takes the chunked path (working memory stays bounded).
 LARGE = 1 << 16
 
-_FIELD = {name: j for j, name in enumerate(STATE_FIELDS)}
 _FLOAT64 = np.dtype(np.float64)
 _INT64 = np.dtype(np.int64)
 T = TypeVar("T")
@@ -56,16 +55,20 @@ class ServingPath:
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         self.fixed = costs.fixed_cost(plan.feature_usage())
         self.names = costs.feature_names or plan.feature_names
-        unit_bits = np.zeros(len(costs.unit_cost), dtype=np.int64)
+        self.fields = {name: j for j, name in enumerate(code.fields)}
+        # Each unit's features as a bit set of ``words`` words (feature m: bit m % 64 of word m // 64).
+        self.words = code.words
+        unit_bits = np.zeros((len(costs.unit_cost), self.words), dtype=np.int64)
         for u in range(len(unit_bits)):
-            for m in costs.unit_feat[costs.unit_ptr[u] : costs.unit_ptr[u + 1]]:
-                unit_bits[u] |= np.int64(1) << np.int64(m)
+            for m in costs.unit_feat[costs.unit_ptr[u] : costs.unit_ptr[u + 1]].tolist():
+                unit_bits[u, m // 64] |= np.int64(1) << np.int64(m % 64)
         named = {
             "closure_ptr": costs.closure_ptr,
             "closure_units": costs.closure_units,
             "unit_cost": costs.unit_cost,
             "unit_bits": unit_bits,
             "prices": np.array([costs.tree_cost, costs.split_cost], dtype=np.float64),
+            "unit_words": np.array([n_words(len(costs.unit_cost))], dtype=np.int64),
         }
         self._cost_tables = [np.ascontiguousarray(named[name]) for name in COST_TABLES]
         self._C = np.array([a.ctypes.data for a in self._cost_tables], dtype=np.int64)
@@ -157,7 +160,7 @@ class _when_read(Generic[T]):
 
 class ServingEvaluation(Evaluation):
     """An ``Evaluation`` read from the state buffer ``S`` of ``n`` rows that ``serve`` filled
-    (``layout.STATE_FIELDS`` after the raw scores): each field is cut from it, or computed for
+    (``layout.state_fields`` after the raw scores): each field is cut from it, or computed for
     probabilities, labels and acquired features, when first read.
 
     It is an ``Evaluation`` in every way a caller sees (fields are read, assigned and compared
@@ -172,7 +175,7 @@ class ServingEvaluation(Evaluation):
 
     def _field(self, name: str, of: np.ndarray) -> np.ndarray:
         """The field ``name`` of every row, in ``of`` (the state as float64 or int64 words)."""
-        at = (self._path.K + _FIELD[name]) * self._n
+        at = (self._path.K + self._path.fields[name]) * self._n
         return of[at : at + self._n]
 
     @_when_read
@@ -238,12 +241,14 @@ class ServingCostReport(CostReport):
 
     @_when_read
     def acquired(self) -> np.ndarray:
-        n, F = self._ev._n, self._ev._path.F
-        words = self._ev._field("acq", self._ev._words)
+        ev = self._ev
+        n, F, W = ev._n, ev._path.F, ev._path.words
+        words = np.stack([ev._field(word_field("acq", w), ev._words) for w in range(W)], axis=1)
         if sys.byteorder != "little":
             words = words.byteswap()
-        # Bit f of a row's word is feature f: its little-endian bytes unpack in that order.
-        bits = np.unpackbits(words.view(np.uint8).reshape(n, 8), axis=1, count=F, bitorder="little")
+        # Bit f % 64 of a row's word f // 64 is feature f: the words' little-endian bytes unpack
+        # in that order.
+        bits = np.unpackbits(words.view(np.uint8).reshape(n, 8 * W), axis=1, count=F, bitorder="little")
         return bits.view(np.bool_)
 
     def __reduce__(self) -> tuple:
@@ -264,10 +269,7 @@ class ServingCostReport(CostReport):
 
 
 def serving_path(plan: Any, code: ForestCode | None, costs: CostModel) -> ServingPath | None:
-    """The serving path of a compiled plan, or None when it has none (not a forest plan, more
-    than 64 features, or a cost model of more than 64 priced units)."""
+    """The serving path of a compiled plan, or None when it has none (not a forest plan)."""
     if code is None or code.code.serve is None or not isinstance(plan, (Full, Sequential)):
-        return None
-    if len(costs.unit_cost) > 64:
         return None
     return ServingPath(plan, code, costs)

@@ -13,7 +13,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import SERIAL_ROWS
-from thrifty.runtime.compiled.layout import STATE_FIELDS, TABLES, Layout
+from thrifty.runtime.compiled.layout import TABLES, Layout, n_words, state_fields
 from thrifty.runtime.compiled.objects import NativeCode
 from thrifty.runtime.exits import Schedule
 
@@ -43,7 +43,7 @@ class ForestCode:
         return self._lazy[0]
 
     def state(self, n: int) -> np.ndarray:
-        """Fresh per-row state of ``n`` rows (``layout.STATE_FIELDS`` after the raw scores):
+        """Fresh per-row state of ``n`` rows (``layout.state_fields`` after the raw scores):
         raw scores at the base score, counters at zero."""
         K = self.forest.n_outputs
         S = np.zeros(self.width * n)
@@ -52,20 +52,32 @@ class ForestCode:
 
     def run(self, X: np.ndarray, rows: np.ndarray, S: np.ndarray, touched: np.ndarray) -> None:
         """Evaluate ``rows`` of ``X`` (C-contiguous float64, inputs already rounded to the
-        forest's precision) into the state ``S`` (``state``); ``touched`` is marked for
-        forests of more than 64 features. Batches of ``SERIAL_ROWS`` rows or more are split
-        over numba's thread count (``thrifty.forest.kernels.threads``)."""
+        forest's precision) into the state ``S`` (``state``), the tested features as its
+        ``bits`` words whatever the width (``touched`` is not written). Batches of
+        ``SERIAL_ROWS`` rows or more are split over numba's thread count
+        (``thrifty.forest.kernels.threads``)."""
         m, n = len(rows), len(S) // self.width
-        work = S[(self.width - 1) * n :].view(np.int64)  # the work list, consumed
+        field = self.forest.n_outputs + self.fields.index("work")
+        work = S[field * n :].view(np.int64)  # the work list, consumed
         work[:m] = rows
         x, s, t = X.ctypes.data, S.ctypes.data, self.T.ctypes.data
-        at = s + 8 * (self.width - 1) * n
+        at = s + 8 * field * n
         parallel(lambda lo, hi: self.code.run(x, s, t, touched.ctypes.data, at + 8 * lo, hi - lo, n), m)
+
+    @property
+    def words(self) -> int:
+        """Words of each bit set of features (``layout.n_words``)."""
+        return n_words(self.forest.n_features)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The state's fields after the raw scores (``layout.state_fields``)."""
+        return state_fields(self.words)
 
     @property
     def width(self) -> int:
         """Words of state per row."""
-        return self.forest.n_outputs + len(STATE_FIELDS)
+        return self.forest.n_outputs + len(self.fields)
 
 
 def parallel(task: Callable[[int, int], None], m: int) -> None:
@@ -126,12 +138,12 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
     )
     lay = Layout(forest, schedule.order, exits, depth, path_ptr, path_feat)
     code = NativeCode(lay, progress=progress)
-    # Per node, a record of K + 2 words: the weighted leaf value of each output the interpreter
-    # adds (the same product, so sums agree bit for bit; rounded to float32 where XGBoost sums
-    # in float32), the splits on its path and, with at most 64 features, the features the path
-    # tests as bits.
-    K = forest.n_outputs
-    leaf = np.zeros((forest.n_nodes, K + 2))
+    # Per node, a record of K + 1 + W words: the weighted leaf value of each output the
+    # interpreter adds (the same product, so sums agree bit for bit; rounded to float32 where
+    # XGBoost sums in float32), the splits on its path and the features the path tests as a
+    # bit set of W words (feature f is bit f % 64 of word f // 64).
+    K, W = forest.n_outputs, lay.words
+    leaf = np.zeros((forest.n_nodes, K + 1 + W))
     weight = forest.tree_weight[tree][:, None]
     vector = forest.tree_class[tree] < 0
     leaf[:, :1] = weight * forest.value[:, :1]
@@ -141,12 +153,14 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
         leaf[:, :K] = leaf[:, :K].astype(np.float32)
     words = leaf.view(np.int64)
     words[:, K] = depth
-    if lay.masked:
-        # Each node's tested features as bits: an OR over its CSR segment (a trailing 0 keeps
-        # every segment start a valid index; empty segments are 0).
-        ones = np.append(np.left_shift(np.int64(1), path_feat), np.int64(0))
-        bits = np.bitwise_or.reduceat(ones, path_ptr[:-1])
-        words[:, K + 1] = np.where(path_ptr[1:] > path_ptr[:-1], bits, 0)
+    # Each node's tested features as bits: per word, an OR over its CSR segment of the features
+    # in that word (a trailing 0 keeps every segment start a valid index; empty segments are 0).
+    nonempty = path_ptr[1:] > path_ptr[:-1]
+    for w in range(W):
+        inside = path_feat // 64 == w
+        ones = np.where(inside, np.left_shift(np.int64(1), path_feat % 64), np.int64(0))
+        bits = np.bitwise_or.reduceat(np.append(ones, np.int64(0)), path_ptr[:-1])
+        words[:, K + 1 + w] = np.where(nonempty, bits, 0)
     named = {
         "leaf": leaf,
         "eps_pos": schedule.eps_pos,

@@ -84,9 +84,9 @@ GRACE = 0.1
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 # compare's metric, read in the user's units: (name shown, value -> user units, reached(model,
-# full) in user units). The one place to change when compare's metrics change. Today compare
-# scores regression by "neg_mse" and ranking by "precision@5"; issue 24 makes them RMSE and
-# NDCG@10 (the compare-metrics branch): the "rmse"/"ndcg@10" rows then take over, unchanged.
+# full) in user units). The one place to change when compare's metrics change: compare scores
+# regression by RMSE (lower is better) and ranking by NDCG@10; the older names are kept to
+# read results written before.
 Metric = tuple[str, Callable[[float], float], Callable[[float, float], bool]]
 
 
@@ -242,8 +242,9 @@ def above_baselines(main: Any, alone: dict[str, Any]) -> dict[str, Any]:
     for b in budgets:
         best = _choice(ours, b)
         theirs = [_choice(alone[k].front, b) for k in BASELINES]
-        value = -np.inf if best is None else best["test_value"]
-        beats = best is not None and all(t is None or value > t["test_value"] for t in theirs)
+        # Signed so that larger is better (compare's RMSE is an error: lower is better).
+        value = -np.inf if best is None else _signed(best, "test_value")
+        beats = best is not None and all(t is None or value > _signed(t, "test_value") for t in theirs)
         method = None if best is None else best["method"]
         rows.append({"budget": round(b, 4), "thrifty": method, "beats": beats})
     return {
@@ -257,7 +258,16 @@ def _choice(front: pd.DataFrame, budget: float) -> pd.Series | None:
     if not len(front) or "test_value" not in front:
         return None
     within = front[(front["mean_cost"] <= budget + 1e-12) & front["test_value"].notna()]
-    return None if not len(within) else within.loc[within["value"].idxmax()]
+    if not len(within):
+        return None
+    return within.loc[within.apply(lambda row: _signed(row, "value"), axis=1).idxmax()]
+
+
+def _signed(row: pd.Series, column: str) -> float:
+    """``row[column]`` signed so that larger is better (minus an error such as RMSE)."""
+    from thrifty.metrics import higher_is_better
+
+    return float(row[column]) if higher_is_better(row["metric"]) else -float(row[column])
 
 
 def cost_at_full(main: Any) -> dict[str, Any]:

@@ -184,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
         "--data, also its cost per example on that data.",
     )
     info.add_argument("model", type=Path, metavar="MODEL", help=MODEL_HELP)
-    _accept_edited(info)
+    _model_file_options(info)
     info.add_argument("--data", metavar="DATA", help=data_help)
     _common(info)
     info.set_defaults(run=_info)
@@ -196,7 +196,7 @@ def _parser() -> argparse.ArgumentParser:
         "prediction cost (and the prediction) to CSV.",
     )
     ev.add_argument("model", type=Path, metavar="MODEL", help=MODEL_HELP)
-    _accept_edited(ev)
+    _model_file_options(ev)
     ev.add_argument("data", metavar="DATA", help=data_help)
     _common(ev)
     ev.add_argument(
@@ -215,7 +215,7 @@ def _parser() -> argparse.ArgumentParser:
         "when a tree needs them. GET /health describes the model.",
     )
     srv.add_argument("model", type=Path, metavar="MODEL", help=MODEL_HELP)
-    _accept_edited(srv)
+    _model_file_options(srv)
     srv.add_argument(
         "--provider",
         metavar="URL",
@@ -395,12 +395,19 @@ def _executor(args: argparse.Namespace) -> Any:
     return cluster_client(workers=args.workers, scheduler=args.scheduler)
 
 
-def _accept_edited(parser: argparse.ArgumentParser) -> None:
+def _model_file_options(parser: argparse.ArgumentParser) -> None:
+    """How a command reading MODEL treats a file edited since it was saved, and pickles."""
     parser.add_argument(
         "--accept-edited",
         action="store_true",
         help="load MODEL even if it was changed since thrifty.save wrote it (its checksum does "
         "not match): for a deliberate edit; save it again to record a new checksum",
+    )
+    parser.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="allow MODEL to be a pickle/joblib file (unpickling runs code from the file: only "
+        "for a file you made)",
     )
 
 
@@ -412,7 +419,7 @@ def _info(args: argparse.Namespace) -> int:
     from thrifty.runtime.evaluate import evaluate
     from thrifty.runtime.plans import as_plan
 
-    model = load_model(args.model, verify=not args.accept_edited)
+    model = load_model(args.model, verify=not args.accept_edited, trust_pickle=args.trust_pickle)
     plan = as_plan(model)
     forests = [c for c in plan.components() if isinstance(c, Forest)]
     names = plan.feature_names or [f"f{i}" for i in range(plan.n_features)]
@@ -459,7 +466,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     from thrifty.runtime.evaluate import evaluate
 
-    plan = read_plan(args.model, verify=not args.accept_edited)
+    plan = read_plan(args.model, verify=not args.accept_edited, trust_pickle=args.trust_pickle)
     X, y, qid, costs = evaluation_data(args, plan)
     check_labels(y, plan, repr(args.data))
     writable(args.out, folder=False)
@@ -510,7 +517,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    plan = read_plan(args.model, verify=not args.accept_edited)
+    plan = read_plan(args.model, verify=not args.accept_edited, trust_pickle=args.trust_pickle)
     costs = CostModel.from_file(args.costs, feature_names=plan.feature_names) if args.costs else None
     provider = store_provider(
         args.provider, plan, table=args.table, key_column=args.key_column, timeout=args.timeout

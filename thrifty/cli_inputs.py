@@ -183,13 +183,13 @@ def is_file(data: str) -> bool:
     return path.exists() or path.suffix.lower() in (".csv", ".gz", ".parquet", ".pq")
 
 
-def read_plan(path: Path, *, verify: bool = True) -> Any:
+def read_plan(path: Path, *, verify: bool = True, trust_pickle: bool = False) -> Any:
     """The plan of a model or plan file saved with ``thrifty.save``, or of a library's model
-    file (``thrifty.load_model``; ``verify``: as ``thrifty.load``'s)."""
+    file (``thrifty.load_model``; ``verify`` and ``trust_pickle``: as its)."""
     from thrifty.model_files import load_model
     from thrifty.runtime.plans import as_plan
 
-    return as_plan(load_model(path, verify=verify))
+    return as_plan(load_model(path, verify=verify, trust_pickle=trust_pickle))
 
 
 def read_table(path: Path, target: str) -> tuple[Any, Any, Any]:

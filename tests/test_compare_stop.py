@@ -84,3 +84,36 @@ def test_a_local_pool_given_up_ends_its_workers_and_the_next_call_gets_a_new_poo
         queued = [theirs.submit(time.sleep, 0.2), theirs.submit(time.sleep, 0.2)]
         _stop(theirs, queued[1:])
         assert queued[1].cancelled() and theirs.submit(int, "4").result() == 4
+
+
+@pytest.mark.parametrize("time_limit", [None, 60.0])
+def test_under_an_allowance_every_fit_runs_in_a_worker_that_can_be_ended(monkeypatch, time_limit):
+    """Without an allowance this process takes tasks beside its workers (one fewer to start);
+    under one it takes none: a fit here could not be ended past the allowance."""
+    import sys
+
+    compare_module = sys.modules["thrifty.comparison.compare"]  # the package re-exports the function
+
+    seen = []
+
+    def run_tasks(tasks, **kw):
+        seen.append((kw["here"], kw["workers"]))
+        return original(tasks, **kw)
+
+    original = compare_module.run_tasks
+    monkeypatch.setattr(compare_module, "run_tasks", run_tasks)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + 0.3 * rng.normal(size=300) > 0).astype(int)
+    compare(
+        X,
+        y,
+        methods=["lightgbm", "cheapest"],
+        time_limit=time_limit,
+        cv=2,
+        n_jobs=2,
+        progress=False,
+        lightgbm_params=FAST,
+    )
+    assert seen and all(here is (time_limit is None) for here, _ in seen)
+    assert all(workers == 2 for _, workers in seen)  # this process and one worker, or two workers

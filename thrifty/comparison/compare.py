@@ -129,7 +129,8 @@ def compare(
         Parameters of the plain LightGBM model (default: 200 trees of 16 leaves, rate 0.05).
     n_jobs : int, optional
         Processes on this machine for the fit tasks (one per method and fold; default, or -1:
-        every core; 1: run here, one after the other): this one and ``n_jobs - 1`` workers.
+        every core; 1: run here, one after the other): this one and ``n_jobs - 1`` workers
+        (``n_jobs`` workers under a ``time_limit``, so that any fit can be ended).
         Each fit uses one thread, so the result is the same whatever the number. Ignored when
         ``executor`` is given.
     time_limit : float, optional
@@ -204,11 +205,14 @@ def compare(
         selection = f"a validation split of {len(folds[0][1]):,} rows"
     workers = check_n_jobs(n_jobs)
     own_pool = executor is None and workers > 1 and len(chosen) * len(folds) > 1
-    here = own_pool
+    # Without an allowance this process runs tasks too (run_tasks's ``here``): one worker fewer
+    # to start. Under one, every fit runs in a worker, where a fit still running past the
+    # allowance can be ended (a fit in this process could not: on flights a cascade taken up
+    # here ran 330 s of a 300 s allowance).
+    here = own_pool and time_limit is None
     if own_pool:
-        # Started before the final fit below, so that the workers load thrifty meanwhile. This
-        # process runs tasks too (run_tasks's ``here``): one worker fewer to start.
-        executor = local_pool(workers - 1)
+        # Started before the final fit below, so that the workers load thrifty meanwhile.
+        executor = local_pool(workers - here)
     # One thread per fit: LightGBM's sums (so its trees) may change with its thread count, and
     # the result must not change with the number of workers. The tasks run side by side instead.
     settings = Settings(
@@ -282,7 +286,7 @@ def compare(
             else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
         )
         if own_pool:  # the same pool, or a new one if the selection ended its workers
-            executor = local_pool(workers - 1)
+            executor = local_pool(workers - here)
         deadlines = (refit_end, _stop_at(refit_end, time_limit))
         models, refit_cut = _refit(
             wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, (executor, here), deadlines, progress

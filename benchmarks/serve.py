@@ -523,17 +523,39 @@ def main(argv: list[str] | None = None) -> dict:
         return serve_flights(*args.child)
     rows: list[dict] = []
     figures: dict = {"bench": "serve"}
-    if args.part in ("all", "flights"):
-        flights(args, figures, rows)
-    if args.part in ("all", "adult"):
-        adult(args, figures, rows)
+    for part, measure in (("flights", flights), ("adult", adult)):
+        if args.part in ("all", part):
+            start = len(rows)
+            measure(args, figures, rows)
+            for row in rows[start:]:
+                row["part"] = part
     RESULTS.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS / ("serve_quick.csv" if args.quick else "serve.csv"), "w", newline="") as fh:
+    stem = "serve_quick" if args.quick else "serve"
+    if args.part != "all":
+        # One part measured: the other part's figures and rows, from an earlier run, are kept.
+        figures, rows = _keep_other_part(stem, args.part, figures, rows)
+    with open(RESULTS / f"{stem}.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         w.writeheader()
         w.writerows(rows)
     emit(figures, args.quick)
     return figures
+
+
+def _keep_other_part(stem: str, part: str, figures: dict, rows: list[dict]) -> tuple[dict, list[dict]]:
+    """``figures`` and ``rows`` of the part just measured, with those of the other part kept
+    from the results files (each figure and row names its part: ``parts``, ``part``)."""
+    old: dict = {}
+    if (RESULTS / f"{stem}.json").exists():
+        old = json.loads((RESULTS / f"{stem}.json").read_text())
+    parts = {k: v for k, v in old.get("parts", {}).items() if v != part}
+    parts.update({k: part for k in figures if k != "bench"})
+    kept = {k: old[k] for k in parts if parts[k] != part and k in old}
+    old_rows = []
+    if (RESULTS / f"{stem}.csv").exists():
+        with open(RESULTS / f"{stem}.csv", newline="") as fh:
+            old_rows = [r for r in csv.DictReader(fh) if r.get("part") and r["part"] != part]
+    return {**kept, **figures, "parts": parts}, old_rows + rows
 
 
 if __name__ == "__main__":

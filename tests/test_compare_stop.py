@@ -117,3 +117,11 @@ def test_under_an_allowance_every_fit_runs_in_a_worker_that_can_be_ended(monkeyp
     )
     assert seen and all(here is (time_limit is None) for here, _ in seen)
     assert all(workers == 2 for _, workers in seen)  # this process and one worker, or two workers
+
+
+def test_fits_run_here_cannot_be_given_up_so_here_refuses_stop_at():
+    from thrifty.comparison.pool import run_tasks
+    from thrifty.exceptions import InputError
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(InputError, match="here=False"):
+        run_tasks([], executor=pool, here=True, stop_at=time.time() + 10)

@@ -15,6 +15,7 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 
 from thrifty.comparison.sweep import FitTask, TaskResult, run_task
+from thrifty.exceptions import InputError
 from thrifty.forest.kernels import threads
 
 __all__ = ["local_pool", "run_tasks", "workers_of"]
@@ -56,14 +57,15 @@ def run_tasks(
         once that one is done, with the models that one shared (``TaskResult.shared``).
     here : bool, default=False
         With a ``concurrent.futures`` executor (``local_pool``): this process runs tasks too,
-        while the executor's workers run others (``workers`` then counts this process).
+        while the executor's workers run others (``workers`` then counts this process). Not
+        with ``stop_at``: a fit running here could not be given up.
     stop_at : float, optional
         Wall-clock time (``time.time()``) past which the run no longer waits for the tasks
         still running on the executor: a candidate started before the deadline may take far
         longer than the allowance (a first fit on many rows). Their results are dropped
         (``started`` and ``stopped``, no rows: ``Comparison.cut`` names them) and the workers
         of a :func:`local_pool` are ended, so that the work does not go on beside what comes
-        next. Default: wait for every task; tasks run here are never interrupted.
+        next. Default: wait for every task.
 
     Returns
     -------
@@ -101,6 +103,11 @@ def run_tasks(
                 for c in finish(i, run_task(t)):
                     heapq.heappush(ready, c)
         return results  # type: ignore[return-value]
+    if here and stop_at is not None:
+        raise InputError(
+            "run_tasks: here=True runs fits in this process, where none can be given up at "
+            "stop_at; pass here=False (every fit in a worker) to stop at a time"
+        )
     if deadline is not None:
         if time.time() >= deadline:  # nothing would start (and a stopped pool takes nothing)
             return [TaskResult(t.method, t.fold, started=False) for t in tasks]
@@ -108,7 +115,8 @@ def run_tasks(
         for t in tasks:
             t.deadline, t.seconds = deadline, share
     if here:
-        futures = _beside(tasks, ready, executor, finish, deadline, stop_at)
+        _beside(tasks, ready, executor, finish, deadline)
+        futures: dict[Any, int] = {}  # every task waited for
     else:
         running = _Completion(executor)
         futures = {running.submit(run_task, tasks[i]): i for i in ready}
@@ -133,8 +141,7 @@ def _beside(
     executor: Any,
     finish: Callable[[int, TaskResult], list[int]],
     deadline: float | None,
-    stop_at: float | None,
-) -> dict[Any, int]:
+) -> None:
     """Run ``tasks`` on ``executor``'s workers and in this process, which would otherwise only
     wait: one worker process fewer to start and import thrifty into (1.4 CPU-seconds each, as
     much as a fold of several methods on a few hundred rows).
@@ -143,8 +150,7 @@ def _beside(
     process; this process takes the last one submitted whenever no worker has picked it up yet
     (a cancelled future is one no worker will run): the workers run the tasks from the front
     of the queue, this process from its back. Where a task runs does not change its result
-    (one thread per fit, here as in a worker). Returns the tasks still running on a worker at
-    ``stop_at``, which the caller gives up (a task run here is never interrupted)."""
+    (one thread per fit, here as in a worker). Every task is waited for."""
     pending: dict[Any, int] = {}
 
     def submit(ids: list[int]) -> None:
@@ -156,10 +162,7 @@ def _beside(
     # the other cores.
     with threadpool_limits(1), threads(1):
         while pending:
-            now = time.time()
-            if stop_at is not None and now >= stop_at:
-                break
-            if deadline is not None and now >= deadline:
+            if deadline is not None and time.time() >= deadline:
                 for f in pending:  # not started by the deadline: never started at all
                     f.cancel()
             last = next(reversed(pending))
@@ -168,14 +171,13 @@ def _beside(
                 submit(finish(i, run_task(tasks[i])))
                 timeout: float | None = 0.0
             else:  # every task left is running or queued to a worker: wait for one
-                timeout = None if stop_at is None else max(0.0, stop_at - time.time())
+                timeout = None
             done, _ = concurrent.futures.wait(
                 list(pending), timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
             )
             for future in done:
                 i = pending.pop(future)
                 submit(finish(i, _result(future, tasks[i])))
-    return pending
 
 
 class _Completion:

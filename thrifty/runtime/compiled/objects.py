@@ -1,10 +1,12 @@
 """Object code for a forest plan: its LLVM IR (``ir_scalar``, ``ir_vector``, ``ir_serving``)
 compiled with llvmlite, in helper processes (``llc``) for large forests, and cached on disk.
 
-The object code is cached on disk (``cache``, verified before it is loaded) keyed by a hash of
-the forest's splits, the plan's order and where it has exits, this generator's version and the
-CPU, so a new process loads it without compiling. Leaf values and exit thresholds are tables
-the code reads, not constants, so they never need a recompile.
+The code is generated for one target (``targets``: AVX-512, AVX2, NEON, SVE or scalar blocks only),
+the host's widest unless ``THRIFTY_TARGET`` says otherwise. The object code is cached on disk
+(``cache``, verified before it is loaded) keyed by a hash of the forest's splits, the plan's order
+and where it has exits, this generator's version, the target and the CPU, so a new process loads
+it without compiling. Leaf values and exit thresholds are tables the code reads, not constants,
+so they never need a recompile.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.runtime.compiled import cache
+from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
@@ -32,7 +34,7 @@ from thrifty.runtime.compiled.ir_vector import vector_module_irs, vector_ok
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 15
+CODEGEN_VERSION = 16
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -65,14 +67,14 @@ SERVE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def code_key(lay: Layout, lazy: bool = False) -> str:
     """Hash of everything the native code depends on: the forest's splits and tree classes,
     the plan's order and exit kinds, vector, scalar or lazy blocks, this generator's version
-    and the target CPU."""
+    and the target (``targets.current``: its name, lanes, triple, CPU and features)."""
     forest = lay.forest
     h = hashlib.sha256()
     kind = "lazy" if lazy else use_vector(lay)
+    tg = targets.current()
     h.update(
         f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|"
-        f"{llvm.get_process_triple()}|"
-        f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}|"
+        f"{tg.name}|{tg.lanes}|{tg.vscale}|{tg.triple}|{tg.cpu}|{tg.features}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
     )
     # Every array of the forest but the numbers the code reads from tables (leaf values, tree
@@ -86,10 +88,9 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
 
 def use_vector(lay: Layout) -> bool:
     """Whether the plan compiles to vector blocks (``ir_vector``): the plan suits them and
-    the CPU has 512-bit vectors with mask registers (AVX-512). Measured on Adult's 500 trees,
-    vector blocks take 2.3 ns per tree and row with AVX-512 against the scalar blocks' 8.1;
-    compiled for AVX2 they took 8.5, and a one-row call six times as long as the scalar blocks'."""
-    return _HOST_AVX512 and vector_ok(lay)
+    the target (``targets.current``) has vector lanes. Measured on Adult's 500 trees,
+    vector blocks take 2.3 ns per tree and row with AVX-512 against the scalar blocks' 8.1."""
+    return targets.current().lanes > 0 and vector_ok(lay)
 
 
 _HOST_AVX512 = bool(llvm.get_host_cpu_features().get("avx512f", False))
@@ -148,14 +149,7 @@ class NativeCode:
 
 
 def _target_machine() -> llvm.TargetMachine:
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
-        opt=2,
-        reloc="pic",
-        codemodel="default",
-    )
+    return targets.current().machine()
 
 
 def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[bytes]:
@@ -165,7 +159,11 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
     if lazy:
         irs = lazy_module_irs(lay, key, _TREES_PER_MODULE)
     else:
-        irs = (vector_module_irs if use_vector(lay) else module_irs)(lay, key, _TREES_PER_MODULE)
+        tg = targets.current()
+        if use_vector(lay):
+            irs = vector_module_irs(lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale)
+        else:
+            irs = module_irs(lay, key, _TREES_PER_MODULE)
     if not lazy:
         irs[-1] += serving_ir(lay, key)
     t0 = time.perf_counter()
@@ -236,9 +234,9 @@ def _helper(irs: list[str], results: dict, h: int) -> None:
     results[h] = objects if objects is not None and len(objects) == len(irs) else None
 
 
-def _emit(ir: str) -> bytes:
-    """Object code of one IR module for this machine's CPU."""
-    tm = _target_machine()
+def _emit(ir: str, target: targets.Target | None = None) -> bytes:
+    """Object code of one IR module for ``target`` (default ``targets.current()``)."""
+    tm = (target or targets.current()).machine()
     mod = llvm.parse_assembly(ir)
     mod.triple = tm.triple
     mod.verify()

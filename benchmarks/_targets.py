@@ -1,0 +1,107 @@
+"""Per-row speed of the compiled code of each target this CPU runs (``thrifty.runtime.compiled.targets``).
+
+Each target's code is compiled with ``THRIFTY_TARGET`` set to it, then every target's plan is
+timed in turn in each repeat (one thread, the same float64 matrix), so a shared machine's drift
+hits all alike; the figure is each target's median nanoseconds per row over the batch, and
+``avx2_vs_avx512_per_row`` is AVX2's over AVX-512's (issue 29's target: at most 1.5).
+
+    python benchmarks/_targets.py [--trees N] [--repeats R] [--data-home DIR]
+
+prints the per-row figures of Adult's LightGBM model (500 trees of 32 leaves by default), the
+outputs of every target checked equal to the interpreter's bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def compiled_for(target: str, forest):
+    """``thrifty.compile(forest)`` with its code generated for ``target``."""
+    import thrifty
+    from thrifty.runtime.compiled import targets
+
+    before = os.environ.get(targets.ENV)
+    os.environ[targets.ENV] = target
+    try:
+        return thrifty.compile(forest)
+    finally:
+        if before is None:
+            del os.environ[targets.ENV]
+        else:
+            os.environ[targets.ENV] = before
+
+
+def per_row_ns(
+    forest, X: np.ndarray, names: tuple[str, ...] | None = None, repeats: int = 7
+) -> dict[str, float]:
+    """Median nanoseconds per row of one-thread batch evaluation of ``X`` for each target in
+    ``names`` (default: every target this CPU runs), timed in turn in each repeat; each
+    target's raw scores are checked equal to the interpreter's."""
+    from thrifty import evaluate
+    from thrifty.runtime.compiled import targets
+
+    names = targets.runnable() if names is None else names
+    M = np.ascontiguousarray(forest._as_matrix(X), dtype=np.float64)
+    want = evaluate(forest, M, n_threads=1).raw
+    plans = {name: compiled_for(name, forest) for name in names}
+    for name, plan in plans.items():
+        got = plan.evaluate(M, n_threads=1).raw
+        assert np.array_equal(got, want), f"{name}: compiled scores differ from the interpreter's"
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(repeats):
+        for name, plan in plans.items():
+            t0 = time.perf_counter()
+            plan.evaluate(M, n_threads=1)
+            times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(t)) / len(M) * 1e9 for name, t in times.items()}
+
+
+def avx2_vs_avx512_per_row(forest, X: np.ndarray, repeats: int = 7) -> float | None:
+    """AVX2 code's time per row over AVX-512 code's on ``X`` (one thread, paired), or None
+    when this CPU does not run both."""
+    from thrifty.runtime.compiled import targets
+
+    if not {"avx512", "avx2"} <= set(targets.runnable()):
+        return None
+    ns = per_row_ns(forest, X, ("avx512", "avx2"), repeats)
+    return ns["avx2"] / ns["avx512"]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trees", type=int, default=500)
+    ap.add_argument("--repeats", type=int, default=7)
+    default_home = os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data"))
+    ap.add_argument("--data-home", default=default_home)
+    args = ap.parse_args(argv)
+
+    import lightgbm as lgb
+
+    from thrifty import Forest
+    from thrifty.datasets import load
+
+    data = load("adult", data_home=args.data_home)
+    X_tr, y_tr, _ = data.subset("train")
+    X_te, _, _ = data.subset("test")
+    gbm = lgb.LGBMClassifier(
+        n_estimators=args.trees, max_depth=5, num_leaves=32, verbose=-1, random_state=0, n_jobs=1
+    ).fit(X_tr, y_tr)
+    forest = Forest.from_model(gbm)
+    ns = per_row_ns(forest, X_te, repeats=args.repeats)
+    out = {f"{name}_ns_per_row": round(v, 1) for name, v in ns.items()}
+    if "avx2" in ns and "avx512" in ns:
+        out["avx2_vs_avx512_per_row"] = round(ns["avx2"] / ns["avx512"], 3)
+    print(out)
+    return out
+
+
+if __name__ == "__main__":
+    main()

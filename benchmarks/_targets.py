@@ -1,14 +1,17 @@
 """Per-row speed of the compiled code of each target this CPU runs (``thrifty.runtime.compiled.targets``).
 
 Each target's code is compiled with ``THRIFTY_TARGET`` set to it, then every target's plan is
-timed in turn in each repeat (one thread, the same float64 matrix), so a shared machine's drift
-hits all alike; the figure is each target's median nanoseconds per row over the batch, and
-``avx2_vs_avx512_per_row`` is AVX2's over AVX-512's (issue 29's target: at most 1.5).
+timed in turn in each repeat (one thread, the same float64 matrix, the evaluating thread's CPU
+time), so a shared machine's drift hits all alike; the figure is each target's median
+nanoseconds per row over the batch, and ``avx2_vs_avx512_per_row`` is AVX2's over AVX-512's
+(issue 29's target: at most 1.5).
 
-    python benchmarks/_targets.py [--trees N] [--repeats R] [--data-home DIR]
+    python benchmarks/_targets.py [--quick] [--data-home DIR]
 
-prints the per-row figures of Adult's LightGBM model (500 trees of 32 leaves by default), the
-outputs of every target checked equal to the interpreter's bit for bit.
+measures Adult's LightGBM model (500 trees of 32 leaves; 100 and fewer repeats with --quick),
+every target's outputs checked equal to the interpreter's bit for bit, and writes
+``results/targets.json`` (``targets_quick.json``) and ``results/targets.png`` (ns per row per
+target); the last stdout line is the figures as JSON.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _figures import RESULTS, emit
 
 HERE = Path(__file__).resolve().parent
 
@@ -58,9 +62,11 @@ def per_row_ns(
     times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(repeats):
         for name, plan in plans.items():
-            t0 = time.perf_counter()
+            # CPU time of this thread (the one evaluating, n_threads=1): on a shared machine
+            # another process's turn on the core does not count against either target.
+            t0 = time.thread_time()
             plan.evaluate(M, n_threads=1)
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(time.thread_time() - t0)
     return {name: float(np.median(t)) / len(M) * 1e9 for name, t in times.items()}
 
 
@@ -77,8 +83,7 @@ def avx2_vs_avx512_per_row(forest, X: np.ndarray, repeats: int = 7) -> float | N
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trees", type=int, default=500)
-    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="100 trees, 3 repeats")
     default_home = os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data"))
     ap.add_argument("--data-home", default=default_home)
     args = ap.parse_args(argv)
@@ -87,20 +92,44 @@ def main(argv: list[str] | None = None) -> dict:
 
     from thrifty import Forest
     from thrifty.datasets import load
+    from thrifty.runtime.compiled import targets
 
     data = load("adult", data_home=args.data_home)
     X_tr, y_tr, _ = data.subset("train")
     X_te, _, _ = data.subset("test")
+    trees, repeats = (100, 3) if args.quick else (500, 9)
     gbm = lgb.LGBMClassifier(
-        n_estimators=args.trees, max_depth=5, num_leaves=32, verbose=-1, random_state=0, n_jobs=1
+        n_estimators=trees, max_depth=5, num_leaves=32, verbose=-1, random_state=0, n_jobs=1
     ).fit(X_tr, y_tr)
     forest = Forest.from_model(gbm)
-    ns = per_row_ns(forest, X_te, repeats=args.repeats)
-    out = {f"{name}_ns_per_row": round(v, 1) for name, v in ns.items()}
-    if "avx2" in ns and "avx512" in ns:
-        out["avx2_vs_avx512_per_row"] = round(ns["avx2"] / ns["avx512"], 3)
-    print(out)
-    return out
+    ns = per_row_ns(forest, X_te, repeats=repeats)
+    figures: dict = {"bench": "targets", "trees": trees, "rows": len(X_te), "host": targets.host_name()}
+    figures |= {f"{name}_ns_per_row": round(v, 1) for name, v in ns.items()}
+    both = "avx2" in ns and "avx512" in ns
+    figures["avx2_vs_avx512_per_row"] = round(ns["avx2"] / ns["avx512"], 3) if both else None
+    figures["avx2_vs_generic_per_row"] = round(ns["avx2"] / ns["generic"], 3) if "avx2" in ns else None
+    _plot(ns, trees)
+    emit(figures, args.quick)
+    return figures
+
+
+def _plot(ns: dict[str, float], trees: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3))
+    names = list(ns)
+    ax.bar(names, [ns[n] for n in names], color="tab:blue")
+    for i, n in enumerate(names):
+        ax.text(i, ns[n], f"{ns[n]:.0f}", ha="center", va="bottom")
+    ax.set_ylabel("ns per row (one thread)")
+    ax.set_title(f"Adult, LightGBM {trees} trees: compiled code per target")
+    fig.tight_layout()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    fig.savefig(RESULTS / "targets.png", dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

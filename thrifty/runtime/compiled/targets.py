@@ -22,6 +22,7 @@ only emitted (never loaded), as the tests do for aarch64. The target is part of 
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +39,6 @@ _X86 = ("avx512", "avx2")
 _ARM = ("neon", "sve")
 # Where Linux tells an SVE machine's default vector length in bytes.
 _SVE_LENGTH = Path("/proc/sys/abi/sve_default_vector_length")
-
-# llvmlite registers only the host's target by default; cross-compiling needs them all.
-llvm.initialize_all_targets()
-llvm.initialize_all_asmprinters()
 
 
 @dataclass(frozen=True)
@@ -67,11 +64,34 @@ class Target:
     lanes: int
     vscale: int = 0
 
+    @property
+    def by_exponent(self) -> bool:
+        """Whether the vector blocks find exit leaves through a double's exponent
+        (``ir_vector._low_bit_by_exponent``): on ISAs without a vector count-trailing-zeros
+        (AVX2, NEON); AVX-512 and SVE count with their own instructions."""
+        return self.name in ("avx2", "neon")
+
     def machine(self) -> llvm.TargetMachine:
         """LLVM's target machine for this target (position-independent code, ``-O2``)."""
         return llvm.Target.from_triple(self.triple).create_target_machine(
             cpu=self.cpu, features=self.features, opt=2, reloc="pic", codemodel="default"
         )
+
+
+@functools.cache
+def _host_features() -> dict[str, bool]:
+    """The host CPU's LLVM features (asked once: LLVM takes about a millisecond each time)."""
+    return dict(llvm.get_host_cpu_features())
+
+
+@functools.cache
+def _host_cpu() -> str:
+    """The host CPU's LLVM name (asked once: about 0.4 ms each time)."""
+    return llvm.get_host_cpu_name()
+
+
+def _flatten(features: dict[str, bool]) -> str:
+    return ",".join(("+" if on else "-") + name for name, on in sorted(features.items()))
 
 
 def _arch() -> str:
@@ -81,7 +101,7 @@ def _arch() -> str:
 
 def runnable() -> tuple[str, ...]:
     """The targets whose code this CPU runs, widest first (``generic`` always)."""
-    have = llvm.get_host_cpu_features()
+    have = _host_features()
     arch = _arch()
     out: list[str] = []
     if arch == "x86_64":
@@ -109,24 +129,29 @@ def _lanes(name: str, vscale: int) -> int:
     return {"avx512": 8, "avx2": 4, "neon": 2, "sve": 2 * vscale, "generic": 0}[name]
 
 
+@functools.cache
 def host(name: str | None = None) -> Target:
     """Target ``name`` (default: ``host_name()``) on this CPU: its own CPU name and features,
-    AVX-512 turned off for ``avx2`` (so that the code is what an AVX2-only CPU runs)."""
+    AVX-512 turned off for ``avx2`` (so that the code is what an AVX2-only CPU runs). Made once
+    per name: a process asks for its target at every compile and load."""
     name = host_name() if name is None else name
-    have = llvm.get_host_cpu_features()
+    have = dict(_host_features())
     if name == "avx2":
         # AVX10 and AMX imply AVX-512: all off, as on a CPU without it.
         for flag in list(have):
             if flag.startswith(("avx512", "avx10", "evex512", "amx")):
                 have[flag] = False
     vscale = _sve_vscale() if name == "sve" else 0
-    triple, cpu = llvm.get_process_triple(), llvm.get_host_cpu_name()
-    return Target(name, triple, cpu, have.flatten(), _lanes(name, vscale), vscale)
+    triple, cpu = llvm.get_process_triple(), _host_cpu()
+    return Target(name, triple, cpu, _flatten(have), _lanes(name, vscale), vscale)
 
 
 def cross(name: str) -> Target:
     """Target ``name`` for a CPU of its architecture other than this one (Linux, a generic CPU
     of the ISA; SVE of 256 bits): object code to emit, not to run here."""
+    # llvmlite registers only the host's target by default.
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
     if name in _ARM:
         features = "+neon,+sve" if name == "sve" else "+neon"
         vscale = 2 if name == "sve" else 0
@@ -151,7 +176,6 @@ def current() -> Target:
         )
     if asked not in here:
         raise InvalidParameterError(
-            f"{ENV}={asked!r} cannot run on this CPU ({llvm.get_host_cpu_name()}): use one of "
-            f"{', '.join(here)} or host"
+            f"{ENV}={asked!r} cannot run on this CPU ({_host_cpu()}): use one of {', '.join(here)} or host"
         )
     return host(asked)

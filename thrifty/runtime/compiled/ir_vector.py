@@ -178,7 +178,9 @@ def vblock_ir(
     e.lines += [
         f"define i64 @vblock_{key}_{b}(ptr noalias %X, ptr noalias %S, ptr noalias %T, "
         "ptr noalias %touched, ptr noalias %rows, i64 %m, i64 %n)"
-        + (f" vscale_range({vscale},{vscale})" if vscale else "")
+        # SVE: at least ``vscale`` units of 128 bits (16, SVE's most, as the upper bound: the
+        # fixed-width code then runs on any longer vector length too).
+        + (f" vscale_range({vscale},16)" if vscale else "")
         + " {",
         "entry:",
     ]

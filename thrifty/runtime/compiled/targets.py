@@ -6,9 +6,9 @@ A target names an instruction set and how the vector blocks (``ir_vector``) use 
 name      code                                                                   lanes
 ========  =====================================================================  =========
 avx512    x86-64 with AVX-512: 512-bit vectors, mask registers                   8
-avx2      x86-64 with AVX2 (AVX-512 off): 256-bit vectors, compare and blend     4
+avx2      x86-64 with AVX2 (AVX-512 off): 256-bit vectors, compares as masks     4
 neon      aarch64 with NEON: 128-bit vectors                                     2
-sve       aarch64 with SVE: the host's vector length (256 bits when cross-built)  2 per 128 bits
+sve       aarch64 with SVE: the host's vector length (at least 128 bits)         2 per 128 bits
 generic   scalar blocks only, for the host CPU as it is                          none
 ========  =====================================================================  =========
 
@@ -54,7 +54,8 @@ class Target:
     lanes : int
         Rows per vector of the vector blocks; 0 when the target has scalar blocks only.
     vscale : int
-        SVE's vector length in units of 128 bits (the blocks' ``vscale_range``); 0 elsewhere.
+        SVE's vector length in units of 128 bits, the least the blocks assume (their
+        ``vscale_range``); 0 elsewhere.
     """
 
     name: str
@@ -118,11 +119,12 @@ def host_name() -> str:
 
 
 def _sve_vscale() -> int:
-    """The host's SVE vector length in units of 128 bits (2, i.e. 256 bits, when unknown)."""
+    """The host's SVE vector length in units of 128 bits; 1 (the least SVE has, so code for it
+    runs on any SVE CPU) when Linux does not tell."""
     try:
         return max(1, int(_SVE_LENGTH.read_text().split()[0]) // 16)
     except (OSError, ValueError, IndexError):
-        return 2
+        return 1
 
 
 def _lanes(name: str, vscale: int) -> int:

@@ -9,17 +9,23 @@ import ctypes
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.runtime.compiled.executor import tested_features
-from thrifty.runtime.compiled.ir_cascade import CASCADE_TABLES, Stages, cascade_fields, cascade_irs
+from thrifty.runtime.compiled.ir_cascade import CASCADE_FIELDS, CASCADE_TABLES, Stages, cascade_irs
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.loader import LoadedCode, plan_key
 from thrifty.runtime.compiled.tables import leaf_tables, parallel
 from thrifty.runtime.interpret.executors import CascadeExecutor, Context, round32
 from thrifty.runtime.plans import Cascade
 
-# ``crun(X, S, T, rows, m, n)`` (see ``ir_cascade``).
+# ``crun(X, S, T, touched, rows, m, n)`` (see ``ir_cascade``).
 _CRUN = ctypes.CFUNCTYPE(
-    None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64
+    None,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
 )
 # Trees per compiled module (as ``objects``' forest plans).
 _TREES_PER_MODULE = 100
@@ -46,7 +52,6 @@ class CascadeCode:
         lay = Layout(f, st.first, np.zeros(len(st.first), dtype=np.int8), depth, path_ptr, path_feat)
         # The cascade sums tree outputs in float64 whatever the forest's own sums.
         lay.acc32 = False
-        self.fields = cascade_fields(lay.words)
         structure = [getattr(f, name) for name in Forest.ARRAYS if name not in _NUMBERS]
         key = plan_key("cascade", [f.n_features, *structure, st.stage_ptr, st.stage_trees])
         what = f"a cascade of {len(st.first)} trees"
@@ -67,15 +72,22 @@ class CascadeCode:
         self.trees_run = st.new_ptr[1:].astype(np.int64)
         self.stage_len = np.diff(st.stage_ptr).astype(np.int64)
 
-    def state(self, X: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """The state (``ir_cascade.cascade_fields``) of ``rows`` of ``X`` (float64, C-contiguous,
-        inputs rounded to the forest's precision), one field after the other over ``len(X)``
-        rows."""
+    def state(self, X: np.ndarray, rows: np.ndarray, touched: np.ndarray) -> np.ndarray:
+        """The state (``ir_cascade.CASCADE_FIELDS``, one field after the other over ``len(X)``
+        rows) of ``rows`` of ``X`` (float64, C-contiguous, inputs rounded to the forest's
+        precision); the features each row tested are marked in its row of ``touched`` (C-contiguous
+        bool, one row per row of ``X``). Fields of other rows are left undefined."""
         n, m = X.shape[0], len(rows)
-        S = np.zeros(len(self.fields) * n)
+        S = np.empty(len(CASCADE_FIELDS) * n)
         work = np.ascontiguousarray(rows, dtype=np.int64)
-        x, s, t, w = X.ctypes.data, S.ctypes.data, self.T.ctypes.data, work.ctypes.data
-        parallel(lambda lo, hi: self._run(x, s, t, w + 8 * lo, hi - lo, n), m)
+        x, s, t, w, tc = (
+            X.ctypes.data,
+            S.ctypes.data,
+            self.T.ctypes.data,
+            work.ctypes.data,
+            touched.ctypes.data,
+        )
+        parallel(lambda lo, hi: self._run(x, s, t, tc, w + 8 * lo, hi - lo, n), m)
         return S
 
     def executor(self, ctx: Context) -> CascadeExecutor | None:
@@ -96,19 +108,18 @@ class NativeCascadeExecutor(CascadeExecutor):
         if not len(rows):
             return
         X = c.X if f.input_dtype == "float64" else round32(c.X)
-        S = code.state(np.ascontiguousarray(X, dtype=np.float64), rows)
-        fields = code.fields
-        ints = S.view(np.int64).reshape(len(fields), c.n)
-        stage = ints[fields.index("stage"), rows]
-        self.score[rows] = S[rows]
-        self.stage[rows] = stage
-        self.jpos[rows] = code.stage_len[stage]
-        self.decision[rows] = ints[fields.index("dir"), rows]
-        self.done[rows] = True
-        c.n_nodes[rows] += ints[fields.index("nodes"), rows]
-        c.n_trees[rows] += code.trees_run[stage]
-        c.touched[rows] |= tested_features(ints, fields, rows, f.n_features)
-        self.decide(rows)
+        S = code.state(np.ascontiguousarray(X, dtype=np.float64), rows, c.touched)
+        # Every row (dense evaluation) as a slice: a one-row call spends its time in indexing.
+        take = slice(None) if len(rows) == c.n else rows
+        ints = S.view(np.int64).reshape(len(CASCADE_FIELDS), c.n)
+        stage = ints[1, take]
+        self.score[take] = S[: c.n][take]
+        self.stage[take] = stage
+        self.jpos[take] = code.stage_len[stage]
+        self.decision[take] = ints[3, take]
+        self.done[take] = True
+        c.n_nodes[take] += ints[2, take]
+        c.n_trees[take] += code.trees_run[stage]
 
 
 def _leaf_records(

@@ -6,13 +6,15 @@ once, by the scalar blocks' tree code (``ir_scalar._tree_ir``), its output store
 slot and reused by every later stage, as the interpreter's ``tree_out`` is
 (``interpret.kernels.run_cascade``). Stage ``k`` then sums ``bias[k] + w[k, t] * out[t]`` over
 its trees in the plan's order (the interpreter's sum, term for term) and rejects the row when
-the sum is below ``thr[k]`` (``k < K - 1``). Weights, biases and thresholds are tables
-(``CASCADE_TABLES``), so cascades that differ only in them share code.
+the sum is below ``thr[k]`` (``k < K - 1``); a row that passes every stage is decided by the last
+threshold (``interpret.executors.CascadeExecutor.decide``). Weights, biases and thresholds are
+tables (``CASCADE_TABLES``), so cascades that differ only in them share code.
 
-``crun(X, S, T, rows, m, n)`` evaluates the rows ``rows[:m]`` of ``X`` into the state ``S``
-(``CASCADE_FIELDS``, then further words of the tested-feature bits, field ``f`` of row ``i`` at
-``S[f * n + i]``). The trees' code lives in blocks of up to ``CHUNK`` trees (one function each,
-in modules of about ``trees_per_module`` trees), ``crun`` in the last module.
+``crun(X, S, T, touched, rows, m, n)`` evaluates the rows ``rows[:m]`` of ``X`` into the state
+``S`` (``CASCADE_FIELDS``, field ``f`` of row ``i`` at ``S[f * n + i]``) and marks the features
+each row tested in its row of ``touched`` (``n`` rows of one byte per feature). The trees' code
+lives in blocks of up to ``CHUNK`` trees (one function each, in modules of about
+``trees_per_module`` trees), ``crun`` in the last module.
 """
 
 from __future__ import annotations
@@ -22,21 +24,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from thrifty.runtime.compiled.ir_scalar import _tree_ir
-from thrifty.runtime.compiled.layout import CHUNK, Layout, word_field
+from thrifty.runtime.compiled.layout import CHUNK, Layout
 
-# Per-row state: the last stage's score, the stage reached, splits visited, exit side (-1:
-# rejected, 0: passed every stage), then the tested-feature bits (a word per 64 features).
+# Per-row state: the last stage's score, the stage reached, splits visited, and the exit side
+# (-1: rejected or below the last threshold, 1: above it).
 CASCADE_FIELDS = ("score", "stage", "nodes", "dir")
 # Indices of the table addresses in ``T``: leaf records (``ir_scalar``'s, values unrounded),
 # and the plan's ``stage_bias``, ``stage_w`` (``Cascade``'s CSR of weights) and thresholds.
 CASCADE_TABLES = ("leaf", "bias", "w", "thr")
 # -0.0: adding a tree's value to it gives the value itself, bit for bit (+0.0 would not for -0.0).
 _NEG_ZERO = "0x8000000000000000"
-
-
-def cascade_fields(words: int) -> tuple[str, ...]:
-    """The state's fields with a tested-feature set of ``words`` words."""
-    return CASCADE_FIELDS + tuple(word_field("bits", w) for w in range(words))
 
 
 @dataclass(frozen=True)
@@ -146,12 +143,13 @@ def _run_ir(lay: Layout, stages: Stages, blocks: list[tuple[int, int, int]], key
     """``crun(X, S, T, rows, m, n)``: each row of the work list through the stages."""
     W, F, K = lay.words, lay.F, stages.n_stages
     t = {name: i for i, name in enumerate(CASCADE_TABLES)}
-    fields = cascade_fields(W)
+    fields = CASCADE_FIELDS
     block_sig = "ptr, ptr, ptr, ptr"
     lines = [f"declare void @cblock_{key}_{b}({block_sig})" for b in range(len(blocks))]
     lines += [
-        f"define void @crun_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, ptr noalias %rows, "
-        "i64 %m, i64 %n) {",
+        "declare i64 @llvm.cttz.i64(i64, i1)",
+        f"define void @crun_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, ptr noalias %touched, "
+        "ptr noalias %rows, i64 %m, i64 %n) {",
         "entry:",
         f"  %out = alloca double, i64 {max(1, len(stages.first))}",
         f"  %acc = alloca i64, i64 {1 + W}",
@@ -171,11 +169,12 @@ def _run_ir(lay: Layout, stages: Stages, blocks: list[tuple[int, int, int]], key
         "  %i = load i64, ptr %rp",
         f"  %xo = mul i64 %i, {F}",
         "  %row = getelementptr double, ptr %X, i64 %xo",
+        "  %trow = getelementptr i8, ptr %touched, i64 %xo",
     ]
     for w in range(1 + W):
         lines += [f"  %acc{w}p = getelementptr i64, ptr %acc, i64 {w}", f"  store i64 0, ptr %acc{w}p"]
     lines.append("  br label %s0")
-    ends: list[tuple[str, str, int, int]] = []  # (label, score, stage, dir)
+    ends: list[tuple[str, str, int, int | str]] = []  # (label, score, stage, dir)
     for k in range(K):
         lines.append(f"s{k}:")
         for b, (stage, _, _) in enumerate(blocks):
@@ -199,8 +198,15 @@ def _run_ir(lay: Layout, stages: Stages, blocks: list[tuple[int, int, int]], key
             ]
             s = f"%s{k}_{j + 1}"
         if k == K - 1:
-            lines.append("  br label %rowend")
-            ends.append((f"%s{k}", s, k, 0))
+            # Past every stage: the last threshold decides.
+            lines += [
+                f"  %s{k}tp = getelementptr double, ptr %thr, i64 {k}",
+                f"  %s{k}t = load double, ptr %s{k}tp",
+                f"  %s{k}g = fcmp ogt double {s}, %s{k}t",
+                f"  %s{k}d = select i1 %s{k}g, i64 1, i64 -1",
+                "  br label %rowend",
+            ]
+            ends.append((f"%s{k}", s, k, f"%s{k}d"))
             continue
         lines += [
             f"  %s{k}tp = getelementptr double, ptr %thr, i64 {k}",
@@ -223,14 +229,33 @@ def _run_ir(lay: Layout, stages: Stages, blocks: list[tuple[int, int, int]], key
             f"  %{name}p = getelementptr i64, ptr %{name}S, i64 %i",
             f"  store i64 %{name}, ptr %{name}p",
         ]
-    for w, name in enumerate(("nodes", *(word_field("bits", w) for w in range(W)))):
+    lines += [
+        "  %nodesv = load i64, ptr %acc0p",
+        "  %nodesp = getelementptr i64, ptr %nodesS, i64 %i",
+        "  store i64 %nodesv, ptr %nodesp",
+        "  br label %w0",
+    ]
+    # Each set bit of the tested-feature words marks its feature's byte of the row's ``touched``.
+    for w in range(W):
+        nxt = f"%w{w + 1}" if w + 1 < W else "%rowdone"
         lines += [
-            f"  %{name}v = load i64, ptr %acc{w}p",
-            f"  %{name}p = getelementptr i64, ptr %{name}S, i64 %i",
-            f"  store i64 %{name}v, ptr %{name}p",
+            f"w{w}:",
+            f"  %w{w}v = load i64, ptr %acc{w + 1}p",
+            f"  br label %w{w}l",
+            f"w{w}l:",
+            f"  %w{w}m = phi i64 [%w{w}v, %w{w}], [%w{w}m1, %w{w}b]",
+            f"  %w{w}z = icmp eq i64 %w{w}m, 0",
+            f"  br i1 %w{w}z, label {nxt}, label %w{w}b",
+            f"w{w}b:",
+            f"  %w{w}tz = call i64 @llvm.cttz.i64(i64 %w{w}m, i1 true)",
+            f"  %w{w}f = add i64 %w{w}tz, {64 * w}",
+            f"  %w{w}p = getelementptr i8, ptr %trow, i64 %w{w}f",
+            f"  store i8 1, ptr %w{w}p",
+            f"  %w{w}d = sub i64 %w{w}m, 1",
+            f"  %w{w}m1 = and i64 %w{w}m, %w{w}d",
+            f"  br label %w{w}l",
         ]
     lines += [
-        "  br label %rowdone",
         "rowdone:",
         "  %a1 = add i64 %a, 1",
         "  br label %loop",

@@ -9,14 +9,20 @@ import ctypes
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.runtime.compiled.ir_cascade import CASCADE_FIELDS, CASCADE_TABLES, Stages, cascade_irs
-from thrifty.runtime.compiled.layout import Layout
+from thrifty.runtime.compiled.ir_cascade import (
+    CASCADE_FIELDS,
+    CASCADE_TABLES,
+    Stages,
+    cascade_irs,
+    record_words,
+)
+from thrifty.runtime.compiled.layout import ROW_GROUP, Layout
 from thrifty.runtime.compiled.loader import LoadedCode, plan_key
 from thrifty.runtime.compiled.tables import leaf_tables, parallel
 from thrifty.runtime.interpret.executors import CascadeExecutor, Context, round32
 from thrifty.runtime.plans import Cascade
 
-# ``crun(X, S, T, touched, rows, m, n)`` (see ``ir_cascade``).
+# ``crun(X, S, T, touched, rows, m, n, scratch)`` (see ``ir_cascade``).
 _CRUN = ctypes.CFUNCTYPE(
     None,
     ctypes.c_void_p,
@@ -26,6 +32,7 @@ _CRUN = ctypes.CFUNCTYPE(
     ctypes.c_void_p,
     ctypes.c_int64,
     ctypes.c_int64,
+    ctypes.c_void_p,
 )
 # Trees per compiled module (as ``objects``' forest plans).
 _TREES_PER_MODULE = 100
@@ -59,6 +66,8 @@ class CascadeCode:
             key, lambda: cascade_irs(lay, st, key, _TREES_PER_MODULE), progress=progress, what=what
         )
         self.compile_seconds = self.code.compile_seconds
+        # Words of ``crun``'s scratch: a record per row of a group, then the group's list of rows.
+        self.scratch_words = ROW_GROUP * (record_words(st, lay.words) + 1)
         self._run = _CRUN(self.code.address("crun"))
         named = {
             "leaf": _leaf_records(f, tree, depth, path_ptr, path_feat, lay.words),
@@ -87,7 +96,12 @@ class CascadeCode:
             work.ctypes.data,
             touched.ctypes.data,
         )
-        parallel(lambda lo, hi: self._run(x, s, t, tc, w + 8 * lo, hi - lo, n), m)
+
+        def part(lo: int, hi: int) -> None:
+            scratch = np.empty(self.scratch_words, dtype=np.int64)  # one per thread
+            self._run(x, s, t, tc, w + 8 * lo, hi - lo, n, scratch.ctypes.data)
+
+        parallel(part, m)
         return S
 
     def executor(self, ctx: Context) -> CascadeExecutor | None:

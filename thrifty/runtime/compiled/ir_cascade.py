@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from thrifty.runtime.compiled.ir_scalar import _tree_ir
-from thrifty.runtime.compiled.layout import CHUNK, Layout
+from thrifty.runtime.compiled.layout import CHUNK, ROW_GROUP, Layout
 
 # Per-row state: the last stage's score, the stage reached, splits visited, and the exit side
 # (-1: rejected or below the last threshold, 1: above it).
@@ -140,107 +140,214 @@ def _block_ir(lay: Layout, stages: Stages, p0: int, k: int, b: int, key: str) ->
 
 
 def _run_ir(lay: Layout, stages: Stages, blocks: list[tuple[int, int, int]], key: str) -> str:
-    """``crun(X, S, T, rows, m, n)``: each row of the work list through the stages."""
+    """``crun(X, S, T, touched, rows, m, n, scratch)``: the rows in groups of ``ROW_GROUP``; for
+    each group, stage by stage, each of the stage's blocks over the group's rows still in (trees
+    blocked over rows: a block's code stays in cache), then the stage's sums, which drop the
+    rows it rejects. ``scratch`` holds ``ROW_GROUP`` records of ``record_words`` words: a row's
+    tree outputs (a slot per tree), its splits visited and tested-feature words, and the list of
+    the group's rows still in."""
     W, F, K = lay.words, lay.F, stages.n_stages
+    R = record_words(stages, W)
+    NS = R - 1 - W
     t = {name: i for i, name in enumerate(CASCADE_TABLES)}
-    fields = CASCADE_FIELDS
-    block_sig = "ptr, ptr, ptr, ptr"
-    lines = [f"declare void @cblock_{key}_{b}({block_sig})" for b in range(len(blocks))]
+    lines = [f"declare void @cblock_{key}_{b}(ptr, ptr, ptr, ptr)" for b in range(len(blocks))]
     lines += [
-        "declare i64 @llvm.cttz.i64(i64, i1)",
+        _finish_ir(W, F, key),
         f"define void @crun_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, ptr noalias %touched, "
-        "ptr noalias %rows, i64 %m, i64 %n) {",
+        "ptr noalias %rows, i64 %m, i64 %n, ptr noalias %scratch) {",
         "entry:",
-        f"  %out = alloca double, i64 {max(1, len(stages.first))}",
-        f"  %acc = alloca i64, i64 {1 + W}",
+        f"  %live = getelementptr i64, ptr %scratch, i64 {ROW_GROUP * R}",
     ]
     for name, j in t.items():
         lines += [f"  %{name}a = getelementptr ptr, ptr %T, i64 {j}", f"  %{name} = load ptr, ptr %{name}a"]
-    for j, name in enumerate(fields):
-        lines += [f"  %{name}o = mul i64 %n, {j}", f"  %{name}S = getelementptr i64, ptr %S, i64 %{name}o"]
     lines += [
-        "  br label %loop",
-        "loop:",
-        "  %a = phi i64 [0, %entry], [%a1, %rowdone]",
-        "  %end = icmp sge i64 %a, %m",
-        "  br i1 %end, label %exit, label %body",
-        "body:",
-        "  %rp = getelementptr i64, ptr %rows, i64 %a",
-        "  %i = load i64, ptr %rp",
-        f"  %xo = mul i64 %i, {F}",
-        "  %row = getelementptr double, ptr %X, i64 %xo",
-        "  %trow = getelementptr i8, ptr %touched, i64 %xo",
+        "  br label %group",
+        "group:",
+        "  %lo = phi i64 [0, %entry], [%lo1, %next]",
+        "  %more = icmp slt i64 %lo, %m",
+        "  br i1 %more, label %init, label %exit",
+        "init:",
+        "  %left = sub i64 %m, %lo",
+        f"  %small = icmp slt i64 %left, {ROW_GROUP}",
+        f"  %g = select i1 %small, i64 %left, i64 {ROW_GROUP}",
+        "  %wl = getelementptr i64, ptr %rows, i64 %lo",
     ]
-    for w in range(1 + W):
-        lines += [f"  %acc{w}p = getelementptr i64, ptr %acc, i64 {w}", f"  store i64 0, ptr %acc{w}p"]
-    lines.append("  br label %s0")
-    ends: list[tuple[str, str, int, int | str]] = []  # (label, score, stage, dir)
+    # Every row of the group starts in, with no splits visited and no feature tested.
+    body = [f"  %z{w}p = getelementptr i64, ptr %rec, i64 {NS + w}" for w in range(1 + W)]
+    body += [f"  store i64 0, ptr %z{w}p" for w in range(1 + W)]
+    body += ["  %zl = getelementptr i64, ptr %live, i64 %zj", "  store i64 %zj, ptr %zl"]
+    lines += _loop("z", "%g", "init", body, R)
+    count, pred = "%g", "zx"
     for k in range(K):
-        lines.append(f"s{k}:")
         for b, (stage, _, _) in enumerate(blocks):
-            if stage == k:
-                lines.append(f"  call void @cblock_{key}_{b}(ptr %row, ptr %leaf, ptr %out, ptr %acc)")
-        lines += [
-            f"  %s{k}bp = getelementptr double, ptr %bias, i64 {k}",
-            f"  %s{k}_0 = load double, ptr %s{k}bp",
-        ]
-        lo, hi = int(stages.stage_ptr[k]), int(stages.stage_ptr[k + 1])
-        s = f"%s{k}_0"
-        for j in range(lo, hi):
-            slot = int(stages.slot[int(stages.stage_trees[j])])
-            lines += [
-                f"  %s{k}wp{j} = getelementptr double, ptr %w, i64 {j}",
-                f"  %s{k}w{j} = load double, ptr %s{k}wp{j}",
-                f"  %s{k}op{j} = getelementptr double, ptr %out, i64 {slot}",
-                f"  %s{k}o{j} = load double, ptr %s{k}op{j}",
-                f"  %s{k}p{j} = fmul double %s{k}w{j}, %s{k}o{j}",
-                f"  %s{k}_{j + 1} = fadd double {s}, %s{k}p{j}",
+            if stage != k:
+                continue
+            call = [
+                f"  %k{k}b{b}np = getelementptr i64, ptr %rec, i64 {NS}",
+                f"  call void @cblock_{key}_{b}(ptr %row, ptr %leaf, ptr %rec, ptr %k{k}b{b}np)",
             ]
-            s = f"%s{k}_{j + 1}"
-        if k == K - 1:
-            # Past every stage: the last threshold decides.
-            lines += [
-                f"  %s{k}tp = getelementptr double, ptr %thr, i64 {k}",
-                f"  %s{k}t = load double, ptr %s{k}tp",
-                f"  %s{k}g = fcmp ogt double {s}, %s{k}t",
-                f"  %s{k}d = select i1 %s{k}g, i64 1, i64 -1",
-                "  br label %rowend",
-            ]
-            ends.append((f"%s{k}", s, k, f"%s{k}d"))
-            continue
-        lines += [
-            f"  %s{k}tp = getelementptr double, ptr %thr, i64 {k}",
-            f"  %s{k}t = load double, ptr %s{k}tp",
-            f"  %s{k}r = fcmp olt double {s}, %s{k}t",
-            f"  br i1 %s{k}r, label %rowend, label %s{k + 1}",
-        ]
-        ends.append((f"%s{k}", s, k, -1))
-    # The score of the stage a row ended in, that stage, and its exit side; then its counters.
+            lines += _loop(f"k{k}b{b}", count, pred, call, R, F)
+            pred = f"k{k}b{b}x"
+        lines += _stage(stages, k, count, pred, (R, NS, F), key)
+        count, pred = f"%k{k}qx_kept", f"k{k}qx"
     lines += [
-        "rowend:",
-        "  %score = phi double " + ", ".join(f"[{s}, {q}]" for q, s, _, _ in ends),
-        "  %stage = phi i64 " + ", ".join(f"[{k}, {q}]" for q, _, k, _ in ends),
-        "  %dir = phi i64 " + ", ".join(f"[{d}, {q}]" for q, _, _, d in ends),
-        "  %scorep = getelementptr double, ptr %scoreS, i64 %i",
-        "  store double %score, ptr %scorep",
+        "  br label %next",
+        "next:",
+        f"  %lo1 = add i64 %lo, {ROW_GROUP}",
+        "  br label %group",
+        "exit:",
+        "  ret void",
+        "}",
     ]
-    for name in ("stage", "dir"):
+    return "\n".join(lines) + "\n"
+
+
+def record_words(stages: Stages, words: int) -> int:
+    """Words of a row's record in ``crun``'s scratch: its tree outputs (at least one slot), its
+    splits visited and its ``words`` tested-feature words."""
+    return max(1, len(stages.first)) + 1 + words
+
+
+def _loop(x: str, count: str, pred: str, body: list[str], R: int, F: int = 0) -> list[str]:
+    """A loop ``%{x}j`` over ``[0, count)`` entered from block ``pred`` (whose terminator it
+    adds), ending in block ``{x}x``. In ``body`` the row's record is ``%rec``: that of group row
+    ``%{x}j``, or with ``F`` (features) that of the ``%{x}j``-th row still in, whose values are
+    at ``%row``."""
+    j = f"%{x}j"
+    lines = [
+        f"  br label %{x}h",
+        f"{x}h:",
+        f"  {j} = phi i64 [0, %{pred}], [{j}1, %{x}b]",
+        f"  %{x}e = icmp sge i64 {j}, {count}",
+        f"  br i1 %{x}e, label %{x}x, label %{x}b",
+        f"{x}b:",
+    ]
+    a = j
+    if F:
+        a = f"%{x}a"
+        lines += [f"  %{x}lp = getelementptr i64, ptr %live, i64 {j}", f"  {a} = load i64, ptr %{x}lp"]
+        lines += _row(x, a, F)
+    lines += [f"  %{x}ro = mul i64 {a}, {R}", f"  %rec = getelementptr i64, ptr %scratch, i64 %{x}ro"]
+    body = [line.replace("%rec", f"%{x}rec").replace("%row", f"%{x}row") for line in body]
+    lines = [line.replace("%rec", f"%{x}rec") for line in lines]
+    lines += body + [f"  {j}1 = add i64 {j}, 1", f"  br label %{x}h", f"{x}x:"]
+    return lines
+
+
+def _row(x: str, a: str, F: int) -> list[str]:
+    """``%{x}i``, the input row of the group's row ``a``, and ``%{x}row``, its ``F`` values."""
+    return [
+        f"  %{x}wp = getelementptr i64, ptr %wl, i64 {a}",
+        f"  %{x}i = load i64, ptr %{x}wp",
+        f"  %{x}xo = mul i64 %{x}i, {F}",
+        f"  %{x}row = getelementptr double, ptr %X, i64 %{x}xo",
+    ]
+
+
+def _stage(stages: Stages, k: int, count: str, pred: str, sizes: tuple[int, int, int], key: str) -> list[str]:
+    """Stage ``k``'s sums over its rows still in (loop ``k{k}q``): ``bias[k]`` plus ``w * out``
+    over its trees in the plan's order; a row below ``thr[k]`` (or any row, at the last stage)
+    is finished (``cfinish``), the others stay in, compacted to the front of the list
+    (``%k{k}qx_kept`` of them). ``sizes``: words of a record, tree slots, features."""
+    R, NS, F = sizes
+    K = stages.n_stages
+    x = f"k{k}q"
+    j, kept = f"%{x}j", f"%{x}kept"
+    lines = [
+        f"  br label %{x}h",
+        f"{x}h:",
+        f"  {j} = phi i64 [0, %{pred}], [{j}1, %{x}t]",
+        f"  {kept} = phi i64 [0, %{pred}], [{kept}1, %{x}t]",
+        f"  %{x}e = icmp sge i64 {j}, {count}",
+        f"  br i1 %{x}e, label %{x}x, label %{x}b",
+        f"{x}b:",
+        f"  %{x}lp = getelementptr i64, ptr %live, i64 {j}",
+        f"  %{x}a = load i64, ptr %{x}lp",
+        f"  %{x}ro = mul i64 %{x}a, {R}",
+        f"  %{x}rec = getelementptr i64, ptr %scratch, i64 %{x}ro",
+        f"  %{x}bp = getelementptr double, ptr %bias, i64 {k}",
+        f"  %{x}s_0 = load double, ptr %{x}bp",
+    ]
+    s = f"%{x}s_0"
+    for p in range(int(stages.stage_ptr[k]), int(stages.stage_ptr[k + 1])):
+        slot = int(stages.slot[int(stages.stage_trees[p])])
         lines += [
-            f"  %{name}p = getelementptr i64, ptr %{name}S, i64 %i",
+            f"  %{x}wp{p} = getelementptr double, ptr %w, i64 {p}",
+            f"  %{x}w{p} = load double, ptr %{x}wp{p}",
+            f"  %{x}op{p} = getelementptr double, ptr %{x}rec, i64 {slot}",
+            f"  %{x}o{p} = load double, ptr %{x}op{p}",
+            f"  %{x}p{p} = fmul double %{x}w{p}, %{x}o{p}",
+            f"  %{x}s{p} = fadd double {s}, %{x}p{p}",
+        ]
+        s = f"%{x}s{p}"
+    lines += [
+        f"  %{x}tp = getelementptr double, ptr %thr, i64 {k}",
+        f"  %{x}t0 = load double, ptr %{x}tp",
+    ]
+    if k == K - 1:
+        # Past every stage: the last threshold decides.
+        lines += [
+            f"  %{x}g = fcmp ogt double {s}, %{x}t0",
+            f"  %{x}d = select i1 %{x}g, i64 1, i64 -1",
+            f"  br label %{x}f",
+        ]
+    else:
+        lines += [
+            f"  %{x}r = fcmp olt double {s}, %{x}t0",
+            f"  br i1 %{x}r, label %{x}f, label %{x}k",
+            f"{x}k:",
+            f"  %{x}kl = getelementptr i64, ptr %live, i64 {kept}",
+            f"  store i64 %{x}a, ptr %{x}kl",
+            f"  %{x}kept_in = add i64 {kept}, 1",
+            f"  br label %{x}t",
+        ]
+    d = f"%{x}d" if k == K - 1 else "-1"
+    lines += [f"{x}f:"] + _row(x, f"%{x}a", F)
+    lines += [
+        f"  %{x}np = getelementptr i64, ptr %{x}rec, i64 {NS}",
+        f"  call void @cfinish_{key}(ptr %S, i64 %n, i64 %{x}i, ptr %touched, ptr %{x}np, "
+        f"double {s}, i64 {k}, i64 {d})",
+        f"  br label %{x}t",
+        f"{x}t:",
+        f"  {kept}1 = phi i64 [{kept}, %{x}f]" + ("" if k == K - 1 else f", [%{x}kept_in, %{x}k]"),
+        f"  {j}1 = add i64 {j}, 1",
+        f"  br label %{x}h",
+        f"{x}x:",
+        f"  %{x}x_kept = add i64 {kept}, 0",
+    ]
+    return lines
+
+
+def _finish_ir(W: int, F: int, key: str) -> str:
+    """``cfinish(S, n, i, touched, acc, score, stage, dir)``: row ``i``'s state fields, and its
+    tested-feature words (``acc[1:]``) as bytes of its row of ``touched`` (``F`` features)."""
+    lines = [
+        f"define private void @cfinish_{key}(ptr noalias %S, i64 %n, i64 %i, ptr noalias %touched, "
+        "ptr noalias %acc, double %score, i64 %stage, i64 %dir) {",
+        "entry:",
+        "  %scorep = getelementptr double, ptr %S, i64 %i",
+        "  store double %score, ptr %scorep",
+        "  %nodes = load i64, ptr %acc",
+    ]
+    for j, name in enumerate(CASCADE_FIELDS[1:], 1):
+        lines += [
+            f"  %{name}o = mul i64 %n, {j}",
+            f"  %{name}j = add i64 %{name}o, %i",
+            f"  %{name}p = getelementptr i64, ptr %S, i64 %{name}j",
             f"  store i64 %{name}, ptr %{name}p",
         ]
     lines += [
-        "  %nodesv = load i64, ptr %acc0p",
-        "  %nodesp = getelementptr i64, ptr %nodesS, i64 %i",
-        "  store i64 %nodesv, ptr %nodesp",
+        f"  %tro = mul i64 %i, {F}",
+        "  %trow = getelementptr i8, ptr %touched, i64 %tro",
         "  br label %w0",
     ]
     # Each set bit of the tested-feature words marks its feature's byte of the row's ``touched``.
     for w in range(W):
-        nxt = f"%w{w + 1}" if w + 1 < W else "%rowdone"
+        nxt = f"%w{w + 1}" if w + 1 < W else "%done"
         lines += [
             f"w{w}:",
-            f"  %w{w}v = load i64, ptr %acc{w + 1}p",
+            f"  %w{w}vp = getelementptr i64, ptr %acc, i64 {1 + w}",
+            f"  %w{w}v = load i64, ptr %w{w}vp",
             f"  br label %w{w}l",
             f"w{w}l:",
             f"  %w{w}m = phi i64 [%w{w}v, %w{w}], [%w{w}m1, %w{w}b]",
@@ -255,12 +362,5 @@ def _run_ir(lay: Layout, stages: Stages, blocks: list[tuple[int, int, int]], key
             f"  %w{w}m1 = and i64 %w{w}m, %w{w}d",
             f"  br label %w{w}l",
         ]
-    lines += [
-        "rowdone:",
-        "  %a1 = add i64 %a, 1",
-        "  br label %loop",
-        "exit:",
-        "  ret void",
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
+    lines += ["done:", "  ret void", "}"]
+    return "declare i64 @llvm.cttz.i64(i64, i1)\n" + "\n".join(lines) + "\n"

@@ -5,7 +5,9 @@ block: ``ir_scalar`` (one row at a time), ``ir_vector`` (eight rows at once), ``
 (the serving path's entry) → ``objects`` (object code through llvmlite, in helper processes:
 ``llc``; kept in the verified on-disk ``cache``) → ``tables`` (the tables the code reads;
 ``ForestCode``) → ``executor`` (the interpreter's executor running the code) and ``serving``
-(the serving path) → ``plan`` (``CompiledPlan`` and ``compile``).
+(the serving path) → ``plan`` (``CompiledPlan`` and ``compile``). Cascade and Linear plans
+have their own IR (``ir_cascade``, ``ir_linear``), compiled and cached by ``loader``, with their
+tables and executors in ``cascade`` and ``linear``.
 """
 
 from thrifty.runtime.compiled.cache import CacheWarning, cache_dir

@@ -10,11 +10,12 @@ the sum is below ``thr[k]`` (``k < K - 1``); a row that passes every stage is de
 threshold (``interpret.executors.CascadeExecutor.decide``). Weights, biases and thresholds are
 tables (``CASCADE_TABLES``), so cascades that differ only in them share code.
 
-``crun(X, S, T, touched, rows, m, n)`` evaluates the rows ``rows[:m]`` of ``X`` into the state
-``S`` (``CASCADE_FIELDS``, field ``f`` of row ``i`` at ``S[f * n + i]``) and marks the features
-each row tested in its row of ``touched`` (``n`` rows of one byte per feature). The trees' code
-lives in blocks of up to ``CHUNK`` trees (one function each, in modules of about
-``trees_per_module`` trees), ``crun`` in the last module.
+``crun(X, S, T, touched, rows, m, n, scratch)`` evaluates the rows ``rows[:m]`` of ``X`` into
+the state ``S`` (``CASCADE_FIELDS``, field ``f`` of row ``i`` at ``S[f * n + i]``) and marks the
+features each row tested in its row of ``touched`` (``n`` rows of one byte per feature). The
+trees' code lives in blocks of up to ``CHUNK`` trees (one function each, in modules of about
+``trees_per_module`` trees), run over groups of ``ROW_GROUP`` rows as the forest plans' blocks
+are (``ir_scalar``); ``crun`` is in the last module.
 """
 
 from __future__ import annotations

@@ -160,6 +160,10 @@ def test_cache_and_pickle():
     # Only the weights, biases and thresholds differ: the code is shared.
     other = Cascade(plan.forest, 3 * plan.stage_weights, [0.0, 0.25, -1.0], [1.0, 2.0, 3.0])
     assert thrifty.compile(other).plan_code.code.from_cache
+    # Another tree in a stage is other code.
+    W = plan.stage_weights.copy()
+    W[1, 0] = 1.0
+    assert not thrifty.compile(Cascade(plan.forest, W, plan.stage_thresholds)).plan_code.code.from_cache
     X = random_inputs(np.random.default_rng(6), 30, N_FEATURES)
     assert_same(thrifty.compile(other).evaluate(X), evaluate(other, X))
     clone = pickle.loads(pickle.dumps(again))

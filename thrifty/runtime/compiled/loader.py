@@ -16,12 +16,17 @@ import numpy as np
 from thrifty.runtime.compiled import cache
 from thrifty.runtime.compiled.objects import CODEGEN_VERSION, _emit, _target_machine
 
+# Bump when ``ir_cascade`` or ``ir_linear`` change meaning (a function's arguments, the state or
+# tables it reads): cached objects of older versions are then ignored (``objects.CODEGEN_VERSION``
+# is part of the key too, for the tree code the cascade shares with forest plans).
+PLAN_CODE_VERSION = 2
+
 
 def plan_key(kind: str, parts: Iterable[object]) -> str:
     """Hash of what a plan's native code depends on: its kind, ``parts`` (arrays by dtype,
     shape and bytes; anything else by its text), this generator's version and the target CPU."""
     h = hashlib.sha256(
-        f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|{llvm.get_process_triple()}|"
+        f"{CODEGEN_VERSION}|{PLAN_CODE_VERSION}|{kind}|{llvmlite.__version__}|{llvm.get_process_triple()}|"
         f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}".encode()
     )
     for part in parts:

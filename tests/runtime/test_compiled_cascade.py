@@ -123,6 +123,28 @@ def test_zero_and_one_row_and_the_parallel_path():
             assert_same(compiled.evaluate(Z), evaluate(plan, Z, costs))
 
 
+def _wide() -> tuple[Cascade, Gated, CostModel]:
+    rng = np.random.default_rng(9)
+    F = 130
+    forest = random_forest(rng, F, n_trees=12, max_depth=4)
+    coef = np.zeros(F)
+    coef[[0, 63, 64, 129]] = [1.0, -0.5, 2.0, 0.25]
+    plan = Cascade(forest, _weights(rng, 3, 12, 0.7), [-0.5, 0.0, 0.0])
+    costs = CostModel(rng.uniform(0, 3, F).round(2), groups={"g": [1, 64, 128]}, split_cost=0.5)
+    return plan, Gated(Linear(coef), Linear(coef[::-1], link="sigmoid", task="binary"), plan), costs
+
+
+_WIDE = _wide()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(X=input_matrices(130, max_rows=12))
+def test_over_64_features(X):
+    cascade, gated, costs = _WIDE
+    check(cascade, X, costs)
+    check(gated, X, costs)
+
+
 def test_wide_forests_and_many_trees():
     """Over 64 features the tested features are several words of bits; over 32 new trees a
     stage spans several blocks, over 100 several modules."""

@@ -140,3 +140,24 @@ def test_ranking_plans_on_a_lambdamart_ranker_run_natively(data_home):
         for rows in (X_te, X_te[:1]):
             assert_same(compiled.evaluate(rows), evaluate(plan, rows, costs))
     assert isinstance(as_plan(cronus), Cascade) and isinstance(as_plan(qwyc), Sequential)
+
+
+def test_ranking_plans_on_synthetic_queries_run_natively():
+    """The same without the shared data: a LambdaMART ranker of 70 features on 40 queries."""
+    rng = np.random.default_rng(6)
+    Xr = rng.normal(size=(400, 70))
+    Xr[rng.random(Xr.shape) < 0.05] = np.nan
+    qid = np.repeat(np.arange(40), 10)
+    y = np.clip(np.round(np.nan_to_num(Xr[:, 0] + Xr[:, 65]) + 2), 0, 4).astype(int)
+    costs = CostModel(rng.uniform(0.5, 3, 70), tree_cost=0.5)
+    model = lightgbm.LGBMRanker(n_estimators=20, num_leaves=8, min_child_samples=5, verbose=-1, n_jobs=1)
+    model.fit(Xr, y, group=np.full(40, 10))
+    cronus = CronusRanker(model, costs=costs, n_stages=3, max_cycles=1, n_lams=2, **_FIT).fit(Xr, y, qid=qid)
+    qwyc = QWYCRanker(model, costs=costs, **_FIT).fit(Xr, qid=qid)
+    for est in (cronus, qwyc):
+        plan = as_plan(est)
+        compiled = thrifty.compile(plan, costs)
+        assert compiled.native
+        for rows in (Xr, Xr[:1], Xr[:0]):
+            assert_same(compiled.evaluate(rows), evaluate(plan, rows, costs))
+    assert isinstance(as_plan(cronus), Cascade) and len(as_plan(cronus).stage_trees) > 0

@@ -1,7 +1,8 @@
 """LLVM IR for a Linear plan (ADAPT-LIN's gate and low-cost model): a dot product per output.
 
-``lrun(X, R, rows, m, n)`` writes output ``k`` of row ``i`` (of the rows ``rows[:m]`` of the
-float64 C-contiguous ``X``) to ``R[k * n + i]``: ``intercept[k]`` plus ``coef[f, k] * X[i, f]``
+``lrun(X, R, touched, rows, m, n)`` writes output ``k`` of row ``i`` (of the rows ``rows[:m]``
+of the float64 C-contiguous ``X``) to ``R[k * n + i]``, and marks the features it reads in row
+``i`` of ``touched`` (a byte per feature): ``intercept[k]`` plus ``coef[f, k] * X[i, f]``
 over the features the model reads, in their order, each product rounded before it is added, as
 the interpreter's ``interpret.kernels.run_linear`` computes it (so NaN and infinities give the
 interpreter's results, and a zero coefficient of one output still multiplies its feature).
@@ -19,7 +20,8 @@ def linear_ir(model: Linear, key: str) -> str:
     F, K = model.n_features, model.n_outputs
     features = model.features.tolist()
     lines = [
-        f"define void @lrun_{key}(ptr noalias %X, ptr noalias %R, ptr noalias %rows, i64 %m, i64 %n) {{",
+        f"define void @lrun_{key}(ptr noalias %X, ptr noalias %R, ptr noalias %touched, ptr noalias %rows, "
+        "i64 %m, i64 %n) {",
         "entry:",
         "  br label %loop",
         "loop:",
@@ -31,9 +33,15 @@ def linear_ir(model: Linear, key: str) -> str:
         "  %i = load i64, ptr %rp",
         f"  %xo = mul i64 %i, {F}",
         "  %row = getelementptr double, ptr %X, i64 %xo",
+        "  %trow = getelementptr i8, ptr %touched, i64 %xo",
     ]
     for f in features:
-        lines += [f"  %x{f}p = getelementptr double, ptr %row, i64 {f}", f"  %x{f} = load double, ptr %x{f}p"]
+        lines += [
+            f"  %x{f}p = getelementptr double, ptr %row, i64 {f}",
+            f"  %x{f} = load double, ptr %x{f}p",
+            f"  %t{f}p = getelementptr i8, ptr %trow, i64 {f}",
+            f"  store i8 1, ptr %t{f}p",
+        ]
     for k in range(K):
         r = double(model.intercept[k])
         for f in features:

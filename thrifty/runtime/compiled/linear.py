@@ -13,9 +13,9 @@ from thrifty.runtime.compiled.tables import parallel
 from thrifty.runtime.interpret.executors import Context, LinearExecutor
 from thrifty.runtime.models import Linear
 
-# ``lrun(X, R, rows, m, n)`` (see ``ir_linear``).
+# ``lrun(X, R, touched, rows, m, n)`` (see ``ir_linear``).
 _LRUN = ctypes.CFUNCTYPE(
-    None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64
+    None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64
 )
 
 
@@ -29,14 +29,15 @@ class LinearCode:
         self.compile_seconds = self.code.compile_seconds
         self._run = _LRUN(self.code.address("lrun"))
 
-    def outputs(self, X: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def outputs(self, X: np.ndarray, rows: np.ndarray, touched: np.ndarray) -> np.ndarray:
         """The raw outputs of ``rows`` of ``X`` (float64, C-contiguous), shape ``(K, len(X))``
-        (columns of other rows are zero)."""
+        (columns of other rows are undefined); the features the model reads are marked in the
+        rows' rows of ``touched`` (C-contiguous bool, one row per row of ``X``)."""
         n, m = X.shape[0], len(rows)
-        R = np.zeros((self.model.n_outputs, n))
+        R = np.empty((self.model.n_outputs, n))
         work = np.ascontiguousarray(rows, dtype=np.int64)
-        x, r, w = X.ctypes.data, R.ctypes.data, work.ctypes.data
-        parallel(lambda lo, hi: self._run(x, r, w + 8 * lo, hi - lo, n), m)
+        x, r, t, w = X.ctypes.data, R.ctypes.data, touched.ctypes.data, work.ctypes.data
+        parallel(lambda lo, hi: self._run(x, r, t, w + 8 * lo, hi - lo, n), m)
         return R
 
     def executor(self, ctx: Context) -> LinearExecutor | None:
@@ -52,12 +53,12 @@ class NativeLinearExecutor(LinearExecutor):
         self.code = code
 
     def advance(self, rows: np.ndarray) -> None:
-        c, p = self.ctx, self.plan
+        c = self.ctx
         rows = rows[~self.done[rows]]
         if not len(rows):
             return
-        R = self.code.outputs(np.ascontiguousarray(c.X, dtype=np.float64), rows)
-        self.raw[rows] = R[:, rows].T
-        # Every row reads every feature the model has a coefficient for.
-        c.touched[np.ix_(rows, p.features)] = True
-        self.done[rows] = True
+        R = self.code.outputs(np.ascontiguousarray(c.X, dtype=np.float64), rows, c.touched)
+        # Every row (dense evaluation) as a slice: a one-row call spends its time in indexing.
+        take = slice(None) if len(rows) == c.n else rows
+        self.raw[take] = R.T[take]
+        self.done[take] = True

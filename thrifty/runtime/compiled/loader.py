@@ -19,7 +19,7 @@ from thrifty.runtime.compiled.objects import CODEGEN_VERSION, _emit, _target_mac
 # Bump when ``ir_cascade`` or ``ir_linear`` change meaning (a function's arguments, the state or
 # tables it reads): cached objects of older versions are then ignored (``objects.CODEGEN_VERSION``
 # is part of the key too, for the tree code the cascade shares with forest plans).
-PLAN_CODE_VERSION = 2
+PLAN_CODE_VERSION = 3
 
 
 def plan_key(kind: str, parts: Iterable[object]) -> str:

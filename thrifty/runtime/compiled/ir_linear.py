@@ -1,12 +1,12 @@
 """LLVM IR for a Linear plan (ADAPT-LIN's gate and low-cost model): a dot product per output.
 
 ``lrun(X, R, touched, rows, m, n)`` writes output ``k`` of row ``i`` (of the rows ``rows[:m]``
-of the float64 C-contiguous ``X``) to ``R[k * n + i]``, and marks the features it reads in row
-``i`` of ``touched`` (a byte per feature): ``intercept[k]`` plus ``coef[f, k] * X[i, f]``
-over the features the model reads, in their order, each product rounded before it is added, as
-the interpreter's ``interpret.kernels.run_linear`` computes it (so NaN and infinities give the
-interpreter's results, and a zero coefficient of one output still multiplies its feature).
-Coefficients are constants written bit for bit.
+of the float64 C-contiguous ``X``) to ``R[k * n + i]``: ``intercept[k]`` plus
+``coef[f, k] * X[i, f]`` over the features the model reads, in their order, each product
+rounded before it is added, as the interpreter's ``interpret.kernels.run_linear`` computes it
+(so NaN and infinities give the interpreter's results, and a zero coefficient of one output
+still multiplies its feature). It marks those features in row ``i`` of ``touched`` (a byte per
+feature). Coefficients are constants written bit for bit.
 """
 
 from __future__ import annotations

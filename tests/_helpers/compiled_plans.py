@@ -114,7 +114,7 @@ def _plans(seed: int) -> dict[str, thrifty.runtime.Plan]:
             Sequential(forest32, rng.permutation(7), np.full(7, 1.0), np.full(7, -1.0)),
             Full(forest),
         ),
-        # Every part native: low and high run natively on the rows the gate routes to them.
+        # Low and high run natively on the rows the gate routes to them.
         "gated-forests": Gated(
             Full(forest32), Sequential(forest, order, np.full(9, 1.0), np.full(9, -1.0)), Full(forest)
         ),

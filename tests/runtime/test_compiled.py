@@ -33,8 +33,7 @@ def cache(tmp_path_factory):
 )
 @given(X=input_matrices(N_FEATURES))
 def test_compiled_matches_interpreter_and_lazy(name, X):
-    # A Linear part (the gate) runs on the interpreter's kernel: the Gated plan is not all native.
-    check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125), native=name != "gated")
+    check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
 
 
 def test_many_rows_take_the_parallel_path():
@@ -89,14 +88,17 @@ def test_more_than_64_features():
         assert_same(compiled.evaluate(X[:1]), evaluate(plan, X[:1], costs))
 
 
-def test_plans_it_does_not_compile_run_on_the_interpreter():
+def test_cascade_and_linear_plans_run_natively():
+    """Cronus's Cascade and ADAPT-LIN's Linear parts compile too (tests/runtime/
+    test_compiled_cascade.py checks them in depth); only an Opaque part stays on the interpreter
+    (tests/runtime/test_opaque.py)."""
     rng = np.random.default_rng(12)
     forest = random_forest(rng, N_FEATURES, n_trees=6)
     W = rng.normal(size=(2, 6)).round(2)
     X = random_inputs(rng, 50, N_FEATURES)
-    check(Cascade(forest, W, [-0.5, 0.0]), X, cost_model(), native=False)
-    check(Linear(np.arange(N_FEATURES) - 2.0), X, cost_model(), native=False)
-    assert not thrifty.compile(
+    check(Cascade(forest, W, [-0.5, 0.0]), X, cost_model())
+    check(Linear(np.arange(N_FEATURES) - 2.0), X, cost_model())
+    assert thrifty.compile(
         Gated(Linear(np.ones(N_FEATURES)), Cascade(forest, W, [-0.5, 0.0]), Full(forest))
     ).native
 

@@ -6,7 +6,9 @@ the ``targets``' lanes), ``ir_serving`` (the serving path's entry) → ``objects
 through llvmlite for the target, in helper processes: ``llc``; kept in the verified on-disk
 ``cache``) → ``tables`` (the tables the code reads;
 ``ForestCode``) → ``executor`` (the interpreter's executor running the code) and ``serving``
-(the serving path) → ``plan`` (``CompiledPlan`` and ``compile``).
+(the serving path) → ``plan`` (``CompiledPlan`` and ``compile``). Cascade and Linear plans
+have their own IR (``ir_cascade``, ``ir_linear``), compiled and cached by ``loader``, with their
+tables and executors in ``cascade`` and ``linear``.
 """
 
 from thrifty.runtime.compiled.cache import CacheWarning, cache_dir

@@ -13,14 +13,17 @@ from typing import Any
 
 from thrifty.costs import CostModel
 from thrifty.exceptions import InvalidParameterError
+from thrifty.runtime.compiled.cascade import CascadeCode
 from thrifty.runtime.compiled.executor import NativeExecutor
 from thrifty.runtime.compiled.lazy_executor import NativeLazyExecutor
+from thrifty.runtime.compiled.linear import LinearCode
 from thrifty.runtime.compiled.serving import ServingPath, serving_path
 from thrifty.runtime.compiled.tables import ForestCode, forest_code
 from thrifty.runtime.evaluate import evaluate
 from thrifty.runtime.evaluation import Evaluation, costs_for
-from thrifty.runtime.interpret.executors import Accelerated, Context, SequentialExecutor
-from thrifty.runtime.plans import Full, Gated, Plan, Sequential, as_plan
+from thrifty.runtime.interpret.executors import Accelerated, Context, Executor
+from thrifty.runtime.models import Linear
+from thrifty.runtime.plans import Cascade, Full, Gated, Plan, Sequential, as_plan
 
 
 class CompiledPlan(Accelerated):
@@ -34,7 +37,7 @@ class CompiledPlan(Accelerated):
         The cost model ``evaluate`` uses when given none.
     native : bool
         True when every part of the plan runs natively in dense evaluation; False when some
-        part (a Cascade, Linear or Opaque plan) runs on the interpreter.
+        part (an Opaque plan: a Python callable) runs on the interpreter.
     compile_seconds : float
         Time spent generating and compiling code in this process (0 when all came from the
         on-disk cache).
@@ -42,6 +45,8 @@ class CompiledPlan(Accelerated):
         A Gated plan's gate, low and high parts, each compiled (empty for other plans).
     forest_code : ForestCode or None
         A Full or Sequential plan's native code and the tables it reads.
+    plan_code : CascadeCode or LinearCode or None
+        A Cascade or Linear plan's native code (and tables).
     serving : ServingPath or None
         The serving path under ``costs`` (``serving``): one native call from a numeric matrix
         to settled costs (forests of any width; None for other plans).
@@ -54,6 +59,7 @@ class CompiledPlan(Accelerated):
         self.costs = costs
         self.parts: tuple[CompiledPlan, ...] = ()
         self.forest_code: ForestCode | None = None
+        self.plan_code: CascadeCode | LinearCode | None = None
         self.serving: ServingPath | None = None
         self.native: bool
         self.compile_seconds: float
@@ -67,6 +73,13 @@ class CompiledPlan(Accelerated):
             self.native = True
             self.compile_seconds = self.forest_code.code.compile_seconds
             self.serving = serving_path(self.plan, self.forest_code, costs_for(self.plan, costs))
+        elif isinstance(self.plan, (Cascade, Linear)):
+            model = self.plan
+            self.plan_code = (
+                CascadeCode(model, progress) if isinstance(model, Cascade) else LinearCode(model, progress)
+            )
+            self.native = True
+            self.compile_seconds = self.plan_code.compile_seconds
         else:
             self.native = False
             self.compile_seconds = 0.0
@@ -82,9 +95,12 @@ class CompiledPlan(Accelerated):
                 return ev
         return evaluate(self, X, n_threads=n_threads)
 
-    def executor(self, ctx: Context) -> SequentialExecutor | None:
-        """The native executor of a Full or Sequential plan (the interpreter asks for it): in
-        lazy evaluation (some values not known yet) the one that resumes stopped rows."""
+    def executor(self, ctx: Context) -> Executor | None:
+        """The native executor of the plan (the interpreter asks for it): for a Full or
+        Sequential plan in lazy evaluation (some values not known yet) the one that resumes
+        stopped rows; for a Cascade or Linear plan only in dense evaluation."""
+        if self.plan_code is not None:
+            return self.plan_code.executor(ctx)
         code, plan = self.forest_code, self.plan
         if code is None or not isinstance(plan, (Full, Sequential)):
             return None
@@ -131,16 +147,16 @@ def compile(model: Any, costs: CostModel | None = None) -> CompiledPlan:  # noqa
     -------
     CompiledPlan
         ``.evaluate(X)`` gives the ``Evaluation``; ``thrifty.evaluate(compiled, X)`` also
-        accepts it. ``.native`` is False when part of the plan (Cascade, Linear) runs on the
+        accepts it. ``.native`` is False when part of the plan (an Opaque model) runs on the
         interpreter.
     """
     return CompiledPlan(model, costs)
 
 
 def native_engine(plan: Plan, costs: CostModel) -> Plan | CompiledPlan:
-    """``plan`` compiled with ``costs`` when some part of it runs natively (Full, Sequential,
-    or a Gated plan's forest parts), else ``plan`` itself: what a long-running service (``thrifty
-    serve``) evaluates with, dense and lazy. Pass ``costs`` itself to ``evaluate`` and
+    """``plan`` compiled with ``costs`` when some part of it runs natively (any plan but an
+    Opaque one, or a Gated plan with a native part), else ``plan`` itself: what a long-running
+    service (``thrifty serve``) evaluates with, dense and lazy. Pass ``costs`` itself to ``evaluate`` and
     ``evaluate_async`` (the compiled plan's own cost model takes its serving path)."""
     compiled = CompiledPlan(plan, costs, progress=False)
     return compiled if compiled.native or compiled.parts else plan

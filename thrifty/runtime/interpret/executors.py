@@ -103,9 +103,9 @@ def executor(plan: Plan, ctx: Context, accelerated: Accelerated | None = None) -
     if isinstance(plan, (Full, Sequential)):
         return SequentialExecutor(plan.forest, plan.schedule, ctx)
     if isinstance(plan, Cascade):
-        return _CascadeExecutor(plan, ctx)
+        return CascadeExecutor(plan, ctx)
     if isinstance(plan, Linear):
-        return _LinearExecutor(plan, ctx)
+        return LinearExecutor(plan, ctx)
     if isinstance(plan, Opaque):
         return _OpaqueExecutor(plan, ctx)
     if isinstance(plan, Gated):
@@ -202,7 +202,9 @@ class SequentialExecutor(_ForestOutputs):
         )
 
 
-class _CascadeExecutor(_ForestOutputs):
+class CascadeExecutor(_ForestOutputs):
+    """A Cascade plan's stages over its forest's trees, each tree's output kept for later stages."""
+
     def __init__(self, plan: Cascade, ctx: Context) -> None:
         n, f = ctx.n, plan.forest
         self.forest, self.plan, self.ctx = f, plan, ctx
@@ -213,8 +215,10 @@ class _CascadeExecutor(_ForestOutputs):
         self.cur = self.place[kernels.STAGE_NODE]
         self.cur[:] = -1
         self.score = np.full(n, plan.stage_bias[0])
-        self.tree_out = np.zeros((n, f.n_trees))
-        self.tree_done = np.zeros((n, f.n_trees), dtype=np.bool_)
+        # Each row's tree outputs so far, allocated when the kernel first runs (a compiled
+        # cascade finishes its rows without them).
+        self.tree_out = np.zeros((0, 0))
+        self.tree_done = np.zeros((0, 0), dtype=np.bool_)
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
         self.trees = trees_record(f)
@@ -229,7 +233,10 @@ class _CascadeExecutor(_ForestOutputs):
         return self.stage
 
     def advance(self, rows: np.ndarray) -> None:
-        c, p = self.ctx, self.plan
+        c, f = self.ctx, self.forest
+        if self.tree_out.shape[0] != c.n:
+            self.tree_out = np.zeros((c.n, f.n_trees))
+            self.tree_done = np.zeros((c.n, f.n_trees), dtype=np.bool_)
         kernels.RUN_CASCADE.for_rows(len(rows))(
             rows,
             c.inputs,
@@ -244,9 +251,13 @@ class _CascadeExecutor(_ForestOutputs):
             self.done,
             self.decision,
         )
-        # Examples that passed every stage are decided by the last stage's threshold.
+        self.decide(rows)
+
+    def decide(self, rows: np.ndarray) -> None:
+        """Examples of ``rows`` that passed every stage are decided by the last stage's
+        threshold."""
         finished = rows[self.done[rows] & (self.decision[rows] == 0)]
-        self.decision[finished] = np.where(self.score[finished] > p.stage_thresholds[-1], 1, -1)
+        self.decision[finished] = np.where(self.score[finished] > self.plan.stage_thresholds[-1], 1, -1)
 
 
 class _ModelExecutor(Executor):
@@ -271,7 +282,9 @@ class _ModelExecutor(Executor):
         return labels_from(self.raw, None, p.link, p.classes, p.n_outputs)
 
 
-class _LinearExecutor(_ModelExecutor):
+class LinearExecutor(_ModelExecutor):
+    """A Linear plan: every row's dot product with the coefficients, in one step."""
+
     plan: Linear
 
     def advance(self, rows: np.ndarray) -> None:

@@ -13,7 +13,7 @@ import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
 
-from thrifty.runtime.compiled import cache
+from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.objects import CODEGEN_VERSION, _emit, _target_machine
 
 # Bump when ``ir_cascade`` or ``ir_linear`` change meaning (a function's arguments, the state or
@@ -24,10 +24,12 @@ PLAN_CODE_VERSION = 3
 
 def plan_key(kind: str, parts: Iterable[object]) -> str:
     """Hash of what a plan's native code depends on: its kind, ``parts`` (arrays by dtype,
-    shape and bytes; anything else by its text), this generator's version and the target CPU."""
+    shape and bytes; anything else by its text), this generator's version and the target
+    (``targets.current``)."""
+    tg = targets.current()
     h = hashlib.sha256(
-        f"{CODEGEN_VERSION}|{PLAN_CODE_VERSION}|{kind}|{llvmlite.__version__}|{llvm.get_process_triple()}|"
-        f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}".encode()
+        f"{CODEGEN_VERSION}|{PLAN_CODE_VERSION}|{kind}|{llvmlite.__version__}|"
+        f"{tg.name}|{tg.lanes}|{tg.vscale}|{tg.triple}|{tg.cpu}|{tg.features}".encode()
     )
     for part in parts:
         if isinstance(part, np.ndarray):

@@ -12,6 +12,7 @@ whose evaluation asks for one of its features.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from typing import Any, Self
@@ -29,7 +30,7 @@ from thrifty.providers.base import (
     store_key,
 )
 from thrifty.providers.redis import RedisProvider, same_server
-from thrifty.providers.redis_round import HashReads
+from thrifty.providers.redis_round import HashReads, RoundAnswer
 from thrifty.runtime.lazy import Requests
 from thrifty.runtime.plans import as_plan
 
@@ -87,11 +88,31 @@ class JoinedProvider(SyncKeyedProvider):
             self._look_up(t, rows, links, needs[t], out)
         return out
 
+    async def fetch_async(self, requests: Requests) -> list[np.ndarray]:
+        """:meth:`fetch` for an event loop: tables in one Redis are read by ``redis.asyncio`` (no
+        thread waits for the answer); other tables in a worker thread."""
+        if not self.one_redis:
+            return await asyncio.to_thread(self.fetch, requests)
+        bounds, reads = self._redis_reads(requests)
+        values, found = await self.root.read_async(reads)
+        self._check(reads, values, found)
+        if found.unfollowed:
+            await asyncio.to_thread(self._follow, reads, values, found.unfollowed)
+        return [values[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
+
     def _fetch_redis(self, requests: Requests) -> list[np.ndarray]:
         """The round in one ``EVALSHA``: each row's root hash, and for each linked table the row
         needs, the record its link names (read server-side). Errors as the table-by-table
         round's: a root key with no hash, a link that is no integer key, a link naming no
         record."""
+        bounds, reads = self._redis_reads(requests)
+        values, found = self.root.read(reads)
+        self._check(reads, values, found)
+        if found.unfollowed:
+            self._follow(reads, values, found.unfollowed)
+        return [values[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
+
+    def _redis_reads(self, requests: Requests) -> tuple[np.ndarray, HashReads]:
         root: RedisProvider = self.root
         bounds = np.cumsum([0, *(len(rows) for _, rows in requests)])
         links = [(root.fields[column], table) for column, table in self.lookups]
@@ -110,21 +131,22 @@ class JoinedProvider(SyncKeyedProvider):
                     reads.add_linked(root.prefix + stored, plain_key(k), table - 1, field, j)
         if impossible:
             raise missing_keys(impossible, "key", root._described, TEXT)
-        values, found = root.read(reads)
+        return bounds, reads
+
+    def _check(self, reads: HashReads, values: np.ndarray, found: RoundAnswer) -> None:
+        """Raise for a root key with no hash, a link that is no key, a link naming no record."""
         if found.lost:
-            raise missing_keys(found.lost, "key", root._described, TEXT)
+            raise missing_keys(found.lost, "key", self.root._described, TEXT)
         for slot in reads.link_slots.values():
             if not np.isnan(values[slot]):
                 _link_key(values[slot])  # a fraction or an infinity is no key: ProviderError
         for t, lost in found.lost_linked.items():
-            raise missing_keys([_link_key(v) for v in lost], "key", links[t][1]._described, TEXT)
-        if found.unfollowed:  # links that are not plain integer text: read as the Python path reads
-            self._follow(reads, values, found.unfollowed)
-        return [values[bounds[i] : bounds[i + 1]] for i in range(len(requests))]
+            raise missing_keys([_link_key(v) for v in lost], "key", reads.links[t][1]._described, TEXT)
 
     def _follow(self, reads: HashReads, values: np.ndarray, pairs: list[tuple[str, int]]) -> None:
-        """Read the linked records of ``pairs`` (hash, table) through the linked tables'
-        providers: one more round trip per table."""
+        """Read the linked records of ``pairs`` (hash, table), whose links are not plain integer
+        text, through the linked tables' providers, as the table-by-table round reads them: one
+        more round trip per table."""
         for t in sorted({t for _, t in pairs}):
             names = [name for name, u in pairs if u == t]
             table = reads.links[t][1].with_keys([_link_key(values[reads.link_slots[(n, t)]]) for n in names])

@@ -17,8 +17,10 @@ by a second round trip, so the link is read exactly as Python reads it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +104,13 @@ class RoundAnswer:
     lost_linked: dict[int, list[float]] = field(default_factory=dict)
     unfollowed: list[tuple[str, int]] = field(default_factory=list)
 
+    def add(self, other: RoundAnswer) -> None:
+        """Take in what another call of the same round found."""
+        self.lost += other.lost
+        self.unfollowed += other.unfollowed
+        for t, links in other.lost_linked.items():
+            self.lost_linked.setdefault(t, []).extend(links)
+
 
 class HashReads:
     """The reads of one round: per hash, the fields wanted and the output slots of each; per
@@ -139,30 +148,34 @@ class HashReads:
         return got
 
 
-def read_round(client: Any, where: str, reads: HashReads, names: list[str], out: np.ndarray) -> RoundAnswer:
-    """Read the hashes ``names`` of ``reads`` with one ``EVALSHA``: their values (and links) go to
-    their slots of ``out``; what was missing is returned."""
-    keys: list[str] = []
-    args: list[Any] = []
-    statuses: list[tuple[int, Any]] = []  # (answer position, key) of each hash's existence
-    lookups: list[tuple[int, str, int]] = []  # (answer position, hash, table) of each lookup
-    positions: list[int] = []  # answer position of each value read
+@dataclass
+class ScriptCall:
+    """One call of the script: its keys and arguments, and where its answer's entries go."""
+
+    keys: list[str] = field(default_factory=list)
+    args: list[Any] = field(default_factory=list)
+    statuses: list[tuple[int, Any]] = field(default_factory=list)  # (position, key) per hash
+    lookups: list[tuple[int, str, int]] = field(default_factory=list)  # (position, hash, table)
+    positions: list[int] = field(default_factory=list)  # answer position of each value read
     # Per value read: its hash's name, or the prefix of a linked hash and the answer position
     # of the link naming it (-1 for the hash's own values), and its field.
-    what: list[tuple[str, int, str]] = []
-    src: list[int] = []  # per output slot filled: the value read that fills it
-    dst: list[int] = []
-    at = 0
+    what: list[tuple[str, int, str]] = field(default_factory=list)
+    src: list[int] = field(default_factory=list)  # per output slot filled: the value filling it
+    dst: list[int] = field(default_factory=list)
+    size: int = 0  # entries of the answer
 
-    def place(field_slots: dict[str, list[int]], name: str, link_at: int) -> None:
-        nonlocal at
+    def place(self, field_slots: dict[str, list[int]], name: str, link_at: int) -> None:
         for f, slots in field_slots.items():
-            src.extend([len(what)] * len(slots))
-            dst.extend(slots)
-            what.append((name, link_at, f))
-            positions.append(at)
-            at += 1
+            self.src.extend([len(self.what)] * len(slots))
+            self.dst.extend(slots)
+            self.what.append((name, link_at, f))
+            self.positions.append(self.size)
+            self.size += 1
 
+
+def encode(reads: HashReads, names: list[str]) -> ScriptCall:
+    """The script call reading the hashes ``names`` of ``reads``."""
+    call = ScriptCall()
     for name in names:
         key, own, linked = reads.hashes[name]
         fields = dict(own)
@@ -170,25 +183,35 @@ def read_round(client: Any, where: str, reads: HashReads, names: list[str], out:
             link = reads.links[t][0]
             fields[link] = [*fields.get(link, []), reads.link_slots[(name, t)]]
         order = list(fields)
-        keys.append(name)
-        args += [len(order), *order, len(linked)]
-        statuses.append((at, key))
-        at += 1
-        values_at = at
-        place(fields, name, -1)
+        call.keys.append(name)
+        call.args += [len(order), *order, len(linked)]
+        call.statuses.append((call.size, key))
+        call.size += 1
+        values_at = call.size
+        call.place(fields, name, -1)
         for t, wanted in linked.items():
             link, provider = reads.links[t]
-            args += [order.index(link) + 1, provider.prefix, len(wanted), *wanted]
-            lookups.append((at, name, t))
-            at += 1
-            place(wanted, provider.prefix, values_at + order.index(link))
-    answer = _evalsha(client, where, keys, args)
-    if len(answer) != at:
-        raise ProviderError(f"{where} answered {len(answer)} values for a round of {at}; is it Redis?")
-    numbers = _numbers([answer[p] for p in positions], what, answer)
-    out[np.asarray(dst, dtype=np.int64)] = numbers[np.asarray(src, dtype=np.int64)]
-    result = RoundAnswer([key for p, key in statuses if not answer[p]])
-    for p, name, t in lookups:
+            call.args += [order.index(link) + 1, provider.prefix, len(wanted), *wanted]
+            call.lookups.append((call.size, name, t))
+            call.size += 1
+            call.place(wanted, provider.prefix, values_at + order.index(link))
+    return call
+
+
+def decode(call: ScriptCall, answer: Any, reads: HashReads, out: np.ndarray, where: str) -> RoundAnswer:
+    """Place the script's ``answer`` in ``out``; what was missing is returned."""
+    if answer and isinstance(answer[0], (bytes, str)):
+        name, message = (_text(x) for x in answer[1:3])
+        raise ProviderError(
+            f"{where} refused to read {name!r}: {message}; store each row's features as one hash, "
+            "a field per feature"
+        )
+    if len(answer) != call.size:
+        raise ProviderError(f"{where} answered {len(answer)} values for a round of {call.size}; is it Redis?")
+    numbers = _numbers([answer[p] for p in call.positions], call.what, answer)
+    out[np.asarray(call.dst, dtype=np.int64)] = numbers[np.asarray(call.src, dtype=np.int64)]
+    result = RoundAnswer([key for p, key in call.statuses if not answer[p]])
+    for p, name, t in call.lookups:
         if answer[p] == NO_RECORD:
             result.lost_linked.setdefault(t, []).append(float(out[reads.link_slots[(name, t)]]))
         elif answer[p] == NOT_FOLLOWED:
@@ -196,29 +219,50 @@ def read_round(client: Any, where: str, reads: HashReads, names: list[str], out:
     return result
 
 
-def _evalsha(client: Any, where: str, keys: list[str], args: list[Any]) -> list[Any]:
-    """The script's answer; loaded into the server first when it does not have it."""
+def read_round(client: Any, where: str, reads: HashReads, names: list[str], out: np.ndarray) -> RoundAnswer:
+    """Read the hashes ``names`` of ``reads`` with one ``EVALSHA`` (loading the script into a
+    server that does not have it): values and links to their slots of ``out``."""
+    import redis
+
+    call = encode(reads, names)
+    with _errors(where):
+        try:
+            answer = client.evalsha(SHA, len(call.keys), *call.keys, *call.args)
+        except redis.exceptions.NoScriptError:
+            client.script_load(LUA)
+            answer = client.evalsha(SHA, len(call.keys), *call.keys, *call.args)
+    return decode(call, answer, reads, out, where)
+
+
+async def read_round_async(
+    client: Any, where: str, reads: HashReads, names: list[str], out: np.ndarray
+) -> RoundAnswer:
+    """:func:`read_round` with a ``redis.asyncio`` client: no thread waits for the answer."""
+    import redis
+
+    call = encode(reads, names)
+    with _errors(where):
+        try:
+            answer = await client.evalsha(SHA, len(call.keys), *call.keys, *call.args)
+        except redis.exceptions.NoScriptError:
+            await client.script_load(LUA)
+            answer = await client.evalsha(SHA, len(call.keys), *call.keys, *call.args)
+    return decode(call, answer, reads, out, where)
+
+
+@contextlib.contextmanager
+def _errors(where: str) -> Iterator[None]:
+    """redis-py's exceptions as thrifty's, in one line."""
     import redis
 
     try:
-        try:
-            answer = client.evalsha(SHA, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            client.script_load(LUA)
-            answer = client.evalsha(SHA, len(keys), *keys, *args)
+        yield
     except redis.exceptions.TimeoutError:
         raise TimeoutError(f"{where} did not answer in time") from None
     except redis.exceptions.ResponseError as exc:
         raise ProviderError(f"{where} refused the round's script: {exc}") from None
     except redis.exceptions.RedisError as exc:
         raise ConnectionError(f"{where} failed: {type(exc).__name__}: {exc}") from None
-    if answer and isinstance(answer[0], (bytes, str)):
-        name, message = (_text(x) for x in answer[1:3])
-        raise ProviderError(
-            f"{where} refused to read {name!r}: {message}; store each row's features as one hash, "
-            "a field per feature"
-        )
-    return list(answer)
 
 
 def _numbers(raw: list[Any], what: list[tuple[str, int, str]], answer: list[Any]) -> np.ndarray:

@@ -3,8 +3,6 @@ and for tables joined by keys, reading exactly what the table-by-table reads rea
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 import pytest
 
@@ -162,38 +160,8 @@ def test_joined_errors_are_the_table_by_table_errors(client):
             provider.fetch([(2, np.array([5]))])
 
 
-def test_fetch_async_reads_what_fetch_reads_on_each_event_loop(client):
-    """``thrifty serve`` awaits ``fetch_async`` (redis.asyncio, a client per event loop)."""
-    rng = np.random.default_rng(1)
-    write_joined(client, rng, 40)
-    flat = redis_provider(client, list(range(40)), prefix="f:", columns=ROOT)
-    provider = joined(client, list(range(40)))
-    for _ in range(2):  # a second event loop gets its own client
-        for _ in range(10):
-            requests = [
-                (int(f), rng.choice(40, size=int(rng.integers(1, 9))))
-                for f in rng.choice(len(FEATURES), size=int(rng.integers(1, 6)), replace=False)
-            ]
-            got = asyncio.run(provider.with_keys(list(range(40))).fetch_async(requests))
-            for g, w in zip(got, provider.fetch(requests)):
-                np.testing.assert_array_equal(g, w)
-            own = [(f, rows) for f, rows in requests if f < 2]
-            for g, w in zip(asyncio.run(flat.fetch_async(own)), flat.fetch(own)):
-                np.testing.assert_array_equal(g, w)
-    with pytest.raises(MissingKeyError, match="\\['ghost'\\]"):
-        asyncio.run(provider.with_keys(["ghost"]).fetch_async([(0, np.array([0]))]))
-    # Tables in other stores than one Redis: fetch_async reads them as fetch does.
-    reference = table_by_table(joined(client, list(range(40))))
-    requests = [(2, np.arange(40)), (4, np.arange(40))]
-    for g, w in zip(asyncio.run(reference.fetch_async(requests)), provider.fetch(requests)):
-        np.testing.assert_array_equal(g, w)
-
-
-def test_an_unreachable_server_is_a_connection_error_in_both_paths(client):
+def test_a_server_gone_is_a_connection_error(client):
     provider = redis_provider(client, [1], prefix="h:", columns=["a"])
     provider.client = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=2)
     with pytest.raises(ConnectionError, match="Redis at .* failed: ConnectionError"):
         provider.fetch([(0, np.array([0]))])
-    provider._async_clients.clear()
-    with pytest.raises(ConnectionError, match="Redis at .* failed: ConnectionError"):
-        asyncio.run(provider.fetch_async([(0, np.array([0]))]))

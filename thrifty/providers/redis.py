@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +19,7 @@ from thrifty.providers.base import (
     plain_key,
     store_key,
 )
-from thrifty.providers.redis_round import HashReads, RoundAnswer, read_round, read_round_async
+from thrifty.providers.redis_round import HashReads, RoundAnswer, read_round
 from thrifty.runtime.lazy import Requests
 
 # redis-py is the optional extra thrifty[redis]: imported where a command is sent, so that
@@ -42,7 +39,6 @@ class RedisProvider(SyncKeyedProvider):
         self.client, self.where, self.prefix, self.fields = client, where, prefix, fields
         self.keys = keys
         self.max_keys = max_keys
-        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair: one round trip for the whole round.
@@ -52,16 +48,6 @@ class RedisProvider(SyncKeyedProvider):
         ``HMGET`` of the fields the round needs from it, run server-side; a round of more than
         ``max_keys`` hashes is split into several calls.
         """
-        bounds, reads = self._reads(requests)
-        return self._answers(bounds, *self.read(reads))
-
-    async def fetch_async(self, requests: Requests) -> list[np.ndarray]:
-        """:meth:`fetch` awaiting the answer on the event loop (``redis.asyncio``), so that no
-        thread waits for it; ``thrifty serve`` uses it."""
-        bounds, reads = self._reads(requests)
-        return self._answers(bounds, *await self.read_async(reads))
-
-    def _reads(self, requests: Requests) -> tuple[np.ndarray, HashReads]:
         bounds = np.cumsum([0, *(len(rows) for _, rows in requests)])
         reads = HashReads(int(bounds[-1]))
         impossible: list[Any] = []
@@ -75,12 +61,10 @@ class RedisProvider(SyncKeyedProvider):
                 reads.add(self.prefix + stored, plain_key(k), field, j)
         if impossible:
             raise missing_keys(impossible, "key", self._described, TEXT)
-        return bounds, reads
-
-    def _answers(self, bounds: np.ndarray, values: np.ndarray, found: RoundAnswer) -> list[np.ndarray]:
+        values, found = self.read(reads)
         if found.lost:
             raise missing_keys(found.lost, "key", self._described, TEXT)
-        return [values[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
+        return [values[bounds[i] : bounds[i + 1]] for i in range(len(requests))]
 
     def read(self, reads: HashReads) -> tuple[np.ndarray, RoundAnswer]:
         """The values of ``reads`` (NaN where missing) and what was missing, in calls of at most
@@ -90,25 +74,6 @@ class RedisProvider(SyncKeyedProvider):
         for lo in range(0, len(names), self.max_keys):
             found.add(read_round(self.client, self.where, reads, names[lo : lo + self.max_keys], values))
         return values, found
-
-    async def read_async(self, reads: HashReads) -> tuple[np.ndarray, RoundAnswer]:
-        """:meth:`read` with this event loop's ``redis.asyncio`` client."""
-        client = self._async_client()
-        values, found = np.full(reads.n_slots, np.nan), RoundAnswer()
-        names = list(reads.hashes)
-        for lo in range(0, len(names), self.max_keys):
-            part = names[lo : lo + self.max_keys]
-            found.add(await read_round_async(client, self.where, reads, part, values))
-        return values, found
-
-    def _async_client(self) -> Any:
-        """A ``redis.asyncio`` client to the same server, one per event loop (a client is bound
-        to the loop that first uses it); shared by the copies ``with_keys`` makes."""
-        loop = asyncio.get_running_loop()
-        client = self._async_clients.get(loop)
-        if client is None:
-            client = self._async_clients[loop] = async_client(self.client)
-        return client
 
     @property
     def _described(self) -> str:
@@ -196,27 +161,6 @@ def redis_provider(
         raise ConnectionError(f"{where} cannot be reached: {type(exc).__name__}: {exc}") from None
     return RedisProvider(
         client, where, str(prefix), feature_columns(columns, model), as_keys(keys), int(max_keys)
-    )
-
-
-def async_client(client: Any) -> Any:
-    """A ``redis.asyncio`` client connecting where the synchronous ``client`` does (TCP or a
-    Unix socket; same database, user, password and timeouts)."""
-    import redis.asyncio
-
-    options = client.connection_pool.connection_kwargs
-    common = {k: options.get(k) for k in ("db", "username", "password", "socket_timeout")}
-    if options.get("path"):
-        return redis.asyncio.Redis(unix_socket_path=options["path"], **common)
-    if issubclass(client.connection_pool.connection_class, redis.SSLConnection):
-        accepted = inspect.signature(redis.asyncio.Redis).parameters
-        common.update({k: v for k, v in options.items() if k.startswith("ssl_") and k in accepted})
-        common["ssl"] = True
-    return redis.asyncio.Redis(
-        host=options.get("host", "localhost"),
-        port=options.get("port", 6379),
-        socket_connect_timeout=options.get("socket_connect_timeout"),
-        **common,
     )
 
 

@@ -234,22 +234,6 @@ def read_round(client: Any, where: str, reads: HashReads, names: list[str], out:
     return decode(call, answer, reads, out, where)
 
 
-async def read_round_async(
-    client: Any, where: str, reads: HashReads, names: list[str], out: np.ndarray
-) -> RoundAnswer:
-    """:func:`read_round` with a ``redis.asyncio`` client: no thread waits for the answer."""
-    import redis
-
-    call = encode(reads, names)
-    with _errors(where):
-        try:
-            answer = await client.evalsha(SHA, len(call.keys), *call.keys, *call.args)
-        except redis.exceptions.NoScriptError:
-            await client.script_load(LUA)
-            answer = await client.evalsha(SHA, len(call.keys), *call.keys, *call.args)
-    return decode(call, answer, reads, out, where)
-
-
 @contextlib.contextmanager
 def _errors(where: str) -> Iterator[None]:
     """redis-py's exceptions as thrifty's, in one line."""

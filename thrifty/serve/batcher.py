@@ -127,7 +127,7 @@ class Batcher:
         self.policy, self.n_threads, self.max_batch_rows = rounds, n_threads, max_batch_rows
         self.is_async = False
         if store is not None:
-            self.is_async = inspect.iscoroutinefunction(_fetcher(store([])))
+            self.is_async = inspect.iscoroutinefunction(store([]).fetch)
         self._pending: list[Job] = []
         self._batches: list[_Batch] = []
         self._task: asyncio.Task[None] | None = None
@@ -306,7 +306,7 @@ class Batcher:
                     keys += p.keys
             requests.append((f, np.arange(lo, len(keys), dtype=np.int64)))
         order = [i for f in sorted({p.feature for p in parts}) for i, p in enumerate(parts) if p.feature == f]
-        fetch = _fetcher(self.store(keys))
+        fetch = self.store(keys).fetch
         loop = asyncio.get_running_loop()
         # Bounded by the latest deadline of the requests asking: past it nobody waits for the
         # answer (a query under way in a worker thread finishes there, unread).
@@ -326,12 +326,6 @@ class Batcher:
     ) -> None:
         for p, v in zip(parts, values):
             out[index[id(p.batch)]][p.slot][p.where] = v
-
-
-def _fetcher(provider: Any) -> Callable[[Requests], Any]:
-    """The provider's round method: ``fetch_async`` where it has one (a round awaited on the
-    event loop, no thread waiting for the store: Redis), else ``fetch``."""
-    return getattr(provider, "fetch_async", None) or provider.fetch
 
 
 def _by_job(parts: list[_Part]) -> list[tuple[Job, list[_Part]]]:

@@ -76,6 +76,12 @@ def test_one_table_missing_fields_no_fields_nan_and_missing_keys(client):
     with pytest.raises(MissingKeyError, match="\\['ghost', 7\\]") as missing:
         provider.with_keys([1, "ghost", 7]).fetch([(0, np.arange(3))])
     assert missing.value.keys == ["ghost", 7]
+    # Values are checked together: one that is two numbers on two lines is no number.
+    client.hset("h:4", mapping={"a": "1\n2", "b": "1_000"})
+    with pytest.raises(ProviderError, match=r"field 'a' of 'h:4' holds '1\\n2', not a number"):
+        provider.with_keys([1, 4]).fetch([(0, np.arange(2))])
+    with pytest.raises(ProviderError, match="field 'b' of 'h:4' holds '1_000', not a number"):
+        provider.with_keys([4]).fetch([(1, np.arange(1))])
 
 
 def test_the_script_is_loaded_again_after_a_flush_and_text_clients_work(client, redis_url):

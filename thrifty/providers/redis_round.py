@@ -258,11 +258,7 @@ def _numbers(raw: list[Any], what: list[tuple[str, int, str]], answer: list[Any]
     if not present:
         return out
     texts = [raw[i] for i in present]
-    if all(isinstance(t, bytes) for t in texts):
-        valid = _NUMBERS_BYTES.fullmatch(b"\n".join(texts)) is not None
-    else:  # a client decoding answers (decode_responses=True)
-        valid = _NUMBERS.fullmatch("\n".join(_text(t) for t in texts)) is not None
-    if not valid:
+    if not _all_numbers(texts):
         for i in present:
             if not NUMBER.fullmatch(_text(raw[i])):
                 name, link_at, field = what[i]
@@ -271,6 +267,16 @@ def _numbers(raw: list[Any], what: list[tuple[str, int, str]], answer: list[Any]
                 raise not_a_number(raw[i], name, field)
     out[present] = np.array(texts, dtype=np.float64)
     return out
+
+
+def _all_numbers(texts: list[Any]) -> bool:
+    """Every value is a decimal number: one regular-expression call over the values joined by
+    newlines (and a value holding a newline, which would pass as two, is counted out)."""
+    if all(isinstance(t, bytes) for t in texts):
+        raw = b"\n".join(texts)
+        return _NUMBERS_BYTES.fullmatch(raw) is not None and raw.count(b"\n") == len(texts) - 1
+    text = "\n".join(_text(t) for t in texts)  # a client decoding answers (decode_responses=True)
+    return _NUMBERS.fullmatch(text) is not None and text.count("\n") == len(texts) - 1
 
 
 def not_a_number(raw: Any, name: str, field: str) -> ProviderError:

@@ -232,7 +232,7 @@ def test_any_batch_answers_each_request_as_alone(small_model, data):
 
 
 def test_a_redis_store_answers_each_request_exactly(small_model, redis_url):
-    """Served from a real Redis, requests in flight share its rounds (one script call each) and
+    """Served from a real Redis, the requests in flight share its rounds, and
     the answers are dense evaluation's; a key with no hash fails its own request only."""
     pytest.importorskip("redis")
     from tests._helpers.stores import write_hashes

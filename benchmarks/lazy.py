@@ -121,19 +121,10 @@ def recommend(table) -> dict:
     return pick.to_dict()
 
 
-def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller models and fewer rows")
-    default_home = os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data"))
-    ap.add_argument("--data-home", default=default_home, help="folder of the shared datasets")
-    args = ap.parse_args(argv)
-
+def adult_overhead(args) -> tuple[dict, dict]:
+    """thrifty's own time per one-row lazy request on Adult (interpreter and compiled Full plan),
+    the figures, and the Adult Full plan's rounds frontier (``{"adult Full": table}``)."""
     import lightgbm as lgb
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
 
     import thrifty
     from thrifty import Forest, Full
@@ -160,12 +151,31 @@ def main(argv: list[str] | None = None) -> dict:
     compiled.forest_code.lazy_code()  # compile (or load) the lazy blocks before timing
     timing = request_times({"interpreter": plan, "compiled": compiled}, M, 200 if quick else 1000)
     print(f"adult, one-row lazy requests ({n_trees} trees): {timing}")
-
+    c, i = timing["compiled"], timing["interpreter"]
+    figures = {
+        "overhead_us_per_request": round(c["us_per_request"], 1),
+        "overhead_us_per_round": round(c["us_per_round"], 2),
+        "rounds_per_request": c["rounds"],
+        "overhead_target_us": round(30 + 5 * c["rounds"], 1),
+        "interpreter_us_per_request": round(i["us_per_request"], 1),
+        "interpreter_us_per_round": round(i["us_per_round"], 2),
+    }
     n_cal = 500 if quick else 2000
-    tables = {"adult Full": thrifty.rounds_frontier(compiled, X_te[:n_cal], ps=(0.5, 0.2))}
+    return figures, {"adult Full": thrifty.rounds_frontier(compiled, X_te[:n_cal], ps=(0.5, 0.2))}
+
+
+def flights_rounds(args) -> tuple[dict, dict]:
+    """Round trips per row on flights under each policy (Full and QWYC plans), the figures of the
+    recommended QWYC policy, and the frontiers (``{"flights Full": table, "flights QWYC": ...}``)."""
+    import thrifty
+    from thrifty import Full
+
+    quick = args.quick
+    n_cal = 500 if quick else 2000
     f_forest, f_costs, given, X_cal, F_te = flights_model(args, 100 if quick else 300)
     # QWYC* fitted on 10,000 calibration flights (order and thresholds; --quick: trees in order).
     qwyc_plan = thrifty.qwyc(f_forest, X_cal[:10_000], alpha=0.005, ordering="given" if quick else "optimize")
+    tables = {}
     for name, p in (("flights Full", Full(f_forest)), ("flights QWYC", qwyc_plan)):
         tables[name] = thrifty.rounds_frontier(
             thrifty.compile(p, f_costs),
@@ -175,6 +185,36 @@ def main(argv: list[str] | None = None) -> dict:
             max_rounds=(2.0, 1.5),
             given=given,
         )
+    best = recommend(tables["flights QWYC"])
+    figures = {
+        "flights_policy": best["policy"],
+        "flights_rounds_p95": best["p95_rounds"],
+        "flights_rounds_mean": round(best["mean_rounds"], 3),
+        "flights_extra_cost_frac": round(best["extra_cost_frac"], 4),
+        "flights_in_order_rounds_p95": float(tables["flights QWYC"]["p95_rounds"].iloc[0]),
+    }
+    return figures, tables
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller models and fewer rows")
+    default_home = os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data"))
+    ap.add_argument("--data-home", default=default_home, help="folder of the shared datasets")
+    args = ap.parse_args(argv)
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    import thrifty
+
+    quick = args.quick
+    overhead, tables = adult_overhead(args)
+    rounds, flights_tables = flights_rounds(args)
+    tables.update(flights_tables)
     rows = []
     for name, table in tables.items():
         print(f"\n{name}\n{table.to_string(index=False)}")
@@ -188,22 +228,11 @@ def main(argv: list[str] | None = None) -> dict:
     fig.tight_layout()
     fig.savefig(RESULTS / f"lazy_rounds{'_quick' if quick else ''}.png", dpi=120)
 
-    best = recommend(tables["flights QWYC"])
-    c, i = timing["compiled"], timing["interpreter"]
     figures = {
         "bench": "lazy",
-        "overhead_us_per_request": round(c["us_per_request"], 1),
-        "overhead_us_per_round": round(c["us_per_round"], 2),
-        "rounds_per_request": c["rounds"],
-        "overhead_target_us": round(30 + 5 * c["rounds"], 1),
-        "interpreter_us_per_request": round(i["us_per_request"], 1),
-        "interpreter_us_per_round": round(i["us_per_round"], 2),
+        **overhead,
         "adult_rounds_p95": {r["policy"]: r["p95_rounds"] for _, r in tables["adult Full"].iterrows()},
-        "flights_policy": best["policy"],
-        "flights_rounds_p95": best["p95_rounds"],
-        "flights_rounds_mean": round(best["mean_rounds"], 3),
-        "flights_extra_cost_frac": round(best["extra_cost_frac"], 4),
-        "flights_in_order_rounds_p95": float(tables["flights QWYC"]["p95_rounds"].iloc[0]),
+        **rounds,
     }
     emit(figures, quick)
     return figures

@@ -9,7 +9,11 @@ aircraft tables are read only for rows whose trees need them. Each server is its
 each request is one row given by its flight id only; 1, 8, 32 and 128 clients (keep-alive
 connections, a minimal HTTP/1.1 client so that the client costs little CPU beside the server),
 each sending until its share of a fixed number of requests is sent or a time limit passes.
-Rounds per row are counted in-process on the same rows. **adult** (the figures recorded
+Rounds per row are counted in-process on the same rows. The part also records, from
+benchmarks/lazy.py's functions run in the same process, thrifty's own time per one-row request
+and per round (``overhead_us_per_request``, ``overhead_us_per_round``) and the recommended round
+policy on flights (``flights_policy``, ``flights_rounds_p95``, ``flights_extra_cost_frac``).
+**adult** (the figures recorded
 before): a 500-tree Adult model (100 with --quick), Full and QWYC, from a SQLite store through
 `thrifty serve`'s command line, sequential and 8 clients (httpx), as before.
 
@@ -404,6 +408,25 @@ def flights(args: argparse.Namespace, figures: dict, rows: list[dict]) -> None:
                 redis_proc.terminate()
                 redis_proc.wait(10)
     figures["errors"] = sum(v for k, v in figures.items() if k.endswith("_errors"))
+    lazy_figures(args, figures)
+
+
+def lazy_figures(args: argparse.Namespace, figures: dict) -> None:
+    """thrifty's own time per one-row lazy request and per round (in-process, Adult, compiled
+    plan) and the recommended round policy's rounds and extra cost on flights, measured in this
+    run by benchmarks/lazy.py's functions (see there)."""
+    import lazy
+
+    overhead, _ = lazy.adult_overhead(args)
+    rounds, _ = lazy.flights_rounds(args)
+    for k in ("overhead_us_per_request", "overhead_us_per_round", "rounds_per_request", "overhead_target_us"):
+        figures[k] = overhead[k]
+    figures.update(rounds)
+    print(
+        f"  in-process: {figures['overhead_us_per_request']} µs per request, "
+        f"{figures['overhead_us_per_round']} µs per round; flights policy {figures['flights_policy']}: "
+        f"p95 {figures['flights_rounds_p95']} rounds, extra cost {figures['flights_extra_cost_frac']:.1%}"
+    )
 
 
 def measure_flights(d, store, name, rounds, tag, clients, ids, n_requests, limit, figures, rows) -> None:

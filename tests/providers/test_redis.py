@@ -14,29 +14,33 @@ redis = pytest.importorskip("redis", reason="the Redis provider's tests need the
 
 
 class Spy:
-    """A client that counts pipelines and logs the (hash, field) pairs each HMGET reads."""
+    """A client that counts round trips (script calls that ran) and logs the (hash, field) pairs
+    each reads; the script's arguments are, per hash, its field count, the fields and its lookups."""
 
     def __init__(self, client):
-        self.client, self.pipelines, self.read = client, 0, []
+        self.client, self.calls, self.read = client, 0, []
         self.connection_pool = client.connection_pool
 
     def ping(self):
         return self.client.ping()
 
-    def pipeline(self, **options):
-        self.pipelines += 1
-        pipe = self.client.pipeline(**options)
-        hmget = pipe.hmget
+    def script_load(self, script):
+        return self.client.script_load(script)
 
-        def logged(name, fields):
-            self.read.extend((name, f) for f in fields)
-            return hmget(name, fields)
+    def evalsha(self, sha, n_keys, *args):
+        answer = self.client.evalsha(sha, n_keys, *args)  # the first call may load the script
+        self.calls += 1
+        keys, rest = args[:n_keys], list(args[n_keys:])
+        for key in keys:
+            n = rest.pop(0)
+            self.read.extend((key, f) for f in rest[:n])
+            del rest[:n]
+            assert rest.pop(0) == 0  # no lookups: one table
+        assert not rest
+        return answer
 
-        pipe.hmget = logged
-        return pipe
 
-
-def test_lazy_redis_equals_dense_one_pipeline_per_round(small_model, redis_url):
+def test_lazy_redis_equals_dense_one_round_trip_per_round(small_model, redis_url):
     plan, X, costs = small_model
     keys = list(range(1000, 1000 + len(X)))
     write_hashes(redis_url, X, keys, NAMES)
@@ -51,10 +55,10 @@ def test_lazy_redis_equals_dense_one_pipeline_per_round(small_model, redis_url):
     acquired = {(f"patient:{keys[r]}", NAMES[f]) for r, f in zip(*np.nonzero(dense.cost.acquired))}
     assert len(spy.read) == len(set(spy.read)) and set(spy.read) == acquired
     assert len(acquired) < 0.8 * X.size
-    assert spy.pipelines == n_rounds(plan, X, costs)
+    assert spy.calls == n_rounds(plan, X, costs)
 
 
-def test_integer_string_and_float_keys_and_split_pipelines(small_model, redis_url):
+def test_integer_string_and_float_keys_and_split_round_trips(small_model, redis_url):
     plan, X, _ = small_model
     keys = list(range(20))
     write_hashes(redis_url, X[:20], keys, NAMES, prefix="p:")
@@ -64,7 +68,7 @@ def test_integer_string_and_float_keys_and_split_pipelines(small_model, redis_ur
     values = provider.fetch([(0, np.arange(10)), (3, np.array([9, 0, 0]))])
     np.testing.assert_array_equal(values[0], X[:10, 0])
     np.testing.assert_array_equal(values[1], X[[9, 0, 0], 3])
-    assert spy.pipelines == 3  # 10 hashes, 4 per pipeline
+    assert spy.calls == 3  # 10 hashes, 4 per call
     np.testing.assert_array_equal(provider(np.array([1, 2]), np.array([4, 5])), X[4:6, 1:3])
 
 

@@ -251,3 +251,20 @@ def test_a_feature_given_in_the_request_costs_no_latency(client, small_model):
     # The same prediction and price (the features were used), but nothing was waited for.
     assert answer["prediction"] == fetched["prediction"] and answer["cost"] == fetched["cost"]
     assert answer["latency"] == 0.0
+
+
+def test_what_lives_as_long_as_the_server_is_left_out_of_garbage_collection(make_app):
+    """The plan, its compiled code and the libraries are frozen after the warm-up (a full
+    collection walked them all, a pause every request in flight waited for), and unfrozen when
+    the app stops."""
+    import gc
+
+    app = make_app()
+
+    async def serving() -> int:
+        async with app.router.lifespan_context(app):
+            return gc.get_freeze_count()
+
+    frozen = asyncio.run(serving())
+    assert frozen > 10_000  # the model's objects and the modules', frozen
+    assert gc.get_freeze_count() == 0

@@ -229,3 +229,22 @@ def test_any_batch_answers_each_request_as_alone(small_model, data):
         np.testing.assert_array_equal(ev.cost.total[part], alone.cost.total)
         np.testing.assert_array_equal(ev.cost.latency[part], alone.cost.latency)
         np.testing.assert_array_equal(ev.cost.acquired[part], alone.cost.acquired)
+
+
+def test_a_redis_store_answers_each_request_exactly(small_model, redis_url):
+    """Served from a real Redis, the requests in flight share its rounds, and
+    the answers are dense evaluation's; a key with no hash fails its own request only."""
+    pytest.importorskip("redis")
+    from tests._helpers.stores import write_hashes
+    from thrifty.providers import redis_provider
+
+    plan, X, costs = small_model
+    write_hashes(redis_url, X, list(range(len(X))), NAMES, prefix="patient:")
+    app = create_app(plan, redis_provider(redis_url, prefix="patient:", model=plan), costs=costs)
+    rows = list(range(0, len(X), 3))
+    bodies = [body_of([r], X) for r in rows] + [{"rows": [{"id": "ghost"}]}]
+    responses = asyncio.run(concurrently(app, bodies))
+    assert [r.status_code for r in responses] == [200] * len(rows) + [404]
+    dense = evaluate(plan, X[rows], costs)
+    got = [r.json()["results"][0]["probabilities"] for r in responses[:-1]]
+    assert got == dense.proba.tolist()

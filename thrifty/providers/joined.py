@@ -19,7 +19,17 @@ from typing import Any, Self
 import numpy as np
 
 from thrifty.exceptions import InputError, ProviderError
-from thrifty.providers.base import SyncKeyedProvider, as_keys, keys_of
+from thrifty.providers.base import (
+    TEXT,
+    SyncKeyedProvider,
+    as_keys,
+    keys_of,
+    missing_keys,
+    plain_key,
+    store_key,
+)
+from thrifty.providers.redis import RedisProvider, same_server
+from thrifty.providers.redis_round import HashReads, RoundAnswer
 from thrifty.runtime.lazy import Requests
 from thrifty.runtime.plans import as_plan
 
@@ -39,6 +49,8 @@ class JoinedProvider(SyncKeyedProvider):
     ) -> None:
         self.root, self.lookups, self.source = root, lookups, source
         self.keys = keys
+        # Every table in one Redis: the round script follows the links server-side.
+        self.one_redis = _one_redis(root, [p for _, p in lookups])
 
     def with_keys(self, keys: Any) -> Self:
         other = super().with_keys(keys)
@@ -48,7 +60,10 @@ class JoinedProvider(SyncKeyedProvider):
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair: one query to the root table for its
         features and the links of the rows needing a lookup, then one query per linked table
-        that some row needs (its records for those rows only)."""
+        that some row needs (its records for those rows only). Tables in one Redis are read
+        in one round trip (:meth:`_fetch_redis`)."""
+        if self.one_redis:
+            return self._fetch_redis(requests)
         out = [np.full(len(rows), np.nan) for _, rows in requests]
         root_asks: Requests = []
         root_slots: list[int] = []
@@ -71,6 +86,64 @@ class JoinedProvider(SyncKeyedProvider):
         for (t, rows), links in zip(link_rows.items(), answers[len(root_slots) :]):
             self._look_up(t, rows, links, needs[t], out)
         return out
+
+    def _fetch_redis(self, requests: Requests) -> list[np.ndarray]:
+        """The round in one ``EVALSHA``: each row's root hash, and for each linked table the row
+        needs, the record its link names (read server-side). Errors as the table-by-table
+        round's: a root key with no hash, a link that is no integer key, a link naming no
+        record."""
+        bounds, reads = self._redis_reads(requests)
+        values, found = self.root.read(reads)
+        self._check(reads, values, found)
+        if found.unfollowed:
+            self._follow(reads, values, found.unfollowed)
+        return [values[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
+
+    def _redis_reads(self, requests: Requests) -> tuple[np.ndarray, HashReads]:
+        root: RedisProvider = self.root
+        bounds = np.cumsum([0, *(len(rows) for _, rows in requests)])
+        links = [(root.fields[column], table) for column, table in self.lookups]
+        reads = HashReads(int(bounds[-1]), links)
+        impossible: list[Any] = []
+        for i, (f, rows) in enumerate(requests):
+            table, column = self.source[int(f)]
+            field = root.fields[column] if table == 0 else links[table - 1][1].fields[column]
+            for j, k in enumerate(keys_of(self.keys, rows), start=int(bounds[i])):
+                stored = store_key(k, TEXT)
+                if stored is None:
+                    impossible.append(plain_key(k))
+                elif table == 0:
+                    reads.add(root.prefix + stored, plain_key(k), field, j)
+                else:
+                    reads.add_linked(root.prefix + stored, plain_key(k), table - 1, field, j)
+        if impossible:
+            raise missing_keys(impossible, "key", root._described, TEXT)
+        return bounds, reads
+
+    def _check(self, reads: HashReads, values: np.ndarray, found: RoundAnswer) -> None:
+        """Raise for a root key with no hash, a link that is no key, a link naming no record."""
+        if found.lost:
+            raise missing_keys(found.lost, "key", self.root._described, TEXT)
+        for slot in reads.link_slots.values():
+            if not np.isnan(values[slot]):
+                _link_key(values[slot])  # a fraction or an infinity is no key: ProviderError
+        for t, lost in found.lost_linked.items():
+            raise missing_keys([_link_key(v) for v in lost], "key", reads.links[t][1]._described, TEXT)
+
+    def _follow(self, reads: HashReads, values: np.ndarray, pairs: list[tuple[str, int]]) -> None:
+        """Read the linked records of ``pairs`` (hash, table), whose links are not plain integer
+        text, through the linked tables' providers, as the table-by-table round reads them: one
+        more round trip per table."""
+        for t in sorted({t for _, t in pairs}):
+            names = [name for name, u in pairs if u == t]
+            table = reads.links[t][1].with_keys([_link_key(values[reads.link_slots[(n, t)]]) for n in names])
+            asks, slots = [], []
+            for at, name in enumerate(names):
+                for field, targets in reads.hashes[name][2][t].items():
+                    asks.append((table.fields.index(field), np.array([at])))
+                    slots.append(targets)
+            for targets, got in zip(slots, table.fetch(asks)):
+                values[targets] = got[0]
 
     def _look_up(
         self,
@@ -182,8 +255,18 @@ def _columns(provider: Any) -> list[str]:
     )
 
 
+def _one_redis(root: Any, lookups: list[Any]) -> bool:
+    """Every table is Redis hashes on one server."""
+    tables = [root, *lookups]
+    return all(isinstance(p, RedisProvider) for p in tables) and all(
+        same_server(p.client, root.client) for p in lookups
+    )
+
+
 def _link_key(value: float) -> int:
     """A link read as a number is the integer key of the record it names."""
     if not math.isfinite(value) or value != int(value):
-        raise ProviderError(f"a link column holds {value!r}; store the integer key of the linked record")
+        raise ProviderError(
+            f"a link column holds {float(value)!r}; store the integer key of the linked record"
+        )
     return int(value)

@@ -1,15 +1,13 @@
-"""A feature provider reading Redis hashes, one per row: one pipeline per round of lazy evaluation."""
+"""A feature provider reading Redis hashes, one per row: one round trip per round of lazy evaluation."""
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from thrifty.exceptions import InputError, ProviderError
+from thrifty.exceptions import InputError
 from thrifty.providers.base import (
     TEXT,
     SyncKeyedProvider,
@@ -21,13 +19,11 @@ from thrifty.providers.base import (
     plain_key,
     store_key,
 )
+from thrifty.providers.redis_round import HashReads, RoundAnswer, read_round
 from thrifty.runtime.lazy import Requests
 
 # redis-py is the optional extra thrifty[redis]: imported where a command is sent, so that
 # thrifty.providers imports without it and redis_provider() names the extra to install.
-
-# A stored value as Redis holds it (a string): a decimal number, or nan/inf as Python writes them.
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.I)
 
 
 class RedisProvider(SyncKeyedProvider):
@@ -45,71 +41,43 @@ class RedisProvider(SyncKeyedProvider):
         self.max_keys = max_keys
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
-        """Values of each requested (feature, rows) pair: one pipeline for the whole round.
+        """Values of each requested (feature, rows) pair: one round trip for the whole round.
 
-        The pipeline holds, for each row's hash, one ``HMGET`` of the fields the round needs
-        from it and one ``EXISTS`` (``HMGET`` answers a missing hash as missing fields), so a
-        round is one round trip however many features it requests; a round of more than
-        ``max_keys`` hashes is split into several pipelines.
+        One ``EVALSHA`` of the round script (:mod:`thrifty.providers.redis_round`): for each
+        row's hash, ``EXISTS`` (``HMGET`` answers a missing hash as missing fields) and one
+        ``HMGET`` of the fields the round needs from it, run server-side; a round of more than
+        ``max_keys`` hashes is split into several calls.
         """
-        wanted: dict[str, dict[str, list[tuple[int, int]]]] = {}  # hash -> field -> (request, position)
-        given: dict[str, Any] = {}  # the key each hash name came from, for messages
+        bounds = np.cumsum([0, *(len(rows) for _, rows in requests)])
+        reads = HashReads(int(bounds[-1]))
         impossible: list[Any] = []
         for i, (f, rows) in enumerate(requests):
             field = self.fields[int(f)]
-            for j, k in enumerate(keys_of(self.keys, rows)):
+            for j, k in enumerate(keys_of(self.keys, rows), start=int(bounds[i])):
                 stored = store_key(k, TEXT)
                 if stored is None:
                     impossible.append(plain_key(k))
                     continue
-                name = self.prefix + stored
-                wanted.setdefault(name, {}).setdefault(field, []).append((i, j))
-                given.setdefault(name, plain_key(k))
+                reads.add(self.prefix + stored, plain_key(k), field, j)
         if impossible:
             raise missing_keys(impossible, "key", self._described, TEXT)
-        out = [np.full(len(rows), np.nan) for _, rows in requests]
-        lost: list[Any] = []
-        names = list(wanted)
+        values, found = self.read(reads)
+        if found.lost:
+            raise missing_keys(found.lost, "key", self._described, TEXT)
+        return [values[bounds[i] : bounds[i + 1]] for i in range(len(requests))]
+
+    def read(self, reads: HashReads) -> tuple[np.ndarray, RoundAnswer]:
+        """The values of ``reads`` (NaN where missing) and what was missing, in calls of at most
+        ``max_keys`` hashes."""
+        values, found = np.full(reads.n_slots, np.nan), RoundAnswer()
+        names = list(reads.hashes)
         for lo in range(0, len(names), self.max_keys):
-            batch = names[lo : lo + self.max_keys]
-            answers = self._pipeline(batch, wanted)
-            for name, values, exists in zip(batch, answers[0::2], answers[1::2]):
-                if not exists:
-                    lost.append(given[name])
-                    continue
-                for (field, slots), raw in zip(wanted[name].items(), values):
-                    value = _number(raw, name, field)
-                    for i, j in slots:
-                        out[i][j] = value
-        if lost:
-            raise missing_keys(lost, "key", self._described, TEXT)
-        return out
+            found.add(read_round(self.client, self.where, reads, names[lo : lo + self.max_keys], values))
+        return values, found
 
     @property
     def _described(self) -> str:
         return f"in {self.where} (hashes {self.prefix + '<key>'!r})"
-
-    def _pipeline(self, names: list[str], wanted: dict[str, dict[str, list[tuple[int, int]]]]) -> list[Any]:
-        """``HMGET`` and ``EXISTS`` of each hash, in one round trip."""
-        import redis
-
-        pipe = self.client.pipeline(transaction=False)
-        for name in names:
-            pipe.hmget(name, list(wanted[name]))
-            pipe.exists(name)
-        try:
-            answers = pipe.execute(raise_on_error=False)
-        except redis.exceptions.TimeoutError:
-            raise TimeoutError(f"{self.where} did not answer in time") from None
-        except redis.exceptions.RedisError as exc:
-            raise ConnectionError(f"{self.where} failed: {type(exc).__name__}: {exc}") from None
-        for at, answer in enumerate(answers):
-            if isinstance(answer, Exception):
-                raise ProviderError(
-                    f"{self.where} refused to read {names[at // 2]!r}: {answer}; store each row's "
-                    "features as one hash, a field per feature"
-                )
-        return list(answers)
 
 
 def redis_provider(
@@ -196,24 +164,19 @@ def redis_provider(
     )
 
 
+def same_server(a: Any, b: Any) -> bool:
+    """Two clients connect to the same server and database, as the same user."""
+
+    def where(client: Any) -> tuple[Any, ...]:
+        options = client.connection_pool.connection_kwargs
+        return tuple(options.get(k) for k in ("path", "host", "port", "db", "username", "password"))
+
+    return a is b or where(a) == where(b)
+
+
 def _address(client: Any) -> str:
     """Where the client connects (host:port/db or the socket), for messages."""
     options = client.connection_pool.connection_kwargs
     if options.get("path"):
         return str(options["path"])
     return f"{options.get('host', 'localhost')}:{options.get('port', 6379)}/{options.get('db', 0)}"
-
-
-def _number(raw: Any, name: str, field: str) -> float:
-    """A stored value as a float: NaN for a missing field; ProviderError for anything else than
-    a decimal number (Python's float() would also read "1_000" and surrounding spaces)."""
-    if raw is None:
-        return math.nan
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-    if not _NUMBER.fullmatch(text):
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        raise ProviderError(
-            f"field {field!r} of {name!r} holds {shown!r}, not a number; store numbers (category "
-            "codes for categorical features), and leave a missing value's field out"
-        )
-    return float(text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -179,9 +180,16 @@ class _Service:
             self.provider = copy.copy(self.provider)
             self.provider.client = client
         await self._warm_up()
+        # The plan, its compiled code and the libraries loaded are some 150,000 objects that live
+        # as long as the server; each full collection walked them all (0.4-0.6 s measured on a
+        # loaded machine), a pause every request in flight waited for: the 32-client p99. Frozen,
+        # a collection walks only what requests allocate.
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:
+            gc.unfreeze()
             if client is not None:
                 await client.aclose()
 

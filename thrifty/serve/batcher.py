@@ -69,6 +69,7 @@ class _Batch:
     keys: list[Any]
     owner: np.ndarray  # row -> index of its job
     clock: RoundLatency
+    unkeyed: bool  # some row has no key (it fails if it needs a fetch)
     requests: Requests = field(default_factory=list)
     finished: bool = False
 
@@ -175,7 +176,8 @@ class Batcher:
         owner = np.repeat(np.arange(len(jobs)), [len(j.keys) for j in jobs])
         gen = self._generator(len(values))
         clock = RoundLatency(self.costs, len(given), "max", given)
-        batch = _Batch(jobs, gen, values, given, [k for j in jobs for k in j.keys], owner, clock)
+        keys = [k for j in jobs for k in j.keys]
+        batch = _Batch(jobs, gen, values, given, keys, owner, clock, any(k is None for k in keys))
         self._advance(batch, None)
         self._batches.append(batch)
 
@@ -241,11 +243,12 @@ class Batcher:
             if not lacking.any():
                 continue
             where = np.flatnonzero(lacking)
-            for j in np.unique(batch.owner[rows[where]]):
-                problem = self._problem(batch, int(f), rows[where], int(j))
-                if problem is not None:
-                    _fail(batch.jobs[j], problem)
-            where = where[~_gone_rows(batch, rows[where])]  # requests failed just now
+            if self.store is None or batch.unkeyed:  # a row may be unable to fetch: find it
+                for j in np.unique(batch.owner[rows[where]]):
+                    problem = self._problem(batch, int(f), rows[where], int(j))
+                    if problem is not None:
+                        _fail(batch.jobs[j], problem)
+                where = where[~_gone_rows(batch, rows[where])]  # requests failed just now
             if len(where):
                 keys = [batch.keys[r] for r in rows[where]]
                 parts.append(_Part(batch, slot, where, int(f), keys))

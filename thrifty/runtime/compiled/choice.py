@@ -1,0 +1,56 @@
+"""Which kind of blocks a forest plan compiles to: vector blocks (``ir_vector``, every split of
+a tree tested for eight rows at once) or scalar blocks (``ir_scalar``, one branch per split
+visited).
+
+The choice is made once per forest plan at compile time (it is part of the cache key). Forcing
+one kind (``THRIFTY_BLOCKS``) is for measuring the other; both kinds give the interpreter's
+results bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+
+from thrifty.exceptions import InvalidParameterError
+from thrifty.runtime.compiled.ir_vector import vector_ok
+from thrifty.runtime.compiled.layout import Layout
+
+# Environment variable forcing the kind of blocks: "vector", "scalar" or "auto" (the rule).
+BLOCKS_ENV = "THRIFTY_BLOCKS"
+KINDS = ("auto", "vector", "scalar")
+
+
+def forced_kind() -> str:
+    """``THRIFTY_BLOCKS`` (default ``"auto"``), checked."""
+    kind = os.environ.get(BLOCKS_ENV, "auto").strip().lower() or "auto"
+    if kind not in KINDS:
+        raise InvalidParameterError(
+            f"{BLOCKS_ENV}={os.environ[BLOCKS_ENV]!r} is not a kind of blocks: "
+            f"set it to one of {KINDS} or unset it"
+        )
+    return kind
+
+
+def vector_blocks(lay: Layout, avx512: bool) -> bool:
+    """Whether the plan ``lay`` compiles to vector blocks.
+
+    Parameters
+    ----------
+    lay : Layout
+        The forest, the plan's order and exit kinds.
+    avx512 : bool
+        Whether the target CPU has 512-bit vectors with mask registers.
+
+    Returns
+    -------
+    bool
+        False when the plan cannot take vector blocks (``ir_vector.vector_ok``: bin exits, trees
+        past ``VECTOR_LEAVES`` leaves); else the forced kind, when ``THRIFTY_BLOCKS`` forces
+        one; else ``avx512``.
+    """
+    if not vector_ok(lay):
+        return False
+    kind = forced_kind()
+    if kind != "auto":
+        return kind == "vector"
+    return avx512

@@ -372,20 +372,21 @@ def _plot(out: dict, path: Path) -> None:
     left.set_yscale("log")
     left.set_ylabel("ns per tree and row (batch, 1 thread)")
     left.set_title("Batch speed by model shape")
-    left.legend(fontsize=7)
+    if models:
+        left.legend(fontsize=7)
     for m, per in out["peer_us_per_call"].items():
         ks = [k for k, t in per.items() if "lleaves" in t]
         if ks:
             right.plot(
                 [int(k) for k in ks], [per[k]["thrifty"] / per[k]["lleaves"] for k in ks], "o-", label=m
             )
+    if right.get_lines():
+        right.legend()
     right.axhline(1.0, color="gray", lw=0.8)
     right.set_xscale("log")
     right.set_xlabel("rows per call")
     right.set_ylabel("thrifty time / lleaves time")
     right.set_title("lleaves' own models (below 1: thrifty faster)")
-    if out["peer_us_per_call"]:
-        right.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

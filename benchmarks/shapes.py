@@ -373,7 +373,9 @@ def _plot(out: dict, path: Path) -> None:
     left.set_ylabel("ns per tree and row (batch, 1 thread)")
     left.set_title("Batch speed by model shape")
     if models:
-        left.legend(fontsize=7)
+        # Room above the bars (log scale) for the legend.
+        left.set_ylim(top=left.get_ylim()[1] * 10)
+        left.legend(fontsize=7, ncol=3, loc="upper center")
     for m, per in out["peer_us_per_call"].items():
         ks = [k for k, t in per.items() if "lleaves" in t]
         if ks:

@@ -28,6 +28,7 @@ synth136: ``m_batch_vs_lleaves`` and ``m_one_row_vs_lleaves`` (thrifty's time / 
 lleaves' models and batch sizes); the raw times and exactness. Writes results/shapes.csv and
 shapes.png. ``--quick``: 100-tree models (50 of 255 leaves), lleaves' models up to 1,000 rows.
 
+    python benchmarks/shapes.py --prepare [--quick]   # compile lleaves and tl2cgen once, untimed
     python benchmarks/shapes.py [--quick] [--data-home DIR] [--only adult,NYC_taxi,...]
 """
 

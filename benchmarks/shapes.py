@@ -141,18 +141,27 @@ def engines(booster, forest, model_text: str, reasons: dict, tag: str) -> dict:
     fns["lleaves"], reasons[f"{tag}_lleaves"] = lleaves_predict(model_text, forest.n_outputs)
     fns["tl2cgen"], reasons[f"{tag}_tl2cgen"] = tl2cgen_predict(booster, model_text)
     before = os.environ.get(BLOCKS_ENV)
-    for name, kind in zip(OURS, ("auto", "vector", "scalar")):
-        os.environ[BLOCKS_ENV] = kind
-        compiled = thrifty.compile(forest)
-        fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
-    os.environ.pop(BLOCKS_ENV) if before is None else os.environ.__setitem__(BLOCKS_ENV, before)
+    try:
+        for name, kind in zip(OURS, ("auto", "vector", "scalar")):
+            os.environ[BLOCKS_ENV] = kind
+            compiled = thrifty.compile(forest)
+            fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
+    finally:
+        os.environ.pop(BLOCKS_ENV, None)
+        if before is not None:
+            os.environ[BLOCKS_ENV] = before
     return {k: v for k, v in fns.items() if v is not None}
 
 
 def exactness(fns: dict, M: np.ndarray) -> dict:
     """Max abs difference of each engine's raw scores from LightGBM's on ``M``."""
     ref = np.asarray(fns["lightgbm"](M)).reshape(-1)
-    return {name: float(np.max(np.abs(np.asarray(fn(M)).reshape(-1) - ref))) for name, fn in fns.items()}
+    diff = {name: float(np.max(np.abs(np.asarray(fn(M)).reshape(-1) - ref))) for name, fn in fns.items()}
+    # thrifty's compiled plans equal LightGBM's raw scores bit for bit: a speed of wrong
+    # results is no figure.
+    wrong = {e: d for e, d in diff.items() if e in OURS and d != 0.0}
+    assert not wrong, f"thrifty compiled differs from LightGBM: {wrong}"
+    return diff
 
 
 def shape_part(name: str, args, repeats: int, calls: int, out: dict) -> None:

@@ -75,6 +75,55 @@ SECTIONS = [
         "2-core machine.",
     },
     {
+        "bench": "shapes",
+        "title": "Compiled speed across model shapes (issue 29)",
+        "paper": "",
+        "command": "python benchmarks/shapes.py (lleaves from its own environment: benchmarks/_lleaves.py)",
+        "figures": [
+            ("adult_batch_vs_lleaves", "Adult (500 x 32 leaves): thrifty / lleaves, batch", "<= 0.5"),
+            ("adult_one_row_vs_lleaves", "the same, one row per call", "<= 0.5"),
+            ("adult_fastest", "thrifty the fastest engine, batch and one row", "true"),
+            (
+                "higgs255_batch_vs_lleaves",
+                "higgs_small (500 x 255 leaves): thrifty / lleaves, batch",
+                "<= 0.35",
+            ),
+            ("higgs255_one_row_vs_lleaves", "the same, one row per call", "<= 0.5"),
+            ("higgs255_fastest", "thrifty the fastest engine, batch and one row", "true"),
+            (
+                "rank300_batch_vs_lleaves",
+                "rank_small ranker (300 features): thrifty / lleaves, batch",
+                "<= 0.4",
+            ),
+            ("rank300_one_row_vs_lleaves", "the same, one row per call", "<= 0.5"),
+            ("rank300_fastest", "thrifty the fastest engine, batch and one row", "true"),
+            (
+                "synth136_batch_vs_lleaves",
+                "synthetic (1,000 x 31 leaves, 136 features): thrifty / lleaves",
+                "",
+            ),
+            ("synth136_one_row_vs_lleaves", "the same, one row per call", "<= 0.5"),
+            ("synth136_fastest", "thrifty the fastest engine, batch and one row", "true"),
+            ("native_plans", "QWYC and Cronus plans on the ranker run natively", "true"),
+            ("avx2_vs_avx512_per_row", "AVX2 code / AVX-512 code, one row", "<= 1.5"),
+            (
+                "peer_worst_vs_lleaves",
+                "lleaves' NYC_taxi, airline, mtpl2 at 1 to 10,000 rows: worst thrifty / lleaves",
+                "<= 1",
+            ),
+            ("load_average", "the machine's 1-minute load average at the end of the run", ""),
+        ],
+        "differs": "One thread, every engine timed in turn in one process on the same float64 matrix; "
+        "lleaves' entry point is called directly (its best case); tl2cgen with quantize=1. "
+        "Raw times, exactness (max abs difference from LightGBM) and each forced block kind are "
+        "in results/shapes.json. lleaves needs llvmlite < 0.45, so it compiles in an environment of "
+        "its own, set up once with `python3.11 -m venv ~/.cache/thrifty-bench/lleaves-env && "
+        "~/.cache/thrifty-bench/lleaves-env/bin/pip install lleaves 'llvmlite<0.45'` (or "
+        "LLEAVES_PYTHON=path/to/python); its object files are loaded into the benchmark's process. "
+        "Without that environment lleaves' figures are null. `--prepare` fills the compile caches "
+        "(untimed) before a quiet run.",
+    },
+    {
         "bench": "qwyc",
         "title": "QWYC (Wang, Gupta et al., 'Quit When You Can')",
         "paper": "qwyc_quit_when_you_can.txt",

@@ -27,10 +27,11 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.cache import pack, unpack
+from thrifty.runtime.compiled.choice import vector_blocks
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
-from thrifty.runtime.compiled.ir_vector import vector_module_irs, vector_ok
+from thrifty.runtime.compiled.ir_vector import vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
@@ -90,8 +91,9 @@ def use_vector(lay: Layout) -> bool:
     """Whether the plan compiles to vector blocks (``ir_vector``): the plan suits them and
     the target (``targets.current``) has vector lanes. Measured on Adult's 500 trees,
     vector blocks take 2.3 ns per tree and row with AVX-512 against the scalar blocks' 8.1; with
-    AVX2 (four lanes) about half the scalar blocks' time on a shared machine."""
-    return targets.current().lanes > 0 and vector_ok(lay)
+    AVX2 (four lanes) about half the scalar blocks' time on a shared machine. The rule and what
+    forces either kind are ``choice.vector_blocks``'s."""
+    return vector_blocks(lay, targets.current().lanes)
 
 
 _HOST_AVX512 = bool(llvm.get_host_cpu_features().get("avx512f", False))

@@ -44,8 +44,8 @@ from pathlib import Path
 
 import numpy as np
 from _figures import emit
-from _targets import avx2_vs_avx512_per_row
 from _lleaves import lleaves_predict, tl2cgen_predict
+from _targets import avx2_vs_avx512_per_row
 from runtime import one_row_means
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 from thrifty.comparison.context import Context
-from thrifty.comparison.registry import TASKS, Candidate, method, timed
+from thrifty.comparison.registry import TASKS, Candidate, method, spread, timed
 from thrifty.forest import Forest, to_matrix
 from thrifty.prune import budget_prune_path
 from thrifty.train import ADAPTClassifier, ADAPTRegressor, BudgetRFClassifier, BudgetRFRegressor
@@ -33,7 +33,7 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
     model and hpc read the same columns alike."""
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
     cls = ADAPTClassifier if ctx.task in ("binary", "multiclass") else ADAPTRegressor
-    for p_full, gamma in _adapt_grid(kind, ctx.quick):
+    for p_full, gamma in spread(_adapt_grid(kind, ctx.quick)):  # coarse to fine
         yield timed(
             f"p_full={p_full:g}, gamma={gamma:g}",
             lambda p=p_full, g=gamma: (

@@ -47,7 +47,8 @@ def run_tasks(
         Wall-clock time (``time.time()``) the whole run should end by. The allowance left is
         shared: run here, each task gets an equal part of what remains when it starts (a task
         that finishes early leaves its time to the next); submitted, each gets an equal part
-        of ``workers`` times the allowance. Tasks not started by the deadline are cancelled.
+        of ``workers`` times the allowance. A task ``in_full`` (the baselines) gets no part: only
+        the deadline stops it. Tasks not started by the deadline are cancelled.
     workers : int, default=1
         How many tasks the executor runs at once (sizes the shares).
     on_done : callable, optional
@@ -99,7 +100,8 @@ def run_tasks(
                 t = tasks[i]
                 if deadline is not None:
                     t.deadline = deadline
-                    t.seconds = max(0.0, deadline - time.time()) / (n - sum(r is not None for r in results))
+                    left = max(0.0, deadline - time.time()) / (n - sum(r is not None for r in results))
+                    t.seconds = None if t.in_full else left
                 for c in finish(i, run_task(t)):
                     heapq.heappush(ready, c)
         return results  # type: ignore[return-value]
@@ -113,7 +115,7 @@ def run_tasks(
             return [TaskResult(t.method, t.fold, started=False) for t in tasks]
         share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, n)
         for t in tasks:
-            t.deadline, t.seconds = deadline, share
+            t.deadline, t.seconds = deadline, None if t.in_full else share
     if here:
         _beside(tasks, ready, executor, finish, deadline)
         futures: dict[Any, int] = {}  # every task waited for

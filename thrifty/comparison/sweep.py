@@ -78,6 +78,10 @@ class FitTask:
     complete : bool
         Fit every candidate even once it has the wanted ones (``only``): a later task builds
         on all of them.
+    in_full : bool
+        Take no share of a time allowance (``seconds`` stays None): fit every candidate while
+        the deadline lasts. The baselines' tasks (the reference family), which every other
+        method's figures are measured against and which cost little.
     """
 
     method: str
@@ -96,6 +100,7 @@ class FitTask:
     max_candidates: int | None = None
     shared: dict[str, Any] = field(default_factory=dict)
     complete: bool = False
+    in_full: bool = False
 
 
 @dataclass

@@ -1,0 +1,167 @@
+"""How compare spends a time allowance: the baselines complete before anything else is cut,
+each method's settings coarse to fine across its range, and the plain model fitted once per
+set of rows, shared by the post-hoc methods with the same results as fitting it per method."""
+
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from thrifty import CostModel
+from thrifty.comparison import METHODS, Candidate, Context, Method, compare
+from thrifty.comparison.registry import spread
+from thrifty.comparison.schedule import sweep
+from thrifty.comparison.settings import Settings
+from thrifty.comparison.sweep import FitTask
+
+FAST = {"n_estimators": 20, "num_leaves": 8, "n_jobs": 1}
+
+
+@pytest.fixture(autouse=True)
+def agg(monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+
+
+def binary_data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("n", range(0, 40))
+def test_spread_takes_every_setting_once_coarse_to_fine(n):
+    order = spread(list(range(n)))
+    assert sorted(order) == list(range(n))
+    # After the first 2^j - 1 settings, no gap between the settings taken (or the ends of the
+    # grid) is wider than the grid split j times: a spread, not one end of the range.
+    for j in range(1, math.ceil(math.log2(n + 1)) + 1):
+        taken = sorted(order[: 2**j - 1])
+        gaps = np.diff([-1, *taken, n]) - 1
+        assert gaps.max() <= math.ceil((n - (2**j - 1)) / 2**j)
+    if n >= 3:
+        assert order[0] == (n - 1) // 2  # the middle first, not the cheapest end
+
+
+def _logged(log, key, names, sleep=0.0):
+    def run(ctx):
+        for name in names:
+            time.sleep(sleep)
+            log.append((key, name))
+            yield Candidate(name, object())
+
+    return run
+
+
+def test_under_an_allowance_the_baselines_run_in_full_before_any_refinement(monkeypatch):
+    """The first pass fits the reference family's every candidate and the others' first; the
+    second pass refines the others and does not run a completed baseline again."""
+    log = []
+    monkeypatch.setitem(
+        METHODS, "ref", Method("ref", "Ref", "reference", ("binary",), _logged(log, "ref", "abc"))
+    )
+    monkeypatch.setitem(
+        METHODS, "other", Method("other", "Other", "post-hoc", ("binary",), _logged(log, "other", "xyz"))
+    )
+    X, y = binary_data(100)
+    settings = Settings(task="binary", costs=CostModel.uniform(5))
+    frame = pd.DataFrame(X)
+    tasks = [FitTask(key, 0, settings, frame, y, None, in_full=key == "ref") for key in ("ref", "other")]
+    results = sweep(tasks, [None, None], None, time.time() + 60, None, progress=False)
+    assert log == [("ref", n) for n in "abc"] + [("other", "x")] + [("other", n) for n in "xyz"]
+    assert [[r["name"] for r in res.rows] for res in results] == [list("abc"), list("xyz")]
+    assert not any(r.stopped for r in results)
+
+
+def test_a_tight_allowance_cuts_the_slow_method_and_leaves_the_baselines_complete(monkeypatch):
+    """Every candidate of both baselines is in the table, as without an allowance, while a
+    slow method is cut (threads see the method registered here; a process pool would not)."""
+
+    def slow(ctx):
+        for i in range(50):
+            time.sleep(0.3)
+            yield Candidate(f"i={i}", ctx.lightgbm())
+
+    monkeypatch.setitem(
+        METHODS, "slow", Method("slow", "Slow method", "post-hoc", ("binary",), slow, "lightgbm")
+    )
+    X, y = binary_data(300)
+    kw = dict(cv=0, progress=False, lightgbm_params=FAST)
+    free = compare(X, y, methods=["lightgbm", "cheapest"], **kw)
+    with ThreadPoolExecutor(2) as pool:
+        cut = compare(X, y, methods=["lightgbm", "cheapest", "slow"], time_limit=4.0, executor=pool, **kw)
+    for name in ("LightGBM, first k trees", "cheapest k features"):
+        want = free.table.loc[free.table["method"] == name, ["name", "value"]].reset_index(drop=True)
+        got = cut.table.loc[cut.table["method"] == name, ["name", "value"]].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, want)
+        assert not any(m == name for m, _, _ in cut.cut)
+    assert any(m == "Slow method" for m, _, _ in cut.cut)
+    assert 1 <= (cut.table["method"] == "Slow method").sum() < 50
+
+
+def _counting_fits(mp):
+    fits = []
+    original = Context.fit_lightgbm
+
+    def spy(self, X=None, **kw):
+        fits.append(X is None)  # the plain model (not a cheapest-k refit)
+        return original(self, X, **kw)
+
+    mp.setattr(Context, "fit_lightgbm", spy)
+    return fits
+
+
+def test_the_plain_model_is_fitted_once_per_fold_under_an_allowance_too():
+    """Both passes of a time-limited selection use the plain model the first fitted on each
+    fold: one fit per fold and the final one, as without an allowance, and the same table."""
+    X, y = binary_data(300)
+    kw = dict(methods=["lightgbm", "qwyc", "margin"], quick=True, progress=False, lightgbm_params=FAST)
+    kw.update(cv=2, n_jobs=1)
+    tables = {}
+    for limit in (None, 600.0):
+        with pytest.MonkeyPatch.context() as mp:
+            fits = _counting_fits(mp)
+            cmp = compare(X, y, time_limit=limit, **kw)
+        assert sum(fits) == 1 + 2 and not cmp.cut
+        tables[limit] = cmp.table.drop(columns="fit_seconds")
+    pd.testing.assert_frame_equal(tables[None], tables[600.0])
+
+
+def test_sharing_the_plain_model_gives_the_results_of_fitting_it_per_method():
+    """QWYC, Fan and margin exit post-process the LightGBM task's model; with nothing handed
+    over each fits its own plain model on the same rows: more fits, the same table."""
+    X, y = binary_data(300)
+    kw = dict(methods=["lightgbm", "qwyc", "fan", "margin"], quick=True, progress=False)
+    kw.update(lightgbm_params=FAST, cv=2, n_jobs=1)
+    with pytest.MonkeyPatch.context() as mp:
+        shared_fits = _counting_fits(mp)
+        shared = compare(X, y, **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        alone_fits = _counting_fits(mp)
+        mp.setattr(Context, "shared", lambda self: {})  # hand nothing over: each fits its own
+        alone = compare(X, y, **kw)
+    assert sum(shared_fits) == 1 + 2
+    assert sum(alone_fits) == 1 + 2 * 4  # the final fit, and each method on each fold
+    drop = ["fit_seconds"]
+    pd.testing.assert_frame_equal(shared.table.drop(columns=drop), alone.table.drop(columns=drop))
+
+
+def test_confirm_methods_gives_each_methods_own_front_a_test_figure():
+    """``confirm_methods``: every method's own validation front is confirmed on the test rows,
+    besides the front of all; the front itself and its figures do not change."""
+    X, y = binary_data(400)
+    kw = dict(methods=["lightgbm", "cheapest", "qwyc"], quick=True, progress=False, lightgbm_params=FAST)
+    kw.update(cv=0, n_jobs=1)
+    front_only = compare(X, y, **kw)
+    each = compare(X, y, confirm_methods=True, **kw)
+    drop = ["fit_seconds"]
+    pd.testing.assert_frame_equal(front_only.front.drop(columns=drop), each.front.drop(columns=drop))
+    confirmed = each.table[each.table["test_value"].notna()]
+    assert set(confirmed["method"]) == set(each.table["method"])
+    for name, rows in each.table.groupby("method"):
+        # Its own choice at the largest budget: its best validation figure, now confirmed.
+        assert pd.notna(rows.loc[rows["value"].idxmax(), "test_value"]), name
+    assert len(confirmed) > front_only.table["test_value"].notna().sum()

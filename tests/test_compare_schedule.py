@@ -165,3 +165,28 @@ def test_confirm_methods_gives_each_methods_own_front_a_test_figure():
         # Its own choice at the largest budget: its best validation figure, now confirmed.
         assert pd.notna(rows.loc[rows["value"].idxmax(), "test_value"]), name
     assert len(confirmed) > front_only.table["test_value"].notna().sum()
+
+
+def test_forests_on_many_rows_grow_each_tree_on_a_capped_bootstrap_sample(monkeypatch):
+    """Beyond ``ROWS_PER_TREE`` training rows, compare's random forest and BudgetRF grow each
+    tree on that many bootstrap rows (fewer leaves than trees of every row), and say so in the
+    candidates' parameters; below it, nothing changes."""
+    import thrifty.comparison.context as context
+    from thrifty.comparison.sweep import fitting_context
+
+    X, y = binary_data(1000)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    settings = Settings(task="binary", costs=CostModel.uniform(5), quick=True)
+
+    def leaves(forest):
+        return int((forest.children_left < 0).sum())
+
+    whole = fitting_context(settings, frame, y, None).random_forest()
+    monkeypatch.setattr(context, "ROWS_PER_TREE", 100)
+    ctx = fitting_context(settings, frame, y, None)
+    assert ctx.rows_per_tree == 100
+    capped = ctx.random_forest()
+    # min_samples_leaf=2 on 100 bootstrap rows: at most 50 leaves a tree.
+    assert leaves(capped) <= 50 * capped.n_trees < leaves(whole)
+    cmp = compare(X, y, methods=["budgetprune", "budgetrf"], quick=True, cv=0, n_jobs=1, progress=False)
+    assert set(cmp.table.loc[cmp.table["name"].isin(["unpruned", "15 trees"]), "rows_per_tree"]) == {100}

@@ -134,8 +134,9 @@ def compare(
     time_limit : float, optional
         Default None: no allowance, every planned fit runs in full and the result does not
         depend on the machine's speed or load. Given, positive seconds for the whole run, an
-        explicit cut: the allowance is shared among the fit tasks (cheapest methods first,
-        each method's first candidate before its refinements); no task starts, nor a further
+        explicit cut: the two baselines run in full first, then the allowance is shared among
+        the other fit tasks (cheapest methods first, each method's first candidate before its
+        refinements, its settings coarse to fine); no task starts, nor a further
         candidate, once it is spent; a fit still running 5% of the allowance past its end is
         given up (the default pool's worker processes are ended; fits run here with
         ``n_jobs=1``, or on a Dask cluster, are waited for); ``Comparison.cut`` names what it
@@ -309,10 +310,12 @@ def compare(
             if n in wanted.get(METHODS[r.method].name, [])
         }
     if len(table):
+        matrices: dict[Any, np.ndarray] = {}  # the test rows converted once per reading of them
         for i, row in table.iterrows():
             key = (row["method"], row["name"])
             if key in models:
-                for c, v in confirm(models[key], X_test, y_test, qid_test, costs, task).items():
+                scored = confirm(models[key], X_test, y_test, qid_test, costs, task, matrices=matrices)
+                for c, v in scored.items():
                     table.loc[i, c] = v
         # Again once confirmed: a model giving every test row one label leaves the front.
         front = eligible_front(table.loc[front.index], baseline_value, majority=majority)

@@ -74,7 +74,7 @@ def _budgetprune(ctx: Context) -> Iterator[Candidate]:
     across trees), for each budget the most accurate pruning within it (see ``_pruned``). For
     ranking the forest regresses the relevance grades and (IP3) takes their squared error: a
     pointwise ranker, scored by the ranking metric per query."""
-    yield Candidate("unpruned", ctx.random_forest(), {"lam": 0.0})
+    yield Candidate("unpruned", ctx.random_forest(), {"lam": 0.0, **_sampled(ctx)})
     yield from _pruned(ctx, ctx.random_forest())
 
 
@@ -104,6 +104,12 @@ def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
         seconds = 0.0
 
 
+def _sampled(ctx: Context) -> dict[str, int]:
+    """The rows of each tree's bootstrap sample, declared in the candidate's parameters when
+    compare caps them (``Context.rows_per_tree``)."""
+    return {} if ctx.rows_per_tree is None else {"rows_per_tree": ctx.rows_per_tree}
+
+
 # ---------------------------------------------------------------------- BudgetRF
 def _budgetrf(ctx: Context) -> Forest:
     """A BudgetRF forest on the training split (fitted once; categories as codes)."""
@@ -114,6 +120,7 @@ def _budgetrf(ctx: Context) -> Forest:
             15 if ctx.quick else 40,
             costs=ctx.costs,
             max_depth=10,
+            max_samples=ctx.rows_per_tree,  # see Context.rows_per_tree
             random_state=ctx.random_state,
             progress=False,
         ).fit(X, ctx.y_train)
@@ -125,7 +132,9 @@ def _budgetrf(ctx: Context) -> Forest:
 def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
     """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned; for ranking, a regressor of the
     relevance grades (a pointwise ranker)."""
-    yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx))
+    yield timed(
+        "40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx), rows_per_tree=ctx.rows_per_tree
+    )
 
 
 def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:

@@ -204,11 +204,19 @@ def eligible_front(
 
 
 def confirm(
-    model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel, task: str
+    model: Any,
+    X: Any,
+    y: np.ndarray,
+    qid: np.ndarray | None,
+    costs: CostModel,
+    task: str,
+    *,
+    matrices: dict[Any, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Score ``model`` once on the test rows, with 95% intervals (see
     :func:`thrifty.comparison.scores.intervals`: Wilson's for accuracy, a bootstrap over rows
-    for regression, over queries for ranking).
+    for regression, over queries for ranking). ``matrices``: as for ``measure``, kept across the
+    models confirmed on the same test rows (the frame is converted once per reading of it).
 
     Returns
     -------
@@ -217,7 +225,7 @@ def confirm(
         ``test_low``, ``test_high``, ``test_rows``, and for regression and ranking the
         intervals of the other metrics (``test_mae_low``...) and ``test_queries`` (ranking).
     """
-    columns, ev = measure(model, X, y, qid, costs, task)
+    columns, ev = measure(model, X, y, qid, costs, task, matrices=matrices)
     out = {f"test_{k}": v for k, v in columns.items() if k != "metric"}
     out.update(intervals(task, y, ev, qid), test_rows=len(y))
     return out

@@ -190,3 +190,20 @@ def test_forests_on_many_rows_grow_each_tree_on_a_capped_bootstrap_sample(monkey
     assert leaves(capped) <= 50 * capped.n_trees < leaves(whole)
     cmp = compare(X, y, methods=["budgetprune", "budgetrf"], quick=True, cv=0, n_jobs=1, progress=False)
     assert set(cmp.table.loc[cmp.table["name"].isin(["unpruned", "15 trees"]), "rows_per_tree"]) == {100}
+
+
+def test_a_candidate_that_would_end_past_the_deadline_is_not_started(monkeypatch):
+    """Judged by the last candidate's time: a baseline (no share) fits two 0.5 s candidates of
+    a 1.25 s deadline and does not start a third, which would be given up with the task."""
+    from thrifty.comparison.sweep import run_task
+
+    log = []
+    monkeypatch.setitem(
+        METHODS, "ref", Method("ref", "Ref", "reference", ("binary",), _logged(log, "ref", "abcd", 0.5))
+    )
+    X, y = binary_data(100)
+    task = FitTask("ref", 0, Settings(task="binary", costs=CostModel.uniform(5)), pd.DataFrame(X), y, None)
+    task.in_full, task.deadline = True, time.time() + 1.25
+    result = run_task(task)
+    assert [r["name"] for r in result.rows] == ["a", "b"] and result.stopped
+    assert time.time() < task.deadline + 0.2

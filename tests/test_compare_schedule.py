@@ -207,3 +207,22 @@ def test_a_candidate_that_would_end_past_the_deadline_is_not_started(monkeypatch
     result = run_task(task)
     assert [r["name"] for r in result.rows] == ["a", "b"] and result.stopped
     assert time.time() < task.deadline + 0.2
+
+
+def test_one_model_at_several_budgets_is_on_the_front_once_as_its_smallest_budget():
+    """GreedyMiser returning one model for several budgets, fitted coarse to fine (the middle
+    budget first): the front holds it once, named by the smallest budget that gives it."""
+    from thrifty.comparison.selection import eligible_front
+
+    budgets = [4.0, 1.0, 8.0, 2.0]  # spread's order of 1, 2, 4, 8
+    table = pd.DataFrame(
+        {
+            "method": ["GreedyMiser"] * 4 + ["other"],
+            "name": [f"budget={b:g}" for b in budgets] + ["x"],
+            "mean_cost": [0.9, 0.9, 0.9, 0.9, 3.0],
+            "value": [0.80, 0.80, 0.80, 0.80, 0.85],
+            "budget": [*budgets, np.nan],
+        }
+    )
+    front = eligible_front(table, None)
+    assert list(front["name"]) == ["budget=1", "x"]

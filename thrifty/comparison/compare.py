@@ -441,7 +441,7 @@ def _chosen_rows(
     table: pd.DataFrame, front: pd.DataFrame, own: Sequence[pd.DataFrame] = ()
 ) -> dict[str, list[str]]:
     """Per method, the candidates to confirm: the front, the plain model and the methods' own
-    fronts ``own`` (``confirm="methods"``)."""
+    fronts ``own`` (``confirm_methods=True``)."""
     rows = [*front.index, *(i for f in own for i in f.index)]
     base = baseline_row(table)
     if base is not None:

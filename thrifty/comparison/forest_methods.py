@@ -132,9 +132,7 @@ def _budgetrf(ctx: Context) -> Forest:
 def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
     """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned; for ranking, a regressor of the
     relevance grades (a pointwise ranker)."""
-    yield timed(
-        "40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx), rows_per_tree=ctx.rows_per_tree
-    )
+    yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx), **_sampled(ctx))
 
 
 def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:

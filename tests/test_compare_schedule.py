@@ -15,7 +15,7 @@ from thrifty.comparison import METHODS, Candidate, Context, Method, compare
 from thrifty.comparison.registry import spread
 from thrifty.comparison.schedule import sweep
 from thrifty.comparison.settings import Settings
-from thrifty.comparison.sweep import FitTask
+from thrifty.comparison.sweep import FitTask, fitting_context
 
 FAST = {"n_estimators": 20, "num_leaves": 8, "n_jobs": 1}
 
@@ -57,22 +57,40 @@ def _logged(log, key, names, sleep=0.0):
 
 
 def test_under_an_allowance_the_baselines_run_in_full_before_any_refinement(monkeypatch):
-    """The first pass fits the reference family's every candidate and the others' first; the
-    second pass refines the others and does not run a completed baseline again."""
+    """The first pass fits the reference family's every candidate on every fold before any
+    other task, then the others' first candidate; the second pass refines the others and does
+    not run a completed baseline again. Results come back in the tasks' order."""
     log = []
+
+    def logged(key, names):
+        def run(ctx):
+            for name in names:
+                log.append((key, len(ctx.y_train), name))  # the fold, by its number of rows
+                yield Candidate(name, object())
+
+        return run
+
+    monkeypatch.setitem(METHODS, "ref", Method("ref", "Ref", "reference", ("binary",), logged("ref", "abc")))
     monkeypatch.setitem(
-        METHODS, "ref", Method("ref", "Ref", "reference", ("binary",), _logged(log, "ref", "abc"))
+        METHODS, "other", Method("other", "Other", "post-hoc", ("binary",), logged("other", "xyz"))
     )
-    monkeypatch.setitem(
-        METHODS, "other", Method("other", "Other", "post-hoc", ("binary",), _logged(log, "other", "xyz"))
-    )
-    X, y = binary_data(100)
+    X, y = binary_data(200)
     settings = Settings(task="binary", costs=CostModel.uniform(5))
     frame = pd.DataFrame(X)
-    tasks = [FitTask(key, 0, settings, frame, y, None, in_full=key == "ref") for key in ("ref", "other")]
-    results = sweep(tasks, [None, None], None, time.time() + 60, None, progress=False)
-    assert log == [("ref", n) for n in "abc"] + [("other", "x")] + [("other", n) for n in "xyz"]
-    assert [[r["name"] for r in res.rows] for res in results] == [list("abc"), list("xyz")]
+    folds = {0: np.arange(100), 1: np.arange(150)}  # told apart by their sizes
+    tasks = [
+        FitTask(key, f, settings, frame.iloc[rows], y[rows], None, in_full=key == "ref")
+        for f, rows in folds.items()
+        for key in ("ref", "other")
+    ]
+    results = sweep(tasks, [None] * 4, None, time.time() + 60, None, progress=False)
+    sizes = [len(fitting_context(settings, frame.iloc[r], y[r], None).y_train) for r in folds.values()]
+    want = [("ref", n, c) for n in sizes for c in "abc"]
+    want += [("other", n, "x") for n in sizes]
+    want += [("other", n, c) for n in sizes for c in "xyz"]
+    assert log == want
+    assert [(r.method, r.fold) for r in results] == [(t.method, t.fold) for t in tasks]
+    assert [[r["name"] for r in res.rows] for res in results] == [list("abc"), list("xyz")] * 2
     assert not any(r.stopped for r in results)
 
 

@@ -234,6 +234,7 @@ def compare(
     # plain model prices the default budgets and is the baseline.
     ctx = fitting_context(settings, *take(X, y, qid, final))
     full_cost = ctx.full_cost
+    timings = {"final fit": time.perf_counter() - start}
     if not np.isfinite(full_cost) or not np.isfinite(costs.feature_costs.sum()):
         raise InputError(
             f"the feature costs (up to {costs.feature_costs.max():.3g}) add up to more "
@@ -274,6 +275,7 @@ def compare(
         None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
     )
     results = sweep(tasks, after, executor, select_end, stop_at(select_end, time_limit), progress, here)
+    timings["selection"] = time.perf_counter() - start - sum(timings.values())
     table = select(results, METHODS)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
@@ -302,6 +304,7 @@ def compare(
         )
         cut += refit_cut
         stopped |= bool(refit_cut)
+        timings["refit"] = time.perf_counter() - start - sum(timings.values())
     else:  # the validation split's models are the final ones
         models = {
             (METHODS[r.method].name, n): mdl
@@ -319,6 +322,7 @@ def compare(
                     table.loc[i, c] = v
         # Again once confirmed: a model giving every test row one label leaves the front.
         front = eligible_front(table.loc[front.index], baseline_value, majority=majority)
+        timings["confirmation"] = time.perf_counter() - start - sum(timings.values())
     else:
         table = pd.DataFrame(
             columns=["method", "family", "name", "parameters", "mean_cost", "value", "fit_seconds"]
@@ -338,6 +342,7 @@ def compare(
         cut=cut,
         stopped_early=stopped,
         seconds=time.perf_counter() - start,
+        timings={k: round(v, 3) for k, v in timings.items()},
         costs=costs,
         baseline=ctx.lightgbm(),
         n_calibration=len(ctx.y_val),

@@ -75,16 +75,19 @@ def sweep(
     if deadline is None:
         return run_stage(tasks, after, executor, deadline, progress, "selection")
     first_tasks = [replace(t, max_candidates=None if t.in_full else 1) for t in tasks]
-    first = run_stage(first_tasks, after, executor, deadline, progress, "selection, first candidates", stop)
+    # The baselines of every fold before any other task (the tasks come fold by fold).
+    order = sorted(range(len(tasks)), key=lambda i: not tasks[i].in_full)
+    ran = _in_order(
+        order, first_tasks, after, executor, deadline, progress, "selection, first candidates", stop
+    )
+    first = [ran[j] for j in sorted(range(len(order)), key=order.__getitem__)]  # in the tasks' order
     done = {i for i, (t, r) in enumerate(zip(tasks, first)) if t.in_full and r.started and not r.stopped}
     again = [i for i in range(len(tasks)) if i not in done]
-    position = {i: j for j, i in enumerate(again)}
     # Each task again with what the first pass fitted on its rows (``run_tasks`` handed it its
     # parent's models): the same models as fitting them anew, in less time.
-    second = [replace(tasks[i], shared={**first_tasks[i].shared, **first[i].shared}) for i in again]
+    second = [replace(t, shared={**first_tasks[i].shared, **first[i].shared}) for i, t in enumerate(tasks)]
     # A parent the first pass completed is not run again: its models are in ``shared`` already.
-    second_after = [None if (p := after[i]) is None else position.get(p) for i in again]
-    full = run_stage(second, second_after, executor, deadline, progress, "selection, refinements", stop)
+    full = _in_order(again, second, after, executor, deadline, progress, "selection, refinements", stop)
     out = list(first)
     for i, b in zip(again, full):
         a = first[i]
@@ -92,3 +95,21 @@ def sweep(
         # A first-pass result kept is one whose refinements the allowance cut.
         out[i] = b if further else replace(a, stopped=True)
     return out
+
+
+def _in_order(
+    order: list[int],
+    tasks: list[FitTask],
+    after: list[int | None],
+    executor: tuple[Any, bool],
+    deadline: float | None,
+    progress: bool,
+    stage: str,
+    stop: float | None,
+) -> list[TaskResult]:
+    """The tasks ``order`` names (indices into ``tasks``), run in that order of priority, with
+    what each builds on remapped (a parent not among them is not waited for); their results,
+    in that order."""
+    position = {i: j for j, i in enumerate(order)}
+    parents = [None if (p := after[i]) is None else position.get(p) for i in order]
+    return run_stage([tasks[i] for i in order], parents, executor, deadline, progress, stage, stop)

@@ -29,8 +29,8 @@ SHARED = ("lightgbm", "cegb", "budgetrf", "budgetrf+prune")
 #: Rows of each tree's bootstrap sample in the random forests compare grows (the plain forest
 #: BudgetPrune prunes, BudgetRF) on more training rows than this: a forest's trees are grown
 #: on bootstrap samples of any size (Breiman's bagging; scikit-learn's ``max_samples``), and at
-#: depth 10 a tree of 50,000 rows splits as one of 200,000, in a quarter of the time (flights'
-#: 100-tree forest on 175,000 rows was the longest first fit of its compare run).
+#: depth 10 a tree of 50,000 rows splits much as one of 200,000, in about a quarter of the time
+#: (flights' fitting rows are 175,000).
 ROWS_PER_TREE = 50_000
 
 

@@ -212,9 +212,11 @@ def _draw(y: np.ndarray, qid: np.ndarray | None, n: int) -> np.ndarray:
     return np.flatnonzero(np.isin(qid, chosen))
 
 
-def run_task(name: str, task: str, args: argparse.Namespace) -> tuple[dict[str, Any], pd.DataFrame]:
+def run_task(
+    name: str, task: str, args: argparse.Namespace
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """One comparison of a dataset (every method, each method's own front confirmed on the test
-    rows): its figures and each method's frontier."""
+    rows): its figures, each method's frontier and every method's choice per budget."""
     from matplotlib.figure import Figure
 
     from thrifty.comparison import METHODS, compare

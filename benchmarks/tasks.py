@@ -12,36 +12,44 @@ Four shared datasets, one per task (issue 24):
   a group per table, ``dep_delay`` known only after departure).
 
 Per dataset, ``thrifty.compare`` gets the dataset's training (and validation) rows and, as
-``X_test``, its own test split - what ``thrifty compare <dataset>`` does. It chooses on its
-validation rows (5-fold cross-validation below 5,000 rows: rank_small) and confirms the
-chosen models once on the test rows. Three runs per dataset, all with the same budgets:
-
-1. every method that applies (the user's ``thrifty compare``): its table holds every method's
-   candidates on the validation rows (each method's frontier), its front the models confirmed
-   on the test rows; on flights this run is timed, with the peak resident memory of the
-   process and its worker processes sampled every 0.2 s;
-2. ``LightGBM, first k trees`` alone and 3. ``cheapest k features`` alone: each baseline's
-   own front, confirmed on the test rows.
+``X_test``, its own test split - what ``thrifty compare <dataset>`` does - with every method that
+applies, within the dataset's allowance (:data:`ALLOWANCE`: 300, 240, 300 and 240 s, the four in
+about 21 minutes; ``--time-limit`` sets one for all). It chooses on its validation rows (5-fold
+cross-validation below 5,000 rows: rank_small) and confirms on the test rows the front and, with
+``confirm_methods=True``, each method's own validation front, so that every method's choice at
+every budget (its best validation figure within it) has a test figure. Under the allowance the
+two baselines (first k trees, cheapest k features) run in full before any other method is
+refined, and every method's settings run coarse to fine. On flights the run is timed, with the
+peak resident memory of the process and its worker processes sampled every 0.2 s.
 
 Figures (``results/tasks.json``; the last stdout line):
 
-* ``methods_per_task`` and ``min_methods_per_task``: methods with at least one model in run 1;
+* ``methods_per_task`` and ``min_methods_per_task``: methods with at least one model;
 * ``<task>_budgets_above_baselines_frac``: over the budgets (compare's budgets and the plain
   model's cost), the share where thrifty's best method (the best validation figure within the
-  budget among the front's non-baseline models) beats both baselines' own choice within it
+  budget among every non-baseline method's choices) beats both baselines' own choices within it
   on the test rows (a baseline with no model within the budget is beaten by any model);
+  ``..._where_differ``: the same over the budgets where its test figure is not the better
+  baseline's (a tie: the same model, e.g. the plain model at its own cost);
 * ``cost_at_full_metric`` and ``cost_fraction_at_full_metric``: per dataset, the lowest
-  test cost on run 1's confirmed front (or the plain model's own, when no model of the front
+  test cost on the confirmed front (or the plain model's own, when no model of the front
   does better) whose test metric is within :data:`TOLERANCE` of the
   plain model's (regression: 1% of its RMSE; ranking: 0.5 point; classification: 0.5 point
   of accuracy), and that cost over the plain model's;
 * ``flights_compare_seconds``, ``flights_compare_within_allowance`` (the run ended within 10%
   past its allowance: compare gives up a fit running 5% past it, then confirms the chosen
-  models on the test rows), ``flights_compare_peak_gb``.
+  models on the test rows), ``flights_compare_peak_gb``;
+* per dataset (``details``): ``fit_seconds``, each method's candidates and their fit seconds
+  (where the time went), ``timings`` (compare's final fit, selection, refit and confirmation
+  seconds: confirming every method's own front costs more than a user's run, which confirms
+  the front alone), ``cut``, and per budget each side's test figure and interval.
 
-Writes ``results/tasks[_quick].csv`` (each method's validation frontier, test figures where
-confirmed, and both in the user's units: ``user_metric``, ``value_user``, ``test_value_user``)
-and ``results/tasks_<dataset>.png`` (compare's plot of run 1).
+Writes ``results/tasks[_quick].csv`` (each method's validation frontier, its test figures,
+``confirmed``, and both in the user's units: ``user_metric``, ``value_user``,
+``test_value_user``), ``results/tasks[_quick]_choices.csv`` (every method's choice at every
+budget with its test figures), ``results/tasks_<dataset>.png`` (compare's plot) and
+``results/tasks_choices_<dataset>.png`` (every method's choice per budget on the test rows,
+the baselines drawn thick).
 
 --quick: 2,000 training rows and 1,000 test rows drawn from each dataset (whole queries for
 rank_small), one validation split, the methods that fit in seconds, 30 s allowance per run.
@@ -73,8 +81,23 @@ RESULTS = HERE / "results"
 #: raised by what the other datasets left in this process.
 DATASETS = {"flights": "binary", "diamonds": "regression", "rank_small": "ranking", "letter": "multiclass"}
 QUICK_METHODS = ("lightgbm", "cheapest", "qwyc", "margin", "cegb")
+#: Seconds of each dataset's compare run in the full mode: 18 minutes of allowances, about 21
+#: with loading the data and confirming every method's front on the test rows (a quiet run of
+#: the four within 25 minutes). Flights keeps the 300 s its figures are stated for.
+ALLOWANCE = {"flights": 300.0, "diamonds": 240.0, "rank_small": 300.0, "letter": 240.0}
 QUICK_ROWS, QUICK_TEST_ROWS = 2000, 1000
 BASELINES = ("lightgbm", "cheapest")
+CHOICE_COLUMNS = [
+    "method",
+    "name",
+    "mean_cost",
+    "value",
+    "test_mean_cost",
+    "test_value",
+    "test_low",
+    "test_high",
+    "metric",
+]
 #: Seed of rank_small's costs drawn from yahoo_costs (benchmarks/cegb.py and cronus.py use it too).
 YAHOO_SEED = 0
 PEAK_LIMIT_GB = 4.0
@@ -189,8 +212,11 @@ def _draw(y: np.ndarray, qid: np.ndarray | None, n: int) -> np.ndarray:
     return np.flatnonzero(np.isin(qid, chosen))
 
 
-def run_task(name: str, task: str, args: argparse.Namespace) -> tuple[dict[str, Any], pd.DataFrame]:
-    """The three comparisons of one dataset: their figures and each method's frontier."""
+def run_task(
+    name: str, task: str, args: argparse.Namespace
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """One comparison of a dataset (every method, each method's own front confirmed on the test
+    rows): its figures, each method's frontier and every method's choice per budget."""
     from matplotlib.figure import Figure
 
     from thrifty.comparison import METHODS, compare
@@ -203,15 +229,17 @@ def run_task(name: str, task: str, args: argparse.Namespace) -> tuple[dict[str, 
     print(f"{name} ({task}): {len(data['y']):,} rows, {len(data['y_test']):,} test rows", flush=True)
     with PeakMemory() as memory:
         start = time.perf_counter()
-        main = compare(**data, methods=methods, **common)
+        main = compare(**data, methods=methods, confirm_methods=True, **common)
         seconds = time.perf_counter() - start
     print(f"{name}: every method in {seconds:.0f} s, peak {memory.gb:.2f} GB with its workers", flush=True)
-    alone = {key: compare(**data, methods=[key], budgets=_budgets(main), **common) for key in BASELINES}
 
+    prefix = "quick_" if args.quick else ""
     fig = Figure(figsize=(9, 5.5), layout="constrained")
     ax = main.plot(fig.add_subplot())
     ax.set_title(f"{name} ({task}): chosen on {main.selection}, confirmed on {main.n_test:,} test rows")
-    fig.savefig(RESULTS / f"tasks_{'quick_' if args.quick else ''}{name}.png", dpi=110)
+    fig.savefig(RESULTS / f"tasks_{prefix}{name}.png", dpi=110)
+    choices = method_choices(main)
+    plot_choices(name, task, main, choices, RESULTS / f"tasks_{prefix}choices_{name}.png")
 
     figures = {
         "methods": int(main.table["method"].nunique()) if len(main.table) else 0,
@@ -219,10 +247,14 @@ def run_task(name: str, task: str, args: argparse.Namespace) -> tuple[dict[str, 
         "peak_gb": round(memory.gb, 2),
         "within_allowance": bool(seconds <= args.limit * (1 + GRACE)),
         "cut": [list(c) for c in main.cut],
-        **above_baselines(main, alone),
+        "fit_seconds": fit_seconds(main),
+        # compare's own split of its seconds: the final fit, selection, refit, confirmation
+        # (every method's own front here, more than a user's run confirms).
+        "timings": dict(main.timings),
+        **above_baselines(main, choices),
         **cost_at_full(main),
     }
-    return figures, frontiers(name, task, main, alone)
+    return figures, frontiers(name, task, main), choices.assign(dataset=name, task=task)
 
 
 def _budgets(cmp: Any) -> list[float]:
@@ -230,37 +262,84 @@ def _budgets(cmp: Any) -> list[float]:
     return sorted({*cmp.budgets, cmp.full_cost})
 
 
-def above_baselines(main: Any, alone: dict[str, Any]) -> dict[str, Any]:
-    """At each budget, does thrifty's best method (chosen on validation) beat both baselines'
-    choices on the test rows?"""
+def method_choices(main: Any) -> pd.DataFrame:
+    """Each method's choice at each budget (its confirmed model of best validation figure
+    within the budget, by validation cost) with its test figures: one row per budget and
+    method that has a model within it."""
+    confirmed = main.table[main.table["test_value"].notna()] if "test_value" in main.table else main.table[:0]
+    rows = []
+    for b in _budgets(main):
+        for _, own in confirmed.groupby("method", sort=False):
+            row = _choice(own, b)
+            if row is not None:
+                rows.append({"budget": round(b, 4), **row[CHOICE_COLUMNS].to_dict()})
+    out = pd.DataFrame(rows, columns=["budget", *CHOICE_COLUMNS])
+    out["user_metric"] = [user_metric(m)[0] for m in out["metric"]]
+    for col in ("value", "test_value", "test_low", "test_high"):
+        out[f"{col}_user"] = [user_metric(m)[1](v) for m, v in zip(out["metric"], out[col])]
+    return out
+
+
+def above_baselines(main: Any, choices: pd.DataFrame) -> dict[str, Any]:
+    """At each budget, does thrifty's best method (the best validation figure within the
+    budget among every non-baseline method's choices) beat both baselines' choices on the
+    test rows? A budget where it ties the better baseline on the test rows (the same model,
+    e.g. the plain model at its own cost) is counted apart: the target is "above both at
+    every budget where they differ"."""
     from thrifty.comparison import METHODS
 
-    baseline_names = {METHODS[k].name for k in BASELINES}
-    ours = main.front[~main.front["method"].isin(baseline_names)] if len(main.front) else main.front
-    budgets = _budgets(main)
+    baseline_names = [METHODS[k].name for k in BASELINES]
     rows = []
-    for b in budgets:
-        best = _choice(ours, b)
-        theirs = [_choice(alone[k].front, b) for k in BASELINES]
+    for b in _budgets(main):
+        here = choices[choices["budget"] == round(b, 4)]
+        ours = here[~here["method"].isin(baseline_names)]
+        best = None if not len(ours) else ours.loc[ours.apply(lambda r: _signed(r, "value"), axis=1).idxmax()]
+        theirs = {n: here[here["method"] == n] for n in baseline_names}
+        theirs_value = [_signed(t.iloc[0], "test_value") for t in theirs.values() if len(t)]
         # Signed so that larger is better (compare's RMSE is an error: lower is better).
         value = -np.inf if best is None else _signed(best, "test_value")
-        beats = best is not None and all(t is None or value > _signed(t, "test_value") for t in theirs)
-        method = None if best is None else best["method"]
-        rows.append({"budget": round(b, 4), "thrifty": method, "beats": beats})
+        top = max(theirs_value, default=-np.inf)
+        row: dict[str, Any] = {
+            "budget": round(b, 4),
+            "thrifty": None if best is None else best["method"],
+            "thrifty_setting": None if best is None else best["name"],
+            "beats": bool(best is not None and value > top),
+            "ties": bool(best is not None and np.isclose(value, top, rtol=0, atol=1e-12)),
+        }
+        for label, r in [("thrifty", best), *((n, t.iloc[0] if len(t) else None) for n, t in theirs.items())]:
+            if r is not None:
+                row[f"{label} test"] = [
+                    round(float(r[c]), 4) for c in ("test_value_user", "test_low_user", "test_high_user")
+                ]
+        rows.append(row)
+    differ = [r for r in rows if not r["ties"]]
     return {
         "budgets_above_baselines_frac": round(float(np.mean([r["beats"] for r in rows])), 3),
+        "budgets_above_baselines_frac_where_differ": (
+            round(float(np.mean([r["beats"] for r in differ])), 3) if differ else None
+        ),
         "budgets_above_baselines": rows,
     }
 
 
 def _choice(front: pd.DataFrame, budget: float) -> pd.Series | None:
-    """The front's row of best validation figure within ``budget`` (validation cost), confirmed."""
-    if not len(front) or "test_value" not in front:
-        return None
-    within = front[(front["mean_cost"] <= budget + 1e-12) & front["test_value"].notna()]
+    """The row of best validation figure within ``budget`` (validation cost)."""
+    within = front[front["mean_cost"] <= budget + 1e-12]
     if not len(within):
         return None
     return within.loc[within.apply(lambda row: _signed(row, "value"), axis=1).idxmax()]
+
+
+def fit_seconds(main: Any) -> dict[str, dict[str, float]]:
+    """Where the time went: per method, its candidates' fit seconds (summed over the folds'
+    means) and their number; the plain model's own fit is not a candidate's."""
+    table = main.table
+    if not len(table):
+        return {}
+    return {
+        m: {"candidates": int(len(rows)), "fit_seconds": round(float(rows["fit_seconds"].sum()), 1)}
+        for m, rows in table.groupby("method", sort=False)
+    }
 
 
 def _signed(row: pd.Series, column: str) -> float:
@@ -296,27 +375,77 @@ def cost_at_full(main: Any) -> dict[str, Any]:
     }
 
 
-def frontiers(name: str, task: str, main: Any, alone: dict[str, Any]) -> pd.DataFrame:
-    """Each method's frontier on the validation rows (run 1), with its test figures where
-    compare confirmed it, and each baseline's own confirmed front (runs 2 and 3)."""
+def frontiers(name: str, task: str, main: Any) -> pd.DataFrame:
+    """Each method's frontier on the validation rows, with its test figures (``confirmed``:
+    compare confirmed each method's own front, ``confirm_methods=True``) and whether it is on
+    the front of every method together."""
     from thrifty.frontier import pareto_front
 
     keep = ["method", "name", "mean_cost", "value", "test_mean_cost", "test_value", "test_low", "test_high"]
     parts = []
     for _, rows in main.table.groupby("method", sort=False):
         front = pareto_front(rows)
-        parts.append(front.assign(run="every method", on_compare_front=front.index.isin(main.front.index)))
-    for key, cmp in alone.items():
-        parts.append(cmp.front.assign(run=f"{key} alone", on_compare_front=True))
-    out = pd.concat(parts, ignore_index=True).reindex(columns=[*keep, "metric", "run", "on_compare_front"])
+        parts.append(front.assign(on_compare_front=front.index.isin(main.front.index)))
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True).reindex(columns=[*keep, "metric", "on_compare_front"])
+    out["confirmed"] = out["test_value"].notna()
     # The same figures in the user's units (RMSE in dollars rather than compare's neg_mse).
     out["user_metric"] = [user_metric(m)[0] for m in out["metric"]]
     for col in ("value", "test_value"):
         out[f"{col}_user"] = [
             np.nan if pd.isna(v) else user_metric(m)[1](v) for m, v in zip(out["metric"], out[col])
         ]
-    columns = ["dataset", "task", "run", "on_compare_front", "metric", *keep, "user_metric"]
+    columns = ["dataset", "task", "on_compare_front", "confirmed", "metric", *keep, "user_metric"]
     return out.assign(dataset=name, task=task)[[*columns, "value_user", "test_value_user"]]
+
+
+def plot_choices(name: str, task: str, main: Any, choices: pd.DataFrame, path: Path) -> None:
+    """Each method's choice at each budget, on the test rows (user units): thrifty's methods
+    thin, the two baselines thick, so a budget where a baseline is on top is plain to see."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
+
+    from thrifty.comparison import METHODS
+    from thrifty.metrics import higher_is_better
+
+    fig = Figure(figsize=(9, 5.5), layout="constrained")
+    ax = fig.add_subplot()
+    baselines = {METHODS[k].name for k in BASELINES}
+    for method, rows in choices.groupby("method", sort=False):
+        rows = rows.sort_values("budget")
+        base = method in baselines
+        ax.plot(
+            rows["budget"],
+            rows["test_value_user"],
+            drawstyle="steps-post",  # a choice holds from its budget to the next
+            marker="o",
+            ms=3 if not base else 5,
+            lw=3 if base else 1,
+            color="black" if method == METHODS["lightgbm"].name else None,
+            ls="--" if method == METHODS["cheapest"].name else "-",
+            label=method,
+            zorder=3 if base else 2,
+        )
+    unit = rows["user_metric"].iloc[0] if len(choices) else "metric"
+    ax.set_xscale("log")
+    ticks = sorted(choices["budget"].unique())
+    ax.set_xticks(ticks, [f"{t:.4g}" for t in ticks])  # the budgets, as numbers (never 6x10^0)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("budget (mean cost per example, chosen on validation cost)")
+    up = higher_is_better(choices["metric"].iloc[0]) if len(choices) else True
+    ax.set_ylabel(f"test {unit} of each method's choice ({'higher' if up else 'lower'} is better)")
+    ax.set_title(f"{name} ({task}): every method's choice per budget, confirmed on {main.n_test:,} test rows")
+    ax.legend(fontsize=7, ncol=2)
+    fig.savefig(path, dpi=110)
+
+
+def allowance(name: str, args: argparse.Namespace) -> float:
+    """Seconds of ``name``'s compare run: ``--time-limit``, else 30 when quick, else
+    :data:`ALLOWANCE`'s."""
+    if args.time_limit is not None:
+        return float(args.time_limit)
+    return 30.0 if args.quick else ALLOWANCE[name]
 
 
 def machine() -> dict[str, Any]:
@@ -334,11 +463,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--data-home", default=os.environ.get("THRIFTY_DATA"))
     parser.add_argument(
-        "--time-limit", type=float, default=None, help="seconds per compare run (default 600; quick 30)"
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds per compare run (default: ALLOWANCE's, 18 minutes for the four; quick 30)",
     )
     parser.add_argument("--datasets", help="comma-separated subset of " + ", ".join(DATASETS))
     args = parser.parse_args()
-    args.limit = args.time_limit if args.time_limit is not None else (30.0 if args.quick else 600.0)
     names = list(DATASETS)
     if args.datasets:
         names = [n.strip() for n in args.datasets.split(",") if n.strip()]
@@ -347,31 +478,43 @@ def main() -> None:
         parser.error(f"unknown dataset(s) {unknown}; choose among {', '.join(DATASETS)}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     per: dict[str, dict[str, Any]] = {}
-    tables = []
+    tables, chosen = [], []
+    began = time.perf_counter()
     for i, name in enumerate(names, 1):
         print(f"[{i}/{len(names)}] {name}", file=sys.stderr, flush=True)
-        per[name], table = run_task(name, DATASETS[name], args)
+        args.limit = allowance(name, args)
+        per[name], table, choices = run_task(name, DATASETS[name], args)
+        per[name]["time_limit"] = args.limit
         tables.append(table)
+        chosen.append(choices)
         f = per[name]
         print(
             f"{name}: {f['methods']} methods; thrifty above both baselines at "
-            f"{f['budgets_above_baselines_frac']:.0%} of budgets; the plain model's {f.get('metric')} "
+            f"{f['budgets_above_baselines_frac']:.0%} of budgets "
+            f"({f['budgets_above_baselines_frac_where_differ']} where they differ); "
+            f"the plain model's {f.get('metric')} "
             f"reached at cost {f['cost_at_full_metric']} "
             f"({f.get('cost_fraction_at_full_metric')} of its cost)",
             flush=True,
         )
-    table = pd.concat(tables, ignore_index=True)
-    table.to_csv(RESULTS / f"tasks{'_quick' if args.quick else ''}.csv", index=False)
+    suffix = "_quick" if args.quick else ""
+    pd.concat(tables, ignore_index=True).to_csv(RESULTS / f"tasks{suffix}.csv", index=False)
+    pd.concat(chosen, ignore_index=True).to_csv(RESULTS / f"tasks{suffix}_choices.csv", index=False)
     figures: dict[str, Any] = {
         "bench": "tasks",
-        "time_limit": args.limit,
+        "time_limit": {n: f["time_limit"] for n, f in per.items()},
+        "total_seconds": round(time.perf_counter() - began, 1),
         "methods_per_task": {n: f["methods"] for n, f in per.items()},
         "min_methods_per_task": min(f["methods"] for f in per.values()),
     }
     for name, task in DATASETS.items():
         if name in per and task in ("regression", "ranking"):
             figures[f"{task}_budgets_above_baselines_frac"] = per[name]["budgets_above_baselines_frac"]
-    for key in ("budgets_above_baselines_frac", "cost_at_full_metric", "cost_fraction_at_full_metric"):
+            figures[f"{task}_budgets_above_baselines_frac_where_differ"] = per[name][
+                "budgets_above_baselines_frac_where_differ"
+            ]
+    keys = ("budgets_above_baselines_frac", "budgets_above_baselines_frac_where_differ")
+    for key in (*keys, "cost_at_full_metric", "cost_fraction_at_full_metric"):
         figures[key] = {n: f.get(key) for n, f in per.items()}
     figures["full_metric_tolerance"] = {
         n: f"{f['metric']} within {TOLERANCE.get(f['metric'], '0.5 point')}"
@@ -386,6 +529,7 @@ def main() -> None:
             flights_compare_peak_gb=f["peak_gb"],
             flights_compare_peak_under_4gb=f["peak_gb"] < PEAK_LIMIT_GB,
             flights_compare_cut=f["cut"],
+            flights_compare_timings=f["timings"],
         )
     figures["details"] = per
     figures["machine"] = machine()

@@ -549,12 +549,20 @@ _yr = _Xr[:, 0] + 0.5 * _Xr[:, 1] + np.random.default_rng(6).normal(scale=0.3, s
 @parametrize_with_budget_checks(
     [
         BudgetCase(
-            BudgetRFRegressor(8, max_depth=4, random_state=0, progress=False),
+            BudgetRFRegressor(8, max_depth=4, max_features=1.0, random_state=0, progress=False),
             _Xr,
             _yr,
             budgets=[4.0, 8.0, 30.0],
             costs=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-        )
+        ),
+        # The default draws sqrt(6) = 2 candidates per node: pricier trees, so dearer budgets.
+        BudgetCase(
+            BudgetRFRegressor(8, max_depth=4, random_state=0, progress=False),
+            _Xr,
+            _yr,
+            budgets=[8.0, 12.0, 30.0],
+            costs=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        ),
     ]
 )
 def test_regressor_budget_contract(check):

@@ -15,13 +15,13 @@ import pandas as pd
 from thrifty.comparison.inputs import check_data, infer_task
 from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
 from thrifty.comparison.plan import after_of, cut_of, skipped_of
-from thrifty.comparison.pool import local_pool, run_tasks, workers_of
+from thrifty.comparison.pool import local_pool
 from thrifty.comparison.result import Comparison
+from thrifty.comparison.schedule import REFIT_GRACE, run_stage, stop_at, sweep
 from thrifty.comparison.selection import baseline_row, confirm, eligible_front, majority_share, select
 from thrifty.comparison.settings import Settings, check_budgets, check_n_jobs, check_time_limit
 from thrifty.comparison.sweep import (
     FitTask,
-    Reporter,
     fitting_context,
     fold_indices,
     holdout_indices,
@@ -43,9 +43,6 @@ QUICK_BUDGET_FRACTIONS = (0.1, 0.3, 0.6)
 #: Methods whose candidates are one independent fit per budget, named ``budget=<b:.4g>``: their
 #: refit fits the chosen budgets only (the same models as the selection's settings give).
 PER_BUDGET = ("cegb", "greedymiser")
-#: Without its refit a chosen model cannot be confirmed: the refit may run this fraction of the
-#: allowance past it (the selection kept a share for it, but its last candidates can overrun).
-REFIT_GRACE = 0.05
 #: Below this many rows (besides the test rows) the choice is made by K-fold cross-validation,
 #: so every row informs it; above, on one validation split.
 CV_BELOW = 5000
@@ -89,6 +86,7 @@ def compare(
     executor: Any = None,
     model: Any = None,
     trust_pickle: bool = False,
+    confirm_methods: bool = False,
 ) -> Comparison:
     """Run every method that applies over a sweep of budgets; choose on validation rows and
     confirm once on test rows.
@@ -136,8 +134,9 @@ def compare(
     time_limit : float, optional
         Default None: no allowance, every planned fit runs in full and the result does not
         depend on the machine's speed or load. Given, positive seconds for the whole run, an
-        explicit cut: the allowance is shared among the fit tasks (cheapest methods first,
-        each method's first candidate before its refinements); no task starts, nor a further
+        explicit cut: the two baselines run in full first, then the allowance is shared among
+        the other fit tasks (cheapest methods first, each method's first candidate before its
+        refinements, its settings coarse to fine); no task starts, nor a further
         candidate, once it is spent; a fit still running 5% of the allowance past its end is
         given up (the default pool's worker processes are ended; fits run here with
         ``n_jobs=1``, or on a Dask cluster, are waited for); ``Comparison.cut`` names what it
@@ -167,6 +166,12 @@ def compare(
         rows it was trained on, which compare cannot know: give rows it did not see.
     trust_pickle : bool, default=False
         Allow ``model`` to be a pickled file (unpickling runs code; see ``load_model``).
+    confirm_methods : bool, default=False
+        Confirm on the test rows each method's own front on the validation rows too, not only
+        the front of every method together (and the plain model): every method's choice at
+        every budget then has a test figure, e.g. to compare a method with the baselines
+        where the front holds neither. The front and the recommendations are the same either
+        way; under cross-validation the refit has more settings to fit.
 
     Returns
     -------
@@ -229,6 +234,7 @@ def compare(
     # plain model prices the default budgets and is the baseline.
     ctx = fitting_context(settings, *take(X, y, qid, final))
     full_cost = ctx.full_cost
+    timings = {"final fit": time.perf_counter() - start}
     if not np.isfinite(full_cost) or not np.isfinite(costs.feature_costs.sum()):
         raise InputError(
             f"the feature costs (up to {costs.feature_costs.max():.3g}) add up to more "
@@ -239,7 +245,7 @@ def compare(
         settings = replace(settings, budgets=tuple(float(f * full_cost) for f in fractions))
 
     # Fold by fold, each method in turn: should the allowance run out, every method has had
-    # its first fold before any has a second (and see _sweep's first pass). A validation
+    # its first fold before any has a second (and see schedule.sweep's first pass). A validation
     # split's fitting rows are the final fit's: its plain model is reused there.
     seed = {} if k else {"lightgbm": ctx.lightgbm()}
     tasks: list[FitTask] = []
@@ -260,6 +266,7 @@ def compare(
                 qid_eval=qe,
                 keep_models=not k,
                 shared=dict(seed),
+                in_full=m.family == "reference",
             )
             for m in chosen
         ]
@@ -267,7 +274,8 @@ def compare(
     select_end = (
         None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
     )
-    results = _sweep(tasks, after, executor, select_end, _stop_at(select_end, time_limit), progress, here)
+    results = sweep(tasks, after, executor, select_end, stop_at(select_end, time_limit), progress, here)
+    timings["selection"] = time.perf_counter() - start - sum(timings.values())
     table = select(results, METHODS)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
@@ -275,7 +283,10 @@ def compare(
     baseline_value = _baseline_value(table)
     majority = majority_share(y, task)
     front = eligible_front(table, baseline_value, majority=majority)
-    wanted = _chosen_rows(table, front)
+    own = []  # each method's own front, confirmed too when asked
+    if confirm_methods and len(table):
+        own = [eligible_front(rows, baseline_value, majority=majority) for _, rows in table.groupby("method")]
+    wanted = _chosen_rows(table, front, own)
 
     if k:
         # The refit gets its reserved share even when the selection overran (a chosen model
@@ -287,12 +298,13 @@ def compare(
         )
         if own_pool:  # the same pool, or a new one if the selection ended its workers
             executor = local_pool(workers - here)
-        deadlines = (refit_end, _stop_at(refit_end, time_limit))
+        deadlines = (refit_end, stop_at(refit_end, time_limit))
         models, refit_cut = _refit(
             wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, (executor, here), deadlines, progress
         )
         cut += refit_cut
         stopped |= bool(refit_cut)
+        timings["refit"] = time.perf_counter() - start - sum(timings.values())
     else:  # the validation split's models are the final ones
         models = {
             (METHODS[r.method].name, n): mdl
@@ -301,13 +313,16 @@ def compare(
             if n in wanted.get(METHODS[r.method].name, [])
         }
     if len(table):
+        matrices: dict[Any, np.ndarray] = {}  # the test rows converted once per reading of them
         for i, row in table.iterrows():
             key = (row["method"], row["name"])
             if key in models:
-                for c, v in confirm(models[key], X_test, y_test, qid_test, costs, task).items():
+                scored = confirm(models[key], X_test, y_test, qid_test, costs, task, matrices=matrices)
+                for c, v in scored.items():
                     table.loc[i, c] = v
         # Again once confirmed: a model giving every test row one label leaves the front.
         front = eligible_front(table.loc[front.index], baseline_value, majority=majority)
+        timings["confirmation"] = time.perf_counter() - start - sum(timings.values())
     else:
         table = pd.DataFrame(
             columns=["method", "family", "name", "parameters", "mean_cost", "value", "fit_seconds"]
@@ -327,6 +342,7 @@ def compare(
         cut=cut,
         stopped_early=stopped,
         seconds=time.perf_counter() - start,
+        timings={k: round(v, 3) for k, v in timings.items()},
         costs=costs,
         baseline=ctx.lightgbm(),
         n_calibration=len(ctx.y_val),
@@ -351,39 +367,6 @@ def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | 
     if task == "multiclass":
         params.setdefault("objective", "multiclass")
     return params
-
-
-def _stop_at(deadline: float | None, time_limit: float | None) -> float | None:
-    """When to stop waiting for fits still running past ``deadline`` (see ``run_tasks``)."""
-    return None if deadline is None or time_limit is None else deadline + REFIT_GRACE * time_limit
-
-
-def _run(
-    tasks: list[FitTask],
-    after: list[int | None],
-    executor: tuple[Any, bool],
-    deadline: float | None,
-    progress: bool,
-    stage: str,
-    stop_at: float | None = None,
-) -> list:
-    """``run_tasks`` with progress; ``executor``: (executor, whether this process runs tasks too)."""
-    pool, here = executor
-    names = {m.key: m.name for m in METHODS.values()}
-    reporter = Reporter(tasks, names, progress, stage)
-    try:
-        return run_tasks(
-            tasks,
-            executor=pool,
-            deadline=deadline,
-            workers=workers_of(pool) + here,
-            on_done=reporter,
-            after=after,
-            here=here,
-            stop_at=stop_at,
-        )
-    finally:
-        reporter.close()
 
 
 def _refit(
@@ -431,7 +414,7 @@ def _refit(
         )
         for m in run
     ]
-    done = _run(refits, after_of(run, 0), executor, deadlines[0], progress, "refit", deadlines[1])
+    done = run_stage(refits, after_of(run, 0), executor, deadlines[0], progress, "refit", deadlines[1])
     models.update({(METHODS[r.method].name, n): mdl for r in done for n, mdl in r.models.items()})
     cut = [
         (m, n, "not refitted: the time allowance ran out, so it has no test figure")
@@ -453,50 +436,18 @@ def _refit_settings(key: str, names: Sequence[str], settings: Settings, helper: 
     return replace(settings, budgets=tuple(chosen)) if len(chosen) == len(names) else settings
 
 
-def _sweep(
-    tasks: list[FitTask],
-    after: list[int | None],
-    pool: Any,
-    deadline: float | None,
-    stop_at: float | None,
-    progress: bool,
-    here: bool = False,
-) -> list:
-    """The selection tasks. Under a time allowance, a first pass fits each method's first
-    candidate on every fold, so that every method is scored on all folds before any is
-    refined; the full pass then replaces a first-pass result wherever it got as far. A fit
-    still running at ``stop_at`` is given up (see ``run_tasks``)."""
-    executor = (pool, here)
-    if deadline is None:
-        return _run(tasks, after, executor, deadline, progress, "selection")
-    first = _run(
-        [replace(t, max_candidates=1) for t in tasks],
-        after,
-        executor,
-        deadline,
-        progress,
-        "selection, first candidates",
-        stop_at,
-    )
-    full = _run(tasks, after, executor, deadline, progress, "selection, refinements", stop_at)
-    # A first-pass result kept is one whose refinements the allowance cut.
-    return [
-        b
-        if b.started and len(b.rows) + len(b.skipped) >= len(a.rows) + len(a.skipped)
-        else replace(a, stopped=True)
-        for a, b in zip(first, full)
-    ]
-
-
 def _baseline_value(table: pd.DataFrame) -> float | None:
     """The validation figure of the plain model (all its trees), if it ran."""
     row = baseline_row(table)
     return None if row is None else float(table.loc[row, "value"])
 
 
-def _chosen_rows(table: pd.DataFrame, front: pd.DataFrame) -> dict[str, list[str]]:
-    """Per method, the candidates to confirm: the front and the plain model."""
-    rows = list(front.index)
+def _chosen_rows(
+    table: pd.DataFrame, front: pd.DataFrame, own: Sequence[pd.DataFrame] = ()
+) -> dict[str, list[str]]:
+    """Per method, the candidates to confirm: the front, the plain model and the methods' own
+    fronts ``own`` (``confirm_methods=True``)."""
+    rows = [*front.index, *(i for f in own for i in f.index)]
     base = baseline_row(table)
     if base is not None:
         rows.append(base)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 from thrifty.comparison.context import Context
-from thrifty.comparison.registry import TASKS, Candidate, method, timed
+from thrifty.comparison.registry import TASKS, Candidate, method, spread, timed
 from thrifty.forest import Forest, to_matrix
 from thrifty.prune import budget_prune_path
 from thrifty.train import ADAPTClassifier, ADAPTRegressor, BudgetRFClassifier, BudgetRFRegressor
@@ -33,7 +33,7 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
     model and hpc read the same columns alike."""
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
     cls = ADAPTClassifier if ctx.task in ("binary", "multiclass") else ADAPTRegressor
-    for p_full, gamma in _adapt_grid(kind, ctx.quick):
+    for p_full, gamma in spread(_adapt_grid(kind, ctx.quick)):  # coarse to fine
         yield timed(
             f"p_full={p_full:g}, gamma={gamma:g}",
             lambda p=p_full, g=gamma: (
@@ -74,7 +74,7 @@ def _budgetprune(ctx: Context) -> Iterator[Candidate]:
     across trees), for each budget the most accurate pruning within it (see ``_pruned``). For
     ranking the forest regresses the relevance grades and (IP3) takes their squared error: a
     pointwise ranker, scored by the ranking metric per query."""
-    yield Candidate("unpruned", ctx.random_forest(), {"lam": 0.0})
+    yield Candidate("unpruned", ctx.random_forest(), {"lam": 0.0, **_sampled(ctx)})
     yield from _pruned(ctx, ctx.random_forest())
 
 
@@ -104,6 +104,12 @@ def _pruned(ctx: Context, forest: Forest) -> Iterator[Candidate]:
         seconds = 0.0
 
 
+def _sampled(ctx: Context) -> dict[str, int]:
+    """The rows of each tree's bootstrap sample, declared in the candidate's parameters when
+    compare caps them (``Context.rows_per_tree``)."""
+    return {} if ctx.rows_per_tree is None else {"rows_per_tree": ctx.rows_per_tree}
+
+
 # ---------------------------------------------------------------------- BudgetRF
 def _budgetrf(ctx: Context) -> Forest:
     """A BudgetRF forest on the training split (fitted once; categories as codes)."""
@@ -114,6 +120,7 @@ def _budgetrf(ctx: Context) -> Forest:
             15 if ctx.quick else 40,
             costs=ctx.costs,
             max_depth=10,
+            max_samples=ctx.rows_per_tree,  # see Context.rows_per_tree
             random_state=ctx.random_state,
             progress=False,
         ).fit(X, ctx.y_train)
@@ -125,7 +132,7 @@ def _budgetrf(ctx: Context) -> Forest:
 def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
     """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned; for ranking, a regressor of the
     relevance grades (a pointwise ranker)."""
-    yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx))
+    yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx), **_sampled(ctx))
 
 
 def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:

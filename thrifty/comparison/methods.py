@@ -22,7 +22,7 @@ import pandas as pd
 from thrifty.cascade import EarlyExitRanker, cronus, lambda_max
 from thrifty.cascade.estimator import lam_grid
 from thrifty.comparison.context import Context
-from thrifty.comparison.registry import METHODS, TASKS, Candidate, Method, method, timed
+from thrifty.comparison.registry import METHODS, TASKS, Candidate, Method, method, spread, timed
 from thrifty.exceptions import BudgetError
 from thrifty.forest import Forest
 from thrifty.order import calibrate_margin, default_tolerance, fan, margin_early_exit, qwyc, qwyc_ranking
@@ -52,8 +52,8 @@ def _truncated(ctx: Context) -> Iterator[Candidate]:
     rounds = _rounds(forest)
     grid = sorted({int(k) for k in np.unique(np.geomspace(1, rounds, 6 if ctx.quick else 12).round())})
     # The whole model first: it is the baseline every report compares with, so a time
-    # allowance that stops the method early still leaves it.
-    for k in [grid[-1], *grid[:-1]]:
+    # allowance that stops the method early still leaves it; then coarse to fine (``spread``).
+    for k in [grid[-1], *spread(grid[:-1])]:
         yield Candidate(f"k={k}", forest.subset(range(k * per_round)), {"k": k})
 
 
@@ -71,7 +71,7 @@ def _cheapest(ctx: Context) -> Iterator[Candidate]:
     order = np.argsort(price, kind="stable")
     n = len(names)
     ks = sorted({int(k) for k in np.geomspace(1, max(1, n - 1), 4 if ctx.quick else 8).round()})
-    for k in ks:
+    for k in spread(ks):  # coarse to fine, should the allowance stop it
         if k >= n:
             continue
         keep = [names[i] for i in order[:k]]
@@ -123,7 +123,7 @@ def _cegb_models(ctx: Context) -> Iterator[Candidate]:
         cls = {"ranking": CEGBRanker, "regression": CEGBRegressor}.get(ctx.task, CEGBClassifier)
         fit_kw = {"qid": ctx.qid_train} if ctx.task == "ranking" else {}
         found = []
-        for budget in ctx.budgets:
+        for budget in spread(ctx.budgets):  # coarse to fine, should the allowance stop it
             est = cls(costs=ctx.costs, budget=budget, **_capacity(ctx))
             try:
                 cand = timed(
@@ -158,7 +158,7 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
     kw = _capacity(ctx)
     kw.pop("num_leaves", None)
     kw.pop("max_depth", None)
-    for budget in ctx.budgets:
+    for budget in spread(ctx.budgets):
         est = cls(costs=ctx.costs, budget=budget, **kw)
         try:
             cand = timed(
@@ -210,7 +210,8 @@ def _tolerance(ctx: Context) -> float:
 def _qwyc(ctx: Context) -> Iterator[Candidate]:
     """QWYC's order and exits on the plain model, fitted on the calibration split (no labels)."""
     forest = ctx.lightgbm()
-    for alpha in ALPHAS[::3] if ctx.quick else ALPHAS:  # the grid QWYCClassifier's budget search tries
+    # The grid QWYCClassifier's budget search tries, coarse to fine.
+    for alpha in spread(ALPHAS[::3] if ctx.quick else ALPHAS):
         yield timed(f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
 
 
@@ -219,7 +220,7 @@ def _fan(ctx: Context) -> Iterator[Candidate]:
     """Fan et al.'s binned exits on the plain model's own tree order (a multiclass model's on
     the margin of its leading class, after each round)."""
     forest = ctx.lightgbm()
-    for gamma in (1.0, 2.0, 4.0) if ctx.quick else (0.5, 1.0, 2.0, 3.0, 4.0, 6.0):
+    for gamma in spread((1.0, 2.0, 4.0) if ctx.quick else (0.5, 1.0, 2.0, 3.0, 4.0, 6.0)):
         yield timed(f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
 
 
@@ -232,7 +233,7 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
     forest = ctx.lightgbm()
     every = max(1, _rounds(forest) // 20)
     if ctx.task == "regression":
-        for times in (1, 4, 16) if ctx.quick else (1, 2, 4, 8, 16, 32):
+        for times in spread((1, 4, 16) if ctx.quick else (1, 2, 4, 8, 16, 32)):
             tol = times * _tolerance(ctx)
             yield timed(
                 f"tolerance={times}x",
@@ -241,7 +242,7 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
                 every=every,
             )
         return
-    for rate in (0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1):
+    for rate in spread((0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)):
         yield timed(
             f"disagreement<={rate:g}",
             lambda r=rate: calibrate_margin(forest, ctx.X_val, max_disagreement=r, every=every)[0],
@@ -259,7 +260,7 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
     y = _relevant(ctx.y_train) if ctx.task == "ranking" else ctx.y_train
     top = lambda_max(forest, ctx.X_train, y, ctx.costs, rho=1e-3, class_weight=None)
     lams = list(enumerate(lam_grid(top)))
-    for j, lam in lams[1::2] if ctx.quick else lams:
+    for j, lam in spread(lams[1::2] if ctx.quick else lams):
         yield timed(
             f"lam=lambda_max/2^{j}",
             lambda lam=lam: cronus(
@@ -303,12 +304,12 @@ def _early_exit(ctx: Context) -> Iterator[Candidate]:
     (:class:`~thrifty.cascade.EarlyExitRanker`), its cost measured on each document's prefix."""
     forest = ctx.lightgbm()
     every = max(1, forest.n_trees // 10)
-    spread = float(np.std(forest.predict_raw(ctx.X_val))) or 1.0
-    for times in (0.25, 1.0, 4.0) if ctx.quick else (0.0, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0):
+    scale = float(np.std(forest.predict_raw(ctx.X_val))) or 1.0
+    for times in spread((0.25, 1.0, 4.0) if ctx.quick else (0.0, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0)):
         yield timed(
             f"s={times:g}x",
-            lambda s=times * spread: EarlyExitRanker(forest, s, every, 5),
-            s=times * spread,
+            lambda s=times * scale: EarlyExitRanker(forest, s, every, 5),
+            s=times * scale,
             every=every,
         )
 
@@ -320,7 +321,7 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     models = [c for c in _cegb_models(ctx) if c.model is not None]
     if not models:
         return
-    base = models[-1]
+    base = max(models, key=lambda c: c.params["budget"])  # CEGB yields its budgets spread
     # Named by the cascade's setting alone: which budget is the largest feasible one can vary
     # between the folds of the selection, and a candidate must keep its name across them.
     for cand in _cascades(ctx, base.model):

@@ -46,8 +46,11 @@ def run_tasks(
     deadline : float, optional
         Wall-clock time (``time.time()``) the whole run should end by. The allowance left is
         shared: run here, each task gets an equal part of what remains when it starts (a task
-        that finishes early leaves its time to the next); submitted, each gets an equal part
-        of ``workers`` times the allowance. Tasks not started by the deadline are cancelled.
+        that finishes early leaves its time to the next); submitted, ``workers`` at a time in
+        order of priority, each gets an equal part of ``workers`` times what remains over the
+        tasks not finished when it is submitted (so again a task that finishes early leaves
+        its time to those after it). A task ``in_full`` (the baselines) gets no part: only
+        the deadline stops it. Tasks not started by the deadline are cancelled.
     workers : int, default=1
         How many tasks the executor runs at once (sizes the shares).
     on_done : callable, optional
@@ -99,7 +102,8 @@ def run_tasks(
                 t = tasks[i]
                 if deadline is not None:
                     t.deadline = deadline
-                    t.seconds = max(0.0, deadline - time.time()) / (n - sum(r is not None for r in results))
+                    left = max(0.0, deadline - time.time()) / (n - sum(r is not None for r in results))
+                    t.seconds = None if t.in_full else left
                 for c in finish(i, run_task(t)):
                     heapq.heappush(ready, c)
         return results  # type: ignore[return-value]
@@ -113,19 +117,39 @@ def run_tasks(
             return [TaskResult(t.method, t.fold, started=False) for t in tasks]
         share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, n)
         for t in tasks:
-            t.deadline, t.seconds = deadline, share
+            t.deadline, t.seconds = deadline, None if t.in_full else share
     if here:
         _beside(tasks, ready, executor, finish, deadline)
         futures: dict[Any, int] = {}  # every task waited for
     else:
         running = _Completion(executor)
-        futures = {running.submit(run_task, tasks[i]): i for i in ready}
+        waiting = list(ready)
+        heapq.heapify(waiting)
+        futures = {}
+
+        def fill() -> None:
+            """Submit the waiting tasks in order of priority: all of them without an allowance;
+            under one, only as many as run at once, each with an equal part of ``workers``
+            times the time left over the tasks not finished, so that a task ending early
+            leaves its time to the tasks after it (a share fixed at the start would not)."""
+            while waiting and (deadline is None or len(futures) < max(1, workers)):
+                if deadline is not None and time.time() >= deadline:
+                    return  # not started by the deadline: never started at all
+                i = heapq.heappop(waiting)
+                t = tasks[i]
+                if deadline is not None and not t.in_full:
+                    left = max(1, n - sum(r is not None for r in results))
+                    t.seconds = max(0.0, deadline - time.time()) * max(1, workers) / left
+                futures[running.submit(run_task, t)] = i
+
+        fill()
         for future in running.until(stop_at):
             i = futures.pop(future)
             if deadline is not None and time.time() >= deadline:
                 _cancel(executor, futures)  # not started by the deadline: never started at all
             for c in finish(i, _result(future, tasks[i])):
-                futures[running.submit(run_task, tasks[c])] = c
+                heapq.heappush(waiting, c)
+            fill()
     for future, i in futures.items():  # still running at stop_at: given up
         results[i] = TaskResult(tasks[i].method, tasks[i].fold, started=future.running(), stopped=True)
     if futures:

@@ -4,14 +4,15 @@ offers (:class:`Candidate`) and the decorator that registers it (:func:`method`)
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from thrifty.comparison.context import Context
 from thrifty.exceptions import InputError
 
-__all__ = ["METHODS", "TASKS", "Candidate", "Method", "Run", "method", "timed"]
+__all__ = ["METHODS", "TASKS", "Candidate", "Method", "Run", "method", "spread", "timed"]
 
 TASKS = ("binary", "multiclass", "ranking", "regression")
 
@@ -95,3 +96,27 @@ def timed(name: str, build: Callable[..., Any], **params: Any) -> Candidate:
     start = time.perf_counter()
     model = build()
     return Candidate(name, model, params, time.perf_counter() - start)
+
+
+T = TypeVar("T")
+
+
+def spread(values: Sequence[T]) -> list[T]:
+    """``values`` (a grid in order: budgets, alphas...) coarse to fine: the middle one, then the
+    middles of the two halves, and so on, each level before the next.
+
+    A method yields its candidates in this order so that a time allowance that stops it after
+    a few still leaves a spread of settings across the range, rather than its cheapest end
+    only (e.g. 6 budgets run as the 3rd, 1st, 5th, 2nd, 4th and 6th). Without an allowance the
+    order changes nothing: every candidate is fitted on its own.
+    """
+    out: list[T] = []
+    halves = deque([(0, len(values) - 1)])
+    while halves:
+        lo, hi = halves.popleft()
+        if lo > hi:
+            continue
+        mid = (lo + hi) // 2
+        out.append(values[mid])
+        halves.extend([(lo, mid - 1), (mid + 1, hi)])
+    return out

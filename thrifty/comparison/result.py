@@ -70,6 +70,10 @@ class Comparison:
     stopped_early : bool
         The time allowance cut some method's candidates short (``cut`` is not empty).
     seconds : float
+    timings : dict of str to float
+        Where the seconds went: ``"final fit"`` (the plain model of every row but the test
+        rows, before the selection), ``"selection"``, ``"refit"`` (cross-validation) and
+        ``"confirmation"`` (scoring the chosen models on the test rows).
     costs : CostModel
     baseline : Forest
         The plain model the post-hoc methods start from: compare's LightGBM fit, or the
@@ -98,6 +102,7 @@ class Comparison:
     cut: list[tuple[str, str, str]] = field(default_factory=list)
     stopped_early: bool = False
     seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
     costs: CostModel | None = None
     baseline: Any = None
     n_calibration: int = 0

@@ -181,7 +181,8 @@ def eligible_front(
     figure is noisier, and choosing the best of noisy figures favours luck.
 
     Settings of one method with the same validation cost and figure (the same model, returned
-    for several budgets) appear once on the front, as the first of them.
+    for several budgets) appear once on the front, as the one of the smallest budget (else the
+    first of them): methods fit their settings coarse to fine, not in order of budget.
 
     Applied again to the front once confirmed (``test_single_class`` or ``test_constant``
     known), it drops the models that give every test row one answer, and keeps the rest of
@@ -199,16 +200,26 @@ def eligible_front(
     if "method" not in front.columns:
         return front
     # Settings of one method with the same figures are one model (GreedyMiser's one 2-feature
-    # model at every budget): the first setting stands for them, not a copy per budget.
-    return front[~front.duplicated(["method", "mean_cost", "value"], keep="first")]
+    # model at every budget): its smallest budget stands for them, not a copy per budget.
+    same = ["method", "mean_cost", "value"]
+    order = front.sort_values([*same, "budget"], kind="stable") if "budget" in front.columns else front
+    return front[front.index.isin(order[~order.duplicated(same, keep="first")].index)]
 
 
 def confirm(
-    model: Any, X: Any, y: np.ndarray, qid: np.ndarray | None, costs: CostModel, task: str
+    model: Any,
+    X: Any,
+    y: np.ndarray,
+    qid: np.ndarray | None,
+    costs: CostModel,
+    task: str,
+    *,
+    matrices: dict[Any, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Score ``model`` once on the test rows, with 95% intervals (see
     :func:`thrifty.comparison.scores.intervals`: Wilson's for accuracy, a bootstrap over rows
-    for regression, over queries for ranking).
+    for regression, over queries for ranking). ``matrices``: as for ``measure``, kept across the
+    models confirmed on the same test rows (the frame is converted once per reading of it).
 
     Returns
     -------
@@ -217,7 +228,7 @@ def confirm(
         ``test_low``, ``test_high``, ``test_rows``, and for regression and ranking the
         intervals of the other metrics (``test_mae_low``...) and ``test_queries`` (ranking).
     """
-    columns, ev = measure(model, X, y, qid, costs, task)
+    columns, ev = measure(model, X, y, qid, costs, task, matrices=matrices)
     out = {f"test_{k}": v for k, v in columns.items() if k != "metric"}
     out.update(intervals(task, y, ev, qid), test_rows=len(y))
     return out

@@ -78,6 +78,10 @@ class FitTask:
     complete : bool
         Fit every candidate even once it has the wanted ones (``only``): a later task builds
         on all of them.
+    in_full : bool
+        Take no share of a time allowance (``seconds`` stays None): fit every candidate while
+        the deadline lasts. The baselines' tasks (the reference family), which every other
+        method's figures are measured against and which cost little.
     """
 
     method: str
@@ -96,6 +100,7 @@ class FitTask:
     max_candidates: int | None = None
     shared: dict[str, Any] = field(default_factory=dict)
     complete: bool = False
+    in_full: bool = False
 
 
 @dataclass
@@ -136,7 +141,8 @@ def run_task(t: FitTask) -> TaskResult:
     """Fit ``t.method``'s candidates on ``t``'s rows, in order, while its time lasts.
 
     The first candidate is always fitted once the task has started (so every method that
-    starts offers a model); later ones only while the task's share and the deadline last.
+    starts offers a model); later ones only while the task's share lasts and, judged by the
+    time the last one took, they would end before the deadline.
     """
     start = time.perf_counter()
     result = TaskResult(t.method, t.fold)
@@ -147,10 +153,15 @@ def run_task(t: FitTask) -> TaskResult:
     runner = METHODS[t.method].run(ctx)
     wanted = None if t.only is None else set(t.only)
     matrices: dict[Any, np.ndarray] = {}  # the scored rows as each reading of them needs
-    tried = 0
+    tried, begun = 0, start  # candidates tried, and when the last one began
     while (wanted is None or wanted or t.complete) and (t.max_candidates is None or tried < t.max_candidates):
-        over = (t.seconds is not None and time.perf_counter() - start >= t.seconds) or (
-            t.deadline is not None and time.time() >= t.deadline
+        now = time.perf_counter()
+        last, begun = (now - begun if tried else 0.0), now  # the seconds the last one took
+        # A candidate that would end past the deadline, if it takes as long as the last one,
+        # is not started: a fit still running past the allowance is given up with the whole
+        # task, and the candidates fitted before it would go with it.
+        over = (t.seconds is not None and now - start >= t.seconds) or (
+            t.deadline is not None and time.time() + last >= t.deadline
         )
         if tried and over:
             result.stopped = True

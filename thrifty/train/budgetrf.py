@@ -474,9 +474,12 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
     candidates. On ``y = 3 [x_1 > 0] + 0.1 x_0 + noise`` (2,000 rows), ``x_0`` priced 1 and
     ``x_1`` 3, 10 trees with every feature a candidate split 12,599 times on ``x_0`` and never
     on ``x_1``; with ``max_features=1`` (a random candidate subset per node, as in the authors'
-    code), 6,271 and 6,328 times. With such prices pass ``max_features="sqrt"`` or smaller: the
-    default, ``1.0``, makes every feature a candidate at every node (see the BudgetRF page of
-    the docs).
+    code), 6,271 and 6,328 times. Hence the default ``max_features="sqrt"``, the classifier's
+    and the randomisation of the authors' code: measured on diamonds (20,000 rows, 40 trees of
+    depth 10, priced), every feature a candidate (``1.0``) gives a forest of test RMSE 1,429 at
+    cost 4.9 that BudgetPrune cannot improve (1,431 at every budget from 4.8), ``"sqrt"`` one of
+    1,347 at cost 43.8 whose prunings reach 1,382 at cost 5.0 and 1,352 at 40.8 (see the
+    BudgetRF page of the docs).
 
     Parameters
     ----------
@@ -485,9 +488,9 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
     alpha : float >= 0, default=0.0
         The impurity threshold, in pairs of examples one target standard deviation apart: a
         node whose squared pairs sum to no more is pure.
-    max_features : {"sqrt", "log2"}, int, float or None, default=1.0
-        Candidate features per node (1.0 or None: all, scikit-learn's default for regression
-        forests).
+    max_features : {"sqrt", "log2"}, int, float or None, default="sqrt"
+        Candidate features per node, drawn afresh at each node (1.0 or None: all, which keeps
+        a priced forest to its cheapest features, see above).
     oob_score : bool, default=False
         Estimate ``R^2`` on out-of-bag rows (``oob_score_``, ``oob_prediction_``).
 
@@ -512,7 +515,7 @@ class BudgetRFRegressor(RegressorMixin, _BudgetRF):
         alpha: float = 0.0,
         split: str = "minmax",
         max_depth: int | None = None,
-        max_features: Any = 1.0,
+        max_features: Any = "sqrt",
         min_samples_split: int = 2,
         bootstrap: bool = True,
         max_samples: Any = None,

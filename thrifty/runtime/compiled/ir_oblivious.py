@@ -25,22 +25,27 @@ def _signed(word: int) -> int:
     return word - (1 << 64) if word >= 1 << 63 else word
 
 
-def oblivious_leaf(emit: Callable[[str], str], rights: list[str], lanes: int) -> str:
-    """Per lane, the left-to-right number of the leaf reached: bit ``depth - 1 - l`` set when the
-    row goes right at level ``l`` (``rights[l]``, a ``<lanes x i1>`` mask)."""
+def oblivious_leaf(emit: Callable[[str], str], rights: list[str], lanes: int, scale: int = 1) -> str:
+    """Per lane, ``scale`` times the left-to-right number of the leaf reached: bit
+    ``depth - 1 - l`` set when the row goes right at level ``l`` (``rights[l]``, a
+    ``<lanes x i1>`` mask).
+
+    Each level is one add under its mask (AVX-512's merge-masked ``vpaddq``), the leaf's scale
+    folded into the constants: 512-bit operations issue on two ports only, so the count of
+    vector operations per level, not their latency, bounds a tree's speed."""
     ty, mask = f"<{lanes} x i64>", f"<{lanes} x i1>"
-    depth = len(rights)
-    if not depth:
+    index = "zeroinitializer"
+    for level, right in enumerate(rights):
+        bit = scale << (len(rights) - 1 - level)
+        if index == "zeroinitializer":
+            index = emit(f"select {mask} {right}, {ty} splat (i64 {bit}), {ty} zeroinitializer")
+            continue
+        # An add, not an or: scaled bits (K = 3 outputs: 3, 6, 12, ...) overlap.
+        set_ = emit(f"add {ty} {index}, splat (i64 {bit})")
+        index = emit(f"select {mask} {right}, {ty} {set_}, {ty} {index}")
+    if index == "zeroinitializer":  # a tree of one leaf
         return emit(f"add {ty} zeroinitializer, zeroinitializer")
-    bits = [
-        emit(f"select {mask} {right}, {ty} splat (i64 {1 << (depth - 1 - level)}), {ty} zeroinitializer")
-        for level, right in enumerate(rights)
-    ]
-    # A balanced OR: log2(depth) steps of latency rather than one per level.
-    while len(bits) > 1:
-        pairs = [emit(f"or {ty} {a}, {b}") for a, b in zip(bits[::2], bits[1::2])]
-        bits = pairs + bits[len(pairs) * 2 :]
-    return bits[0]
+    return index
 
 
 def oblivious_counts(

@@ -155,7 +155,7 @@ def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         "ptr noalias %touched, ptr noalias %rows, i64 %m, i64 %n) {",
         "entry:",
     ]
-    for name in ("vleaf", "eps_pos", "eps_neg"):
+    for name in ("vleaf", "oleaf", "eps_pos", "eps_neg"):
         e.lines += [
             f"  %{name}a = getelementptr ptr, ptr %T, i64 {t[name]}",
             f"  %{name} = load ptr, ptr %{name}a",
@@ -217,15 +217,22 @@ def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         else:
             # An oblivious tree: its leaf is the bit pattern of one comparison per level.
             rights = [_goes_right(e, f, n, column(int(f.feature[n])), globals_, key) for n in levels]
-            leaf = oblivious_leaf(e, rights, LANES)
-        scaled = e(f"mul {_I} {leaf}, {_splat('i64', str(R))}")
-        rec = e(f"add {_I} {scaled}, {_splat('i64', str(R * int(lay.leaf_ptr[tree])))}")
+            # Scaled by the K values a leaf has in ``oleaf``.
+            leaf = oblivious_leaf(e, rights, LANES, K)
+        # The leaf's values: in its record of R words, or for an oblivious tree in ``oleaf``
+        # (K words a leaf: fewer cache lines, and the record's counts are the tree's constants).
+        if levels is None:
+            scaled = e(f"mul {_I} {leaf}, {_splat('i64', str(R))}")
+            table, rec = "%vleaf", e(f"add {_I} {scaled}, {_splat('i64', str(R * int(lay.leaf_ptr[tree])))}")
+        else:
+            # The tree's first leaf as the base pointer: the gather's index is the leaf alone.
+            table, rec = e(f"getelementptr double, ptr %oleaf, i64 {K * int(lay.leaf_ptr[tree])}"), leaf
         cls = int(f.tree_class[tree])
         acc = list(acc)
         for o in [cls] if cls >= 0 else range(K):
             col = 0 if cls >= 0 else o
             at = rec if col == 0 else e(f"add {_I} {rec}, {_splat('i64', str(col))}")
-            w = e.gather("double", e.gep("%vleaf", "double", at), every)
+            w = e.gather("double", e.gep(table, "double", at), every)
             v = e(f"fadd {_V} {acc[o]}, {w}")
             if lay.acc32:
                 # XGBoost sums in float32 (the table holds float32(weight * value)).

@@ -49,6 +49,7 @@ TABLES = (
     "bin_neg",
     "base",
     "vleaf",
+    "oleaf",
 )
 
 

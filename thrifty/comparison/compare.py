@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from thrifty.comparison.inputs import check_data, infer_task
-from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
+from thrifty.comparison.methods import METHODS, REFERENCE, _rounds, reference_name
 from thrifty.comparison.plan import after_of, cut_of, skipped_of
 from thrifty.comparison.pool import local_pool, run_tasks, workers_of
 from thrifty.comparison.result import Comparison
@@ -313,6 +313,8 @@ def compare(
             columns=["method", "family", "name", "parameters", "mean_cost", "value", "fit_seconds"]
         )
         front = table
+    if user is not None:
+        table, front, models = _named_reference(table, front, models, reference_name(user.forest.source))
     counts = {}
     if task in ("binary", "multiclass"):
         counts = {"selection": _counts(y), "test": _counts(y_test)}
@@ -339,6 +341,16 @@ def compare(
 
 
 # ---------------------------------------------------------------------- steps
+def _named_reference(table: pd.DataFrame, front: pd.DataFrame, models: dict, name: str) -> tuple:
+    """The reference series renamed ``name`` (after the user's model's library) in the table,
+    the front and the models' keys; the run itself names it ``REFERENCE``."""
+    rename = {REFERENCE: name}
+    table = table.assign(method=table["method"].replace(rename)) if len(table) else table
+    front = front.assign(method=front["method"].replace(rename)) if len(front) else front
+    models = {(rename.get(m, m), n): mdl for (m, n), mdl in models.items()}
+    return table, front, models
+
+
 def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | None) -> dict[str, Any]:
     # LightGBM's default min_data_per_group=100 all but forbids categorical splits on a few
     # hundred rows; scale it (and the leaf size) with the data.

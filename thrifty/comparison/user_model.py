@@ -214,11 +214,11 @@ def _check_classes(forest: Forest, y: np.ndarray) -> None:
         )
 
 
-def user_model_lines(description: str) -> list[str]:
-    """The report's lines on the user's model: what it is in the run, and what compare cannot
-    know of it (the rows it was trained on)."""
+def user_model_lines(description: str, series: str) -> list[str]:
+    """The report's lines on the user's model: what it is in the run (its first k trees are
+    the series ``series``), and what compare cannot know of it (the rows it was trained on)."""
     return [
-        f"the plain model is {description}: the series 'LightGBM, first k trees' is its first k "
+        f"the plain model is {description}: the series '{series}' is its first k "
         "trees, its row with every tree is the baseline, and QWYC, Fan, margin exit, Cronus, "
         "ADAPT (as f0) and, for a random forest, BudgetPrune start from it, fitted on calibration "
         "rows and never refitting it; CEGB, GreedyMiser, BudgetRF, cheapest k features and "

@@ -28,7 +28,7 @@ from thrifty.comparison.sweep import (
     split_rows,
     take,
 )
-from thrifty.comparison.user_model import user_model
+from thrifty.comparison.user_model import named_reference, user_model
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
@@ -314,7 +314,7 @@ def compare(
         )
         front = table
     if user is not None:
-        table, front, models = _named_reference(table, front, models, reference_name(user.forest.source))
+        table, front, models = named_reference(table, front, models, reference_name(user.forest.source))
     counts = {}
     if task in ("binary", "multiclass"):
         counts = {"selection": _counts(y), "test": _counts(y_test)}
@@ -341,16 +341,6 @@ def compare(
 
 
 # ---------------------------------------------------------------------- steps
-def _named_reference(table: pd.DataFrame, front: pd.DataFrame, models: dict, name: str) -> tuple:
-    """The reference series renamed ``name`` (after the user's model's library) in the table,
-    the front and the models' keys; the run itself names it ``REFERENCE``."""
-    rename = {REFERENCE: name}
-    table = table.assign(method=table["method"].replace(rename)) if len(table) else table
-    front = front.assign(method=front["method"].replace(rename)) if len(front) else front
-    models = {(rename.get(m, m), n): mdl for (m, n), mdl in models.items()}
-    return table, front, models
-
-
 def _lightgbm_params(n: int, task: str, n_jobs: int, given: Mapping[str, Any] | None) -> dict[str, Any]:
     # LightGBM's default min_data_per_group=100 all but forbids categorical splits on a few
     # hundred rows; scale it (and the leaf size) with the data.

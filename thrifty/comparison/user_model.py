@@ -25,7 +25,7 @@ from thrifty.forest import Forest
 from thrifty.forest.names import align, is_generic
 from thrifty.runtime.plans import Full, Plan
 
-__all__ = ["UserModel", "user_model", "user_model_lines", "yours"]
+__all__ = ["UserModel", "named_reference", "user_model", "user_model_lines", "yours"]
 
 #: What the report says of the user's model: compare cannot know the rows it was trained on.
 OVERLAP_NOTE = (
@@ -212,6 +212,18 @@ def _check_classes(forest: Forest, y: np.ndarray) -> None:
             f"label(s) {strange[:5]} of y are not classes of the model ({where}); encode y as "
             "the model was trained on"
         )
+
+
+def named_reference(table: pd.DataFrame, front: pd.DataFrame, models: dict, name: str) -> tuple:
+    """The reference series renamed ``name`` (after the user's model's library) in the table,
+    the front and the models' keys; the run itself names it ``REFERENCE``."""
+    from thrifty.comparison.methods import REFERENCE  # not at the top: methods loads every trainer
+
+    rename = {REFERENCE: name}
+    table = table.assign(method=table["method"].replace(rename)) if len(table) else table
+    front = front.assign(method=front["method"].replace(rename)) if len(front) else front
+    models = {(rename.get(m, m), n): mdl for (m, n), mdl in models.items()}
+    return table, front, models
 
 
 def user_model_lines(description: str, series: str) -> list[str]:

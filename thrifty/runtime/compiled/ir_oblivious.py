@@ -4,8 +4,9 @@ An oblivious (symmetric) tree tests one rule per level (``layout.oblivious_level
 row's leaf, numbered left to right, is the bit pattern of its ``depth`` outcomes, level 0 the
 highest bit. On a vector of rows that is ``depth`` comparisons (each the very rule
 ``ir_vector._goes_right`` applies to a split, NaN and categories included), each selecting its
-bit into an index vector, and one gather of the leaf's value: no leaf mask over ``2^depth``
-leaves, as QuickScorer keeps for other trees, and any depth. Every leaf lies at the same depth
+bit into an index vector, and one gather of the leaf's values from ``oleaf`` (the values alone,
+``tables.forest_code``): no leaf mask over ``2^depth`` leaves, as QuickScorer keeps for other
+trees, and any depth. Every leaf lies at the same depth
 under the same splits, so the splits visited (``depth``) and the features tested are constants
 of the tree rather than reads of the leaf's record.
 

@@ -213,20 +213,17 @@ def vblock_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         tree = int(lay.order[p])
         levels = lay.levels(tree)
         if levels is None:
+            # The leaf mask's exit leaf; its values lead its record of R words in ``vleaf``.
             leaf = _exit_leaf(e, _leaf_mask(e, f, tree, column, globals_, key))
-        else:
-            # An oblivious tree: its leaf is the bit pattern of one comparison per level.
-            rights = [_goes_right(e, f, n, column(int(f.feature[n])), globals_, key) for n in levels]
-            # Scaled by the K values a leaf has in ``oleaf``.
-            leaf = oblivious_leaf(e, rights, LANES, K)
-        # The leaf's values: in its record of R words, or for an oblivious tree in ``oleaf``
-        # (K words a leaf: fewer cache lines, and the record's counts are the tree's constants).
-        if levels is None:
             scaled = e(f"mul {_I} {leaf}, {_splat('i64', str(R))}")
             table, rec = "%vleaf", e(f"add {_I} {scaled}, {_splat('i64', str(R * int(lay.leaf_ptr[tree])))}")
         else:
-            # The tree's first leaf as the base pointer: the gather's index is the leaf alone.
-            table, rec = e(f"getelementptr double, ptr %oleaf, i64 {K * int(lay.leaf_ptr[tree])}"), leaf
+            # An oblivious tree: its leaf is the bit pattern of one comparison per level, scaled
+            # by the K values a leaf has in ``oleaf`` (values alone: fewer cache lines; the
+            # record's counts are the tree's constants). The tree's first leaf is the base.
+            rights = [_goes_right(e, f, n, column(int(f.feature[n])), globals_, key) for n in levels]
+            rec = oblivious_leaf(e, rights, LANES, K)
+            table = e(f"getelementptr double, ptr %oleaf, i64 {K * int(lay.leaf_ptr[tree])}")
         cls = int(f.tree_class[tree])
         acc = list(acc)
         for o in [cls] if cls >= 0 else range(K):

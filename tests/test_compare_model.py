@@ -13,7 +13,7 @@ import pytest
 from thrifty import CostModel, evaluate, metrics
 from thrifty.cli import main
 from thrifty.comparison import compare
-from thrifty.comparison.methods import REFERENCE
+from thrifty.comparison.methods import REFERENCE, reference_name
 from thrifty.comparison.user_model import OVERLAP_NOTE
 from thrifty.exceptions import InputError
 
@@ -39,8 +39,10 @@ def data(n=400, seed=0, task="binary"):
 
 
 def baseline_row(result):
-    """The reference row with every tree (the report's baseline)."""
-    ref = result.table[result.table["method"] == REFERENCE]
+    """The reference row with every tree (the report's baseline), its series named after the
+    model's library."""
+    ref = result.table[result.table["method"] == reference_name(result.baseline.source)]
+    assert len(ref)
     return ref.loc[ref["name"].str[2:].astype(int).idxmax()]
 
 
@@ -147,6 +149,27 @@ def test_a_catboost_model_is_the_baseline():
     raw = model.predict(X_test, prediction_type="RawFormulaVal")
     check_baseline_is_the_users_model(result, raw, X_test, y_test, "binary")
     assert "your CatBoost model (20 trees)" in result.summary()
+    # Its first k trees are CatBoost's series, in the table, the front's models and the report.
+    methods = set(result.table["method"])
+    assert "CatBoost, first k trees" in methods and REFERENCE not in methods
+    assert any(m == "CatBoost, first k trees" for m, _ in result.models)
+    assert "the series 'CatBoost, first k trees' is its first k trees" in result.summary()
+
+
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [
+        ("lightgbm", REFERENCE),
+        ("xgboost:dart", "XGBoost, first k trees"),
+        ("catboost", "CatBoost, first k trees"),
+        ("ydf:gbt", "YDF, first k trees"),
+        ("onnx:TreeEnsembleRegressor", "ONNX, first k trees"),
+        ("sklearn:RandomForestClassifier", "scikit-learn, first k trees"),
+        ("", "Your model, first k trees"),
+    ],
+)
+def test_the_reference_series_is_named_after_the_models_library(source, name):
+    assert reference_name(source) == name
 
 
 def test_a_model_saved_as_thrifty_json_is_the_baseline(tmp_path):

@@ -160,3 +160,21 @@ def test_a_plan_of_no_trees_compiles():
     forest = random_forest(rng, N_FEATURES, n_trees=3)
     empty = Sequential(forest, np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
     check(empty, random_inputs(rng, 20, N_FEATURES), cost_model(tree_cost=0.5))
+
+
+@pytest.mark.parametrize("vector", [True, False], ids=["vector", "scalar"])
+def test_a_nan_threshold_sends_every_value_right(vector, monkeypatch):
+    """``x <= NaN`` fails for every value: with zero as missing (LightGBM's "Zero"), values
+    that are not missing go right on vector blocks as in the interpreter (they once went left)."""
+    import dataclasses
+
+    rng = np.random.default_rng(21)
+    forest = random_forest(rng, N_FEATURES, n_trees=6, categorical=False)
+    splits = forest.feature >= 0
+    forest = dataclasses.replace(
+        forest,
+        threshold=np.where(splits & (rng.random(forest.n_nodes) < 0.5), np.nan, forest.threshold),
+        missing_type=np.where(splits, 2, forest.missing_type).astype(np.int8),
+    )
+    monkeypatch.setattr(objects, "use_vector", lambda lay: vector)
+    check(Full(forest), random_inputs(rng, 64, N_FEATURES), cost_model(tree_cost=0.25))

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from thrifty.comparison.inputs import check_data, infer_task
-from thrifty.comparison.methods import METHODS, REFERENCE, _rounds
+from thrifty.comparison.methods import METHODS, REFERENCE, _rounds, reference_name
 from thrifty.comparison.plan import after_of, cut_of, skipped_of
 from thrifty.comparison.pool import local_pool
 from thrifty.comparison.result import Comparison
@@ -28,7 +28,7 @@ from thrifty.comparison.sweep import (
     split_rows,
     take,
 )
-from thrifty.comparison.user_model import user_model
+from thrifty.comparison.user_model import named_reference, user_model
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
@@ -328,6 +328,8 @@ def compare(
             columns=["method", "family", "name", "parameters", "mean_cost", "value", "fit_seconds"]
         )
         front = table
+    if user is not None:
+        table, front, models = named_reference(table, front, models, reference_name(user.forest.source))
     counts = {}
     if task in ("binary", "multiclass"):
         counts = {"selection": _counts(y), "test": _counts(y_test)}

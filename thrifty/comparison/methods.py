@@ -36,12 +36,38 @@ from thrifty.train import (
 )
 
 # Context and the registry are re-exported: methods were written against this module.
-__all__ = ["METHODS", "REFERENCE", "TASKS", "Candidate", "Context", "Method", "method"]
+__all__ = [
+    "METHODS",
+    "REFERENCE",
+    "REFERENCE_SUFFIX",
+    "TASKS",
+    "Candidate",
+    "Context",
+    "Method",
+    "method",
+    "reference_name",
+]
 
 
 # ---------------------------------------------------------------------- reference
 #: The plain model's series: its row with every tree is the baseline of every report.
-REFERENCE = "LightGBM, first k trees"
+REFERENCE_SUFFIX = ", first k trees"
+REFERENCE = "LightGBM" + REFERENCE_SUFFIX
+#: The library a Forest came from (``Forest.source`` up to its ":"), as its series names it.
+LIBRARIES = {
+    "lightgbm": "LightGBM",
+    "xgboost": "XGBoost",
+    "catboost": "CatBoost",
+    "ydf": "YDF",
+    "onnx": "ONNX",
+    "sklearn": "scikit-learn",
+}
+
+
+def reference_name(source: str) -> str:
+    """The reference series' name for a user's model from ``source`` (``Forest.source``):
+    "CatBoost, first k trees" for a CatBoost model; "Your model, ..." for a source not known."""
+    return LIBRARIES.get(source.split(":")[0], "Your model") + REFERENCE_SUFFIX
 
 
 @method("lightgbm", REFERENCE, "reference")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from thrifty.comparison.methods import REFERENCE
 from thrifty.comparison.numbers import (
     IN_TARGET_UNITS,
     PROPORTIONS,
@@ -270,7 +271,9 @@ def headline(cmp: Comparison) -> list[str]:
             )
         )
     if cmp.user_model:
-        lines += user_model_lines(cmp.user_model)
+        base = baseline_row(cmp.table)
+        series = REFERENCE if base is None else str(cmp.table.loc[base, "method"])
+        lines += user_model_lines(cmp.user_model, series)
     off = left_off(cmp)
     if len(off):
         what = _DEGENERATE.get(cmp.task, "a single class, constant scores or below the majority class")

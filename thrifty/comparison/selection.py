@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thrifty.comparison.methods import REFERENCE
+from thrifty.comparison.methods import REFERENCE_SUFFIX
 from thrifty.comparison.numbers import decimals
 from thrifty.comparison.scores import CONFIDENCE, SECONDARY, intervals
 from thrifty.comparison.sweep import TaskResult, measure
@@ -43,7 +43,8 @@ def baseline_row(table: pd.DataFrame) -> Any:
     or None when it did not run."""
     if not len(table) or "k" not in table.columns:
         return None
-    ref = table[table["method"] == REFERENCE]
+    # The reference is named after the user's model's library ("CatBoost, first k trees").
+    ref = table[table["method"].astype(str).str.endswith(REFERENCE_SUFFIX)]
     return ref["k"].astype(float).idxmax() if len(ref) else None
 
 

@@ -25,7 +25,7 @@ from thrifty.forest import Forest
 from thrifty.forest.names import align, is_generic
 from thrifty.runtime.plans import Full, Plan
 
-__all__ = ["UserModel", "user_model", "user_model_lines", "yours"]
+__all__ = ["UserModel", "named_reference", "user_model", "user_model_lines", "yours"]
 
 #: What the report says of the user's model: compare cannot know the rows it was trained on.
 OVERLAP_NOTE = (
@@ -214,11 +214,23 @@ def _check_classes(forest: Forest, y: np.ndarray) -> None:
         )
 
 
-def user_model_lines(description: str) -> list[str]:
-    """The report's lines on the user's model: what it is in the run, and what compare cannot
-    know of it (the rows it was trained on)."""
+def named_reference(table: pd.DataFrame, front: pd.DataFrame, models: dict, name: str) -> tuple:
+    """The reference series renamed ``name`` (after the user's model's library) in the table,
+    the front and the models' keys; the run itself names it ``REFERENCE``."""
+    from thrifty.comparison.methods import REFERENCE  # not at the top: methods loads every trainer
+
+    rename = {REFERENCE: name}
+    table = table.assign(method=table["method"].replace(rename)) if len(table) else table
+    front = front.assign(method=front["method"].replace(rename)) if len(front) else front
+    models = {(rename.get(m, m), n): mdl for (m, n), mdl in models.items()}
+    return table, front, models
+
+
+def user_model_lines(description: str, series: str) -> list[str]:
+    """The report's lines on the user's model: what it is in the run (its first k trees are
+    the series ``series``), and what compare cannot know of it (the rows it was trained on)."""
     return [
-        f"the plain model is {description}: the series 'LightGBM, first k trees' is its first k "
+        f"the plain model is {description}: the series '{series}' is its first k "
         "trees, its row with every tree is the baseline, and QWYC, Fan, margin exit, Cronus, "
         "ADAPT (as f0) and, for a random forest, BudgetPrune start from it, fitted on calibration "
         "rows and never refitting it; CEGB, GreedyMiser, BudgetRF, cheapest k features and "

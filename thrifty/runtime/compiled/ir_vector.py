@@ -22,8 +22,9 @@ the features it tests as bits) are read from the table ``vleaf``, in the leaves'
 order per tree (``layout.inorder_leaves``); the tested-feature set is one vector per 64 features,
 and after a tree only the words its features lie in are gathered and ORed. A tree of more than
 64 leaves has a leaf mask of one vector per 64 leaves. Used when every tree has at most
-``VECTOR_LEAVES`` leaves and the plan no bin exits (``vector_ok``); other plans use
-``ir_scalar``'s scalar blocks.
+``VECTOR_LEAVES`` leaves (or is oblivious) and the plan no bin exits (``vector_ok``); other
+plans use ``ir_scalar``'s scalar blocks. An oblivious tree (``layout.oblivious_levels``) takes
+``ir_oblivious``'s path instead of the leaf mask: one comparison per level.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
+from thrifty.runtime.compiled.ir_oblivious import oblivious_counts, oblivious_leaf
 from thrifty.runtime.compiled.ir_scalar import module_irs, scalar_block_ir
 from thrifty.runtime.compiled.layout import TABLES, Layout, double, state_fields, word_field
 
@@ -66,9 +68,12 @@ declare i64 @llvm.ctpop.i64(i64)
 
 def vector_ok(lay: Layout) -> bool:
     """Whether the plan runs on vector blocks: every visited tree has at most ``VECTOR_LEAVES``
-    leaves and no position has a bin exit (any number of features)."""
-    leaves = np.diff(lay.leaf_ptr)[np.asarray(lay.order, dtype=np.int64)]
-    return bool(np.all(leaves <= VECTOR_LEAVES)) and not lay.any_bins
+    leaves or is oblivious, and no position has a bin exit (any number of features)."""
+    order = np.asarray(lay.order, dtype=np.int64)
+    leaves = np.diff(lay.leaf_ptr)[order]
+    # Oblivious trees take no leaf mask (``ir_oblivious``): any depth suits the vectors.
+    deep = order[leaves > VECTOR_LEAVES].tolist()
+    return all(lay.levels(t) is not None for t in deep) and not lay.any_bins
 
 
 def vblocks_of(exits: np.ndarray) -> list[tuple[int, int]]:
@@ -184,7 +189,7 @@ def vblock_ir(
         + " {",
         "entry:",
     ]
-    for name in ("vleaf", "eps_pos", "eps_neg"):
+    for name in ("vleaf", "oleaf", "eps_pos", "eps_neg"):
         e.lines += [
             f"  %{name}a = getelementptr ptr, ptr %T, i64 {t[name]}",
             f"  %{name} = load ptr, ptr %{name}a",
@@ -240,28 +245,35 @@ def vblock_ir(
     for j in range(k):
         p = p0 + j
         tree = int(lay.order[p])
-        n_leaves = int(lay.leaf_ptr[tree + 1] - lay.leaf_ptr[tree]) if by_exponent else None
-        leaf = _exit_leaf(e, _leaf_mask(e, f, tree, column, globals_, key), n_leaves)
-        scaled = e(f"mul {e.I} {leaf}, {_splat('i64', str(R))}")
-        rec = e(f"add {e.I} {scaled}, {_splat('i64', str(R * int(lay.leaf_ptr[tree])))}")
+        levels = lay.levels(tree)
+        if levels is None:
+            # The leaf mask's exit leaf; its values lead its record of R words in ``vleaf``.
+            n_leaves = int(lay.leaf_ptr[tree + 1] - lay.leaf_ptr[tree]) if by_exponent else None
+            leaf = _exit_leaf(e, _leaf_mask(e, f, tree, column, globals_, key), n_leaves)
+            scaled = e(f"mul {e.I} {leaf}, {_splat('i64', str(R))}")
+            table, rec = "%vleaf", e(f"add {e.I} {scaled}, {_splat('i64', str(R * int(lay.leaf_ptr[tree])))}")
+        else:
+            # An oblivious tree: its leaf is the bit pattern of one comparison per level, scaled
+            # by the K values a leaf has in ``oleaf`` (values alone: fewer cache lines; the
+            # record's counts are the tree's constants). The tree's first leaf is the base.
+            rights = [_goes_right(e, f, n, column(int(f.feature[n])), globals_, key) for n in levels]
+            rec = oblivious_leaf(e, rights, e.L, K)
+            table = e(f"getelementptr double, ptr %oleaf, i64 {K * int(lay.leaf_ptr[tree])}")
         cls = int(f.tree_class[tree])
         acc = list(acc)
         for o in [cls] if cls >= 0 else range(K):
             col = 0 if cls >= 0 else o
             at = rec if col == 0 else e(f"add {e.I} {rec}, {_splat('i64', str(col))}")
-            w = e.gather("double", e.gep("%vleaf", "double", at), every)
+            w = e.gather("double", e.gep(table, "double", at), every)
             v = e(f"fadd {e.V} {acc[o]}, {w}")
             if lay.acc32:
                 # XGBoost sums in float32 (the table holds float32(weight * value)).
                 v = e(f"fpext <{e.L} x float> {e(f'fptrunc {e.V} {v} to <{e.L} x float>')} to {e.V}")
             acc[o] = v
-        depth = e.gather("i64", e.gep("%vleaf", "i64", e(f"add {e.I} {rec}, {_splat('i64', str(K))}")), every)
-        nodes = e(f"add {e.I} {nodes}, {depth}")
-        bits = list(bits)
-        # Only the words this tree's features lie in can change.
-        for word in lay.tree_words(tree):
-            at = e(f"add {e.I} {rec}, {_splat('i64', str(K + 1 + word))}")
-            bits[word] = e(f"or {e.I} {bits[word]}, {e.gather('i64', e.gep('%vleaf', 'i64', at), every)}")
+        if levels is not None:
+            nodes, bits = oblivious_counts(e, lay, tree, nodes, bits, e.L)
+        else:
+            nodes, bits = _counts(e, lay, tree, rec, nodes, bits)
         if not int(lay.exits[p]):
             continue
         g = acc[0] if K == 1 else _vmargin(e, acc)
@@ -305,6 +317,22 @@ def vblock_ir(
         "}",
     ]
     return "\n".join(globals_ + e.lines) + "\n"
+
+
+def _counts(
+    e: _Emitter, lay: Layout, tree: int, rec: str, nodes: str, bits: list[str]
+) -> tuple[str, list[str]]:
+    """``nodes`` plus the splits on each lane's leaf path and ``bits`` ORed with the features
+    that path tests, read from the leaf records at ``rec``."""
+    K, every = lay.K, _splat("i1", "true")
+    depth = e.gather("i64", e.gep("%vleaf", "i64", e(f"add {e.I} {rec}, {_splat('i64', str(K))}")), every)
+    nodes = e(f"add {e.I} {nodes}, {depth}")
+    bits = list(bits)
+    # Only the words this tree's features lie in can change.
+    for word in lay.tree_words(tree):
+        at = e(f"add {e.I} {rec}, {_splat('i64', str(K + 1 + word))}")
+        bits[word] = e(f"or {e.I} {bits[word]}, {e.gather('i64', e.gep('%vleaf', 'i64', at), every)}")
+    return nodes, bits
 
 
 def _broadcast(e: _Emitter, scalar: str) -> str:
@@ -463,7 +491,9 @@ def _goes_right(e: _Emitter, f: Forest, node: int, v: str, globals_: list[str], 
     if mt == MISSING_ZERO:
         size = e(f"call {e.V} @llvm.fabs.v{e.L}f64({e.V} {v})")
         zero = e(f"fcmp ule {e.V} {size}, {_splat('double', double(ZERO))}")
-        right = e(f"fcmp ogt {e.V} {v}, {_splat('double', thr)}")
+        # Unordered: a NaN threshold sends every value right, as ``x <= NaN`` fails (NaN
+        # itself is missing here, taken by the select).
+        right = e(f"fcmp ugt {e.V} {v}, {_splat('double', thr)}")
         return e(f"select {e.B} {zero}, {e.B} {true if default_right else false}, {e.B} {right}")
     # NaN goes to the default child (MISSING_NAN) or is read as 0.0 (MISSING_AS_ZERO).
     nan_left = (0.0 <= f.threshold[node]) if mt == MISSING_AS_ZERO else bool(f.missing_left[node])

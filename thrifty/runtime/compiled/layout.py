@@ -49,6 +49,7 @@ TABLES = (
     "bin_neg",
     "base",
     "vleaf",
+    "oleaf",
 )
 
 
@@ -119,6 +120,14 @@ class Layout:
         self.any_bins = bool(np.any(exits == 2))
         self.leaf_ptr, self.leaves = inorder_leaves(forest)
         self._tree_words: dict[int, list[int]] = {}
+        self._levels: dict[int, tuple[int, ...] | None] = {}
+
+    def levels(self, t: int) -> tuple[int, ...] | None:
+        """Tree ``t``'s levels when it is oblivious (``oblivious_levels``): one split node per
+        level standing for all of that level's splits; None for other trees."""
+        if t not in self._levels:
+            self._levels[t] = oblivious_levels(self.forest, int(self.forest.roots[t]))
+        return self._levels[t]
 
     def tree_words(self, t: int) -> list[int]:
         """The words of the tested-feature set that tree ``t``'s paths can set (the words of
@@ -129,6 +138,45 @@ class Layout:
             words = np.unique(np.concatenate(feats) // 64) if feats else np.zeros(0, dtype=np.int64)
             self._tree_words[t] = words.tolist()
         return self._tree_words[t]
+
+
+def oblivious_levels(forest: Forest, root: int) -> tuple[int, ...] | None:
+    """One split node per level of the tree at ``root`` when the tree is oblivious, else None.
+
+    A tree is oblivious (symmetric, as CatBoost grows them) when it is complete, every leaf at
+    the same depth, and all splits of a level apply the same rule: the same feature, threshold
+    (bit for bit), missing-value type and direction, and category set. A row's leaf, numbered
+    left to right, is then the bit pattern of its outcomes, level 0 the highest bit. Detected
+    from the arrays whatever library grew the tree (a LightGBM or XGBoost tree can be one).
+    """
+    f = forest
+    feature, left, right = f.feature, f.children_left, f.children_right
+    level = np.array([root])
+    reps: list[int] = []
+    while True:
+        feats = feature[level]
+        if np.all(feats < 0):
+            return tuple(reps)
+        if np.any(feats < 0):
+            return None
+        rules = {_rule(f, node) for node in level}
+        if len(rules) > 1:
+            return None
+        reps.append(int(level[0]))
+        level = np.stack([left[level], right[level]], axis=1).ravel()
+
+
+def _rule(f: Forest, node: int) -> tuple:
+    """What a split decides by: two splits of equal rules send every row the same way."""
+    start, size = int(f.cat_start[node]), int(f.cat_size[node])
+    cats = tuple(f.cat_bitsets[start : start + size].tolist()) if start >= 0 else None
+    return (
+        int(f.feature[node]),
+        f.threshold[node : node + 1].view(np.int64)[0].item(),
+        int(f.missing_type[node]),
+        bool(f.missing_left[node]),
+        cats,
+    )
 
 
 def inorder_leaves(forest: Forest) -> tuple[np.ndarray, np.ndarray]:

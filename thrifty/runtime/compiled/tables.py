@@ -173,6 +173,9 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
         "base": forest.base_score,
         # The leaf records again, each tree's leaves left to right (``ir_vector``).
         "vleaf": leaf[lay.leaves],
+        # Their weighted values alone (``ir_oblivious``): an oblivious tree of 32 leaves reads
+        # 4 cache lines rather than the records' 12, and a block's trees stay in L1.
+        "oleaf": leaf[lay.leaves, :K],
     }
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)

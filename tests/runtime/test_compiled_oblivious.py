@@ -16,6 +16,7 @@ from tests._helpers.oblivious import oblivious_forest
 from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Full, Sequential
+from thrifty.runtime.compiled import targets
 from thrifty.runtime.compiled.ir_vector import VECTOR_LEAVES, vblock_ir, vector_ok
 from thrifty.runtime.compiled.layout import Layout, oblivious_levels
 from thrifty.runtime.compiled.tables import leaf_tables
@@ -105,13 +106,15 @@ FORESTS = {
 }
 
 
+@pytest.mark.parametrize("target", [t for t in targets.runnable() if t != "generic"])
 @pytest.mark.parametrize("name", list(FORESTS))
 @SETTINGS
 @given(X=input_matrices(N_FEATURES))
-def test_oblivious_vector_blocks_match_the_interpreter(name, X, monkeypatch):
-    """Whatever this CPU would choose, the vector blocks of oblivious trees give the
+def test_oblivious_vector_blocks_match_the_interpreter(target, name, X, monkeypatch):
+    """On every vector target this CPU runs, the vector blocks of oblivious trees give the
     interpreter's raw scores, exits and costs bit for bit (NaN, infinities, values on the
     thresholds, 0 and 1 rows: ``input_matrices``)."""
+    monkeypatch.setenv(targets.ENV, target)
     monkeypatch.setattr(objects, "use_vector", lambda lay: True)
     forest = FORESTS[name]
     n = forest.n_trees

@@ -402,7 +402,8 @@ def _goes_right(e: _Emitter, f: Forest, node: int, v: str, globals_: list[str], 
     if mt == MISSING_ZERO:
         size = e(f"call {_V} @llvm.fabs.v{LANES}f64({_V} {v})")
         zero = e(f"fcmp ule {_V} {size}, {_splat('double', double(ZERO))}")
-        right = e(f"fcmp ogt {_V} {v}, {_splat('double', thr)}")
+        # Unordered: a NaN threshold sends every number right, as ``v <= NaN`` fails.
+        right = e(f"fcmp ugt {_V} {v}, {_splat('double', thr)}")
         return e(f"select {_B} {zero}, {_B} {true if default_right else false}, {_B} {right}")
     # NaN goes to the default child (MISSING_NAN) or is read as 0.0 (MISSING_AS_ZERO).
     nan_left = (0.0 <= f.threshold[node]) if mt == MISSING_AS_ZERO else bool(f.missing_left[node])

@@ -15,6 +15,7 @@ import struct
 import numpy as np
 
 from thrifty.forest import Forest
+from thrifty.runtime.compiled.lanes import LANE_TABLES
 
 # Positions per block (one function).
 CHUNK = 32
@@ -49,6 +50,7 @@ TABLES = (
     "bin_neg",
     "base",
     "vleaf",
+    *LANE_TABLES,
 )
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import SERIAL_ROWS
+from thrifty.runtime.compiled.lanes import chunk_of, lane_tables
 from thrifty.runtime.compiled.layout import TABLES, Layout, n_words, state_fields
 from thrifty.runtime.compiled.objects import NativeCode
 from thrifty.runtime.exits import Schedule
@@ -173,6 +174,8 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
         "base": forest.base_score,
         # The leaf records again, each tree's leaves left to right (``ir_vector``).
         "vleaf": leaf[lay.leaves],
+        # The nodes again, for one row with trees in vector lanes (``ir_lanes``).
+        **lane_tables(forest, lay.order, chunk_of(exits), tree, depth),
     }
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)

@@ -20,7 +20,7 @@ from tests._helpers.reference import random_forest, random_inputs
 from thrifty import CostModel, Forest, Full, Sequential, evaluate
 from thrifty.forest.kernels import ZERO
 from thrifty.runtime import BinnedExits
-from thrifty.runtime.compiled.ir_serving import LANE_ROWS, serving_ir
+from thrifty.runtime.compiled.ir_serving import LANE_ROWS, lane_rows, serving_ir
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
     CATEGORICAL,
@@ -100,21 +100,24 @@ def _plans() -> dict[str, thrifty.runtime.Plan]:
 
 
 PLANS = _plans()
-_COMPILED: dict[str, tuple[thrifty.CompiledPlan, ServingPath]] = {}
+_COMPILED: dict[str, tuple[thrifty.CompiledPlan, ServingPath, ServingPath]] = {}
 
 
-def compiled(name: str) -> tuple[thrifty.CompiledPlan, ServingPath]:
+def compiled(name: str) -> tuple[thrifty.CompiledPlan, ServingPath, ServingPath]:
     """``PLANS[name]`` compiled, and its serving path with one row run by ``run`` (the rows
-    in the lanes of its blocks) instead."""
+    in the lanes of its blocks), then by the lanes (trees in the lanes), whatever the default."""
     if name not in _COMPILED:
         plan = PLANS[name]
         costs = CostModel.uniform(plan.forest.n_features, tree_cost=0.25, split_cost=0.125)
         c = thrifty.compile(plan, costs)
-        assert c.serving is not None and c.serving.lane_rows == LANE_ROWS
-        by_run = serving_path(plan, c.forest_code, costs_for(plan, costs))
-        assert by_run is not None
-        by_run.lane_rows = 0
-        _COMPILED[name] = c, by_run
+        assert c.serving is not None
+        paths = []
+        for rows in (0, 1):
+            path = serving_path(plan, c.forest_code, costs_for(plan, costs))
+            assert path is not None
+            path.lane_rows = rows
+            paths.append(path)
+        _COMPILED[name] = c, paths[0], paths[1]
     return _COMPILED[name]
 
 
@@ -179,10 +182,16 @@ def test_the_tables_number_a_splits_children_side_by_side():
     assert sorted(t["lslot"][:BLOCK].tolist()) == list(range(BLOCK))
 
 
-def test_serve_takes_the_lanes_only_without_bin_exits():
-    for name, want in (("sequential", True), ("sequential-bins", False)):
-        lay = compiled(name)[0].forest_code.layout
-        assert ("call void @lanes_" in serving_ir(lay, "k")) is want, name
+def test_serve_takes_the_lanes_only_without_bin_exits_and_by_default_without_exits():
+    for name, compiled_in, default in (
+        ("small", True, LANE_ROWS),
+        ("sequential", True, 0),
+        ("sequential-bins", False, 0),
+    ):
+        c = compiled(name)[0]
+        lay = c.forest_code.layout
+        assert ("call void @lanes_" in serving_ir(lay, "k")) is compiled_in, name
+        assert c.serving.lane_rows == lane_rows(lay) == default, name
     assert LANE_ROWS >= 1
 
 
@@ -194,7 +203,7 @@ def test_serve_takes_the_lanes_only_without_bin_exits():
 )
 @given(data=st.data())
 def test_one_row_is_the_interpreters_and_the_batchs(name, data):
-    plan, (c, by_run) = PLANS[name], compiled(name)
+    plan, (c, by_run, by_lanes) = PLANS[name], compiled(name)
     F = plan.forest.n_features
     n = data.draw(st.integers(1, 6))
     X = random_inputs(np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), n, F)
@@ -204,9 +213,10 @@ def test_one_row_is_the_interpreters_and_the_batchs(name, data):
     # Nine copies of each row: more than LANE_ROWS, so the batch runs on the plan's blocks.
     batch = c.evaluate(np.repeat(X, 9, axis=0))
     for i in range(n):
-        one = c.evaluate(X[i : i + 1])
+        one = by_lanes.serve(X[i : i + 1])
         assert_same(one, evaluate(plan, X[i : i + 1], c.costs))
         assert_same(one, by_run.serve(X[i : i + 1]))
+        assert_same(c.evaluate(X[i : i + 1]), one)
         np.testing.assert_array_equal(one.raw, batch.raw[9 * i : 9 * i + 1])
         np.testing.assert_array_equal(one.exit, batch.exit[9 * i : 9 * i + 1])
         for field in ("total", "n_nodes", "acquired"):

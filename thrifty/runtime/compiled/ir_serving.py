@@ -164,6 +164,14 @@ def _lanes(lay: Layout) -> bool:
     return lanes_ok(lay.forest) and not lay.any_bins
 
 
+def lane_rows(lay: Layout) -> int:
+    """The rows up to which ``serve`` takes the lanes by default: ``LANE_ROWS`` for plans
+    without exits, 0 for plans with exits (the lanes descend 32 trees at a time, where a row
+    that exits after its first tree, as most rows of a QWYC plan do, needs one: ``run`` stops
+    there). The lanes are compiled for them too (a context may ask for them)."""
+    return LANE_ROWS if _lanes(lay) and not lay.exits.any() else 0
+
+
 def _evaluate_ir(lay: Layout, key: str) -> str:
     """The ``go`` block's rest: rows ``[lo, hi)`` (``%m`` of them, work list ``%wl``) through
     the plan, then on to ``row``. Up to ``LANE_ROWS`` rows go one by one through ``lanes``

@@ -26,7 +26,7 @@ import numpy as np
 from thrifty.costs import CostModel, CostReport
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
-from thrifty.runtime.compiled.ir_serving import CONTEXT, LANE_ROWS
+from thrifty.runtime.compiled.ir_serving import CONTEXT, lane_rows
 from thrifty.runtime.compiled.layout import COST_TABLES, n_words, word_field
 from thrifty.runtime.compiled.tables import ForestCode, parallel
 from thrifty.runtime.evaluation import Evaluation
@@ -47,9 +47,9 @@ class ServingPath:
     (aligned to the plan's features). Build with ``serving_path``.
 
     ``lane_rows``: calls of up to this many rows run each row alone with the trees in vector
-    lanes (``ir_lanes``), larger ones the rows in the lanes (``ir_serving.LANE_ROWS``; 0 never,
-    which the benchmarks compare against). Read into each call's context: set it before the
-    first call."""
+    lanes (``ir_lanes``), larger ones the rows in the lanes (``ir_serving.lane_rows``: one for
+    plans without exits; 0 never, which the benchmarks compare against). Read into each call's
+    context: set it before the first call."""
 
     def __init__(self, plan: Full | Sequential, code: ForestCode, costs: CostModel) -> None:
         f = plan.forest
@@ -58,7 +58,7 @@ class ServingPath:
         self.code = code
         self.F, self.K, self.W = f.n_features, f.n_outputs, code.width
         self.round32 = int(f.input_dtype == "float32")
-        self.lane_rows = LANE_ROWS
+        self.lane_rows = lane_rows(code.layout) if code.layout is not None else 0
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         self.fixed = costs.fixed_cost(plan.feature_usage())
         self.names = costs.feature_names or plan.feature_names

@@ -29,6 +29,7 @@ from thrifty.runtime.compiled.lanes import (
     DEFAULT_RIGHT,
     FEATURE_SHIFT,
     FLAG_SHIFT,
+    LEAF,
     NAN_RIGHT,
     ZERO_MISSING,
     chunk_of,
@@ -135,7 +136,9 @@ def descend(tables: dict[str, np.ndarray], root: int, levels: int, x: np.ndarray
         right = bool(flags & NAN_RIGHT) if np.isnan(v) else not (v <= thr)
         if flags & ZERO_MISSING and (np.isnan(v) or abs(v) <= ZERO):
             right = bool(flags & DEFAULT_RIGHT)
-        if flags & CATEGORICAL and not np.isnan(v):
+        if flags & LEAF:
+            right = False
+        elif flags & CATEGORICAL and not np.isnan(v):
             bits = int(tables["lrec"][node, 1])
             start, size = bits & 0xFFFFFFFF, bits >> 32
             inside = -1.0 < v < 32.0 * size
@@ -163,7 +166,7 @@ def test_a_descent_over_the_tables_reaches_the_forests_leaves(name):
         assert block[0] >= depth[f.roots[tr]]
         for i in range(len(X)):
             leaf = descend(t, root, int(block[0]), X[i])
-            assert int(t["lorig"][leaf]) == want[i, tr]
+            assert int(t["lrec"][leaf, 1]) == int(t["lorig"][leaf]) == want[i, tr]
             assert descend(t, leaf, 3, X[i]) == leaf
 
 

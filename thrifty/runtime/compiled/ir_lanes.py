@@ -29,6 +29,7 @@ from thrifty.runtime.compiled.lanes import (
     FLAG_SHIFT,
     GROUPS,
     LANES,
+    LEAF,
     NAN_RIGHT,
     ZERO_MISSING,
     chunk_of,
@@ -73,7 +74,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
         f"define void @lanes_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, i64 %i, i64 %n) {{",
         "entry:",
     ]
-    tables = ("leaf", "eps_pos", "eps_neg", "lrec", "lorig", "lblock", "lslot", "lclass", "cat_bits")
+    tables = ("leaf", "eps_pos", "eps_neg", "lrec", "lblock", "lslot", "lclass", "cat_bits")
     for name in tables:
         L += [f"  %{name}a = getelementptr ptr, ptr %T, i64 {t[name]}", f"  %{name} = load ptr, ptr %{name}a"]
     L += [
@@ -185,7 +186,10 @@ def lanes_ir(lay: Layout, key: str) -> str:
         "  %slot = load i64, ptr %slp",
         "  %idp = getelementptr i64, ptr %ids, i64 %slot",
         "  %id = load i64, ptr %idp",
-        "  %origp = getelementptr i64, ptr %lorig, i64 %id",
+        # A leaf's second word: its index in the forest.
+        "  %id2 = shl i64 %id, 1",
+        "  %id21 = or i64 %id2, 1",
+        "  %origp = getelementptr i64, ptr %lrec, i64 %id21",
         "  %orig = load i64, ptr %origp",
         f"  %rec0 = mul i64 %orig, {R}",
     ]
@@ -333,6 +337,13 @@ def _descend(k: int, any_zero: bool, any_cat: bool) -> list[str]:
             f"  %r2 = select {_B} %c1, {_B} %catr, {_B} {r}",
         ]
         r = "%r2"
+    # A leaf stays: every value sends it to its left child, itself.
+    L += [
+        f"  %lfb = and {_I} %fl, {_splat('i64', str(LEAF))}",
+        f"  %moves = icmp eq {_I} %lfb, zeroinitializer",
+        f"  %rl = and {_B} {r}, %moves",
+    ]
+    r = "%rl"
     L += [
         f"  %step = zext {_B} {r} to {_I}",
         f"  %next = add {_I} %left, %step",

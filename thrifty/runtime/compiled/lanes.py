@@ -28,11 +28,12 @@ BLOCK = LANES * GROUPS
 # chunk): a block where the plan has exits (no tree past an exit's block is descended), else
 # a few blocks whose trees are sorted by depth (trees of alike depth descend together).
 CHUNK_EXITS, CHUNK_FULL = BLOCK, 8 * BLOCK
-# Bits of a node record's flags (bits 56-63 of its first word): NaN goes right; zero counts as missing
-# (LightGBM's ``Zero`` type: NaN and |x| <= 1e-35 take the default child); the default child
-# is the right one; a categorical split (its second word holds its set's first word in
-# ``cat_bits`` and, above them, its number of words).
-NAN_RIGHT, ZERO_MISSING, DEFAULT_RIGHT, CATEGORICAL = 1, 2, 4, 8
+# Bits of a node record's flags (bits 56-63 of its first word): NaN goes right; zero counts as
+# missing (LightGBM's ``Zero`` type: NaN and |x| <= 1e-35 take the default child); the default
+# child is the right one; a categorical split (its second word holds its set's first word in
+# ``cat_bits`` and, above them, its number of words); a leaf (every value sends it to its left
+# child, itself; its second word is its index in the forest, for its leaf record).
+NAN_RIGHT, ZERO_MISSING, DEFAULT_RIGHT, CATEGORICAL, LEAF = 1, 2, 4, 8, 16
 # Bits of a record: the left child's index (0-31), the feature (32-55), the flags (56-63).
 FEATURE_SHIFT, FLAG_SHIFT = 32, 56
 # Features a record can name.
@@ -40,7 +41,7 @@ MAX_FEATURES = 1 << (FLAG_SHIFT - FEATURE_SHIFT)
 # Nodes the tables can number (a left child's index is 32 bits).
 MAX_NODES = (1 << 31) - 1
 # The names of the tables, appended to ``layout.TABLES``.
-LANE_TABLES = ("lrec", "lorig", "lblock", "lslot", "lclass", "cat_bits")
+LANE_TABLES = ("lrec", "lblock", "lslot", "lclass", "cat_bits")
 
 
 def lanes_ok(forest: Forest) -> bool:
@@ -65,9 +66,9 @@ def lane_tables(
     dict
         ``lrec`` (two int64 words per renumbered node, side by side so that both come with
         one cache line: the left child, feature and flags, then the threshold's float64 bits,
-        +inf for a leaf, or for a categorical split ``cat_start + (cat_size << 32)``),
-        ``lorig`` (int64:
-        the node's index in ``forest``, which the leaf records ``leaf`` are indexed by),
+        for a categorical split ``cat_start + (cat_size << 32)``, for a leaf its index in
+        ``forest``, which the leaf records ``leaf`` are indexed by), ``lorig`` (each renumbered
+        node's index in ``forest``: not read by the code),
         ``lblock`` (int64, ``1 + BLOCK`` per block: the levels its deepest tree has, then each
         lane's root; lanes past a chunk's end start at a spare leaf), ``lslot`` (int64 per
         position: the lane of its chunk's blocks that descends its tree),
@@ -110,23 +111,24 @@ def lane_tables(
         | np.where(split & ~cat & (mt == MISSING_ZERO), ZERO_MISSING, 0)
         | np.where(split & ~miss_left, DEFAULT_RIGHT, 0)
         | np.where(cat, CATEGORICAL, 0)
+        | np.where(split, 0, LEAF)
     ).astype(np.int64)
     lchild = np.where(split, new[np.asarray(f.children_left)[renumbered]], np.arange(spare))
     feat = np.where(split, f.feature[renumbered], 0).astype(np.int64)
     lnode = np.empty(spare + 1, dtype=np.int64)
     lnode[:spare] = lchild | (feat << FEATURE_SHIFT) | (flags << FLAG_SHIFT)
-    lnode[spare] = spare
-    lthr = np.full(spare + 1, np.inf)
-    lthr[:spare] = np.where(split, thr, np.inf)
+    lnode[spare] = spare | (LEAF << FLAG_SHIFT)
+    second = np.zeros(spare + 1, dtype=np.int64)
+    second[:spare] = np.where(split, thr.view(np.int64), renumbered)
     sets = f.cat_start[renumbered].astype(np.int64) + (f.cat_size[renumbered].astype(np.int64) << 32)
-    lthr.view(np.int64)[:spare][cat] = sets[cat]
+    second[:spare][cat] = sets[cat]
     # A tree's levels: the depth of its deepest leaf.
     tree_depth = np.zeros(f.n_trees, dtype=np.int64)
     np.maximum.at(tree_depth, tree, depth)
     lblock, lslot = _blocks(new[f.roots], tree_depth, np.asarray(order, dtype=np.int64), chunk, spare)
     bits = f.cat_bitsets if len(f.cat_bitsets) else np.zeros(1, dtype=np.uint32)
     lrec = np.empty((spare + 1, 2), dtype=np.int64)
-    lrec[:, 0], lrec[:, 1] = lnode, lthr.view(np.int64)
+    lrec[:, 0], lrec[:, 1] = lnode, second
     return {
         "lrec": lrec,
         "lorig": old[: spare + 1].copy(),

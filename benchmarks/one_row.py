@@ -8,10 +8,11 @@ features), ``rank300`` (rank_small, LambdaMART, 500 trees of 63 leaves, 300 feat
 --quick trains 20 trees each. Each compiled Full plan (uniform costs) is served twice from the
 same code: once as ``thrifty.compile`` serves it (``lane_rows`` 1: one row through the lanes)
 and once with ``lane_rows`` 0 (one row through ``run``, as before the lanes). The three sides
-run in turn in blocks of 50 calls, over 1,000 test rows each taken once per side (a new row
-each call, as a service sees them), and each figure is the mean µs per call of the fastest
-third of the blocks (a shared machine's bursts removed alike from all sides). Both thrifty
-sides are checked equal, bit for bit, to the interpreter on those rows first.
+run in turn in blocks of 50 calls, their order rotating by one each round (what runs before a
+side evicts what it uses), over 1,000 test rows each taken once per side (a new row each call,
+as a service sees them); each figure is the mean µs per call of the fastest third of the
+blocks (a shared machine's bursts removed alike from all sides). Both thrifty sides are checked
+equal, bit for bit, to the interpreter on those rows first.
 
 Figures: ``<m>_one_row_us`` (lanes), ``<m>_one_row_run_us`` (before), ``<m>_one_row_lightgbm_us``,
 ``<m>_lanes_vs_run`` and ``<m>_one_row_vs_lightgbm``; ``one_row.csv`` and ``one_row.png``.
@@ -62,12 +63,16 @@ def model(name: str, n_trees: int, home: str):
 
 def one_row_means(fns: dict, rows: list, block: int = 50) -> dict:
     """Mean seconds per one-row call of each function over the fastest third of its blocks of
-    ``block`` calls; the functions take the blocks in turn, each row once per function."""
+    ``block`` calls; the functions take the blocks in turn, in an order that rotates by one each
+    round, each row once per function."""
     for fn in fns.values():
         fn(rows[0])
     times: dict[str, list[float]] = {name: [] for name in fns}
-    for lo in range(0, len(rows), block):
-        for name, fn in fns.items():
+    names = list(fns)
+    for b, lo in enumerate(range(0, len(rows), block)):
+        # Each side follows each other side in turn (what ran before evicts what it used).
+        for name in names[b % len(names) :] + names[: b % len(names)]:
+            fn = fns[name]
             t0 = time.perf_counter()
             for x in rows[lo : lo + block]:
                 fn(x)

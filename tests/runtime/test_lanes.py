@@ -23,6 +23,7 @@ from thrifty.runtime import BinnedExits
 from thrifty.runtime.compiled.ir_serving import LANE_ROWS, lane_rows, serving_ir
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
+    CAT_WORDS,
     CATEGORICAL,
     CHUNK_EXITS,
     CHUNK_FULL,
@@ -59,6 +60,21 @@ def with_vector_leaves(forest: Forest, rng: np.random.Generator) -> Forest:
     return dataclasses.replace(forest, value=value, tree_class=tclass)
 
 
+def with_large_sets(forest: Forest, rng: np.random.Generator) -> Forest:
+    """``forest`` with every second categorical split's set widened to 3 or 4 words (codes up to
+    127: read from the category table, not the record)."""
+    start, size = forest.cat_start.copy(), forest.cat_size.copy()
+    bits = list(forest.cat_bitsets.tolist())
+    cats = np.flatnonzero((forest.feature >= 0) & (forest.cat_start >= 0))[::2]
+    for node in cats.tolist():
+        words = int(rng.integers(3, 5))
+        start[node], size[node] = len(bits), words
+        bits += rng.integers(0, 2**32, size=words, dtype=np.uint64).tolist()
+    return dataclasses.replace(
+        forest, cat_start=start, cat_size=size, cat_bitsets=np.asarray(bits, dtype=np.uint32)
+    )
+
+
 def _forests() -> dict[str, Forest]:
     rng = np.random.default_rng(29)
     multi = random_forest(rng, 6, n_trees=13, max_depth=4, n_outputs=3)
@@ -73,6 +89,7 @@ def _forests() -> dict[str, Forest]:
             random_forest(rng, 6, n_trees=9, max_depth=5, float32=True), accumulate="float32"
         ),
         "numeric": random_forest(rng, 6, n_trees=300, max_depth=3, categorical=False),
+        "large-sets": with_large_sets(random_forest(rng, 6, n_trees=12, max_depth=5), rng),
     }
 
 
@@ -139,11 +156,15 @@ def descend(tables: dict[str, np.ndarray], root: int, levels: int, x: np.ndarray
         if flags & LEAF:
             right = False
         elif flags & CATEGORICAL and not np.isnan(v):
-            bits = int(tables["lrec"][node, 1])
-            start, size = bits & 0xFFFFFFFF, bits >> 32
-            inside = -1.0 < v < 32.0 * size
-            code = int(v) if inside else 0
-            member = inside and (int(tables["cat_bits"][start + (code >> 5)]) >> (code & 31)) & 1
+            bits = int(tables["lrec"][node, 1]) & ((1 << 64) - 1)
+            if flags & CAT_WORDS:
+                start, size = bits & 0xFFFFFFFF, bits >> 32
+                inside = -1.0 < v < 32.0 * size
+                code = int(v) if inside else 0
+                member = inside and (int(tables["cat_bits"][start + (code >> 5)]) >> (code & 31)) & 1
+            else:
+                inside = -1.0 < v < 64.0
+                member = inside and (bits >> int(v)) & 1
             right = not member
         node = left + int(right)
     return node
@@ -158,6 +179,9 @@ def test_a_descent_over_the_tables_reaches_the_forests_leaves(name):
     t = lane_tables(f, order, CHUNK_FULL, tree, depth)
     X = random_inputs(rng, 25, f.n_features)
     blocks = t["lblock"].reshape(-1, 1 + BLOCK)
+    flags = t["lrec"][:, 0] >> FLAG_SHIFT
+    # Sets of up to 64 codes sit in the records, larger ones in the category table.
+    assert bool(np.any(flags & CAT_WORDS)) is (name == "large-sets")
     want = f.apply(X)
     for p, tr in enumerate(order.tolist()):
         block = blocks[p // CHUNK_FULL * (CHUNK_FULL // BLOCK) + t["lslot"][p] // BLOCK]

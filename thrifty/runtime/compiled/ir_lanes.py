@@ -23,6 +23,7 @@ import re
 from thrifty.forest.kernels import ZERO
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
+    CAT_WORDS,
     CATEGORICAL,
     DEFAULT_RIGHT,
     FEATURE_SHIFT,
@@ -66,7 +67,9 @@ def lanes_ir(lay: Layout, key: str) -> str:
     chunk = chunk_of(lay.exits)
     t = {name: j for j, name in enumerate(TABLES)}
     off = {name: K + j for j, name in enumerate(state_fields(W))}
-    any_cat = bool((f.cat_start[f.feature >= 0] >= 0).any())
+    cats = (f.feature >= 0) & (f.cat_start >= 0)
+    any_cat = bool(cats.any())
+    cat_words = bool((f.cat_size[cats] > 2).any())
     any_zero = bool(((f.missing_type == 2) & (f.feature >= 0) & (f.cat_start < 0)).any())
     exits = bool(lay.exits.any())
 
@@ -147,7 +150,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
         "lbody:",
     ]
     for k in range(GROUPS):
-        L += _descend(k, any_zero, any_cat)
+        L += _descend(k, any_zero, any_cat, cat_words)
     # No lane moved: every tree of the block is at its leaf for this row.
     moved = []
     for k in range(GROUPS):
@@ -266,7 +269,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
     return INTRINSICS + "\n".join(L) + "\n"
 
 
-def _descend(k: int, any_zero: bool, any_cat: bool) -> list[str]:
+def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool) -> list[str]:
     """One level of vector ``k``'s trees: each lane from ``%node{k}`` to ``%next{k}``."""
     every = _EVERY
     L: list[str] = []
@@ -311,27 +314,51 @@ def _descend(k: int, any_zero: bool, any_cat: bool) -> list[str]:
             f"  %nn = xor {_B} %nan, {every}",
             f"  %c1 = and {_B} %ic, %nn",
             f"  %tb = bitcast {_V} %thr to {_I}",
-            f"  %size = lshr {_I} %tb, {_splat('i64', '32')}",
-            f"  %sized = sitofp {_I} %size to {_V}",
-            f"  %lim = fmul {_V} %sized, {_splat('double', double(32.0))}",
             f"  %ab = fcmp ogt {_V} %v, {_splat('double', double(-1.0))}",
-            f"  %be = fcmp olt {_V} %v, %lim",
+        ]
+        # A set of up to 64 codes is the record's second word (codes 32-63 of a one-word set
+        # are not in it, as the interpreter finds them past the set's range); a larger one is
+        # read from ``cat_bits``.
+        lim = _splat("double", double(64.0))
+        if cat_words:
+            L += [
+                f"  %twb = and {_I} %fl, {_splat('i64', str(CAT_WORDS))}",
+                f"  %tw = icmp ne {_I} %twb, zeroinitializer",
+                f"  %size = lshr {_I} %tb, {_splat('i64', '32')}",
+                f"  %sized = sitofp {_I} %size to {_V}",
+                f"  %limw = fmul {_V} %sized, {_splat('double', double(32.0))}",
+                f"  %lim = select {_B} %tw, {_V} %limw, {_V} {lim}",
+            ]
+            lim = "%lim"
+        L += [
+            f"  %be = fcmp olt {_V} %v, {lim}",
             f"  %in0 = and {_B} %ab, %be",
             f"  %in = and {_B} %in0, %c1",
             # fptosi truncates toward zero, as the interpreter's int() does; lanes outside
             # the set's range convert 0.0 and read no word.
             f"  %safe = select {_B} %in, {_V} %v, {_V} zeroinitializer",
             f"  %code = fptosi {_V} %safe to {_I}",
-            f"  %start = and {_I} %tb, {_splat('i64', str((1 << 32) - 1))}",
-            f"  %wo = lshr {_I} %code, {_splat('i64', '5')}",
-            f"  %wi = add {_I} %start, %wo",
+            f"  %c63 = and {_I} %code, {_splat('i64', '63')}",
+            f"  %bw = lshr {_I} %tb, %c63",
         ]
-        L += _gather("i32", "%cat_bits", "%wi", "%word", "%in")
+        bw = "%bw"
+        if cat_words:
+            L += [
+                f"  %start = and {_I} %tb, {_splat('i64', str((1 << 32) - 1))}",
+                f"  %wo = lshr {_I} %code, {_splat('i64', '5')}",
+                f"  %wi = add {_I} %start, %wo",
+                f"  %inw = and {_B} %in, %tw",
+            ]
+            L += _gather("i32", "%cat_bits", "%wi", "%word", "%inw")
+            L += [
+                f"  %wz = zext <{LANES} x i32> %word to {_I}",
+                f"  %sh = and {_I} %code, {_splat('i64', '31')}",
+                f"  %bww = lshr {_I} %wz, %sh",
+                f"  %bwa = select {_B} %tw, {_I} %bww, {_I} %bw",
+            ]
+            bw = "%bwa"
         L += [
-            f"  %wz = zext <{LANES} x i32> %word to {_I}",
-            f"  %sh = and {_I} %code, {_splat('i64', '31')}",
-            f"  %bw = lshr {_I} %wz, %sh",
-            f"  %bit = trunc {_I} %bw to {_B}",
+            f"  %bit = trunc {_I} {bw} to {_B}",
             f"  %mem = and {_B} %in, %bit",
             f"  %catr = xor {_B} %mem, {every}",
             f"  %r2 = select {_B} %c1, {_B} %catr, {_B} {r}",

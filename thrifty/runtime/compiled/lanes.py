@@ -30,10 +30,11 @@ BLOCK = LANES * GROUPS
 CHUNK_EXITS, CHUNK_FULL = BLOCK, 8 * BLOCK
 # Bits of a node record's flags (bits 56-63 of its first word): NaN goes right; zero counts as
 # missing (LightGBM's ``Zero`` type: NaN and |x| <= 1e-35 take the default child); the default
-# child is the right one; a categorical split (its second word holds its set's first word in
-# ``cat_bits`` and, above them, its number of words); a leaf (every value sends it to its left
-# child, itself; its second word is its index in the forest, for its leaf record).
-NAN_RIGHT, ZERO_MISSING, DEFAULT_RIGHT, CATEGORICAL, LEAF = 1, 2, 4, 8, 16
+# child is the right one; a categorical split (its second word holds its set of up to 64 codes,
+# word 1 of ``cat_bits`` above word 0); its set is larger (its second word holds the set's first
+# word in ``cat_bits`` and, above them, its number of words); a leaf (every value sends it to
+# its left child, itself; its second word is its index in the forest, for its leaf record).
+NAN_RIGHT, ZERO_MISSING, DEFAULT_RIGHT, CATEGORICAL, LEAF, CAT_WORDS = 1, 2, 4, 8, 16, 32
 # Bits of a record: the left child's index (0-31), the feature (32-55), the flags (56-63).
 FEATURE_SHIFT, FLAG_SHIFT = 32, 56
 # Features a record can name.
@@ -66,7 +67,8 @@ def lane_tables(
     dict
         ``lrec`` (two int64 words per renumbered node, side by side so that both come with
         one cache line: the left child, feature and flags, then the threshold's float64 bits,
-        for a categorical split ``cat_start + (cat_size << 32)``, for a leaf its index in
+        for a categorical split its set (up to 64 codes) or ``cat_start + (cat_size << 32)``,
+        for a leaf its index in
         ``forest``, which the leaf records ``leaf`` are indexed by), ``lorig`` (each renumbered
         node's index in ``forest``: not read by the code),
         ``lblock`` (int64, ``1 + BLOCK`` per block: the levels its deepest tree has, then each
@@ -112,6 +114,7 @@ def lane_tables(
         | np.where(split & ~miss_left, DEFAULT_RIGHT, 0)
         | np.where(cat, CATEGORICAL, 0)
         | np.where(split, 0, LEAF)
+        | np.where(cat & (f.cat_size[renumbered] > 2), CAT_WORDS, 0)
     ).astype(np.int64)
     lchild = np.where(split, new[np.asarray(f.children_left)[renumbered]], np.arange(spare))
     feat = np.where(split, f.feature[renumbered], 0).astype(np.int64)
@@ -120,8 +123,13 @@ def lane_tables(
     lnode[spare] = spare | (LEAF << FLAG_SHIFT)
     second = np.zeros(spare + 1, dtype=np.int64)
     second[:spare] = np.where(split, thr.view(np.int64), renumbered)
-    sets = f.cat_start[renumbered].astype(np.int64) + (f.cat_size[renumbered].astype(np.int64) << 32)
-    second[:spare][cat] = sets[cat]
+    start, size = f.cat_start[renumbered].astype(np.int64), f.cat_size[renumbered].astype(np.int64)
+    second[:spare][cat] = (start + (size << 32))[cat]
+    # Sets of up to two words inline: word 0, then word 1 above it (0 for a one-word set).
+    words = np.append(f.cat_bitsets.astype(np.int64), 0)
+    inline = cat & (size <= 2)
+    word1 = np.where(size > 1, words[np.minimum(start + 1, len(words) - 1)], 0)
+    second[:spare][inline] = (words[start] | (word1 << 32))[inline]
     # A tree's levels: the depth of its deepest leaf.
     tree_depth = np.zeros(f.n_trees, dtype=np.int64)
     np.maximum.at(tree_depth, tree, depth)

@@ -2,18 +2,21 @@
 
 ``lanes(X, S, T, i, n)`` evaluates row ``i`` from its state in ``S`` exactly as ``run`` does for
 a work list of that one row (same raw scores bit for bit, splits visited, tested features,
-position and exit side). Each group of ``lanes.LANES`` positions descends its trees together:
-at each level every lane gathers its node's record (``lanes.lane_tables``), the row's value
-of the node's feature and its threshold, decides the split without a branch (the rule of
-``thrifty.forest.kernels.next_node``: NaN's side, LightGBM's ``Zero`` missing type, category
-sets), and steps to its left child plus the decision. After as many levels as the group's
-deepest tree has, each lane holds its tree's leaf; the leaves' records are then added to the
-row's state position by position, in the plan's order (so sums round as the interpreter's
-do), and the plan's exits tested after each position.
+position and exit side). Each block of ``lanes.BLOCK`` positions (``lanes.GROUPS`` vectors of
+``lanes.LANES``, independent gathers in flight together) descends its trees together: at each
+level every lane gathers its node's record (``lanes.lane_tables``: left child, feature, flags,
+and the threshold or category set), the row's value of the node's feature, decides the split
+without a branch (the rule of ``thrifty.forest.kernels.next_node``: NaN's side, LightGBM's
+``Zero`` missing type, category sets), and steps to its left child plus the decision. A leaf
+stays where it is; the block stops when no lane moved, or after as many levels as its deepest
+tree has. The leaves' records are then added to the row's state position by position, in the
+plan's order (so sums round as the interpreter's do), and the plan's exits tested after each
+position (``lanes.CHUNK_EXITS`` positions are descended before their leaves are added, when
+the plan has exits).
 
-Work per call is a few gathers per level of each group of trees, whatever the row: no branch
-depends on the row's values (one per exit test), so a new row each call costs no
-mispredictions, where branchy code pays about one every other split.
+Work per call is a few gathers per level of each block of trees: the only branches that depend
+on the row's values are one per level (whether any lane moved) and one per exit test, so a new
+row each call costs few mispredictions, where branchy code pays about one every other split.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import struct
 import numpy as np
 
 from thrifty.forest import Forest
+from thrifty.runtime.compiled.lanes import LANE_TABLES
 
 # Positions per block (one function).
 CHUNK = 32
@@ -50,6 +51,7 @@ TABLES = (
     "base",
     "vleaf",
     "oleaf",
+    *LANE_TABLES,
 )
 
 

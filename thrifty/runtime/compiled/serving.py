@@ -10,7 +10,8 @@ A call of at most ``SMALL`` rows (a service's call) costs about 1 µs besides th
 check of the input, one copy into buffers of the calling thread, one native call whose one
 argument, a call context, is built once per thread and row count, and one copy of the state
 out. Every field of the result (scores, exits, probabilities, labels, each cost) is cut from
-that copy when first read. Results are the interpreter's, bit for bit (the tests check it).
+that copy when first read. One row runs with the trees in vector lanes (``ir_lanes``), without
+a branch on its values. Results are the interpreter's, bit for bit (the tests check it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 from thrifty.costs import CostModel, CostReport
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
-from thrifty.runtime.compiled.ir_serving import CONTEXT
+from thrifty.runtime.compiled.ir_serving import CONTEXT, lane_rows
 from thrifty.runtime.compiled.layout import COST_TABLES, n_words, word_field
 from thrifty.runtime.compiled.tables import ForestCode, parallel
 from thrifty.runtime.evaluation import Evaluation
@@ -43,7 +44,12 @@ T = TypeVar("T")
 
 class ServingPath:
     """Serve the ``Full``/``Sequential`` plan ``plan`` compiled as ``code`` under ``costs``
-    (aligned to the plan's features). Build with ``serving_path``."""
+    (aligned to the plan's features). Build with ``serving_path``.
+
+    ``lane_rows``: calls of up to this many rows run each row alone with the trees in vector
+    lanes (``ir_lanes``), larger ones the rows in the lanes (``ir_serving.lane_rows``: one for
+    plans without exits; 0 never, which the benchmarks compare against). Read into each call's
+    context: set it before the first call."""
 
     def __init__(self, plan: Full | Sequential, code: ForestCode, costs: CostModel) -> None:
         f = plan.forest
@@ -52,6 +58,7 @@ class ServingPath:
         self.code = code
         self.F, self.K, self.W = f.n_features, f.n_outputs, code.width
         self.round32 = int(f.input_dtype == "float32")
+        self.lane_rows = lane_rows(code.layout) if code.layout is not None else 0
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         self.fixed = costs.fixed_cost(plan.feature_usage())
         self.names = costs.feature_names or plan.feature_names
@@ -86,6 +93,7 @@ class ServingPath:
             "hi": hi,
             "n": n,
             "round32": self.round32,
+            "lane_rows": self.lane_rows,
         }
         return np.array([words[name] for name in CONTEXT], dtype=np.int64)
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import SERIAL_ROWS
+from thrifty.runtime.compiled.lanes import chunk_of, lane_tables
 from thrifty.runtime.compiled.layout import TABLES, Layout, n_words, state_fields
 from thrifty.runtime.compiled.objects import NativeCode
 from thrifty.runtime.exits import Schedule
@@ -176,6 +177,8 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
         # Their weighted values alone (``ir_oblivious``): an oblivious tree of 32 leaves reads
         # 4 cache lines rather than the records' 12, and a block's trees stay in L1.
         "oleaf": leaf[lay.leaves, :K],
+        # The nodes again, for one row with trees in vector lanes (``ir_lanes``).
+        **lane_tables(forest, lay.order, chunk_of(exits), tree, depth),
     }
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)

@@ -1,0 +1,251 @@
+"""One row with trees in vector lanes (``lanes``, ``ir_lanes``): the tables describe each forest's
+splits exactly (a plain-Python descent over them reaches ``Forest.apply``'s leaves), and a
+served call of one row gives the interpreter's results bit for bit, and the batch path's, on
+every split kind (NaN and zero missing types, NaN thresholds, category sets), trees of more
+than 64 leaves, forests of more than 64 features, several outputs (class trees and vector
+leaves), float32 sums, exits and subsets of trees."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import thrifty
+from tests._helpers.compiled_plans import VALUES, assert_same
+from tests._helpers.reference import random_forest, random_inputs
+from thrifty import CostModel, Forest, Full, Sequential, evaluate
+from thrifty.forest.kernels import ZERO
+from thrifty.runtime import BinnedExits
+from thrifty.runtime.compiled.ir_serving import LANE_ROWS, lane_rows, serving_ir
+from thrifty.runtime.compiled.lanes import (
+    BLOCK,
+    CAT_WORDS,
+    CATEGORICAL,
+    CHUNK_EXITS,
+    CHUNK_FULL,
+    DEFAULT_RIGHT,
+    FEATURE_SHIFT,
+    FLAG_SHIFT,
+    LEAF,
+    NAN_RIGHT,
+    ZERO_MISSING,
+    chunk_of,
+    lane_tables,
+)
+from thrifty.runtime.compiled.serving import ServingPath, serving_path
+from thrifty.runtime.compiled.tables import leaf_tables
+from thrifty.runtime.evaluation import costs_for
+
+
+def with_nan_thresholds(forest: Forest, rng: np.random.Generator, share: float = 0.15) -> Forest:
+    """``forest`` with a share of its numerical thresholds NaN (no value is <= NaN: numbers go
+    right, NaN as its missing type says)."""
+    thr = forest.threshold.copy()
+    numeric = (forest.feature >= 0) & (forest.cat_start < 0)
+    thr[numeric & (rng.random(forest.n_nodes) < share)] = np.nan
+    return dataclasses.replace(forest, threshold=thr)
+
+
+def with_vector_leaves(forest: Forest, rng: np.random.Generator) -> Forest:
+    """``forest`` (several outputs) with every second tree a vector leaf (``tree_class == -1``,
+    one value per output)."""
+    K = forest.n_outputs
+    value = np.repeat(forest.value[:, :1], K, axis=1) + rng.normal(size=(forest.n_nodes, K)).round(3)
+    tclass = forest.tree_class.copy()
+    tclass[::2] = -1
+    return dataclasses.replace(forest, value=value, tree_class=tclass)
+
+
+def with_large_sets(forest: Forest, rng: np.random.Generator) -> Forest:
+    """``forest`` with every second categorical split's set widened to 3 or 4 words (codes up to
+    127: read from the category table, not the record)."""
+    start, size = forest.cat_start.copy(), forest.cat_size.copy()
+    bits = list(forest.cat_bitsets.tolist())
+    cats = np.flatnonzero((forest.feature >= 0) & (forest.cat_start >= 0))[::2]
+    for node in cats.tolist():
+        words = int(rng.integers(3, 5))
+        start[node], size[node] = len(bits), words
+        bits += rng.integers(0, 2**32, size=words, dtype=np.uint64).tolist()
+    return dataclasses.replace(
+        forest, cat_start=start, cat_size=size, cat_bitsets=np.asarray(bits, dtype=np.uint32)
+    )
+
+
+def _forests() -> dict[str, Forest]:
+    rng = np.random.default_rng(29)
+    multi = random_forest(rng, 6, n_trees=13, max_depth=4, n_outputs=3)
+    return {
+        "small": with_nan_thresholds(random_forest(rng, 6, n_trees=11, max_depth=4), rng),
+        # Up to 256 leaves a tree, 41 trees: blocks of 32 lanes and a part-filled one.
+        "deep": with_nan_thresholds(random_forest(rng, 6, n_trees=41, max_depth=8), rng),
+        # Features in the third word of a tested-feature set.
+        "wide": with_nan_thresholds(random_forest(rng, 150, n_trees=20, max_depth=5), rng),
+        "multiclass": with_vector_leaves(multi, rng),
+        "float32-sums": dataclasses.replace(
+            random_forest(rng, 6, n_trees=9, max_depth=5, float32=True), accumulate="float32"
+        ),
+        "numeric": random_forest(rng, 6, n_trees=300, max_depth=3, categorical=False),
+        "large-sets": with_large_sets(random_forest(rng, 6, n_trees=12, max_depth=5), rng),
+    }
+
+
+FORESTS = _forests()
+
+
+def _plans() -> dict[str, thrifty.runtime.Plan]:
+    rng = np.random.default_rng(30)
+    small, deep, multi = FORESTS["small"], FORESTS["deep"], FORESTS["multiclass"]
+    plans: dict[str, thrifty.runtime.Plan] = {name: Full(f) for name, f in FORESTS.items()}
+    plans["sequential"] = Sequential(small, rng.permutation(11), np.full(11, 1.5), np.full(11, -1.5))
+    # Exits past the first chunk of positions.
+    plans["sequential-deep"] = Sequential(deep, rng.permutation(41), np.full(41, 4.0), np.full(41, -4.0))
+    plans["sequential-subset"] = Sequential(small, rng.permutation(11)[:6], np.full(6, 0.5))
+    plans["sequential-multiclass"] = Sequential(multi, rng.permutation(13), np.full(13, 0.8))
+    plans["sequential-wide"] = Sequential(
+        FORESTS["wide"], rng.permutation(20), np.full(20, 1.0), np.full(20, -1.0)
+    )
+    bins = BinnedExits(
+        rng.uniform(0.2, 1.0, 11).round(2),
+        [{int(b): (1.0, -1.0) for b in rng.integers(-3, 3, 3)} for _ in range(11)],
+    )
+    # Bin exits: one row is served by ``run``.
+    plans["sequential-bins"] = Sequential(small, rng.permutation(11), bins=bins)
+    return plans
+
+
+PLANS = _plans()
+_COMPILED: dict[str, tuple[thrifty.CompiledPlan, ServingPath, ServingPath]] = {}
+
+
+def compiled(name: str) -> tuple[thrifty.CompiledPlan, ServingPath, ServingPath]:
+    """``PLANS[name]`` compiled, and its serving path with one row run by ``run`` (the rows
+    in the lanes of its blocks), then by the lanes (trees in the lanes), whatever the default."""
+    if name not in _COMPILED:
+        plan = PLANS[name]
+        costs = CostModel.uniform(plan.forest.n_features, tree_cost=0.25, split_cost=0.125)
+        c = thrifty.compile(plan, costs)
+        assert c.serving is not None
+        paths = []
+        for rows in (0, 1):
+            path = serving_path(plan, c.forest_code, costs_for(plan, costs))
+            assert path is not None
+            path.lane_rows = rows
+            paths.append(path)
+        _COMPILED[name] = c, paths[0], paths[1]
+    return _COMPILED[name]
+
+
+def descend(tables: dict[str, np.ndarray], root: int, levels: int, x: np.ndarray) -> int:
+    """The node a lane reaches from ``root`` after ``levels`` levels, deciding each split from
+    its record alone (the rule ``ir_lanes`` vectorises)."""
+    node = root
+    for _ in range(levels):
+        rec = int(tables["lrec"][node, 0])
+        left = rec & 0xFFFFFFFF
+        feat = (rec >> FEATURE_SHIFT) & ((1 << (FLAG_SHIFT - FEATURE_SHIFT)) - 1)
+        flags = rec >> FLAG_SHIFT
+        thr = float(tables["lrec"][node : node + 1, 1].view(np.float64)[0])
+        v = float(x[feat])
+        right = bool(flags & NAN_RIGHT) if np.isnan(v) else not (v <= thr)
+        if flags & ZERO_MISSING and (np.isnan(v) or abs(v) <= ZERO):
+            right = bool(flags & DEFAULT_RIGHT)
+        if flags & LEAF:
+            right = False
+        elif flags & CATEGORICAL and not np.isnan(v):
+            bits = int(tables["lrec"][node, 1]) & ((1 << 64) - 1)
+            if flags & CAT_WORDS:
+                start, size = bits & 0xFFFFFFFF, bits >> 32
+                inside = -1.0 < v < 32.0 * size
+                code = int(v) if inside else 0
+                member = inside and (int(tables["cat_bits"][start + (code >> 5)]) >> (code & 31)) & 1
+            else:
+                inside = -1.0 < v < 64.0
+                member = inside and (bits >> int(v)) & 1
+            right = not member
+        node = left + int(right)
+    return node
+
+
+@pytest.mark.parametrize("name", sorted(FORESTS))
+def test_a_descent_over_the_tables_reaches_the_forests_leaves(name):
+    f = FORESTS[name]
+    rng = np.random.default_rng(5)
+    order = rng.permutation(f.n_trees)
+    tree, depth, _, _ = leaf_tables(f)
+    t = lane_tables(f, order, CHUNK_FULL, tree, depth)
+    X = random_inputs(rng, 25, f.n_features)
+    blocks = t["lblock"].reshape(-1, 1 + BLOCK)
+    flags = t["lrec"][:, 0] >> FLAG_SHIFT
+    # Sets of up to 64 codes sit in the records, larger ones in the category table.
+    assert bool(np.any(flags & CAT_WORDS)) is (name == "large-sets")
+    want = f.apply(X)
+    for p, tr in enumerate(order.tolist()):
+        block = blocks[p // CHUNK_FULL * (CHUNK_FULL // BLOCK) + t["lslot"][p] // BLOCK]
+        root = int(block[1 + t["lslot"][p] % BLOCK])
+        # The deepest tree of the block sets its levels; a leaf stays where it is.
+        assert block[0] >= depth[f.roots[tr]]
+        for i in range(len(X)):
+            leaf = descend(t, root, int(block[0]), X[i])
+            assert int(t["lrec"][leaf, 1]) == int(t["lorig"][leaf]) == want[i, tr]
+            assert descend(t, leaf, 3, X[i]) == leaf
+
+
+def test_the_tables_number_a_splits_children_side_by_side():
+    f = FORESTS["deep"]
+    tree, depth, _, _ = leaf_tables(f)
+    t = lane_tables(f, np.arange(f.n_trees), CHUNK_EXITS, tree, depth)
+    orig = t["lorig"][:-1]
+    left = t["lrec"][:-1, 0] & 0xFFFFFFFF
+    split = f.feature[orig] >= 0
+    np.testing.assert_array_equal(orig[left[split]], f.children_left[orig[split]])
+    np.testing.assert_array_equal(orig[left[split] + 1], f.children_right[orig[split]])
+    np.testing.assert_array_equal(left[~split], np.flatnonzero(~split))
+    # Every position has its own lane in its chunk; chunks with exits are one block.
+    assert chunk_of(np.array([0, 1], dtype=np.int8)) == CHUNK_EXITS == BLOCK
+    assert sorted(t["lslot"][:BLOCK].tolist()) == list(range(BLOCK))
+
+
+def test_serve_takes_the_lanes_only_without_bin_exits_and_by_default_without_exits():
+    for name, compiled_in, default in (
+        ("small", True, LANE_ROWS),
+        ("sequential", True, 0),
+        ("sequential-bins", False, 0),
+    ):
+        c = compiled(name)[0]
+        lay = c.forest_code.layout
+        assert ("call void @lanes_" in serving_ir(lay, "k")) is compiled_in, name
+        assert c.serving.lane_rows == lane_rows(lay) == default, name
+    assert LANE_ROWS >= 1
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_one_row_is_the_interpreters_and_the_batchs(name, data):
+    plan, (c, by_run, by_lanes) = PLANS[name], compiled(name)
+    F = plan.forest.n_features
+    n = data.draw(st.integers(1, 6))
+    X = random_inputs(np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), n, F)
+    cells = st.tuples(st.integers(0, n - 1), st.integers(0, F - 1), VALUES)
+    for i, j, v in data.draw(st.lists(cells, max_size=12)):
+        X[i, j] = v
+    # Nine copies of each row: more than LANE_ROWS, so the batch runs on the plan's blocks.
+    batch = c.evaluate(np.repeat(X, 9, axis=0))
+    for i in range(n):
+        one = by_lanes.serve(X[i : i + 1])
+        assert_same(one, evaluate(plan, X[i : i + 1], c.costs))
+        assert_same(one, by_run.serve(X[i : i + 1]))
+        assert_same(c.evaluate(X[i : i + 1]), one)
+        np.testing.assert_array_equal(one.raw, batch.raw[9 * i : 9 * i + 1])
+        np.testing.assert_array_equal(one.exit, batch.exit[9 * i : 9 * i + 1])
+        for field in ("total", "n_nodes", "acquired"):
+            want = getattr(batch.cost, field)[9 * i : 9 * i + 1]
+            np.testing.assert_array_equal(getattr(one.cost, field), want, err_msg=field)

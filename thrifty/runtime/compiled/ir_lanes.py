@@ -1,0 +1,442 @@
+"""LLVM IR of ``lanes``: one row through a forest plan with trees in the lanes of vectors.
+
+``lanes(X, S, T, i, n)`` evaluates row ``i`` from its state in ``S`` exactly as ``run`` does for
+a work list of that one row (same raw scores bit for bit, splits visited, tested features,
+position and exit side). Each block of ``lanes.BLOCK`` positions (``lanes.GROUPS`` vectors of
+``lanes.LANES``, independent gathers in flight together) descends its trees together: at each
+level every lane gathers its node's record (``lanes.lane_tables``: left child, feature, flags,
+and the threshold or category set), the row's value of the node's feature, decides the split
+without a branch (the rule of ``thrifty.forest.kernels.next_node``: NaN's side, LightGBM's
+``Zero`` missing type, category sets), and steps to its left child plus the decision. A leaf
+stays where it is; the block stops when no lane moved, or after as many levels as its deepest
+tree has. The leaves' records are then added to the row's state position by position, in the
+plan's order (so sums round as the interpreter's do), and the plan's exits tested after each
+position (``lanes.CHUNK_EXITS`` positions are descended before their leaves are added, when
+the plan has exits).
+
+Work per call is a few gathers per level of each block of trees: the only branches that depend
+on the row's values are one per level (whether any lane moved) and one per exit test, so a new
+row each call costs few mispredictions, where branchy code pays about one every other split.
+"""
+
+from __future__ import annotations
+
+import re
+
+from thrifty.forest.kernels import ZERO
+from thrifty.runtime.compiled.lanes import (
+    BLOCK,
+    CAT_WORDS,
+    CATEGORICAL,
+    DEFAULT_RIGHT,
+    FEATURE_SHIFT,
+    FLAG_SHIFT,
+    GROUPS,
+    LANES,
+    LEAF,
+    NAN_RIGHT,
+    ZERO_MISSING,
+    chunk_of,
+)
+from thrifty.runtime.compiled.layout import TABLES, Layout, double, state_fields, word_field
+
+_V = f"<{LANES} x double>"
+_I = f"<{LANES} x i64>"
+_B = f"<{LANES} x i1>"
+_P = f"<{LANES} x ptr>"
+_NINF = "0xFFF0000000000000"
+_EVERY = "splat (i1 true)"
+
+INTRINSICS = f"""
+declare {_V} @llvm.masked.gather.v{LANES}f64.v{LANES}p0({_P}, i32 immarg, {_B}, {_V})
+declare {_I} @llvm.masked.gather.v{LANES}i64.v{LANES}p0({_P}, i32 immarg, {_B}, {_I})
+declare <{LANES} x i32> @llvm.masked.gather.v{LANES}i32.v{LANES}p0({_P}, i32 immarg, {_B}, <{LANES} x i32>)
+declare {_V} @llvm.fabs.v{LANES}f64({_V})
+"""
+
+
+def _splat(ty: str, value: str) -> str:
+    return f"splat ({ty} {value})"
+
+
+def lanes_ir(lay: Layout, key: str) -> str:
+    """``lanes_{key}(X, S, T, i, n)``: row ``i`` of the ``n`` rows of ``X`` run through the plan
+    from its state in ``S`` (``layout.state_fields``), as ``run`` runs it. Plans with bin exits
+    are not served (``ir_serving`` runs them with ``run``)."""
+    K, W, F = lay.K, lay.words, lay.F
+    R = K + 1 + W
+    f = lay.forest
+    P = len(lay.order)
+    chunk = chunk_of(lay.exits)
+    t = {name: j for j, name in enumerate(TABLES)}
+    off = {name: K + j for j, name in enumerate(state_fields(W))}
+    cats = (f.feature >= 0) & (f.cat_start >= 0)
+    any_cat = bool(cats.any())
+    cat_words = bool((f.cat_size[cats] > 2).any())
+    any_zero = bool(((f.missing_type == 2) & (f.feature >= 0) & (f.cat_start < 0)).any())
+    exits = bool(lay.exits.any())
+
+    L: list[str] = [
+        f"define void @lanes_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, i64 %i, i64 %n) {{",
+        "entry:",
+    ]
+    tables = ("leaf", "eps_pos", "eps_neg", "lrec", "lblock", "lslot", "lclass", "cat_bits")
+    for name in tables:
+        L += [f"  %{name}a = getelementptr ptr, ptr %T, i64 {t[name]}", f"  %{name} = load ptr, ptr %{name}a"]
+    L += [
+        f"  %xo = mul i64 %i, {F}",
+        "  %row = getelementptr double, ptr %X, i64 %xo",
+        f"  %ids = alloca [{chunk} x i64], align 64",
+    ]
+    # The row's state, kept in allocas that LLVM promotes to registers.
+    for c in range(K):
+        L += [
+            f"  %rawo{c} = mul i64 %n, {c}",
+            f"  %rawk{c} = add i64 %rawo{c}, %i",
+            f"  %rawp{c} = getelementptr double, ptr %S, i64 %rawk{c}",
+            f"  %raw0{c} = load double, ptr %rawp{c}",
+            f"  %acc{c} = alloca double",
+            f"  store double %raw0{c}, ptr %acc{c}",
+        ]
+    for name in ("nodes", *(word_field("bits", w) for w in range(W))):
+        L += [
+            f"  %{name}o = mul i64 %n, {off[name]}",
+            f"  %{name}k = add i64 %{name}o, %i",
+            f"  %{name}p = getelementptr i64, ptr %S, i64 %{name}k",
+            f"  %{name}0 = load i64, ptr %{name}p",
+            f"  %{name}A = alloca i64",
+            f"  store i64 %{name}0, ptr %{name}A",
+        ]
+    for name in ("pos", "dir"):
+        L += [
+            f"  %{name}o = mul i64 %n, {off[name]}",
+            f"  %{name}k = add i64 %{name}o, %i",
+            f"  %{name}p = getelementptr i64, ptr %S, i64 %{name}k",
+        ]
+    L += [
+        "  br label %chunk",
+        "chunk:",
+        "  %c = phi i64 [0, %entry], [%c1, %cnext]",
+        f"  %c0 = mul i64 %c, {chunk}",
+        f"  %cmore = icmp slt i64 %c0, {P}",
+        "  br i1 %cmore, label %cbody, label %done",
+        "cbody:",
+        f"  %rest = sub i64 {P}, %c0",
+        f"  %few = icmp slt i64 %rest, {chunk}",
+        f"  %len = select i1 %few, i64 %rest, i64 {chunk}",
+        f"  %lenb = add i64 %len, {BLOCK - 1}",
+        f"  %nb = udiv i64 %lenb, {BLOCK}",
+        f"  %bfirst = mul i64 %c, {chunk // BLOCK}",
+        "  br label %block",
+        "block:",
+        "  %b = phi i64 [0, %cbody], [%b1, %leaves]",
+        "  %bmore = icmp slt i64 %b, %nb",
+        "  br i1 %bmore, label %bbody, label %pos",
+        "bbody:",
+        "  %blk = add i64 %bfirst, %b",
+        f"  %br = mul i64 %blk, {1 + BLOCK}",
+        "  %bdp = getelementptr i64, ptr %lblock, i64 %br",
+        "  %levels = load i64, ptr %bdp",
+    ]
+    for k in range(GROUPS):
+        L += [
+            f"  %grp{k} = getelementptr i64, ptr %bdp, i64 {1 + LANES * k}",
+            f"  %roots{k} = load {_I}, ptr %grp{k}, align 8",
+        ]
+    L += [
+        "  br label %level",
+        "level:",
+        "  %d = phi i64 [0, %bbody], [%d1, %lbody]",
+        *(f"  %node_{k} = phi {_I} [%roots{k}, %bbody], [%next_{k}, %lbody]" for k in range(GROUPS)),
+        "  %lmore = icmp slt i64 %d, %levels",
+        "  br i1 %lmore, label %lbody, label %leaves",
+        "lbody:",
+    ]
+    for k in range(GROUPS):
+        L += _descend(k, any_zero, any_cat, cat_words)
+    # No lane moved: every tree of the block is at its leaf for this row.
+    moved = []
+    for k in range(GROUPS):
+        L += [
+            f"  %mv{k} = icmp ne {_I} %next_{k}, %node_{k}",
+            f"  %mb{k} = bitcast {_B} %mv{k} to i{LANES}",
+        ]
+        moved.append(f"%mb{k}")
+    acc_m = moved[0]
+    for k in range(1, GROUPS):
+        L.append(f"  %mo{k} = or i{LANES} {acc_m}, {moved[k]}")
+        acc_m = f"%mo{k}"
+    L += [
+        f"  %still = icmp ne i{LANES} {acc_m}, 0",
+        "  %d1 = add i64 %d, 1",
+        "  br i1 %still, label %level, label %leaves",
+        "leaves:",
+        f"  %bo = mul i64 %b, {BLOCK}",
+    ]
+    for k in range(GROUPS):
+        L += [
+            f"  %io{k} = add i64 %bo, {LANES * k}",
+            f"  %ip{k} = getelementptr i64, ptr %ids, i64 %io{k}",
+            f"  store {_I} %node_{k}, ptr %ip{k}, align 8",
+        ]
+    L += [
+        "  %b1 = add i64 %b, 1",
+        "  br label %block",
+        "pos:",
+        "  %j = phi i64 [0, %block], [%j1, %pnext]",
+        "  %jmore = icmp slt i64 %j, %len",
+        "  br i1 %jmore, label %pbody, label %cnext",
+        "pbody:",
+        "  %p = add i64 %c0, %j",
+        "  %slp = getelementptr i64, ptr %lslot, i64 %p",
+        "  %slot = load i64, ptr %slp",
+        "  %idp = getelementptr i64, ptr %ids, i64 %slot",
+        "  %id = load i64, ptr %idp",
+        # A leaf's second word: its index in the forest.
+        "  %id2 = shl i64 %id, 1",
+        "  %id21 = or i64 %id2, 1",
+        "  %origp = getelementptr i64, ptr %lrec, i64 %id21",
+        "  %orig = load i64, ptr %origp",
+        f"  %rec0 = mul i64 %orig, {R}",
+    ]
+    if K > 1:
+        L += ["  %clsp = getelementptr i64, ptr %lclass, i64 %p", "  %cls = load i64, ptr %clsp"]
+        L += ["  %vec = icmp slt i64 %cls, 0"]
+    for c in range(K):
+        L += [f"  %a{c} = load double, ptr %acc{c}"]
+        at = "%rec0"
+        if K > 1 and c:
+            # A vector leaf adds value c to output c; a class tree its first value to its class.
+            L += [f"  %col{c} = select i1 %vec, i64 {c}, i64 0", f"  %at{c} = add i64 %rec0, %col{c}"]
+            at = f"%at{c}"
+        L += [
+            f"  %wp{c} = getelementptr double, ptr %leaf, i64 {at}",
+            f"  %w{c} = load double, ptr %wp{c}",
+            f"  %s{c} = fadd double %a{c}, %w{c}",
+        ]
+        s = f"%s{c}"
+        if lay.acc32:
+            # XGBoost sums in float32 (the table holds float32(weight * value)).
+            L += [f"  %s{c}f = fptrunc double %s{c} to float", f"  %s{c}d = fpext float %s{c}f to double"]
+            s = f"%s{c}d"
+        if K > 1:
+            L += [
+                f"  %mine{c} = icmp eq i64 %cls, {c}",
+                f"  %take{c} = or i1 %mine{c}, %vec",
+                f"  %n{c} = select i1 %take{c}, double {s}, double %a{c}",
+            ]
+            s = f"%n{c}"
+        L += [f"  store double {s}, ptr %acc{c}"]
+    L += [
+        f"  %dj = add i64 %rec0, {K}",
+        "  %djp = getelementptr i64, ptr %leaf, i64 %dj",
+        "  %dv = load i64, ptr %djp",
+        "  %nd = load i64, ptr %nodesA",
+        "  %nd1 = add i64 %nd, %dv",
+        "  store i64 %nd1, ptr %nodesA",
+    ]
+    for w in range(W):
+        name = word_field("bits", w)
+        L += [
+            f"  %bj{w} = add i64 %rec0, {K + 1 + w}",
+            f"  %bjp{w} = getelementptr i64, ptr %leaf, i64 %bj{w}",
+            f"  %bv{w} = load i64, ptr %bjp{w}",
+            f"  %bo{w} = load i64, ptr %{name}A",
+            f"  %bn{w} = or i64 %bo{w}, %bv{w}",
+            f"  store i64 %bn{w}, ptr %{name}A",
+        ]
+    if exits:
+        L += _exit_test(K)
+    else:
+        L += ["  br label %pnext"]
+    L += [
+        "pnext:",
+        "  %j1 = add i64 %j, 1",
+        "  br label %pos",
+        "cnext:",
+        "  %c1 = add i64 %c, 1",
+        "  br label %chunk",
+        "done:",
+        *_store_state(K, W, str(P), None),
+        "  ret void",
+    ]
+    if exits:
+        L += [
+            "exit:",
+            "  %xpos = add i64 %p, 1",
+            "  %xdir = select i1 %gp, i64 1, i64 -1",
+            *_store_state(K, W, "%xpos", "%xdir", "x"),
+            "  ret void",
+        ]
+    L.append("}")
+    return INTRINSICS + "\n".join(L) + "\n"
+
+
+def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool) -> list[str]:
+    """One level of vector ``k``'s trees: each lane from ``%node{k}`` to ``%next{k}``."""
+    every = _EVERY
+    L: list[str] = []
+    # A node's record: two words, its split then its threshold.
+    L.append(f"  %twice = shl {_I} %node, {_splat('i64', '1')}")
+    L.append(f"  %second = or {_I} %twice, {_splat('i64', '1')}")
+    L += _gather("i64", "%lrec", "%twice", "%rec", every)
+    L += _gather("double", "%lrec", "%second", "%thr", every)
+    L += [
+        f"  %fs = lshr {_I} %rec, {_splat('i64', str(FEATURE_SHIFT))}",
+        f"  %feat = and {_I} %fs, {_splat('i64', str((1 << (FLAG_SHIFT - FEATURE_SHIFT)) - 1))}",
+        f"  %fl = lshr {_I} %rec, {_splat('i64', str(FLAG_SHIFT))}",
+        f"  %left = and {_I} %rec, {_splat('i64', str((1 << 32) - 1))}",
+    ]
+    L += _gather("double", "%row", "%feat", "%v", every)
+    L += [
+        f"  %nan = fcmp uno {_V} %v, zeroinitializer",
+        # Unordered: a NaN threshold sends every number right (no value is <= NaN).
+        f"  %gt = fcmp ugt {_V} %v, %thr",
+        f"  %nrb = and {_I} %fl, {_splat('i64', str(NAN_RIGHT))}",
+        f"  %nr = icmp ne {_I} %nrb, zeroinitializer",
+        f"  %r0 = select {_B} %nan, {_B} %nr, {_B} %gt",
+    ]
+    r = "%r0"
+    if any_zero:
+        L += [
+            f"  %zb = and {_I} %fl, {_splat('i64', str(ZERO_MISSING))}",
+            f"  %zf = icmp ne {_I} %zb, zeroinitializer",
+            f"  %av = call {_V} @llvm.fabs.v{LANES}f64({_V} %v)",
+            # Unordered: NaN counts as zero too.
+            f"  %z = fcmp ule {_V} %av, {_splat('double', double(ZERO))}",
+            f"  %zz = and {_B} %zf, %z",
+            f"  %drb = and {_I} %fl, {_splat('i64', str(DEFAULT_RIGHT))}",
+            f"  %dr = icmp ne {_I} %drb, zeroinitializer",
+            f"  %r1 = select {_B} %zz, {_B} %dr, {_B} {r}",
+        ]
+        r = "%r1"
+    if any_cat:
+        L += [
+            f"  %cb = and {_I} %fl, {_splat('i64', str(CATEGORICAL))}",
+            f"  %ic = icmp ne {_I} %cb, zeroinitializer",
+            f"  %nn = xor {_B} %nan, {every}",
+            f"  %c1 = and {_B} %ic, %nn",
+            f"  %tb = bitcast {_V} %thr to {_I}",
+            f"  %ab = fcmp ogt {_V} %v, {_splat('double', double(-1.0))}",
+        ]
+        # A set of up to 64 codes is the record's second word (codes 32-63 of a one-word set
+        # are not in it, as the interpreter finds them past the set's range); a larger one is
+        # read from ``cat_bits``.
+        lim = _splat("double", double(64.0))
+        if cat_words:
+            L += [
+                f"  %twb = and {_I} %fl, {_splat('i64', str(CAT_WORDS))}",
+                f"  %tw = icmp ne {_I} %twb, zeroinitializer",
+                f"  %size = lshr {_I} %tb, {_splat('i64', '32')}",
+                f"  %sized = sitofp {_I} %size to {_V}",
+                f"  %limw = fmul {_V} %sized, {_splat('double', double(32.0))}",
+                f"  %lim = select {_B} %tw, {_V} %limw, {_V} {lim}",
+            ]
+            lim = "%lim"
+        L += [
+            f"  %be = fcmp olt {_V} %v, {lim}",
+            f"  %in0 = and {_B} %ab, %be",
+            f"  %in = and {_B} %in0, %c1",
+            # fptosi truncates toward zero, as the interpreter's int() does; lanes outside
+            # the set's range convert 0.0 and read no word.
+            f"  %safe = select {_B} %in, {_V} %v, {_V} zeroinitializer",
+            f"  %code = fptosi {_V} %safe to {_I}",
+            f"  %c63 = and {_I} %code, {_splat('i64', '63')}",
+            f"  %bw = lshr {_I} %tb, %c63",
+        ]
+        bw = "%bw"
+        if cat_words:
+            L += [
+                f"  %start = and {_I} %tb, {_splat('i64', str((1 << 32) - 1))}",
+                f"  %wo = lshr {_I} %code, {_splat('i64', '5')}",
+                f"  %wi = add {_I} %start, %wo",
+                f"  %inw = and {_B} %in, %tw",
+            ]
+            L += _gather("i32", "%cat_bits", "%wi", "%word", "%inw")
+            L += [
+                f"  %wz = zext <{LANES} x i32> %word to {_I}",
+                f"  %sh = and {_I} %code, {_splat('i64', '31')}",
+                f"  %bww = lshr {_I} %wz, %sh",
+                f"  %bwa = select {_B} %tw, {_I} %bww, {_I} %bw",
+            ]
+            bw = "%bwa"
+        L += [
+            f"  %bit = trunc {_I} {bw} to {_B}",
+            f"  %mem = and {_B} %in, %bit",
+            f"  %catr = xor {_B} %mem, {every}",
+            f"  %r2 = select {_B} %c1, {_B} %catr, {_B} {r}",
+        ]
+        r = "%r2"
+    # A leaf stays: every value sends it to its left child, itself.
+    L += [
+        f"  %lfb = and {_I} %fl, {_splat('i64', str(LEAF))}",
+        f"  %moves = icmp eq {_I} %lfb, zeroinitializer",
+        f"  %rl = and {_B} {r}, %moves",
+    ]
+    r = "%rl"
+    L += [
+        f"  %step = zext {_B} {r} to {_I}",
+        f"  %next = add {_I} %left, %step",
+    ]
+    # Every name this level defines gets the vector's suffix.
+    shared = {"lrec", "row", "cat_bits"}
+    return [re.sub(r"%(\w+)", lambda m: m[0] if m[1] in shared else f"{m[0]}_{k}", line) for line in L]
+
+
+def _gather(ty: str, base: str, index: str, out: str, mask: str) -> list[str]:
+    """``out``: per lane, the ``ty`` at ``base[index]`` (lanes outside ``mask`` read nothing: 0)."""
+    vt = f"<{LANES} x {ty}>"
+    suffix = {"double": "f64", "i64": "i64", "i32": "i32"}[ty]
+    passthru = "poison" if mask == _EVERY else "zeroinitializer"
+    return [
+        f"  {out}p = getelementptr {ty}, ptr {base}, {_I} {index}",
+        f"  {out} = call {vt} @llvm.masked.gather.v{LANES}{suffix}.v{LANES}p0({_P} {out}p, i32 8, "
+        f"{_B} {mask}, {vt} {passthru})",
+    ]
+
+
+def _exit_test(K: int) -> list[str]:
+    """After position ``%p``: the score (or, for several outputs, the leading score's margin
+    over the runner-up, ``interpret.kernels._exit_score``) against the position's thresholds
+    (infinite where it has no exit)."""
+    out = []
+    if K == 1:
+        out.append("  %ge = load double, ptr %acc0")
+        g = "%ge"
+    else:
+        top = second = _NINF
+        for c in range(K):
+            out += [
+                f"  %m{c} = load double, ptr %acc{c}",
+                f"  %gt{c} = fcmp ogt double %m{c}, {top}",
+                f"  %gs{c} = fcmp ogt double %m{c}, {second}",
+                f"  %s2{c} = select i1 %gs{c}, double %m{c}, double {second}",
+                f"  %sc{c} = select i1 %gt{c}, double {top}, double %s2{c}",
+                f"  %tc{c} = select i1 %gt{c}, double %m{c}, double {top}",
+            ]
+            top, second = f"%tc{c}", f"%sc{c}"
+        out.append(f"  %ge = fsub double {top}, {second}")
+        g = "%ge"
+    return out + [
+        "  %epp = getelementptr double, ptr %eps_pos, i64 %p",
+        "  %ep = load double, ptr %epp",
+        "  %enp = getelementptr double, ptr %eps_neg, i64 %p",
+        "  %en = load double, ptr %enp",
+        f"  %gp = fcmp ogt double {g}, %ep",
+        f"  %gn = fcmp olt double {g}, %en",
+        "  %gx = or i1 %gp, %gn",
+        "  br i1 %gx, label %exit, label %pnext",
+    ]
+
+
+def _store_state(K: int, W: int, pos: str, direction: str | None, x: str = "") -> list[str]:
+    """Store the row's scores, splits, tested features and position (and exit side)."""
+    out = []
+    for c in range(K):
+        out += [f"  %{x}fa{c} = load double, ptr %acc{c}", f"  store double %{x}fa{c}, ptr %rawp{c}"]
+    for name in ("nodes", *(word_field("bits", w) for w in range(W))):
+        out += [f"  %{x}f{name} = load i64, ptr %{name}A", f"  store i64 %{x}f{name}, ptr %{name}p"]
+    out.append(f"  store i64 {pos}, ptr %posp")
+    if direction is not None:
+        out.append(f"  store i64 {direction}, ptr %dirp")
+    return out

@@ -4,8 +4,6 @@ blocked on a feature, runs the interpreter's executor)."""
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 from thrifty.forest import Forest
@@ -18,22 +16,14 @@ from thrifty.runtime.compiled.ir_cascade import (
 )
 from thrifty.runtime.compiled.layout import ROW_GROUP, Layout
 from thrifty.runtime.compiled.loader import LoadedCode, plan_key
+from thrifty.runtime.compiled.objects import LAZY_RUN
 from thrifty.runtime.compiled.tables import leaf_tables, parallel
 from thrifty.runtime.interpret.executors import CascadeExecutor, Context, round32
 from thrifty.runtime.plans import Cascade
 
-# ``crun(X, S, T, touched, rows, m, n, scratch)`` (see ``ir_cascade``).
-_CRUN = ctypes.CFUNCTYPE(
-    None,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_void_p,
-)
+# ``crun(X, S, T, touched, rows, m, n, scratch)`` (see ``ir_cascade``): ``run``'s arguments and one
+# pointer more, the C signature of the lazy blocks' ``lazyrun``.
+_CRUN = LAZY_RUN
 # Trees per compiled module (as ``objects``' forest plans).
 _TREES_PER_MODULE = 100
 # The forest's arrays the code does not depend on: leaf values and weights are tables.

@@ -234,15 +234,21 @@ def main(argv: list[str] | None = None) -> dict:
 
 def one_row_means(fns: dict, X: np.ndarray, calls: int = 1000, block: int = 50, width: int = 1) -> dict:
     """Mean seconds per one-row call of each function, over ``calls`` rows of ``X`` taken in
-    turn; the functions alternate in blocks of ``block`` calls so drift hits all alike. With
+    turn; the functions alternate in blocks of ``block`` calls, in an order that rotates, so drift
+    and cache effects hit all alike. With
     ``width`` > 1, each call takes that many consecutive rows."""
     span = len(X) - width + 1
     rows = [X[(i * width) % span : (i * width) % span + width].copy() for i in range(calls)]
     for fn in fns.values():
         fn(rows[0])
     total = dict.fromkeys(fns, 0.0)
+    names = list(fns)
     for lo in range(0, calls, block):
-        for name, fn in fns.items():
+        # The order rotates block by block: a function timed right after another finds the
+        # caches as that one left them (measured: enough to reorder two engines on one row).
+        turn = (lo // block) % len(names)
+        for name in names[turn:] + names[:turn]:
+            fn = fns[name]
             t0 = time.perf_counter()
             for x in rows[lo : lo + block]:
                 fn(x)

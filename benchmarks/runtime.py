@@ -235,8 +235,8 @@ def main(argv: list[str] | None = None) -> dict:
 def one_row_means(fns: dict, X: np.ndarray, calls: int = 1000, block: int = 50, width: int = 1) -> dict:
     """Mean seconds per one-row call of each function, over ``calls`` rows of ``X`` taken in
     turn; the functions alternate in blocks of ``block`` calls, in an order that rotates, so drift
-    and cache effects hit all alike. With
-    ``width`` > 1, each call takes that many consecutive rows."""
+    and cache effects hit all alike. With ``width`` > 1, each call takes that many consecutive
+    rows."""
     span = len(X) - width + 1
     rows = [X[(i * width) % span : (i * width) % span + width].copy() for i in range(calls)]
     for fn in fns.values():

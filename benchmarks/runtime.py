@@ -364,7 +364,7 @@ def compiled_section(args, forest, booster, M, X_tr, y_tr, X_te, costs, repeats)
         "compile_seconds": round(compile_seconds, 2),
         "compile_trees": forest.n_trees,
         "compile_seconds_1000_trees": compile_1000,
-        "compiled_blocks": "vector (AVX-512) and scalar" if _vector_cpu() else "scalar",
+        "compiled_blocks": _compiled_blocks(),
         "cache_load_seconds": round(load_seconds, 3),
         "first_call_seconds": round(first_call, 3),
         **xgb_figs,
@@ -406,10 +406,13 @@ def _compile_seconds_1000(X_tr, y_tr) -> float:
     return round(seconds, 2)
 
 
-def _vector_cpu() -> bool:
-    from thrifty.runtime.compiled import objects
+def _compiled_blocks() -> str:
+    """The kinds of blocks this run's target compiles to (``targets.current``)."""
+    from thrifty.runtime.compiled import targets
 
-    return objects._HOST_AVX512
+    isa = {"avx512": "AVX-512", "avx2": "AVX2", "neon": "NEON", "sve": "SVE"}
+    target = targets.current()
+    return f"vector ({isa[target.name]}) and scalar" if target.lanes else "scalar"
 
 
 def _paired3(fa, fb, fc, repeats: int) -> tuple[float, float, float | None]:

@@ -96,9 +96,6 @@ def use_vector(lay: Layout) -> bool:
     return vector_blocks(lay, targets.current().lanes)
 
 
-_HOST_AVX512 = bool(llvm.get_host_cpu_features().get("avx512f", False))
-
-
 class NativeCode:
     """A forest plan compiled to native code and loaded into this process.
 

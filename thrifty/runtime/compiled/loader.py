@@ -26,10 +26,8 @@ def plan_key(kind: str, parts: Iterable[object]) -> str:
     """Hash of what a plan's native code depends on: its kind, ``parts`` (arrays by dtype,
     shape and bytes; anything else by its text), this generator's version and the target
     (``targets.current``)."""
-    tg = targets.current()
     h = hashlib.sha256(
-        f"{CODEGEN_VERSION}|{PLAN_CODE_VERSION}|{kind}|{llvmlite.__version__}|"
-        f"{tg.name}|{tg.lanes}|{tg.vscale}|{tg.triple}|{tg.cpu}|{tg.features}".encode()
+        f"{CODEGEN_VERSION}|{PLAN_CODE_VERSION}|{kind}|{llvmlite.__version__}|{targets.current().key()}".encode()
     )
     for part in parts:
         if isinstance(part, np.ndarray):

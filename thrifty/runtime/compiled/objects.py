@@ -72,10 +72,8 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     forest = lay.forest
     h = hashlib.sha256()
     kind = "lazy" if lazy else use_vector(lay)
-    tg = targets.current()
     h.update(
-        f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|"
-        f"{tg.name}|{tg.lanes}|{tg.vscale}|{tg.triple}|{tg.cpu}|{tg.features}|"
+        f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|{targets.current().key()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
     )
     # Every array of the forest but the numbers the code reads from tables (leaf values, tree

@@ -72,6 +72,10 @@ class Target:
         (AVX2, NEON); AVX-512 and SVE count with their own instructions."""
         return self.name in ("avx2", "neon")
 
+    def key(self) -> str:
+        """Everything about the target that the object code depends on, for cache keys."""
+        return f"{self.name}|{self.lanes}|{self.vscale}|{self.triple}|{self.cpu}|{self.features}"
+
     def machine(self) -> llvm.TargetMachine:
         """LLVM's target machine for this target (position-independent code, ``-O2``)."""
         return llvm.Target.from_triple(self.triple).create_target_machine(

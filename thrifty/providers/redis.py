@@ -94,7 +94,8 @@ def redis_provider(
 
     Row ``i``'s features are the hash ``{prefix}{keys[i]}``, a field per feature (named as the
     model's features, or ``columns``). Each round of lazy evaluation is answered by one
-    pipeline: for each hash a round needs, one ``HMGET`` of the fields its rows are blocked on.
+    round trip (``redis_round``): one script call that reads, for each hash the round needs,
+    the fields its rows are blocked on.
 
     Parameters
     ----------
@@ -111,9 +112,9 @@ def redis_provider(
     model : Plan, Forest or fitted model, optional
         Supplies the feature names when ``columns`` is not given.
     timeout : float, default=10
-        Seconds allowed to connect and for one pipeline's answer (clients built from a URL).
+        Seconds allowed to connect and for one round trip's answer (clients built from a URL).
     max_keys : int, default=10000
-        Most hashes read by one pipeline.
+        Most hashes read by one round trip (a round needing more makes several).
 
     Returns
     -------

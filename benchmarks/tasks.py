@@ -31,6 +31,13 @@ Figures (``results/tasks.json``; the last stdout line):
   on the test rows (a baseline with no model within the budget is beaten by any model);
   ``..._where_differ``: the same over the budgets where its test figure is not the better
   baseline's (a tie: the same model, e.g. the plain model at its own cost);
+* ``budgets_significantly``: per dataset, how many budgets thrifty's best method is
+  significantly above the better baseline, indistinguishable from it, or significantly
+  below it: the paired difference of the two on the same test rows (queries for ranking),
+  with a 95% percentile bootstrap interval; per budget in ``details`` as ``difference vs
+  <baseline>`` (estimate, low, high; positive favours thrifty, in the user's units) and
+  ``verdict``. The strict figure above counts a difference of one test row; this one says
+  which differences the test rows can tell apart;
 * ``cost_at_full_metric`` and ``cost_fraction_at_full_metric``: per dataset, the lowest
   test cost on the confirmed front (or the plain model's own, when no model of the front
   does better) whose test metric is within :data:`TOLERANCE` of the
@@ -251,7 +258,7 @@ def run_task(
         # compare's own split of its seconds: the final fit, selection, refit, confirmation
         # (every method's own front here, more than a user's run confirms).
         "timings": dict(main.timings),
-        **above_baselines(main, choices),
+        **above_baselines(main, choices, data),
         **cost_at_full(main),
     }
     return figures, frontiers(name, task, main), choices.assign(dataset=name, task=task)
@@ -280,12 +287,18 @@ def method_choices(main: Any) -> pd.DataFrame:
     return out
 
 
-def above_baselines(main: Any, choices: pd.DataFrame) -> dict[str, Any]:
+def above_baselines(main: Any, choices: pd.DataFrame, data: dict[str, Any] | None = None) -> dict[str, Any]:
     """At each budget, does thrifty's best method (the best validation figure within the
     budget among every non-baseline method's choices) beat both baselines' choices on the
     test rows? A budget where it ties the better baseline on the test rows (the same model,
     e.g. the plain model at its own cost) is counted apart: the target is "above both at
-    every budget where they differ"."""
+    every budget where they differ".
+
+    With ``data`` (the test rows), each budget also gets the paired difference of the two on
+    the test rows (:func:`paired_difference`: thrifty's figure minus the better baseline's,
+    signed so that positive favours thrifty, in the user's units, with its 95% interval) and a
+    ``verdict``: ``"above"`` or ``"below"`` when the interval excludes 0, else
+    ``"indistinguishable"`` (the test rows cannot tell them apart)."""
     from thrifty.comparison import METHODS
 
     baseline_names = [METHODS[k].name for k in BASELINES]
@@ -306,6 +319,18 @@ def above_baselines(main: Any, choices: pd.DataFrame) -> dict[str, Any]:
             "beats": bool(best is not None and value > top),
             "ties": bool(best is not None and np.isclose(value, top, rtol=0, atol=1e-12)),
         }
+        better = max(
+            ((n, t.iloc[0]) for n, t in theirs.items() if len(t)),
+            key=lambda nt: _signed(nt[1], "test_value"),
+            default=None,
+        )
+        if data is not None and best is None and better is not None:
+            row["verdict"] = "below"  # no thrifty model within the budget, a baseline's is
+        elif data is not None and best is not None and better is not None:
+            diff = paired_difference(main, data, best, better[1])
+            if diff is not None:
+                row["difference vs " + better[0]] = [round(v, 4) for v in diff]
+                row["verdict"] = "above" if diff[1] > 0 else "below" if diff[2] < 0 else "indistinguishable"
         for label, r in [("thrifty", best), *((n, t.iloc[0] if len(t) else None) for n, t in theirs.items())]:
             if r is not None:
                 row[f"{label} test"] = [
@@ -313,13 +338,59 @@ def above_baselines(main: Any, choices: pd.DataFrame) -> dict[str, Any]:
                 ]
         rows.append(row)
     differ = [r for r in rows if not r["ties"]]
+    verdicts = [r["verdict"] for r in rows if "verdict" in r]
     return {
         "budgets_above_baselines_frac": round(float(np.mean([r["beats"] for r in rows])), 3),
         "budgets_above_baselines_frac_where_differ": (
             round(float(np.mean([r["beats"] for r in differ])), 3) if differ else None
         ),
+        # Paired on the test rows: budgets where thrifty's best is significantly above the
+        # better baseline, indistinguishable from it, significantly below it.
+        "budgets_significantly": {v: verdicts.count(v) for v in ("above", "indistinguishable", "below")},
         "budgets_above_baselines": rows,
     }
+
+
+def paired_difference(
+    main: Any, data: dict[str, Any], ours: pd.Series, theirs: pd.Series
+) -> tuple[float, ...] | None:
+    """Thrifty's test figure minus the baseline's, paired on the same test rows (queries for
+    ranking), in the user's units and signed so that positive favours thrifty: the estimate and
+    a 95% percentile bootstrap interval (1,000 resamples of the rows, or of the queries, each
+    resample scoring both models on the same units). None when a model is not kept."""
+    from thrifty.comparison.sweep import measure
+    from thrifty.intervals import bootstrap_sums
+    from thrifty.metrics import ndcg_per_query
+
+    keys = [(r["method"], r["name"]) for r in (ours, theirs)]
+    if any(k not in main.models for k in keys):
+        return None
+    X, y, qid = data["X_test"], np.asarray(data["y_test"]), data.get("qid_test")
+    evs = [measure(main.models[k], X, y, qid, main.costs, main.task)[1] for k in keys]
+    if main.task in ("binary", "multiclass"):
+        columns = {f"m{i}": (np.asarray(ev.labels) == y).astype(np.float64) for i, ev in enumerate(evs)}
+
+        def stat(s: Any, n: int) -> Any:
+            return (s["m0"] - s["m1"]) / n
+    elif main.task == "regression":
+        target = y.astype(np.float64)
+        columns = {
+            f"m{i}": (target - np.asarray(ev.raw, dtype=np.float64).reshape(len(y))) ** 2
+            for i, ev in enumerate(evs)
+        }
+
+        def stat(s: Any, n: int) -> Any:  # the baseline's RMSE minus thrifty's: lower error is better
+            return np.sqrt(s["m1"] / n) - np.sqrt(s["m0"] / n)
+    else:
+        columns = {f"m{i}": ndcg_per_query(y, ev.raw, qid, k=10) for i, ev in enumerate(evs)}
+
+        def stat(s: Any, n: int) -> Any:
+            return (s["m0"] - s["m1"]) / n
+
+    n = len(columns["m0"])
+    point = float(stat({k: v.sum() for k, v in columns.items()}, n))
+    low, high = bootstrap_sums(columns, {"d": stat})["d"]
+    return point, low, high
 
 
 def _choice(front: pd.DataFrame, budget: float) -> pd.Series | None:
@@ -491,7 +562,8 @@ def main() -> None:
         print(
             f"{name}: {f['methods']} methods; thrifty above both baselines at "
             f"{f['budgets_above_baselines_frac']:.0%} of budgets "
-            f"({f['budgets_above_baselines_frac_where_differ']} where they differ); "
+            f"({f['budgets_above_baselines_frac_where_differ']} where they differ; paired on the "
+            f"test rows: {f['budgets_significantly']}); "
             f"the plain model's {f.get('metric')} "
             f"reached at cost {f['cost_at_full_metric']} "
             f"({f.get('cost_fraction_at_full_metric')} of its cost)",
@@ -514,7 +586,7 @@ def main() -> None:
                 "budgets_above_baselines_frac_where_differ"
             ]
     keys = ("budgets_above_baselines_frac", "budgets_above_baselines_frac_where_differ")
-    for key in (*keys, "cost_at_full_metric", "cost_fraction_at_full_metric"):
+    for key in (*keys, "budgets_significantly", "cost_at_full_metric", "cost_fraction_at_full_metric"):
         figures[key] = {n: f.get(key) for n, f in per.items()}
     figures["full_metric_tolerance"] = {
         n: f"{f['metric']} within {TOLERANCE.get(f['metric'], '0.5 point')}"

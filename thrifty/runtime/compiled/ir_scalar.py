@@ -36,6 +36,12 @@ from thrifty.runtime.compiled.layout import (
 )
 
 _INF = "0x7FF0000000000000"
+# A tree's code for a dense block: ``(lay, tree, prefix, scores, nodes, bits, globals, key) ->
+# (code, scores, nodes, bits, last label)`` (``_tree_ir``, ``ir_branchy.branchy_tree_ir``).
+TreeIR = Callable[
+    [Layout, int, str, list[str], str, list[str], list[str], str],
+    tuple[list[str], list[str], str, list[str], str],
+]
 
 
 def module_irs(
@@ -45,15 +51,22 @@ def module_irs(
     blocks: list[tuple[int, int]] | None = None,
     block_ir: Callable[[Layout, int, int, int, str], str] | None = None,
     decl: str = "",
+    tree_ir: TreeIR | None = None,
 ) -> list[str]:
     """The IR modules: the blocks (about ``trees_per_module`` trees each), then ``run``.
 
     ``blocks`` and ``block_ir`` default to the scalar blocks of this module; ``ir_vector``
     passes its own, which define vector blocks next to scalar ones (``run`` then takes the
     vector blocks for groups of at least ``VECTOR_ROWS`` rows). ``decl`` is prepended to every
-    block module."""
+    block module. ``tree_ir`` makes the scalar blocks' trees (default ``_tree_ir``; the branchy
+    blocks pass ``ir_branchy.branchy_tree_ir``)."""
     blocks = blocks_of(len(lay.order)) if blocks is None else blocks
-    block_ir = scalar_block_ir if block_ir is None else block_ir
+    vector = block_ir is not None and block_ir is not scalar_block_ir
+
+    def scalar(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
+        return scalar_block_ir(lay, p0, k, b, key, tree_ir)
+
+    block_ir = block_ir if vector and block_ir is not None else scalar
     decl += "declare double @llvm.fabs.f64(double)\ndeclare double @llvm.floor.f64(double)\n" + _bins_helper(
         key
     )
@@ -64,7 +77,7 @@ def module_irs(
         if trees >= trees_per_module or b == len(blocks) - 1:
             modules.append(decl + "\n".join(current))
             current, trees = [], 0
-    modules.append(_run_ir(len(blocks), key, vector=block_ir is not scalar_block_ir))
+    modules.append(_run_ir(len(blocks), key, vector=vector))
     return modules
 
 
@@ -201,9 +214,11 @@ none:
 """
 
 
-def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
+def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str, tree_ir: TreeIR | None = None) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``block(X, S, T, touched, rows, m, n) ->
-    kept``: the rows ``rows[:m]`` that did not exit, compacted to the front of ``rows``."""
+    kept``: the rows ``rows[:m]`` that did not exit, compacted to the front of ``rows``; each
+    tree's code made by ``tree_ir`` (default ``_tree_ir``)."""
+    tree_ir = _tree_ir if tree_ir is None else tree_ir
     K, F = lay.K, lay.F
     t = {name: i for i, name in enumerate(TABLES)}
     off = {name: (K + j) for j, name in enumerate(state_fields(lay.words))}
@@ -260,7 +275,7 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         p = p0 + j
         tree = int(lay.order[p])
         after = f"%t{j + 1}_start" if j + 1 < k else "%rowend"
-        code, acc, nodes, bits, site = _tree_ir(lay, tree, f"t{j}_", acc, nodes, bits, globals_, key)
+        code, acc, nodes, bits, site = tree_ir(lay, tree, f"t{j}_", acc, nodes, bits, globals_, key)
         lines += code
         kind = int(lay.exits[p])
         if not kind:

@@ -10,21 +10,33 @@ table ``leaf`` (at the ``phi``'s offset), so plans that differ only in leaf valu
 code, and the value added is the table's, the interpreter's, bit for bit.
 
 Measured on lleaves' NYC_taxi (100 trees of 31 leaves, rows visiting about 3 of 30 splits, 10,000
-rows, one thread, the ``run`` entry alone): 1.45 ns per tree and row for ``_tree_ir``'s walk, 0.96
-for this one compiled at ``BRANCHY_LEVEL``, 1.28 for vector blocks and 0.65 for lleaves.
+rows, one thread, the ``run`` entry alone): 1.45 ns per tree and row for ``_tree_ir``'s walk in
+blocks of 32 trees, 0.96 for this one compiled at ``BRANCHY_LEVEL``, 0.79 in blocks of
+``BRANCHY_CHUNK``; 1.28 for vector blocks and 0.65 for lleaves.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from thrifty.runtime.compiled.ir_scalar import _split_ir
+from thrifty.runtime.compiled.ir_scalar import _split_ir, module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # LLVM's speed level for modules of branchy blocks. Level 1 (every other module's) left the
 # same walk at 1.45 ns per tree and row on NYC_taxi; level 2 takes 0.96, level 3 no less,
 # for about a third more compile time.
 BRANCHY_LEVEL = 2
+# Positions per branchy block (``ir_scalar`` blocks take ``layout.CHUNK``, 32). Each block
+# loads and stores a row's state once; on NYC_taxi's 100 trees at 10,000 rows, blocks of 32
+# positions took 1.00 ns per tree and row, of 50 0.81 and of 100 0.79.
+BRANCHY_CHUNK = 100
+
+
+def branchy_module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]:
+    """``ir_scalar.module_irs`` with branchy blocks of up to ``BRANCHY_CHUNK`` positions."""
+    n = len(lay.order)
+    blocks = [(p, min(BRANCHY_CHUNK, n - p)) for p in range(0, n, BRANCHY_CHUNK)]
+    return module_irs(lay, key, trees_per_module, blocks, tree_ir=branchy_tree_ir)
 
 
 def path_words(lay: Layout, node: int) -> list[int]:

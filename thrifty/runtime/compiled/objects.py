@@ -28,7 +28,7 @@ from thrifty.forest import Forest
 from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.choice import branchy_blocks, vector_blocks
-from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_tree_ir
+from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
@@ -163,7 +163,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         if use_vector(lay):
             irs = vector_module_irs(lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent)
         elif branchy_blocks(lay):
-            irs, level = module_irs(lay, key, _TREES_PER_MODULE, tree_ir=branchy_tree_ir), BRANCHY_LEVEL
+            irs, level = branchy_module_irs(lay, key, _TREES_PER_MODULE), BRANCHY_LEVEL
         else:
             irs = module_irs(lay, key, _TREES_PER_MODULE)
     if not lazy:

@@ -12,10 +12,10 @@ import thrifty.runtime.compiled.objects as objects
 from tests._helpers.compiled_plans import PLANS, check, input_matrices
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from tests._helpers.shaped_forests import shaped_forest
-from thrifty import Full, Sequential
+from thrifty import CostModel, Full, Sequential
 from thrifty.runtime import BinnedExits
 from thrifty.runtime.compiled.choice import BLOCKS_ENV, branchy_blocks, coin_path, skewed, vector_blocks
-from thrifty.runtime.compiled.ir_branchy import path_words
+from thrifty.runtime.compiled.ir_branchy import Packing, packing_of, path_words
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.tables import forest_code, leaf_tables
 
@@ -126,3 +126,28 @@ def test_branchy_blocks_forced_on_every_plan_match_the_interpreter(name, X, monk
     """Every split kind (missing types, categories, float32 inputs), exits and bins, classes."""
     monkeypatch.setenv(BLOCKS_ENV, "branchy")
     check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
+
+
+def test_counters_pack_where_their_fields_fit():
+    """A word of counters for 5 features and 100 trees of depth 30 fits (7-bit counts, a
+    12-bit sum of depths); for 16 features it does not, and the counters stay apart."""
+    lay = layout(forest("chain", splits=30))
+    assert packing_of(lay, 100) == Packing(5, 7)
+    assert packing_of(layout(forest("chain", splits=30, n_features=16)), 100) is None
+    # A leaf at depth 3 testing features 0 and 4: ones in their fields, 3 above them all.
+    assert Packing(5, 7).word(3, [0b10001]) == 1 + (1 << 28) + (3 << 35)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=SLOW)
+@given(X=input_matrices(20))
+def test_branchy_blocks_with_counters_apart_match_the_interpreter(X, monkeypatch):
+    """20 features: no packing (``packing_of`` is None), the counters added apart."""
+    monkeypatch.setenv(BLOCKS_ENV, "branchy")
+    f = shaped_forest(np.random.default_rng(5), "chain", n_features=20, n_trees=40, splits=25)
+    assert packing_of(layout(f), 40) is None
+    plan = Sequential(f, np.arange(40), np.full(40, 2.0), np.full(40, -2.0))
+    names = [f"x{i}" for i in range(20)]
+    costs = CostModel(
+        {n: 0.5 + i for i, n in enumerate(names)}, feature_names=names, tree_cost=0.25, split_cost=0.125
+    )
+    check(plan, X, costs)

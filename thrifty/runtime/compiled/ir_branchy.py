@@ -17,6 +17,9 @@ blocks of 32 trees, 0.96 for this one compiled at ``BRANCHY_LEVEL``, 0.79 in blo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+
 import numpy as np
 
 from thrifty.runtime.compiled.ir_scalar import _split_ir, module_irs
@@ -33,10 +36,58 @@ BRANCHY_CHUNK = 100
 
 
 def branchy_module_irs(lay: Layout, key: str, trees_per_module: int) -> list[str]:
-    """``ir_scalar.module_irs`` with branchy blocks of up to ``BRANCHY_CHUNK`` positions."""
+    """``ir_scalar.module_irs`` with branchy blocks of up to ``BRANCHY_CHUNK`` positions, their
+    counters packed in one word where they fit (``packing_of``)."""
     n = len(lay.order)
     blocks = [(p, min(BRANCHY_CHUNK, n - p)) for p in range(0, n, BRANCHY_CHUNK)]
-    return module_irs(lay, key, trees_per_module, blocks, tree_ir=branchy_tree_ir)
+    packing = packing_of(lay, max((k for _, k in blocks), default=0))
+    tree_ir = branchy_tree_ir if packing is None else partial(branchy_tree_ir, packing=packing)
+    return module_irs(lay, key, trees_per_module, blocks, tree_ir=tree_ir, packing=packing)
+
+
+@dataclass(frozen=True)
+class Packing:
+    """A block's counters in one word a tree adds one constant to: per feature ``f`` a count
+    of the trees whose path tested it, ``width`` bits from bit ``f * width``, and above them,
+    from bit ``F * width``, the splits visited. A count is never above the block's trees, so
+    fields never carry into each other; a feature was tested when its count is not 0.
+
+    One add per tree instead of an add and an or (and one constant per leaf instead of two):
+    on NYC_taxi 0.75 ns per tree and row against 0.83."""
+
+    F: int
+    width: int
+
+    def word(self, depth: int, words: list[int]) -> int:
+        """The constant of a leaf at ``depth`` whose path tests the features of ``words``."""
+        feats = [f for f in range(self.F) if (words[0] >> f) & 1]
+        return (depth << (self.F * self.width)) + sum(1 << (f * self.width) for f in feats)
+
+    def unpack(self, lines: list[str], packed: str, prefix: str) -> tuple[str, list[str]]:
+        """``ir_scalar.Packing.unpack``: the row's node count and bits from ``packed``."""
+        u = f"%u{prefix}"
+        lines += [f"  {u}d = lshr i64 {packed}, {self.F * self.width}", f"  {u}n = add i64 %nodes_0, {u}d"]
+        bits = "%bits_0"
+        for f in range(self.F):
+            lines += [
+                f"  {u}c{f} = lshr i64 {packed}, {f * self.width}",
+                f"  {u}m{f} = and i64 {u}c{f}, {(1 << self.width) - 1}",
+                f"  {u}z{f} = icmp ne i64 {u}m{f}, 0",
+                f"  {u}s{f} = select i1 {u}z{f}, i64 {1 << f}, i64 0",
+                f"  {u}b{f} = or i64 {bits}, {u}s{f}",
+            ]
+            bits = f"{u}b{f}"
+        return f"{u}n", [bits]
+
+
+def packing_of(lay: Layout, trees: int) -> Packing | None:
+    """The packing of blocks of up to ``trees`` trees when its fields fit in 63 bits (the
+    constants stay positive), else None (the counters stay apart)."""
+    if trees == 0:
+        return None
+    width = trees.bit_length()
+    depth = trees * int(lay.depth.max(initial=0))
+    return Packing(lay.F, width) if lay.F * width + depth.bit_length() <= 63 else None
 
 
 def path_words(lay: Layout, node: int) -> list[int]:
@@ -57,10 +108,12 @@ def branchy_tree_ir(
     bits: list[str],
     globals_: list[str],
     key: str,
+    packing: Packing | None = None,
 ) -> tuple[list[str], list[str], str, list[str], str]:
     """Tree ``t`` for the row at ``%row`` (names prefixed ``x``): ``ir_scalar._tree_ir``'s
     contract for dense blocks (``bits`` holds all ``lay.words`` words), returning the code, the
-    new scores, node count and bits, and the label the code ends in."""
+    new scores, node count and bits, and the label the code ends in. With ``packing``, ``nodes``
+    is the block's packed counters and the leaf's word is added to it (``bits`` unchanged)."""
     f = lay.forest
     K, R = lay.K, lay.K + 1 + lay.words
     lines = [f"{x}start:", f"  br label %{x}n{int(f.roots[t])}"]
@@ -83,18 +136,20 @@ def branchy_tree_ir(
 
     words = lay.tree_words(t)
     per_leaf = [path_words(lay, leaf) for leaf in leaves]
+    depths = [int(lay.depth[leaf]) for leaf in leaves]
     # The phis first (LLVM wants them at the top of the block), then what they feed.
-    head = [
-        f"{x}leaf:",
-        f"  %{x}r = {phi([leaf * R for leaf in leaves])}",
-        f"  %{x}dp = {phi([int(lay.depth[leaf]) for leaf in leaves])}",
-    ]
-    head += [f"  %{x}mk{w} = {phi([p[w] for p in per_leaf])}" for w in words]
-    body = [f"  %{x}nodes = add i64 {nodes}, %{x}dp"]
+    head = [f"{x}leaf:", f"  %{x}r = {phi([leaf * R for leaf in leaves])}"]
     bits = list(bits)
-    for w in words:
-        body.append(f"  %{x}bits{w} = or i64 {bits[w]}, %{x}mk{w}")
-        bits[w] = f"%{x}bits{w}"
+    if packing is not None:
+        head.append(f"  %{x}dp = {phi([packing.word(d, p) for d, p in zip(depths, per_leaf)])}")
+        body = [f"  %{x}nodes = add i64 {nodes}, %{x}dp"]
+    else:
+        head.append(f"  %{x}dp = {phi(depths)}")
+        head += [f"  %{x}mk{w} = {phi([p[w] for p in per_leaf])}" for w in words]
+        body = [f"  %{x}nodes = add i64 {nodes}, %{x}dp"]
+        for w in words:
+            body.append(f"  %{x}bits{w} = or i64 {bits[w]}, %{x}mk{w}")
+            bits[w] = f"%{x}bits{w}"
     cls = int(f.tree_class[t])
     acc = list(acc)
     for o in [cls] if cls >= 0 else range(K):

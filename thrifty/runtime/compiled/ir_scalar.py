@@ -39,8 +39,6 @@ from thrifty.runtime.compiled.layout import (
 _INF = "0x7FF0000000000000"
 
 
-# A tree's code for a dense block: ``(lay, tree, prefix, scores, nodes, bits, globals, key) ->
-# (code, scores, nodes, bits, last label)`` (``_tree_ir``, ``ir_branchy.branchy_tree_ir``).
 class Packing(Protocol):
     """Counters packed in one word (``ir_branchy.Packing``): ``unpack(lines, packed, prefix)``
     appends to ``lines`` the code turning the word ``packed`` into the row's node count and
@@ -49,6 +47,8 @@ class Packing(Protocol):
     def unpack(self, lines: list[str], packed: str, prefix: str) -> tuple[str, list[str]]: ...
 
 
+# A tree's code for a dense block: ``(lay, tree, prefix, scores, nodes, bits, globals, key) ->
+# (code, scores, nodes, bits, last label)`` (``_tree_ir``, ``ir_branchy.branchy_tree_ir``).
 TreeIR = Callable[
     [Layout, int, str, list[str], str, list[str], list[str], str],
     tuple[list[str], list[str], str, list[str], str],

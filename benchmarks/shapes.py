@@ -136,8 +136,8 @@ def draw_inputs(model_text: str, n: int, seed: int = 0) -> np.ndarray:
 
 def engines(booster, forest, model_text: str, reasons: dict, tag: str, branchy: bool = False) -> dict:
     """Each engine's raw-score predict on float64 rows (None where it cannot run here); with
-    ``branchy``, thrifty forced onto branchy blocks too (lleaves' models: compiling the four
-    large models' trees at LLVM level 2 would take minutes for a kind their rule never picks)."""
+    ``branchy``, thrifty forced onto branchy blocks too (lleaves' models only: on the four large
+    models that kind, which their rule never picks, would add compile time at LLVM level 2)."""
     import thrifty
     from thrifty.runtime.compiled.choice import BLOCKS_ENV
 

@@ -10,8 +10,9 @@ NaN) at 1, 10, 100 and 10,000 rows per call. Every engine runs on one thread, in
 on the same float64 matrix, timed in turn: batch figures are medians of 5 interleaved repeats (ns
 per tree and row over the test rows), one-row figures means of 1,000 calls in alternating blocks
 (``runtime.one_row_means``). thrifty compiled is ``thrifty.compile`` with its own choice of
-blocks ("thrifty"), and forced onto vector and onto scalar blocks (``THRIFTY_BLOCKS``), with
-exact costs accounted. Every engine's raw scores are checked against LightGBM's (max abs diff).
+blocks ("thrifty"), and forced onto vector and onto scalar blocks (``THRIFTY_BLOCKS``; on
+lleaves' models onto branchy blocks too), with exact costs accounted. Every engine's raw scores
+are checked against LightGBM's (max abs diff).
 On the ranker, a QWYC plan (``qwyc_ranking``, top 5) and a Cronus cascade (its closed-form
 initialization, ``init_only``: the plan's shape is what native execution depends on) are compiled:
 their ``native`` flags and times beside the Full plan's.
@@ -50,7 +51,7 @@ from runtime import one_row_means
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-OURS = ("thrifty", "thrifty_vector", "thrifty_scalar")
+OURS = ("thrifty", "thrifty_vector", "thrifty_scalar", "thrifty_branchy")
 SHAPES = ("adult", "higgs255", "rank300", "synth136")
 PEERS = ("NYC_taxi", "airline", "mtpl2")
 
@@ -133,8 +134,10 @@ def draw_inputs(model_text: str, n: int, seed: int = 0) -> np.ndarray:
     return X
 
 
-def engines(booster, forest, model_text: str, reasons: dict, tag: str) -> dict:
-    """Each engine's raw-score predict on float64 rows (None where it cannot run here)."""
+def engines(booster, forest, model_text: str, reasons: dict, tag: str, branchy: bool = False) -> dict:
+    """Each engine's raw-score predict on float64 rows (None where it cannot run here); with
+    ``branchy``, thrifty forced onto branchy blocks too (lleaves' models only: on the four large
+    models that kind, which their rule never picks, would add compile time at LLVM level 2)."""
     import thrifty
     from thrifty.runtime.compiled.choice import BLOCKS_ENV
 
@@ -143,7 +146,7 @@ def engines(booster, forest, model_text: str, reasons: dict, tag: str) -> dict:
     fns["tl2cgen"], reasons[f"{tag}_tl2cgen"] = tl2cgen_predict(booster, model_text)
     before = os.environ.get(BLOCKS_ENV)
     try:
-        for name, kind in zip(OURS, ("auto", "vector", "scalar")):
+        for name, kind in zip(OURS, ("auto", "vector", "scalar", "branchy")[: 4 if branchy else 3]):
             os.environ[BLOCKS_ENV] = kind
             compiled = thrifty.compile(forest)
             fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
@@ -226,7 +229,7 @@ def peer_part(name: str, args, repeats: int, calls: int, out: dict) -> None:
     sizes = (1, 10, 100, 1000) if args.quick else (1, 10, 100, 10_000)
     X = draw_inputs(text, 10_000)
     print(f"{name}: {forest.n_trees} trees, {forest.n_features} features", flush=True)
-    fns = engines(booster, forest, text, out["reasons"], name)
+    fns = engines(booster, forest, text, out["reasons"], name, branchy=True)
     out["max_abs_diff"][name] = exactness(fns, X)
     per = {}
     for k in sizes:

@@ -1,27 +1,41 @@
 """Which kind of blocks a forest plan compiles to: vector blocks (``ir_vector``, every split of
-a tree tested for eight rows at once) or scalar blocks (``ir_scalar``, one branch per split
-visited).
+a tree tested for eight rows at once), branchy blocks (``ir_branchy``, one branch per split
+visited, path constants inlined, compiled at a higher LLVM level) or plain scalar blocks
+(``ir_scalar``).
 
 The choice is made once per forest plan at compile time (it is part of the cache key). Forcing
-one kind (``THRIFTY_BLOCKS``) is for measuring the other; both kinds give the interpreter's
-results bit for bit. The rule, vector blocks wherever the plan allows them and the target
-(``targets.current``) has vector lanes, was measured with AVX-512 against both kinds forced on
-seven models (docs/runtime.md, "Which kind"): scalar blocks were faster only on lleaves'
-NYC_taxi (rows visit 3 of a tree's 30 splits) on calls of 10 to 100 rows, by at most 25%, and
-level in batch; vector blocks were faster everywhere else, by 1.5 to 3.9 times in batch.
+one kind (``THRIFTY_BLOCKS``) is for measuring the others; every kind gives the interpreter's
+results bit for bit. The rule: branchy blocks for a skewed forest (``skewed``), else vector
+blocks wherever the plan allows them and the target (``targets.current``) has vector lanes,
+else scalar blocks. Measured with AVX-512 against each kind forced on seven models
+(docs/runtime.md, "Which kind"): branchy blocks were faster only on lleaves' NYC_taxi (rows visit
+3 of a tree's 30 splits), by 1.3 times in batch; vector blocks everywhere else, by 1.5 to 3.9
+times in batch.
 """
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from thrifty.exceptions import InvalidParameterError
+from thrifty.forest import Forest
 from thrifty.runtime.compiled.ir_vector import vector_ok
 from thrifty.runtime.compiled.layout import Layout
 
-# Environment variable forcing the kind of blocks: "vector", "scalar" or "auto" (the rule).
+# Environment variable forcing the kind of blocks: "vector", "scalar", "branchy" or "auto"
+# (the rule).
 BLOCKS_ENV = "THRIFTY_BLOCKS"
-KINDS = ("auto", "vector", "scalar")
+KINDS = ("auto", "vector", "scalar", "branchy")
+# A forest is skewed (``skewed``) when a coin-flip walk through its trees visits at most this
+# fraction of their splits and at most ``SKEW_PATH`` of them (a balanced tree of 31 splits: 5,
+# 0.16 of them; NYC_taxi's: 3.9, 0.13) ...
+SKEW_SHARE = 1 / 7
+SKEW_PATH = 4.0
+# ... and it tests at most this many features and no categorical split (a branchy categorical
+# split costs 3 to 4 times a numeric one: docs/runtime.md, "Which kind").
+SKEW_FEATURES = 16
 
 
 def forced_kind() -> str:
@@ -58,4 +72,48 @@ def vector_blocks(lay: Layout, lanes: int) -> bool:
     kind = forced_kind()
     if kind != "auto":
         return kind == "vector"
-    return True
+    return not skewed(lay)
+
+
+def branchy_blocks(lay: Layout) -> bool:
+    """Whether a plan not on vector blocks (``vector_blocks``) compiles to branchy blocks
+    (``ir_branchy``: scalar blocks with path constants, at ``ir_branchy.BRANCHY_LEVEL``) rather
+    than plain scalar ones: the kind ``THRIFTY_BLOCKS`` forces, else whether the forest is
+    ``skewed``."""
+    kind = forced_kind()
+    if kind != "auto":
+        return kind == "branchy"
+    return skewed(lay)
+
+
+def coin_path(forest: Forest, root: int) -> float:
+    """The splits a row visits in the tree at ``root`` when each split sends it either way with
+    probability 1/2: the sum over leaves of ``depth * 2**-depth``. Short against the tree's splits
+    on skewed trees (a chain of 30 splits: 2.0; a balanced tree of 31 leaves: about 5)."""
+    f = forest
+    total, stack = 0.0, [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if f.feature[node] < 0:
+            total += depth * 0.5**depth
+        else:
+            stack += [(int(f.children_left[node]), depth + 1), (int(f.children_right[node]), depth + 1)]
+    return total
+
+
+def skewed(lay: Layout) -> bool:
+    """Whether branchy blocks beat vector blocks on the forest of ``lay`` by its shape: numeric
+    splits only, at most ``SKEW_FEATURES`` features, and the coin-flip path (``coin_path``)
+    averaged over trees at most ``SKEW_PATH`` splits and ``SKEW_SHARE`` of their splits.
+
+    Vector blocks test every split of a tree for eight rows at once; branchy ones only the
+    splits on a row's path, each about seven times a vector split's cost on lleaves' NYC_taxi
+    (docs/runtime.md, "Which kind"), and more where branches mispredict, which the shape
+    cannot tell. The rule is fitted on the seven models measured there: only NYC_taxi (coin
+    path 3.9 of 30 splits, 5 numeric features) is skewed."""
+    f = lay.forest
+    if f.n_features > SKEW_FEATURES or f.n_trees == 0 or bool(np.any(f.cat_start[f.feature >= 0] >= 0)):
+        return False
+    path = sum(coin_path(f, r) for r in f.roots.tolist()) / f.n_trees
+    splits = np.count_nonzero(f.feature >= 0) / f.n_trees
+    return bool(path <= SKEW_PATH and path <= SKEW_SHARE * splits)

@@ -19,6 +19,7 @@ state, tables and ``Layout`` they work on are described in ``layout``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -38,6 +39,22 @@ from thrifty.runtime.compiled.layout import (
 _INF = "0x7FF0000000000000"
 
 
+class Packing(Protocol):
+    """Counters packed in one word (``ir_branchy.Packing``): ``unpack(lines, packed, prefix)``
+    appends to ``lines`` the code turning the word ``packed`` into the row's node count and
+    bits (from ``%nodes_0`` and ``%bits_0``) and returns their names."""
+
+    def unpack(self, lines: list[str], packed: str, prefix: str) -> tuple[str, list[str]]: ...
+
+
+# A tree's code for a dense block: ``(lay, tree, prefix, scores, nodes, bits, globals, key) ->
+# (code, scores, nodes, bits, last label)`` (``_tree_ir``, ``ir_branchy.branchy_tree_ir``).
+TreeIR = Callable[
+    [Layout, int, str, list[str], str, list[str], list[str], str],
+    tuple[list[str], list[str], str, list[str], str],
+]
+
+
 def module_irs(
     lay: Layout,
     key: str,
@@ -45,15 +62,23 @@ def module_irs(
     blocks: list[tuple[int, int]] | None = None,
     block_ir: Callable[[Layout, int, int, int, str], str] | None = None,
     decl: str = "",
+    tree_ir: TreeIR | None = None,
+    packing: Packing | None = None,
 ) -> list[str]:
     """The IR modules: the blocks (about ``trees_per_module`` trees each), then ``run``.
 
     ``blocks`` and ``block_ir`` default to the scalar blocks of this module; ``ir_vector``
     passes its own, which define vector blocks next to scalar ones (``run`` then takes the
     vector blocks for groups of at least ``VECTOR_ROWS`` rows). ``decl`` is prepended to every
-    block module."""
+    block module. ``tree_ir`` makes the scalar blocks' trees (default ``_tree_ir``; the branchy
+    blocks pass ``ir_branchy.branchy_tree_ir``, with its ``packing`` of the counters)."""
     blocks = blocks_of(len(lay.order)) if blocks is None else blocks
-    block_ir = scalar_block_ir if block_ir is None else block_ir
+    vector = block_ir is not None and block_ir is not scalar_block_ir
+
+    def scalar(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
+        return scalar_block_ir(lay, p0, k, b, key, tree_ir, packing)
+
+    block_ir = block_ir if vector and block_ir is not None else scalar
     decl += "declare double @llvm.fabs.f64(double)\ndeclare double @llvm.floor.f64(double)\n" + _bins_helper(
         key
     )
@@ -64,7 +89,7 @@ def module_irs(
         if trees >= trees_per_module or b == len(blocks) - 1:
             modules.append(decl + "\n".join(current))
             current, trees = [], 0
-    modules.append(_run_ir(len(blocks), key, vector=block_ir is not scalar_block_ir))
+    modules.append(_run_ir(len(blocks), key, vector=vector))
     return modules
 
 
@@ -201,9 +226,21 @@ none:
 """
 
 
-def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
+def scalar_block_ir(
+    lay: Layout,
+    p0: int,
+    k: int,
+    b: int,
+    key: str,
+    tree_ir: TreeIR | None = None,
+    packing: Packing | None = None,
+) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``block(X, S, T, touched, rows, m, n) ->
-    kept``: the rows ``rows[:m]`` that did not exit, compacted to the front of ``rows``."""
+    kept``: the rows ``rows[:m]`` that did not exit, compacted to the front of ``rows``; each
+    tree's code made by ``tree_ir`` (default ``_tree_ir``). With ``packing``, the trees add to
+    one packed word of counters from 0 (``nodes``; ``bits`` stay the row's), unpacked into the
+    row's node count and bits where the row's state is stored."""
+    tree_ir = _tree_ir if tree_ir is None else tree_ir
     K, F = lay.K, lay.F
     t = {name: i for i, name in enumerate(TABLES)}
     off = {name: (K + j) for j, name in enumerate(state_fields(lay.words))}
@@ -256,11 +293,13 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
     globals_: list[str] = []
     exits: list[tuple[str, str, list[str], str, list[str], int]] = []  # (pred, dir, accs, nodes, bits, pos)
     nodes, bits = "%nodes_0", [f"%{word_field('bits', w)}_0" for w in range(lay.words)]
+    if packing is not None:
+        nodes = "0"
     for j in range(k):
         p = p0 + j
         tree = int(lay.order[p])
         after = f"%t{j + 1}_start" if j + 1 < k else "%rowend"
-        code, acc, nodes, bits, site = _tree_ir(lay, tree, f"t{j}_", acc, nodes, bits, globals_, key)
+        code, acc, nodes, bits, site = tree_ir(lay, tree, f"t{j}_", acc, nodes, bits, globals_, key)
         lines += code
         kind = int(lay.exits[p])
         if not kind:
@@ -300,6 +339,8 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         else:
             lines.append(f"  br i1 %{x}gn, label %rowexit, label {after}")
     tail = ["rowend:"]
+    if packing is not None:
+        nodes, bits = packing.unpack(tail, nodes, "e")
     tail += _store_state(acc, nodes, bits, f"{p0 + k}", None)
     tail += [
         "  %kp = getelementptr i64, ptr %rows, i64 %kept",
@@ -319,8 +360,10 @@ def scalar_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         tail.append(phi("xnodes", "i64", [e[3] for e in exits]))
         tail += [phi(f"xbits{w}", "i64", [e[4][w] for e in exits]) for w in range(lay.words)]
         tail.append(phi("xpos", "i64", [str(e[5]) for e in exits]))
-        xbits = [f"%xbits{w}" for w in range(lay.words)]
-        tail += _store_state([f"%xacc{c}" for c in range(K)], "%xnodes", xbits, "%xpos", "%xdir")
+        xnodes, xbits = "%xnodes", [f"%xbits{w}" for w in range(lay.words)]
+        if packing is not None:
+            xnodes, xbits = packing.unpack(tail, xnodes, "x")
+        tail += _store_state([f"%xacc{c}" for c in range(K)], xnodes, xbits, "%xpos", "%xdir")
         tail.append("  br label %cont")
     tail += [
         "cont:",

@@ -1,4 +1,5 @@
-"""A helper process of ``thrifty.compile``: LLVM IR modules on stdin, their object code on stdout.
+"""A helper process of ``thrifty.compile``: LLVM IR modules on stdin, their object code on stdout
+(optimised at the LLVM speed level given as the one argument, 1 without one).
 
 ``objects._compile`` shares a large forest's modules between its own process and one helper per
 further core, since llvmlite serialises LLVM calls within a process. Both sides pack their parts
@@ -22,7 +23,8 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    sys.stdout.buffer.write(pack([_emit(ir.decode()) for ir in irs]))
+    level = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    sys.stdout.buffer.write(pack([_emit(ir.decode(), level=level) for ir in irs]))
     return 0
 
 

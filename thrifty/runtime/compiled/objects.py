@@ -27,7 +27,8 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.cache import pack, unpack
-from thrifty.runtime.compiled.choice import vector_blocks
+from thrifty.runtime.compiled.choice import branchy_blocks, vector_blocks
+from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
@@ -35,7 +36,7 @@ from thrifty.runtime.compiled.ir_vector import vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 18
+CODEGEN_VERSION = 20
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -71,7 +72,7 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     and the target (``targets.current``: its name, lanes, triple, CPU and features)."""
     forest = lay.forest
     h = hashlib.sha256()
-    kind = "lazy" if lazy else use_vector(lay)
+    kind = "lazy" if lazy else "vector" if use_vector(lay) else "branchy" if branchy_blocks(lay) else "scalar"
     h.update(
         f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|{targets.current().key()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
@@ -154,12 +155,15 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
     """Object code of the blocks' functions (in modules of about ``_TREES_PER_MODULE`` trees)
     and of ``run``; the modules are shared between this process and helper processes, one per
     further core (llvmlite serialises LLVM calls within a process)."""
+    level = 1
     if lazy:
         irs = lazy_module_irs(lay, key, _TREES_PER_MODULE)
     else:
         tg = targets.current()
         if use_vector(lay):
             irs = vector_module_irs(lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent)
+        elif branchy_blocks(lay):
+            irs, level = branchy_module_irs(lay, key, _TREES_PER_MODULE), BRANCHY_LEVEL
         else:
             irs = module_irs(lay, key, _TREES_PER_MODULE)
     if not lazy:
@@ -169,7 +173,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
     shares = [list(range(len(irs)))[h :: helpers + 1] for h in range(helpers + 1)]
     results: dict[int, list[bytes] | None] = {}
     threads = [
-        threading.Thread(target=_helper, args=([irs[i] for i in share], results, h), daemon=True)
+        threading.Thread(target=_helper, args=([irs[i] for i in share], results, h, level), daemon=True)
         for h, share in enumerate(shares[1:], 1)
     ]
     for thread in threads:
@@ -177,7 +181,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
     objects: list[bytes | None] = [None] * len(irs)
     shown = False
     for done, i in enumerate(shares[0], 1):
-        objects[i] = _emit(irs[i])
+        objects[i] = _emit(irs[i], level=level)
         elapsed = time.perf_counter() - t0
         if progress and (shown or elapsed > 2.0) and done < len(shares[0]):
             # Compiling a large forest takes a while: say how far it is (all shares alike).
@@ -194,7 +198,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         got = results.get(h)
         # A helper that failed (no interpreter, killed) leaves its share to this process.
         for j, i in enumerate(shares[h]):
-            objects[i] = got[j] if got is not None else _emit(irs[i])
+            objects[i] = got[j] if got is not None else _emit(irs[i], level=level)
     if shown:
         print(
             f"\rthrifty: compiled {len(lay.order)} trees in {time.perf_counter() - t0:.1f} s   ",
@@ -211,14 +215,14 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _helper(irs: list[str], results: dict, h: int) -> None:
-    """Compile ``irs`` in a new process (``python -m thrifty.runtime.compiled.llc``); its objects go
-    to ``results[h]``, or None when it fails."""
+def _helper(irs: list[str], results: dict, h: int, level: int = 1) -> None:
+    """Compile ``irs`` at LLVM speed level ``level`` in a new process (``python -m
+    thrifty.runtime.compiled.llc``); its objects go to ``results[h]``, or None when it fails."""
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "thrifty.runtime.compiled.llc"],
+            [sys.executable, "-m", "thrifty.runtime.compiled.llc", str(level)],
             input=pack([ir.encode() for ir in irs]),
             capture_output=True,
             env=env,
@@ -232,14 +236,16 @@ def _helper(irs: list[str], results: dict, h: int) -> None:
     results[h] = objects if objects is not None and len(objects) == len(irs) else None
 
 
-def _emit(ir: str, target: targets.Target | None = None) -> bytes:
-    """Object code of one IR module for ``target`` (default ``targets.current()``)."""
+def _emit(ir: str, target: targets.Target | None = None, level: int = 1) -> bytes:
+    """Object code of one IR module for ``target`` (default ``targets.current()``), optimised at
+    LLVM speed level ``level``."""
     tm = (target or targets.current()).machine()
     mod = llvm.parse_assembly(ir)
     mod.triple = tm.triple
     mod.verify()
-    # Level 1 gives most of the speed of higher levels at half their compile time.
-    pto = llvm.create_pipeline_tuning_options(speed_level=1)
+    # Level 1 gives most of the speed of higher levels at half their compile time (branchy
+    # blocks excepted: ``ir_branchy.BRANCHY_LEVEL``).
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return tm.emit_object(mod)

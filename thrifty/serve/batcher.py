@@ -126,9 +126,14 @@ class Batcher:
         self.model, self.costs, self.store = model, costs, store
         self.names, self.key = names, key
         self.policy, self.n_threads, self.max_batch_rows = rounds, n_threads, max_batch_rows
-        self.is_async = False
+        self.is_async, self.method = False, "fetch"
         if store is not None:
-            self.is_async = inspect.iscoroutinefunction(store([]).fetch)
+            probe = store([])
+            # A provider that can await a round on the event loop (Redis) is asked so: no
+            # worker thread per round.
+            if inspect.iscoroutinefunction(getattr(probe, "fetch_async", None)):
+                self.method = "fetch_async"
+            self.is_async = inspect.iscoroutinefunction(getattr(probe, self.method))
         self._pending: list[Job] = []
         self._batches: list[_Batch] = []
         self._task: asyncio.Task[None] | None = None
@@ -309,7 +314,7 @@ class Batcher:
                     keys += p.keys
             requests.append((f, np.arange(lo, len(keys), dtype=np.int64)))
         order = [i for f in sorted({p.feature for p in parts}) for i, p in enumerate(parts) if p.feature == f]
-        fetch = self.store(keys).fetch
+        fetch = getattr(self.store(keys), self.method)
         loop = asyncio.get_running_loop()
         # Bounded by the latest deadline of the requests asking: past it nobody waits for the
         # answer (a query under way in a worker thread finishes there, unread).

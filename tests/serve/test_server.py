@@ -191,3 +191,49 @@ def test_thrifty_serve_is_not_knocked_over_by_idle_connections(files, serve_cli)
             for s in idle:
                 s.close()
     assert response.status_code == 200
+
+
+class _Recorder:
+    """A transport that records what is written to it and whether it was closed."""
+
+    def __init__(self):
+        self.sent, self.closed = [], False
+
+    def write(self, data):
+        assert not self.closed, "written after close"
+        self.sent.append(bytes(data))
+
+    def is_closing(self):
+        return self.closed
+
+    def close(self):
+        self.closed = True
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+
+def test_writes_of_one_loop_turn_leave_in_one_send_and_close_sends_them_first():
+    from thrifty.serve.server import Coalescing
+
+    async def check():
+        real = _Recorder()
+        t = Coalescing(real)
+        t.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        t.write(b"")
+        t.write(memoryview(b'{"results": []}'))
+        assert real.sent == [] and t.get_write_buffer_size() == 34
+        await asyncio.sleep(0)
+        assert real.sent == [b'HTTP/1.1 200 OK\r\n\r\n{"results": []}']
+        t.write(b"last")
+        t.close()  # held bytes go out before the close
+        assert real.sent[-1] == b"last" and real.closed
+        t.write(b"after")  # a write after the close is dropped, not sent to a closed socket
+        await asyncio.sleep(0)
+        assert len(real.sent) == 2
+        assert t.get_extra_info("peername") == ("127.0.0.1", 1)  # the rest is the transport's
+
+    asyncio.run(check())

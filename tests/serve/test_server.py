@@ -116,8 +116,10 @@ def test_a_burst_of_100_requests_is_served(make_app, serve_live):
     assert statuses == [200] * 100
 
 
-def test_stalled_request_heads_are_closed(make_app, serve_live):
-    with serve_live(make_app(), header_timeout=0.5) as url:
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_stalled_request_heads_are_closed(make_app, serve_live, http):
+    pytest.importorskip(http)
+    with serve_live(make_app(), header_timeout=0.5, http=http) as url:
         silent, half, trickle = connect(url), connect(url), connect(url)
         half.sendall(b"GET /health HTTP/1.1\r\nHo")
         trickle.sendall(b"G")
@@ -170,10 +172,14 @@ def test_a_keep_alive_connection_idle_for_6_s_is_still_served(make_app, serve_li
         b"GARBAGE\r\n\r\n",
         b"GET /health HTTP/1.1\r\nHost: serve\r\nX-Long: " + b"a" * 20_000,  # a head past 16 KiB
         b"POST /predict HTTP/1.1\r\nHost: serve\r\nContent-Length: -4\r\n\r\n",
+        b"GET /health HTTP/1.1\r\nHost: serve\r\nX-Long: " + b"a" * 9_000 + b"\r\nX-More: " + b"b" * 9_000,
+        b"GET /h\xffalth HTTP/1.1\r\nHost: serve\r\n\r\n",
     ],
 )
-def test_malformed_http_is_answered_in_json(make_app, serve_live, raw):
-    with serve_live(make_app()) as url:
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_malformed_http_is_answered_in_json(make_app, serve_live, raw, http):
+    pytest.importorskip(http)
+    with serve_live(make_app(), http=http) as url:
         s = connect(url)
         s.sendall(raw)
         status, headers, body = read_response(s)

@@ -243,3 +243,23 @@ def test_writes_of_one_loop_turn_leave_in_one_send_and_close_sends_them_first():
         assert t.get_extra_info("peername") == ("127.0.0.1", 1)  # the rest is the transport's
 
     asyncio.run(check())
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_pipelined_requests_after_a_large_body_are_served(make_app, serve_live, http):
+    # A read holding a 20 KB body's end and the next request's head is no head past 16 KiB.
+    pytest.importorskip(http)
+    body = json.dumps({"rows": [{"id": 3}], "note": "x" * 20_000}).encode()
+    with serve_live(make_app(), http=http) as url:
+        s = connect(url)
+        first = request_bytes("POST", "/predict", body, Content_Type="application/json")
+        second = request_bytes("GET", "/health", Connection="close")
+        s.sendall(first + second[:10])  # the next head begins in the same read
+        time.sleep(0.3)
+        s.sendall(second[10:])
+        s.settimeout(10)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        s.close()
+    assert data.count(b"HTTP/1.1 200 OK\r\n") == 2 and b"400" not in data.split(b"\r\n")[0]

@@ -152,13 +152,21 @@ def _httptools_protocol(header_timeout: float) -> type[asyncio.Protocol]:
             super().connection_made(Coalescing(transport))  # type: ignore[arg-type]
             self._await_head()
 
+        _ended = False  # a request ended within the bytes being parsed
+
         def data_received(self, data: bytes) -> None:
+            self._ended = False
             super().data_received(data)
-            if self._in_head and not self.transport.is_closing():
-                # The head has not ended: what came counts towards its 16 KiB.
+            # The head has not ended: what came counts towards its 16 KiB, unless a request
+            # ended in it too (pipelined: the new head's share of it is unknown, not counted).
+            if self._in_head and not self._ended and not self.transport.is_closing():
                 self._head_bytes += len(data)
                 if self._head_bytes > MAX_HEAD:
                     self.send_400_response("head too large")
+
+        def on_message_complete(self) -> None:
+            self._ended = True
+            super().on_message_complete()
 
         def on_message_begin(self) -> None:
             super().on_message_begin()

@@ -9,7 +9,8 @@ aircraft tables are read only for rows whose trees need them. Each server is its
 each request is one row given by its flight id only; 1, 8, 32 and 128 clients (keep-alive
 connections, a minimal HTTP/1.1 client so that the client costs little CPU beside the server),
 each sending until its share of a fixed number of requests is sent or a time limit passes.
-Rounds per row are counted in-process on the same rows. The part also records, from
+Rounds per row are counted in-process on the same rows; the server's CPU time per request
+(``*_server_cpu_us``, from /proc) is recorded beside the wall figures. The part also records, from
 benchmarks/lazy.py's functions run in the same process, thrifty's own time per one-row request
 and per round (``overhead_us_per_request``, ``overhead_us_per_round``) and the recommended round
 policy on flights (``flights_policy``, ``flights_rounds_p95``, ``flights_extra_cost_frac``).
@@ -306,6 +307,15 @@ def raw_load(port: int, ids: list[int], clients: int, time_limit: float) -> dict
     return summary(*asyncio.run(run()))
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user and system, every thread) process ``pid`` has used; NaN off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rounds_per_row(plan, M: np.ndarray, costs, rounds) -> tuple[np.ndarray, float]:
     """Rounds each row waits in lazy evaluation (the store round trips of a one-row request),
     and the mean feature cost paid (a prefetch pays for what it fetches)."""
@@ -438,7 +448,10 @@ def measure_flights(d, store, name, rounds, tag, clients, ids, n_requests, limit
         wait_ready(f"http://127.0.0.1:{port}", proc)
         raw_load(port, ids[:200], 8, 5.0)  # warm-up: connections, caches
         for n in clients:
+            cpu = process_cpu(proc.pid)
             r = raw_load(port, ids[:n_requests], n, limit)
+            # The server's CPU seconds per request: steadier than wall figures on a loaded machine.
+            r["server_cpu_us"] = (process_cpu(proc.pid) - cpu) / max(1, r["requests"]) * 1e6
             mode = f"{n}_client" if n == 1 else f"{n}_clients"
             rows.append(
                 {
@@ -451,10 +464,11 @@ def measure_flights(d, store, name, rounds, tag, clients, ids, n_requests, limit
             )
             print(
                 f"  {tag:13s} {store:6s} {n:3d} clients: {r['requests']:5d} requests, {r['errors']} errors: "
-                f"p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms  {r['rps']:7.1f} req/s",
+                f"p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms  {r['rps']:7.1f} req/s  "
+                f"server CPU {r['server_cpu_us']:6.0f} µs/request",
                 flush=True,
             )
-            for k in ("p50_ms", "p99_ms", "rps", "errors"):
+            for k in ("p50_ms", "p99_ms", "rps", "errors", "server_cpu_us"):
                 figures[f"{tag}_{store}_{mode}_{k}"] = round(r[k], 2)
     finally:
         proc.terminate()

@@ -248,3 +248,25 @@ def test_a_redis_store_answers_each_request_exactly(small_model, redis_url):
     dense = evaluate(plan, X[rows], costs)
     got = [r.json()["results"][0]["probabilities"] for r in responses[:-1]]
     assert got == dense.proba.tolist()
+
+
+def test_a_redis_store_is_awaited_on_the_event_loop(small_model, redis_url, monkeypatch):
+    """Redis rounds go through the provider's own connection on the loop: no worker thread
+    (to_thread refuses here), the same answers as dense evaluation."""
+    pytest.importorskip("redis")
+    from tests._helpers.stores import write_hashes
+    from thrifty.providers import redis_provider
+
+    plan, X, costs = small_model
+    write_hashes(redis_url, X, list(range(len(X))), NAMES, prefix="patient:")
+    app = create_app(plan, redis_provider(redis_url, prefix="patient:", model=plan), costs=costs)
+
+    def no_thread(*args, **kwargs):
+        raise AssertionError("a Redis round went to a worker thread")
+
+    monkeypatch.setattr(asyncio, "to_thread", no_thread)
+    rows = list(range(1, len(X), 5))
+    responses = asyncio.run(concurrently(app, [body_of([r], X) for r in rows]))
+    assert [r.status_code for r in responses] == [200] * len(rows)
+    got = [r.json()["results"][0]["probabilities"] for r in responses]
+    assert got == evaluate(plan, X[rows], costs).proba.tolist()

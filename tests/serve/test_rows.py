@@ -85,6 +85,25 @@ def test_nesting_of_any_json_is_its_depth(value):
     assert nesting(json.dumps(value).encode()) == _depth(value)
 
 
+@given(
+    st.recursive(
+        st.none() | st.integers() | _TRICKY,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TRICKY, inner, max_size=3),
+        max_leaves=30,
+    ),
+    st.integers(3, 8),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_body_is_refused_exactly_when_it_nests_deeper_than_allowed(value, max_depth):
+    # Bodies with few brackets skip the count: the decision must be the count's all the same.
+    body = json.dumps(value).encode()
+    if _depth(value) > max_depth:
+        with pytest.raises(BadRequest, match=f"nests {_depth(value)} levels deep"):
+            read_json(body, max_depth)
+    else:
+        assert read_json(body, max_depth) == value
+
+
 @pytest.mark.parametrize(
     "body, message",
     [

@@ -116,8 +116,10 @@ def test_a_burst_of_100_requests_is_served(make_app, serve_live):
     assert statuses == [200] * 100
 
 
-def test_stalled_request_heads_are_closed(make_app, serve_live):
-    with serve_live(make_app(), header_timeout=0.5) as url:
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_stalled_request_heads_are_closed(make_app, serve_live, http):
+    pytest.importorskip(http)
+    with serve_live(make_app(), header_timeout=0.5, http=http) as url:
         silent, half, trickle = connect(url), connect(url), connect(url)
         half.sendall(b"GET /health HTTP/1.1\r\nHo")
         trickle.sendall(b"G")
@@ -170,10 +172,14 @@ def test_a_keep_alive_connection_idle_for_6_s_is_still_served(make_app, serve_li
         b"GARBAGE\r\n\r\n",
         b"GET /health HTTP/1.1\r\nHost: serve\r\nX-Long: " + b"a" * 20_000,  # a head past 16 KiB
         b"POST /predict HTTP/1.1\r\nHost: serve\r\nContent-Length: -4\r\n\r\n",
+        b"GET /health HTTP/1.1\r\nHost: serve\r\nX-Long: " + b"a" * 9_000 + b"\r\nX-More: " + b"b" * 9_000,
+        b"GET /h\xffalth HTTP/1.1\r\nHost: serve\r\n\r\n",
     ],
 )
-def test_malformed_http_is_answered_in_json(make_app, serve_live, raw):
-    with serve_live(make_app()) as url:
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_malformed_http_is_answered_in_json(make_app, serve_live, raw, http):
+    pytest.importorskip(http)
+    with serve_live(make_app(), http=http) as url:
         s = connect(url)
         s.sendall(raw)
         status, headers, body = read_response(s)
@@ -191,3 +197,69 @@ def test_thrifty_serve_is_not_knocked_over_by_idle_connections(files, serve_cli)
             for s in idle:
                 s.close()
     assert response.status_code == 200
+
+
+class _Recorder:
+    """A transport that records what is written to it and whether it was closed."""
+
+    def __init__(self):
+        self.sent, self.closed = [], False
+
+    def write(self, data):
+        assert not self.closed, "written after close"
+        self.sent.append(bytes(data))
+
+    def is_closing(self):
+        return self.closed
+
+    def close(self):
+        self.closed = True
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def get_extra_info(self, name, default=None):
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+
+def test_writes_of_one_loop_turn_leave_in_one_send_and_close_sends_them_first():
+    from thrifty.serve.server import Coalescing
+
+    async def check():
+        real = _Recorder()
+        t = Coalescing(real)
+        t.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        t.write(b"")
+        t.write(memoryview(b'{"results": []}'))
+        assert real.sent == [] and t.get_write_buffer_size() == 34
+        await asyncio.sleep(0)
+        assert real.sent == [b'HTTP/1.1 200 OK\r\n\r\n{"results": []}']
+        t.write(b"last")
+        t.close()  # held bytes go out before the close
+        assert real.sent[-1] == b"last" and real.closed
+        t.write(b"after")  # a write after the close is dropped, not sent to a closed socket
+        await asyncio.sleep(0)
+        assert len(real.sent) == 2
+        assert t.get_extra_info("peername") == ("127.0.0.1", 1)  # the rest is the transport's
+
+    asyncio.run(check())
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_pipelined_requests_after_a_large_body_are_served(make_app, serve_live, http):
+    # A read holding a 20 KB body's end and the next request's head is no head past 16 KiB.
+    pytest.importorskip(http)
+    body = json.dumps({"rows": [{"id": 3}], "note": "x" * 20_000}).encode()
+    with serve_live(make_app(), http=http) as url:
+        s = connect(url)
+        first = request_bytes("POST", "/predict", body, Content_Type="application/json")
+        second = request_bytes("GET", "/health", Connection="close")
+        s.sendall(first + second[:10])  # the next head begins in the same read
+        time.sleep(0.3)
+        s.sendall(second[10:])
+        s.settimeout(10)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        s.close()
+    assert data.count(b"HTTP/1.1 200 OK\r\n") == 2 and b"400" not in data.split(b"\r\n")[0]

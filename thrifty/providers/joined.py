@@ -12,6 +12,7 @@ whose evaluation asks for one of its features.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from typing import Any, Self
@@ -86,6 +87,19 @@ class JoinedProvider(SyncKeyedProvider):
         for (t, rows), links in zip(link_rows.items(), answers[len(root_slots) :]):
             self._look_up(t, rows, links, needs[t], out)
         return out
+
+    async def fetch_async(self, requests: Requests) -> list[np.ndarray]:
+        """:meth:`fetch` awaited: tables in one Redis served by the event loop's connection
+        are read in one round trip on the loop (what the server's batcher calls); otherwise
+        :meth:`fetch` runs in a worker thread."""
+        if not self.one_redis or self.root.link is None:
+            return await asyncio.to_thread(self.fetch, requests)
+        bounds, reads = self._redis_reads(requests)
+        values, found = await self.root.read_async(reads)
+        self._check(reads, values, found)
+        if found.unfollowed:  # links that are not plain integer text: rare, read as fetch does
+            await asyncio.to_thread(self._follow, reads, values, found.unfollowed)
+        return [values[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
 
     def _fetch_redis(self, requests: Requests) -> list[np.ndarray]:
         """The round in one ``EVALSHA``: each row's root hash, and for each linked table the row

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,8 @@ from thrifty.providers.base import (
     plain_key,
     store_key,
 )
-from thrifty.providers.redis_round import HashReads, RoundAnswer, read_round
+from thrifty.providers.redis_async import AsyncLink, async_link
+from thrifty.providers.redis_round import HashReads, RoundAnswer, read_round, read_round_async
 from thrifty.runtime.lazy import Requests
 
 # redis-py is the optional extra thrifty[redis]: imported where a command is sent, so that
@@ -34,11 +36,21 @@ class RedisProvider(SyncKeyedProvider):
     """
 
     def __init__(
-        self, client: Any, where: str, prefix: str, fields: list[str], keys: np.ndarray, max_keys: int
+        self,
+        client: Any,
+        where: str,
+        prefix: str,
+        fields: list[str],
+        keys: np.ndarray,
+        max_keys: int,
+        link: AsyncLink | None = None,
     ) -> None:
         self.client, self.where, self.prefix, self.fields = client, where, prefix, fields
         self.keys = keys
         self.max_keys = max_keys
+        # The event loop's connection to the same server (None: rounds awaited in a thread).
+        # Shared by the copies with_keys makes, so one connection serves every round.
+        self.link = link
 
     def fetch(self, requests: Requests) -> list[np.ndarray]:
         """Values of each requested (feature, rows) pair: one round trip for the whole round.
@@ -48,6 +60,26 @@ class RedisProvider(SyncKeyedProvider):
         ``HMGET`` of the fields the round needs from it, run server-side; a round of more than
         ``max_keys`` hashes is split into several calls.
         """
+        bounds, reads = self._reads(requests)
+        values, found = self.read(reads)
+        if found.lost:
+            raise missing_keys(found.lost, "key", self._described, TEXT)
+        return [values[bounds[i] : bounds[i + 1]] for i in range(len(requests))]
+
+    async def fetch_async(self, requests: Requests) -> list[np.ndarray]:
+        """:meth:`fetch` awaited on the event loop (one round trip, no thread): what the
+        server's batcher calls. A client the event loop's connection does not serve (TLS)
+        runs :meth:`fetch` in a worker thread."""
+        if self.link is None:
+            return await asyncio.to_thread(self.fetch, requests)
+        bounds, reads = self._reads(requests)
+        values, found = await self.read_async(reads)
+        if found.lost:
+            raise missing_keys(found.lost, "key", self._described, TEXT)
+        return [values[bounds[i] : bounds[i + 1]] for i in range(len(requests))]
+
+    def _reads(self, requests: Requests) -> tuple[np.ndarray, HashReads]:
+        """The hashes and fields of a round, and where each pair's values start."""
         bounds = np.cumsum([0, *(len(rows) for _, rows in requests)])
         reads = HashReads(int(bounds[-1]))
         impossible: list[Any] = []
@@ -61,10 +93,7 @@ class RedisProvider(SyncKeyedProvider):
                 reads.add(self.prefix + stored, plain_key(k), field, j)
         if impossible:
             raise missing_keys(impossible, "key", self._described, TEXT)
-        values, found = self.read(reads)
-        if found.lost:
-            raise missing_keys(found.lost, "key", self._described, TEXT)
-        return [values[bounds[i] : bounds[i + 1]] for i in range(len(requests))]
+        return bounds, reads
 
     def read(self, reads: HashReads) -> tuple[np.ndarray, RoundAnswer]:
         """The values of ``reads`` (NaN where missing) and what was missing, in calls of at most
@@ -73,6 +102,16 @@ class RedisProvider(SyncKeyedProvider):
         names = list(reads.hashes)
         for lo in range(0, len(names), self.max_keys):
             found.add(read_round(self.client, self.where, reads, names[lo : lo + self.max_keys], values))
+        return values, found
+
+    async def read_async(self, reads: HashReads) -> tuple[np.ndarray, RoundAnswer]:
+        """:meth:`read` on the event loop's connection."""
+        assert self.link is not None
+        values, found = np.full(reads.n_slots, np.nan), RoundAnswer()
+        names = list(reads.hashes)
+        for lo in range(0, len(names), self.max_keys):
+            chunk = names[lo : lo + self.max_keys]
+            found.add(await read_round_async(self.link, self.where, reads, chunk, values))
         return values, found
 
     @property
@@ -161,7 +200,13 @@ def redis_provider(
     except redis.exceptions.RedisError as exc:
         raise ConnectionError(f"{where} cannot be reached: {type(exc).__name__}: {exc}") from None
     return RedisProvider(
-        client, where, str(prefix), feature_columns(columns, model), as_keys(keys), int(max_keys)
+        client,
+        where,
+        str(prefix),
+        feature_columns(columns, model),
+        as_keys(keys),
+        int(max_keys),
+        async_link(client),
     )
 
 

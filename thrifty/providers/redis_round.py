@@ -234,6 +234,32 @@ def read_round(client: Any, where: str, reads: HashReads, names: list[str], out:
     return decode(call, answer, reads, out, where)
 
 
+async def read_round_async(
+    link: Any, where: str, reads: HashReads, names: list[str], out: np.ndarray
+) -> RoundAnswer:
+    """:func:`read_round` on the event loop: the same ``EVALSHA`` sent on ``link`` (a
+    :class:`thrifty.providers.redis_async.AsyncLink`), the same errors."""
+    from thrifty.providers.redis_async import RespError
+
+    call = encode(reads, names)
+    command = ("EVALSHA", SHA, len(call.keys), *call.keys, *call.args)
+    try:
+        answer = await link.call(*command)
+        if isinstance(answer, RespError) and str(answer).startswith("NOSCRIPT"):
+            loaded = await link.call("SCRIPT", "LOAD", LUA)
+            if isinstance(loaded, RespError):
+                answer = loaded
+            else:
+                answer = await link.call(*command)
+    except TimeoutError:
+        raise TimeoutError(f"{where} did not answer in time") from None
+    except (OSError, ValueError) as exc:  # refused, reset, closed; a reply that is not Redis's
+        raise ConnectionError(f"{where} failed: {type(exc).__name__}: {exc}") from None
+    if isinstance(answer, RespError):
+        raise ProviderError(f"{where} refused the round's script: {answer}")
+    return decode(call, answer, reads, out, where)
+
+
 @contextlib.contextmanager
 def _errors(where: str) -> Iterator[None]:
     """redis-py's exceptions as thrifty's, in one line."""

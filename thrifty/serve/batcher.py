@@ -126,9 +126,14 @@ class Batcher:
         self.model, self.costs, self.store = model, costs, store
         self.names, self.key = names, key
         self.policy, self.n_threads, self.max_batch_rows = rounds, n_threads, max_batch_rows
-        self.is_async = False
+        self.is_async, self.method = False, "fetch"
         if store is not None:
-            self.is_async = inspect.iscoroutinefunction(store([]).fetch)
+            probe = store([])
+            # A provider that can await a round on the event loop (Redis) is asked so: no
+            # worker thread per round.
+            if inspect.iscoroutinefunction(getattr(probe, "fetch_async", None)):
+                self.method = "fetch_async"
+            self.is_async = inspect.iscoroutinefunction(getattr(probe, self.method))
         self._pending: list[Job] = []
         self._batches: list[_Batch] = []
         self._task: asyncio.Task[None] | None = None
@@ -235,11 +240,14 @@ class Batcher:
     def _split(self, batch: _Batch) -> tuple[list[np.ndarray], list[_Part]]:
         """The values at hand for each pair of the batch's round (NaN for rows whose request is
         gone), and the parts the store must answer."""
-        live = batch.live_rows()
+        # Every request of the batch waiting (the common case): no mask of live rows.
+        live = batch.live_rows() if any(job.gone for job in batch.jobs) else None
         answers, parts = [], []
         for slot, (f, rows) in enumerate(batch.requests):
-            answers.append(batch.values[rows, f].copy())
-            lacking = ~batch.given[rows, f] & live[rows]
+            answers.append(batch.values[rows, f])  # a copy (fancy indexing)
+            lacking = ~batch.given[rows, f]
+            if live is not None:
+                lacking &= live[rows]
             if not lacking.any():
                 continue
             where = np.flatnonzero(lacking)
@@ -299,17 +307,18 @@ class Batcher:
         """The store's values of each part, asked as one round of one pair per feature."""
         assert self.store is not None
         keys: list[Any] = []
-        spans: list[tuple[int, int]] = []
+        spans: list[tuple[int, int, int]] = []  # per part: its index, its pair, where it starts
         requests: Requests = []
-        for f in sorted({p.feature for p in parts}):
+        by_feature: dict[int, list[int]] = {}
+        for i, p in enumerate(parts):
+            by_feature.setdefault(p.feature, []).append(i)
+        for f in sorted(by_feature):
             lo = len(keys)
-            for p in parts:
-                if p.feature == f:
-                    spans.append((len(requests), len(keys) - lo))
-                    keys += p.keys
+            for i in by_feature[f]:
+                spans.append((i, len(requests), len(keys) - lo))
+                keys += parts[i].keys
             requests.append((f, np.arange(lo, len(keys), dtype=np.int64)))
-        order = [i for f in sorted({p.feature for p in parts}) for i, p in enumerate(parts) if p.feature == f]
-        fetch = self.store(keys).fetch
+        fetch = getattr(self.store(keys), self.method)
         loop = asyncio.get_running_loop()
         # Bounded by the latest deadline of the requests asking: past it nobody waits for the
         # answer (a query under way in a worker thread finishes there, unread).
@@ -319,7 +328,7 @@ class Batcher:
             else:
                 answers = await asyncio.to_thread(fetch, requests)
         placed: list[np.ndarray] = [np.empty(0)] * len(parts)
-        for i, (pair, at) in zip(order, spans):
+        for i, pair, at in spans:
             placed[i] = np.asarray(answers[pair], dtype=np.float64)[at : at + len(parts[i].keys)]
         return placed
 

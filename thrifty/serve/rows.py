@@ -58,7 +58,10 @@ def read_json(body: bytes, max_depth: int) -> Any:
         ``NaN`` or ``Infinity`` (Python's extensions, which no JSON client sends) and one holding
         an integer of more than 4,300 digits (Python's limit on converting them).
     """
-    depth = nesting(body)
+    # Nesting is at most the number of brackets that open: a body with few (a request of a
+    # few rows) needs no count (the vectorised count costs tens of microseconds per request).
+    openers = body.count(b"[") + body.count(b"{")
+    depth = nesting(body) if openers > max_depth else openers
     if depth > max_depth:
         raise BadRequest(
             f"the JSON body nests {depth} levels deep; at most {max_depth} are accepted "

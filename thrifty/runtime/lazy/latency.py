@@ -29,6 +29,11 @@ class RoundLatency:
         c = self.costs
         wait = np.zeros(len(self.latency))
         for f, rows in requests:
+            if len(rows) == 1:
+                # One row (a service's request, most pairs of a small batch): scalars, the
+                # same arithmetic as the block below on a 1-row block.
+                self._add_row(int(f), int(rows[0]), wait)
+                continue
             if self.given is not None:
                 rows = rows[~self.given[rows, f]]  # at hand: no fetch, no wait
             units = c.closure_units[c.closure_ptr[f] : c.closure_ptr[f + 1]]
@@ -40,3 +45,24 @@ class RoundLatency:
             else:
                 np.add.at(wait, rows, paid.sum(axis=1))
         self.latency += wait
+
+    def _add_row(self, f: int, r: int, wait: np.ndarray) -> None:
+        """:meth:`add`'s account of one (feature, row) pair."""
+        if self.given is not None and self.given[r, f]:
+            return
+        c = self.costs
+        lo, hi = int(c.closure_ptr[f]), int(c.closure_ptr[f + 1])
+        held = self.held[r]
+        if hi - lo == 1:
+            u = int(c.closure_units[lo])
+            paid = 0.0 if held[u] else c.unit_cost[u]
+            held[u] = True
+            wait[r] = max(wait[r], paid) if self.how == "max" else wait[r] + paid
+            return
+        units = c.closure_units[lo:hi]
+        owed = np.where(held[units], 0.0, c.unit_cost[units])
+        held[units] = True
+        if self.how == "max":
+            wait[r] = max(wait[r], owed.max(initial=0.0))
+        else:
+            wait[r] += owed.sum()

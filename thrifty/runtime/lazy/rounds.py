@@ -119,9 +119,9 @@ def _rounds(
             ex.defer_results()
         active = np.arange(hi - lo, dtype=np.int64)
         first = True
-        if hi - lo == 1 and policy.plain and n_threads is None:
+        if hi - lo == 1 and policy.plain:
             # One row (a service's request): the same rounds, with scalars.
-            yield from _one_row(ctx, ex, active, lo)
+            yield from _one_row(ctx, ex, active, lo, n_threads)
             active = active[:0]
         while len(active):
             # The thread count is set per step, never held across a yield.
@@ -171,12 +171,16 @@ def _rounds(
 
 
 def _one_row(
-    ctx: Context, ex: Any, active: np.ndarray, lo: int
+    ctx: Context, ex: Any, active: np.ndarray, lo: int, n_threads: int | None
 ) -> Generator[Requests, list[np.ndarray], None]:
     """The in-order rounds of a chunk of one row (``_rounds``'s loop without array indexing)."""
     X, known, blocked = ctx.X, ctx.known, ctx.blocked
     while True:
-        ex.advance(active)
+        if n_threads is None:
+            ex.advance(active)
+        else:
+            with threads(n_threads):
+                ex.advance(active)
         f = int(blocked[0])
         if f < 0:
             return

@@ -133,6 +133,28 @@ def _scaled(rng):  # set_scale_and_bias: raw = scale * sum of leaves + bias
     return Case(model, 4)
 
 
+def _regression_scaled(rng):  # boost_from_average's bias, then a scale and bias of its own
+    X = make_data(rng, nan_fraction=0.1)
+    model = cb.CatBoostRegressor(**SMALL).fit(X, np.nan_to_num(X[:, 0]) * 3 + 10)
+    model.set_scale_and_bias(1.7, model.get_scale_and_bias()[1] - 0.3)
+    return Case(model, 4)
+
+
+def _multiclass_scaled(rng):  # a bias per class, after the scaled sum of vector leaves
+    X = make_data(rng, nan_fraction=0.05)
+    model = cb.CatBoostClassifier(loss_function="MultiClass", **SMALL).fit(X, _labels(X, rng, 3))
+    model.set_scale_and_bias(0.7, [0.1, -0.25, 0.3])
+    return Case(model, 4)
+
+
+def _ranking_bias(rng):  # ranking scores with a scale and bias
+    X = make_data(rng)
+    model = cb.CatBoostRanker(loss_function="YetiRank", **SMALL)
+    model.fit(X, _labels(X, rng, 4), group_id=np.repeat(np.arange(6), 50))
+    model.set_scale_and_bias(1.3, 0.2)
+    return Case(model, 4)
+
+
 BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "binary": _binary,
     "binary_nan_max": _binary_nan_max,
@@ -146,6 +168,9 @@ BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "onehot": _onehot,
     "loaded": _loaded,
     "scaled": _scaled,
+    "regression_scaled": _regression_scaled,
+    "multiclass_scaled": _multiclass_scaled,
+    "ranking_bias": _ranking_bias,
 }
 
 
@@ -176,11 +201,8 @@ def _check(case: Case, X: np.ndarray) -> None:
         return
     data = case.frame(X)
     np.testing.assert_array_equal(catboost_leaves(forest, X), model.calc_leaf_indexes(data))
-    expected = _raw(model, data)
-    if np.all(forest.base_score == 0.0) and np.all(forest.tree_weight == 1.0):
-        np.testing.assert_array_equal(raw, expected)
-    else:  # CatBoost scales the sum of the trees and adds the bias last
-        assert_close(raw, expected, rtol=1e-13, atol=1e-13)
+    # Bit for bit, bias and scale included (CatBoost adds them after the trees: ``base_last``).
+    np.testing.assert_array_equal(raw, _raw(model, data))
     if forest.is_classifier:
         assert_close(forest.predict_proba(X), model.predict_proba(data))
         np.testing.assert_array_equal(forest.predict(X), model.predict(data).reshape(-1))
@@ -201,7 +223,7 @@ _COMPILED: dict[int, Any] = {}
 def test_compiled_oblivious_blocks_match_catboost(case, data, monkeypatch):
     """Compiled, on vector blocks whatever this CPU would choose (CatBoost's trees take the
     oblivious path, ``ir_oblivious``), the raw scores are the interpreter's bit for bit and so
-    CatBoost's ``RawFormulaVal`` (exactly with zero bias and unit scale), on 0 to 40 rows."""
+    CatBoost's ``RawFormulaVal``, bias and scale included, on 0 to 40 rows."""
     import thrifty
     import thrifty.runtime.compiled.objects as objects
     from thrifty.runtime.compiled.layout import oblivious_levels
@@ -218,11 +240,7 @@ def test_compiled_oblivious_blocks_match_catboost(case, data, monkeypatch):
     np.testing.assert_array_equal(raw, forest.predict_raw(X))
     if len(X) == 0:
         return
-    expected = _raw(model, case.frame(X)).reshape(raw.shape)
-    if np.all(forest.base_score == 0.0) and np.all(forest.tree_weight == 1.0):
-        np.testing.assert_array_equal(raw, expected)
-    else:  # CatBoost scales the sum of the trees and adds the bias last
-        assert_close(raw, expected, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(raw, _raw(model, case.frame(X)).reshape(raw.shape))
 
 
 def test_empty_and_single_row(case):
@@ -242,7 +260,10 @@ def test_structure(case):
     assert forest.n_trees == model.tree_count_
     scale, bias = model.get_scale_and_bias()
     np.testing.assert_array_equal(forest.base_score, np.atleast_1d(bias))
-    np.testing.assert_array_equal(forest.tree_weight, scale)
+    # Bias or scale make the forest add its base after the trees (CatBoost's order).
+    assert forest.base_last == (scale != 1.0 or np.any(np.atleast_1d(bias) != 0.0))
+    assert forest.scale == (scale if forest.base_last else 1.0)
+    np.testing.assert_array_equal(forest.tree_weight, 1.0)
     if isinstance(model, cb.CatBoostClassifier):
         assert list(forest.classes) == list(model.classes_)
     if case.categorical:

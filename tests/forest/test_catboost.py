@@ -444,3 +444,26 @@ def test_cronus_and_adapt_run_on_catboost(binary_problem):
     adapt = ADAPTClassifier(hpc=model, costs=costs, budget=0.3 * full_cost).fit(X, y)
     assert np.mean(adapt.predict(X) == y) > 0.6
     assert _run(adapt, X, costs)[1] < full_cost
+
+
+def test_qwyc_regression_on_a_model_with_a_bias():
+    """QWYC's exits on a forest that adds its bias last compare the score a row stops with: its
+    early predictions stay within the tolerance of CatBoost's on all but alpha of the rows."""
+    import thrifty
+    from thrifty import evaluate
+    from thrifty.order import default_tolerance, qwyc_regression
+
+    rng = np.random.default_rng(4)
+    X = make_data(rng, n=400, n_features=5)
+    model = cb.CatBoostRegressor(iterations=40, depth=3, random_seed=0, **QUIET)
+    model.fit(X, np.nan_to_num(X[:, 0]) * 3 + 10)
+    assert Forest.from_model(model).base_last
+    plan = qwyc_regression(model, X, alpha=0.05, ordering="given")
+    ev = evaluate(plan, X)
+    full = model.predict(X, prediction_type="RawFormulaVal")
+    assert np.mean(np.abs(ev.raw - full) > default_tolerance(full)) <= 0.05
+    assert ev.exit.mean() < model.tree_count_
+    # Compiled, the same exits and scores bit for bit.
+    compiled = thrifty.compile(plan).evaluate(X)
+    np.testing.assert_array_equal(compiled.raw, ev.raw)
+    np.testing.assert_array_equal(compiled.exit, ev.exit)

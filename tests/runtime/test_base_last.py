@@ -168,3 +168,16 @@ def test_scale_needs_base_last():
         dataclasses.replace(plain, scale=2.0)
     with pytest.raises(InputError, match="finite"):
         dataclasses.replace(FOREST, scale=np.inf)
+
+
+def test_partial_scores_are_the_scores_exits_see():
+    """The methods' partial scores of a base_last forest: the trees from zero, then the base;
+    with scale 1 the raw scores bit for bit, with another scale within a few ulps."""
+    from thrifty.forest.scores import partial_scores, tree_scores
+
+    X = np.random.default_rng(9).uniform(-5, 70, size=(500, N_FEATURES))
+    unit = _base_last(FOREST, scale=1.0, base=-7.3)
+    G = partial_scores(unit, tree_scores(unit, X), np.arange(9))
+    np.testing.assert_array_equal(G[:, -1], unit.predict_raw(X))
+    G = partial_scores(FOREST, tree_scores(FOREST, X), np.arange(9))
+    np.testing.assert_allclose(G[:, -1], FOREST.predict_raw(X), rtol=1e-14, atol=1e-14)

@@ -104,7 +104,7 @@ class Forest:
         Sum the trees from zero and add ``base_score`` after them (times ``scale``), rather than
         start from the base score (the default, as LightGBM, XGBoost and scikit-learn do).
         Early exits compare the score as it would be if the row stopped there:
-        ``scale * (sum so far) + base_score`` (``partial_score``).
+        ``scale * (sum so far) + base_score`` (``thrifty.Sequential``).
     scale : float
         Multiplier of the trees' sum of a ``base_last`` forest (CatBoost's ``scale``); 1.0 for
         every other forest.

@@ -41,8 +41,8 @@ def partial_scores(forest: Forest, F: np.ndarray, order: Any, at: Any = None) ->
     """
     at = np.arange(len(order)) if at is None else np.asarray(at, dtype=np.int64)
     G = np.empty((F.shape[0], len(at)))
-    last = float(forest.base_score[0]) if forest.base_last else 0.0
-    g = np.full(F.shape[0], float(forest.start[0]))
+    base = float(forest.base_score[0])
+    g = np.full(F.shape[0], 0.0 if forest.base_last else base)
     acc32 = forest.accumulate == "float32"
     j = 0
     for r, t in enumerate(order[: at[-1] + 1] if len(at) else []):
@@ -50,7 +50,7 @@ def partial_scores(forest: Forest, F: np.ndarray, order: Any, at: Any = None) ->
         if acc32:
             g = g.astype(np.float32).astype(np.float64)
         if r == at[j]:
-            G[:, j] = g + last if forest.base_last else g
+            G[:, j] = g + base if forest.base_last else g
             j += 1
     return G
 

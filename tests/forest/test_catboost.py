@@ -467,3 +467,24 @@ def test_qwyc_regression_on_a_model_with_a_bias():
     compiled = thrifty.compile(plan).evaluate(X)
     np.testing.assert_array_equal(compiled.raw, ev.raw)
     np.testing.assert_array_equal(compiled.exit, ev.exit)
+
+
+def test_shared_regression_with_a_bias_matches(data_home):
+    """Diamonds' prices: an RMSE model's bias (boost_from_average) added after its 60 trees, as
+    CatBoost adds it: raw scores bit for bit on 2,000 test rows."""
+    from thrifty.datasets import load
+
+    dataset = load("diamonds", data_home)
+    X, y, _ = dataset.subset("train")
+    X_test, _, _ = dataset.subset("test")
+    X, y, X_test = X.iloc[:3000], y[:3000], X_test.iloc[:2000]
+    cats = list(dataset.categorical)
+    categories = {c: sorted(set(X[c].astype(str))) for c in cats}
+    X = X.assign(**{c: X[c].astype(str) for c in cats})
+    X_test = X_test.assign(**{c: X_test[c].astype(str) for c in cats})
+    model = cb.CatBoostRegressor(iterations=60, depth=6, **QUIET, cat_features=cats, one_hot_max_size=255)
+    forest = from_catboost(model.fit(X, y), categories=categories)
+    assert forest.base_last and forest.base_score[0] != 0.0
+    np.testing.assert_array_equal(
+        forest.predict_raw(X_test), model.predict(X_test, prediction_type="RawFormulaVal")
+    )

@@ -1,4 +1,5 @@
-"""Exit tables of forest plans: per-position thresholds and Fan et al.'s binned exits."""
+"""Exit tables of forest plans: per-position thresholds, Fan et al.'s binned exits, and the
+thresholds on a base_last forest's tree sums that decide as thresholds on its raw scores."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from thrifty.exceptions import InputError
+from thrifty.forest import Forest
 from thrifty.forest.io import decode_array, encode_array
 
 
@@ -137,7 +139,7 @@ def _double(k: np.ndarray) -> np.ndarray:
     return np.where(k >= 0, k, (-k) | _SIGN).astype(np.int64).view(np.float64)
 
 
-def sum_thresholds(forest: Any, eps_pos: np.ndarray, eps_neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sum_thresholds(forest: Forest, eps_pos: np.ndarray, eps_neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exit thresholds on a ``base_last`` forest's tree sums that decide as the user's thresholds
     on its raw scores do, bit for bit.
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests._helpers.compiled_plans import check, input_matrices
 from tests._helpers.reference import random_forest
-from tests._helpers.runtime_costs import N_FEATURES, cost_model
+from tests._helpers.runtime_costs import N_FEATURES, cost_model, lazy_provider
 from thrifty import Cascade, Full, Sequential, evaluate
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
@@ -93,11 +93,16 @@ def test_the_order_matters_on_these_forests():
 @given(X=input_matrices(N_FEATURES))
 @SETTINGS
 def test_sequential_exits_compare_the_raw_score_the_row_stops_with(X):
-    for plan in (PLANS["sequential"], PLANS["sequential-subset"]):
-        ev = evaluate(plan, X)
-        raw, exit_at = reference(plan.forest, X, plan.order, plan.eps_pos, plan.eps_neg)
-        np.testing.assert_array_equal(ev.raw, raw)
-        np.testing.assert_array_equal(ev.exit, exit_at)
+    """Dense and lazy (the interpreter's rounds), the reference's scores and exits."""
+    for plan in (PLANS["sequential"], PLANS["sequential-subset"], PLANS["full"]):
+        if isinstance(plan, Full):
+            exits = (np.arange(9), np.full(9, np.inf), np.full(9, -np.inf))
+        else:
+            exits = (plan.order, plan.eps_pos, plan.eps_neg)
+        raw, exit_at = reference(plan.forest, X, *exits)
+        for ev in (evaluate(plan, X), evaluate(plan, lazy_provider(X)[0], n_rows=len(X))):
+            np.testing.assert_array_equal(ev.raw, raw)
+            np.testing.assert_array_equal(ev.exit, exit_at)
 
 
 @pytest.mark.parametrize("name", list(PLANS))

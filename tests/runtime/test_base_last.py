@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from tests._helpers.compiled_plans import check, input_matrices
 from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES, cost_model, lazy_provider
-from thrifty import Cascade, Full, Sequential, evaluate
+from thrifty import Cascade, Full, Gated, Sequential, evaluate
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.runtime import BinnedExits
@@ -39,6 +39,12 @@ PLANS = {
     "full-unit-scale": Full(_base_last(FOREST, scale=1.0, base=-7.3)),
     "sequential": Sequential(FOREST, ORDER, np.full(9, 1.5), np.full(9, -1.5)),
     "sequential-subset": Sequential(FOREST, ORDER[:5], np.full(5, 0.9), np.full(5, -np.inf)),
+    # A gate (a forest adding its base first) routing rows to two base_last parts.
+    "gated": Gated(
+        Full(random_forest(_RNG, N_FEATURES, n_trees=4)),
+        Sequential(FOREST, ORDER, np.full(9, 1.0)),
+        Full(FOREST),
+    ),
 }
 SETTINGS = settings(
     max_examples=6,

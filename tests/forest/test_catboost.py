@@ -1,4 +1,5 @@
-"""CatBoost import: the same leaf in every tree, raw scores bit for bit, probabilities to 1e-9."""
+"""CatBoost import: the same leaf in every tree, raw scores (bias and scale included) and binary
+probabilities bit for bit, multiclass probabilities to 1e-9."""
 
 from __future__ import annotations
 
@@ -133,6 +134,28 @@ def _scaled(rng):  # set_scale_and_bias: raw = scale * sum of leaves + bias
     return Case(model, 4)
 
 
+def _regression_scaled(rng):  # boost_from_average's bias, then a scale and bias of its own
+    X = make_data(rng, nan_fraction=0.1)
+    model = cb.CatBoostRegressor(**SMALL).fit(X, np.nan_to_num(X[:, 0]) * 3 + 10)
+    model.set_scale_and_bias(1.7, model.get_scale_and_bias()[1] - 0.3)
+    return Case(model, 4)
+
+
+def _multiclass_scaled(rng):  # a bias per class, after the scaled sum of vector leaves
+    X = make_data(rng, nan_fraction=0.05)
+    model = cb.CatBoostClassifier(loss_function="MultiClass", **SMALL).fit(X, _labels(X, rng, 3))
+    model.set_scale_and_bias(0.7, [0.1, -0.25, 0.3])
+    return Case(model, 4)
+
+
+def _ranking_bias(rng):  # ranking scores with a scale and bias
+    X = make_data(rng)
+    model = cb.CatBoostRanker(loss_function="YetiRank", **SMALL)
+    model.fit(X, _labels(X, rng, 4), group_id=np.repeat(np.arange(6), 50))
+    model.set_scale_and_bias(1.3, 0.2)
+    return Case(model, 4)
+
+
 BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "binary": _binary,
     "binary_nan_max": _binary_nan_max,
@@ -146,6 +169,9 @@ BUILDERS: dict[str, Callable[[np.random.Generator], Case]] = {
     "onehot": _onehot,
     "loaded": _loaded,
     "scaled": _scaled,
+    "regression_scaled": _regression_scaled,
+    "multiclass_scaled": _multiclass_scaled,
+    "ranking_bias": _ranking_bias,
 }
 
 
@@ -176,13 +202,13 @@ def _check(case: Case, X: np.ndarray) -> None:
         return
     data = case.frame(X)
     np.testing.assert_array_equal(catboost_leaves(forest, X), model.calc_leaf_indexes(data))
-    expected = _raw(model, data)
-    if np.all(forest.base_score == 0.0) and np.all(forest.tree_weight == 1.0):
-        np.testing.assert_array_equal(raw, expected)
-    else:  # CatBoost scales the sum of the trees and adds the bias last
-        assert_close(raw, expected, rtol=1e-13, atol=1e-13)
+    # Bit for bit, bias and scale included (CatBoost adds them after the trees: ``base_last``).
+    np.testing.assert_array_equal(raw, _raw(model, data))
     if forest.is_classifier:
-        assert_close(forest.predict_proba(X), model.predict_proba(data))
+        if forest.n_outputs == 1:  # the sigmoid with the C library's exp, as CatBoost's
+            np.testing.assert_array_equal(forest.predict_proba(X), model.predict_proba(data))
+        else:  # CatBoost's softmax takes its own exp: within 2 ulps
+            assert_close(forest.predict_proba(X), model.predict_proba(data))
         np.testing.assert_array_equal(forest.predict(X), model.predict(data).reshape(-1))
 
 
@@ -201,7 +227,7 @@ _COMPILED: dict[int, Any] = {}
 def test_compiled_oblivious_blocks_match_catboost(case, data, monkeypatch):
     """Compiled, on vector blocks whatever this CPU would choose (CatBoost's trees take the
     oblivious path, ``ir_oblivious``), the raw scores are the interpreter's bit for bit and so
-    CatBoost's ``RawFormulaVal`` (exactly with zero bias and unit scale), on 0 to 40 rows."""
+    CatBoost's ``RawFormulaVal``, bias and scale included, on 0 to 40 rows."""
     import thrifty
     import thrifty.runtime.compiled.objects as objects
     from thrifty.runtime.compiled.layout import oblivious_levels
@@ -218,11 +244,7 @@ def test_compiled_oblivious_blocks_match_catboost(case, data, monkeypatch):
     np.testing.assert_array_equal(raw, forest.predict_raw(X))
     if len(X) == 0:
         return
-    expected = _raw(model, case.frame(X)).reshape(raw.shape)
-    if np.all(forest.base_score == 0.0) and np.all(forest.tree_weight == 1.0):
-        np.testing.assert_array_equal(raw, expected)
-    else:  # CatBoost scales the sum of the trees and adds the bias last
-        assert_close(raw, expected, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(raw, _raw(model, case.frame(X)).reshape(raw.shape))
 
 
 def test_empty_and_single_row(case):
@@ -242,7 +264,10 @@ def test_structure(case):
     assert forest.n_trees == model.tree_count_
     scale, bias = model.get_scale_and_bias()
     np.testing.assert_array_equal(forest.base_score, np.atleast_1d(bias))
-    np.testing.assert_array_equal(forest.tree_weight, scale)
+    # Bias or scale make the forest add its base after the trees (CatBoost's order).
+    assert forest.base_last == (scale != 1.0 or np.any(np.atleast_1d(bias) != 0.0))
+    assert forest.scale == (scale if forest.base_last else 1.0)
+    np.testing.assert_array_equal(forest.tree_weight, 1.0)
     if isinstance(model, cb.CatBoostClassifier):
         assert list(forest.classes) == list(model.classes_)
     if case.categorical:
@@ -423,3 +448,47 @@ def test_cronus_and_adapt_run_on_catboost(binary_problem):
     adapt = ADAPTClassifier(hpc=model, costs=costs, budget=0.3 * full_cost).fit(X, y)
     assert np.mean(adapt.predict(X) == y) > 0.6
     assert _run(adapt, X, costs)[1] < full_cost
+
+
+def test_qwyc_regression_on_a_model_with_a_bias():
+    """QWYC's exits on a forest that adds its bias last compare the score a row stops with: its
+    early predictions stay within the tolerance of CatBoost's on all but alpha of the rows."""
+    import thrifty
+    from thrifty import evaluate
+    from thrifty.order import default_tolerance, qwyc_regression
+
+    rng = np.random.default_rng(4)
+    X = make_data(rng, n=400, n_features=5)
+    model = cb.CatBoostRegressor(iterations=40, depth=3, random_seed=0, **QUIET)
+    model.fit(X, np.nan_to_num(X[:, 0]) * 3 + 10)
+    assert Forest.from_model(model).base_last
+    plan = qwyc_regression(model, X, alpha=0.05, ordering="given")
+    ev = evaluate(plan, X)
+    full = model.predict(X, prediction_type="RawFormulaVal")
+    assert np.mean(np.abs(ev.raw - full) > default_tolerance(full)) <= 0.05
+    assert ev.exit.mean() < model.tree_count_
+    # Compiled, the same exits and scores bit for bit.
+    compiled = thrifty.compile(plan).evaluate(X)
+    np.testing.assert_array_equal(compiled.raw, ev.raw)
+    np.testing.assert_array_equal(compiled.exit, ev.exit)
+
+
+def test_shared_regression_with_a_bias_matches(data_home):
+    """Diamonds' prices: an RMSE model's bias (boost_from_average) added after its 60 trees, as
+    CatBoost adds it: raw scores bit for bit on 2,000 test rows."""
+    from thrifty.datasets import load
+
+    dataset = load("diamonds", data_home)
+    X, y, _ = dataset.subset("train")
+    X_test, _, _ = dataset.subset("test")
+    X, y, X_test = X.iloc[:3000], y[:3000], X_test.iloc[:2000]
+    cats = list(dataset.categorical)
+    categories = {c: sorted(set(X[c].astype(str))) for c in cats}
+    X = X.assign(**{c: X[c].astype(str) for c in cats})
+    X_test = X_test.assign(**{c: X_test[c].astype(str) for c in cats})
+    model = cb.CatBoostRegressor(iterations=60, depth=6, **QUIET, cat_features=cats, one_hot_max_size=255)
+    forest = from_catboost(model.fit(X, y), categories=categories)
+    assert forest.base_last and forest.base_score[0] != 0.0
+    np.testing.assert_array_equal(
+        forest.predict_raw(X_test), model.predict(X_test, prediction_type="RawFormulaVal")
+    )

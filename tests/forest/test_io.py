@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -243,6 +245,9 @@ def _cycle(doc: dict) -> None:
         (lambda d: d["arrays"]["threshold"].update(data="AAAA"), "buffer size"),  # truncated data
         (lambda d: d.update(n_features=0), "feature"),  # nodes test features that do not exist
         (_cycle, "do not form trees"),  # a cycle would make prediction loop forever
+        (lambda d: d.update(base_last="yes"), "base_last must be true or false"),
+        (lambda d: d.update(scale=float("inf")), "scale must be a finite number"),
+        (lambda d: d.update(scale=2.0), "1.0 unless base_last"),  # a scale needs base_last
     ],
 )
 def test_broken_documents_raise_clear_errors(document, edit, match):
@@ -290,3 +295,37 @@ def test_invalid_node_data_is_rejected_naming_the_node(array, value, where, mess
     expected = rf"node {node} \(tree {forest.n_trees - 1}\) {message}" if where else message
     with pytest.raises(ValueError, match=expected):
         Forest.from_json(json.dumps(d))
+
+
+# ----------------------------------------------------------------- older versions
+# Rows and the raw scores thrifty 0.x (forest format version 1) gave for them on
+# ``data/forest_v1.json``, a scikit-learn GradientBoostingRegressor of 4 trees that it wrote.
+_V1_ROWS = [
+    [-1.1568301070665343, -1.364879600732452, -0.23122593549221063],
+    [2.277500524853034, 0.2775403612334572, 0.7629188335006009],
+    [0.21271834626863834, 0.7829821661085862, -1.343088650464953],
+    [-0.43051197019258486, 0.2613508456100389, -0.017916816054972758],
+    [-0.19199322011209138, -0.6658760797429369, -0.2583831027042033],
+]
+_V1_RAW = [3.061332836489482, 7.713370539901363, 5.623239026013033, 4.194319910227302, 4.4251226413641165]
+
+
+def test_version_1_documents_load_as_before():
+    """A document without ``base_last`` and ``scale`` adds its base first, as it always did:
+    the raw scores version 1 gave, bit for bit; saved again, it is a current document."""
+    text = (Path(__file__).parent / "data" / "forest_v1.json").read_text()
+    assert json.loads(text)["version"] == 1
+    forest = Forest.from_json(text)
+    assert not forest.base_last and forest.scale == 1.0
+    np.testing.assert_array_equal(forest.predict_raw(np.array(_V1_ROWS)), _V1_RAW)
+    doc = json.loads(forest.to_json())
+    assert doc["version"] == VERSION == 2 and doc["base_last"] is False and doc["scale"] == 1.0
+
+
+def test_base_last_and_scale_round_trip():
+    forest = Forest.from_json((Path(__file__).parent / "data" / "forest_v1.json").read_text())
+    last = dataclasses.replace(forest, base_last=True, scale=0.3, tree_weight=np.ones(forest.n_trees))
+    again = Forest.from_json(last.to_json())
+    assert again.base_last and again.scale == 0.3
+    X = np.array(_V1_ROWS)
+    np.testing.assert_array_equal(again.predict_raw(X), last.predict_raw(X))

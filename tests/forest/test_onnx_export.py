@@ -80,6 +80,20 @@ def _sklearn(kind: str, k: int, **params: Any):
     return build
 
 
+def _catboost(kind: str, k: int, scale: float | None = None):
+    def build(rng):
+        import catboost as cb
+
+        X = make_data(rng, 400, 5, nan_fraction=0.1)
+        quiet = {"iterations": 10, "depth": 3, "verbose": 0, "thread_count": 1, "allow_writing_files": False}
+        model = getattr(cb, kind)(**quiet).fit(X, _y(X, rng, k) + (10.0 if k == 0 else 0))
+        if scale is not None:
+            model.set_scale_and_bias(scale, list(np.linspace(-0.3, 0.4, max(1, k if k > 2 else 1))))
+        return Case(model, 5)
+
+    return build
+
+
 BUILDERS = {
     # float64 thresholds, missing types NaN and None (zero_as_missing=False), categorical splits
     "lightgbm_binary": _lightgbm("LGBMClassifier", 2),
@@ -93,6 +107,9 @@ BUILDERS = {
     "sklearn_forest_binary": _sklearn("RandomForestClassifier", 2, n_estimators=6, max_depth=5),
     "sklearn_boosting_regressor": _sklearn("GradientBoostingRegressor", 0, n_estimators=10, max_depth=3),
     "sklearn_hist_binary": _sklearn("HistGradientBoostingClassifier", 2, max_iter=10),
+    # the trees summed from zero, then the scale and the bias (base_last)
+    "catboost_regressor_bias": _catboost("CatBoostRegressor", 0),
+    "catboost_multiclass_scaled": _catboost("CatBoostClassifier", 3, scale=0.7),
 }
 
 

@@ -51,11 +51,12 @@ def from_catboost(model: Any, *, categories: Mapping[Any, Sequence[Any]] | None 
     whose one-category set goes left (children swapped), so unseen and negative categories and
     NaN (an unseen category of a DataFrame) take the "not equal" side, as in CatBoost.
 
-    The raw score is ``scale * sum_t leaf_t + bias`` (``get_scale_and_bias``): trees carry the
-    scale as their weight, the bias is the base score. CatBoost adds the bias after the trees
-    and the forest before them, so a model whose bias is not zero (``boost_from_average``, the
-    default for RMSE) matches to a few float64 ulps rather than bit for bit; with zero bias
-    and unit scale the raw scores are CatBoost's ``RawFormulaVal`` exactly.
+    The raw score is ``scale * sum_t leaf_t + bias`` (``get_scale_and_bias``), the leaves summed
+    from zero in tree order, then scaled, then the bias added (CatBoost's ``ApplyScaleAndBias``).
+    A model with a bias (``boost_from_average``, the default for RMSE) or a scale other than 1
+    becomes a ``base_last`` forest: trees of weight 1, ``Forest.scale`` the scale and the bias
+    the base score, so raw scores are CatBoost's ``RawFormulaVal`` bit for bit. Other models
+    are plain forests (the same sums either way).
 
     Parameters
     ----------
@@ -112,12 +113,17 @@ def from_catboost(model: Any, *, categories: Mapping[Any, Sequence[Any]] | None 
     _refuse_ctrs(trees, info, cats, names)
     codes, stored = _onehot_codes(model, trees, floats, cats, n_features, names, categories or {})
 
+    base = np.asarray(bias if bias else [0.0], dtype=np.float64).reshape(-1)
     builder = ForestBuilder(width=n_outputs)
     for tree in trees:
-        _add_tree(builder, tree, floats, cats, codes, n_outputs, float(scale))
+        _add_tree(builder, tree, floats, cats, codes, n_outputs)
     classes = doc["model_info"].get("class_params", {}).get("class_names")
+    # With zero bias and unit scale, summing onto the base is summing from zero: a plain forest.
+    last = bool(float(scale) != 1.0 or np.any(base != 0.0))
     return builder.build(
-        base_score=np.asarray(bias if bias else [0.0], dtype=np.float64).reshape(-1),
+        base_score=base,
+        base_last=last,
+        scale=float(scale) if last else 1.0,
         n_features=n_features,
         link=link,
         task=task,
@@ -271,7 +277,6 @@ def _add_tree(
     cats: dict,
     codes: dict[tuple[int, int], int],
     width: int,
-    scale: float,
 ) -> None:
     """Unfold a symmetric tree into a full binary tree, nodes numbered as a heap.
 
@@ -321,6 +326,6 @@ def _add_tree(
         missing_left=missing_left,
         missing_type=MISSING_NAN,
         cat_words=cat_words,
-        weight=scale,
+        weight=1.0,
         tree_class=-1 if width > 1 else 0,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -48,8 +48,11 @@ class Forest:
 
     The raw score of an example is ``base_score + sum_t tree_weight[t] * value[leaf_t]``,
     added to output ``tree_class[t]`` (or to every output when ``tree_class[t] == -1`` and the
-    leaves hold one value per output, as in a random-forest classifier). ``link`` turns raw
-    scores into probabilities.
+    leaves hold one value per output, as in a random-forest classifier), the trees added one
+    by one onto the base score in tree order. With ``base_last`` the trees are summed from zero
+    instead and the base comes after: ``scale * (sum_t tree_weight[t] * value[leaf_t]) +
+    base_score``, as CatBoost forms ``RawFormulaVal``. ``link`` turns raw scores into
+    probabilities.
 
     Attributes
     ----------
@@ -97,6 +100,14 @@ class Forest:
         to a float32 margin; ``"float32"`` reproduces its margins bit for bit.
     aggregation : {"sum", "mean"}
         How the source combines trees (weights already hold the ``1/T`` of a mean).
+    base_last : bool
+        Sum the trees from zero and add ``base_score`` after them (times ``scale``), rather than
+        start from the base score (the default, as LightGBM, XGBoost and scikit-learn do).
+        Early exits compare the score as it would be if the row stopped there:
+        ``scale * (sum so far) + base_score`` (``thrifty.Sequential``).
+    scale : float
+        Multiplier of the trees' sum of a ``base_last`` forest (CatBoost's ``scale``); 1.0 for
+        every other forest.
     source : str
         Where the forest came from (``"lightgbm"``, ``"xgboost"``, ``"sklearn:..."``, ...).
     """
@@ -125,6 +136,8 @@ class Forest:
     accumulate: str = "float64"
     aggregation: str = "sum"
     source: str = ""
+    base_last: bool = False
+    scale: float = 1.0
 
     #: Every array of a Forest and its dtype, nodes' first (``NODE_ARRAYS``), then
     #: ``cat_bitsets``, the trees' (``TREE_ARRAYS``) and ``base_score``.
@@ -138,6 +151,8 @@ class Forest:
         for name, dtype in _ARRAYS.items():
             setattr(self, name, _frozen(getattr(self, name), dtype))
         self.n_features = int(self.n_features)
+        self.base_last = bool(self.base_last)
+        self.scale = float(self.scale)
         if self.classes is not None:
             self.classes = np.asarray(self.classes)
         if self.feature_names is not None:
@@ -201,6 +216,34 @@ class Forest:
         return int(self.base_score.shape[0])
 
     @property
+    def start(self) -> np.ndarray:
+        """The value the trees are added onto: ``base_score``, or zeros when ``base_last``."""
+        return np.zeros_like(self.base_score) if self.base_last else self.base_score
+
+    def finish(self, acc: np.ndarray) -> np.ndarray:
+        """Raw scores of tree sums ``acc`` (shape (..., n_outputs)) started from ``start``:
+        ``acc`` itself, or ``scale * acc + base_score`` when ``base_last`` (in this order, one
+        rounding each, as CatBoost's ``ApplyScaleAndBias``)."""
+        if not self.base_last:
+            return acc
+        return self.scale * acc + self.base_score
+
+    @property
+    def contribution_weight(self) -> np.ndarray:
+        """What tree ``t`` adds to the raw score per unit of its leaf value: ``tree_weight``,
+        times ``scale`` for a ``base_last`` forest (the per-tree scores methods re-order and
+        re-weight; a ``base_last`` forest's raw score rounds the scaled sum once, not per tree)."""
+        return self.tree_weight * self.scale if self.base_last else self.tree_weight
+
+    def base_first(self) -> Forest:
+        """This forest summing its trees onto the base score (``base_last=False``, the scale in
+        ``tree_weight``): the same model, its raw scores rounded as LightGBM's order rounds
+        them, which differs from a ``base_last`` forest's by a few ulps at most."""
+        if not self.base_last:
+            return self
+        return replace(self, tree_weight=self.contribution_weight, base_last=False, scale=1.0)
+
+    @property
     def is_classifier(self) -> bool:
         return self.task in ("binary", "multiclass")
 
@@ -249,6 +292,11 @@ class Forest:
         for name in ("input_dtype", "accumulate"):
             if getattr(self, name) not in ("float64", "float32"):
                 raise InputError(f"Forest.{name} must be 'float64' or 'float32', got {getattr(self, name)!r}")
+        if not np.isfinite(self.scale) or (self.scale != 1.0 and not self.base_last):
+            raise InputError(
+                f"Forest.scale must be finite, and 1.0 unless base_last=True (got {self.scale!r}); "
+                "a forest that adds its base first carries a scale in tree_weight"
+            )
         if self.feature_names is not None and len(self.feature_names) != self.n_features:
             raise InputError(f"{len(self.feature_names)} feature names for {self.n_features} features")
 
@@ -414,4 +462,6 @@ def _rebuild(
         accumulate=forest.accumulate,
         aggregation=forest.aggregation,
         source=forest.source,
+        base_last=forest.base_last,
+        scale=forest.scale,
     )

@@ -27,6 +27,8 @@ from thrifty.forest.builder import ForestBuilder
 TREE_OPS = ("TreeEnsembleRegressor", "TreeEnsembleClassifier", "TreeEnsemble")
 # Nodes converters put after the ensemble that leave its scores as they are.
 _PASSIVE = {"Identity", "Cast", "ZipMap"}
+# The nodes thrifty.export_onnx puts after a base_last forest's trees: times its scale, plus its base.
+_BASE_LAST_NODES = {"times_scale", "plus_base"}
 # The probability nodes thrifty.export_onnx puts after the ensemble.
 _THRIFTY_OUTPUTS = {"Constant", "Sigmoid", "Softmax", "Sub", "Concat"}
 META = "thrifty:"  # metadata keys of thrifty.export_onnx
@@ -89,7 +91,7 @@ def from_onnx(model: Any) -> Forest:
     attrs = {a.name: _attribute(a) for a in node.attribute}
     trees, n_columns, base = _parse(node.op_type, attrs)
     forest = _build(node.op_type, attrs, trees, n_columns, base, precision, n_features)
-    forest = dataclasses.replace(forest, input_dtype=input_dtype)
+    forest = dataclasses.replace(forest, input_dtype=input_dtype, **_base_last(model))
     # What ONNX has no place for, written by thrifty.export_onnx.
     meta = {p.key[len(META) :]: json.loads(p.value) for p in model.metadata_props if p.key.startswith(META)}
     if not meta:
@@ -157,6 +159,8 @@ def _ensemble_node(model: Any) -> tuple[Any, Any, str, int | None]:
     for other in graph.node:
         if other is ensemble or any(other is n for n in chain) or other.op_type in allowed:
             continue
+        if model.producer_name == "thrifty" and other.name in _BASE_LAST_NODES:
+            continue  # a base_last forest's scale and base (``_base_last``)
         if other.op_type == "Mul" and _multiplies_by_one(other, initializers):
             continue
         raise InputError(
@@ -168,6 +172,21 @@ def _ensemble_node(model: Any) -> tuple[Any, Any, str, int | None]:
     # A float anywhere on the way rounds the input to float32 (a cast back to double keeps it so).
     rounding = "float32" if _FLOAT in types else "float64"
     return ensemble, np.float32 if types[-1] == _FLOAT else np.float64, rounding, width
+
+
+def _base_last(model: Any) -> dict[str, Any]:
+    """The ``base_last``, ``scale`` and ``base_score`` of a forest :func:`thrifty.export_onnx`
+    wrote with its scale and base after the trees' sums (nodes ``_BASE_LAST_NODES``), else {}."""
+    from onnx import numpy_helper
+
+    if model.producer_name != "thrifty" or not any(n.name == "plus_base" for n in model.graph.node):
+        return {}
+    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    return {
+        "base_last": True,
+        "scale": float(constants["scale"].reshape(-1)[0]),
+        "base_score": constants["base"].astype(np.float64).reshape(-1),
+    }
 
 
 def _multiplies_by_one(node: Any, initializers: dict[str, Any]) -> bool:

@@ -155,7 +155,7 @@ class threads:
 
 
 def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) -> np.ndarray:
-    out = np.tile(forest.base_score, (X.shape[0], 1))
+    out = np.tile(forest.start, (X.shape[0], 1))
     if X.shape[0] == 0:
         return out
     with threads(n_threads):
@@ -172,7 +172,7 @@ def predict_raw(forest: Forest, X: np.ndarray, *, n_threads: int | None = None) 
             np.zeros(1, dtype=np.int64),
             out,
         )
-    return out
+    return forest.finish(out)
 
 
 def apply(forest: Forest, X: np.ndarray) -> np.ndarray:

@@ -12,7 +12,9 @@ from thrifty.exceptions import InputError
 from thrifty.forest._forest import _ARRAYS, NODE_ARRAYS, Forest
 
 FORMAT = "thrifty.forest"
-VERSION = 1
+# Version 2 adds ``base_last`` and ``scale`` (a forest that adds its base after the trees, as
+# CatBoost); a version-1 document has neither and loads as it always did (base first, scale 1).
+VERSION = 2
 # The arrays saved are the Forest's own (`_ARRAYS`), in the dtypes it holds them in.
 
 
@@ -51,6 +53,8 @@ def forest_to_dict(forest: Forest) -> dict[str, Any]:
         "accumulate": forest.accumulate,
         "aggregation": forest.aggregation,
         "source": forest.source,
+        "base_last": forest.base_last,
+        "scale": forest.scale,
         "arrays": {name: encode_array(getattr(forest, name)) for name in _ARRAYS},
     }
 
@@ -92,7 +96,21 @@ def forest_from_dict(d: dict[str, Any]) -> Forest:
         accumulate=d.get("accumulate", "float64"),
         aggregation=d.get("aggregation", "sum"),
         source=d.get("source", ""),
+        base_last=_flag(d.get("base_last", False)),
+        scale=_number(d.get("scale", 1.0)),
     )
+
+
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise InputError(f"forest document's base_last must be true or false, got {v!r}")
+    return v
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+        raise InputError(f"forest document's scale must be a finite number, got {v!r}")
+    return float(v)
 
 
 def _check_values(a: dict[str, np.ndarray]) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from thrifty.exceptions import InputError
 
@@ -41,9 +43,18 @@ def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
-    # 1 / (1 + exp(-z)) for z >= 0 and exp(z) / (1 + exp(z)) below: exp(-|z|) never overflows.
-    e = np.exp(-np.abs(z))
-    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return _sigmoid_kernel(np.ascontiguousarray(z, dtype=np.float64))
+
+
+@njit(cache=True)
+def _sigmoid_kernel(z):
+    # ``1 / (1 + exp(-z))`` with the C library's exp (numba calls it; NumPy's own exp can differ
+    # by an ulp): LightGBM's and CatBoost's probabilities bit for bit. exp(-z) overflowing to
+    # inf gives 0.0, as theirs.
+    out = np.empty_like(z)
+    for i in range(z.shape[0]):
+        out[i] = 1.0 / (1.0 + math.exp(-z[i]))
+    return out
 
 
 def labels_from(

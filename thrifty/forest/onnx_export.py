@@ -31,10 +31,11 @@ def export_onnx(model: Any, path: str | os.PathLike | None = None) -> Any:
     Raw scores then equal ``forest.predict_raw`` bit for bit on onnxruntime with one thread
     (``SessionOptions.intra_op_num_threads = 1``; with more, onnxruntime sums the trees in
     per-thread parts, in an order that depends on the thread count). The base score is a
-    leading constant tree; each tree of vector leaves becomes one tree per output, as a
-    ``TreeEnsemble`` leaf has one weight. Categorical splits become comparisons on the
-    intervals of codes that go left (a code ``c`` covers ``[c, c + 1)``, as the forest truncates).
-    Probabilities agree to the precision of onnxruntime's ``exp``.
+    leading constant tree (a ``base_last`` forest's trees are summed alone, then ``Mul`` by its
+    scale and ``Add`` of its base, as ``Forest.finish``); each tree of vector leaves becomes
+    one tree per output, as a ``TreeEnsemble`` leaf has one weight. Categorical splits become
+    comparisons on the intervals of codes that go left (a code ``c`` covers ``[c, c + 1)``, as
+    the forest truncates). Probabilities agree to the precision of onnxruntime's ``exp``.
 
     Parameters
     ----------
@@ -66,7 +67,8 @@ def export_onnx(model: Any, path: str | os.PathLike | None = None) -> Any:
     elem = TensorProto.FLOAT if precision is np.float32 else TensorProto.DOUBLE
     arrays = _Arrays(forest, precision)
     base = forest.base_score.astype(precision)
-    for start in np.flatnonzero(base):  # first, so onnxruntime's sums start from it as the forest's
+    # First, so onnxruntime's sums start from it as the forest's; a base_last forest's comes after.
+    for start in [] if forest.base_last else np.flatnonzero(base):
         arrays.constant(float(base[start]), int(start))
     for t in range(forest.n_trees):
         k = int(forest.tree_class[t])
@@ -78,7 +80,7 @@ def export_onnx(model: Any, path: str | os.PathLike | None = None) -> Any:
         helper.make_node(
             "TreeEnsemble",
             ["X_trees"],
-            ["raw"],
+            ["sums" if forest.base_last else "raw"],
             domain="ai.onnx.ml",
             name="trees",
             n_targets=forest.n_outputs,
@@ -97,6 +99,17 @@ def export_onnx(model: Any, path: str | os.PathLike | None = None) -> Any:
             leaf_weights=_tensor(np.asarray(arrays.weight, dtype=precision)),
         )
     ]
+    initializers = []
+    if forest.base_last:
+        # ``Forest.finish``: the trees' sums (from zero) times the scale, then plus the base, one
+        # rounding each, as CatBoost forms its raw scores.
+        scale = np.full((1, forest.n_outputs), forest.scale, dtype=precision)
+        initializers = [_tensor(scale), _tensor(base.reshape(1, -1))]
+        initializers[0].name, initializers[1].name = "scale", "base"
+        nodes += [
+            helper.make_node("Mul", ["sums", "scale"], ["scaled"], name="times_scale"),
+            helper.make_node("Add", ["scaled", "base"], ["raw"], name="plus_base"),
+        ]
     x_elem = TensorProto.FLOAT if forest.input_dtype == "float32" else TensorProto.DOUBLE
     if x_elem != elem:
         nodes.insert(0, helper.make_node("Cast", ["X"], ["X_trees"], to=elem, name="to_double"))
@@ -112,6 +125,7 @@ def export_onnx(model: Any, path: str | os.PathLike | None = None) -> Any:
         "thrifty_forest",
         [helper.make_tensor_value_info("X", x_elem, [None, forest.n_features])],
         outputs,
+        initializer=initializers,
     )
     onnx_model = helper.make_model(
         graph,

@@ -16,13 +16,16 @@ __all__ = ["leaf_paths", "partial_scores", "tree_scores"]
 
 
 def tree_scores(forest: Forest, X: Any) -> np.ndarray:
-    """``F[i, t] = tree_weight[t] * value[leaf of x_i in tree t]`` (single-output forests).
+    """``F[i, t] = contribution_weight[t] * value[leaf of x_i in tree t]`` (single-output
+    forests; ``tree_weight``, times ``scale`` for a ``base_last`` forest).
 
     For a forest that accumulates in float32 (XGBoost) each contribution is rounded to float32,
-    as the runtime adds it.
+    as the runtime adds it. A ``base_last`` forest (CatBoost) rounds its scaled sum once, so
+    ``partial_scores`` of it can differ from the runtime's by a few ulps.
     """
     leaves = forest.apply(X)
-    F = forest.tree_weight[None, :] * (forest.value[leaves, 0] if leaves.size else np.zeros(leaves.shape))
+    values = forest.value[leaves, 0] if leaves.size else np.zeros(leaves.shape)
+    F = forest.contribution_weight[None, :] * values
     if forest.accumulate == "float32":
         F = F.astype(np.float32).astype(np.float64)
     return F
@@ -32,11 +35,14 @@ def partial_scores(forest: Forest, F: np.ndarray, order: Any, at: Any = None) ->
     """``G[:, j]``: base score plus the first ``at[j] + 1`` trees of ``order``, summed in that
     order (in float32 for a float32-accumulating forest, as the runtime does).
 
-    ``at`` (increasing positions) keeps only those columns; default every position.
+    ``at`` (increasing positions) keeps only those columns; default every position. A
+    ``base_last`` forest's trees are summed from zero and the base added to each column, as
+    its exits see the score (bit for bit when its scale is 1; ``F`` already holds the scale).
     """
     at = np.arange(len(order)) if at is None else np.asarray(at, dtype=np.int64)
     G = np.empty((F.shape[0], len(at)))
-    g = np.full(F.shape[0], float(forest.base_score[0]))
+    base = float(forest.base_score[0])
+    g = np.full(F.shape[0], 0.0 if forest.base_last else base)
     acc32 = forest.accumulate == "float32"
     j = 0
     for r, t in enumerate(order[: at[-1] + 1] if len(at) else []):
@@ -44,7 +50,7 @@ def partial_scores(forest: Forest, F: np.ndarray, order: Any, at: Any = None) ->
         if acc32:
             g = g.astype(np.float32).astype(np.float64)
         if r == at[j]:
-            G[:, j] = g
+            G[:, j] = g + base if forest.base_last else g
             j += 1
     return G
 

@@ -116,7 +116,7 @@ def default_tolerance(y: Any, sample_weight: Any = None) -> float:
 
 
 def tree_ranges(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """``(lo, hi)``, shape (T,): the smallest and largest contribution ``tree_weight[t] *
+    """``(lo, hi)``, shape (T,): the smallest and largest contribution ``contribution_weight[t] *
     value[leaf]`` over the leaves reachable from tree ``t``'s root (rounded to float32, as the
     runtime adds them, for a float32-accumulating forest)."""
     T = forest.n_trees
@@ -127,7 +127,7 @@ def tree_ranges(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
     tree = np.arange(T, dtype=np.int64)
     while nodes.size:
         leaf = forest.feature[nodes] < 0
-        c = forest.tree_weight[tree[leaf]] * forest.value[nodes[leaf], 0]
+        c = forest.contribution_weight[tree[leaf]] * forest.value[nodes[leaf], 0]
         if forest.accumulate == "float32":
             c = c.astype(np.float32).astype(np.float64)
         np.minimum.at(lo, tree[leaf], c)

@@ -1,4 +1,5 @@
-"""Exit tables of forest plans: per-position thresholds and Fan et al.'s binned exits."""
+"""Exit tables of forest plans: per-position thresholds, Fan et al.'s binned exits, and the
+thresholds on a base_last forest's tree sums that decide as thresholds on its raw scores."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from thrifty.exceptions import InputError
+from thrifty.forest import Forest
 from thrifty.forest.io import decode_array, encode_array
 
 
@@ -119,3 +121,69 @@ class Schedule:
         ``pos``, ``neg``."""
         b = self.bins
         return (self.eps_pos, self.eps_neg, b.width, b.ptr, b.key, b.pos, b.neg)
+
+
+# Doubles as integers in the order of their values (both zeros at 0): the bisection below
+# searches this order, in which every double is one step from the next.
+_SIGN = np.int64(-0x8000000000000000)
+_MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
+_INF_KEY = np.int64(0x7FF0000000000000)
+
+
+def _key(x: np.ndarray) -> np.ndarray:
+    bits = np.asarray(x, dtype=np.float64).view(np.int64)
+    return np.where(bits >= 0, bits, -(bits & _MAGNITUDE))
+
+
+def _double(k: np.ndarray) -> np.ndarray:
+    return np.where(k >= 0, k, (-k) | _SIGN).astype(np.int64).view(np.float64)
+
+
+def sum_thresholds(forest: Forest, eps_pos: np.ndarray, eps_neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exit thresholds on a ``base_last`` forest's tree sums that decide as the user's thresholds
+    on its raw scores do, bit for bit.
+
+    The engines sum a ``base_last`` forest's trees from zero and form the raw score
+    ``f(a) = scale * a + base_score`` only at the end (``Forest.finish``); an exit compares the
+    raw score the row would have if it stopped there, ``f(a) > eps_pos`` or ``f(a) < eps_neg``.
+    With ``scale > 0``, ``f`` rounded is non-decreasing over the doubles, so ``f(a) > eps`` holds
+    exactly for ``a`` above the largest double ``a*`` with ``f(a*) <= eps``, and ``f(a) < eps``
+    exactly for ``a`` below the smallest double with ``f(a) >= eps``: the thresholds returned.
+    Each is found by bisection over the doubles in order (64 steps), so the engines compare the
+    sums against them unchanged.
+    """
+    scale, base = forest.scale, float(forest.base_score[0])
+
+    def last(eps: np.ndarray, strict: bool) -> np.ndarray:
+        """Order key of the largest double ``a`` with ``f(a) <= eps`` (``< eps`` when strict),
+        or one below -inf's when there is none."""
+
+        def holds(k: np.ndarray) -> np.ndarray:
+            with np.errstate(over="ignore", invalid="ignore"):
+                v = scale * _double(k) + base
+            return v < eps if strict else v <= eps
+
+        # Invariant: ``holds`` at lo (one below -inf's key: by convention), not at hi.
+        lo = np.full(eps.shape, -_INF_KEY - 1)
+        hi = np.full(eps.shape, _INF_KEY)
+        top = holds(hi)
+        lo[top] = hi[top]
+        # Keys span more than int64 holds as a difference: halve them before adding.
+        active = hi - 1 > lo
+        while np.any(active):
+            mid = (lo >> 1) + (hi >> 1) + (lo & hi & 1)
+            ok = holds(mid)
+            lo = np.where(active & ok, mid, lo)
+            hi = np.where(active & ~ok, mid, hi)
+            active = hi - 1 > lo
+        return lo
+
+    def as_double(k: np.ndarray) -> np.ndarray:
+        out = _double(np.clip(k, -_INF_KEY, _INF_KEY))
+        return np.where(k < -_INF_KEY, -np.inf, out)
+
+    pos = as_double(last(np.asarray(eps_pos, dtype=np.float64), strict=False))
+    below = last(np.asarray(eps_neg, dtype=np.float64), strict=True)
+    # The smallest double with f >= eps is the one after the largest with f < eps.
+    neg = np.where(below < -_INF_KEY, -np.inf, as_double(below + 1))
+    return pos, neg

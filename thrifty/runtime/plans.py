@@ -14,7 +14,7 @@ from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.io import decode_array, encode_array, forest_from_dict, forest_to_dict
-from thrifty.runtime.exits import BinnedExits, Schedule
+from thrifty.runtime.exits import BinnedExits, Schedule, sum_thresholds
 
 if TYPE_CHECKING:
     # One-model plans subclass Plan in ``models``, which therefore imports this module.
@@ -174,7 +174,10 @@ class Sequential(Plan):
     After the ``r``-th tree of ``order`` (0-based position ``r``), an example exits positive
     when its partial raw score (base score plus the trees so far) is ``> eps_pos[r]`` and
     negative when it is ``< eps_neg[r]``; infinities disable an exit. An example that never
-    exits is decided by its full score against the forest's decision threshold.
+    exits is decided by its full score against the forest's decision threshold. For a
+    ``base_last`` forest (CatBoost with a bias or scale) the partial raw score is the one the
+    row would have if it stopped there, ``scale * (trees so far, summed from zero) +
+    base_score``; bins and margins of several outputs are then refused (``Forest.base_first``).
 
     With several outputs (multiclass), an example exits after position ``r`` when the partial
     score of its leading class exceeds the runner-up's by more than ``eps_pos[r]`` (the exit
@@ -235,9 +238,10 @@ class Sequential(Plan):
             and n == T
             and np.array_equal(self.order, np.arange(n))
         )
-        self.schedule = Schedule(
-            self.order, self.eps_pos, self.eps_neg, BinnedExits.none(n) if bins is None else bins, full
-        )
+        on_sums = (self.eps_pos, self.eps_neg)
+        if forest.base_last and not full:
+            on_sums = _base_last_exits(forest, self.eps_pos, self.eps_neg, bins)
+        self.schedule = Schedule(self.order, *on_sums, BinnedExits.none(n) if bins is None else bins, full)
 
     @property
     def _lead(self) -> Forest:
@@ -271,15 +275,39 @@ class Sequential(Plan):
         return cls(forest_from_dict(d["forest"]), d["order"], d["eps_pos"], d["eps_neg"], bins=bins)
 
 
+def _base_last_exits(
+    forest: Forest, eps_pos: np.ndarray, eps_neg: np.ndarray, bins: BinnedExits | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The thresholds the engines compare a ``base_last`` forest's tree sums against: exits
+    still decide on the raw score the row would have if it stopped (``exits.sum_thresholds``).
+    Bins and several outputs' margins have no such thresholds, and are refused."""
+    exits = bins is not None or bool(np.any(np.isfinite(eps_pos)) or np.any(np.isfinite(eps_neg)))
+    if exits and (bins is not None or forest.n_outputs > 1 or forest.scale <= 0):
+        what = (
+            "binned exits"
+            if bins is not None
+            else "margin exits of several outputs"
+            if forest.n_outputs > 1
+            else f"exits with scale {forest.scale:g} <= 0"
+        )
+        raise InputError(
+            f"{what} are unsupported on a forest that adds its base after the trees (base_last, "
+            "as CatBoost with a bias or scale): build the plan on forest.base_first(), which sums "
+            "onto the base (raw scores within a few ulps of the source's)"
+        )
+    return sum_thresholds(forest, eps_pos, eps_neg)
+
+
 class Cascade(Plan):
     """Stages re-weighting a shared pool of trees, each with a reject threshold (Cronus).
 
     Stage ``k`` scores ``stage_bias[k] + sum_t stage_weights[k, t] * h_t(x)`` where ``h_t(x)``
-    is tree ``t``'s contribution in the forest (weight times leaf value). An example is rejected
-    (exits negative) at stage ``k < K-1`` when its score is below ``stage_thresholds[k]``;
-    otherwise it continues, and after the last stage it is positive when the score exceeds
-    ``stage_thresholds[K-1]``. A tree is evaluated at most once per example and its output
-    reused by later stages; a stage with all-zero weights costs nothing.
+    is tree ``t``'s contribution in the forest (``Forest.contribution_weight`` times leaf
+    value). An example is rejected (exits negative) at stage ``k < K-1`` when its score is
+    below ``stage_thresholds[k]``; otherwise it continues, and after the last stage it is
+    positive when the score exceeds ``stage_thresholds[K-1]``. A tree is evaluated at most
+    once per example and its output reused by later stages; a stage with all-zero weights
+    costs nothing.
     """
 
     kind = "cascade"

@@ -130,10 +130,10 @@ def _leaf_records(
     f: Forest, tree: np.ndarray, depth: np.ndarray, path_ptr: np.ndarray, path_feat: np.ndarray, words: int
 ) -> np.ndarray:
     """Per node, the record the tree code reads (``ir_scalar._tree_ir``): the tree's output at
-    that leaf as the interpreter computes it (``tree_weight * value``, unrounded), the splits
+    that leaf as the interpreter computes it (``contribution_weight * value``, unrounded), the splits
     on its path, and the features the path tests as ``words`` words of bits."""
     leaf = np.zeros((f.n_nodes, 2 + words))
-    leaf[:, 0] = f.tree_weight[tree] * f.value[:, 0]
+    leaf[:, 0] = f.contribution_weight[tree] * f.value[:, 0]
     bits = leaf.view(np.int64)
     bits[:, 1] = depth
     node = np.repeat(np.arange(f.n_nodes), np.diff(path_ptr))

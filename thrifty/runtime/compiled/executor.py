@@ -43,7 +43,7 @@ class NativeExecutor(SequentialExecutor):
         nodes, pos, direction, frozen = (
             ints[fields.index(name), take] for name in ("nodes", "pos", "dir", "frozen")
         )
-        self.raw[take] = raw[:, take].T
+        self.acc[take] = raw[:, take].T
         self.pos[take] = pos
         self.decision[take] = direction
         self.frozen[take] = frozen != 0

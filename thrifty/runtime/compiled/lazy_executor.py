@@ -33,7 +33,7 @@ class NativeLazyExecutor(SequentialExecutor):
         self.native = code.lazy_code()
         n, K = ctx.n, forest.n_outputs
         self.S = np.zeros((K + len(LAZY_FIELDS)) * n)
-        self.S[: K * n].reshape(K, n)[:] = forest.base_score[:, None]
+        self.S[: K * n].reshape(K, n)[:] = forest.start[:, None]
         self.state_raw = self.S[: K * n].reshape(K, n)
         self.ints = self.S[K * n :].view(np.int64).reshape(len(LAZY_FIELDS), n)
         self.ints[_F["cur"]] = -1
@@ -129,7 +129,7 @@ class NativeLazyExecutor(SequentialExecutor):
     def _hand_over(self, rows: np.ndarray) -> None:
         f, c, ints = self.forest, self.ctx, self.ints
         pos = ints[_F["pos"], rows]
-        self.raw[rows] = self.state_raw[:, rows].T
+        self.acc[rows] = self.state_raw[:, rows].T
         self.pos[rows] = pos
         self.cur[rows] = -1
         self.decision[rows] = ints[_F["dir"], rows]

@@ -60,6 +60,8 @@ class ServingPath:
         self.round32 = int(f.input_dtype == "float32")
         self.lane_rows = lane_rows(code.layout) if code.layout is not None else 0
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
+        # The state holds the trees' sums; raw scores are ``Forest.finish`` of them.
+        self.finish = f.finish if f.base_last else None
         self.fixed = costs.fixed_cost(plan.feature_usage())
         self.names = costs.feature_names or plan.feature_names
         self.fields = {name: j for j, name in enumerate(code.fields)}
@@ -188,8 +190,9 @@ class ServingEvaluation(Evaluation):
 
     @_when_read
     def raw(self) -> np.ndarray:
-        K, n = self._path.K, self._n
-        return self._S[:n] if K == 1 else self._S[: K * n].reshape(K, n).T.copy()
+        K, n, finish = self._path.K, self._n, self._path.finish
+        raw = self._S[:n] if K == 1 else self._S[: K * n].reshape(K, n).T.copy()
+        return raw if finish is None else finish(raw.reshape(n, K)).reshape(raw.shape)
 
     @_when_read
     def exit(self) -> np.ndarray:

@@ -45,10 +45,10 @@ class ForestCode:
 
     def state(self, n: int) -> np.ndarray:
         """Fresh per-row state of ``n`` rows (``layout.state_fields`` after the raw scores):
-        raw scores at the base score, counters at zero."""
+        the trees' sums at their start (``Forest.start``), counters at zero."""
         K = self.forest.n_outputs
         S = np.zeros(self.width * n)
-        S[: K * n].reshape(K, n)[:] = self.forest.base_score[:, None]
+        S[: K * n].reshape(K, n)[:] = self.forest.start[:, None]
         return S
 
     def run(self, X: np.ndarray, rows: np.ndarray, S: np.ndarray, touched: np.ndarray) -> None:
@@ -171,7 +171,8 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
         "bin_key": bins.key,
         "bin_pos": bins.pos,
         "bin_neg": bins.neg,
-        "base": forest.base_score,
+        # Where the serving path starts the trees' sums (``Forest.start``).
+        "base": forest.start,
         # The leaf records again, each tree's leaves left to right (``ir_vector``).
         "vleaf": leaf[lay.leaves],
         # Their weighted values alone (``ir_oblivious``): an oblivious tree of 32 leaves reads

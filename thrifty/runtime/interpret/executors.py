@@ -139,9 +139,10 @@ class SequentialExecutor(_ForestOutputs):
         self.pos = self.place[kernels.POS]
         self.cur = self.place[kernels.CUR]
         self.cur[:] = -1
-        # Every row starts at the base score (as np.tile would give, in fewer steps).
-        self.raw = np.empty((n, forest.base_score.shape[0]), dtype=forest.base_score.dtype)
-        self.raw[:] = forest.base_score
+        # The trees' sums: every row starts at the base score (as np.tile would give, in fewer
+        # steps), or at zero for a forest that adds its base last (``Forest.start``).
+        self.acc = np.empty((n, forest.base_score.shape[0]), dtype=forest.base_score.dtype)
+        self.acc[:] = forest.start
         # Finished, and frozen by a bin table (no further exits).
         self.flags = np.zeros((2, n), dtype=np.bool_)
         self.done = self.flags[kernels.DONE]
@@ -151,6 +152,12 @@ class SequentialExecutor(_ForestOutputs):
     @property
     def exit(self) -> np.ndarray:  # type: ignore[override]
         return self.pos
+
+    @property
+    def raw(self) -> np.ndarray:  # type: ignore[override]
+        """Raw scores of the sums so far (``Forest.finish``: the sums themselves unless the
+        forest adds its base last)."""
+        return self.forest.finish(self.acc)
 
     def advance(self, rows: np.ndarray) -> None:
         f, c = self.forest, self.ctx
@@ -167,7 +174,7 @@ class SequentialExecutor(_ForestOutputs):
                 True,
                 c.touched,
                 c.n_nodes,
-                self.raw,
+                self.acc,
             )
             c.n_trees += f.n_trees
             self.pos[:] = f.n_trees
@@ -196,7 +203,7 @@ class SequentialExecutor(_ForestOutputs):
             c.touched,
             c.tally,
             self.place,
-            self.raw,
+            self.acc,
             self.flags,
             self.decision,
         )
@@ -221,7 +228,8 @@ class CascadeExecutor(_ForestOutputs):
         self.tree_done = np.zeros((0, 0), dtype=np.bool_)
         self.done = np.zeros(n, dtype=np.bool_)
         self.decision = np.zeros(n, dtype=np.int8)
-        self.trees = trees_record(f)
+        # A tree's output h_t is what it adds to the raw score (scale included: ``Plan.Cascade``).
+        self.trees = trees_record(f, f.contribution_weight)
         self.stages = (plan.stage_ptr, plan.stage_trees, plan.stage_w, plan.stage_bias, plan.stage_thresholds)
 
     @property
@@ -381,13 +389,14 @@ class _GatedExecutor(Executor):
         return self._pick(*parts)
 
 
-def trees_record(forest: Forest) -> tuple:
+def trees_record(forest: Forest, weight: np.ndarray | None = None) -> tuple:
     """What the kernels read of a forest, in one record: the node arrays (``Forest.nodes``),
-    leaf values, roots, tree weights and classes, and whether inputs are rounded to float32 and
-    sums kept in float32 (XGBoost, scikit-learn)."""
+    leaf values, roots, tree weights (``weight``, default ``tree_weight``) and classes, and
+    whether inputs are rounded to float32 and sums kept in float32 (XGBoost, scikit-learn)."""
     f = forest
     round32, acc32 = f.input_dtype == "float32", f.accumulate == "float32"
-    return (f.nodes, f.value, f.roots, f.tree_weight, f.tree_class, round32, acc32)
+    w = f.tree_weight if weight is None else weight
+    return (f.nodes, f.value, f.roots, w, f.tree_class, round32, acc32)
 
 
 def round32(X: np.ndarray) -> np.ndarray:

@@ -112,11 +112,11 @@ def test_sequential_exits_compare_the_raw_score_the_row_stops_with(X):
 
 
 @pytest.mark.parametrize("name", list(PLANS))
-@pytest.mark.parametrize("kind", ["vector", "scalar"])
+@pytest.mark.parametrize("kind", ["vector", "scalar", "branchy"])
 @SETTINGS
 @given(X=input_matrices(N_FEATURES))
 def test_compiled_engines_match_the_interpreter(name, kind, X, monkeypatch):
-    """Compiled on vector and scalar blocks, dense, one row (lanes for a Full plan) and lazily:
+    """Compiled on vector, scalar and branchy blocks, dense, one row (lanes for a Full plan) and lazily:
     the interpreter's raw scores, exits and costs bit for bit."""
     monkeypatch.setenv(BLOCKS_ENV, kind)
     check(PLANS[name], X, cost_model(tree_cost=0.25, split_cost=0.125))

@@ -140,6 +140,7 @@ class _CEGBBase(CostAwareBoosting):
         random_state: int | None = None,
         n_jobs: int | None = None,
         progress: bool = True,
+        warm_start: bool = False,
     ) -> None:
         self.costs = costs
         self.tradeoff = tradeoff
@@ -156,6 +157,7 @@ class _CEGBBase(CostAwareBoosting):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.progress = progress
+        self.warm_start = warm_start
 
     def _lgbm(self, tradeoff: float) -> Any:
         params: dict[str, Any] = {
@@ -264,6 +266,13 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
         As in LightGBM.
     progress : bool, default=True
         Progress bar over the budget search's fits (only when stderr is a terminal).
+    warm_start : bool, default=False
+        When ``fit`` is called again (a sweep of budgets: ``set_params(budget=b).fit(...)``)
+        with the same data, calibration rows, costs and model parameters, start the budget
+        search from every model the earlier fits trained: their ``(tradeoff, cost)`` bracket
+        the new budget (often leaving one to three fits, or none) and the models compete with
+        the new ones. The trade-off-to-cost curve is one curve for all budgets, so nothing is
+        lost; the data are fingerprinted, and a change starts afresh.
 
     Attributes
     ----------
@@ -277,13 +286,14 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
     plan_ : Full
         ``Full(forest_)``, the plan ``cost_report`` and ``evaluate`` run.
     n_fits_ : int
-        Models trained.
+        Models trained by this fit (reused ones not counted).
     calibration_cost_ : float
         Mean cost per example on the calibration rows.
     budget_search_ : DataFrame
-        One row per candidate (``candidate``, ``tradeoff``, ``truncated``, ``cost``,
-        ``metric`` (NaN: cost only), ``chosen``): every model the search trained, in order,
-        then the truncated one when truncation was tried; one row without a budget.
+        One row per candidate (``candidate``, ``tradeoff``, ``truncated``, ``reused``,
+        ``cost``, ``metric`` (NaN: cost only), ``chosen``): the earlier fits' models reused by
+        ``warm_start`` (``reused``), every model the search trained, in order, then the
+        truncated one when truncation was tried; one row without a budget.
     n_estimators_ : int
         Boosting iterations in ``forest_`` (LightGBM stops early when no split pays for its
         cost; a truncated model keeps fewer than ``booster_`` holds).

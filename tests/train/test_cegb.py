@@ -307,3 +307,26 @@ def test_warm_start_forgets_trials_of_other_data_or_parameters():
     # the same again: everything reused, nothing trained
     est.fit(X[1000:], y[1000:])
     assert est.budget_search_["reused"].any() and est.n_fits_ == 0
+
+
+def test_frontier_walks_one_path_and_keeps_each_budgets_model():
+    X, y = linear_binary(2000)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0], split_cost=0.01)
+    budgets = [3.0, 1.5, 6.0]
+    cal = (X[1500:], y[1500:])
+    table, models = cegb_frontier(
+        X[:1500],
+        y[:1500],
+        costs,
+        budgets=budgets,
+        calibration=cal,
+        return_models=True,
+        n_estimators=30,
+        **FAST,
+    )
+    assert [m.budget for m in models] == budgets and len({id(m.forest_) for m in models}) == 3
+    for m, b in zip(models, budgets, strict=True):
+        assert m.calibration_cost_ <= b
+        assert m.calibration_cost_ == pytest.approx(evaluate(m.forest_, cal[0], costs).cost.mean)
+    # the later budgets reuse the path: fewer fits than the first
+    assert table["n_fits"].iloc[1:].sum() <= 2 * table["n_fits"].iloc[0]

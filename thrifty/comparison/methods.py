@@ -143,26 +143,46 @@ def _capacity(ctx: Context) -> dict[str, Any]:
     return {**own, "lgbm_params": p, "n_jobs": ctx.n_jobs, "progress": False}
 
 
+def _path(ctx: Context, key: str, cls: Any, **params: Any) -> Any:
+    """The fold's one estimator of ``cls`` with ``warm_start``: each budget's search starts from
+    every model the earlier budgets trained (one trade-off path; most budgets then need one to
+    three fits). Kept in the context's shared models, so the refinements of a time-limited
+    sweep start from the first pass's trials."""
+    if key not in ctx._cache:
+        ctx._cache[key] = cls(costs=ctx.costs, warm_start=True, **params)
+    return ctx._cache[key]
+
+
+def _on_path(ctx: Context, est: Any, budget: float, fit_kw: dict[str, Any]) -> Candidate:
+    """``est`` fitted to ``budget`` as a candidate (named by its budget, the same on every fold),
+    or the reason no model meets it."""
+    name = f"budget={budget:.4g}"
+    try:
+        cand = timed(
+            name,
+            lambda: (
+                est.set_params(budget=budget)
+                .fit(ctx.X_train, ctx.y_train, calibration=(ctx.X_val, ctx.y_val), **fit_kw)
+                .forest_
+            ),
+            budget=budget,
+        )
+    except BudgetError as exc:
+        return Candidate(name, None, {"reason": " ".join(str(exc).split())})
+    cand.params.update(tradeoff=est.tradeoff_, n_fits=est.n_fits_)
+    return cand
+
+
 def _cegb_models(ctx: Context) -> Iterator[Candidate]:
-    """CEGB models, one per budget, fitted once and shared (compositions reuse them)."""
+    """CEGB models, one per budget along one trade-off path, fitted once and shared
+    (compositions reuse them)."""
     if "cegb" not in ctx._cache:
         cls = {"ranking": CEGBRanker, "regression": CEGBRegressor}.get(ctx.task, CEGBClassifier)
         fit_kw = {"qid": ctx.qid_train} if ctx.task == "ranking" else {}
+        est = _path(ctx, "cegb path", cls, **_capacity(ctx))
         found = []
         for budget in spread(ctx.budgets):  # coarse to fine, should the allowance stop it
-            est = cls(costs=ctx.costs, budget=budget, **_capacity(ctx))
-            try:
-                cand = timed(
-                    f"budget={budget:.4g}",
-                    lambda e=est: (
-                        e.fit(ctx.X_train, ctx.y_train, calibration=(ctx.X_val, ctx.y_val), **fit_kw).forest_
-                    ),
-                    budget=budget,
-                )
-            except BudgetError as exc:
-                cand = Candidate(f"budget={budget:.4g}", None, {"reason": " ".join(str(exc).split())})
-            else:
-                cand.params.update(tradeoff=est.tradeoff_, n_fits=est.n_fits_)
+            cand = _on_path(ctx, est, budget, fit_kw)
             found.append(cand)
             yield cand
         ctx._cache["cegb"] = found
@@ -179,24 +199,15 @@ def _cegb(ctx: Context) -> Iterator[Candidate]:
 @method("greedymiser", "GreedyMiser", "train")
 def _greedymiser(ctx: Context) -> Iterator[Candidate]:
     """GreedyMiser (Xu et al. 2012): depth-4 first-order trees, feature costs once per model;
-    for ranking, a pointwise ranker (squared loss on the relevance grades)."""
+    for ranking, a pointwise ranker (squared loss on the relevance grades). One model per
+    budget along one trade-off path."""
     cls = GreedyMiserClassifier if ctx.task in ("binary", "multiclass") else GreedyMiserRegressor
     kw = _capacity(ctx)
     kw.pop("num_leaves", None)
     kw.pop("max_depth", None)
+    est = _path(ctx, "greedymiser path", cls, **kw)
     for budget in spread(ctx.budgets):
-        est = cls(costs=ctx.costs, budget=budget, **kw)
-        try:
-            cand = timed(
-                f"budget={budget:.4g}",
-                lambda e=est: e.fit(ctx.X_train, ctx.y_train, calibration=(ctx.X_val, ctx.y_val)).forest_,
-                budget=budget,
-            )
-        except BudgetError as exc:
-            yield Candidate(f"budget={budget:.4g}", None, {"reason": " ".join(str(exc).split())})
-            continue
-        cand.params.update(tradeoff=est.tradeoff_, n_fits=est.n_fits_)
-        yield cand
+        yield _on_path(ctx, est, budget, {})
 
 
 @method("cegb+qwyc", "CEGB ordered by QWYC", "composition", after="cegb")

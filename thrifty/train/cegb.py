@@ -29,6 +29,7 @@ Translation of a :class:`thrifty.CostModel` (see :func:`cegb_penalties`):
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from numbers import Integral
@@ -452,7 +453,8 @@ def cegb_frontier(
     costs : CostModel or None
         Prices (None: 1 per feature).
     budgets : sequence of float
-        Target mean costs per example; each gets its own budget search.
+        Target mean costs per example; each gets its own budget search, started from every
+        model the earlier budgets' searches trained (``warm_start``).
     calibration : tuple (X_cal, y_cal), optional
         As in ``fit``; default the training rows.
     test : tuple (X_test, y_test) or (X_test, y_test, qid_test), optional
@@ -516,15 +518,19 @@ def run_frontier(
     if not budgets:
         raise InputError("budgets is empty; give at least one target mean cost per example")
     models, rows = [], []
+    # One estimator walks the budgets along one trade-off path (warm_start): each budget's
+    # search starts from every model the earlier ones trained.
+    path = factory(costs=costs, **{"warm_start": True, **params})
     for b in budgets:
-        est = factory(costs=costs, budget=b, **params)
         try:
             if qid is not None:
-                est.fit(X, y, qid=qid, calibration=calibration)
+                path.set_params(budget=b).fit(X, y, qid=qid, calibration=calibration)
             else:
-                est.fit(X, y, calibration=calibration)
+                path.set_params(budget=b).fit(X, y, calibration=calibration)
         except BudgetError:
             continue
+        # a shallow copy keeps this budget's fitted attributes: the next fit rebinds them
+        est = copy.copy(path)
         models.append(est)
         rows.append(
             {

@@ -244,3 +244,34 @@ def test_one_model_at_several_budgets_is_on_the_front_once_as_its_smallest_budge
     )
     front = eligible_front(table, None)
     assert list(front["name"]) == ["budget=1", "x"]
+
+
+def test_cegb_budgets_walk_one_path_and_the_refinements_reuse_the_first_pass(monkeypatch):
+    """CEGB's budgets on a fold share their trials (later budgets start from the earlier ones'),
+    and under an allowance the refinement pass starts from the first pass's trials: no model
+    is trained twice for the same trade-off on the same rows, and the table is the one of a
+    run without an allowance."""
+    from thrifty.train import CEGBClassifier
+
+    trained = []
+    original = CEGBClassifier._train
+
+    def spy(self, X, y, *args, **kw):
+        trained.append((len(y), args[1]))  # the rows (by their number) and the trade-off
+        return original(self, X, y, *args, **kw)
+
+    monkeypatch.setattr(CEGBClassifier, "_train", spy)
+    X, y = binary_data(400)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0])
+    kw = dict(methods=["lightgbm", "cegb"], cv=0, progress=False, lightgbm_params=FAST, quick=True)
+    free = compare(X, y, costs, **kw)
+    n_free, trained[:] = len(trained), []
+    timed = compare(X, y, costs, time_limit=600.0, **kw)
+    assert len(trained) == len(set(trained)) and len(trained) == n_free
+    cegb = free.table["method"] == "CEGB"
+    assert cegb.sum() >= 2
+    cols = ["name", "mean_cost", "value"]
+    pd.testing.assert_frame_equal(
+        timed.table.loc[timed.table["method"] == "CEGB", cols].reset_index(drop=True),
+        free.table.loc[cegb, cols].reset_index(drop=True),
+    )

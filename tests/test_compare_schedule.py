@@ -275,3 +275,36 @@ def test_cegb_budgets_walk_one_path_and_the_refinements_reuse_the_first_pass(mon
         timed.table.loc[timed.table["method"] == "CEGB", cols].reset_index(drop=True),
         free.table.loc[cegb, cols].reset_index(drop=True),
     )
+
+
+@pytest.mark.parametrize("task", ["binary", "regression"])
+def test_cegb_offers_the_paths_best_calibration_model_within_each_budget(task):
+    """Of every model on the fold's trade-off path within a budget (cost measured on the
+    calibration split), compare's CEGB candidate is the one of best metric on the calibration
+    split, checked by scoring them all here; the estimator's own choice (the dearest) is never
+    better there. Only the fitting rows are read: the scored rows are not in the context."""
+    from thrifty import metrics
+    from thrifty.comparison.methods import _cegb_models
+    from thrifty.runtime.evaluate import evaluate
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1500, 5))
+    signal = X[:, 0] + 0.6 * X[:, 1] + 0.4 * X[:, 3] + 0.3 * rng.normal(size=1500)
+    y = (signal > 0).astype(int) if task == "binary" else signal
+    costs = CostModel([0.5, 1.0, 2.0, 4.0, 4.0])
+    budgets = (0.6, 1.5, 3.0, 6.0)
+    settings = Settings(task=task, costs=costs, budgets=budgets, lightgbm_params=FAST)
+    ctx = fitting_context(settings, pd.DataFrame(X), y, None)
+    offered = {c.params["budget"]: c for c in _cegb_models(ctx)}
+    est = ctx._cache["cegb path"]
+    sign = 1.0 if task == "binary" else -1.0
+    for b, cand in offered.items():
+        assert cand.model is not None
+        within = []
+        for forest in [model[0] for _, _, model in est._trials]:  # every trial of the path
+            ev = evaluate(forest, ctx.X_val, costs)
+            if ev.cost.mean <= b:
+                within.append((sign * metrics.score(task, ctx.y_val, ev)[1], -ev.cost.mean))
+        ev = evaluate(cand.model, ctx.X_val, costs)
+        got = (sign * metrics.score(task, ctx.y_val, ev)[1], -ev.cost.mean)
+        assert ev.cost.mean <= b and within and got >= max(within)

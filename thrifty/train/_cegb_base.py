@@ -245,6 +245,7 @@ class CostAwareBoosting(ThriftyEstimator):
         expensive within the budget); ``key``: the data, for ``warm_start``."""
         candidates, n_fits = self._candidates(fit_one, measure, costs, y, key)
         chosen = self._select(candidates)
+        self.search_models_ = [c.model[0] for c in candidates]
         self.forest_, self.booster_ = chosen.model
         self.plan_ = Full(self.forest_)
         self.tradeoff_ = float(chosen.params["tradeoff"])

@@ -295,6 +295,9 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
         ``cost``, ``metric`` (NaN: cost only), ``chosen``): the earlier fits' models reused by
         ``warm_start`` (``reused``), every model the search trained, in order, then the
         truncated one when truncation was tried; one row without a budget.
+    search_models_ : list of Forest
+        The model of each row of ``budget_search_``, in its order (to choose among them by
+        another rule, e.g. a metric on held-out rows among those within the budget).
     n_estimators_ : int
         Boosting iterations in ``forest_`` (LightGBM stops early when no split pays for its
         cost; a truncated model keeps fewer than ``booster_`` holds).

@@ -266,8 +266,8 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
         plus ``init_score_``.
     booster_ : lightgbm.Booster
     init_score_ : ndarray of shape (n_outputs,)
-    costs_, plan_, tradeoff_, n_fits_, calibration_cost_, budget_search_, n_estimators_,
-    truncated_, classes_, n_features_in_, feature_names_in_
+    costs_, plan_, tradeoff_, n_fits_, calibration_cost_, budget_search_, search_models_,
+    n_estimators_, truncated_, classes_, n_features_in_, feature_names_in_
         As in :class:`CEGBClassifier`.
     """
 

@@ -185,7 +185,7 @@ def _best_on_path(ctx: Context, est: Any, budget: float) -> int:
     within it (measured on the calibration split), the one of best metric there, the cheaper
     on a tie. The estimator alone keeps the most expensive one (it has no metric), but a
     dearer model is not always a better one (on flights, a model spending 2.0 of a budget of
-    2.4 was less accurate on the calibration rows than one spending 1.0 from the same path).
+    2.4 was less accurate on held-out rows than one spending 1.0 from the same path).
     The calibration split is part of the fitting rows: the fold's scored rows, and the test
     rows, take no part in the choice."""
     table = est.budget_search_

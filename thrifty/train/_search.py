@@ -9,6 +9,8 @@ middle 80% so every step removes at least a fifth of it; after two steps moving 
 the plain log-space midpoint (a safeguarded bisection). Cost is never assumed monotone:
 every trial is kept and returned; the estimator chooses among them with the shared selection
 rule (:meth:`thrifty._estimator.ThriftyEstimator._select`: the feasible trial of highest cost).
+The curve from trade-off to cost does not depend on the budget, so a sweep of budgets hands
+each search the trials of the earlier ones (``history``): they bracket the next budget at once.
 """
 
 from __future__ import annotations

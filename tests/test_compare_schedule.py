@@ -277,7 +277,7 @@ def test_cegb_budgets_walk_one_path_and_the_refinements_reuse_the_first_pass(mon
     )
 
 
-@pytest.mark.parametrize("task", ["binary", "regression"])
+@pytest.mark.parametrize("task", ["binary", "multiclass", "regression", "ranking"])
 def test_cegb_offers_the_paths_best_calibration_model_within_each_budget(task):
     """Of every model on the fold's trade-off path within a budget (cost measured on the
     calibration split), compare's CEGB candidate is the one of best metric on the calibration
@@ -290,21 +290,28 @@ def test_cegb_offers_the_paths_best_calibration_model_within_each_budget(task):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(1500, 5))
     signal = X[:, 0] + 0.6 * X[:, 1] + 0.4 * X[:, 3] + 0.3 * rng.normal(size=1500)
-    y = (signal > 0).astype(int) if task == "binary" else signal
+    y = {
+        "binary": (signal > 0).astype(int),
+        "multiclass": np.digitize(signal, [-0.8, 0.0, 0.8]),
+        "ranking": np.digitize(signal, [-0.5, 0.5, 1.2]),
+    }.get(task, signal)
+    qid = np.repeat(np.arange(100), 15) if task == "ranking" else None
     costs = CostModel([0.5, 1.0, 2.0, 4.0, 4.0])
     budgets = (0.6, 1.5, 3.0, 6.0)
     settings = Settings(task=task, costs=costs, budgets=budgets, lightgbm_params=FAST)
-    ctx = fitting_context(settings, pd.DataFrame(X), y, None)
-    offered = {c.params["budget"]: c for c in _cegb_models(ctx)}
-    est = ctx._cache["cegb path"]
-    sign = 1.0 if task == "binary" else -1.0
-    for b, cand in offered.items():
+    ctx = fitting_context(settings, pd.DataFrame(X), y, qid)
+    sign = -1.0 if task == "regression" else 1.0
+    for cand in _cegb_models(ctx):
+        b = cand.params["budget"]
         assert cand.model is not None
         within = []
-        for forest in [model[0] for _, _, model in est._trials]:  # every trial of the path
+        # every model of the path so far (later budgets' trials come after this candidate),
+        # and this budget's truncated one, when it has one
+        path = [model[0] for _, _, model in ctx._cache["cegb path"]._trials]
+        for forest in path + [cand.model]:
             ev = evaluate(forest, ctx.X_val, costs)
             if ev.cost.mean <= b:
-                within.append((sign * metrics.score(task, ctx.y_val, ev)[1], -ev.cost.mean))
+                within.append((sign * metrics.score(task, ctx.y_val, ev, ctx.qid_val)[1], -ev.cost.mean))
         ev = evaluate(cand.model, ctx.X_val, costs)
-        got = (sign * metrics.score(task, ctx.y_val, ev)[1], -ev.cost.mean)
+        got = (sign * metrics.score(task, ctx.y_val, ev, ctx.qid_val)[1], -ev.cost.mean)
         assert ev.cost.mean <= b and within and got >= max(within)

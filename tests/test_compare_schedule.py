@@ -244,3 +244,75 @@ def test_one_model_at_several_budgets_is_on_the_front_once_as_its_smallest_budge
     )
     front = eligible_front(table, None)
     assert list(front["name"]) == ["budget=1", "x"]
+
+
+def test_cegb_budgets_walk_one_path_and_the_refinements_reuse_the_first_pass(monkeypatch):
+    """CEGB's budgets on a fold share their trials (later budgets start from the earlier ones'),
+    and under an allowance the refinement pass starts from the first pass's trials: no model
+    is trained twice for the same trade-off on the same rows, and the table is the one of a
+    run without an allowance."""
+    from thrifty.train import CEGBClassifier
+
+    trained = []
+    original = CEGBClassifier._train
+
+    def spy(self, X, y, *args, **kw):
+        trained.append((len(y), args[1]))  # the rows (by their number) and the trade-off
+        return original(self, X, y, *args, **kw)
+
+    monkeypatch.setattr(CEGBClassifier, "_train", spy)
+    X, y = binary_data(400)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0])
+    # n_jobs=1: every task in this process, where the spy counts
+    kw = dict(methods=["lightgbm", "cegb"], cv=0, progress=False, lightgbm_params=FAST, quick=True, n_jobs=1)
+    free = compare(X, y, costs, **kw)
+    n_free, trained[:] = len(trained), []
+    timed = compare(X, y, costs, time_limit=600.0, **kw)
+    assert len(trained) == len(set(trained)) and len(trained) == n_free
+    cegb = free.table["method"] == "CEGB"
+    assert cegb.sum() >= 2
+    cols = ["name", "mean_cost", "value"]
+    pd.testing.assert_frame_equal(
+        timed.table.loc[timed.table["method"] == "CEGB", cols].reset_index(drop=True),
+        free.table.loc[cegb, cols].reset_index(drop=True),
+    )
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "regression", "ranking"])
+def test_cegb_offers_the_paths_best_calibration_model_within_each_budget(task):
+    """Of every model on the fold's trade-off path within a budget (cost measured on the
+    calibration split), compare's CEGB candidate is the one of best metric on the calibration
+    split, checked by scoring them all here; the estimator's own choice (the dearest) is never
+    better there. Only the fitting rows are read: the scored rows are not in the context."""
+    from thrifty import metrics
+    from thrifty.comparison.methods import _cegb_models
+    from thrifty.runtime.evaluate import evaluate
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1500, 5))
+    signal = X[:, 0] + 0.6 * X[:, 1] + 0.4 * X[:, 3] + 0.3 * rng.normal(size=1500)
+    y = {
+        "binary": (signal > 0).astype(int),
+        "multiclass": np.digitize(signal, [-0.8, 0.0, 0.8]),
+        "ranking": np.digitize(signal, [-0.5, 0.5, 1.2]),
+    }.get(task, signal)
+    qid = np.repeat(np.arange(100), 15) if task == "ranking" else None
+    costs = CostModel([0.5, 1.0, 2.0, 4.0, 4.0])
+    budgets = (0.6, 1.5, 3.0, 6.0)
+    settings = Settings(task=task, costs=costs, budgets=budgets, lightgbm_params=FAST)
+    ctx = fitting_context(settings, pd.DataFrame(X), y, qid)
+    sign = -1.0 if task == "regression" else 1.0
+    for cand in _cegb_models(ctx):
+        b = cand.params["budget"]
+        assert cand.model is not None
+        within = []
+        # every model of the path so far (later budgets' trials come after this candidate),
+        # and this budget's truncated one, when it has one
+        path = [model[0] for _, _, model in ctx._cache["cegb path"]._trials]
+        for forest in path + [cand.model]:
+            ev = evaluate(forest, ctx.X_val, costs)
+            if ev.cost.mean <= b:
+                within.append((sign * metrics.score(task, ctx.y_val, ev, ctx.qid_val)[1], -ev.cost.mean))
+        ev = evaluate(cand.model, ctx.X_val, costs)
+        got = (sign * metrics.score(task, ctx.y_val, ev, ctx.qid_val)[1], -ev.cost.mean)
+        assert ev.cost.mean <= b and within and got >= max(within)

@@ -259,3 +259,74 @@ def test_polars_and_pyarrow_tables_keep_names_and_categories(kind):
     np.testing.assert_array_equal(clf.predict_proba(table), reference.predict_proba(table.to_pandas()))
     np.testing.assert_array_equal(clf.cost_report(table).total, reference.cost_report(df).total)
     np.testing.assert_array_equal(clf.predict_proba(table), clf.predict_proba(df))
+
+
+def test_warm_start_sweeps_budgets_on_one_tradeoff_path():
+    budgets = (3.0, 1.5, 6.0)  # compare's order: the middle budget first
+    X, y = linear_binary(2000)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0], split_cost=0.01)
+    data = (X[:1500], y[:1500])
+    cal = (X[1500:], y[1500:])
+    warm = CEGBClassifier(costs=costs, n_estimators=30, warm_start=True, **FAST)
+    seen = 0
+    for b in budgets:
+        warm.set_params(budget=b).fit(*data, calibration=cal)
+        cold = CEGBClassifier(costs=costs, budget=b, n_estimators=30, **FAST).fit(*data, calibration=cal)
+        table = warm.budget_search_
+        # every model the earlier fits trained is a candidate again, without being retrained
+        assert int(table["reused"].sum()) == seen
+        seen += warm.n_fits_
+        assert warm.calibration_cost_ <= b
+        # at least as much of the budget spent as a cold search, with no more fits
+        assert warm.calibration_cost_ >= cold.calibration_cost_ or np.isclose(
+            warm.calibration_cost_, cold.calibration_cost_
+        )
+        assert warm.n_fits_ <= cold.n_fits_
+        per_row = evaluate(warm.forest_, cal[0], costs).cost.total
+        assert warm.calibration_cost_ == pytest.approx(per_row.mean())
+    # fitting the first budget again trains nothing: its model is on the path
+    first = CEGBClassifier(costs=costs, budget=budgets[0], n_estimators=30, **FAST)
+    first.fit(*data, calibration=cal)
+    warm.set_params(budget=budgets[0]).fit(*data, calibration=cal)
+    assert warm.n_fits_ == 0 and warm.calibration_cost_ >= first.calibration_cost_
+    if warm.tradeoff_ == first.tradeoff_:  # the cold search's own model: the same predictions
+        np.testing.assert_array_equal(warm.predict_proba(cal[0]), first.predict_proba(cal[0]))
+
+
+def test_warm_start_forgets_trials_of_other_data_or_parameters():
+    X, y = linear_binary(2000)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0], split_cost=0.01)
+    est = CEGBClassifier(costs=costs, budget=3.0, n_estimators=20, warm_start=True, **FAST)
+    est.fit(X[:1000], y[:1000])
+    # other rows: nothing reused
+    est.fit(X[1000:], y[1000:])
+    assert not est.budget_search_["reused"].any() and est.n_fits_ >= 1
+    # another tree shape: nothing reused either
+    est.set_params(num_leaves=7).fit(X[1000:], y[1000:])
+    assert not est.budget_search_["reused"].any()
+    # the same again: everything reused, nothing trained
+    est.fit(X[1000:], y[1000:])
+    assert est.budget_search_["reused"].any() and est.n_fits_ == 0
+
+
+def test_frontier_walks_one_path_and_keeps_each_budgets_model():
+    X, y = linear_binary(2000)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0], split_cost=0.01)
+    budgets = [3.0, 1.5, 6.0]
+    cal = (X[1500:], y[1500:])
+    table, models = cegb_frontier(
+        X[:1500],
+        y[:1500],
+        costs,
+        budgets=budgets,
+        calibration=cal,
+        return_models=True,
+        n_estimators=30,
+        **FAST,
+    )
+    assert [m.budget for m in models] == budgets and len({id(m.forest_) for m in models}) == 3
+    for m, b in zip(models, budgets, strict=True):
+        assert m.calibration_cost_ <= b
+        assert m.calibration_cost_ == pytest.approx(evaluate(m.forest_, cal[0], costs).cost.mean)
+    # the later budgets reuse the path: fewer fits than the first
+    assert table["n_fits"].iloc[1:].sum() <= 2 * table["n_fits"].iloc[0]

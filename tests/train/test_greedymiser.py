@@ -106,3 +106,20 @@ def test_coupled_penalty_is_charged_per_unit_of_weight():
     np.testing.assert_array_equal(one.forest_.feature, two.forest_.feature)
     np.testing.assert_allclose(one.predict_proba(X), two.predict_proba(X), rtol=1e-9)
     assert greedymiser_params(costs, 0.5, n_rows=2.0 * 800)["cegb_penalty_feature_coupled"][1] == 3200.0
+
+
+def test_warm_start_reuses_the_path_of_earlier_budgets():
+    X, y = linear_binary(1500)
+    costs = CostModel([1.0, 2.0, 4.0, 8.0, 8.0, 8.0])
+    cal = (X[1000:], y[1000:])
+    est = GreedyMiserClassifier(costs=costs, n_estimators=20, warm_start=True, **FAST)
+    est.set_params(budget=6.0).fit(X[:1000], y[:1000], calibration=cal)
+    first = est.n_fits_
+    est.set_params(budget=4.0).fit(X[:1000], y[:1000], calibration=cal)
+    cold = GreedyMiserClassifier(costs=costs, budget=4.0, n_estimators=20, **FAST)
+    cold.fit(X[:1000], y[:1000], calibration=cal)
+    assert int(est.budget_search_["reused"].sum()) == first
+    assert est.n_fits_ <= cold.n_fits_ and est.calibration_cost_ <= 4.0
+    assert est.calibration_cost_ >= cold.calibration_cost_ or np.isclose(
+        est.calibration_cost_, cold.calibration_cost_
+    )

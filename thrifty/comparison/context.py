@@ -24,8 +24,9 @@ __all__ = ["SHARED", "Context"]
 
 #: The models one method fits and others build on (``Method.after``), handed from one fit
 #: task to the next on the same rows: the plain LightGBM model, the CEGB models of every
-#: budget, the BudgetRF forest and its prunings.
-SHARED = ("lightgbm", "cegb", "budgetrf", "budgetrf+prune")
+#: budget, the CEGB and GreedyMiser estimators holding every trial of their trade-off path
+#: (``warm_start``), the BudgetRF forest and its prunings.
+SHARED = ("lightgbm", "cegb", "cegb path", "greedymiser path", "budgetrf", "budgetrf+prune")
 #: Rows of each tree's bootstrap sample in the random forests compare grows (the plain forest
 #: BudgetPrune prunes, BudgetRF) on more training rows than this: a forest's trees are grown
 #: on bootstrap samples of any size (Breiman's bagging; scikit-learn's ``max_samples``), and at

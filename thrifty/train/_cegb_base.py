@@ -7,6 +7,7 @@ from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
+import joblib
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -86,7 +87,12 @@ class CostAwareBoosting(ThriftyEstimator):
         "random_state": ["random_state"],
         "n_jobs": [None, Interval(Integral, None, None, closed="neither")],
         "progress": ["boolean"],
+        "warm_start": ["boolean"],
     }
+
+    #: Parameters that do not change the model trained at a trade-off (``warm_start`` reuses
+    #: trials across fits that differ in these only).
+    _search_only = ("budget", "tolerance", "max_fits", "truncate", "progress", "warm_start", "n_jobs")
 
     def _check_params(self) -> None:
         self._validate_params()
@@ -125,7 +131,8 @@ class CostAwareBoosting(ThriftyEstimator):
             forest = from_model(forest, feature_names=names)
             return (forest, booster), measure(forest)
 
-        return self._search(fit_one, measure, costs, y)
+        key = (X, y, sample_weight, fit_params, X_cal, w_cal) if self.warm_start else None
+        return self._search(fit_one, measure, costs, y, key)
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, calibration: Any) -> Any:
         """``fit`` on Dask collections: trains through ``lightgbm.dask`` on the current
@@ -160,20 +167,25 @@ class CostAwareBoosting(ThriftyEstimator):
             forest, booster = self._train_dask(client, X, y, sample_weight, lam, n_rows)
             return (forest, booster), measure(forest)
 
-        return self._search(fit_one, measure, costs, y)
+        # a Dask collection's name is a hash of its graph: the same data, the same name
+        names_of = tuple(getattr(a, "name", id(a)) for a in (X, y, sample_weight, X_cal))
+        return self._search(fit_one, measure, costs, y, names_of if self.warm_start else None)
 
     def _candidates(
-        self, fit_one: Any, measure: Any, costs: CostModel, y: Any
+        self, fit_one: Any, measure: Any, costs: CostModel, y: Any, key: Any = None
     ) -> tuple[list[Candidate], int]:
         """The models to choose between, and the number trained: the one at the given
         trade-off, or every trial of the budget search (plus, with ``truncate``, the cheapest
-        over-budget trial cut where the budget runs out). ``fit_one(lam) -> ((forest,
-        booster), mean cost)``; ``measure(forest)`` is a model's mean cost."""
+        over-budget trial cut where the budget runs out); with ``warm_start``, also the trials
+        of earlier fits on the same data (``key``), which the search starts from.
+        ``fit_one(lam) -> ((forest, booster), mean cost)``; ``measure(forest)`` is a model's
+        mean cost."""
         if self.budget is None:
             lam = DEFAULT_TRADEOFF if self.tradeoff is None else float(self.tradeoff)
             model, cost = fit_one(lam)
-            return [Candidate({"tradeoff": lam, "truncated": False}, cost, None, model)], 1
+            return [Candidate({"tradeoff": lam, "truncated": False, "reused": False}, cost, None, model)], 1
         budget = float(self.budget)
+        known = self._warm_trials(costs, key)
         trials = search_tradeoff(
             fit_one,
             budget,
@@ -183,32 +195,57 @@ class CostAwareBoosting(ThriftyEstimator):
             floor=self._floor(costs),
             progress=bool(self.progress),
             desc=type(self).__name__,
+            history=[(lam, cost) for lam, cost, _ in known],
         )
-        candidates = [
-            Candidate({"tradeoff": lam, "truncated": False}, cost, None, model)
-            for (lam, cost), model in zip(trials.history, trials.models, strict=True)
+        path = known + [
+            (lam, cost, model) for (lam, cost), model in zip(trials.history, trials.models, strict=True)
         ]
-        best = max((c for _, c in trials.history if c <= budget), default=None)
+        if key is not None:
+            self._trials = path
+        candidates = [
+            Candidate({"tradeoff": lam, "truncated": False, "reused": i < len(known)}, cost, None, model)
+            for i, (lam, cost, model) in enumerate(path)
+        ]
+        best = max((c for _, c, _ in path if c <= budget), default=None)
         if self.truncate and (best is None or best < (1.0 - self.tolerance) * budget):
             # The cost jumps over the budget between two trade-offs (a feature enters for many
             # examples at once): the cheapest over-budget model, stopped boosting where the
             # budget runs out as GreedyMiser does, may spend more of it.
-            over = [(lam, i) for i, (lam, c) in enumerate(trials.history) if c > budget and lam > 0]
+            over = [(lam, i) for i, (lam, c, _) in enumerate(path) if c > budget and lam > 0]
             if over:
                 lam, i = max(over)
-                big_forest, big_booster = trials.models[i]
+                big_forest, big_booster = path[i][2]
                 cut, cut_cost = _truncate(big_forest, measure, budget)
                 if cut is not None:
                     candidates.append(
-                        Candidate({"tradeoff": lam, "truncated": True}, cut_cost, None, (cut, big_booster))
+                        Candidate(
+                            {"tradeoff": lam, "truncated": True, "reused": False},
+                            cut_cost,
+                            None,
+                            (cut, big_booster),
+                        )
                     )
-        return candidates, len(trials.history)
+        return candidates, trials.n_fits
 
-    def _search(self, fit_one: Any, measure: Any, costs: CostModel, y: Any) -> Any:
+    def _warm_trials(self, costs: CostModel, key: Any) -> list[tuple[float, float, Any]]:
+        """The trials of earlier fits (``warm_start``) when they were trained with the same
+        model parameters, costs and data (``key``) and measured on the same calibration rows:
+        ``(tradeoff, mean cost, (forest, booster))``. Sets the fingerprint of this fit."""
+        if key is None:
+            self._trials, self._trials_key = [], None
+            return []
+        params = {k: v for k, v in self.get_params().items() if k not in self._search_only}
+        fingerprint = joblib.hash((type(self).__name__, params, costs, key))
+        if getattr(self, "_trials_key", None) != fingerprint:
+            self._trials, self._trials_key = [], fingerprint
+        return list(self._trials)
+
+    def _search(self, fit_one: Any, measure: Any, costs: CostModel, y: Any, key: Any = None) -> Any:
         """Fit the candidates and keep the one the shared rule selects (no metric: the most
-        expensive within the budget)."""
-        candidates, n_fits = self._candidates(fit_one, measure, costs, y)
+        expensive within the budget); ``key``: the data, for ``warm_start``."""
+        candidates, n_fits = self._candidates(fit_one, measure, costs, y, key)
         chosen = self._select(candidates)
+        self.search_models_ = [c.model[0] for c in candidates]
         self.forest_, self.booster_ = chosen.model
         self.plan_ = Full(self.forest_)
         self.tradeoff_ = float(chosen.params["tradeoff"])

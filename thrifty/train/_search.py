@@ -9,12 +9,14 @@ middle 80% so every step removes at least a fifth of it; after two steps moving 
 the plain log-space midpoint (a safeguarded bisection). Cost is never assumed monotone:
 every trial is kept and returned; the estimator chooses among them with the shared selection
 rule (:meth:`thrifty._estimator.ThriftyEstimator._select`: the feasible trial of highest cost).
+The curve from trade-off to cost does not depend on the budget, so a sweep of budgets hands
+each search the trials of the earlier ones (``history``): they bracket the next budget at once.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +59,7 @@ def search_tradeoff(
     floor: float = 0.0,
     progress: bool = True,
     desc: str = "budget search",
+    history: Sequence[tuple[float, float]] = (),
 ) -> SearchResult:
     """Train models at trade-offs searched for the smallest one whose mean cost is within ``budget``.
 
@@ -88,10 +91,18 @@ def search_tradeoff(
         Progress bar over the fits (shown only when stderr is a terminal).
     desc : str
         Label of the progress bar.
+    history : sequence of (float, float), optional
+        ``(tradeoff, mean cost)`` of models trained before on the same data and calibration
+        rows (an earlier budget's search: the trade-off path is one curve for every budget).
+        They bracket the budget as the search's own trials do, so a history that brackets it
+        leaves a few fits (one that holds a model within the tolerance band, none; ``start``
+        is then not used). They are not trained again nor returned: the caller keeps their
+        models and chooses among them and the returned trials alike.
 
     Returns
     -------
     SearchResult
+        The models trained by this call (not ``history``'s).
 
     Raises
     ------
@@ -115,12 +126,18 @@ def search_tradeoff(
             "raise the budget or lower the tree/split costs or the number of trees"
         )
     lower_band = (1.0 - tolerance) * budget
-    history: list[tuple[float, float]] = []
+    known = [(float(lam), float(c)) for lam, c in history]
+    for lam, c in known:
+        if not (lam >= 0 and math.isfinite(lam) and c >= 0 and math.isfinite(c)):
+            raise InputError(
+                f"history holds ({lam!r}, {c!r}); give (tradeoff >= 0, mean cost >= 0) pairs, both finite"
+            )
+    trials: list[tuple[float, float]] = []
     models: list[Any] = []
 
     def trial(lam: float) -> float:
         model, cost = fit(lam)
-        history.append((lam, float(cost)))
+        trials.append((lam, float(cost)))
         models.append(model)
         bar.update()
         bar.set_postfix_str(f"lambda={lam:.3g} cost={cost:.4g} budget={budget:.4g}")
@@ -130,34 +147,35 @@ def search_tradeoff(
     with tqdm(
         total=int(max_fits), desc=desc, unit="fit", disable=None if progress else True, leave=False
     ) as bar:
-        cost = trial(start)
-        tried_zero = False
+        if not any(lam > 0 for lam, _ in known):  # nothing to bracket from yet
+            trial(start)
         sides: list[bool] = []  # per bracket step: did the trial come in over budget?
-        while len(history) < max_fits and not lower_band <= cost <= budget:
-            lo, hi = _bracket(history, budget)
-            if lo is None and hi is not None and not tried_zero:
+        while len(trials) < max_fits:
+            points = known + trials
+            if any(lower_band <= c <= budget for _, c in points):
+                break  # a model spends the budget within the tolerance
+            if any(lam == 0 and c <= budget for lam, c in points):
+                break  # the unpenalised model fits: no trade-off can buy more than it
+            lo, hi = _bracket(points, budget)
+            if lo is None and hi is not None and not any(lam == 0 for lam, _ in points):
                 # Every trial is under the band: the unpenalised model may fit the budget.
-                tried_zero = True
-                if trial(0.0) <= budget:
-                    break
+                trial(0.0)
                 continue
             if lo is None:  # every trial is feasible and under the band: go down
-                assert hi is not None  # the first trial's trade-off (start) is positive
-                lam = _extrapolate(hi, history, budget, down=True)
+                assert hi is not None  # a positive trade-off was tried (start, or the history's)
+                lam = _extrapolate(hi, points, budget, down=True)
             elif hi is None:  # every trial is over budget: go up
-                lam = _extrapolate(lo, history, budget, down=False)
+                lam = _extrapolate(lo, points, budget, down=False)
             elif hi[0] / lo[0] < 1.0 + tolerance:
                 break
             else:
                 # Two steps in a row moving the same end: the secant is stalling on a
                 # step of the cost curve, so bisect plainly.
                 stalled = len(sides) >= 2 and sides[-1] == sides[-2]
-                lam = _split(lo, hi, budget, secant=not stalled)
-                cost = trial(lam)
-                sides.append(cost > budget)
+                sides.append(trial(_split(lo, hi, budget, secant=not stalled)) > budget)
                 continue
-            cost = trial(lam)
-    return SearchResult(history, models)
+            trial(lam)
+    return SearchResult(trials, models)
 
 
 def _bracket(

@@ -29,6 +29,7 @@ Translation of a :class:`thrifty.CostModel` (see :func:`cegb_penalties`):
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from numbers import Integral
@@ -140,6 +141,7 @@ class _CEGBBase(CostAwareBoosting):
         random_state: int | None = None,
         n_jobs: int | None = None,
         progress: bool = True,
+        warm_start: bool = False,
     ) -> None:
         self.costs = costs
         self.tradeoff = tradeoff
@@ -156,6 +158,7 @@ class _CEGBBase(CostAwareBoosting):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.progress = progress
+        self.warm_start = warm_start
 
     def _lgbm(self, tradeoff: float) -> Any:
         params: dict[str, Any] = {
@@ -264,6 +267,13 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
         As in LightGBM.
     progress : bool, default=True
         Progress bar over the budget search's fits (only when stderr is a terminal).
+    warm_start : bool, default=False
+        When ``fit`` is called again (a sweep of budgets: ``set_params(budget=b).fit(...)``)
+        with the same data, calibration rows, costs and model parameters, start the budget
+        search from every model the earlier fits trained: their ``(tradeoff, cost)`` bracket
+        the new budget (often leaving one to three fits, or none) and the models compete with
+        the new ones. The trade-off-to-cost curve is one curve for all budgets, so nothing is
+        lost; the data are fingerprinted, and a change starts afresh.
 
     Attributes
     ----------
@@ -277,13 +287,17 @@ class CEGBClassifier(ClassifierMixin, ClassifierOutputs, _CEGBBase):
     plan_ : Full
         ``Full(forest_)``, the plan ``cost_report`` and ``evaluate`` run.
     n_fits_ : int
-        Models trained.
+        Models trained by this fit (reused ones not counted).
     calibration_cost_ : float
         Mean cost per example on the calibration rows.
     budget_search_ : DataFrame
-        One row per candidate (``candidate``, ``tradeoff``, ``truncated``, ``cost``,
-        ``metric`` (NaN: cost only), ``chosen``): every model the search trained, in order,
-        then the truncated one when truncation was tried; one row without a budget.
+        One row per candidate (``candidate``, ``tradeoff``, ``truncated``, ``reused``,
+        ``cost``, ``metric`` (NaN: cost only), ``chosen``): the earlier fits' models reused by
+        ``warm_start`` (``reused``), every model the search trained, in order, then the
+        truncated one when truncation was tried; one row without a budget.
+    search_models_ : list of Forest
+        The model of each row of ``budget_search_``, in its order (to choose among them by
+        another rule, e.g. a metric on held-out rows among those within the budget).
     n_estimators_ : int
         Boosting iterations in ``forest_`` (LightGBM stops early when no split pays for its
         cost; a truncated model keeps fewer than ``booster_`` holds).
@@ -442,7 +456,8 @@ def cegb_frontier(
     costs : CostModel or None
         Prices (None: 1 per feature).
     budgets : sequence of float
-        Target mean costs per example; each gets its own budget search.
+        Target mean costs per example; each gets its own budget search, started from every
+        model the earlier budgets' searches trained (``warm_start``).
     calibration : tuple (X_cal, y_cal), optional
         As in ``fit``; default the training rows.
     test : tuple (X_test, y_test) or (X_test, y_test, qid_test), optional
@@ -506,15 +521,19 @@ def run_frontier(
     if not budgets:
         raise InputError("budgets is empty; give at least one target mean cost per example")
     models, rows = [], []
+    # One estimator walks the budgets along one trade-off path (warm_start): each budget's
+    # search starts from every model the earlier ones trained.
+    path = factory(costs=costs, **{"warm_start": True, **params})
     for b in budgets:
-        est = factory(costs=costs, budget=b, **params)
         try:
             if qid is not None:
-                est.fit(X, y, qid=qid, calibration=calibration)
+                path.set_params(budget=b).fit(X, y, qid=qid, calibration=calibration)
             else:
-                est.fit(X, y, calibration=calibration)
+                path.set_params(budget=b).fit(X, y, calibration=calibration)
         except BudgetError:
             continue
+        # a shallow copy keeps this budget's fitted attributes: the next fit rebinds them
+        est = copy.copy(path)
         models.append(est)
         rows.append(
             {

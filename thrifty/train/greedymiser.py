@@ -97,6 +97,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         random_state: int | None = None,
         n_jobs: int | None = None,
         progress: bool = True,
+        warm_start: bool = False,
     ) -> None:
         self.costs = costs
         self.tradeoff = tradeoff
@@ -112,6 +113,7 @@ class _GreedyMiserBase(CostAwareBoosting):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.progress = progress
+        self.warm_start = warm_start
 
     def _params(self, tradeoff: float, n_rows: float) -> dict[str, Any]:
         params = {
@@ -254,7 +256,7 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
     min_child_samples : int, default=20
     lgbm_params : dict, optional
         Other LightGBM parameters, passed through.
-    tolerance, max_fits, truncate, random_state, n_jobs, progress
+    tolerance, max_fits, truncate, random_state, n_jobs, progress, warm_start
         As in :class:`CEGBClassifier`.
 
     Attributes
@@ -264,8 +266,8 @@ class GreedyMiserClassifier(ClassifierMixin, ClassifierOutputs, _GreedyMiserBase
         plus ``init_score_``.
     booster_ : lightgbm.Booster
     init_score_ : ndarray of shape (n_outputs,)
-    costs_, plan_, tradeoff_, n_fits_, calibration_cost_, budget_search_, n_estimators_,
-    truncated_, classes_, n_features_in_, feature_names_in_
+    costs_, plan_, tradeoff_, n_fits_, calibration_cost_, budget_search_, search_models_,
+    n_estimators_, truncated_, classes_, n_features_in_, feature_names_in_
         As in :class:`CEGBClassifier`.
     """
 

@@ -29,13 +29,14 @@ from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.choice import vector_blocks
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
+from thrifty.runtime.compiled.ir_ranks import use_ranks
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
-from thrifty.runtime.compiled.ir_vector import vector_module_irs
+from thrifty.runtime.compiled.ir_vector import vblocks_of, vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 18
+CODEGEN_VERSION = 19
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -71,7 +72,7 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     and the target (``targets.current``: its name, lanes, triple, CPU and features)."""
     forest = lay.forest
     h = hashlib.sha256()
-    kind = "lazy" if lazy else use_vector(lay)
+    kind = "lazy" if lazy else f"{use_vector(lay)}|{_ranks(lay)}"
     h.update(
         f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|{targets.current().key()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
@@ -92,6 +93,11 @@ def use_vector(lay: Layout) -> bool:
     AVX2 (four lanes) about half the scalar blocks' time on a shared machine. The rule and what
     forces either kind are ``choice.vector_blocks``'s."""
     return vector_blocks(lay, targets.current().lanes)
+
+
+def _ranks(lay: Layout) -> bool:
+    """Whether the vector blocks compare 32-bit ranks (``ir_ranks.use_ranks``)."""
+    return use_vector(lay) and use_ranks(lay, targets.current().lanes, vblocks_of(lay.exits))
 
 
 class NativeCode:
@@ -159,7 +165,9 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
     else:
         tg = targets.current()
         if use_vector(lay):
-            irs = vector_module_irs(lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent)
+            irs = vector_module_irs(
+                lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay)
+            )
         else:
             irs = module_irs(lay, key, _TREES_PER_MODULE)
     if not lazy:

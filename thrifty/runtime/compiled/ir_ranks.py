@@ -146,17 +146,22 @@ def goes_right_rank(e, f: Forest, node: int, rank: str, thresholds: np.ndarray) 
 
 
 def splits_per_step(lay: Layout, blocks: list[tuple[int, int]]) -> float:
-    """The plan's splits over its quantizing steps: per block, each rankable feature's search
-    takes ``ceil(log2(n + 1))`` steps for its ``n`` thresholds in the block (``rank_ir``),
-    paid once per vector of rows, where every split saves about half its vector operations."""
+    """The plan's splits that compare ranks over its quantizing steps: per block, each
+    rankable feature's search takes ``ceil(log2(n + 1))`` steps for its ``n`` thresholds in the
+    block (``rank_ir``), paid once per vector of rows, where each of its splits saves about
+    half its vector operations. 0 when no split compares ranks."""
+    f = lay.forest
+    ok = rankable(f)
     splits = steps = 0
     for p0, k in blocks:
         steps += sum(int(len(t)).bit_length() for t in block_thresholds(lay, p0, k).values())
         for t in lay.order[p0 : p0 + k].tolist():
             # An oblivious tree compares once per level (``ir_oblivious``).
             levels = lay.levels(t)
-            splits += int(lay.leaf_ptr[t + 1] - lay.leaf_ptr[t]) - 1 if levels is None else len(levels)
-    return splits / max(steps, 1)
+            nodes = f._tree_nodes(t) if levels is None else np.asarray(levels, dtype=np.int64)
+            feats = f.feature[nodes]
+            splits += int(np.sum((feats >= 0) & ok[np.maximum(feats, 0)]))
+    return splits / steps if steps else 0.0
 
 
 def use_ranks(lay: Layout, lanes: int, blocks: list[tuple[int, int]]) -> bool:

@@ -24,7 +24,9 @@ and after a tree only the words its features lie in are gathered and ORed. A tre
 64 leaves has a leaf mask of one vector per 64 leaves. Used when every tree has at most
 ``VECTOR_LEAVES`` leaves (or is oblivious) and the plan no bin exits (``vector_ok``); other
 plans use ``ir_scalar``'s scalar blocks. An oblivious tree (``layout.oblivious_levels``) takes
-``ir_oblivious``'s path instead of the leaf mask: one comparison per level.
+``ir_oblivious``'s path instead of the leaf mask: one comparison per level. Rank blocks
+(``ranks``, ``ir_ranks``) compare 32-bit ranks of the inputs among the block's thresholds on
+twice the lanes, with leaf masks of 32-bit words.
 """
 
 from __future__ import annotations

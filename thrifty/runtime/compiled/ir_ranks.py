@@ -47,7 +47,8 @@ from thrifty.runtime.compiled.layout import Layout, double
 RANKS_ENV = "THRIFTY_RANKS"
 RANK_KINDS = ("auto", "on", "off")
 # Splits per quantizing step from which vector blocks compare ranks (``use_ranks``): measured
-# break-even between 5.4 (ranks lose on AVX-512) and 38 (ranks win on every target).
+# break-even between 6 (the wide forests: ranks lose on AVX-512) and 31 (Adult: ranks win on
+# both x86 targets); lleaves' airline model, at 14.5, was level.
 MIN_SPLITS_PER_STEP = 16.0
 
 
@@ -171,9 +172,11 @@ def use_ranks(lay: Layout, lanes: int, blocks: list[tuple[int, int]]) -> bool:
 
     Measured with both forced, AVX-512 and AVX2 on one AVX-512 host (paired, one thread; ns
     per tree and row, ranks over doubles): higgs_small's 255-leaf trees (64 splits per step)
-    0.70 and 0.52; Adult's 32-leaf trees (38) 0.90 and 0.80; the 300-feature ranker (5.4) 1.08
-    and 0.96; the synthetic 136-feature forest (5.4) 1.29 and 1.05. Where a block's trees test
-    many features few times each, quantizing them costs more than the narrower compares save.
+    0.70 and 0.52; Adult's 32-leaf trees (31) 0.90 and 0.80; the 300-feature ranker (5.4) 1.08
+    and 0.96; the synthetic 136-feature forest (5.4) 1.29 and 1.05. With AVX-512 on lleaves'
+    models at 10 / 100 / 10,000 rows per call: NYC_taxi (65) 0.87 / 0.88 / 0.82, mtpl2 (72)
+    0.99 / 0.96 / 0.83, airline (14.5) 0.96 / 1.02 / 0.93. Where a block's trees test many
+    features few times each, quantizing them costs more than the narrower compares save.
     """
     if lanes == 0:
         return False

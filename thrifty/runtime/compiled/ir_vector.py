@@ -80,16 +80,16 @@ def vector_ok(lay: Layout) -> bool:
     return all(lay.levels(t) is not None for t in deep) and not lay.any_bins
 
 
-def vblocks_of(exits: np.ndarray, chunk: int = VCHUNK) -> list[tuple[int, int]]:
-    """Blocks ``(start, length)``: ``chunk`` positions, or with exits, growing from 1."""
+def vblocks_of(exits: np.ndarray) -> list[tuple[int, int]]:
+    """Blocks ``(start, length)``: ``VCHUNK`` positions, or with exits, growing from 1."""
     n = len(exits)
-    size = 1 if np.any(exits != 0) else chunk
+    size = 1 if np.any(exits != 0) else VCHUNK
     out, p = [], 0
     while p < n:
         k = min(size, n - p)
         out.append((p, k))
         p += k
-        size = min(2 * size, chunk)
+        size = min(2 * size, VCHUNK)
     return out
 
 

@@ -25,7 +25,8 @@ VECTOR = [n for n in targets.runnable() if n != "generic"]
 
 def _forest(n_features: int):
     f = random_forest(np.random.default_rng(n_features), n_features, n_trees=12, max_depth=6)
-    # Every tree (not a lone leaf) splits on the last feature at its root: bit n_features - 1 is set on every path.
+    # Every tree (not a lone leaf) splits on the last feature at its root: that bit is set on
+    # every path.
     feature = f.feature.copy()
     roots = f.roots[f.feature[f.roots] >= 0]
     feature[roots] = n_features - 1

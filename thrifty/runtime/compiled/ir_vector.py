@@ -354,10 +354,10 @@ def _counts(
     if lay.packed and lay.tree_words(tree):
         # One gather: the tested features below bit 56, the splits on the path above.
         at = e(f"add {e.I} {rec}, {_splat('i64', str(K + 1))}")
-        word = e.gather("i64", e.gep("%vleaf", "i64", at), every)
-        splits = e(f"lshr {e.I} {word}, {_splat('i64', '56')}")
+        both = e.gather("i64", e.gep("%vleaf", "i64", at), every)
+        splits = e(f"lshr {e.I} {both}, {_splat('i64', '56')}")
         nodes = e(f"add {e.I} {nodes}, {splits}")
-        low = e(f"and {e.I} {word}, {_splat('i64', str((1 << 56) - 1))}")
+        low = e(f"and {e.I} {both}, {_splat('i64', str((1 << 56) - 1))}")
         bits[0] = e(f"or {e.I} {bits[0]}, {low}")
         return nodes, bits
     depth = e.gather("i64", e.gep("%vleaf", "i64", e(f"add {e.I} {rec}, {_splat('i64', str(K))}")), every)

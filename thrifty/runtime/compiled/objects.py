@@ -29,7 +29,7 @@ from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.choice import vector_blocks
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
-from thrifty.runtime.compiled.ir_ranks import use_ranks
+from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, use_ranks
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vblocks_of, vector_module_irs
@@ -96,8 +96,15 @@ def use_vector(lay: Layout) -> bool:
 
 
 def _ranks(lay: Layout) -> bool:
-    """Whether the vector blocks compare 32-bit ranks (``ir_ranks.use_ranks``)."""
-    return use_vector(lay) and use_ranks(lay, targets.current().lanes, vblocks_of(lay.exits))
+    """Whether the vector blocks compare 32-bit ranks (``ir_ranks.use_ranks``); the rule's count
+    is kept on ``lay`` (the cache key and the compile ask, under the same environment)."""
+    if not use_vector(lay):
+        return False
+    asked = (targets.current().lanes, os.environ.get(RANKS_ENV, ""))
+    memo = lay.__dict__.setdefault("_ranks", {})
+    if asked not in memo:
+        memo[asked] = use_ranks(lay, asked[0], vblocks_of(lay.exits))
+    return memo[asked]
 
 
 class NativeCode:

@@ -24,7 +24,9 @@ and after a tree only the words its features lie in are gathered and ORed. A tre
 64 leaves has a leaf mask of one vector per 64 leaves. Used when every tree has at most
 ``VECTOR_LEAVES`` leaves (or is oblivious) and the plan no bin exits (``vector_ok``); other
 plans use ``ir_scalar``'s scalar blocks. An oblivious tree (``layout.oblivious_levels``) takes
-``ir_oblivious``'s path instead of the leaf mask: one comparison per level.
+``ir_oblivious``'s path instead of the leaf mask: one comparison per level. Rank blocks
+(``ranks``, ``ir_ranks``) compare 32-bit ranks of the inputs among the block's thresholds on
+twice the lanes, with leaf masks of 32-bit words.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
 from thrifty.runtime.compiled.ir_oblivious import oblivious_counts, oblivious_leaf
+from thrifty.runtime.compiled.ir_ranks import block_thresholds, goes_right_rank, rank_ir
 from thrifty.runtime.compiled.ir_scalar import module_irs, scalar_block_ir
 from thrifty.runtime.compiled.layout import TABLES, Layout, double, state_fields, word_field
 
@@ -61,6 +64,7 @@ declare void @llvm.masked.scatter.v{L}i64.v{L}p0({Q}, {P}, i32 immarg, {B})
 declare {Q} @llvm.masked.load.v{L}i64.p0(ptr, i32 immarg, {B}, {Q})
 declare void @llvm.masked.compressstore.v{L}i64({Q}, ptr, {B})
 declare {Q} @llvm.cttz.v{L}i64({Q}, i1 immarg)
+declare <{L} x i32> @llvm.cttz.v{L}i32(<{L} x i32>, i1 immarg)
 declare {V} @llvm.fabs.v{L}f64({V})
 declare i64 @llvm.ctpop.i64(i64)
 """
@@ -107,6 +111,7 @@ class _Emitter:
         self.k = 0
         self.L = L = lanes
         self.V, self.I, self.B, self.P = f"<{L} x double>", f"<{L} x i64>", f"<{L} x i1>", f"<{L} x ptr>"
+        self.W = f"<{L} x i32>"
 
     def __call__(self, rhs: str) -> str:
         self.k += 1
@@ -147,15 +152,19 @@ def vector_module_irs(
     lanes: int = LANES,
     vscale: int = 0,
     by_exponent: bool = False,
+    ranks: bool = False,
 ) -> list[str]:
     """``ir_scalar.module_irs`` with vector blocks (``vblocks_of``) of ``lanes`` lanes (with
     ``vscale``, SVE's vector length in units of 128 bits, as the blocks' ``vscale_range``; with
     ``by_exponent``, exit leaves found by ``_low_bit_by_exponent`` where the ISA has no vector
-    count-trailing-zeros)."""
+    count-trailing-zeros). With ``ranks``, the blocks compare 32-bit ranks (``ir_ranks``) on
+    twice as many lanes, as many rows as a register holds 32-bit integers."""
+    if ranks:
+        lanes *= 2
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
-        vector = vblock_ir(lay, p0, k, b, key, lanes, vscale, by_exponent)
+        vector = vblock_ir(lay, p0, k, b, key, lanes, vscale, by_exponent, ranks)
         return vector + scalar_block_ir(lay, p0, k, b, key)
 
     return module_irs(lay, key, trees_per_module, vblocks_of(lay.exits), block, intrinsics(lanes))
@@ -170,10 +179,12 @@ def vblock_ir(
     lanes: int = LANES,
     vscale: int = 0,
     by_exponent: bool = False,
+    ranks: bool = False,
 ) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``ir_scalar.scalar_block_ir`` makes it, on vectors
     of ``lanes`` rows (``vector_module_irs``); tree ``t``'s leaf records in ``vleaf`` start at
-    ``lay.leaf_ptr[t]``."""
+    ``lay.leaf_ptr[t]``. With ``ranks``, numeric splits compare ranks among the block's
+    thresholds (``ir_ranks``) and leaf masks are words of 32 leaves."""
     K, W = lay.K, lay.words
     R = K + 1 + W
     t = {name: i for i, name in enumerate(TABLES)}
@@ -240,6 +251,19 @@ def vblock_ir(
             )
         return columns[feat]
 
+    thresholds = block_thresholds(lay, p0, k) if ranks else {}
+    rank_of: dict[int, str] = {}
+
+    def right_of(node: int) -> str:
+        feat = int(f.feature[node])
+        if feat not in thresholds:
+            return _goes_right(e, f, node, column(feat), globals_, key)
+        if feat not in rank_of:
+            name = f"@vthr_{key}_{b}_{feat}"
+            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], name, globals_)
+        return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat])
+
+    word_bits = 32 if ranks else 64
     live = "%valid"
     exits_to_next: list[str] = []
     for j in range(k):
@@ -249,14 +273,15 @@ def vblock_ir(
         if levels is None:
             # The leaf mask's exit leaf; its values lead its record of R words in ``vleaf``.
             n_leaves = int(lay.leaf_ptr[tree + 1] - lay.leaf_ptr[tree]) if by_exponent else None
-            leaf = _exit_leaf(e, _leaf_mask(e, f, tree, column, globals_, key), n_leaves)
+            mask = _leaf_mask(e, f, tree, right_of, word_bits)
+            leaf = _exit_leaf(e, mask, n_leaves, by_exponent, word_bits)
             scaled = e(f"mul {e.I} {leaf}, {_splat('i64', str(R))}")
             table, rec = "%vleaf", e(f"add {e.I} {scaled}, {_splat('i64', str(R * int(lay.leaf_ptr[tree])))}")
         else:
             # An oblivious tree: its leaf is the bit pattern of one comparison per level, scaled
             # by the K values a leaf has in ``oleaf`` (values alone: fewer cache lines; the
             # record's counts are the tree's constants). The tree's first leaf is the base.
-            rights = [_goes_right(e, f, n, column(int(f.feature[n])), globals_, key) for n in levels]
+            rights = [right_of(n) for n in levels]
             rec = oblivious_leaf(e, rights, e.L, K)
             table = e(f"getelementptr double, ptr %oleaf, i64 {K * int(lay.leaf_ptr[tree])}")
         cls = int(f.tree_class[tree])
@@ -325,9 +350,18 @@ def _counts(
     """``nodes`` plus the splits on each lane's leaf path and ``bits`` ORed with the features
     that path tests, read from the leaf records at ``rec``."""
     K, every = lay.K, _splat("i1", "true")
+    bits = list(bits)
+    if lay.packed and lay.tree_words(tree):
+        # One gather: the tested features below bit 56, the splits on the path above.
+        at = e(f"add {e.I} {rec}, {_splat('i64', str(K + 1))}")
+        both = e.gather("i64", e.gep("%vleaf", "i64", at), every)
+        splits = e(f"lshr {e.I} {both}, {_splat('i64', '56')}")
+        nodes = e(f"add {e.I} {nodes}, {splits}")
+        low = e(f"and {e.I} {both}, {_splat('i64', str((1 << 56) - 1))}")
+        bits[0] = e(f"or {e.I} {bits[0]}, {low}")
+        return nodes, bits
     depth = e.gather("i64", e.gep("%vleaf", "i64", e(f"add {e.I} {rec}, {_splat('i64', str(K))}")), every)
     nodes = e(f"add {e.I} {nodes}, {depth}")
-    bits = list(bits)
     # Only the words this tree's features lie in can change.
     for word in lay.tree_words(tree):
         at = e(f"add {e.I} {rec}, {_splat('i64', str(K + 1 + word))}")
@@ -365,40 +399,48 @@ def _vmargin(e: _Emitter, acc: list[str]) -> str:
     return e(f"fsub {e.V} {top}, {second}")
 
 
-def _leaf_mask(e: _Emitter, f: Forest, tree: int, column, globals_: list[str], key: str) -> list[str]:
+def _leaf_mask(e: _Emitter, f: Forest, tree: int, right_of, bits: int = 64) -> list[str]:
     """Per lane, the mask of leaves of ``tree`` left after every split sending the row right
-    cleared its left subtree's leaves, as words of 64 leaves (leaf ``l`` is bit ``l % 64`` of
-    word ``l // 64``); its lowest set bit is the exit leaf."""
+    (``right_of(node)``) cleared its left subtree's leaves, as words of ``bits`` (64 or 32)
+    leaves (leaf ``l`` is bit ``l % bits`` of word ``l // bits``); its lowest set bit is the
+    exit leaf."""
+    ty = e.I if bits == 64 else e.W
     ranges: list[tuple[int, int, int]] = []
     n_leaves = _ranges(f, int(f.roots[tree]), 0, ranges)
-    cleared: list[list[str]] = [[] for _ in range(-(-n_leaves // 64))]
+    cleared: list[list[str]] = [[] for _ in range(-(-n_leaves // bits))]
     for node, lo, mid in ranges:
-        right = _goes_right(e, f, node, column(int(f.feature[node])), globals_, key)
+        right = right_of(node)
         # The left subtree's leaves [lo, mid) cleared, word by word (only the words they lie in).
-        for w in range(lo // 64, (mid - 1) // 64 + 1):
-            a, b = max(lo, 64 * w) - 64 * w, min(mid, 64 * w + 64) - 64 * w
+        for w in range(lo // bits, (mid - 1) // bits + 1):
+            a, b = max(lo, bits * w) - bits * w, min(mid, bits * w + bits) - bits * w
             clear = ((1 << b) - 1) ^ ((1 << a) - 1)
             # The bits cleared (rather than the bits kept): a lane mask ANDed with a constant,
             # one operation on every ISA, where selecting between two constants is a blend
             # without mask registers (AVX2, NEON).
-            constant = _splat("i64", str(_signed(clear, 64)))
-            cleared[w].append(e(f"select {e.B} {right}, {e.I} {constant}, {e.I} zeroinitializer"))
+            constant = _splat(f"i{bits}", str(_signed(clear, bits)))
+            cleared[w].append(e(f"select {e.B} {right}, {ty} {constant}, {ty} zeroinitializer"))
     words = []
     for word in cleared:
         # A balanced OR: log2(splits) steps of latency rather than one per split.
         while len(word) > 1:
-            pairs = [e(f"or {e.I} {a}, {b}") for a, b in zip(word[::2], word[1::2])]
+            pairs = [e(f"or {ty} {a}, {b}") for a, b in zip(word[::2], word[1::2])]
             word = pairs + word[len(pairs) * 2 :]
         # The leaves left: those no split cleared.
-        words.append(e(f"xor {e.I} {word[0]}, {_splat('i64', '-1')}") if word else _splat("i64", "-1"))
+        ones = _splat(f"i{bits}", "-1")
+        words.append(e(f"xor {ty} {word[0]}, {ones}") if word else ones)
     return words
 
 
-def _exit_leaf(e: _Emitter, words: list[str], n_leaves: int | None) -> str:
+def _exit_leaf(
+    e: _Emitter, words: list[str], n_leaves: int | None, by_exponent: bool = False, bits: int = 64
+) -> str:
     """Per lane, the lowest set bit of the leaf mask ``words``: the exit leaf (QuickScorer's
     Theorem 1). The last word always has a bit set (the rightmost leaf is in no left subtree);
     an earlier word that is not empty holds the exit leaf. Given the tree's ``n_leaves``, a last
-    word of at most 52 leaves is counted by ``_low_bit_by_exponent``."""
+    word of at most 52 leaves is counted by ``_low_bit_by_exponent``. Words of 32 bits
+    (``bits``) are counted by ``_low_bit32`` with ``by_exponent``, else by count-trailing-zeros."""
+    if bits == 32:
+        return _exit_leaf32(e, words, by_exponent)
     last = len(words) - 1
     if n_leaves is not None and n_leaves - 64 * last <= 52:
         leaf = _low_bit_by_exponent(e, words[last])
@@ -413,6 +455,39 @@ def _exit_leaf(e: _Emitter, words: list[str], n_leaves: int | None) -> str:
         some = e(f"icmp ne {e.I} {words[w]}, zeroinitializer")
         leaf = e(f"select {e.B} {some}, {e.I} {low}, {e.I} {leaf}")
     return leaf
+
+
+def _exit_leaf32(e: _Emitter, words: list[str], by_exponent: bool) -> str:
+    """``_exit_leaf`` of a mask of 32-bit words, as 64-bit lanes (the record's index)."""
+
+    def low(word: str) -> str:
+        if by_exponent:
+            return _low_bit32(e, word)
+        return e(f"call {e.W} @llvm.cttz.v{e.L}i32({e.W} {word}, i1 false)")
+
+    last = len(words) - 1
+    leaf = low(words[last])
+    if last:
+        leaf = e(f"add {e.W} {leaf}, {_splat('i32', str(32 * last))}")
+    for w in range(last - 1, -1, -1):
+        here = low(words[w])
+        if w:
+            here = e(f"add {e.W} {here}, {_splat('i32', str(32 * w))}")
+        some = e(f"icmp ne {e.W} {words[w]}, zeroinitializer")
+        leaf = e(f"select {e.B} {some}, {e.W} {here}, {e.W} {leaf}")
+    return e(f"zext {e.W} {leaf} to {e.I}")
+
+
+def _low_bit32(e: _Emitter, word: str) -> str:
+    """Per lane, the index of the lowest set bit of the 32-bit ``word`` (not zero): the bit alone
+    (``word & -word``, ``2**k``; ``-2**31`` as a signed integer when ``k = 31``) converts exactly
+    to a float whose exponent field, sign bit dropped, is ``127 + k``: five operations where
+    AVX2 and NEON have no vector count-trailing-zeros."""
+    alone = e(f"and {e.W} {word}, {e(f'sub {e.W} zeroinitializer, {word}')}")
+    as_float = e(f"sitofp {e.W} {alone} to <{e.L} x float>")
+    field = e(f"lshr {e.W} {e(f'bitcast <{e.L} x float> {as_float} to {e.W}')}, {_splat('i32', '23')}")
+    exponent = e(f"and {e.W} {field}, {_splat('i32', '255')}")
+    return e(f"sub {e.W} {exponent}, {_splat('i32', '127')}")
 
 
 def _low_bit_by_exponent(e: _Emitter, word: str) -> str:

@@ -23,6 +23,9 @@ CHUNK = 32
 ROW_GROUP = 256
 # Rows from which ``run`` takes vector blocks (``ir_vector``) rather than scalar ones.
 VECTOR_ROWS = 2
+# Forests of up to this many features (and paths of fewer than 256 splits) keep a vector leaf
+# record's splits on the path in the top byte of its tested-feature word (``Layout.packed``).
+PACK_FEATURES = 56
 # Fields of the per-row state after the K raw scores, one 8-byte word per row each: splits
 # visited, features tested (bits), positions evaluated, exit side, frozen by a bin table,
 # feature cost and acquired features (bits) once settled, and the work list of rows.
@@ -120,6 +123,9 @@ class Layout:
         self.words = n_words(self.F)
         self.acc32 = forest.accumulate == "float32"
         self.any_bins = bool(np.any(exits == 2))
+        # Vector leaf records with the splits on the path in the top byte of the tested-feature
+        # word (``tables``, ``ir_vector._counts``): one gather per tree and lane fewer.
+        self.packed = self.words == 1 and self.F <= PACK_FEATURES and int(depth.max(initial=0)) < 256
         self.leaf_ptr, self.leaves = inorder_leaves(forest)
         self._tree_words: dict[int, list[int]] = {}
         self._levels: dict[int, tuple[int, ...] | None] = {}

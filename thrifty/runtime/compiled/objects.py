@@ -30,13 +30,14 @@ from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.choice import branchy_blocks, vector_blocks
 from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
+from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, use_ranks
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
-from thrifty.runtime.compiled.ir_vector import vector_module_irs
+from thrifty.runtime.compiled.ir_vector import vblocks_of, vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 20
+CODEGEN_VERSION = 21
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -72,7 +73,12 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     and the target (``targets.current``: its name, lanes, triple, CPU and features)."""
     forest = lay.forest
     h = hashlib.sha256()
-    kind = "lazy" if lazy else "vector" if use_vector(lay) else "branchy" if branchy_blocks(lay) else "scalar"
+    if lazy:
+        kind = "lazy"
+    elif use_vector(lay):
+        kind = f"vector|ranks={_ranks(lay)}"
+    else:
+        kind = "branchy" if branchy_blocks(lay) else "scalar"
     h.update(
         f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|{targets.current().key()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
@@ -93,6 +99,18 @@ def use_vector(lay: Layout) -> bool:
     AVX2 (four lanes) about half the scalar blocks' time on a shared machine. The rule and what
     forces either kind are ``choice.vector_blocks``'s."""
     return vector_blocks(lay, targets.current().lanes)
+
+
+def _ranks(lay: Layout) -> bool:
+    """Whether the vector blocks compare 32-bit ranks (``ir_ranks.use_ranks``); the rule's count
+    is kept on ``lay`` (the cache key and the compile ask, under the same environment)."""
+    if not use_vector(lay):
+        return False
+    asked = (targets.current().lanes, os.environ.get(RANKS_ENV, ""))
+    memo = lay.__dict__.setdefault("_ranks", {})
+    if asked not in memo:
+        memo[asked] = use_ranks(lay, asked[0], vblocks_of(lay.exits))
+    return memo[asked]
 
 
 class NativeCode:
@@ -161,7 +179,9 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
     else:
         tg = targets.current()
         if use_vector(lay):
-            irs = vector_module_irs(lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent)
+            irs = vector_module_irs(
+                lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay)
+            )
         elif branchy_blocks(lay):
             irs, level = branchy_module_irs(lay, key, _TREES_PER_MODULE), BRANCHY_LEVEL
         else:

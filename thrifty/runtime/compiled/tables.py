@@ -174,7 +174,7 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
         # Where the serving path starts the trees' sums (``Forest.start``).
         "base": forest.start,
         # The leaf records again, each tree's leaves left to right (``ir_vector``).
-        "vleaf": leaf[lay.leaves],
+        "vleaf": _vector_records(leaf, lay, K),
         # Their weighted values alone (``ir_oblivious``): an oblivious tree of 32 leaves reads
         # 4 cache lines rather than the records' 12, and a block's trees stay in L1.
         "oleaf": leaf[lay.leaves, :K],
@@ -184,3 +184,14 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)
     return ForestCode(code, forest, tables, T, lay.masked, lay)
+
+
+def _vector_records(leaf: np.ndarray, lay: Layout, K: int) -> np.ndarray:
+    """The leaf records of the vector blocks, each tree's leaves left to right; with
+    ``lay.packed``, the splits on the path also in the top byte of the tested-feature word
+    (features below bit 56), which ``ir_vector._counts`` then gathers alone."""
+    out = leaf[lay.leaves]
+    if lay.packed:
+        words = out.view(np.int64)
+        words[:, K + 1] |= np.left_shift(words[:, K], 56)
+    return out

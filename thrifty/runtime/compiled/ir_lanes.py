@@ -274,8 +274,8 @@ def _add_leaf(K: int, W: int, acc32: bool, exits: bool) -> list[str]:
 def _leaf_lanes(k: int, R: int) -> list[str]:
     """At the end of a block's descent: each lane of vector ``k`` stores its leaf's record
     offset in the leaf records (its index in the forest, the second word of its record in
-    ``lrec``, times ``R``) in ``%ids``, so that adding a position's leaf reads no node record.
-    The spare leaf's -1 is never read."""
+    ``lrec``, times ``R``) in ``%ids``, so that adding a position's leaf reads no node record
+    (lanes of the spare leaf, past a chunk's end, are never read)."""
     L = [
         f"  %io = add i64 %bo, {LANES * k}",
         f"  %twice = shl {_I} %node_{k}, {_splat('i64', '1')}",
@@ -330,7 +330,8 @@ def _top(k: int, level: int) -> list[str]:
 
 def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool, top: int | None = None) -> list[str]:
     """One level of vector ``k``'s trees: each lane from ``%node{k}`` to ``%next{k}`` (at the
-    block's ``top`` level 0 or 1, its records from ``_top``, names suffixed ``_t{top}{k}``)."""
+    block's level ``top`` below ``lanes.TOP_LEVELS``, its records from ``_top``, names suffixed
+    ``_t{top}{k}``)."""
     every = _EVERY
     L: list[str] = []
     if top is None:

@@ -21,8 +21,9 @@ from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO
 LANES = 8
 # Vectors descended together: independent gathers in flight while each waits for memory (one
 # vector at a time waits out the latency of a gather of nodes, then one of values, per level).
-# Measured with benchmarks/one_row.py on Adult's 500 trees: 2 took 1.3 times as long as 4, and
-# 8 0.95 of it (on 1,000 trees over 136 features, 0.82).
+# Measured one row per call on shapes.py's Adult model (500 trees), native time: 2 took 1.3
+# times as long as 4, and 8 0.95 of it (on its 1,000 trees over 136 features 0.82, on the
+# ranker 0.87).
 GROUPS = 8
 # Trees descended together (a block).
 BLOCK = LANES * GROUPS
@@ -130,8 +131,7 @@ def lane_tables(
     lnode = np.empty(spare + 1, dtype=np.int64)
     lnode[:spare] = lchild | (feat << FEATURE_SHIFT) | (flags << FLAG_SHIFT)
     lnode[spare] = spare | (LEAF << FLAG_SHIFT)
-    # The spare leaf's index is -1: lanes past a chunk's end add nothing to the row's counts.
-    second = np.full(spare + 1, -1, dtype=np.int64)
+    second = np.zeros(spare + 1, dtype=np.int64)
     second[:spare] = np.where(split, thr.view(np.int64), renumbered)
     start, size = f.cat_start[renumbered].astype(np.int64), f.cat_size[renumbered].astype(np.int64)
     second[:spare][cat] = (start + (size << 32))[cat]
@@ -170,7 +170,7 @@ def top_rows(lrec: np.ndarray, root: np.ndarray) -> np.ndarray:
         rows += [lrec[n, w] for n in nodes for w in (0, 1)]
         split = [((lrec[n, 0] >> FLAG_SHIFT) & LEAF) == 0 for n in nodes]
         left = [lrec[n, 0] & 0xFFFFFFFF for n in nodes]
-        # The next level's candidate q + 2 ** d took the right side at this level d.
+        # The next level's candidates: the left children, then the right ones (bit d of q set).
         nodes = left + [c + s for c, s in zip(left, split)]
     return np.ascontiguousarray(np.stack(rows, axis=1), dtype=np.int64)
 

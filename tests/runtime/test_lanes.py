@@ -251,9 +251,11 @@ def test_one_row_of_the_wrong_shape_or_kind_is_refused_with_the_fix():
             c.evaluate(bad)
 
 
-def test_serve_takes_the_lanes_only_without_bin_exits_and_by_default_without_exits():
+def test_serve_takes_the_lanes_only_without_bin_exits_and_by_default_without_exits_from_a_block_of_trees():
     for name, compiled_in, default in (
-        ("small", True, LANE_ROWS),
+        # Fewer trees than a block of lanes: one row takes ``run``.
+        ("small", True, 0),
+        ("numeric", True, LANE_ROWS),
         ("sequential", True, 0),
         ("sequential-bins", False, 0),
     ):

@@ -5,7 +5,8 @@ The four LightGBM models of issue 29 (fixed seeds, one thread): ``adult`` (500 t
 leaves, depth 5, 14 features), ``higgs255`` (higgs_small, 500 trees of 255 leaves, 28
 features), ``rank300`` (rank_small, LambdaMART, 500 trees of 63 leaves, 300 features) and
 ``synth136`` (a synthetic binary task, 1,000 trees of 31 leaves, 136 features, 5% NaN).
---quick trains 20 trees each. Each compiled Full plan (uniform costs) is served twice from the
+--quick trains 20 trees each (fewer than a block of lanes, so both thrifty sides then run
+``run``: a smoke test). Each compiled Full plan (uniform costs) is served twice from the
 same code: once as ``thrifty.compile`` serves it (``lane_rows`` 1: one row through the lanes)
 and once with ``lane_rows`` 0 (one row through ``run``, as before the lanes). The three sides
 run in turn in blocks of 50 calls, their order rotating by one each round (what runs before a

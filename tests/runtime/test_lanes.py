@@ -8,6 +8,7 @@ leaves), float32 sums, exits and subsets of trees."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -32,6 +33,8 @@ from thrifty.runtime.compiled.lanes import (
     FLAG_SHIFT,
     LEAF,
     NAN_RIGHT,
+    TOP_LEVELS,
+    TOP_ROWS,
     ZERO_MISSING,
     chunk_of,
     lane_tables,
@@ -206,12 +209,53 @@ def test_the_tables_number_a_splits_children_side_by_side():
     np.testing.assert_array_equal(left[~split], np.flatnonzero(~split))
     # Every position has its own lane in its chunk; chunks with exits are one block.
     assert chunk_of(np.array([0, 1], dtype=np.int8)) == CHUNK_EXITS == BLOCK
-    assert sorted(t["lslot"][:BLOCK].tolist()) == list(range(BLOCK))
+    first = min(BLOCK, f.n_trees)
+    assert sorted(t["lslot"][:first].tolist()) == list(range(first))
 
 
-def test_serve_takes_the_lanes_only_without_bin_exits_and_by_default_without_exits():
+@pytest.mark.parametrize("name", ["small", "deep", "numeric", "multiclass"])
+def test_the_top_rows_hold_each_lanes_candidates_along_every_path(name):
+    f = FORESTS[name]
+    tree, depth, _, _ = leaf_tables(f)
+    t = lane_tables(f, np.arange(f.n_trees), CHUNK_FULL, tree, depth)
+    lrec = t["lrec"]
+    top = t["ltop"].reshape(-1, TOP_ROWS, BLOCK)
+    roots = t["lblock"].reshape(-1, 1 + BLOCK)[:, 1:]
+    assert len(top) == len(roots)
+    for b in range(len(roots)):
+        for lane in range(BLOCK):
+            row = 0
+            for d in range(TOP_LEVELS):
+                for q in range(2**d):
+                    # Bit i of q: the side taken at level i; a leaf stays where it is.
+                    node = int(roots[b, lane])
+                    for i in range(d):
+                        if not (int(lrec[node, 0]) >> FLAG_SHIFT) & LEAF:
+                            node = (int(lrec[node, 0]) & 0xFFFFFFFF) + ((q >> i) & 1)
+                    assert top[b, row, lane] == lrec[node, 0], (b, lane, d, q)
+                    assert top[b, row + 1, lane] == lrec[node, 1], (b, lane, d, q)
+                    row += 2
+    assert row == TOP_ROWS
+
+
+def test_one_row_of_the_wrong_shape_or_kind_is_refused_with_the_fix():
+    c = compiled("small")[0]
+    F = PLANS["small"].forest.n_features
+    for bad, says in (
+        (np.zeros((1, F + 1)), f"has {F + 1} features, but the model expects {F}"),
+        (np.zeros(F), "X.reshape(1, -1)"),
+        (np.zeros((1, F, 1)), "2-dimensional"),
+        (np.array([["a"] * F]), "non-numeric"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            c.evaluate(bad)
+
+
+def test_serve_takes_the_lanes_only_without_bin_exits_and_by_default_without_exits_from_a_block_of_trees():
     for name, compiled_in, default in (
-        ("small", True, LANE_ROWS),
+        # Fewer trees than a block of lanes: one row takes ``run``.
+        ("small", True, 0),
+        ("numeric", True, LANE_ROWS),
         ("sequential", True, 0),
         ("sequential-bins", False, 0),
     ):

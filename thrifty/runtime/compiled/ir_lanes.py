@@ -7,12 +7,15 @@ position and exit side). Each block of ``lanes.BLOCK`` positions (``lanes.GROUPS
 level every lane gathers its node's record (``lanes.lane_tables``: left child, feature, flags,
 and the threshold or category set), the row's value of the node's feature, decides the split
 without a branch (the rule of ``thrifty.forest.kernels.next_node``: NaN's side, LightGBM's
-``Zero`` missing type, category sets), and steps to its left child plus the decision. A leaf
-stays where it is; the block stops when no lane moved, or after as many levels as its deepest
-tree has. The leaves' records are then added to the row's state position by position, in the
-plan's order (so sums round as the interpreter's do), and the plan's exits tested after each
-position (``lanes.CHUNK_EXITS`` positions are descended before their leaves are added, when
-the plan has exits).
+``Zero`` missing type, category sets), and steps to its left child plus the decision. The
+first ``lanes.TOP_LEVELS`` levels need no gather of records: each lane's few candidate nodes
+there are known when the tables are built (``lanes.top_rows``), so their records are plain
+vector loads, chosen among by the lane's decisions above. A leaf stays where it is; the block
+stops when no lane moved, or after as many levels as its deepest tree has. Each lane then
+stores its leaf's record offset, and the leaves' records are added to the row's state position
+by position, in the plan's order (so sums round as the interpreter's do), and the plan's exits
+tested after each position (``lanes.CHUNK_EXITS`` positions are descended before their leaves
+are added, when the plan has exits).
 
 Work per call is a few gathers per level of each block of trees: the only branches that depend
 on the row's values are one per level (whether any lane moved) and one per exit test, so a new
@@ -35,6 +38,8 @@ from thrifty.runtime.compiled.lanes import (
     LANES,
     LEAF,
     NAN_RIGHT,
+    TOP_LEVELS,
+    TOP_ROWS,
     ZERO_MISSING,
     chunk_of,
 )
@@ -80,7 +85,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
         f"define void @lanes_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, i64 %i, i64 %n) {{",
         "entry:",
     ]
-    tables = ("leaf", "eps_pos", "eps_neg", "lrec", "lblock", "lslot", "lclass", "cat_bits")
+    tables = ("leaf", "eps_pos", "eps_neg", "lrec", "lblock", "lslot", "lclass", "cat_bits", "ltop")
     for name in tables:
         L += [f"  %{name}a = getelementptr ptr, ptr %T, i64 {t[name]}", f"  %{name} = load ptr, ptr %{name}a"]
     L += [
@@ -138,16 +143,17 @@ def lanes_ir(lay: Layout, key: str) -> str:
         "  %bdp = getelementptr i64, ptr %lblock, i64 %br",
         "  %levels = load i64, ptr %bdp",
     ]
-    for k in range(GROUPS):
-        L += [
-            f"  %grp{k} = getelementptr i64, ptr %bdp, i64 {1 + LANES * k}",
-            f"  %roots{k} = load {_I}, ptr %grp{k}, align 8",
-        ]
+    # The first levels read the block's records with plain loads (``_top``).
+    L += [f"  %topo = mul i64 %blk, {TOP_ROWS * BLOCK}", "  %top = getelementptr i64, ptr %ltop, i64 %topo"]
+    for level in range(TOP_LEVELS):
+        for k in range(GROUPS):
+            L += _descend(k, any_zero, any_cat, cat_words, top=level)
+    last = TOP_LEVELS - 1
     L += [
         "  br label %level",
         "level:",
-        "  %d = phi i64 [0, %bbody], [%d1, %lbody]",
-        *(f"  %node_{k} = phi {_I} [%roots{k}, %bbody], [%next_{k}, %lbody]" for k in range(GROUPS)),
+        f"  %d = phi i64 [{TOP_LEVELS}, %bbody], [%d1, %lbody]",
+        *(f"  %node_{k} = phi {_I} [%next_t{last}{k}, %bbody], [%next_{k}, %lbody]" for k in range(GROUPS)),
         "  %lmore = icmp slt i64 %d, %levels",
         "  br i1 %lmore, label %lbody, label %leaves",
         "lbody:",
@@ -174,11 +180,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
         f"  %bo = mul i64 %b, {BLOCK}",
     ]
     for k in range(GROUPS):
-        L += [
-            f"  %io{k} = add i64 %bo, {LANES * k}",
-            f"  %ip{k} = getelementptr i64, ptr %ids, i64 %io{k}",
-            f"  store {_I} %node_{k}, ptr %ip{k}, align 8",
-        ]
+        L += _leaf_lanes(k, R)
     L += [
         "  %b1 = add i64 %b, 1",
         "  br label %block",
@@ -192,13 +194,34 @@ def lanes_ir(lay: Layout, key: str) -> str:
         "  %slot = load i64, ptr %slp",
         "  %idp = getelementptr i64, ptr %ids, i64 %slot",
         "  %id = load i64, ptr %idp",
-        # A leaf's second word: its index in the forest.
-        "  %id2 = shl i64 %id, 1",
-        "  %id21 = or i64 %id2, 1",
-        "  %origp = getelementptr i64, ptr %lrec, i64 %id21",
-        "  %orig = load i64, ptr %origp",
-        f"  %rec0 = mul i64 %orig, {R}",
     ]
+    L += _add_leaf(K, W, lay.acc32, exits)
+    L += [
+        "pnext:",
+        "  %j1 = add i64 %j, 1",
+        "  br label %pos",
+        "cnext:",
+        "  %c1 = add i64 %c, 1",
+        "  br label %chunk",
+        "done:",
+    ]
+    L += [*_store_state(K, W, str(P), None), "  ret void"]
+    if exits:
+        L += [
+            "exit:",
+            "  %xpos = add i64 %p, 1",
+            "  %xdir = select i1 %gp, i64 1, i64 -1",
+            *_store_state(K, W, "%xpos", "%xdir", "x"),
+            "  ret void",
+        ]
+    L.append("}")
+    return INTRINSICS + "\n".join(L) + "\n"
+
+
+def _add_leaf(K: int, W: int, acc32: bool, exits: bool) -> list[str]:
+    """Position ``%p``'s leaf (record offset ``%id``, stored by ``_leaf_lanes``) added to the
+    row's scores, splits and tested features, then the exit test."""
+    L: list[str] = ["  %rec0 = add i64 %id, 0"]
     if K > 1:
         L += ["  %clsp = getelementptr i64, ptr %lclass, i64 %p", "  %cls = load i64, ptr %clsp"]
         L += ["  %vec = icmp slt i64 %cls, 0"]
@@ -215,7 +238,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
             f"  %s{c} = fadd double %a{c}, %w{c}",
         ]
         s = f"%s{c}"
-        if lay.acc32:
+        if acc32:
             # XGBoost sums in float32 (the table holds float32(weight * value)).
             L += [f"  %s{c}f = fptrunc double %s{c} to float", f"  %s{c}d = fpext float %s{c}f to double"]
             s = f"%s{c}d"
@@ -245,42 +268,80 @@ def lanes_ir(lay: Layout, key: str) -> str:
             f"  %bn{w} = or i64 %bo{w}, %bv{w}",
             f"  store i64 %bn{w}, ptr %{name}A",
         ]
-    if exits:
-        L += _exit_test(K)
-    else:
-        L += ["  br label %pnext"]
-    L += [
-        "pnext:",
-        "  %j1 = add i64 %j, 1",
-        "  br label %pos",
-        "cnext:",
-        "  %c1 = add i64 %c, 1",
-        "  br label %chunk",
-        "done:",
-        *_store_state(K, W, str(P), None),
-        "  ret void",
+    return L + (_exit_test(K) if exits else ["  br label %pnext"])
+
+
+def _leaf_lanes(k: int, R: int) -> list[str]:
+    """At the end of a block's descent: each lane of vector ``k`` stores its leaf's record
+    offset in the leaf records (its index in the forest, the second word of its record in
+    ``lrec``, times ``R``) in ``%ids``, so that adding a position's leaf reads no node record
+    (lanes of the spare leaf, past a chunk's end, are never read)."""
+    L = [
+        f"  %io = add i64 %bo, {LANES * k}",
+        f"  %twice = shl {_I} %node_{k}, {_splat('i64', '1')}",
+        f"  %second = or {_I} %twice, {_splat('i64', '1')}",
     ]
-    if exits:
-        L += [
-            "exit:",
-            "  %xpos = add i64 %p, 1",
-            "  %xdir = select i1 %gp, i64 1, i64 -1",
-            *_store_state(K, W, "%xpos", "%xdir", "x"),
-            "  ret void",
-        ]
-    L.append("}")
-    return INTRINSICS + "\n".join(L) + "\n"
+    L += _gather("i64", "%lrec", "%second", "%orig", _EVERY)
+    L += [
+        f"  %rec = mul {_I} %orig, {_splat('i64', str(R))}",
+        "  %ip = getelementptr i64, ptr %ids, i64 %io",
+        f"  store {_I} %rec, ptr %ip, align 8",
+    ]
+    shared = {"lrec", "ids", "bo", f"node_{k}"}
+    return [re.sub(r"%(\w+)", lambda m: m[0] if m[1] in shared else f"{m[0]}_l{k}", line) for line in L]
 
 
-def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool) -> list[str]:
-    """One level of vector ``k``'s trees: each lane from ``%node{k}`` to ``%next{k}``."""
+def _top(k: int, level: int) -> list[str]:
+    """Vector ``k``'s records at a ``level`` below ``lanes.TOP_LEVELS`` from the block's
+    ``ltop`` rows at ``%top`` (``lanes.top_rows``): plain loads of each lane's ``2 ** level``
+    candidates, chosen by its steps at the levels above (``%rl_t{i}{k}``), where a gather
+    would wait for the previous level's node."""
+    first = 2 * (2**level - 1)
+    cands = []
+    for q in range(2**level):
+        rec, thr = f"%rec{q}", f"%thr{q}"
+        cands.append((rec, thr))
+    L = []
+    for q, (rec, thr) in enumerate(cands):
+        for w, (name, ty) in enumerate(((rec, _I), (thr, _V))):
+            L += [
+                f"  {name}p = getelementptr i64, ptr %top, i64 {(first + 2 * q + w) * BLOCK + LANES * k}",
+                f"  {name} = load {ty}, ptr {name}p, align 8",
+            ]
+    # Candidates side by side differ in the lowest decision left: choose by it, level by level.
+    for i in range(level):
+        nxt = []
+        for m in range(len(cands) // 2):
+            (r0, t0), (r1, t1) = cands[2 * m], cands[2 * m + 1]
+            rec, thr = f"%rec_{i}_{m}", f"%thr_{i}_{m}"
+            L += [
+                f"  {rec} = select {_B} %rl_t{i}{k}, {_I} {r1}, {_I} {r0}",
+                f"  {thr} = select {_B} %rl_t{i}{k}, {_V} {t1}, {_V} {t0}",
+            ]
+            nxt.append((rec, thr))
+        cands = nxt
+    ((rec, thr),) = cands
+    # Copies under the names the level's rule reads (x + -0.0 is x for every x; LLVM folds both).
+    return L + [
+        f"  %rec = or {_I} {rec}, zeroinitializer",
+        f"  %thr = fadd {_V} {thr}, {_splat('double', '-0.0')}",
+    ]
+
+
+def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool, top: int | None = None) -> list[str]:
+    """One level of vector ``k``'s trees: each lane from ``%node{k}`` to ``%next{k}`` (at the
+    block's level ``top`` below ``lanes.TOP_LEVELS``, its records from ``_top``, names suffixed
+    ``_t{top}{k}``)."""
     every = _EVERY
     L: list[str] = []
-    # A node's record: two words, its split then its threshold.
-    L.append(f"  %twice = shl {_I} %node, {_splat('i64', '1')}")
-    L.append(f"  %second = or {_I} %twice, {_splat('i64', '1')}")
-    L += _gather("i64", "%lrec", "%twice", "%rec", every)
-    L += _gather("double", "%lrec", "%second", "%thr", every)
+    if top is None:
+        # A node's record: two words, its split then its threshold.
+        L.append(f"  %twice = shl {_I} %node, {_splat('i64', '1')}")
+        L.append(f"  %second = or {_I} %twice, {_splat('i64', '1')}")
+        L += _gather("i64", "%lrec", "%twice", "%rec", every)
+        L += _gather("double", "%lrec", "%second", "%thr", every)
+    else:
+        L += _top(k, top)
     L += [
         f"  %fs = lshr {_I} %rec, {_splat('i64', str(FEATURE_SHIFT))}",
         f"  %feat = and {_I} %fs, {_splat('i64', str((1 << (FLAG_SHIFT - FEATURE_SHIFT)) - 1))}",
@@ -379,8 +440,9 @@ def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool) -> list[str
         f"  %next = add {_I} %left, %step",
     ]
     # Every name this level defines gets the vector's suffix.
-    shared = {"lrec", "row", "cat_bits"}
-    return [re.sub(r"%(\w+)", lambda m: m[0] if m[1] in shared else f"{m[0]}_{k}", line) for line in L]
+    shared = {"lrec", "row", "cat_bits", "top", *(f"rl_t{i}{k}" for i in range(TOP_LEVELS))}
+    suffix = str(k) if top is None else f"t{top}{k}"
+    return [re.sub(r"%(\w+)", lambda m: m[0] if m[1] in shared else f"{m[0]}_{suffix}", line) for line in L]
 
 
 def _gather(ty: str, base: str, index: str, out: str, mask: str) -> list[str]:

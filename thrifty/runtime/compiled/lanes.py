@@ -21,7 +21,10 @@ from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO
 LANES = 8
 # Vectors descended together: independent gathers in flight while each waits for memory (one
 # vector at a time waits out the latency of a gather of nodes, then one of values, per level).
-GROUPS = 4
+# Measured one row per call on shapes.py's Adult model (500 trees), native time: 2 took 1.3
+# times as long as 4, and 8 0.95 of it (on its 1,000 trees over 136 features 0.82, on the
+# ranker 0.87).
+GROUPS = 8
 # Trees descended together (a block).
 BLOCK = LANES * GROUPS
 # Positions whose trees are descended before their leaves are added in the plan's order (a
@@ -42,7 +45,14 @@ MAX_FEATURES = 1 << (FLAG_SHIFT - FEATURE_SHIFT)
 # Nodes the tables can number (a left child's index is 32 bits).
 MAX_NODES = (1 << 31) - 1
 # The names of the tables, appended to ``layout.TABLES``.
-LANE_TABLES = ("lrec", "lblock", "lslot", "lclass", "cat_bits")
+LANE_TABLES = ("lrec", "lblock", "lslot", "lclass", "cat_bits", "ltop")
+# Levels of each block read from ``ltop`` with plain loads rather than gathers (``ir_lanes``):
+# measured on Adult's trees (8 vectors), 3 took 0.86 of the time of none, 2 0.89; 4 longer than 3
+# (16 candidates a lane).
+TOP_LEVELS = 3
+# Rows of ``BLOCK`` words per block of ``ltop``: per level ``d`` below ``TOP_LEVELS``, the two
+# record words of each lane's ``2 ** d`` candidate nodes (``top_rows``).
+TOP_ROWS = 2 * (2**TOP_LEVELS - 1)
 
 
 def lanes_ok(forest: Forest) -> bool:
@@ -137,6 +147,7 @@ def lane_tables(
     bits = f.cat_bitsets if len(f.cat_bitsets) else np.zeros(1, dtype=np.uint32)
     lrec = np.empty((spare + 1, 2), dtype=np.int64)
     lrec[:, 0], lrec[:, 1] = lnode, second
+    ltop = top_rows(lrec, lblock.reshape(-1, 1 + BLOCK)[:, 1:]).reshape(-1)
     return {
         "lrec": lrec,
         "lorig": old[: spare + 1].copy(),
@@ -144,7 +155,24 @@ def lane_tables(
         "lslot": lslot,
         "lclass": f.tree_class[order].astype(np.int64),
         "cat_bits": np.ascontiguousarray(bits, dtype=np.uint32),
+        "ltop": ltop,
     }
+
+
+def top_rows(lrec: np.ndarray, root: np.ndarray) -> np.ndarray:
+    """``ltop`` of blocks with lanes' roots ``root`` (blocks x ``BLOCK``), as (blocks,
+    ``TOP_ROWS``, ``BLOCK``): for each level ``d < TOP_LEVELS`` and each ``q < 2 ** d``, the
+    record words of the node a lane reaches from its root when its decision at level ``i`` is
+    bit ``i`` of ``q`` (a split's left child is the low 32 bits of its record, its right one
+    next to it; a leaf stays)."""
+    rows, nodes = [], [root]
+    for _ in range(TOP_LEVELS):
+        rows += [lrec[n, w] for n in nodes for w in (0, 1)]
+        split = [((lrec[n, 0] >> FLAG_SHIFT) & LEAF) == 0 for n in nodes]
+        left = [lrec[n, 0] & 0xFFFFFFFF for n in nodes]
+        # The next level's candidates: the left children, then the right ones (bit d of q set).
+        nodes = left + [c + s for c, s in zip(left, split)]
+    return np.ascontiguousarray(np.stack(rows, axis=1), dtype=np.int64)
 
 
 def _blocks(

@@ -182,9 +182,10 @@ class ServingEvaluation(Evaluation):
 
     def __init__(self, S: np.ndarray, n: int, path: ServingPath) -> None:
         self._S, self._n, self._path = S, n, path
-        if path.K == 1:
+        if path.K == 1 and path.finish is None:
             # Nearly every caller reads the scores: a slice here costs less than the
-            # descriptor's call (about a quarter of a µs).
+            # descriptor's call (about a quarter of a µs). A forest whose base comes after
+            # the sum (``Forest.base_last``) reads them through ``raw`` below.
             self.raw = S[:n]
 
     @_when_read

@@ -15,6 +15,7 @@ from tests._helpers.compiled_plans import VALUES
 from tests._helpers.reference import random_forest, random_inputs
 from tests._helpers.runtime_costs import lazy_provider
 from thrifty import CostModel, Full, Sequential, evaluate
+from thrifty.runtime.compiled.ir_serving import MEMO
 from thrifty.runtime.compiled.ir_vector import vector_ok
 from thrifty.runtime.compiled.layout import n_words, state_fields
 from thrifty.runtime.compiled.serving import SMALL, ServingEvaluation
@@ -152,3 +153,19 @@ def test_wide_batches_past_the_thread_buffers(F, monkeypatch):
         assert_identical(c.evaluate(X), evaluate(plan, X, costs))
         for i in range(0, 40, 3):
             assert_identical(c.evaluate(X[i : i + 1]), evaluate(plan, X[i : i + 1], costs))
+
+
+@pytest.mark.parametrize("F", [63, 130])
+def test_rows_of_many_feature_sets_are_priced_each_as_their_own(F, monkeypatch):
+    """The serving path keeps each call's priced tested-feature sets in ``ir_serving.MEMO``
+    slots: rows of more distinct sets than slots (sets sharing a slot, evicting each other)
+    still get their own cost and acquired features, in either order of the rows."""
+    rng = np.random.default_rng(F + 1)
+    X = random_inputs(rng, 3000, F)
+    plan, costs = PLANS[F]["full"], COSTS[F]
+    c = compiled(F, "full", True, monkeypatch)
+    want = evaluate(plan, X, costs)
+    acquired = np.asarray(want.cost.acquired).reshape(len(X), -1)
+    assert len(np.unique(acquired, axis=0)) > MEMO
+    assert_identical(c.evaluate(X), want)
+    assert_identical(c.evaluate(X[::-1].copy()), evaluate(plan, X[::-1].copy(), costs))

@@ -23,6 +23,10 @@ LANE_ROWS = 1
 CONTEXT = ("X", "S", "T", "C", "lo", "hi", "n", "round32", "lane_rows")
 
 
+# Slots of the call's table of tested-feature sets already priced (``_settle_ir``).
+MEMO = 64
+
+
 def serving_ir(lay: Layout, key: str) -> str:
     """``serve(ctx)``: rows ``[lo, hi)`` of the context ``ctx`` (``CONTEXT``) from a fresh state
     to settled costs.
@@ -69,9 +73,10 @@ def serving_ir(lay: Layout, key: str) -> str:
     evaluate = _evaluate_ir(lay, key)
     last = W - 1
     store_acq = "\n".join(
-        f"  %ap{w} = getelementptr i64, ptr %{word_field('acq', w)}S, i64 %i\n  store i64 %a{w}, ptr %ap{w}"
+        f"  %ap{w} = getelementptr i64, ptr %{word_field('acq', w)}S, i64 %i\n  store i64 %ar{w}, ptr %ap{w}"
         for w in range(W)
     )
+    memo_results = "\n".join(f"  %ar{w} = phi i64 [%a{w}, %settled], [%ma{w}, %hit]" for w in range(W))
     return (
         (lanes_ir(lay, key) if _lanes(lay) else "")
         + f"""
@@ -87,6 +92,11 @@ entry:
   %paidbytes = mul i64 %uwp, 8
   %paidA = alloca i64, i64 %uwp
   %acqA = alloca i64, i64 {W}
+  %memoV = alloca i8, i64 {MEMO}
+  %memoT = alloca i64, i64 {MEMO * W}
+  %memoC = alloca double, i64 {MEMO}
+  %memoA = alloca i64, i64 {MEMO * W}
+  call void @llvm.memset.p0.i64(ptr %memoV, i8 0, i64 {MEMO}, i1 false)
   %tcp = getelementptr double, ptr %prices, i64 0
   %tc = load double, ptr %tcp
   %scp = getelementptr double, ptr %prices, i64 1
@@ -132,8 +142,10 @@ row:
   %more = icmp slt i64 %i, %hi
   br i1 %more, label %rowbody, label %done
 {settle}rowdone:
+  %totr = phi double [%tot{last}, %settled], [%mtot, %hit]
+{memo_results}
   %cp = getelementptr double, ptr %costS, i64 %i
-  store double %tot{last}, ptr %cp
+  store double %totr, ptr %cp
 {store_acq}
   %posp = getelementptr i64, ptr %posS, i64 %i
   %pos = load i64, ptr %posp
@@ -146,7 +158,7 @@ row:
   %ev = fadd double %ect, %ecs
   %evp = getelementptr double, ptr %evaluationS, i64 %i
   store double %ev, ptr %evp
-  %tt = fadd double %tot{last}, %ev
+  %tt = fadd double %totr, %ev
   %ttp = getelementptr double, ptr %totalS, i64 %i
   store double %tt, ptr %ttp
   %i1 = add i64 %i, 1
@@ -205,18 +217,60 @@ def _settle_ir(W: int) -> str:
     ``bits`` giving features ``64 w`` to ``64 w + 63`` in increasing order, each unit of their
     closures paid once (the sum ``%tot{W - 1}``; units paid are bits of ``%paidA``, a word per
     64 units, ``unit_words`` of them), and the acquired features, the union of the paid units'
-    ``unit_bits`` (words ``%acqA``, loaded as ``%a0`` to ``%a{W - 1}``)."""
-    out = ["rowbody:", "  call void @llvm.memset.p0.i64(ptr %paidA, i8 0, i64 %paidbytes, i1 false)"]
+    ``unit_bits`` (words ``%acqA``, loaded as ``%a0`` to ``%a{W - 1}``).
+
+    A row that tested the same features as an earlier row of the call takes that row's cost
+    and acquired features (``hit``): the same computation on the same bits gives the same
+    doubles. They are kept in ``MEMO`` slots (``%memoV`` valid, ``%memoT`` the tested
+    features, ``%memoC`` the cost, ``%memoA`` the acquired features), the slot a fold of the
+    bits (a forest of at most 6 features: the bits themselves). Rows of a narrow forest test
+    few distinct sets: NYC_taxi's 10,000 random rows 4, two consecutive rows the same set 41%
+    of the time; pricing a row took about 21 ns of its 100 trees' 100."""
+    out = ["rowbody:"]
     for w in range(W):
         out += [
             f"  %bwp{w} = getelementptr i64, ptr %{word_field('bits', w)}S, i64 %i",
             f"  %bits{w} = load i64, ptr %bwp{w}",
-            f"  %aw{w} = getelementptr i64, ptr %acqA, i64 {w}",
-            f"  store i64 0, ptr %aw{w}",
         ]
+    fold = "%bits0"
+    for w in range(1, W):
+        out.append(f"  %hx{w} = xor i64 {fold}, %bits{w}")
+        fold = f"%hx{w}"
+    out += [
+        f"  %hs1 = lshr i64 {fold}, 6",
+        f"  %hf1 = xor i64 {fold}, %hs1",
+        "  %hs2 = lshr i64 %hf1, 12",
+        "  %hf2 = xor i64 %hf1, %hs2",
+        "  %hs3 = lshr i64 %hf2, 24",
+        "  %hf3 = xor i64 %hf2, %hs3",
+        f"  %slot = and i64 %hf3, {MEMO - 1}",
+        "  %mvp = getelementptr i8, ptr %memoV, i64 %slot",
+        "  %mvv = load i8, ptr %mvp",
+        "  %mok = icmp ne i8 %mvv, 0",
+        f"  %mtb = mul i64 %slot, {W}",
+    ]
+    acc = "%mok"
+    for w in range(W):
+        out += [
+            f"  %mti{w} = add i64 %mtb, {w}",
+            f"  %mtp{w} = getelementptr i64, ptr %memoT, i64 %mti{w}",
+            f"  %mtv{w} = load i64, ptr %mtp{w}",
+            f"  %me{w} = icmp eq i64 %mtv{w}, %bits{w}",
+            f"  %ms{w} = and i1 {acc}, %me{w}",
+        ]
+        acc = f"%ms{w}"
+    out += [f"  br i1 {acc}, label %hit, label %miss", "hit:"]
+    out += ["  %mcp = getelementptr double, ptr %memoC, i64 %slot", "  %mtot = load double, ptr %mcp"]
+    for w in range(W):
+        out.append(f"  %map{w} = getelementptr i64, ptr %memoA, i64 %mti{w}")
+        out.append(f"  %ma{w} = load i64, ptr %map{w}")
+    out += ["  br label %rowdone", "miss:"]
+    out.append("  call void @llvm.memset.p0.i64(ptr %paidA, i8 0, i64 %paidbytes, i1 false)")
+    for w in range(W):
+        out += [f"  %aw{w} = getelementptr i64, ptr %acqA, i64 {w}", f"  store i64 0, ptr %aw{w}"]
     out.append("  br label %feat0")
     for w in range(W):
-        pred, tot = ("rowbody", "0.0") if w == 0 else (f"feat{w - 1}", f"%tot{w - 1}")
+        pred, tot = ("miss", "0.0") if w == 0 else (f"feat{w - 1}", f"%tot{w - 1}")
         nxt = f"feat{w + 1}" if w + 1 < W else "settled"
         # A unit newly paid adds its price and its features (selects: no branch per unit).
         acquire = "\n".join(
@@ -274,5 +328,11 @@ un{w}:
   br label %feat{w}""")
     out.append("settled:")
     out += [f"  %a{w} = load i64, ptr %aw{w}" for w in range(W)]
+    out += ["  store i8 1, ptr %mvp", "  %mcs = getelementptr double, ptr %memoC, i64 %slot"]
+    out.append(f"  store double %tot{W - 1}, ptr %mcs")
+    for w in range(W):
+        out.append(f"  store i64 %bits{w}, ptr %mtp{w}")
+        out.append(f"  %sap{w} = getelementptr i64, ptr %memoA, i64 %mti{w}")
+        out.append(f"  store i64 %a{w}, ptr %sap{w}")
     out.append("  br label %rowdone")
     return "\n".join(out) + "\n"

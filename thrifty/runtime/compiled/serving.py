@@ -33,10 +33,12 @@ from thrifty.runtime.evaluation import Evaluation
 from thrifty.runtime.plans import Full, Sequential
 
 # Rows a call serves from per-thread buffers allocated once (a service's calls).
-SMALL = 64
+SMALL = 128
 # Rows beyond which a batch takes the chunked path (working memory stays bounded).
 LARGE = 1 << 16
 
+# Where the words of a call's context lie (``ir_serving.CONTEXT``).
+_X, _S, _LO, _HI, _N = (CONTEXT.index(name) for name in ("X", "S", "lo", "hi", "n"))
 _FLOAT64 = np.dtype(np.float64)
 _INT64 = np.dtype(np.int64)
 T = TypeVar("T")
@@ -101,6 +103,17 @@ class ServingPath:
         }
         return np.array([words[name] for name in CONTEXT], dtype=np.int64)
 
+    def _context_of(self, X: np.ndarray, S: np.ndarray, lo: int, hi: int, n: int) -> np.ndarray:
+        """:meth:`context`, from a template built once: a call above ``SMALL`` rows spent about
+        4 µs building the dict and the array (a tenth of a 100-row call on NYC_taxi)."""
+        try:
+            ctx = self._template.copy()
+        except AttributeError:
+            self._template = self.context(X, S, 0, 0, 0)
+            ctx = self._template.copy()
+        ctx[_X], ctx[_S], ctx[_LO], ctx[_HI], ctx[_N] = X.ctypes.data, S.ctypes.data, lo, hi, n
+        return ctx
+
     def _calls(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """This thread's calls of 0 to ``SMALL`` rows: per row count, the input buffer as an
         ``(n, F)`` matrix, the state buffer of ``n`` rows, and ``serve``'s argument (the address
@@ -142,12 +155,16 @@ class ServingPath:
         # ``serve`` rounds float32 forests' inputs in place: on a copy, never on the caller's X.
         M = np.array(X, dtype=np.float64, order="C") if self.round32 else np.ascontiguousarray(X, np.float64)
         S = np.empty(self.W * n)
+        if n < SERIAL_ROWS:  # one call on this thread: parallel would make one part of it
+            ctx = self._context_of(M, S, 0, n, n)
+            self.entry(ctx.ctypes.data)
+            return ServingEvaluation(S, n, self)
 
         def part(lo: int, hi: int) -> None:
-            ctx = self.context(M, S, lo, hi, n)  # alive until serve returns
+            ctx = self._context_of(M, S, lo, hi, n)  # alive until serve returns
             self.entry(ctx.ctypes.data)
 
-        with threads(n_threads if n >= SERIAL_ROWS else None):
+        with threads(n_threads):
             parallel(part, n)
         return ServingEvaluation(S, n, self)
 

@@ -64,6 +64,41 @@ class Coalescing:
         return getattr(self._transport, name)
 
 
+# Most bytes of a request head still incomplete (h11's limit, which the httptools protocol
+# enforces too: like h11, it reads a longer head that arrives whole with its end).
+MAX_HEAD = 16 * 1024
+_BAD_HTTP = json.dumps({"error": "the request is not valid HTTP/1.1 (or its head exceeds 16 KiB)"}).encode()
+
+
+class _HeadDeadline:
+    """The deadline on each request head, shared by both protocols: armed when a head may
+    begin (once per head: a client trickling a byte at a time does not push it back), stopped
+    at its end; when it passes, a connection still waiting for its head is closed.
+    ``_waiting_for_head`` says whether it is (each parser knows in its own way)."""
+
+    _head_timer: asyncio.TimerHandle | None = None
+    _header_timeout: float = HEADER_TIMEOUT
+    transport: Any
+    loop: Any
+
+    def _waiting_for_head(self) -> bool:
+        raise NotImplementedError
+
+    def _await_head(self) -> None:
+        if self._head_timer is None and not self.transport.is_closing():
+            self._head_timer = self.loop.call_later(self._header_timeout, self._head_timed_out)
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._waiting_for_head() and not self.transport.is_closing():
+            self.transport.close()
+
+
 def guarded_protocol(header_timeout: float = HEADER_TIMEOUT, http: str = "auto") -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol with a deadline on each request head and JSON for malformed HTTP.
 
@@ -82,8 +117,8 @@ def guarded_protocol(header_timeout: float = HEADER_TIMEOUT, http: str = "auto")
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class GuardedH11Protocol(H11Protocol):
-        _head_timer: asyncio.TimerHandle | None = None
+    class GuardedH11Protocol(_HeadDeadline, H11Protocol):
+        _header_timeout = header_timeout
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(Coalescing(transport))  # type: ignore[arg-type]
@@ -102,39 +137,20 @@ def guarded_protocol(header_timeout: float = HEADER_TIMEOUT, http: str = "auto")
             super().connection_lost(exc)
 
         def send_400_response(self, msg: str) -> None:
-            body = json.dumps({"error": "the request is not valid HTTP/1.1 (or its head exceeds 16 KiB)"})
             headers = [
                 (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
+                (b"content-length", str(len(_BAD_HTTP)).encode()),
                 (b"connection", b"close"),
             ]
             self.transport.write(self.conn.send(h11.Response(status_code=400, headers=headers)))
-            self.transport.write(self.conn.send(h11.Data(data=body.encode())))
+            self.transport.write(self.conn.send(h11.Data(data=_BAD_HTTP)))
             self.transport.write(self.conn.send(h11.EndOfMessage()))
             self.transport.close()
 
-        def _await_head(self) -> None:
-            # Armed once per head: a client trickling a byte at a time does not push it back.
-            if self._head_timer is None and not self.transport.is_closing():
-                self._head_timer = self.loop.call_later(header_timeout, self._head_timed_out)
-
-        def _stop_head_timer(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _head_timed_out(self) -> None:
-            self._head_timer = None
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
+        def _waiting_for_head(self) -> bool:
+            return self.conn.their_state is h11.IDLE
 
     return GuardedH11Protocol
-
-
-# Most bytes of a request head still incomplete (h11's limit, which the httptools protocol
-# enforces too: like h11, it reads a longer head that arrives whole with its end).
-MAX_HEAD = 16 * 1024
-_BAD_HTTP = json.dumps({"error": "the request is not valid HTTP/1.1 (or its head exceeds 16 KiB)"}).encode()
 
 
 def _httptools_protocol(header_timeout: float) -> type[asyncio.Protocol]:
@@ -143,8 +159,8 @@ def _httptools_protocol(header_timeout: float) -> type[asyncio.Protocol]:
     import httptools
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class GuardedHttpToolsProtocol(HttpToolsProtocol):
-        _head_timer: asyncio.TimerHandle | None = None
+    class GuardedHttpToolsProtocol(_HeadDeadline, HttpToolsProtocol):
+        _header_timeout = header_timeout
         _in_head = True  # from the first byte of a request (or the connection) to its head's end
         _head_bytes = 0
 
@@ -189,19 +205,8 @@ def _httptools_protocol(header_timeout: float) -> type[asyncio.Protocol]:
             )
             self.transport.close()
 
-        def _await_head(self) -> None:
-            if self._head_timer is None and not self.transport.is_closing():
-                self._head_timer = self.loop.call_later(header_timeout, self._head_timed_out)
-
-        def _stop_head_timer(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _head_timed_out(self) -> None:
-            self._head_timer = None
-            if self._in_head and not self.transport.is_closing():
-                self.transport.close()
+        def _waiting_for_head(self) -> bool:
+            return self._in_head
 
     assert httptools  # imported above so that a missing module falls back to h11 there
     return GuardedHttpToolsProtocol

@@ -23,7 +23,7 @@ from functools import partial
 
 import numpy as np
 
-from thrifty.runtime.compiled.ir_scalar import _split_ir, module_irs
+from thrifty.runtime.compiled.ir_scalar import leaf_values_ir, module_irs, walk_ir
 from thrifty.runtime.compiled.layout import Layout
 
 # LLVM's speed level for modules of branchy blocks. Level 1 (every other module's) left the
@@ -115,22 +115,8 @@ def branchy_tree_ir(
     contract for dense blocks (``bits`` holds all ``lay.words`` words), returning the code, the
     new scores, node count and bits, and the label the code ends in. With ``packing``, ``nodes``
     is the block's packed counters and the leaf's word is added to it (``bits`` unchanged)."""
-    f = lay.forest
-    K, R = lay.K, lay.K + 1 + lay.words
-    lines = [f"{x}start:", f"  br label %{x}n{int(f.roots[t])}"]
-    leaves: list[int] = []
-    stack = [int(f.roots[t])]
-    while stack:
-        node = stack.pop()
-        feat = int(f.feature[node])
-        n = f"{x}n{node}"
-        if feat < 0:
-            leaves.append(node)
-            lines += [f"{n}:", f"  br label %{x}leaf"]
-            continue
-        left, right = int(f.children_left[node]), int(f.children_right[node])
-        stack += [right, left]
-        lines += _split_ir(f, node, feat, n, f"%{x}n{left}", f"%{x}n{right}", globals_, key)
+    R = lay.K + 1 + lay.words
+    lines, leaves = walk_ir(lay, t, x, globals_, key)
 
     def phi(values: list[int]) -> str:
         return "phi i64 " + ", ".join(f"[{v}, %{x}n{leaf}]" for v, leaf in zip(values, leaves))
@@ -141,34 +127,14 @@ def branchy_tree_ir(
     # The phis first (LLVM wants them at the top of the block), then what they feed.
     head = [f"{x}leaf:", f"  %{x}r = {phi([leaf * R for leaf in leaves])}"]
     bits = list(bits)
+    body = [f"  %{x}nodes = add i64 {nodes}, %{x}dp"]
     if packing is not None:
         head.append(f"  %{x}dp = {phi([packing.word(d, p) for d, p in zip(depths, per_leaf)])}")
-        body = [f"  %{x}nodes = add i64 {nodes}, %{x}dp"]
     else:
         head.append(f"  %{x}dp = {phi(depths)}")
         head += [f"  %{x}mk{w} = {phi([p[w] for p in per_leaf])}" for w in words]
-        body = [f"  %{x}nodes = add i64 {nodes}, %{x}dp"]
         for w in words:
             body.append(f"  %{x}bits{w} = or i64 {bits[w]}, %{x}mk{w}")
             bits[w] = f"%{x}bits{w}"
-    cls = int(f.tree_class[t])
-    acc = list(acc)
-    for o in [cls] if cls >= 0 else range(K):
-        # Class trees add the record's first value to their output; vector leaves value o.
-        v = f"%{x}v{o}"
-        body += [
-            f"  %{x}w{o}j = add i64 %{x}r, {0 if cls >= 0 else o}",
-            f"  %{x}w{o}p = getelementptr double, ptr %leaf, i64 %{x}w{o}j",
-            f"  %{x}w{o} = load double, ptr %{x}w{o}p",
-        ]
-        if lay.acc32:
-            # XGBoost sums in float32 (the table holds float32(weight * value)).
-            body += [
-                f"  {v}s = fadd double {acc[o]}, %{x}w{o}",
-                f"  {v}f = fptrunc double {v}s to float",
-                f"  {v} = fpext float {v}f to double",
-            ]
-        else:
-            body.append(f"  {v} = fadd double {acc[o]}, %{x}w{o}")
-        acc[o] = v
-    return lines + head + body, acc, f"%{x}nodes", bits, f"{x}leaf"
+    code, acc = leaf_values_ir(lay, t, x, acc)
+    return lines + head + body + code, acc, f"%{x}nodes", bits, f"{x}leaf"

@@ -430,39 +430,7 @@ def _tree_ir(
     With ``guard`` (lazy blocks, ``ir_lazy``), each split first reads whether its feature is
     known in the row's ``%krow`` and, when it is not, branches to ``%{x}blk`` (the split's node
     and feature are appended to ``guard``, for that label's phis)."""
-    f = lay.forest
-    lines = [f"{x}start:", f"  br label %{x}n{int(f.roots[t])}"]
-    leaves: list[int] = []
-    stack = [int(f.roots[t])]
-    while stack:
-        node = stack.pop()
-        feat = int(f.feature[node])
-        n = f"{x}n{node}"
-        if feat < 0:
-            leaves.append(node)
-            lines.append(f"{n}:")
-            if not bits:
-                for e in range(lay.path_ptr[node], lay.path_ptr[node + 1]):
-                    q = int(lay.path_feat[e])
-                    lines += [
-                        f"  %{n}tp{q} = getelementptr i8, ptr %trow, i64 {q}",
-                        f"  store i8 1, ptr %{n}tp{q}",
-                    ]
-            lines.append(f"  br label %{x}leaf")
-            continue
-        left, right = f"%{x}n{int(f.children_left[node])}", f"%{x}n{int(f.children_right[node])}"
-        stack += [int(f.children_right[node]), int(f.children_left[node])]
-        if guard is not None:
-            guard.append((node, feat))
-            lines += [
-                f"{n}:",
-                f"  %{n}gq = getelementptr i8, ptr %krow, i64 {feat}",
-                f"  %{n}gv = load i8, ptr %{n}gq",
-                f"  %{n}go = icmp ne i8 %{n}gv, 0",
-                f"  br i1 %{n}go, label %{n}k, label %{x}blk",
-            ]
-            n += "k"
-        lines += _split_ir(f, node, feat, n, left, right, globals_, key)
+    lines, leaves = walk_ir(lay, t, x, globals_, key, touched=not bits, guard=guard)
     # A leaf's record: weighted values (one per output), the splits on its path and the
     # features that path tests as bits (tables keep the code small: one constant per leaf).
     R = lay.K + 1 + lay.words
@@ -485,15 +453,70 @@ def _tree_ir(
             f"  %{x}bits{w} = or i64 {bits[w]}, %{x}mk{w}",
         ]
         bits[w] = f"%{x}bits{w}"
-    cls = int(f.tree_class[t])
-    outputs = [cls] if cls >= 0 else list(range(lay.K))
+    code, acc = leaf_values_ir(lay, t, x, acc)
+    return lines + code, acc, f"%{x}nodes", bits, f"{x}leaf"
+
+
+def walk_ir(
+    lay: Layout,
+    t: int,
+    x: str,
+    globals_: list[str],
+    key: str,
+    touched: bool = False,
+    guard: list[tuple[int, int]] | None = None,
+) -> tuple[list[str], list[int]]:
+    """Tree ``t``'s walk for the row at ``%row`` (names prefixed ``x``), each leaf ``n`` a label
+    ``%{x}n{n}`` branching to ``%{x}leaf``: the code and the leaves in label order. ``touched``
+    and ``guard``: as ``_tree_ir``'s lazy blocks need (tested features marked at ``%trow``, each
+    split's feature checked known first)."""
+    f = lay.forest
+    lines = [f"{x}start:", f"  br label %{x}n{int(f.roots[t])}"]
+    leaves: list[int] = []
+    stack = [int(f.roots[t])]
+    while stack:
+        node = stack.pop()
+        feat = int(f.feature[node])
+        n = f"{x}n{node}"
+        if feat < 0:
+            leaves.append(node)
+            lines.append(f"{n}:")
+            if touched:
+                for e in range(lay.path_ptr[node], lay.path_ptr[node + 1]):
+                    q = int(lay.path_feat[e])
+                    lines += [
+                        f"  %{n}tp{q} = getelementptr i8, ptr %trow, i64 {q}",
+                        f"  store i8 1, ptr %{n}tp{q}",
+                    ]
+            lines.append(f"  br label %{x}leaf")
+            continue
+        left, right = f"%{x}n{int(f.children_left[node])}", f"%{x}n{int(f.children_right[node])}"
+        stack += [int(f.children_right[node]), int(f.children_left[node])]
+        if guard is not None:
+            guard.append((node, feat))
+            lines += [
+                f"{n}:",
+                f"  %{n}gq = getelementptr i8, ptr %krow, i64 {feat}",
+                f"  %{n}gv = load i8, ptr %{n}gq",
+                f"  %{n}go = icmp ne i8 %{n}gv, 0",
+                f"  br i1 %{n}go, label %{n}k, label %{x}blk",
+            ]
+            n += "k"
+        lines += _split_ir(f, node, feat, n, left, right, globals_, key)
+    return lines, leaves
+
+
+def leaf_values_ir(lay: Layout, t: int, x: str, acc: list[str]) -> tuple[list[str], list[str]]:
+    """Tree ``t``'s leaf values added to the scores ``acc``, read from the leaf's record at
+    ``%{x}r`` in the table ``%leaf``. Returns the code and the new scores."""
+    cls = int(lay.forest.tree_class[t])
     acc = list(acc)
-    for o in outputs:
+    lines: list[str] = []
+    for o in [cls] if cls >= 0 else range(lay.K):
         # Class trees add the record's first value to their output; vector leaves value o.
-        col = 0 if cls >= 0 else o
         v = f"%{x}v{o}"
         lines += [
-            f"  %{x}w{o}j = add i64 %{x}r, {col}",
+            f"  %{x}w{o}j = add i64 %{x}r, {0 if cls >= 0 else o}",
             f"  %{x}w{o}p = getelementptr double, ptr %leaf, i64 %{x}w{o}j",
             f"  %{x}w{o} = load double, ptr %{x}w{o}p",
         ]
@@ -507,7 +530,7 @@ def _tree_ir(
         else:
             lines.append(f"  {v} = fadd double {acc[o]}, %{x}w{o}")
         acc[o] = v
-    return lines, acc, f"%{x}nodes", bits, f"{x}leaf"
+    return lines, acc
 
 
 def _split_ir(

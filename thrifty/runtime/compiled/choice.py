@@ -15,14 +15,12 @@ times in batch.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from thrifty.exceptions import InvalidParameterError
 from thrifty.forest import Forest
 from thrifty.runtime.compiled.ir_vector import vector_ok
 from thrifty.runtime.compiled.layout import Layout
+from thrifty.runtime.compiled.targets import env_choice
 
 # Environment variable forcing the kind of blocks: "vector", "scalar", "branchy" or "auto"
 # (the rule).
@@ -40,13 +38,7 @@ SKEW_FEATURES = 16
 
 def forced_kind() -> str:
     """``THRIFTY_BLOCKS`` (default ``"auto"``), checked."""
-    kind = os.environ.get(BLOCKS_ENV, "auto").strip().lower() or "auto"
-    if kind not in KINDS:
-        raise InvalidParameterError(
-            f"{BLOCKS_ENV}={os.environ[BLOCKS_ENV]!r} is not a kind of blocks: "
-            f"set it to one of {KINDS} or unset it"
-        )
-    return kind
+    return env_choice(BLOCKS_ENV, KINDS, "a kind of blocks")
 
 
 def vector_blocks(lay: Layout, lanes: int) -> bool:

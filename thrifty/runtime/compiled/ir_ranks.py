@@ -34,14 +34,12 @@ others gathered from the block's table of the feature.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from thrifty.exceptions import InvalidParameterError
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO
 from thrifty.runtime.compiled.layout import Layout, double
+from thrifty.runtime.compiled.targets import env_choice
 
 # Environment variable forcing rank blocks on ("on"), off ("off") or the rule ("auto").
 RANKS_ENV = "THRIFTY_RANKS"
@@ -54,13 +52,7 @@ MIN_SPLITS_PER_STEP = 16.0
 
 def forced_ranks() -> str:
     """``THRIFTY_RANKS`` (default ``"auto"``), checked."""
-    kind = os.environ.get(RANKS_ENV, "auto").strip().lower() or "auto"
-    if kind not in RANK_KINDS:
-        raise InvalidParameterError(
-            f"{RANKS_ENV}={os.environ[RANKS_ENV]!r} is not a choice: "
-            f"set it to one of {RANK_KINDS} or unset it"
-        )
-    return kind
+    return env_choice(RANKS_ENV, RANK_KINDS, "a choice")
 
 
 def rankable(f: Forest) -> np.ndarray:

@@ -169,6 +169,18 @@ def cross(name: str) -> Target:
     raise InvalidParameterError(f"cross needs one of {', '.join(_X86 + _ARM)}, got {name!r}")
 
 
+def env_choice(name: str, choices: tuple[str, ...], what: str) -> str:
+    """The compile setting ``name`` of the environment (``THRIFTY_BLOCKS``, ``THRIFTY_RANKS``),
+    one of ``choices``: the first when unset or empty, case and spaces ignored; anything else is
+    an error naming the variable, ``what`` its value should be, and the choices."""
+    value = os.environ.get(name, "").strip().lower() or choices[0]
+    if value not in choices:
+        raise InvalidParameterError(
+            f"{name}={os.environ[name]!r} is not {what}: set it to one of {choices} or unset it"
+        )
+    return value
+
+
 def current() -> Target:
     """The target code is compiled for now: ``THRIFTY_TARGET`` when set (checked: a known
     name this CPU runs), else the host's."""

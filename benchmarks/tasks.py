@@ -302,6 +302,7 @@ def above_baselines(main: Any, choices: pd.DataFrame, data: dict[str, Any] | Non
     from thrifty.comparison import METHODS
 
     baseline_names = [METHODS[k].name for k in BASELINES]
+    evaluated: dict[Any, Any] = {}  # each model's test evaluation, once across the budgets
     rows = []
     for b in _budgets(main):
         here = choices[choices["budget"] == round(b, 4)]
@@ -327,7 +328,7 @@ def above_baselines(main: Any, choices: pd.DataFrame, data: dict[str, Any] | Non
         if data is not None and best is None and better is not None:
             row["verdict"] = "below"  # no thrifty model within the budget, a baseline's is
         elif data is not None and best is not None and better is not None:
-            diff = paired_difference(main, data, best, better[1])
+            diff = paired_difference(main, data, best, better[1], evaluated)
             if diff is not None:
                 row["difference vs " + better[0]] = [round(v, 4) for v in diff]
                 row["verdict"] = "above" if diff[1] > 0 else "below" if diff[2] < 0 else "indistinguishable"
@@ -352,12 +353,14 @@ def above_baselines(main: Any, choices: pd.DataFrame, data: dict[str, Any] | Non
 
 
 def paired_difference(
-    main: Any, data: dict[str, Any], ours: pd.Series, theirs: pd.Series
+    main: Any, data: dict[str, Any], ours: pd.Series, theirs: pd.Series, evaluated: dict[Any, Any]
 ) -> tuple[float, ...] | None:
     """Thrifty's test figure minus the baseline's, paired on the same test rows (queries for
     ranking), in the user's units and signed so that positive favours thrifty: the estimate and
     a 95% percentile bootstrap interval (1,000 resamples of the rows, or of the queries, each
-    resample scoring both models on the same units). None when a model is not kept."""
+    resample scoring both models on the same units). None when a model is not kept.
+    ``evaluated``: each model's evaluation on the test rows, kept across calls (a model is the
+    choice at several budgets; key ``None`` holds the test rows as matrices, as compare keeps)."""
     from thrifty.comparison.sweep import measure
     from thrifty.intervals import bootstrap_sums
     from thrifty.metrics import ndcg_per_query
@@ -366,7 +369,11 @@ def paired_difference(
     if any(k not in main.models for k in keys):
         return None
     X, y, qid = data["X_test"], np.asarray(data["y_test"]), data.get("qid_test")
-    evs = [measure(main.models[k], X, y, qid, main.costs, main.task)[1] for k in keys]
+    matrices = evaluated.setdefault(None, {})
+    for k in keys:
+        if k not in evaluated:
+            evaluated[k] = measure(main.models[k], X, y, qid, main.costs, main.task, matrices=matrices)[1]
+    evs = [evaluated[k] for k in keys]
     if main.task in ("binary", "multiclass"):
         columns = {f"m{i}": (np.asarray(ev.labels) == y).astype(np.float64) for i, ev in enumerate(evs)}
 

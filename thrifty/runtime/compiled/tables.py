@@ -134,9 +134,7 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
     and build the tables it reads."""
     tree, depth, path_ptr, path_feat = leaf_tables(forest)
     bins = schedule.bins
-    exits = np.where(bins.width > 0, 2, np.isfinite(schedule.eps_pos) | np.isfinite(schedule.eps_neg)).astype(
-        np.int8
-    )
+    exits = np.where(bins.width > 0, 2, schedule.thresholds).astype(np.int8)
     lay = Layout(forest, schedule.order, exits, depth, path_ptr, path_feat)
     code = NativeCode(lay, progress=progress)
     # Per node, a record of K + 1 + W words: the weighted leaf value of each output the

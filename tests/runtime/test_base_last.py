@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+import thrifty
 from tests._helpers.compiled_plans import check, input_matrices
 from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES, cost_model, lazy_provider
@@ -19,6 +20,8 @@ from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.runtime import BinnedExits, plan_from_dict
 from thrifty.runtime.compiled.choice import BLOCKS_ENV
+from thrifty.runtime.compiled.serving import serving_path
+from thrifty.runtime.evaluation import costs_for
 from thrifty.runtime.exits import sum_thresholds
 
 SCALE, BASE = 0.37, 0.1234567
@@ -202,13 +205,48 @@ def test_cascade_trees_add_their_scaled_output():
 
 
 @pytest.mark.parametrize("name", list(FORMED))
+@pytest.mark.parametrize("kind", ["vector", "scalar", "branchy"])
 @SETTINGS
 @given(X=input_matrices(N_FEATURES))
-def test_compiled_plans_of_formed_exits_run_on_the_interpreter(name, X):
-    """Margins and bins of a base_last forest compare the raw score formed at each exit, which
-    the native blocks do not: the compiled plan says so (``native`` False) and gives the
-    interpreter's results, dense, one row and lazily."""
-    check(FORMED[name], X, cost_model(tree_cost=0.25, split_cost=0.125), native=False)
+def test_compiled_formed_exits_match_the_interpreter(name, kind, X, monkeypatch):
+    """Margins and bins of a base_last forest compare the raw score formed at each exit; the
+    native blocks form it with the same two roundings (``layout.formed_ir``): the interpreter's
+    results bit for bit, dense, one row and lazily, on vector (bins take scalar blocks),
+    scalar and branchy blocks."""
+    monkeypatch.setenv(BLOCKS_ENV, kind)
+    check(FORMED[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
+
+
+@pytest.mark.parametrize("kind", ["vector", "scalar", "branchy"])
+def test_compiled_formed_exits_on_many_rows(kind, monkeypatch):
+    """3,000 rows, where forming the score changes which rows exit (the next test): compiled,
+    dense and lazily, the interpreter's exits and labels."""
+    monkeypatch.setenv(BLOCKS_ENV, kind)
+    X = np.random.default_rng(4).uniform(-5, 70, size=(3000, N_FEATURES))
+    for plan in FORMED.values():
+        compiled = thrifty.compile(plan, cost_model(tree_cost=0.25))
+        assert compiled.native
+        expected = evaluate(plan, X)
+        for ev in (compiled.evaluate(X), evaluate(compiled, lazy_provider(X)[0], n_rows=len(X))):
+            np.testing.assert_array_equal(ev.exit, expected.exit)
+            np.testing.assert_array_equal(ev.raw, expected.raw)
+            np.testing.assert_array_equal(ev.labels, expected.labels)
+
+
+@pytest.mark.parametrize("name", ["margins", "margins-negative-scale"])
+def test_one_row_in_the_lanes_forms_the_scores(name):
+    """One row served with the trees in the lanes (``ir_lanes``, forced: plans with exits take
+    the scalar blocks by default) forms the margins' scores too: the interpreter's exits."""
+    plan, costs = FORMED[name], cost_model(tree_cost=0.25)
+    compiled = thrifty.compile(plan, costs)
+    path = serving_path(plan, compiled.forest_code, costs_for(plan, costs))
+    assert path is not None
+    path.lane_rows = 1
+    X = np.random.default_rng(12).uniform(-5, 70, size=(300, N_FEATURES))
+    expected = evaluate(plan, X, costs)
+    for i in range(len(X)):
+        one = path.serve(X[i : i + 1])
+        assert one.exit[0] == expected.exit[i] and one.labels[0] == expected.labels[i]
 
 
 def test_the_formed_scores_change_exits():

@@ -96,7 +96,7 @@ class Schedule:
     ``finish`` is empty when exits compare the engines' running sums themselves, else
     ``[scale, base_0, .., base_{K-1}]``: exits compare ``scale * sum_k + base_k`` (a
     ``base_last`` forest's raw score if the row stopped there, ``Forest.finish``'s expression),
-    as margins and bins of such forests need (``partial_finish``).
+    as margins and bins of such forests need (``plans._base_last_exits``).
     """
 
     order: np.ndarray

@@ -180,8 +180,8 @@ class Sequential(Plan):
     row would have if it stopped there, ``scale * (trees so far, summed from zero) +
     base_score``, for thresholds, bins and margins alike and any scale (``_base_last_exits``;
     with a scale below 0 and thresholds, ``forest`` is kept as its mirror image: tree weights
-    and scale negated, the same raw scores bit for bit). Plans whose margins or bins need
-    that score formed at each exit (``Schedule.finish``) run in the interpreter only.
+    and scale negated, the same raw scores bit for bit); margins and bins form that score at
+    each exit (``Schedule.finish``), in every engine.
 
     With several outputs (multiclass), an example exits after position ``r`` when the partial
     score of its leading class exceeds the runner-up's by more than ``eps_pos[r]`` (the exit

@@ -68,7 +68,7 @@ class CompiledPlan(Accelerated):
             self.parts = tuple(CompiledPlan(part, progress=progress) for part in (p.gate, p.low, p.high))
             self.native = all(part.native for part in self.parts)
             self.compile_seconds = sum(part.compile_seconds for part in self.parts)
-        elif isinstance(self.plan, (Full, Sequential)) and not self.plan.schedule.finish.size:
+        elif isinstance(self.plan, (Full, Sequential)):
             self.forest_code = forest_code(self.plan.forest, self.plan.schedule, progress)
             self.native = True
             self.compile_seconds = self.forest_code.code.compile_seconds
@@ -81,8 +81,6 @@ class CompiledPlan(Accelerated):
             self.native = True
             self.compile_seconds = self.plan_code.compile_seconds
         else:
-            # Opaque models, and forest plans whose exits form a base_last forest's raw score at
-            # each exit (``Schedule.finish``: its margins and bins), run on the interpreter.
             self.native = False
             self.compile_seconds = 0.0
 

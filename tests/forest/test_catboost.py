@@ -493,3 +493,39 @@ def test_shared_regression_with_a_bias_matches(data_home):
     np.testing.assert_array_equal(
         forest.predict_raw(X_test), model.predict(X_test, prediction_type="RawFormulaVal")
     )
+
+
+@pytest.mark.parametrize("blocks", ["vector", "scalar"])
+def test_margin_exits_on_a_multiclass_model_with_a_bias(blocks, monkeypatch):
+    """A MultiClass model given a scale and a bias per class (vector leaves, ``base_last``):
+    margin exits compare the leading class's ``scale * sum + bias`` over the runner-up's after
+    each tree, computed here tree by tree; interpreter and compiled code exit those rows."""
+    import thrifty
+    from thrifty.runtime.compiled.choice import BLOCKS_ENV
+
+    monkeypatch.setenv(BLOCKS_ENV, blocks)
+    rng = np.random.default_rng(21)
+    X = make_data(rng, n=400, nan_fraction=0.05)
+    model = cb.CatBoostClassifier(loss_function="MultiClass", **SMALL).fit(X, _labels(X, rng, 3))
+    model.set_scale_and_bias(0.7, [0.4, -0.3, 0.05])
+    forest = from_catboost(model)
+    assert forest.base_last and np.all(forest.tree_class == -1)
+    T = forest.n_trees
+    plan = thrifty.Sequential(forest, rng.permutation(T), np.full(T, 0.25))
+    acc = np.zeros((len(X), 3))
+    expected = np.full(len(X), T)
+    leaves = forest.apply(X)
+    for r, t in enumerate(plan.order):
+        acc = acc + forest.value[leaves[:, t]]
+        g = np.sort(0.7 * acc + forest.base_score, axis=1)
+        out = (expected == T) & (g[:, -1] - g[:, -2] > 0.25)
+        expected[out] = r + 1
+    assert 0 < np.sum(expected < T) < len(X)
+    costs = thrifty.CostModel(np.ones(forest.n_features))
+    compiled = thrifty.compile(plan, costs)
+    assert compiled.native
+    for ev in (thrifty.evaluate(plan, X, costs), compiled.evaluate(X)):
+        np.testing.assert_array_equal(ev.exit, expected)
+    # Rows that never exit: all trees summed in the plan's order, then scaled and biased.
+    raw, full = compiled.evaluate(X).raw.reshape(len(X), 3), expected == T
+    np.testing.assert_array_equal(raw[full], (0.7 * acc + forest.base_score)[full])

@@ -37,7 +37,7 @@ from thrifty.runtime.compiled.ir_vector import vblocks_of, vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 23
+CODEGEN_VERSION = 24
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -87,7 +87,9 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     # weights, base score), then the plan's order and exit kinds.
     numbers = ("value", "tree_weight", "base_score")
     structure = [getattr(forest, name) for name in Forest.ARRAYS if name not in numbers]
-    for a in (*structure, np.asarray(lay.order, dtype=np.int64), np.asarray(lay.exits, dtype=np.int8)):
+    order, exits = np.asarray(lay.order, dtype=np.int64), np.asarray(lay.exits, dtype=np.int8)
+    # ``finish`` (a base_last forest's scale and base, formed at exits) is baked into the code.
+    for a in (*structure, order, exits, lay.finish):
         h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
     return h.hexdigest()[:32]
 

@@ -206,7 +206,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
     if not lazy:
         irs[-1] += serving_ir(lay, key)
         if raw_entry(lay):
-            irs += raw_module_irs(lay, key, _TREES_PER_MODULE)
+            irs += raw_module_irs(lay, key)
     t0 = time.perf_counter()
     helpers = max(0, min(_cores(), len(irs) // 2) - 1)
     shares = [list(range(len(irs)))[h :: helpers + 1] for h in range(helpers + 1)]

@@ -141,3 +141,17 @@ def test_lleaves_nyc_taxi_scores_equal_lightgbms(data_home, monkeypatch):
         ev = compiled.evaluate(rows)
         np.testing.assert_array_equal(ev.raw, booster.predict(rows, raw_score=True))
         assert_same(ev, evaluate(Full(forest), rows))
+
+
+def test_a_float32_twins_cached_code_serves_without_a_raw_path(branchy):
+    """The cache key does not name the input's precision: a float64 forest whose float32 twin
+    was compiled first loads objects without ``raw`` and takes the serving path, exactly."""
+    import dataclasses
+
+    base = shaped_forest(np.random.default_rng(21), "chain", n_features=N_FEATURES, n_trees=5)
+    twin = dataclasses.replace(base, input_dtype="float32")
+    assert thrifty.compile(Full(twin), COSTS).raw_path is None
+    compiled = thrifty.compile(Full(base), COSTS)
+    assert compiled.forest_code.code.from_cache and compiled.raw_path is None
+    X = np.random.default_rng(3).uniform(-5, 70, (30, N_FEATURES))
+    assert_same(compiled.evaluate(X), evaluate(Full(base), X, COSTS))

@@ -166,8 +166,10 @@ class NativeCode:
             self.run = LAZY_RUN(self._engine.get_function_address(f"lazyrun_{self.key}"))
             self.serve = None
             return
-        if raw_entry(lay):
-            self.raw = SERVE(self._engine.get_function_address(f"raw_{self.key}"))
+        # The key does not name the input's precision (the code is the same; ``serve`` rounds
+        # when told): objects cached for a float32 twin of the forest have no ``raw``.
+        raw = self._engine.get_function_address(f"raw_{self.key}") if raw_entry(lay) else 0
+        self.raw = SERVE(raw) if raw else None
         self.run = RUN(self._engine.get_function_address(f"run_{self.key}"))
         # ``serve``: rows from start to settled cost (the serving path).
         self.serve = SERVE(self._engine.get_function_address(f"serve_{self.key}"))

@@ -227,7 +227,8 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         if progress and (shown or elapsed > 2.0) and done < len(shares[0]):
             # Compiling a large forest takes a while: say how far it is (all shares alike).
             shown = True
-            trees = min(len(lay.order), done * (helpers + 1) * _TREES_PER_MODULE)
+            # The share of modules done, in trees (a raw entry's modules double the count).
+            trees = min(len(lay.order), len(lay.order) * done * (helpers + 1) // len(irs))
             print(
                 f"\rthrifty: compiling trees {trees}/{len(lay.order)} ({elapsed:.0f} s)",
                 end="",

@@ -5,6 +5,7 @@ matrix after the call."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import pickle
 
@@ -146,8 +147,6 @@ def test_lleaves_nyc_taxi_scores_equal_lightgbms(data_home, monkeypatch):
 def test_a_float32_twins_cached_code_serves_without_a_raw_path(branchy):
     """The cache key does not name the input's precision: a float64 forest whose float32 twin
     was compiled first loads objects without ``raw`` and takes the serving path, exactly."""
-    import dataclasses
-
     base = shaped_forest(np.random.default_rng(21), "chain", n_features=N_FEATURES, n_trees=5)
     twin = dataclasses.replace(base, input_dtype="float32")
     assert thrifty.compile(Full(twin), COSTS).raw_path is None
@@ -155,3 +154,19 @@ def test_a_float32_twins_cached_code_serves_without_a_raw_path(branchy):
     assert compiled.forest_code.code.from_cache and compiled.raw_path is None
     X = np.random.default_rng(3).uniform(-5, 70, (30, N_FEATURES))
     assert_same(compiled.evaluate(X), evaluate(Full(base), X, COSTS))
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_forests_adding_their_base_last_finish_the_scores(outputs, branchy):
+    """``Forest.base_last`` (CatBoost's order): the sum from zero, scaled, plus the base, as the
+    serving path forms it."""
+    f = shaped_forest(np.random.default_rng(31), "chain", n_features=N_FEATURES, n_trees=6, n_outputs=outputs)
+    f = dataclasses.replace(f, base_score=np.full(outputs, 0.3), base_last=True, scale=1.7)
+    compiled = thrifty.compile(Full(f), COSTS)
+    assert compiled.raw_path is not None
+    X = np.random.default_rng(4).uniform(-5, 70, (50, N_FEATURES))
+    X[::7, 1] = np.nan
+    reference = evaluate(Full(f), X, COSTS)
+    ev = compiled.evaluate(X)
+    np.testing.assert_array_equal(ev.raw, reference.raw)
+    assert_same(ev, reference)

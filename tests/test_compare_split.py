@@ -137,3 +137,57 @@ def test_compare_reports_the_shift_and_suggests_a_time_split():
         )  # fmt: skip
     assert any("feature 'day'" in w for w in cmp.warnings)
     assert "warning: feature 'day'" in cmp.summary()
+
+
+def test_qwyc_reads_a_fixed_sample_of_many_calibration_rows(monkeypatch):
+    """Above QWYC_ROWS calibration rows QWYC's search reads a sample of them (the same for every
+    alpha), and compare's plan is the one qwyc fits on that sample."""
+    from thrifty.comparison import methods
+    from thrifty.order import qwyc
+
+    X, y = dated()
+    ctx = fitting_context(
+        Settings(task="binary", costs=CostModel([0.0, 0.0, 1.0]), lightgbm_params=FAST), X, y, None
+    )
+    assert methods._qwyc_rows(ctx) is ctx.X_val  # 160 rows: all of them
+    monkeypatch.setattr(methods, "QWYC_ROWS", 50)
+    ctx._cache.pop("qwyc rows", None)
+    rows = methods._qwyc_rows(ctx)
+    assert len(rows) == 50 and rows.index.is_monotonic_increasing and set(rows.index) <= set(ctx.X_val.index)
+    assert methods._qwyc_rows(ctx) is rows
+    cand = next(c for c in methods.METHODS["qwyc"].run(ctx) if c.params["alpha"] == 0.2)
+    plan = qwyc(ctx.lightgbm(), rows, alpha=0.2, costs=ctx.costs, feature_costs=True)
+    np.testing.assert_array_equal(cand.model.order, plan.order)
+    np.testing.assert_array_equal(cand.model.eps_pos, plan.eps_pos)
+    np.testing.assert_array_equal(cand.model.eps_neg, plan.eps_neg)
+    assert {0.15, 0.3} <= set(methods.QWYC_ALPHAS)  # the low budgets' bounds
+
+
+@pytest.mark.parametrize(
+    "data, options, split",
+    [
+        ("csv", ["--split", "time=day"], "time=day"),  # a file: as given
+        ("csv", [], None),  # a file without --split: compare's default
+        ("flights", [], "time=month,day,sched_dep_time"),  # a shared dataset's own order
+        ("flights", ["--split", "random"], "random"),  # --split overrides it
+    ],
+)
+def test_the_command_passes_the_split_on(request, tmp_path, monkeypatch, data, options, split):
+    import thrifty.comparison
+    from thrifty.cli import main
+
+    seen = {}
+
+    def spy(X, y, *args, **kwargs):
+        seen.update(kwargs)
+        raise InputError("stop here")
+
+    if data == "flights":
+        request.getfixturevalue("data_home")  # skips without the shared datasets
+    else:
+        X, y = dated(days=5)
+        X.assign(target=y).to_csv(tmp_path / "d.csv", index=False)
+        data = str(tmp_path / "d.csv")
+    monkeypatch.setattr(thrifty.comparison, "compare", spy)
+    assert main(["compare", data, *options, "--out", str(tmp_path / "o")]) == 2
+    assert seen.get("split") == split

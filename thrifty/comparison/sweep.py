@@ -82,6 +82,9 @@ class FitTask:
         Take no share of a time allowance (``seconds`` stays None): fit every candidate while
         the deadline lasts. The baselines' tasks (the reference family), which every other
         method's figures are measured against and which cost little.
+    weight : float
+        The task's part of a time allowance relative to the others' (``run_tasks``): 1, or
+        ``schedule.WEIGHTS``'s for the methods whose settings span every budget.
     """
 
     method: str
@@ -101,6 +104,7 @@ class FitTask:
     shared: dict[str, Any] = field(default_factory=dict)
     complete: bool = False
     in_full: bool = False
+    weight: float = 1.0
 
 
 @dataclass

@@ -212,7 +212,6 @@ def compare(
         )
     X_test, y_test = _frame(X_test), _labels(y_test, "y_test")
     qid_test = None if qid_test is None else np.asarray(qid_test)
-    shifted = _shifted(X, X_test, split)
     names = [str(c) for c in X.columns]
     costs = _costs(costs, names)
     chosen = _methods(methods, task)
@@ -220,6 +219,7 @@ def compare(
     if X_val is not None:
         X, y = _stack(X, _frame(X_val)), np.concatenate([y, _labels(y_val, "y_val")])
         qid = None if qid is None else np.concatenate([qid, np.asarray(qid_val)])
+    shifted = _shifted(X, X_test, split)  # every row but the test rows: what models learn from
     k = (CV_FOLDS if len(y) < CV_BELOW and split == RANDOM else 0) if cv is None else cv
     if k:
         folds = fold_indices(y, qid, task, k, random_state)

@@ -195,6 +195,20 @@ def test_load_flights(data_home):
     assert ds.costs.to_dict() == CostModel.from_meta(registry.spec_of("flights").meta).to_dict()
 
 
+def test_flights_is_held_out_by_time_and_its_rows_are_in_that_order(data_home):
+    """compare holds out flights' latest rows (its test months follow its training months); the
+    order it names is the rows' own, so the rows held out are the latest flights."""
+    from thrifty.comparison.splits import check_split, split_rank
+
+    ds = datasets.load("flights", data_home=data_home)
+    assert ds.split == "time=month,day,sched_dep_time"
+    assert datasets.load("diamonds", data_home=data_home).split == "random"
+    X_train, _, _ = ds.subset("train")
+    rank = split_rank(X_train, check_split(ds.split, X_train))
+    late = rank >= 0.8 * len(rank)
+    assert X_train["month"][late].min() >= X_train["month"][~late].max()  # October, or late September
+
+
 def test_diamonds_conversion_rebuilds_the_shared_copy(data_home, tmp_path):
     # ggplot2's table is the shared train and test rows put back at their positions
     splits = {k: pd.read_csv(data_home / "diamonds" / f"{k}.csv.gz") for k in ("train", "test")}

@@ -135,6 +135,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--quick", action="store_true", help="fewer budgets and points per method")
     cmp.add_argument(
+        "--split",
+        metavar="HOW",
+        help="how rows are held out: random (default; a shared dataset's own order where it has "
+        "one, e.g. flights by date), ordered (rows in time order: the latest held out) or "
+        "time=COLUMN[,COLUMN...] (the latest by these columns)",
+    )
+    cmp.add_argument(
         "--categorical",
         metavar="COLUMNS",
         help="comma-separated columns of a data file to treat as categories (text columns "
@@ -347,6 +354,8 @@ def _compare(args: argparse.Namespace) -> int:
     if args.data is None:
         raise InputError("compare needs DATA: a shared dataset name or a CSV/Parquet file")
     X, y, qid, splits, costs, units = compare_data(args)
+    if args.split is not None:
+        splits["split"] = args.split
     methods = "all" if not args.methods else [m.strip() for m in args.methods.split(",") if m.strip()]
     budgets = None if args.budgets is None else read_budgets(args.budgets)
     time_limit = None if args.time_limit is None else read_time_limit(args.time_limit)

@@ -55,6 +55,7 @@ def compare_data(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any
     if "valid" in ds.splits:
         splits["X_val"], splits["y_val"], splits["qid_val"] = ds.subset("valid")
     splits["X_test"], splits["y_test"], splits["qid_test"] = ds.subset("test")
+    splits["split"] = ds.split  # flights: its latest rows, as its test rows are later
     costs = CostModel.from_file(args.costs, ds.feature_names) if args.costs is not None else ds.costs
     return X, y, qid, splits, costs, units(ds.meta)
 

@@ -4,6 +4,7 @@ validation rows and confirmed once on test rows."""
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thrifty.comparison.inputs import check_data, infer_task
+from thrifty.comparison.inputs import check_data, infer_task, out_of_range
 from thrifty.comparison.methods import METHODS, REFERENCE, _rounds, reference_name
 from thrifty.comparison.plan import after_of, cut_of, skipped_of
 from thrifty.comparison.pool import local_pool
@@ -20,14 +21,15 @@ from thrifty.comparison.result import Comparison
 from thrifty.comparison.schedule import REFIT_GRACE, run_stage, stop_at, sweep
 from thrifty.comparison.selection import baseline_row, confirm, eligible_front, majority_share, select
 from thrifty.comparison.settings import Settings, check_budgets, check_n_jobs, check_time_limit
-from thrifty.comparison.sweep import (
-    FitTask,
-    fitting_context,
+from thrifty.comparison.splits import (
+    RANDOM,
+    check_split,
     fold_indices,
     holdout_indices,
+    split_rank,
     split_rows,
-    take,
 )
+from thrifty.comparison.sweep import FitTask, fitting_context, take
 from thrifty.comparison.user_model import named_reference, user_model
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
@@ -87,6 +89,7 @@ def compare(
     model: Any = None,
     trust_pickle: bool = False,
     confirm_methods: bool = False,
+    split: str | None = None,
 ) -> Comparison:
     """Run every method that applies over a sweep of budgets; choose on validation rows and
     confirm once on test rows.
@@ -172,6 +175,15 @@ def compare(
         every budget then has a test figure, e.g. to compare a method with the baselines
         where the front holds neither. The front and the recommendations are the same either
         way; under cross-validation the refit has more settings to fit.
+    split : {"random", "ordered"} or "time=COLUMN[,COLUMN...]", optional
+        How rows are held out for testing (when ``X_test`` is not given), validation and each
+        method's calibration. Default "random": stratified (by query for ranking). "ordered":
+        the rows are in time order; "time=month,day": ordered by these columns of ``X``.
+        Under a time split the held-out rows are the latest ones, later than every row a
+        model is fitted on, as a deployed model's rows will be: a plan whose exits trust what
+        does not carry to later rows (a tree that memorised the dates it saw) is then judged
+        on rows where it does not carry. Rows in time order with test rows later than the
+        training rows call for it. It implies one validation split (``cv`` must be 0 or None).
 
     Returns
     -------
@@ -188,8 +200,16 @@ def compare(
     task = infer_task(y, qid, task if user is None else user.task)
     check_data(X, y, qid, task)
     _check_classes(y, task)
+    split = check_split(split, X)
+    if split != RANDOM and cv:
+        raise InputError(
+            f"split={split!r} holds out the latest rows once: it takes one validation split, "
+            f"not {cv}-fold cross-validation; pass cv=0 (or leave cv out)"
+        )
     if X_test is None:
-        (X, y, qid), (X_test, y_test, qid_test) = split_rows(X, y, qid, task, TEST_FRACTION, random_state)
+        (X, y, qid), (X_test, y_test, qid_test) = split_rows(
+            X, y, qid, task, TEST_FRACTION, random_state, split
+        )
     X_test, y_test = _frame(X_test), _labels(y_test, "y_test")
     qid_test = None if qid_test is None else np.asarray(qid_test)
     names = [str(c) for c in X.columns]
@@ -199,15 +219,18 @@ def compare(
     if X_val is not None:
         X, y = _stack(X, _frame(X_val)), np.concatenate([y, _labels(y_val, "y_val")])
         qid = None if qid is None else np.concatenate([qid, np.asarray(qid_val)])
-    k = (CV_FOLDS if len(y) < CV_BELOW else 0) if cv is None else cv
+    shifted = _shifted(X, X_test, split)  # every row but the test rows: what models learn from
+    k = (CV_FOLDS if len(y) < CV_BELOW and split == RANDOM else 0) if cv is None else cv
     if k:
         folds = fold_indices(y, qid, task, k, random_state)
         final = np.arange(len(y))
         selection = f"{k}-fold cross-validation of {len(y):,} rows"
     else:
-        folds = [_holdout(y, qid, task, n_given if X_val is not None else None, random_state)]
+        given = n_given if X_val is not None else None
+        folds = [_holdout(y, qid, task, given, random_state, split_rank(X, split))]
         final = folds[0][0]
-        selection = f"a validation split of {len(folds[0][1]):,} rows"
+        latest = " (the latest)" if split != RANDOM and given is None else ""
+        selection = f"a validation split of {len(folds[0][1]):,} rows{latest}"
     workers = check_n_jobs(n_jobs)
     own_pool = executor is None and workers > 1 and len(chosen) * len(folds) > 1
     # Without an allowance this process runs tasks too (run_tasks's ``here``): one worker fewer
@@ -229,6 +252,7 @@ def compare(
         random_state=random_state,
         quick=quick,
         plain_model=None if user is None else user.forest,
+        split=split,
     )
     # The final fit (every row but the test rows, or the validation split's fitting rows): its
     # plain model prices the default budgets and is the baseline.
@@ -353,6 +377,7 @@ def compare(
         class_counts=counts,
         baseline_value=baseline_value,
         user_model=None if user is None else user.description,
+        warnings=shifted,
     )
 
 
@@ -460,12 +485,35 @@ def _chosen_rows(
 
 
 def _holdout(
-    y: np.ndarray, qid: np.ndarray | None, task: str, n_given: int | None, seed: int
+    y: np.ndarray,
+    qid: np.ndarray | None,
+    task: str,
+    n_given: int | None,
+    seed: int,
+    rank: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(fitting rows, validation rows): the rows given as X_val, else a held-out fraction."""
+    """(fitting rows, validation rows): the rows given as X_val, else a held-out fraction
+    (the latest rows by ``rank``, under a time split)."""
     if n_given is not None:
         return np.arange(n_given), np.arange(n_given, len(y))
-    return holdout_indices(y, qid, task, VALIDATION_FRACTION, seed)
+    return holdout_indices(y, qid, task, VALIDATION_FRACTION, seed, rank=rank)
+
+
+def _shifted(X: pd.DataFrame, X_test: pd.DataFrame, split: str) -> list[str]:
+    """The report's warnings of features whose test values the training rows never have
+    (``inputs.out_of_range``), also issued as a ``UserWarning``."""
+    lines = out_of_range(X, X_test)
+    if lines:
+        fix = (
+            "; if the rows are in time order, split='ordered' (or 'time=COLUMN') holds out the latest "
+            "rows for validation and calibration, so that plans which do not carry to later rows are "
+            "not chosen"
+            if split == RANDOM
+            else ""
+        )
+        lines = [f"{line}: the test rows differ from the rows models learn from{fix}" for line in lines]
+        warnings.warn("; ".join(lines), UserWarning, stacklevel=3)
+    return lines
 
 
 def _counts(y: np.ndarray) -> dict[Any, int]:

@@ -15,7 +15,16 @@ import pandas as pd
 
 from thrifty.exceptions import InputError
 
-__all__ = ["MAX_CLASSES", "MAX_CODED_CLASSES", "MIN_CLASS_ROWS", "TASKS", "check_data", "infer_task"]
+__all__ = [
+    "MAX_CLASSES",
+    "MAX_CODED_CLASSES",
+    "MIN_CLASS_ROWS",
+    "SHIFT_SHARE",
+    "TASKS",
+    "check_data",
+    "infer_task",
+    "out_of_range",
+]
 
 #: Rows a class needs: some held out for testing, some in every fold's fitting rows (with
 #: fewer, a fold can lack the class and LightGBM's multiclass objective fails).
@@ -26,6 +35,9 @@ MAX_CLASSES = 50
 #: Whole numbers 0..K-1 or 1..K, K up to this, are classes coded as numbers (iris's 0, 1, 2).
 MAX_CODED_CLASSES = 20
 TASKS = ("binary", "multiclass", "ranking", "regression")
+#: A feature is named in compare's report when at least this share of the test rows take values
+#: its training rows never have (``out_of_range``).
+SHIFT_SHARE = 0.01
 
 
 def infer_task(y: Any, qid: Any = None, task: str | None = None) -> str:
@@ -133,3 +145,37 @@ def check_data(X: Any, y: Any, qid: Any = None, task: str | None = None, *, what
                 "(some to test on, some in every fold); drop those rows, merge the class into "
                 "another, or give more rows"
             )
+
+
+def out_of_range(X: pd.DataFrame, X_test: pd.DataFrame, *, share: float = SHIFT_SHARE) -> list[str]:
+    """One line per feature whose test values leave what the rows a model learns from hold:
+    numbers outside the range of ``X`` (trees read them as its nearest edge), categories
+    ``X`` never has (trees send them down one default side), for at least ``share`` of the
+    test rows and at least ten times the share rows drawn like ``X`` would have (``2 / (n +
+    1)`` of them fall outside the range of ``n``). Missing values are not counted. Said in
+    :func:`thrifty.compare`'s report: a plan calibrated on rows like ``X`` (an early exit) may
+    not carry to such test rows."""
+    lines = []
+    share = max(share, 20.0 / (len(X) + 1))
+    for c in X.columns:
+        if c not in X_test.columns:
+            continue
+        seen, test = X[c], X_test[c]
+        known = test.notna().to_numpy()
+        if not known.any():
+            continue
+        if isinstance(seen.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(seen):
+            values = set(seen.dropna().astype(str))
+            new = known & ~test.astype(str).isin(values).to_numpy()
+            what = "take categories the training rows never have"
+            example = ", ".join(sorted(set(test[new].astype(str)))[:3])
+        else:
+            low, high = seen.min(), seen.max()
+            t = pd.to_numeric(test, errors="coerce").to_numpy(dtype=np.float64)
+            new = known & ((t < low) | (t > high))
+            what = f"lie outside the training range [{low:g}, {high:g}]"
+            example = f"{np.nanmin(t[new]):g} to {np.nanmax(t[new]):g}" if new.any() else ""
+        frac = float(new.sum()) / len(test)
+        if frac >= share and new.any():
+            lines.append(f"feature {c!r}: {frac:.0%} of the test rows {what} ({example})")
+    return lines

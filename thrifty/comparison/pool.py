@@ -45,12 +45,14 @@ def run_tasks(
         here, one after the other.
     deadline : float, optional
         Wall-clock time (``time.time()``) the whole run should end by. The allowance left is
-        shared: run here, each task gets an equal part of what remains when it starts (a task
+        shared: run here, each task gets its part of what remains when it starts (a task
         that finishes early leaves its time to the next); submitted, ``workers`` at a time in
-        order of priority, each gets an equal part of ``workers`` times what remains over the
+        order of priority, each gets its part of ``workers`` times what remains over the
         tasks not finished when it is submitted (so again a task that finishes early leaves
-        its time to those after it). A task ``in_full`` (the baselines) gets no part: only
-        the deadline stops it. Tasks not started by the deadline are cancelled.
+        its time to those after it). A task's part is its ``FitTask.weight`` over the weights
+        of the tasks not finished (equal parts when every weight is 1). A task ``in_full``
+        (the baselines) gets no part: only the deadline stops it. Tasks not started by the
+        deadline are cancelled.
     workers : int, default=1
         How many tasks the executor runs at once (sizes the shares).
     on_done : callable, optional
@@ -102,8 +104,7 @@ def run_tasks(
                 t = tasks[i]
                 if deadline is not None:
                     t.deadline = deadline
-                    left = max(0.0, deadline - time.time()) / (n - sum(r is not None for r in results))
-                    t.seconds = None if t.in_full else left
+                    t.seconds = None if t.in_full else _share(tasks, results, i, deadline, 1)
                 for c in finish(i, run_task(t)):
                     heapq.heappush(ready, c)
         return results  # type: ignore[return-value]
@@ -115,9 +116,11 @@ def run_tasks(
     if deadline is not None:
         if time.time() >= deadline:  # nothing would start (and a stopped pool takes nothing)
             return [TaskResult(t.method, t.fold, started=False) for t in tasks]
-        share = max(0.0, deadline - time.time()) * max(1, workers) / max(1, n)
-        for t in tasks:
-            t.deadline, t.seconds = deadline, None if t.in_full else share
+        for i, t in enumerate(tasks):
+            t.deadline, t.seconds = (
+                deadline,
+                None if t.in_full else _share(tasks, results, i, deadline, workers),
+            )
     if here:
         _beside(tasks, ready, executor, finish, deadline)
         futures: dict[Any, int] = {}  # every task waited for
@@ -138,8 +141,7 @@ def run_tasks(
                 i = heapq.heappop(waiting)
                 t = tasks[i]
                 if deadline is not None and not t.in_full:
-                    left = max(1, n - sum(r is not None for r in results))
-                    t.seconds = max(0.0, deadline - time.time()) * max(1, workers) / left
+                    t.seconds = _share(tasks, results, i, deadline, workers)
                 futures[running.submit(run_task, t)] = i
 
         fill()
@@ -310,3 +312,13 @@ def workers_of(executor: Any) -> int:
         except Exception:  # noqa: BLE001 - a client that cannot answer runs at least one
             return 1
     return max(1, int(getattr(executor, "_max_workers", 1) or 1))
+
+
+def _share(
+    tasks: Sequence[FitTask], results: Sequence[TaskResult | None], i: int, deadline: float, workers: int
+) -> float:
+    """Task ``i``'s seconds: its weight's part of ``workers`` times the time left, over the
+    weights of the tasks not finished (``i`` among them)."""
+    weights = sum(t.weight for t, r in zip(tasks, results) if r is None)
+    left = max(0.0, deadline - time.time()) * max(1, workers)
+    return left * tasks[i].weight / max(weights, tasks[i].weight)

@@ -274,6 +274,7 @@ def headline(cmp: Comparison) -> list[str]:
         base = baseline_row(cmp.table)
         series = REFERENCE if base is None else str(cmp.table.loc[base, "method"])
         lines += user_model_lines(cmp.user_model, series)
+    lines += [f"warning: {w}" for w in cmp.warnings]
     off = left_off(cmp)
     if len(off):
         what = _DEGENERATE.get(cmp.task, "a single class, constant scores or below the majority class")

@@ -90,6 +90,9 @@ class Comparison:
     user_model : str or None
         What the report calls the user's own model when it is the plain model
         (``compare(model=...)``), e.g. "your LightGBM model (200 trees, from model.txt)".
+    warnings : list of str
+        Features whose test values the training rows never have (values outside their range,
+        new categories), one line each (``thrifty.comparison.inputs.out_of_range``).
     """
 
     table: pd.DataFrame
@@ -111,6 +114,7 @@ class Comparison:
     class_counts: dict[str, dict[Any, int]] = field(default_factory=dict)
     baseline_value: float | None = None
     user_model: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def recommend(self, budgets: Sequence[float] | None = None) -> pd.DataFrame:
         """The best model on the front within each budget, by the validation figures.

@@ -11,7 +11,14 @@ from thrifty.comparison.methods import METHODS
 from thrifty.comparison.pool import run_tasks, workers_of
 from thrifty.comparison.sweep import FitTask, Reporter, TaskResult
 
-__all__ = ["REFIT_GRACE", "run_stage", "stop_at", "sweep"]
+__all__ = ["REFIT_GRACE", "WEIGHTS", "run_stage", "stop_at", "sweep"]
+
+#: The parts of the allowance of the methods whose settings span every budget, against 1 for
+#: every other task: QWYC's bounds (its plans from the plain model's cost down to a fraction of
+#: it) and CEGB's budgets (one model per budget along one trade-off path). On flights' 218,000
+#: fitting rows and two cores, an equal part of a 300 s allowance left them 3 of QWYC's 9 bounds
+#: and 2 of CEGB's 6 budgets, so no model of either near the middle budgets.
+WEIGHTS = {"qwyc": 2.0, "cegb": 2.0}
 
 #: Without its refit a chosen model cannot be confirmed: the refit may run this fraction of the
 #: allowance past it (the selection kept a share for it, but its last candidates can overrun).
@@ -63,7 +70,8 @@ def sweep(
     """The selection tasks, in order of priority; a fit still running at ``stop`` is given up
     (see ``run_tasks``).
 
-    Under a time allowance (``deadline``), two passes. The first runs the baselines' tasks
+    Under a time allowance (``deadline``), two passes, each task's part of the allowance
+    weighted by :data:`WEIGHTS`. The first runs the baselines' tasks
     (``FitTask.in_full``) in full and every other task's first candidate, so that the
     baselines every figure is measured against are complete, and every method scored on every
     fold, before any method is refined. The second runs the other tasks again in full from
@@ -74,6 +82,7 @@ def sweep(
     executor = (pool, here)
     if deadline is None:
         return run_stage(tasks, after, executor, deadline, progress, "selection")
+    tasks = [replace(t, weight=WEIGHTS.get(t.method, t.weight)) for t in tasks]
     first_tasks = [replace(t, max_candidates=None if t.in_full else 1) for t in tasks]
     # The baselines of every fold before any other task (the tasks come fold by fold).
     order = sorted(range(len(tasks)), key=lambda i: not tasks[i].in_full)

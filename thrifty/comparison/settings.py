@@ -44,6 +44,10 @@ class Settings:
         The user's own model (``compare(model=...)``), reading the data's columns: the plain
         model in place of a LightGBM fit, and the random forest BudgetPrune prunes when it is
         an averaging forest (see ``thrifty.comparison.user_model``).
+    split : str
+        How rows are held out (``thrifty.comparison.splits``): ``"random"``, ``"ordered"``
+        or ``"time=COLUMN[,COLUMN...]"``; under a time split every method's calibration rows
+        are the latest of its fitting rows.
     """
 
     task: str
@@ -54,6 +58,7 @@ class Settings:
     random_state: int = 0
     quick: bool = False
     plain_model: Any = None
+    split: str = "random"
 
 
 def check_budgets(budgets: Sequence[float], *, option: str | None = None) -> list[float]:

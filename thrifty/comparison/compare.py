@@ -18,7 +18,14 @@ from thrifty.comparison.plan import after_of, cut_of, skipped_of
 from thrifty.comparison.pool import local_pool
 from thrifty.comparison.result import Comparison
 from thrifty.comparison.schedule import REFIT_GRACE, run_stage, stop_at, sweep
-from thrifty.comparison.selection import baseline_row, confirm, eligible_front, majority_share, select
+from thrifty.comparison.selection import (
+    baseline_row,
+    confirm,
+    eligible_front,
+    majority_share,
+    select,
+    validation_units,
+)
 from thrifty.comparison.settings import Settings, check_budgets, check_n_jobs, check_time_limit
 from thrifty.comparison.sweep import (
     FitTask,
@@ -277,15 +284,19 @@ def compare(
     results = sweep(tasks, after, executor, select_end, stop_at(select_end, time_limit), progress, here)
     timings["selection"] = time.perf_counter() - start - sum(timings.values())
     table = select(results, METHODS)
+    units = validation_units(results, METHODS, table)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
     stopped = any(r.stopped or not r.started for r in results)
     baseline_value = _baseline_value(table)
     majority = majority_share(y, task)
-    front = eligible_front(table, baseline_value, majority=majority)
+    front = eligible_front(table, baseline_value, majority=majority, units=units)
     own = []  # each method's own front, confirmed too when asked
     if confirm_methods and len(table):
-        own = [eligible_front(rows, baseline_value, majority=majority) for _, rows in table.groupby("method")]
+        own = [
+            eligible_front(rows, baseline_value, majority=majority, units=units)
+            for _, rows in table.groupby("method")
+        ]
     wanted = _chosen_rows(table, front, own)
 
     if k:
@@ -321,7 +332,7 @@ def compare(
                 for c, v in scored.items():
                     table.loc[i, c] = v
         # Again once confirmed: a model giving every test row one label leaves the front.
-        front = eligible_front(table.loc[front.index], baseline_value, majority=majority)
+        front = eligible_front(table.loc[front.index], baseline_value, majority=majority, units=units)
         timings["confirmation"] = time.perf_counter() - start - sum(timings.values())
     else:
         table = pd.DataFrame(
@@ -353,6 +364,7 @@ def compare(
         class_counts=counts,
         baseline_value=baseline_value,
         user_model=None if user is None else user.description,
+        validation_units=units,
     )
 
 

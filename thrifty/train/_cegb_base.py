@@ -257,10 +257,12 @@ class CostAwareBoosting(ThriftyEstimator):
         """
         richest = max(path, key=lambda p: p[1])[2][0]
         order = _acquisition_order(richest)
-        cache = self.__dict__.setdefault("_only_fits", {})
-        if cache.get("key") != getattr(self, "_trials_key", None) or not self.warm_start:
-            cache.clear()
-            cache["key"] = getattr(self, "_trials_key", None)
+        key = getattr(self, "_trials_key", None)
+        cache: dict[Any, Any] = {}  # kept on the estimator only with warm_start
+        if self.warm_start:
+            if getattr(self, "_only_fits", {}).get("key") != key:
+                self._only_fits = {"key": key}
+            cache = self._only_fits
         found, fits, k = [], 0, 1
         while order and k <= len(order):
             keep = tuple(sorted(order[:k]))

@@ -236,8 +236,8 @@ def _preferred(rows: pd.DataFrame) -> pd.DataFrame:
 def preferred(row: pd.Series, metric: str, target_unit: str | None = None) -> str:
     """Why an exact plan was chosen over the best on validation: ``"preferred to Fan et al.
     (gamma=3), whose lead of 0.20 points on the validation rows (95% interval -0.10 to +0.60,
-    paired on the same rows) is within their noise: an exact plan keeps the plain model's
-    decisions"``."""
+    paired on the same rows) is within their noise, and an exact plan's figure is the plain
+    model's"``."""
     lead, low, high = (float(row[f"validation_lead{e}"]) for e in ("", "_low", "_high"))
     if metric in IN_TARGET_UNITS:
         places = decimals(max(abs(lead), abs(low), abs(high)))
@@ -249,8 +249,8 @@ def preferred(row: pd.Series, metric: str, target_unit: str | None = None) -> st
         both = [f"{100 * v:+.2f}" for v in (low, high)]
     return (
         f"preferred to {row['preferred_to']}, whose lead of {size} on the validation rows (95% "
-        f"interval {both[0]} to {both[1]}, paired on the same rows) is within their noise: an "
-        "exact plan keeps the plain model's decisions"
+        f"interval {both[0]} to {both[1]}, paired on the same rows) is within their noise, and an "
+        "exact plan's figure is the plain model's"
     )
 
 

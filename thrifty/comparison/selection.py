@@ -248,9 +248,9 @@ def eligible_front(
     first of them): methods fit their settings coarse to fine, not in order of budget.
 
     With ``units`` (:func:`validation_units`, by the index of ``table``), an exact candidate
-    (:func:`exact_rows`) stays on the front unless a candidate at most as costly is better on
-    the same validation rows beyond the noise (its paired 95% interval excludes no lead): it is
-    what :func:`choose` prefers when the validation rows cannot tell it from the best.
+    (:func:`exact_rows`) stays on the front unless a candidate at most as costly is better
+    beyond the noise (the 95% interval of its lead, paired on the same validation rows,
+    excludes 0): it is what :func:`choose` prefers when those rows cannot tell it from the best.
 
     Applied again to the front once confirmed (``test_single_class`` or ``test_constant``
     known), it drops the models that give every test row one answer, and keeps the rest of

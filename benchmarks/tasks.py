@@ -276,10 +276,10 @@ def method_choices(main: Any) -> pd.DataFrame:
     budget, by validation cost: ``selection.choose``) with its test figures: one row per budget and
     method that has a model within it."""
     confirmed = main.table[main.table["test_value"].notna()] if "test_value" in main.table else main.table[:0]
-    rows = []
+    rows, units = [], main.validation_scores()
     for b in _budgets(main):
         for _, own in confirmed.groupby("method", sort=False):
-            row = _choice(own, b, main.validation_scores())
+            row = _choice(own, b, units)
             if row is not None:
                 rows.append({"budget": round(b, 4), **row[CHOICE_COLUMNS].to_dict()})
     out = pd.DataFrame(rows, columns=["budget", *CHOICE_COLUMNS])

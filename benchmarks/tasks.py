@@ -20,7 +20,8 @@ applies, within the dataset's allowance (:data:`ALLOWANCE`: 300, 240, 300 and 24
 about 21 minutes; ``--time-limit`` sets one for all). It chooses on its validation rows (5-fold
 cross-validation below 5,000 rows: rank_small) and confirms on the test rows the front and, with
 ``confirm_methods=True``, each method's own validation front, so that every method's choice at
-every budget (its best validation figure within it) has a test figure. Under the allowance the
+every budget (its best validation figure within it, or an exact plan within the validation
+noise of that, as compare chooses: ``selection.choose``) has a test figure. Under the allowance the
 two baselines (first k trees, cheapest k features) run in full before any other method is
 refined, and every method's settings run coarse to fine. On flights the run is timed, with the
 peak resident memory of the process and its worker processes sampled every 0.2 s.
@@ -29,8 +30,8 @@ Figures (``results/tasks.json``; the last stdout line):
 
 * ``methods_per_task`` and ``min_methods_per_task``: methods with at least one model;
 * ``<task>_budgets_above_baselines_frac``: over the budgets (compare's budgets and the plain
-  model's cost), the share where thrifty's best method (the best validation figure within the
-  budget among every non-baseline method's choices) beats both baselines' own choices within it
+  model's cost), the share where thrifty's best method (compare's choice within the budget
+  among every non-baseline method's choices) beats both baselines' own choices within it
   on the test rows (a baseline with no model within the budget is beaten by any model);
   ``..._where_differ``: the same over the budgets where its test figure is not the better
   baseline's (a tie: the same model, e.g. the plain model at its own cost);
@@ -107,6 +108,7 @@ CHOICE_COLUMNS = [
     "test_low",
     "test_high",
     "metric",
+    "exact",
 ]
 #: Seed of rank_small's costs drawn from yahoo_costs (benchmarks/cegb.py and cronus.py use it too).
 YAHOO_SEED = 0
@@ -274,14 +276,14 @@ def _budgets(cmp: Any) -> list[float]:
 
 
 def method_choices(main: Any) -> pd.DataFrame:
-    """Each method's choice at each budget (its confirmed model of best validation figure
-    within the budget, by validation cost) with its test figures: one row per budget and
+    """Each method's choice at each budget (its confirmed model compare would offer within the
+    budget, by validation cost: ``selection.choose``) with its test figures: one row per budget and
     method that has a model within it."""
     confirmed = main.table[main.table["test_value"].notna()] if "test_value" in main.table else main.table[:0]
-    rows = []
+    rows, units = [], main.validation_scores()
     for b in _budgets(main):
         for _, own in confirmed.groupby("method", sort=False):
-            row = _choice(own, b)
+            row = _choice(own, b, units)
             if row is not None:
                 rows.append({"budget": round(b, 4), **row[CHOICE_COLUMNS].to_dict()})
     out = pd.DataFrame(rows, columns=["budget", *CHOICE_COLUMNS])
@@ -292,8 +294,8 @@ def method_choices(main: Any) -> pd.DataFrame:
 
 
 def above_baselines(main: Any, choices: pd.DataFrame, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    """At each budget, does thrifty's best method (the best validation figure within the
-    budget among every non-baseline method's choices) beat both baselines' choices on the
+    """At each budget, does thrifty's best method (compare's choice, ``selection.choose``,
+    within the budget among every non-baseline method's choices) beat both baselines' choices on the
     test rows? A budget where it ties the better baseline on the test rows (the same model,
     e.g. the plain model at its own cost) is counted apart: the target is "above both at
     every budget where they differ".
@@ -304,14 +306,16 @@ def above_baselines(main: Any, choices: pd.DataFrame, data: dict[str, Any] | Non
     ``verdict``: ``"above"`` or ``"below"`` when the interval excludes 0, else
     ``"indistinguishable"`` (the test rows cannot tell them apart)."""
     from thrifty.comparison import METHODS
+    from thrifty.comparison.selection import choose
 
     baseline_names = [METHODS[k].name for k in BASELINES]
+    units = main.validation_scores()
     evaluated: dict[Any, Any] = {}  # each model's test evaluation, once across the budgets
     rows = []
     for b in _budgets(main):
         here = choices[choices["budget"] == round(b, 4)]
         ours = here[~here["method"].isin(baseline_names)]
-        best = None if not len(ours) else ours.loc[ours.apply(lambda r: _signed(r, "value"), axis=1).idxmax()]
+        best = None if not len(ours) else ours.loc[choose(ours, units)[0]]
         theirs = {n: here[here["method"] == n] for n in baseline_names}
         theirs_value = [_signed(t.iloc[0], "test_value") for t in theirs.values() if len(t)]
         # Signed so that larger is better (compare's RMSE is an error: lower is better).
@@ -404,12 +408,15 @@ def paired_difference(
     return point, low, high
 
 
-def _choice(front: pd.DataFrame, budget: float) -> pd.Series | None:
-    """The row of best validation figure within ``budget`` (validation cost)."""
+def _choice(front: pd.DataFrame, budget: float, units: dict[Any, np.ndarray]) -> pd.Series | None:
+    """The row compare would offer within ``budget`` (validation cost): the best validation
+    figure, or an exact plan within its validation noise (``selection.choose``)."""
+    from thrifty.comparison.selection import choose
+
     within = front[front["mean_cost"] <= budget + 1e-12]
     if not len(within):
         return None
-    return within.loc[within.apply(lambda row: _signed(row, "value"), axis=1).idxmax()]
+    return within.loc[choose(within, units)[0]]
 
 
 def fit_seconds(main: Any) -> dict[str, dict[str, float]]:

@@ -12,6 +12,7 @@ import pytest
 from thrifty import CostModel, evaluate, metrics
 from thrifty.cli import main
 from thrifty.comparison import METHODS, compare
+from thrifty.comparison.scores import paired_lead
 from thrifty.frontier import pareto_front
 
 FAST = {"n_estimators": 30, "num_leaves": 8, "n_jobs": 1}
@@ -116,12 +117,26 @@ def test_front_and_recommendations_agree_with_brute_force(result):
         for i in t.index
     ]
     undominated = t.loc[[i for i, d in zip(t.index, dominated) if not d]]
-    # A method's settings with the same figures are one model, on the front once.
-    assert set(cmp.front.index) == set(undominated.drop_duplicates(["method", "mean_cost", "value"]).index)
+    # A method's settings with the same figures are one model, on the front once. Beside them,
+    # the exact plans (the plain model, margin exit at disagreement 0) that no cheaper model
+    # beats beyond the noise of the validation rows: what ``choose`` may prefer.
+    plain = set(undominated.drop_duplicates(["method", "mean_cost", "value"]).index)
+    assert plain <= set(cmp.front.index)
+    units = cmp.validation_units
+    for i in set(cmp.front.index) - plain:
+        assert cmp.table.at[i, "exact"]
+        rivals = undominated[
+            (undominated["mean_cost"] <= t.at[i, "mean_cost"]) & (undominated["value"] > t.at[i, "value"])
+        ]
+        assert all(paired_lead("accuracy", units[j], units[i])[1] <= 0 for j in rivals.index)
     rec = cmp.recommend([0.3 * cmp.full_cost, cmp.full_cost, 10 * cmp.full_cost])
     for _, r in rec.iterrows():
         within = t[t["mean_cost"] <= r["for_budget"]]
-        assert r["value"] == within["value"].max()
+        if pd.isna(r.get("preferred_to")):
+            assert r["value"] == within["value"].max()
+        else:  # an exact plan within the noise of the best
+            assert r["exact"] and r["validation_lead_low"] <= 0 < r["validation_lead"]
+            assert r["value"] + r["validation_lead"] == pytest.approx(within["value"].max())
         assert r["mean_cost"] <= r["for_budget"]
     # Balanced accuracy and AUC stand beside accuracy in every row.
     assert cmp.table[["balanced_accuracy", "auc"]].notna().all().all()
@@ -290,7 +305,11 @@ def test_other_tasks(task):
     )
     assert cmp.task == task
     assert len(cmp.table) >= 3 and cmp.table["value"].notna().all()
-    assert len(pareto_front(cmp.table).drop_duplicates(["method", "mean_cost", "value"])) == len(cmp.front)
+    # The Pareto front, and exact plans no cheaper model beats beyond the validation noise.
+    plain = pareto_front(cmp.table).drop_duplicates(["method", "mean_cost", "value"])
+    assert set(plain.index) <= set(cmp.front.index)
+    assert cmp.table.loc[list(set(cmp.front.index) - set(plain.index)), "exact"].all()
+    assert all(len(u) == len(cmp.validation_units[cmp.table.index[0]]) for u in cmp.validation_units.values())
     # Each task's metrics by name: RMSE (lower is better), MAE and R² in the target's units;
     # NDCG@10 and precision@5 over queries; accuracy, balanced accuracy and AUC.
     primary, *others = metrics.TASK_METRICS[task]
@@ -300,7 +319,8 @@ def test_other_tasks(task):
         (tested["test_low"] <= tested["test_value"]) & (tested["test_value"] <= tested["test_high"])
     ).all()
     best = cmp.front["value"].min() if task == "regression" else cmp.front["value"].max()
-    assert cmp.recommend([np.inf])["value"].iloc[0] == best
+    top = cmp.recommend([np.inf]).iloc[0]
+    assert top["value"] == best or (top["exact"] and top["validation_lead_low"] <= 0)
     if task == "regression":
         assert (tested["test_mae_low"] <= tested["test_mae"]).all() and (tested["test_r2"] <= 1).all()
     if task == "ranking":
@@ -578,6 +598,7 @@ def test_measure_reuses_the_rows_matrix_only_for_models_reading_them_alike():
     for model in models:
         memo, _ = measure(model, frame, y, None, costs, "binary", matrices=matrices)
         plain, _ = measure(model, frame, y, None, costs, "binary")
+        np.testing.assert_array_equal(memo.pop("units"), plain.pop("units"))  # each row's answer
         assert memo == plain
     assert models[0].categories != models[1].categories and len(matrices) == 2
     assert memo["value"] > 0.9  # the models read the category right
@@ -647,10 +668,12 @@ def test_the_refit_fits_only_the_chosen_budgets_and_gives_the_same_models(monkey
     refitting every budget (the behaviour before), with fewer fits."""
     import sys
 
+    from thrifty.comparison.registry import spread
     from thrifty.train import CEGBClassifier
 
     compare_module = sys.modules["thrifty.comparison.compare"]
-    X, y = binary_data(300)
+    # Seed 1: two budgets of three chosen, the last of ``spread``'s order among them.
+    X, y = binary_data(300, seed=1)
     kw = dict(methods=["lightgbm", "cegb"], quick=True, progress=False, lightgbm_params=FAST, cv=2, n_jobs=1)
     fits = {"n": 0}
     fit = CEGBClassifier.fit
@@ -664,9 +687,13 @@ def test_the_refit_fits_only_the_chosen_budgets_and_gives_the_same_models(monkey
     n_only, fits["n"] = fits["n"], 0
     monkeypatch.setattr(compare_module, "PER_BUDGET", ())
     every = compare(X, y, **kw)
-    chosen = [m for m, _ in only.models].count("CEGB")
-    assert 0 < chosen < len(only.budgets)  # else the test shows nothing
-    assert n_only == 2 * len(only.budgets) + chosen and fits["n"] == 3 * len(only.budgets)
+    names = [n for m, n in only.models if m == "CEGB"]
+    assert 0 < len(names) < len(only.budgets)  # else the test shows nothing
+    # Refitting every budget goes through them coarse to fine (``spread``) until it has the
+    # chosen ones; refitting the chosen ones fits those alone.
+    order = [f"budget={b:.4g}" for b in spread(only.budgets)]
+    assert n_only == 2 * len(only.budgets) + len(names)
+    assert fits["n"] == 2 * len(only.budgets) + 1 + max(order.index(n) for n in names) > n_only
     drop = ["fit_seconds"]
     pd.testing.assert_frame_equal(only.table.drop(columns=drop), every.table.drop(columns=drop))
 

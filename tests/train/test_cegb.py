@@ -330,3 +330,41 @@ def test_frontier_walks_one_path_and_keeps_each_budgets_model():
         assert m.calibration_cost_ == pytest.approx(evaluate(m.forest_, cal[0], costs).cost.mean)
     # the later budgets reuse the path: fewer fits than the first
     assert table["n_fits"].iloc[1:].sum() <= 2 * table["n_fits"].iloc[0]
+
+
+def test_multiclass_cost_jump_bridged_by_the_first_features_the_path_buys():
+    """Eight classes, each told by its own feature: one tree per class, each buying its class's
+    feature, so the path jumps from no feature to all eight and stopping boosting cannot help
+    (one round is eight trees). The budget is met by a model of the first features the path
+    buys (CEGB with an infinite penalty on the others and none on those)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 8))
+    y = np.argmax(X + 0.5 * rng.normal(size=X.shape), axis=1)
+    costs = CostModel.uniform(8)
+    fit, cal, test = slice(0, 1600), slice(1600, 2000), slice(2000, None)
+    kw = {"costs": costs, "budget": 2.5, "n_estimators": 30, **FAST}
+    jump = CEGBClassifier(truncate=False, **kw).fit(X[fit], y[fit], calibration=(X[cal], y[cal]))
+    assert jump.calibration_cost_ == 0.0  # the path's only model within the budget is constant
+    clf = CEGBClassifier(**kw).fit(X[fit], y[fit], calibration=(X[cal], y[cal]))
+    table = clf.budget_search_
+    chosen = table[table["chosen"]].iloc[0]
+    assert chosen["features"] == 2 and clf.calibration_cost_ == 2.0 and clf.tradeoff_ == 0.0
+    # The first two features the richest trial buys: tree by tree (the order boosting grew
+    # them), each tree's splits by depth, left to right.
+    richest = clf.search_models_[int(table.loc[table["features"].isna(), "cost"].idxmax())]
+
+    def splits(node, depth):
+        if richest.feature[node] < 0:
+            return []
+        left, right = richest.children_left[node], richest.children_right[node]
+        return [(depth, int(richest.feature[node]))] + splits(left, depth + 1) + splits(right, depth + 1)
+
+    bought = [f for r in richest.roots for _, f in sorted(splits(r, 0), key=lambda s: s[0])]
+    used = np.unique(clf.forest_.feature[clf.forest_.feature >= 0])
+    assert sorted(used) == sorted(list(dict.fromkeys(bought))[:2])
+    # The same as plain boosting (no penalty) on those two features alone.
+    blank = X.copy()
+    blank[:, [j for j in range(8) if j not in used]] = np.nan
+    ref = CEGBClassifier(costs=costs, tradeoff=0.0, n_estimators=30, **FAST).fit(blank[fit], y[fit])
+    np.testing.assert_allclose(clf.predict_proba(X[test]), ref.predict_proba(X[test]), rtol=1e-9, atol=1e-12)
+    assert np.mean(clf.predict(X[test]) == y[test]) > np.mean(jump.predict(X[test]) == y[test]) + 0.1

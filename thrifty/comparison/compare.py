@@ -13,13 +13,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thrifty.comparison.inputs import check_data, infer_task, out_of_range
+from thrifty.comparison.inputs import (
+    as_frame,
+    check_classes,
+    check_data,
+    infer_task,
+    labels_of,
+    out_of_range,
+    stack_frames,
+)
 from thrifty.comparison.methods import METHODS, REFERENCE, _rounds, reference_name
 from thrifty.comparison.plan import after_of, cut_of, skipped_of
 from thrifty.comparison.pool import local_pool
 from thrifty.comparison.result import Comparison
 from thrifty.comparison.schedule import REFIT_GRACE, run_stage, stop_at, sweep
-from thrifty.comparison.selection import baseline_row, confirm, eligible_front, majority_share, select
+from thrifty.comparison.selection import (
+    baseline_row,
+    confirm,
+    eligible_front,
+    majority_share,
+    select,
+    validation_units,
+)
 from thrifty.comparison.settings import Settings, check_budgets, check_n_jobs, check_time_limit
 from thrifty.comparison.splits import (
     RANDOM,
@@ -195,11 +210,11 @@ def compare(
     if cv is not None and (cv == 1 or cv < 0):
         raise InputError(f"cv must be 0 (one validation split) or at least 2 folds, got {cv}")
     wall_end = None if time_limit is None else time.time() + time_limit
-    X, y, qid = _frame(X), _labels(y, "y"), None if qid is None else np.asarray(qid)
+    X, y, qid = as_frame(X), labels_of(y, "y"), None if qid is None else np.asarray(qid)
     user = None if model is None else user_model(model, X, y, qid, task, trust_pickle=trust_pickle)
     task = infer_task(y, qid, task if user is None else user.task)
     check_data(X, y, qid, task)
-    _check_classes(y, task)
+    check_classes(y, task)
     split = check_split(split, X)
     if split != RANDOM and cv:
         raise InputError(
@@ -210,14 +225,14 @@ def compare(
         (X, y, qid), (X_test, y_test, qid_test) = split_rows(
             X, y, qid, task, TEST_FRACTION, random_state, split
         )
-    X_test, y_test = _frame(X_test), _labels(y_test, "y_test")
+    X_test, y_test = as_frame(X_test), labels_of(y_test, "y_test")
     qid_test = None if qid_test is None else np.asarray(qid_test)
     names = [str(c) for c in X.columns]
     costs = _costs(costs, names)
     chosen = _methods(methods, task)
     n_given = len(y)
     if X_val is not None:
-        X, y = _stack(X, _frame(X_val)), np.concatenate([y, _labels(y_val, "y_val")])
+        X, y = stack_frames(X, as_frame(X_val)), np.concatenate([y, labels_of(y_val, "y_val")])
         qid = None if qid is None else np.concatenate([qid, np.asarray(qid_val)])
     shifted = _shifted(X, X_test, split)  # every row but the test rows: what models learn from
     k = (CV_FOLDS if len(y) < CV_BELOW and split == RANDOM else 0) if cv is None else cv
@@ -301,15 +316,19 @@ def compare(
     results = sweep(tasks, after, executor, select_end, stop_at(select_end, time_limit), progress, here)
     timings["selection"] = time.perf_counter() - start - sum(timings.values())
     table = select(results, METHODS)
+    units = validation_units(results, METHODS, table)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
     stopped = any(r.stopped or not r.started for r in results)
     baseline_value = _baseline_value(table)
     majority = majority_share(y, task)
-    front = eligible_front(table, baseline_value, majority=majority)
+    front = eligible_front(table, baseline_value, majority=majority, units=units)
     own = []  # each method's own front, confirmed too when asked
     if confirm_methods and len(table):
-        own = [eligible_front(rows, baseline_value, majority=majority) for _, rows in table.groupby("method")]
+        own = [
+            eligible_front(rows, baseline_value, majority=majority, units=units)
+            for _, rows in table.groupby("method")
+        ]
     wanted = _chosen_rows(table, front, own)
 
     if k:
@@ -345,7 +364,7 @@ def compare(
                 for c, v in scored.items():
                     table.loc[i, c] = v
         # Again once confirmed: a model giving every test row one label leaves the front.
-        front = eligible_front(table.loc[front.index], baseline_value, majority=majority)
+        front = eligible_front(table.loc[front.index], baseline_value, majority=majority, units=units)
         timings["confirmation"] = time.perf_counter() - start - sum(timings.values())
     else:
         table = pd.DataFrame(
@@ -378,6 +397,7 @@ def compare(
         baseline_value=baseline_value,
         user_model=None if user is None else user.description,
         warnings=shifted,
+        validation_units=units,
     )
 
 
@@ -519,54 +539,6 @@ def _shifted(X: pd.DataFrame, X_test: pd.DataFrame, split: str) -> list[str]:
 def _counts(y: np.ndarray) -> dict[Any, int]:
     labels, counts = np.unique(y, return_counts=True)
     return {lab.item() if hasattr(lab, "item") else lab: int(c) for lab, c in zip(labels, counts)}
-
-
-# ---------------------------------------------------------------------- inputs
-def _labels(y: Any, name: str) -> np.ndarray:
-    """``y`` as an array, refusing missing labels."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise InputError(f"{name} must be 1-dimensional (one label per row), got shape {y.shape}")
-    missing = pd.isna(y)
-    if missing.any():
-        rows = np.flatnonzero(missing)
-        raise InputError(
-            f"{name} has {len(rows)} missing label(s) (NaN/None), e.g. in row(s) "
-            f"{rows[:5].tolist()}; drop those rows or fill in their labels"
-        )
-    return y
-
-
-def _check_classes(y: np.ndarray, task: str) -> None:
-    if task in ("binary", "multiclass") and len(np.unique(y)) < 2:
-        raise InputError(
-            f"y has a single class ({np.unique(y)[:1].tolist()}); classification "
-            "needs at least two classes - check the label column (--target), or "
-            "pass task='regression' for a numeric target"
-        )
-
-
-def _stack(X: pd.DataFrame, X_val: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``X`` then ``X_val`` (categories united, so neither loses its codes)."""
-    if list(X.columns) != list(X_val.columns):
-        raise InputError("X_val must have the columns of X, in the same order")
-    both = pd.concat([X, X_val], ignore_index=True)
-    for c in X.columns:
-        if isinstance(X[c].dtype, pd.CategoricalDtype) and not isinstance(both[c].dtype, pd.CategoricalDtype):
-            cats = list(
-                dict.fromkeys([*X[c].cat.categories, *pd.Series(X_val[c]).astype("category").cat.categories])
-            )
-            both[c] = pd.Categorical(both[c], categories=cats)
-    return both
-
-
-def _frame(X: Any) -> pd.DataFrame:
-    if isinstance(X, pd.DataFrame):
-        return X
-    A = np.asarray(X)
-    if A.ndim != 2:
-        raise InputError(f"X must be 2-dimensional (n_rows, n_features), got shape {A.shape}")
-    return pd.DataFrame(A, columns=[f"f{i}" for i in range(A.shape[1])])
 
 
 def _costs(costs: Any, names: list[str]) -> CostModel:

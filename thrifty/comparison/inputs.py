@@ -179,3 +179,52 @@ def out_of_range(X: pd.DataFrame, X_test: pd.DataFrame, *, share: float = SHIFT_
         if frac >= share and new.any():
             lines.append(f"feature {c!r}: {frac:.0%} of the test rows {what} ({example})")
     return lines
+
+
+def labels_of(y: Any, name: str) -> np.ndarray:
+    """``y`` as an array, refusing missing labels."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise InputError(f"{name} must be 1-dimensional (one label per row), got shape {y.shape}")
+    missing = pd.isna(y)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        raise InputError(
+            f"{name} has {len(rows)} missing label(s) (NaN/None), e.g. in row(s) "
+            f"{rows[:5].tolist()}; drop those rows or fill in their labels"
+        )
+    return y
+
+
+def check_classes(y: np.ndarray, task: str) -> None:
+    """Refuse a classification task whose labels hold a single class."""
+    if task in ("binary", "multiclass") and len(np.unique(y)) < 2:
+        raise InputError(
+            f"y has a single class ({np.unique(y)[:1].tolist()}); classification "
+            "needs at least two classes - check the label column (--target), or "
+            "pass task='regression' for a numeric target"
+        )
+
+
+def stack_frames(X: pd.DataFrame, X_val: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``X`` then ``X_val`` (categories united, so neither loses its codes)."""
+    if list(X.columns) != list(X_val.columns):
+        raise InputError("X_val must have the columns of X, in the same order")
+    both = pd.concat([X, X_val], ignore_index=True)
+    for c in X.columns:
+        if isinstance(X[c].dtype, pd.CategoricalDtype) and not isinstance(both[c].dtype, pd.CategoricalDtype):
+            cats = list(
+                dict.fromkeys([*X[c].cat.categories, *pd.Series(X_val[c]).astype("category").cat.categories])
+            )
+            both[c] = pd.Categorical(both[c], categories=cats)
+    return both
+
+
+def as_frame(X: Any) -> pd.DataFrame:
+    """``X`` as a DataFrame (columns ``f0, f1, ...`` for an array), refusing other than 2-D input."""
+    if isinstance(X, pd.DataFrame):
+        return X
+    A = np.asarray(X)
+    if A.ndim != 2:
+        raise InputError(f"X must be 2-dimensional (n_rows, n_features), got shape {A.shape}")
+    return pd.DataFrame(A, columns=[f"f{i}" for i in range(A.shape[1])])

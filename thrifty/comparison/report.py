@@ -34,6 +34,7 @@ __all__ = [
     "markdown_table",
     "money",
     "plain_words",
+    "preferred",
     "recommendations",
     "shown",
 ]
@@ -204,7 +205,9 @@ def recommendations(
     target_unit: str | None = None,
 ) -> list[str]:
     """One line per distinct recommended model (a model best for several budgets once, with
-    them all): its name, the budgets, :func:`plain_words`, where it was chosen."""
+    them all): its name, the budgets, :func:`plain_words`, where it was chosen, and when an
+    exact plan was preferred to the best on validation (:func:`~thrifty.comparison.selection.choose`),
+    to which model and by how little it trailed (:func:`preferred`)."""
     lines = []
     for (method, name), rows in rec.groupby(["method", "name"], sort=False):
         row = rows.iloc[0]
@@ -217,9 +220,38 @@ def recommendations(
             f"{_selection(cmp, _noun(cmp, noun))} ({display(metric)} "
             f"{shown(float(row['value']), metric, target_unit)} at "
             f"{money(float(row['mean_cost']), unit)} per {_noun(cmp, noun)})"
+            + "".join(f"; {preferred(r, metric, target_unit)}" for _, r in _preferred(rows).iterrows())
             + (f"; saved as `{where}`" if where else "")
         )
     return lines
+
+
+def _preferred(rows: pd.DataFrame) -> pd.DataFrame:
+    """The recommendation rows where an exact plan was preferred, one per model passed over."""
+    if "preferred_to" not in rows.columns:
+        return rows[:0]
+    return rows[rows["preferred_to"].notna()].drop_duplicates("preferred_to")
+
+
+def preferred(row: pd.Series, metric: str, target_unit: str | None = None) -> str:
+    """Why an exact plan was chosen over the best on validation: ``"preferred to Fan et al.
+    (gamma=3), whose lead of 0.20 points on the validation rows (95% interval -0.10 to +0.60,
+    paired on the same rows) is within their noise, and an exact plan's figure is the plain
+    model's"``."""
+    lead, low, high = (float(row[f"validation_lead{e}"]) for e in ("", "_low", "_high"))
+    if metric in IN_TARGET_UNITS:
+        places = decimals(max(abs(lead), abs(low), abs(high)))
+        size = f"{display(metric)} {shown(lead, metric, target_unit, places)} lower"
+        both = [shown(v, metric, target_unit, places) for v in (low, high)]
+    else:
+        # Two decimals: a lead within the noise is often below a tenth of a point.
+        size = f"{100 * lead:.2f} point{'' if f'{100 * abs(lead):.2f}' == '1.00' else 's'}"
+        both = [f"{100 * v:+.2f}" for v in (low, high)]
+    return (
+        f"preferred to {row['preferred_to']}, whose lead of {size} on the validation rows (95% "
+        f"interval {both[0]} to {both[1]}, paired on the same rows) is within their noise, and an "
+        "exact plan's figure is the plain model's"
+    )
 
 
 def _selection(cmp: Comparison, noun: str) -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from thrifty.comparison.numbers import IN_TARGET_UNITS, display, money, shown
 from thrifty.comparison.report import _queries, headline, markdown_report, recommendations
-from thrifty.comparison.selection import baseline_row, best_row
+from thrifty.comparison.selection import baseline_row, choose
 from thrifty.costs import CostModel
 from thrifty.frontier import metric_direction
 from thrifty.io import save
@@ -93,6 +93,12 @@ class Comparison:
     warnings : list of str
         Features whose test values the training rows never have (values outside their range,
         new categories), one line each (``thrifty.comparison.inputs.out_of_range``).
+    validation_units : dict of int to array
+        Each candidate's validation scores per row (per query for ranking), the folds one
+        after the other, by the index of its row in ``table``
+        (:func:`~thrifty.comparison.selection.validation_units`): whether each row was right,
+        its squared error, each query's NDCG@10. :meth:`recommend` compares candidates pair by
+        pair on them.
     """
 
     table: pd.DataFrame
@@ -115,9 +121,22 @@ class Comparison:
     baseline_value: float | None = None
     user_model: str | None = None
     warnings: list[str] = field(default_factory=list)
+    validation_units: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def validation_scores(self) -> dict[tuple[str, str], np.ndarray]:
+        """:attr:`validation_units` by ``(method, name)``, the keys of :attr:`models`."""
+        return {
+            (self.table.at[i, "method"], self.table.at[i, "name"]): u
+            for i, u in self.validation_units.items()
+            if i in self.table.index
+        }
 
     def recommend(self, budgets: Sequence[float] | None = None) -> pd.DataFrame:
-        """The best model on the front within each budget, by the validation figures.
+        """The model on the front to offer within each budget, chosen on the validation rows
+        (:func:`~thrifty.comparison.selection.choose`): the best validation figure, unless an
+        exact plan (the plain model, or a plan fitted to keep its decisions) is within the
+        validation noise of it - the best's lead over it, paired on the same validation rows,
+        has a 95% interval containing 0 - and then the exact plan.
 
         Parameters
         ----------
@@ -128,18 +147,22 @@ class Comparison:
         Returns
         -------
         DataFrame
-            ``for_budget``, then the front row (validation and test figures) of the best
-            validation value whose validation mean cost is within it (no row when nothing is).
+            ``for_budget``, then the chosen front row (validation and test figures) whose
+            validation mean cost is within it (no row when nothing is); where an exact plan
+            was preferred, ``preferred_to`` (the best on validation) and ``validation_lead``
+            with ``validation_lead_low`` and ``validation_lead_high`` (its lead and the 95%
+            interval of it).
         """
         if budgets is None:
             budgets = [f * self.full_cost for f in RECOMMEND_FRACTIONS]
+        units = self.validation_scores()
         rows = []
         for b in budgets:
             within = self.front[self.front["mean_cost"] <= b + 1e-12]
             if len(within):
-                best = within.loc[best_row(within)]
+                chosen, note = choose(within, units)
                 # The table's own "budget" column (what a method was asked for) stays as it is.
-                rows.append({"for_budget": float(b), **best.to_dict()})
+                rows.append({"for_budget": float(b), **within.loc[chosen].to_dict(), **note})
         return pd.DataFrame(rows)
 
     def model(self, method: str, name: str) -> Any:

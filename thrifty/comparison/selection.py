@@ -1,14 +1,16 @@
 """Choosing on validation rows, confirming once on test rows.
 
 :func:`select` turns the fold results of the sweep into one row per candidate (a method and a
-setting) scored by its mean over the folds; :func:`eligible_front` keeps the Pareto front of
-the candidates a user may be offered (no :func:`degenerate` ones); :func:`confirm` scores a
-chosen model once on the test rows, with a 95% interval.
+setting) scored by its mean over the folds, and :func:`validation_units` keeps each one's
+per-row (per-query) scores; :func:`eligible_front` keeps the Pareto front of the candidates a
+user may be offered (no :func:`degenerate` ones); :func:`choose` picks the model offered within
+a budget (the best on validation, unless an exact plan is within the validation noise of it);
+:func:`confirm` scores a chosen model once on the test rows, with a 95% interval.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,7 @@ import pandas as pd
 
 from thrifty.comparison.methods import REFERENCE_SUFFIX
 from thrifty.comparison.numbers import decimals
-from thrifty.comparison.scores import CONFIDENCE, SECONDARY, intervals
+from thrifty.comparison.scores import CONFIDENCE, SECONDARY, intervals, paired_lead
 from thrifty.comparison.sweep import TaskResult, measure
 from thrifty.costs import CostModel
 from thrifty.frontier import COLUMNS, metric_direction, pareto_front
@@ -25,17 +27,24 @@ __all__ = [
     "CONFIDENCE",
     "baseline_row",
     "best_row",
+    "choose",
     "confirm",
     "degenerate",
     "eligible_front",
+    "exact_rows",
     "majority_share",
     "select",
+    "validation_units",
 ]
 
 #: Columns averaged over the folds.
 AVERAGED = [*COLUMNS[1:7], "value", *SECONDARY]
 #: Shares of folds on which a model gave every row one answer (see ``scores.quality_columns``).
 SHARES = ("single_class", "constant")
+#: Settings at which a post-hoc plan of a classifier takes the plain model's decision on every
+#: calibration row: QWYC's ``alpha=0`` and the margin exit's ``max_disagreement=0`` (both fit
+#: their exits so that no calibration row's label changes).
+EXACT_SETTINGS = {"alpha": 0.0, "max_disagreement": 0.0}
 
 
 def baseline_row(table: pd.DataFrame) -> Any:
@@ -66,8 +75,8 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
     DataFrame
         ``method``, ``family``, ``name``, ``parameters``, the averaged columns (costs, the
         primary metric's ``value`` and the task's other metrics by name), ``metric``,
-        ``single_class`` or ``constant``, ``folds``, ``fit_seconds`` (mean per fold), then
-        one column per parameter.
+        ``single_class`` or ``constant``, ``folds``, ``fit_seconds`` (mean per fold),
+        ``exact`` (:func:`exact_rows`), then one column per parameter.
     """
     by_method: dict[str, list[TaskResult]] = {}
     for r in results:
@@ -100,7 +109,57 @@ def select(results: Sequence[TaskResult], methods: dict[str, Any]) -> pd.DataFra
             row["fit_seconds"] = float(np.mean([p["fit_seconds"] for p in per_fold]))
             row.update({k: v for k, v in first["params"].items() if k not in row})
             rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if len(table):
+        table.insert(table.columns.get_loc("fit_seconds") + 1, "exact", exact_rows(table))
+    return table
+
+
+def exact_rows(table: pd.DataFrame) -> pd.Series:
+    """Which candidates are exact: the plain model (the reference with all its trees) and, for
+    classification, the post-hoc plans fitted to take its decision on every calibration row
+    (:data:`EXACT_SETTINGS`: QWYC at ``alpha=0``, the margin exit at ``max_disagreement=0``).
+
+    Their figures are the plain model's up to the rare row no calibration row resembled, so
+    a lead over them on the validation rows that those rows cannot tell from noise is more
+    likely luck than a better model (see :func:`choose`).
+    """
+    exact = pd.Series(False, index=table.index)
+    base = baseline_row(table)
+    if base is not None:
+        exact[base] = True
+    if "family" not in table.columns or "metric" not in table.columns:
+        return exact
+    plans = (table["family"] == "post-hoc") & (table["metric"] == "accuracy")
+    for column, value in EXACT_SETTINGS.items():
+        if column in table.columns:
+            exact |= plans & (pd.to_numeric(table[column], errors="coerce") == value)
+    return exact
+
+
+def validation_units(
+    results: Sequence[TaskResult], methods: dict[str, Any], table: pd.DataFrame
+) -> dict[Any, np.ndarray]:
+    """Each candidate's validation scores per unit (``scores.unit_scores``: whether each row
+    was right, its squared error, each query's NDCG@10), the folds one after the other, by the
+    index of its row in ``table`` (:func:`select`'s). Every candidate's units are then the same
+    rows in the same order, so two candidates can be compared pair by pair
+    (:func:`thrifty.comparison.scores.paired_lead`)."""
+    where = {(r["method"], r["name"]): i for i, r in table.iterrows()} if len(table) else {}
+    found: dict[Any, list[tuple[int, np.ndarray]]] = {}
+    for r in results:
+        if not r.started:
+            continue
+        for row in r.rows:
+            i = where.get((methods[r.method].name, row["name"]))
+            if i is not None and row.get("units") is not None:
+                found.setdefault(i, []).append((r.fold, np.asarray(row["units"])))
+    folds = table["folds"].to_dict() if len(table) else {}
+    return {
+        i: np.concatenate([u for _, u in sorted(parts, key=lambda p: p[0])])
+        for i, parts in found.items()
+        if len(parts) == folds.get(i)
+    }
 
 
 def majority_share(y: np.ndarray, task: str) -> float | None:
@@ -172,7 +231,10 @@ def best_row(table: pd.DataFrame) -> Any:
 
 
 def eligible_front(
-    table: pd.DataFrame, baseline_value: float | None, majority: float | None = None
+    table: pd.DataFrame,
+    baseline_value: float | None,
+    majority: float | None = None,
+    units: Mapping[Any, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """The Pareto front of the candidates a user may be offered.
 
@@ -184,6 +246,11 @@ def eligible_front(
     Settings of one method with the same validation cost and figure (the same model, returned
     for several budgets) appear once on the front, as the one of the smallest budget (else the
     first of them): methods fit their settings coarse to fine, not in order of budget.
+
+    With ``units`` (:func:`validation_units`, by the index of ``table``), an exact candidate
+    (:func:`exact_rows`) stays on the front unless a candidate at most as costly is better
+    beyond the noise (the 95% interval of its lead, paired on the same validation rows,
+    excludes 0): it is what :func:`choose` prefers when those rows cannot tell it from the best.
 
     Applied again to the front once confirmed (``test_single_class`` or ``test_constant``
     known), it drops the models that give every test row one answer, and keeps the rest of
@@ -198,6 +265,9 @@ def eligible_front(
     if "folds" in table.columns:
         ok &= table["folds"].to_numpy() == table["folds"].max()
     front = pareto_front(table[ok], higher_is_better=up)
+    if units is not None and "exact" in table.columns:
+        front = table.loc[sorted({*front.index, *_exact_within_noise(table[ok], front, units)})]
+        front = front.sort_values("mean_cost", kind="stable")
     if "method" not in front.columns:
         return front
     # Settings of one method with the same figures are one model (GreedyMiser's one 2-feature
@@ -205,6 +275,90 @@ def eligible_front(
     same = ["method", "mean_cost", "value"]
     order = front.sort_values([*same, "budget"], kind="stable") if "budget" in front.columns else front
     return front[front.index.isin(order[~order.duplicated(same, keep="first")].index)]
+
+
+def _exact_within_noise(table: pd.DataFrame, front: pd.DataFrame, units: Mapping[Any, np.ndarray]) -> list:
+    """The exact candidates of ``table`` off ``front`` that no front row at most as costly
+    beats on the validation units beyond the noise (cheapest first; one an exact row already
+    kept matches at no more cost is left out)."""
+    up = metric_direction(table)
+    sign = 1.0 if up else -1.0
+    metric = str(table["metric"].iloc[0]) if "metric" in table.columns else "value"
+    exact = table[table["exact"].fillna(False).astype(bool)].sort_values("mean_cost", kind="stable")
+    kept = [i for i in exact.index if i in front.index]
+    for i in exact.index:
+        if i in front.index or i not in units:
+            continue
+        cost, value = float(table.at[i, "mean_cost"]), sign * float(table.at[i, "value"])
+        if any(
+            float(table.at[j, "mean_cost"]) <= cost + 1e-12 and sign * float(table.at[j, "value"]) >= value
+            for j in kept
+        ):
+            continue
+        rivals = front[front["mean_cost"] <= cost + 1e-12]
+        rivals = rivals[sign * rivals["value"].astype(float) > value]
+        if all(j in units and paired_lead(metric, units[j], units[i])[1] <= 0 for j in rivals.index):
+            kept.append(i)
+    return [i for i in kept if i not in front.index]
+
+
+def choose(
+    rows: pd.DataFrame, units: Mapping[tuple[str, str], np.ndarray] | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """The candidate to offer among ``rows`` (those within a budget): the best validation
+    figure, unless an exact candidate is within the validation noise of it.
+
+    The rule is the one-standard-error idea of Breiman et al. (1984, sec. 3.4.3): the best of
+    many validation figures is biased upwards (the winner is partly the luckiest), so among
+    the candidates the validation rows cannot tell apart the one to trust more is kept. Here
+    that is an exact candidate (:func:`exact_rows`: the plain model, or a plan fitted to keep
+    its decisions), whose figure is the plain model's: when the best candidate's lead over it,
+    paired on the same validation rows (queries), has a 95% bootstrap interval that contains
+    0, the exact one is chosen (of several, the best on validation, then the cheaper). A
+    candidate better beyond the noise is still chosen.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        Candidates (``method``, ``name``, ``mean_cost``, ``value``, ``metric``, ``exact``).
+    units : mapping of (method, name) to array, optional
+        Each candidate's validation scores per unit
+        (:meth:`~thrifty.comparison.Comparison.validation_scores`); without them, or without
+        ``exact``, the best validation figure is chosen.
+
+    Returns
+    -------
+    (index, note)
+        The chosen row's index, and when an exact candidate was preferred, ``preferred_to``
+        (the best candidate's ``"method (name)"``) and ``validation_lead``,
+        ``validation_lead_low``, ``validation_lead_high``: its lead over the chosen one and
+        the lead's 95% interval, in the metric's units.
+    """
+    best = best_row(rows)
+    if units is None or "exact" not in rows.columns or bool(rows.at[best, "exact"]):
+        return best, {}
+    ours = units.get((rows.at[best, "method"], rows.at[best, "name"]))
+    exact = rows[rows["exact"].fillna(False).astype(bool)]
+    if ours is None or not len(exact):
+        return best, {}
+    up = metric_direction(rows)
+    order = exact.assign(_v=exact["value"].astype(float) * (-1 if up else 1)).sort_values(
+        ["_v", "mean_cost"], kind="stable"
+    )
+    metric = str(rows.at[best, "metric"])
+    for i in order.index:
+        theirs = units.get((rows.at[i, "method"], rows.at[i, "name"]))
+        if theirs is None or len(theirs) != len(ours):
+            continue
+        lead, low, high = paired_lead(metric, ours, theirs)
+        if low <= 0:
+            return i, {
+                "preferred_to": f"{rows.at[best, 'method']} ({rows.at[best, 'name']})",
+                "validation_lead": lead,
+                "validation_lead_low": low,
+                "validation_lead_high": high,
+            }
+    return best, {}
 
 
 def confirm(
@@ -230,7 +384,7 @@ def confirm(
         intervals of the other metrics (``test_mae_low``...) and ``test_queries`` (ranking).
     """
     columns, ev = measure(model, X, y, qid, costs, task, matrices=matrices)
-    out = {f"test_{k}": v for k, v in columns.items() if k != "metric"}
+    out = {f"test_{k}": v for k, v in columns.items() if k not in ("metric", "units")}
     out.update(intervals(task, y, ev, qid), test_rows=len(y))
     return out
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import joblib
 import numpy as np
+import pandas as pd
 from sklearn.base import is_classifier
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -131,8 +132,15 @@ class CostAwareBoosting(ThriftyEstimator):
             forest = from_model(forest, feature_names=names)
             return (forest, booster), measure(forest)
 
+        def fit_only(keep: tuple[int, ...]) -> tuple[Any, float]:
+            # No penalty, every other feature blanked out: the limit of an infinite penalty on
+            # them and none on ``keep`` (the features the path bought first).
+            forest, booster = self._train(_only_features(X_fit, keep), y, sample_weight, 0.0, fit_params)
+            forest = from_model(forest, feature_names=names)
+            return (forest, booster), measure(forest)
+
         key = (X, y, sample_weight, fit_params, X_cal, w_cal) if self.warm_start else None
-        return self._search(fit_one, measure, costs, y, key)
+        return self._search(fit_one, measure, costs, y, key, fit_only)
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, calibration: Any) -> Any:
         """``fit`` on Dask collections: trains through ``lightgbm.dask`` on the current
@@ -172,14 +180,15 @@ class CostAwareBoosting(ThriftyEstimator):
         return self._search(fit_one, measure, costs, y, names_of if self.warm_start else None)
 
     def _candidates(
-        self, fit_one: Any, measure: Any, costs: CostModel, y: Any, key: Any = None
+        self, fit_one: Any, measure: Any, costs: CostModel, y: Any, key: Any = None, fit_only: Any = None
     ) -> tuple[list[Candidate], int]:
         """The models to choose between, and the number trained: the one at the given
         trade-off, or every trial of the budget search (plus, with ``truncate``, the cheapest
         over-budget trial cut where the budget runs out); with ``warm_start``, also the trials
         of earlier fits on the same data (``key``), which the search starts from.
         ``fit_one(lam) -> ((forest, booster), mean cost)``; ``measure(forest)`` is a model's
-        mean cost."""
+        mean cost. ``fit_only(features) -> ((forest, booster), mean cost)``: a model of those
+        features alone (see :meth:`_first_features`; None on Dask)."""
         if self.budget is None:
             lam = DEFAULT_TRADEOFF if self.tradeoff is None else float(self.tradeoff)
             model, cost = fit_one(lam)
@@ -225,7 +234,48 @@ class CostAwareBoosting(ThriftyEstimator):
                             (cut, big_booster),
                         )
                     )
+        spent = max((c.cost for c in candidates if c.cost <= budget), default=None)
+        unspent = spent is None or spent < (1.0 - self.tolerance) * budget
+        if self.truncate and fit_only is not None and unspent:
+            found, fits = self._first_features(fit_only, path, budget)
+            candidates += found
+            return candidates, trials.n_fits + fits
         return candidates, trials.n_fits
+
+    def _first_features(self, fit_only: Any, path: list, budget: float) -> tuple[list[Candidate], int]:
+        """Models of the first 1, 2, 4... features the path's richest model acquires, up to the
+        first over ``budget``, and the number of fits.
+
+        Where the cost jumps over the budget between two trade-offs, the path has no model
+        spending the budget: a multiclass model grows one tree per class, each class's tree
+        buys the feature best for its class, so one step of the trade-off buys several
+        features at once (on letter, 26 classes: from no feature to seven). The limit of an
+        infinite penalty on every feature but the first k bought, and none on those, is a
+        model of those k alone: as cheap as the cheapest-k-features baseline, with features
+        chosen by the path's own order (first use, tree by tree, root first) rather than by
+        price alone. Cached across fits with ``warm_start`` (the same data and parameters).
+        """
+        richest = max(path, key=lambda p: p[1])[2][0]
+        order = _acquisition_order(richest)
+        key = getattr(self, "_trials_key", None)
+        cache: dict[Any, Any] = {}  # kept on the estimator only with warm_start
+        if self.warm_start:
+            if getattr(self, "_only_fits", {}).get("key") != key:
+                self._only_fits = {"key": key}
+            cache = self._only_fits
+        found, fits, k = [], 0, 1
+        while order and k <= len(order):
+            keep = tuple(sorted(order[:k]))
+            reused = keep in cache
+            if not reused:
+                cache[keep], fits = fit_only(keep), fits + 1
+            model, cost = cache[keep]
+            params = {"tradeoff": 0.0, "truncated": False, "reused": reused, "features": k}
+            found.append(Candidate(params, cost, None, model))
+            if cost > budget or k == len(order):
+                break
+            k = min(2 * k, len(order))
+        return found, fits
 
     def _warm_trials(self, costs: CostModel, key: Any) -> list[tuple[float, float, Any]]:
         """The trials of earlier fits (``warm_start``) when they were trained with the same
@@ -240,10 +290,13 @@ class CostAwareBoosting(ThriftyEstimator):
             self._trials, self._trials_key = [], fingerprint
         return list(self._trials)
 
-    def _search(self, fit_one: Any, measure: Any, costs: CostModel, y: Any, key: Any = None) -> Any:
+    def _search(
+        self, fit_one: Any, measure: Any, costs: CostModel, y: Any, key: Any = None, fit_only: Any = None
+    ) -> Any:
         """Fit the candidates and keep the one the shared rule selects (no metric: the most
-        expensive within the budget); ``key``: the data, for ``warm_start``."""
-        candidates, n_fits = self._candidates(fit_one, measure, costs, y, key)
+        expensive within the budget); ``key``: the data, for ``warm_start``; ``fit_only``: see
+        :meth:`_candidates`."""
+        candidates, n_fits = self._candidates(fit_one, measure, costs, y, key, fit_only)
         chosen = self._select(candidates)
         self.search_models_ = [c.model[0] for c in candidates]
         self.forest_, self.booster_ = chosen.model
@@ -267,6 +320,38 @@ class CostAwareBoosting(ThriftyEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+def _acquisition_order(forest: Any) -> list[int]:
+    """The features of ``forest`` in the order it first uses them: tree by tree, each tree
+    breadth-first from its root (a root's feature is acquired by every example)."""
+    order: list[int] = []
+    for t in range(forest.n_trees):
+        level = [int(forest.roots[t])]
+        while level:
+            nxt = []
+            for node in level:
+                f = int(forest.feature[node])
+                if f >= 0:
+                    if f not in order:
+                        order.append(f)
+                    nxt += [int(forest.children_left[node]), int(forest.children_right[node])]
+            level = nxt
+    return order
+
+
+def _only_features(X: Any, keep: tuple[int, ...]) -> Any:
+    """``X`` with every column but ``keep`` (positions) all missing: a missing column never
+    wins a split, and the model still reads every column."""
+    if hasattr(X, "iloc"):
+        out = X.copy()
+        for j, c in enumerate(X.columns):
+            if j not in keep:
+                out[c] = out[c].where(pd.Series(False, index=X.index))
+        return out
+    out = np.array(X, dtype=np.float64, copy=True)
+    out[:, [j for j in range(out.shape[1]) if j not in keep]] = np.nan
+    return out
 
 
 def _truncate(forest: Any, measure: Any, budget: float) -> tuple[Any, float]:

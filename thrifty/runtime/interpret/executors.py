@@ -92,6 +92,12 @@ class Accelerated:
         None when it cannot take ``X`` (the interpreter's dense loop then runs)."""
         return None
 
+    def lazy_row(self, costs: CostModel | None) -> Any:
+        """The engine's one-row lazy evaluation under ``costs`` (None: its own): an object whose
+        ``rounds()`` is ``lazy_rounds(..., n_rows=1)``'s in-order generator, or None to run
+        the general rounds."""
+        return None
+
 
 def executor(plan: Plan, ctx: Context, accelerated: Accelerated | None = None) -> Executor:
     """The executor of ``plan``; with ``accelerated`` (of ``plan``), its parts run on the

@@ -1,0 +1,281 @@
+"""One-row lazy requests of a compiled forest plan (a service's request), with their per-row
+state prepared once per plan and reused across requests.
+
+``lazy_rounds(compiled, n_rows=1)`` under the in-order policy asks its compiled plan for a
+``LazyRow``: what a request needs that depends only on the plan and the cost model (the native
+lazy blocks, the state's starting values, one request pair per feature, the fixed cost) is
+built once, and each request takes a ``RowState`` (the row's inputs, known flags and native
+state, their addresses read once) from a small free-list, resets it and gives it back when it
+ends, however it ends (finished, failed, or its generator closed or collected). A state is
+used by one request at a time, so requests interleaved on one thread or running on several
+threads at once each have their own.
+
+A round is then the generator's step, one native call (``ir_lazy``'s ``lazyrun`` over the one
+row) and two scalar writes; the result is read from the row's state when the row finishes,
+without evaluating its trees again: the scores, position, splits and tested features the lazy
+blocks leave are exactly what the interpreter's resumable kernel leaves (``NativeLazyExecutor``
+hands the same numbers over), and the feature cost of a set of tested features is settled once
+per set (``settle``, the interpreter's) and kept. The ``Evaluation`` computes each field when
+first read, so a caller that reads the score alone pays for no cost report.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+
+from thrifty.costs import CostModel, CostReport
+from thrifty.exceptions import InputError
+from thrifty.forest.links import labels_from, raw_to_proba
+from thrifty.runtime.compiled.layout import LAZY_FIELDS
+from thrifty.runtime.compiled.serving import _when_read
+from thrifty.runtime.compiled.tables import ForestCode
+from thrifty.runtime.evaluation import Evaluation, costs_for
+from thrifty.runtime.interpret.executors import Context
+from thrifty.runtime.interpret.results import settle
+from thrifty.runtime.lazy.providers import Requests, column
+from thrifty.runtime.plans import Full, Sequential
+
+_F = {name: j for j, name in enumerate(LAZY_FIELDS)}
+_FLOAT64 = np.dtype(np.float64)
+_ONE = (1,)
+# The row ids of every request of a one-row evaluation (row 0), shared and read-only.
+_ROW = np.zeros(1, dtype=np.int64)
+_ROW.flags.writeable = False
+# States a LazyRow keeps for reuse (more requests at once allocate their own).
+KEEP = 8
+# Tested-feature sets whose settled cost a LazyRow keeps (later sets are settled each time).
+SETTLED = 4096
+# Cost models per compiled plan whose LazyRow is kept (``lazy_row``).
+_COST_MODELS = 8
+
+
+class RowState:
+    """One row's lazy evaluation: its inputs ``X`` (1, F), ``known`` flags, tested features
+    (``touched``: written by the native code for forests of more than 64 features) and the
+    native state ``S`` (``layout.LAZY_FIELDS`` after the raw scores), with the native call's
+    arguments, whose addresses never change."""
+
+    __slots__ = ("S", "X", "x", "known", "k", "touched", "blocked", "args")
+
+    def __init__(self, row: LazyRow) -> None:
+        F = row.F
+        self.S = row.template.copy()
+        self.X = np.zeros((1, F))
+        self.known = np.zeros((1, F), dtype=np.bool_)
+        self.touched = np.zeros((1, F), dtype=np.bool_)
+        # One-dimensional views: a scalar write is cheaper through one index than two.
+        self.x, self.k = self.X.reshape(F), self.known.reshape(F)
+        ints = self.S[row.K :].view(np.int64)
+        self.blocked = ints[_F["blocked"] : _F["blocked"] + 1]
+        work = self.S.ctypes.data + 8 * (row.K + _F["work"])  # the one-row work list: row 0
+        self.args = (
+            self.X.ctypes.data,
+            self.S.ctypes.data,
+            row.code.T.ctypes.data,
+            self.touched.ctypes.data,
+            work,
+            1,
+            1,
+            self.known.ctypes.data,
+        )
+
+    def reset(self, template: np.ndarray, masked: bool) -> None:
+        """Back to a row that has fetched nothing. ``X`` keeps its stale values: a value is
+        read only where ``known`` says it was fetched."""
+        self.S[:] = template
+        self.known.fill(False)
+        if not masked:
+            self.touched.fill(False)
+
+
+class LazyRow:
+    """What a one-row lazy request of a compiled Full or Sequential plan needs that depends
+    only on the plan and the cost model ``costs`` (aligned to the plan's features); ``rounds``
+    runs one request.
+
+    Parameters
+    ----------
+    plan : Full or Sequential
+    code : ForestCode
+        The plan's native code (its lazy blocks are compiled or loaded here).
+    costs : CostModel
+        Prices, aligned to the plan's features (``costs_for``).
+    """
+
+    def __init__(self, plan: Full | Sequential, code: ForestCode, costs: CostModel) -> None:
+        f = plan.forest
+        self.code, self.forest, self.costs = code, f, costs
+        self.run: Callable[..., None] = code.lazy_code().run
+        self.K, self.F = f.n_outputs, f.n_features
+        self.masked = code.masked
+        self.round32 = f.input_dtype != "float64"
+        self.fixed = costs.fixed_cost(plan.feature_usage())
+        self.names = costs.feature_names or plan.feature_names
+        self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
+        self.template = np.zeros(self.K + len(LAZY_FIELDS))
+        self.template[: self.K] = f.start
+        ints = self.template[self.K :].view(np.int64)
+        ints[_F["cur"]] = ints[_F["blocked"]] = -1
+        # Each round's one pair, built once per feature (the list around it is new each round).
+        self.pairs = [(j, _ROW) for j in range(self.F)]
+        self.free: list[RowState] = []
+        # Tested set (a word of bits, or the row's bytes of ``touched``) -> (acquired, cost).
+        self.settled: dict[Any, tuple[np.ndarray, float]] = {}
+
+    def rounds(self) -> Generator[Requests, list[np.ndarray], Evaluation]:
+        """One request's rounds: ``lazy_rounds(..., n_rows=1)``'s generator (in order)."""
+        # list.pop and list.append are atomic: threads share the free-list without a lock.
+        try:
+            state = self.free.pop()
+            state.reset(self.template, self.masked)
+        except IndexError:
+            state = RowState(self)
+        try:
+            run, args, pairs, round32 = self.run, state.args, self.pairs, self.round32
+            x, k, blocked = state.x, state.k, state.blocked
+            while True:
+                blocked[0] = -1
+                run(*args)
+                f = int(blocked[0])
+                if f < 0:
+                    return RowEvaluation(state.S.copy(), None if self.masked else state.touched.copy(), self)
+                values = yield [pairs[f]]
+                if values is None or len(values) != 1:
+                    raise InputError(
+                        "send one array of values per requested (feature, rows) pair: 1 was "
+                        f"requested, got {'none' if values is None else len(values)}"
+                    )
+                v = values[0]
+                # What providers send (a float64 array of one value) goes straight in.
+                if type(v) is np.ndarray and v.dtype is _FLOAT64 and v.shape == _ONE:
+                    value = v[0]
+                else:
+                    value = column(v, 1, f)[0]
+                if round32:
+                    # Rounded to float32 as the forest reads its inputs (``round32``).
+                    with np.errstate(over="ignore"):
+                        value = np.float64(np.float32(value))
+                x[f] = value
+                k[f] = True
+        finally:
+            if len(self.free) < KEEP:
+                self.free.append(state)
+
+    def settle(self, key: Any, tested: np.ndarray) -> tuple[np.ndarray, float]:
+        """The acquired features (F,) and feature cost of a row that tested ``tested`` (F,)
+        (the interpreter's ``settle``), kept under ``key`` for the next row testing them."""
+        hit = self.settled.get(key)
+        if hit is not None:
+            return hit
+        ctx = Context(np.zeros((1, self.F)), np.ones((1, self.F), dtype=np.bool_), True, self.costs)
+        ctx.touched[0] = tested
+        acquired, feature = settle(ctx)
+        out = (acquired[0], float(feature[0]))
+        out[0].flags.writeable = False
+        if len(self.settled) < SETTLED:
+            self.settled[key] = out
+        return out
+
+
+class RowEvaluation(Evaluation):
+    """The ``Evaluation`` of a one-row lazy request, read from the row's final native state
+    ``S`` (and its ``touched`` bytes for forests of more than 64 features): each field is cut
+    from it, or computed, when first read. It is an ``Evaluation`` in every way a caller sees
+    and pickles as the plain ``Evaluation`` it stands for."""
+
+    def __init__(self, S: np.ndarray, touched: np.ndarray | None, row: LazyRow) -> None:
+        self._S, self._touched, self._row = S, touched, row
+        if row.K == 1 and not row.forest.base_last:
+            # Nearly every caller reads the score: set here, without the descriptor's call.
+            self.raw = S[:1]
+
+    @_when_read
+    def _ints(self) -> np.ndarray:
+        return self._S[self._row.K :].view(np.int64)
+
+    def _field(self, name: str) -> np.ndarray:
+        j = _F[name]
+        return self._ints[j : j + 1]
+
+    @_when_read
+    def _scores(self) -> np.ndarray:
+        """The raw scores as an (1, K) matrix (``Forest.finish`` of the trees' sums)."""
+        return self._row.forest.finish(self._S[: self._row.K].reshape(1, -1))
+
+    @_when_read
+    def raw(self) -> np.ndarray:
+        return self._scores[:, 0] if self._row.K == 1 else self._scores
+
+    @_when_read
+    def exit(self) -> np.ndarray:
+        return self._field("pos")
+
+    @_when_read
+    def proba(self) -> np.ndarray | None:
+        outputs = self._row.outputs
+        return None if outputs is None else raw_to_proba(self._scores, outputs[0])
+
+    @_when_read
+    def labels(self) -> np.ndarray | None:
+        outputs = self._row.outputs
+        if outputs is None:
+            return None
+        link, classes, K = outputs
+        return labels_from(self._scores, self._field("dir"), link, classes, K)
+
+    @_when_read
+    def cost(self) -> CostReport:
+        row = self._row
+        if self._touched is not None:
+            tested = self._touched[0]
+            key: Any = tested.tobytes()
+        else:
+            # Bit f of the row's word is set when its paths tested feature f (F <= 64).
+            word = self._field("bits")
+            key = int(word[0])
+            if sys.byteorder != "little":
+                word = word.byteswap()
+            tested = np.unpackbits(word.view(np.uint8), count=row.F, bitorder="little").view(np.bool_)
+        acquired, feature = row.settle(key, tested)
+        n_trees = self._field("pos").copy()
+        n_nodes = self._field("nodes").copy()
+        costs = row.costs
+        # As ``results.assemble`` forms them, in the same operations (bit for bit).
+        evaluation = costs.tree_cost * n_trees + costs.split_cost * n_nodes
+        features = np.array([feature])
+        return CostReport(
+            feature=features,
+            evaluation=evaluation,
+            total=features + evaluation,
+            n_trees=n_trees,
+            n_nodes=n_nodes,
+            acquired=acquired.reshape(1, -1).copy(),
+            fixed=row.fixed,
+            feature_names=row.names,
+        )
+
+    def __reduce__(self) -> tuple:
+        # Pickles (to a Dask client, say) as the plain Evaluation it stands for.
+        return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
+
+
+def lazy_row(compiled: Any, costs: CostModel | None) -> LazyRow | None:
+    """The ``LazyRow`` of ``compiled`` (a ``CompiledPlan``) under ``costs`` (None: its own),
+    kept on it per cost model object, or None for plans other than Full and Sequential."""
+    plan, code = compiled.plan, compiled.forest_code
+    if code is None or not isinstance(plan, (Full, Sequential)):
+        return None
+    if costs is None:
+        costs = compiled.costs
+    kept: dict[int, tuple[Any, LazyRow]] = compiled.lazy_rows
+    hit = kept.get(id(costs))
+    if hit is not None and hit[0] is costs:
+        return hit[1]
+    row = LazyRow(plan, code, costs_for(plan, costs))
+    if len(kept) < _COST_MODELS:
+        kept[id(costs)] = (costs, row)  # the object is kept too: its id is not reused
+    return row

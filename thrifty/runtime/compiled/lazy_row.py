@@ -21,6 +21,7 @@ first read, so a caller that reads the score alone pays for no cost report.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections.abc import Callable, Generator
 from typing import Any
@@ -29,7 +30,7 @@ import numpy as np
 
 from thrifty.costs import CostModel, CostReport
 from thrifty.exceptions import InputError
-from thrifty.forest.links import labels_from, raw_to_proba
+from thrifty.forest.links import decision_threshold, raw_to_proba
 from thrifty.runtime.compiled.layout import LAZY_FIELDS
 from thrifty.runtime.compiled.serving import _when_read
 from thrifty.runtime.compiled.tables import ForestCode
@@ -72,16 +73,17 @@ class RowState:
         ints = self.S[row.K :].view(np.int64)
         self.blocked = ints[_F["blocked"] : _F["blocked"] + 1]
         work = self.S.ctypes.data + 8 * (row.K + _F["work"])  # the one-row work list: row 0
-        self.args = (
+        # ``lazyrun``'s arguments as ctypes objects, passed as they are (``LazyRow.run`` has no
+        # argtypes to convert them with): a call costs about half a µs less.
+        pointers = (
             self.X.ctypes.data,
             self.S.ctypes.data,
             row.code.T.ctypes.data,
             self.touched.ctypes.data,
             work,
-            1,
-            1,
-            self.known.ctypes.data,
         )
+        one = ctypes.c_int64(1)
+        self.args = (*map(ctypes.c_void_p, pointers), one, one, ctypes.c_void_p(self.known.ctypes.data))
 
     def reset(self, template: np.ndarray, masked: bool) -> None:
         """Back to a row that has fetched nothing. ``X`` keeps its stale values: a value is
@@ -109,13 +111,23 @@ class LazyRow:
     def __init__(self, plan: Full | Sequential, code: ForestCode, costs: CostModel) -> None:
         f = plan.forest
         self.code, self.forest, self.costs = code, f, costs
-        self.run: Callable[..., None] = code.lazy_code().run
+        native = code.lazy_code()
+        self.native = native  # keeps the code ``run`` points into alive
+        # ``lazyrun`` (``objects.LAZY_RUN``: eight 64-bit words) called with ctypes objects of
+        # exactly those types, so without argtypes (``RowState.args``).
+        self.run: Callable[..., None] = ctypes.CFUNCTYPE(None)(ctypes.cast(native.run, ctypes.c_void_p).value)
         self.K, self.F = f.n_outputs, f.n_features
         self.masked = code.masked
         self.round32 = f.input_dtype != "float64"
         self.fixed = costs.fixed_cost(plan.feature_usage())
         self.names = costs.feature_names or plan.feature_names
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
+        self.prices = (costs.tree_cost, costs.split_cost)
+        if f.is_classifier:
+            # Each class as its own one-element array (a result's labels are a copy of one).
+            classes = np.asarray(f.classes) if f.classes is not None else np.arange(max(2, self.K))
+            self.labels = [classes[j : j + 1].copy() for j in range(len(classes))]
+            self.threshold = decision_threshold(f.link)
         self.template = np.zeros(self.K + len(LAZY_FIELDS))
         self.template[: self.K] = f.start
         ints = self.template[self.K :].view(np.int64)
@@ -165,17 +177,22 @@ class LazyRow:
             if len(self.free) < KEEP:
                 self.free.append(state)
 
-    def settle(self, key: Any, tested: np.ndarray) -> tuple[np.ndarray, float]:
-        """The acquired features (F,) and feature cost of a row that tested ``tested`` (F,)
-        (the interpreter's ``settle``), kept under ``key`` for the next row testing them."""
-        hit = self.settled.get(key)
-        if hit is not None:
-            return hit
+    def settle(self, key: Any, ev: RowEvaluation) -> tuple[np.ndarray, float]:
+        """The acquired features (1, F) and feature cost of the row of ``ev``, whose tested set
+        is ``key`` (the interpreter's ``settle``), kept under ``key`` for the next row testing
+        the same features."""
         ctx = Context(np.zeros((1, self.F)), np.ones((1, self.F), dtype=np.bool_), True, self.costs)
-        ctx.touched[0] = tested
+        if ev._touched is not None:
+            ctx.touched[:] = ev._touched
+        else:
+            # Bit f of the row's word is set when its paths tested feature f (F <= 64).
+            word = ev._ints[_F["bits"] : _F["bits"] + 1]
+            if sys.byteorder != "little":
+                word = word.byteswap()
+            ctx.touched[0] = np.unpackbits(word.view(np.uint8), count=self.F, bitorder="little")
         acquired, feature = settle(ctx)
-        out = (acquired[0], float(feature[0]))
-        out[0].flags.writeable = False
+        acquired.flags.writeable = False  # kept: each result gets a copy
+        out = (acquired, float(feature[0]))
         if len(self.settled) < SETTLED:
             self.settled[key] = out
         return out
@@ -221,41 +238,39 @@ class RowEvaluation(Evaluation):
 
     @_when_read
     def labels(self) -> np.ndarray | None:
-        outputs = self._row.outputs
-        if outputs is None:
+        row = self._row
+        if row.outputs is None:
             return None
-        link, classes, K = outputs
-        return labels_from(self._scores, self._field("dir"), link, classes, K)
+        # ``labels_from`` on one row, in scalars: the argmax of several outputs (the first of
+        # equal ones), else the score against the link's threshold unless an exit forced it.
+        if row.K > 1:
+            return row.labels[int(np.argmax(self._scores[0]))].copy()
+        forced = int(self._ints[_F["dir"]])
+        positive = forced > 0 if forced != 0 else float(self._scores[0, 0]) > row.threshold
+        return row.labels[int(positive)].copy()
 
     @_when_read
     def cost(self) -> CostReport:
         row = self._row
-        if self._touched is not None:
-            tested = self._touched[0]
-            key: Any = tested.tobytes()
-        else:
-            # Bit f of the row's word is set when its paths tested feature f (F <= 64).
-            word = self._field("bits")
-            key = int(word[0])
-            if sys.byteorder != "little":
-                word = word.byteswap()
-            tested = np.unpackbits(word.view(np.uint8), count=row.F, bitorder="little").view(np.bool_)
-        acquired, feature = row.settle(key, tested)
-        n_trees = self._field("pos").copy()
-        n_nodes = self._field("nodes").copy()
-        costs = row.costs
-        # As ``results.assemble`` forms them, in the same operations (bit for bit).
-        evaluation = costs.tree_cost * n_trees + costs.split_cost * n_nodes
-        features = np.array([feature])
+        ints = self._ints
+        # The tested set: the row's bytes of ``touched`` (over 64 features), or its word of bits.
+        key: Any = self._touched.tobytes() if self._touched is not None else int(ints[_F["bits"]])
+        acquired, feature = row.settled.get(key) or row.settle(key, self)
+        trees, nodes = int(ints[_F["pos"]]), int(ints[_F["nodes"]])
+        tree_cost, split_cost = row.prices
+        # As ``results.assemble`` forms them (the same float64 operations: bit for bit).
+        evaluation = tree_cost * trees + split_cost * nodes
+        money = np.array([feature, evaluation, feature + evaluation])
+        counts = np.array([trees, nodes], dtype=np.int64)
         return CostReport(
-            feature=features,
-            evaluation=evaluation,
-            total=features + evaluation,
-            n_trees=n_trees,
-            n_nodes=n_nodes,
-            acquired=acquired.reshape(1, -1).copy(),
-            fixed=row.fixed,
-            feature_names=row.names,
+            money[0:1],
+            money[1:2],
+            money[2:3],
+            counts[0:1],
+            counts[1:2],
+            acquired.copy(),
+            row.fixed,
+            row.names,
         )
 
     def __reduce__(self) -> tuple:

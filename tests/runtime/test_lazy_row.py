@@ -29,6 +29,7 @@ from thrifty.exceptions import InputError
 from thrifty.runtime import lazy_rounds
 from thrifty.runtime.compiled.lazy_row import KEEP, RowEvaluation
 from thrifty.runtime.evaluation import Evaluation
+from thrifty.runtime.lazy.policies import Prefetch
 
 COSTS = cost_model(tree_cost=0.25, split_cost=0.125)
 OTHER = cost_model(tree_cost=1.5, split_cost=0.0)
@@ -61,7 +62,7 @@ ROW_PLANS["full-multiclass-base-last"] = Full(
 ROW_PLANS["sequential-base-last"] = Sequential(
     ROW_PLANS["full-base-last"].forest, _RNG.permutation(9), np.full(9, 1.5), np.full(9, -1.5)
 )
-WIDE = {F: _wide(F) for F in (65, 130)}
+WIDE = {F: _wide(F) for F in (64, 65, 130)}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -111,15 +112,19 @@ def assert_identical(a, b):
     assert a.cost.feature_names == b.cost.feature_names
 
 
-def one_row(plan, code, x, costs, given=None):
+def one_row(plan, code, x, costs, given=None, rounds="in_order"):
     """The one-row request on ``code`` (priced by ``given``: None for its own cost model)
-    against the interpreter's rounds and dense evaluation under ``costs``."""
-    ev, seen = requests_of(lazy_rounds(code, given, n_rows=1), x)
-    ref, ref_seen = requests_of(lazy_rounds(plan, costs, n_rows=1), x)
+    against the interpreter's rounds and (without a prefetch) dense evaluation under ``costs``."""
+    ev, seen = requests_of(lazy_rounds(code, given, n_rows=1, rounds=rounds), x)
+    ref, ref_seen = requests_of(lazy_rounds(plan, costs, n_rows=1, rounds=rounds), x)
     assert type(ev) is RowEvaluation
     assert seen == ref_seen
-    assert_identical(ev, evaluate(plan, x, costs))
     assert_identical(ev, ref)
+    if not isinstance(rounds, Prefetch):
+        assert_identical(ev, evaluate(plan, x, costs))
+    elif seen:
+        # A prefetch is paid for once the row waits for a round, tested or not.
+        assert ev.cost.acquired[0, rounds.features].all()
     return ev
 
 
@@ -136,6 +141,25 @@ def test_one_row_requests_are_the_interpreters_and_dense(name, X):
         one_row(plan, code, row, OTHER, OTHER)
 
 
+@pytest.mark.parametrize("name", sorted(ROW_PLANS))
+@SETTINGS
+@given(
+    X=input_matrices(N_FEATURES, max_rows=2),
+    fetch=st.lists(st.integers(0, N_FEATURES - 1), unique=True, max_size=4),
+    parallel=st.booleans(),
+)
+def test_one_row_requests_under_every_policy(name, X, fetch, parallel):
+    """``"parallel"`` and prefetches (then parallel or in order) on one row: the interpreter's
+    rounds, requests and charges."""
+    plan = ROW_PLANS[name]
+    code = compiled(name, plan)
+    prefetch = Prefetch(np.array(fetch, dtype=np.int64), N_FEATURES, parallel)
+    for x in X:
+        for rounds in ("parallel", prefetch):
+            one_row(plan, code, x[None], COSTS, rounds=rounds)
+            one_row(plan, code, x[None], OTHER, OTHER, rounds=rounds)
+
+
 @pytest.mark.parametrize("F", sorted(WIDE))
 @SETTINGS
 @given(data=st.data())
@@ -145,7 +169,12 @@ def test_one_row_requests_over_64_features(F, data):
     costs = CostModel(
         {f"x{i}": 1.0 + (i % 7) / 3 for i in range(F)}, feature_names=[f"x{i}" for i in range(F)]
     )
-    one_row(plan, compiled(("wide", F), plan, costs), x, costs, costs)
+    code = compiled(("wide", F), plan, costs)
+    one_row(plan, code, x, costs, costs)
+    one_row(plan, code, x, costs, costs, rounds="parallel")
+    # Features in every word of the tested set, the last one's top bit included.
+    fetch = np.unique(np.array([0, 63, F - 1], dtype=np.int64))
+    one_row(plan, code, x, costs, costs, rounds=Prefetch(fetch, F, data.draw(st.booleans())))
 
 
 def _rows(n=12, seed=0):
@@ -284,14 +313,17 @@ def test_the_result_pickles_as_a_plain_evaluation_and_fields_can_be_set():
     assert ev.cost.latency.tolist() == [0.5]
 
 
-def test_other_policies_and_chunks_take_the_general_rounds():
+def test_chunks_and_several_rows_take_the_general_rounds():
     code = compiled("sequential", PLANS["sequential"])
     X, want = _rows(4)
-    for rounds in ("parallel",):
-        for i in range(len(X)):
-            ev, _ = requests_of(lazy_rounds(code, n_rows=1, rounds=rounds), X[i : i + 1])
-            assert type(ev) is not RowEvaluation
-            assert_identical(ev, want[i])
     ev, _ = requests_of(lazy_rounds(code, n_rows=1, chunk_size=1), X[:1])
     assert type(ev) is not RowEvaluation
     assert_identical(ev, want[0])
+
+
+def test_a_bad_policy_is_refused_on_one_row_too():
+    code = compiled("sequential", PLANS["sequential"])
+    with pytest.raises(InputError, match="rounds must be"):
+        lazy_rounds(code, n_rows=1, rounds="sideways")
+    with pytest.raises(InputError, match="Prefetch was made for 3 features"):
+        lazy_rounds(code, n_rows=1, rounds=Prefetch(np.array([0]), 3))

@@ -35,8 +35,10 @@ from thrifty.runtime.compiled.layout import LAZY_FIELDS
 from thrifty.runtime.compiled.serving import _when_read
 from thrifty.runtime.compiled.tables import ForestCode
 from thrifty.runtime.evaluation import Evaluation, costs_for
-from thrifty.runtime.interpret.executors import Context
+from thrifty.runtime.interpret import kernels
+from thrifty.runtime.interpret.executors import Context, trees_record
 from thrifty.runtime.interpret.results import settle
+from thrifty.runtime.lazy.policies import Policy
 from thrifty.runtime.lazy.providers import Requests, column
 from thrifty.runtime.plans import Full, Sequential
 
@@ -54,13 +56,23 @@ SETTLED = 4096
 _COST_MODELS = 8
 
 
+def _value(v: Any, f: int, round32: bool) -> float:
+    """The one value sent for feature ``f`` as the row's input (``providers.column``'s checks;
+    rounded to float32 for a forest that reads its inputs so, as ``round32`` does)."""
+    value = column(v, 1, f)[0]
+    if round32:
+        with np.errstate(over="ignore"):
+            value = np.float64(np.float32(value))
+    return float(value)
+
+
 class RowState:
     """One row's lazy evaluation: its inputs ``X`` (1, F), ``known`` flags, tested features
     (``touched``: written by the native code for forests of more than 64 features) and the
     native state ``S`` (``layout.LAZY_FIELDS`` after the raw scores), with the native call's
     arguments, whose addresses never change."""
 
-    __slots__ = ("S", "X", "x", "known", "k", "touched", "blocked", "args")
+    __slots__ = ("S", "X", "x", "known", "k", "touched", "blocked", "args", "pos", "cur", "inputs", "want")
 
     def __init__(self, row: LazyRow) -> None:
         F = row.F
@@ -72,6 +84,10 @@ class RowState:
         self.x, self.k = self.X.reshape(F), self.known.reshape(F)
         ints = self.S[row.K :].view(np.int64)
         self.blocked = ints[_F["blocked"] : _F["blocked"] + 1]
+        # What ``look_ahead`` reads and writes (``rounds="parallel"``): views of the state.
+        self.pos, self.cur = ints[_F["pos"] : _F["pos"] + 1], ints[_F["cur"] : _F["cur"] + 1]
+        self.inputs = (self.X, self.known, False)
+        self.want = np.zeros((1, F), dtype=np.bool_)
         work = self.S.ctypes.data + 8 * (row.K + _F["work"])  # the one-row work list: row 0
         # ``lazyrun``'s arguments as ctypes objects, passed as they are (``LazyRow.run`` has no
         # argtypes to convert them with): a call costs about half a µs less.
@@ -115,7 +131,9 @@ class LazyRow:
         self.native = native  # keeps the code ``run`` points into alive
         # ``lazyrun`` (``objects.LAZY_RUN``: eight 64-bit words) called with ctypes objects of
         # exactly those types, so without argtypes (``RowState.args``).
-        self.run: Callable[..., None] = ctypes.CFUNCTYPE(None)(ctypes.cast(native.run, ctypes.c_void_p).value)
+        address = ctypes.cast(native.run, ctypes.c_void_p).value
+        assert address is not None  # the engine's function, loaded
+        self.run: Callable[..., None] = ctypes.CFUNCTYPE(None)(address)
         self.K, self.F = f.n_outputs, f.n_features
         self.masked = code.masked
         self.round32 = f.input_dtype != "float64"
@@ -135,11 +153,14 @@ class LazyRow:
         # Each round's one pair, built once per feature (the list around it is new each round).
         self.pairs = [(j, _ROW) for j in range(self.F)]
         self.free: list[RowState] = []
+        # What ``rounds="parallel"`` walks (the interpreter's record of the trees).
+        self.trees, self.order = trees_record(f), plan.schedule.order
         # Tested set (a word of bits, or the row's bytes of ``touched``) -> (acquired, cost).
         self.settled: dict[Any, tuple[np.ndarray, float]] = {}
 
-    def rounds(self) -> Generator[Requests, list[np.ndarray], Evaluation]:
-        """One request's rounds: ``lazy_rounds(..., n_rows=1)``'s generator (in order)."""
+    def rounds(self, policy: Policy | None = None) -> Generator[Requests, list[np.ndarray], Evaluation]:
+        """One request's rounds: ``lazy_rounds(..., n_rows=1)``'s generator, in order (``policy``
+        None) or under a ``rounds=`` policy (``lazy.policies``) asking for several features."""
         # list.pop and list.append are atomic: threads share the free-list without a lock.
         try:
             state = self.free.pop()
@@ -149,33 +170,79 @@ class LazyRow:
         try:
             run, args, pairs, round32 = self.run, state.args, self.pairs, self.round32
             x, k, blocked = state.x, state.k, state.blocked
+            first = True
             while True:
                 blocked[0] = -1
                 run(*args)
                 f = int(blocked[0])
                 if f < 0:
-                    return RowEvaluation(state.S.copy(), None if self.masked else state.touched.copy(), self)
-                values = yield [pairs[f]]
-                if values is None or len(values) != 1:
-                    raise InputError(
-                        "send one array of values per requested (feature, rows) pair: 1 was "
-                        f"requested, got {'none' if values is None else len(values)}"
+                    # A prefetch was fetched (and is charged) if the row waited for a round.
+                    charged = (
+                        policy.prefetch if policy is not None and policy.prefetches and not first else None
                     )
-                v = values[0]
-                # What providers send (a float64 array of one value) goes straight in.
-                if type(v) is np.ndarray and v.dtype is _FLOAT64 and v.shape == _ONE:
-                    value = v[0]
-                else:
-                    value = column(v, 1, f)[0]
-                if round32:
-                    # Rounded to float32 as the forest reads its inputs (``round32``).
-                    with np.errstate(over="ignore"):
-                        value = np.float64(np.float32(value))
-                x[f] = value
-                k[f] = True
+                    return self._result(state, charged)
+                if policy is None:
+                    values = yield [pairs[f]]
+                    if values is None or len(values) != 1:
+                        raise InputError(
+                            "send one array of values per requested (feature, rows) pair: 1 was "
+                            f"requested, got {'none' if values is None else len(values)}"
+                        )
+                    v = values[0]
+                    # What providers send (a float64 array of one value) goes straight in.
+                    if type(v) is np.ndarray and v.dtype is _FLOAT64 and v.shape == _ONE and not round32:
+                        x[f] = v.item()
+                    else:
+                        x[f] = _value(v, f, round32)
+                    k[f] = True
+                    continue
+                request = self._request(state, f, policy, first)
+                first = False
+                values = yield request
+                if values is None or len(values) != len(request):
+                    raise InputError(
+                        f"send one array of values per requested (feature, rows) pair: {len(request)} "
+                        f"were requested, got {'none' if values is None else len(values)}"
+                    )
+                for (g, _), v in zip(request, values):
+                    x[g] = _value(v, g, round32)
+                    k[g] = True
         finally:
             if len(self.free) < KEEP:
                 self.free.append(state)
+
+    def _request(self, state: RowState, f: int, policy: Policy, first: bool) -> Requests:
+        """A round's pairs under ``policy`` (``Policy.request`` on one row): the feature ``f``
+        the row waits for, what the trees up to its next exit wait for (parallel), and on the
+        first round the prefetched features not known yet."""
+        want = state.want
+        want[0, f] = True
+        if policy.parallel:
+            assert policy.last is not None  # policy_for sets it for parallel policies
+            # Where the row stopped is in its native state: pos and cur read in place.
+            kernels.look_ahead(
+                _ROW, state.inputs, self.trees, self.order, policy.last, state.pos, state.cur, want
+            )
+        if first and policy.prefetches:
+            assert policy.prefetch is not None
+            want[0, policy.prefetch] |= ~state.known[0, policy.prefetch]
+        features = np.flatnonzero(want[0]).tolist()
+        want.fill(False)
+        return [self.pairs[g] for g in features]
+
+    def _result(self, state: RowState, charged: np.ndarray | None) -> RowEvaluation:
+        """The row's evaluation from its final state; the features ``charged`` (a prefetch's)
+        are paid whether the trees tested them or not, as ``Policy.request`` charges them."""
+        S = state.S.copy()
+        touched = None if self.masked else state.touched.copy()
+        if charged is not None:
+            if touched is not None:
+                touched[0, charged] = True
+            else:
+                # Bit f of the tested word is feature f; bit 63 is the int64's sign bit.
+                word = sum(1 << int(f) for f in set(charged.tolist()))
+                S[self.K :].view(np.int64)[_F["bits"]] |= word - (1 << 64) if word >> 63 else word
+        return RowEvaluation(S, touched, self)
 
     def settle(self, key: Any, ev: RowEvaluation) -> tuple[np.ndarray, float]:
         """The acquired features (1, F) and feature cost of the row of ``ev``, whose tested set

@@ -82,13 +82,14 @@ def lazy_rounds(
     ...     evaluation = stop.value
     """
     if n_rows == 1 and chunk_size is None and isinstance(model, Accelerated):
-        if isinstance(rounds, str) and rounds == "in_order":
-            # One row in order (a service's request): the engine's own rounds, their state
-            # prepared once per plan and cost model.
-            row = model.lazy_row(costs)
-            if row is not None:
-                rounds_of_row: Generator[Requests, list[np.ndarray], Evaluation] = row.rounds()
-                return rounds_of_row
+        # One row (a service's request): the engine's own rounds, their state prepared once per
+        # plan and cost model.
+        in_order = isinstance(rounds, str) and rounds == "in_order"
+        one_policy = None if in_order else policy_for(model.plan, rounds)
+        row = model.lazy_row(costs)
+        if row is not None:
+            rounds_of_row: Generator[Requests, list[np.ndarray], Evaluation] = row.rounds(one_policy)
+            return rounds_of_row
     accelerated = model if isinstance(model, Accelerated) else None
     plan = accelerated.plan if accelerated is not None else as_plan(model)
     if costs is None and accelerated is not None:

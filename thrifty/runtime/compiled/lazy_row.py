@@ -1,22 +1,25 @@
 """One-row lazy requests of a compiled forest plan (a service's request), with their per-row
 state prepared once per plan and reused across requests.
 
-``lazy_rounds(compiled, n_rows=1)`` under the in-order policy asks its compiled plan for a
-``LazyRow``: what a request needs that depends only on the plan and the cost model (the native
-lazy blocks, the state's starting values, one request pair per feature, the fixed cost) is
-built once, and each request takes a ``RowState`` (the row's inputs, known flags and native
-state, their addresses read once) from a small free-list, resets it and gives it back when it
-ends, however it ends (finished, failed, or its generator closed or collected). A state is
-used by one request at a time, so requests interleaved on one thread or running on several
-threads at once each have their own.
+``lazy_rounds(compiled, n_rows=1)`` (any ``rounds=`` policy, no ``chunk_size``) asks its
+compiled plan for a ``LazyRow``: what a request needs that depends only on the plan and the
+cost model (the native lazy blocks, the state's starting values, one request pair per feature,
+the fixed cost) is built once, and each request takes a ``RowState`` (the row's inputs, known
+flags and native state, their addresses read once) from a small free-list, resets it and gives
+it back when it ends, however it ends (finished, failed, or its generator closed or
+collected). A state is used by one request at a time, so requests interleaved on one thread or
+running on several threads at once each have their own.
 
 A round is then the generator's step, one native call (``ir_lazy``'s ``lazyrun`` over the one
-row) and two scalar writes; the result is read from the row's state when the row finishes,
-without evaluating its trees again: the scores, position, splits and tested features the lazy
-blocks leave are exactly what the interpreter's resumable kernel leaves (``NativeLazyExecutor``
-hands the same numbers over), and the feature cost of a set of tested features is settled once
-per set (``settle``, the interpreter's) and kept. The ``Evaluation`` computes each field when
-first read, so a caller that reads the score alone pays for no cost report.
+row) and two scalar writes (under ``rounds="parallel"`` also the interpreter's look-ahead, on
+the row's native state in place; a prefetch's features are charged into the tested set at the
+end, as ``Policy.request`` charges them). The result is read from the row's state when the row
+finishes, without evaluating its trees again: the scores, position, splits and tested features
+the lazy blocks leave are exactly what the interpreter's resumable kernel leaves
+(``NativeLazyExecutor`` hands the same numbers over), and the feature cost of a set of tested
+features is settled once per set (``settle``, the interpreter's) and kept. The ``Evaluation``
+computes each field when first read, so a caller that reads the score alone pays for no cost
+report.
 """
 
 from __future__ import annotations

@@ -94,8 +94,9 @@ class Accelerated:
 
     def lazy_row(self, costs: CostModel | None) -> Any:
         """The engine's one-row lazy evaluation under ``costs`` (None: its own): an object whose
-        ``rounds()`` is ``lazy_rounds(..., n_rows=1)``'s in-order generator, or None to run
-        the general rounds."""
+        ``rounds(policy)`` is ``lazy_rounds(..., n_rows=1)``'s generator (in order when
+        ``policy`` is None, else under that ``lazy.policies.Policy``), or None to run the
+        general rounds."""
         return None
 
 

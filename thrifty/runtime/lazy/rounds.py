@@ -49,6 +49,8 @@ def lazy_rounds(
     model : Plan, CompiledPlan, Forest, fitted thrifty estimator, or supported tree model
         A ``CompiledPlan`` (``thrifty.compile``) runs each round as one native call over the
         rows that wait (its Full and Sequential parts); the rounds and results are the same.
+        One row of a compiled Full or Sequential plan (``n_rows=1``, no ``chunk_size``) reuses
+        per-row state prepared once per plan and cost model (``compiled/lazy_row.py``).
     costs : CostModel, optional
         Prices; default: every feature costs 1 (a compiled plan's own cost model when it has
         one), evaluation is free.

@@ -282,16 +282,24 @@ def test_bad_values_get_one_line_errors():
         lambda v: np.array([[v]]),
         lambda v: np.array([v], dtype=np.float32),
     ]
-    gen = lazy_rounds(code, n_rows=1)
-    request, k = next(gen), 0
-    try:
-        while True:
-            f, rows = request[0]
-            request = gen.send([kinds[k % len(kinds)](x[0, f])])
-            k += 1
-    except StopIteration as stop:
-        assert k >= 2
-        assert_identical(stop.value, evaluate(PLANS["full"], x, code.costs))
+    for rounds in ("in_order", "parallel"):
+        gen = lazy_rounds(code, n_rows=1, rounds=rounds)
+        request, k = next(gen), 0
+        try:
+            while True:
+                answers = []
+                for f, _ in request:
+                    answers.append(kinds[k % len(kinds)](x[0, f]))
+                    k += 1
+                request = gen.send(answers)
+        except StopIteration as stop:
+            assert k >= 2
+            assert_identical(stop.value, evaluate(PLANS["full"], x, code.costs))
+    # A bad value among several of a round is named too.
+    gen = lazy_rounds(code, n_rows=1, rounds="parallel")
+    request = next(gen)
+    with pytest.raises(InputError, match="non-numeric"):
+        gen.send([np.array(["a"])] * len(request))
 
 
 def test_requests_share_one_read_only_row_id_array():

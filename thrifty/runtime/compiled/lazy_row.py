@@ -208,7 +208,10 @@ class LazyRow:
                         f"were requested, got {'none' if values is None else len(values)}"
                     )
                 for (g, _), v in zip(request, values):
-                    x[g] = _value(v, g, round32)
+                    if type(v) is np.ndarray and v.dtype is _FLOAT64 and v.shape == _ONE and not round32:
+                        x[g] = v.item()
+                    else:
+                        x[g] = _value(v, g, round32)
                     k[g] = True
         finally:
             if len(self.free) < KEEP:

@@ -1,5 +1,5 @@
-"""CatBoost import: the same leaf in every tree, raw scores (bias and scale included) and binary
-probabilities bit for bit, multiclass probabilities to 1e-9."""
+"""CatBoost import: the same leaf in every tree, raw scores (bias and scale included) and
+probabilities (binary and multiclass, CatBoost's own softmax) bit for bit."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests._helpers.importers import SETTINGS, assert_close, make_data, matrices
+from tests._helpers.importers import SETTINGS, make_data, matrices
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
 from thrifty.forest.importers import from_catboost
@@ -205,10 +205,8 @@ def _check(case: Case, X: np.ndarray) -> None:
     # Bit for bit, bias and scale included (CatBoost adds them after the trees: ``base_last``).
     np.testing.assert_array_equal(raw, _raw(model, data))
     if forest.is_classifier:
-        if forest.n_outputs == 1:  # the sigmoid with the C library's exp, as CatBoost's
-            np.testing.assert_array_equal(forest.predict_proba(X), model.predict_proba(data))
-        else:  # CatBoost's softmax takes its own exp: within 2 ulps
-            assert_close(forest.predict_proba(X), model.predict_proba(data))
+        # The sigmoid with the C library's exp; the softmax with CatBoost's own (this CPU's path).
+        np.testing.assert_array_equal(forest.predict_proba(X), model.predict_proba(data))
         np.testing.assert_array_equal(forest.predict(X), model.predict(data).reshape(-1))
 
 
@@ -240,11 +238,14 @@ def test_compiled_oblivious_blocks_match_catboost(case, data, monkeypatch):
     X = data.draw(matrices(case.n_features, case.thresholds, categorical=case.categorical))
     for j in case.categorical:  # CatBoost refuses NaN categories
         X[np.isnan(X[:, j]), j] = -1.0
-    raw = _COMPILED[id(case)].evaluate(X).raw.reshape(forest.predict_raw(X).shape)
+    ev = _COMPILED[id(case)].evaluate(X)
+    raw = ev.raw.reshape(forest.predict_raw(X).shape)
     np.testing.assert_array_equal(raw, forest.predict_raw(X))
     if len(X) == 0:
         return
     np.testing.assert_array_equal(raw, _raw(model, case.frame(X)).reshape(raw.shape))
+    if forest.is_classifier:
+        np.testing.assert_array_equal(ev.proba, model.predict_proba(case.frame(X)))
 
 
 def test_empty_and_single_row(case):
@@ -320,7 +321,7 @@ def test_text_categories_match(text_model, data):
     np.testing.assert_array_equal(
         forest.predict_raw(frame), text_model.predict(frame, prediction_type="RawFormulaVal")
     )
-    assert_close(forest.predict_proba(frame), text_model.predict_proba(frame))
+    np.testing.assert_array_equal(forest.predict_proba(frame), text_model.predict_proba(frame))
 
 
 # ----------------------------------------------------------------- unsupported models
@@ -392,7 +393,7 @@ def test_shared_datasets_match(data_home, name):
     np.testing.assert_array_equal(
         forest.predict_raw(X_test), model.predict(X_test, prediction_type="RawFormulaVal")
     )
-    assert_close(forest.predict_proba(X_test), model.predict_proba(X_test))
+    np.testing.assert_array_equal(forest.predict_proba(X_test), model.predict_proba(X_test))
 
 
 # ----------------------------------------------------------------- methods on an imported model
@@ -492,3 +493,39 @@ def test_shared_regression_with_a_bias_matches(data_home):
     np.testing.assert_array_equal(
         forest.predict_raw(X_test), model.predict(X_test, prediction_type="RawFormulaVal")
     )
+
+
+@pytest.mark.parametrize("blocks", ["vector", "scalar"])
+def test_margin_exits_on_a_multiclass_model_with_a_bias(blocks, monkeypatch):
+    """A MultiClass model given a scale and a bias per class (vector leaves, ``base_last``):
+    margin exits compare the leading class's ``scale * sum + bias`` over the runner-up's after
+    each tree, computed here tree by tree; interpreter and compiled code exit those rows."""
+    import thrifty
+    from thrifty.runtime.compiled.choice import BLOCKS_ENV
+
+    monkeypatch.setenv(BLOCKS_ENV, blocks)
+    rng = np.random.default_rng(21)
+    X = make_data(rng, n=400, nan_fraction=0.05)
+    model = cb.CatBoostClassifier(loss_function="MultiClass", **SMALL).fit(X, _labels(X, rng, 3))
+    model.set_scale_and_bias(0.7, [0.4, -0.3, 0.05])
+    forest = from_catboost(model)
+    assert forest.base_last and np.all(forest.tree_class == -1)
+    T = forest.n_trees
+    plan = thrifty.Sequential(forest, rng.permutation(T), np.full(T, 0.25))
+    acc = np.zeros((len(X), 3))
+    expected = np.full(len(X), T)
+    leaves = forest.apply(X)
+    for r, t in enumerate(plan.order):
+        acc = acc + forest.value[leaves[:, t]]
+        g = np.sort(0.7 * acc + forest.base_score, axis=1)
+        out = (expected == T) & (g[:, -1] - g[:, -2] > 0.25)
+        expected[out] = r + 1
+    assert 0 < np.sum(expected < T) < len(X)
+    costs = thrifty.CostModel(np.ones(forest.n_features))
+    compiled = thrifty.compile(plan, costs)
+    assert compiled.native
+    for ev in (thrifty.evaluate(plan, X, costs), compiled.evaluate(X)):
+        np.testing.assert_array_equal(ev.exit, expected)
+    # Rows that never exit: all trees summed in the plan's order, then scaled and biased.
+    raw, full = compiled.evaluate(X).raw.reshape(len(X), 3), expected == T
+    np.testing.assert_array_equal(raw[full], (0.7 * acc + forest.base_score)[full])

@@ -58,6 +58,10 @@ def from_catboost(model: Any, *, categories: Mapping[Any, Sequence[Any]] | None 
     the base score, so raw scores are CatBoost's ``RawFormulaVal`` bit for bit. Other models
     are plain forests (the same sums either way).
 
+    Binary models take the ``sigmoid`` link (the C library's ``exp``, as CatBoost's
+    ``CalcSigmoid``), multiclass ones ``catboost_softmax`` (CatBoost's ``CalcSoftmax`` with its
+    own exponential, ``thrifty.forest.catboost_softmax``): ``predict_proba`` bit for bit.
+
     Parameters
     ----------
     model : catboost.CatBoost
@@ -153,7 +157,8 @@ def _objective(loss: str) -> tuple[str, str]:
     if loss in _BINARY:
         return "binary", "sigmoid"
     if loss in _MULTICLASS:
-        return "multiclass", "softmax"
+        # CatBoost's softmax takes its own exp: probabilities bit for bit need its link.
+        return "multiclass", "catboost_softmax"
     if loss in _RANKING:
         return "ranking", "identity"
     if loss in _REGRESSION:

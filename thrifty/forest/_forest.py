@@ -82,7 +82,7 @@ class Forest:
         The output each tree adds to, ``-1`` for vector leaves.
     base_score : ndarray of float64, shape (n_outputs,)
     n_features : int
-    link : {"identity", "sigmoid", "softmax", "proba"}
+    link : {"identity", "sigmoid", "softmax", "catboost_softmax", "proba"}
         ``proba``: raw scores already are probabilities (averaged class distributions);
         a binary model then has one output, the probability of the positive class.
     task : {"regression", "binary", "multiclass", "ranking"}

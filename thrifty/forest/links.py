@@ -9,8 +9,13 @@ import numpy as np
 from numba import njit
 
 from thrifty.exceptions import InputError
+from thrifty.forest.catboost_softmax import catboost_softmax
 
-LINKS = ("identity", "sigmoid", "softmax", "proba")
+LINKS = ("identity", "sigmoid", "softmax", "catboost_softmax", "proba")
+# Links that are a softmax of several raw scores: with NumPy's exp (LightGBM's, XGBoost's), or
+# with CatBoost's own (``catboost_softmax``: CatBoost's probabilities exactly, a few ulps from
+# the other on moderate scores).
+SOFTMAX_LINKS = ("softmax", "catboost_softmax")
 TASKS = ("regression", "binary", "multiclass", "ranking")
 
 
@@ -31,6 +36,8 @@ def raw_to_proba(raw: np.ndarray, link: str) -> np.ndarray:
         z = raw - raw.max(axis=1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
+    if link == "catboost_softmax":
+        return catboost_softmax(raw)
     if link == "proba":
         # Averages of leaf distributions summed in float32 (YDF) can pass 1 by a few ulps;
         # a probability cannot, and YDF clamps them to [0, 1] as well.

@@ -13,6 +13,7 @@ from thrifty.exceptions import InputError
 from thrifty.forest._forest import MISSING_AS_ZERO, MISSING_ZERO, Forest
 from thrifty.forest._onnx import META
 from thrifty.forest._traverse import ZERO
+from thrifty.forest.links import SOFTMAX_LINKS
 
 
 def export_onnx(model: Any, path: str | os.PathLike | None = None) -> Any:
@@ -307,7 +308,7 @@ def _probability_nodes(forest: Forest, elem: int) -> list[Any]:
     from onnx import helper
 
     one = helper.make_tensor("one", elem, [], [1.0])
-    if forest.link == "softmax":
+    if forest.link in SOFTMAX_LINKS:
         return [helper.make_node("Softmax", ["raw"], ["probabilities"], axis=1)]
     if forest.link == "proba" and forest.n_outputs > 1:
         return [helper.make_node("Identity", ["raw"], ["probabilities"])]

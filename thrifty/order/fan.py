@@ -34,6 +34,7 @@ from thrifty._param_validation import Interval, validate_params
 from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.links import SOFTMAX_LINKS
 from thrifty.forest.scores import partial_scores, tree_scores
 from thrifty.order._qwyc_multiclass import rounds_of
 from thrifty.runtime.plans import BinnedExits, Sequential
@@ -133,7 +134,7 @@ def _fan_multiclass(forest: Forest, X: Any, order: Any, bin_width: float, gamma:
     module's note)."""
     K = forest.n_outputs
     rounds = rounds_of(forest.tree_class, K)
-    if forest.link != "softmax" or len(rounds[0]) != K:
+    if forest.link not in SOFTMAX_LINKS or len(rounds[0]) != K:
         raise InputError(
             "fan needs a boosted multiclass model whose rounds add one tree to each class "
             f"(LightGBM, XGBoost, scikit-learn gradient boosting); this one has link {forest.link!r} "

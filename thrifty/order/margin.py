@@ -33,6 +33,7 @@ from thrifty._param_validation import Interval, validate_params
 from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.forest.links import SOFTMAX_LINKS
 from thrifty.forest.scores import partial_scores, tree_scores
 from thrifty.order.regression import TOLERANCE, remaining_bound
 from thrifty.runtime.plans import Sequential
@@ -65,7 +66,7 @@ def _boosted_classes(forest: Forest) -> Forest:
     layout LightGBM's check after every ``freq`` rounds reads)."""
     K, T = forest.n_outputs, forest.n_trees
     rounds = T % K == 0 and np.array_equal(forest.tree_class, np.tile(np.arange(K), T // K))
-    if forest.link != "softmax" or not rounds:
+    if forest.link not in SOFTMAX_LINKS or not rounds:
         raise InputError(
             "multiclass margin exits need a boosted model whose rounds add one tree to each class "
             f"in turn (LightGBM, XGBoost, scikit-learn gradient boosting); this one has link "

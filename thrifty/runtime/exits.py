@@ -4,7 +4,7 @@ thresholds on a base_last forest's tree sums that decide as thresholds on its ra
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -93,6 +93,10 @@ class Schedule:
     """The trees a forest plan visits, in order, with each position's exits (see ``Sequential``).
 
     ``full`` is True when every tree is visited in forest order with no exit at all.
+    ``finish`` is empty when exits compare the engines' running sums themselves, else
+    ``[scale, base_0, .., base_{K-1}]``: exits compare ``scale * sum_k + base_k`` (a
+    ``base_last`` forest's raw score if the row stopped there, ``Forest.finish``'s expression),
+    as margins and bins of such forests need (``plans._base_last_exits``).
     """
 
     order: np.ndarray
@@ -100,6 +104,13 @@ class Schedule:
     eps_neg: np.ndarray
     bins: BinnedExits
     full: bool
+    finish: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @cached_property
+    def thresholds(self) -> np.ndarray:
+        """Per position, whether its thresholds can exit a row: ``eps_pos < inf`` or ``eps_neg
+        > -inf`` (``eps_pos = -inf`` exits every row with a score, not none)."""
+        return (self.eps_pos < np.inf) | (self.eps_neg > -np.inf)
 
     @cached_property
     def segment_last(self) -> np.ndarray:
@@ -109,7 +120,7 @@ class Schedule:
         values (lazy evaluation's parallel rounds walk them together)."""
         n = len(self.order)
         end = max(n - 1, 0)
-        exits = np.isfinite(self.eps_pos) | np.isfinite(self.eps_neg) | (self.bins.width > 0)
+        exits = self.thresholds | (self.bins.width > 0)
         at = np.where(exits, np.arange(n), end)
         # The nearest exit at or after p: a running minimum from the end.
         return np.append(np.minimum.accumulate(at[::-1])[::-1], end).astype(np.int64)
@@ -117,10 +128,10 @@ class Schedule:
     @cached_property
     def exits(self) -> tuple[np.ndarray, ...]:
         """Every position's exit tables in one record, as the kernels take them (like
-        ``Forest.nodes``): ``eps_pos``, ``eps_neg`` and the bins' ``width``, ``ptr``, ``key``,
-        ``pos``, ``neg``."""
+        ``Forest.nodes``): ``eps_pos``, ``eps_neg``, the bins' ``width``, ``ptr``, ``key``,
+        ``pos``, ``neg``, and ``finish``."""
         b = self.bins
-        return (self.eps_pos, self.eps_neg, b.width, b.ptr, b.key, b.pos, b.neg)
+        return (self.eps_pos, self.eps_neg, b.width, b.ptr, b.key, b.pos, b.neg, self.finish)
 
 
 # Doubles as integers in the order of their values (both zeros at 0): the bisection below

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from functools import cached_property
@@ -177,7 +178,10 @@ class Sequential(Plan):
     exits is decided by its full score against the forest's decision threshold. For a
     ``base_last`` forest (CatBoost with a bias or scale) the partial raw score is the one the
     row would have if it stopped there, ``scale * (trees so far, summed from zero) +
-    base_score``; bins and margins of several outputs are then refused (``Forest.base_first``).
+    base_score``, for thresholds, bins and margins alike and any scale (``_base_last_exits``;
+    with a scale below 0 and thresholds, ``forest`` is kept as its mirror image: tree weights
+    and scale negated, the same raw scores bit for bit); margins and bins form that score at
+    each exit (``Schedule.finish``), in every engine.
 
     With several outputs (multiclass), an example exits after position ``r`` when the partial
     score of its leading class exceeds the runner-up's by more than ``eps_pos[r]`` (the exit
@@ -221,7 +225,7 @@ class Sequential(Plan):
                 f"eps_neg[{r}]={self.eps_neg[r]:g} exceeds eps_pos[{r}]={self.eps_pos[r]:g}; "
                 "an exit must not be both positive and negative"
             )
-        if forest.n_outputs > 1 and (np.any(np.isfinite(self.eps_neg)) or bins is not None):
+        if forest.n_outputs > 1 and (np.any(self.eps_neg > -np.inf) or bins is not None):
             raise InputError(
                 "with several outputs an exit is a margin of the leading class over "
                 "the runner-up: eps_neg must be -inf and bins are not supported"
@@ -233,15 +237,16 @@ class Sequential(Plan):
         self.bins = bins
         full = bool(
             bins is None
-            and np.all(np.isinf(self.eps_pos))
-            and np.all(np.isinf(self.eps_neg))
+            and np.all(self.eps_pos == np.inf)
+            and np.all(self.eps_neg == -np.inf)
             and n == T
             and np.array_equal(self.order, np.arange(n))
         )
-        on_sums = (self.eps_pos, self.eps_neg)
+        pos, neg, finish = self.eps_pos, self.eps_neg, np.zeros(0)
         if forest.base_last and not full:
-            on_sums = _base_last_exits(forest, self.eps_pos, self.eps_neg, bins)
-        self.schedule = Schedule(self.order, *on_sums, BinnedExits.none(n) if bins is None else bins, full)
+            self.forest, pos, neg, finish = _base_last_exits(forest, pos, neg, bins)
+        tables = BinnedExits.none(n) if bins is None else bins
+        self.schedule = Schedule(self.order, pos, neg, tables, full, finish)
 
     @property
     def _lead(self) -> Forest:
@@ -262,8 +267,8 @@ class Sequential(Plan):
     def __repr__(self) -> str:
         exits = int(
             np.sum(
-                np.isfinite(self.eps_pos)
-                | np.isfinite(self.eps_neg)
+                (self.eps_pos < np.inf)
+                | (self.eps_neg > -np.inf)
                 | (self.bins is not None and self.bins.width > 0)
             )
         )
@@ -277,25 +282,38 @@ class Sequential(Plan):
 
 def _base_last_exits(
     forest: Forest, eps_pos: np.ndarray, eps_neg: np.ndarray, bins: BinnedExits | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The thresholds the engines compare a ``base_last`` forest's tree sums against: exits
-    still decide on the raw score the row would have if it stopped (``exits.sum_thresholds``).
-    Bins and several outputs' margins have no such thresholds, and are refused."""
-    exits = bins is not None or bool(np.any(np.isfinite(eps_pos)) or np.any(np.isfinite(eps_neg)))
-    if exits and (bins is not None or forest.n_outputs > 1 or forest.scale <= 0):
-        what = (
-            "binned exits"
-            if bins is not None
-            else "margin exits of several outputs"
-            if forest.n_outputs > 1
-            else f"exits with scale {forest.scale:g} <= 0"
+) -> tuple[Forest, np.ndarray, np.ndarray, np.ndarray]:
+    """What the engines run a ``base_last`` forest's exits with: ``(forest, eps_pos, eps_neg,
+    finish)``. Exits decide on the raw score the row would have if it stopped there, ``f(a) =
+    scale * a + base`` of the trees' running sum ``a`` (``Forest.finish``), exactly:
+
+    * one output, thresholds only: thresholds on ``a`` that decide as the user's on ``f(a)``
+      (``exits.sum_thresholds``), so every engine compares its sums unchanged. A scale below
+      0 reverses the order: the forest is run as its mirror image (tree weights and scale
+      negated), whose sums are the negated sums and whose ``f`` is the same expression with
+      both signs flipped, bit for bit; a scale of 0 makes ``f`` the constant ``base``
+      (finite sums), so each exit is taken by every row or none.
+    * margins of several outputs and Fan et al.'s bins: no thresholds on ``a`` exist (bases
+      differ per class; bins cut ``f``'s values), so the engines form ``f`` of the sums at each
+      exit (``finish = [scale, *base]``) and compare it with the user's thresholds.
+    """
+    exits = bins is not None or bool(np.any(eps_pos < np.inf) or np.any(eps_neg > -np.inf))
+    none = np.zeros(0)
+    if not exits:
+        return forest, eps_pos, eps_neg, none
+    if bins is not None or forest.n_outputs > 1:
+        return forest, eps_pos, eps_neg, readonly(np.concatenate([[forest.scale], forest.base_score]))
+    if forest.scale == 0.0:
+        base = float(forest.base_score[0])
+        return (
+            forest,
+            readonly(np.where(base > eps_pos, -np.inf, np.inf)),
+            readonly(np.where(base < eps_neg, np.inf, -np.inf)),
+            none,
         )
-        raise InputError(
-            f"{what} are unsupported on a forest that adds its base after the trees (base_last, "
-            "as CatBoost with a bias or scale): build the plan on forest.base_first(), which sums "
-            "onto the base (raw scores within a few ulps of the source's)"
-        )
-    return sum_thresholds(forest, eps_pos, eps_neg)
+    if forest.scale < 0.0:
+        forest = dataclasses.replace(forest, tree_weight=-forest.tree_weight, scale=-forest.scale)
+    return (forest, *sum_thresholds(forest, eps_pos, eps_neg), none)
 
 
 class Cascade(Plan):

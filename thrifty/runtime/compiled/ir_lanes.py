@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from thrifty.forest.kernels import ZERO
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
@@ -43,7 +45,7 @@ from thrifty.runtime.compiled.lanes import (
     ZERO_MISSING,
     chunk_of,
 )
-from thrifty.runtime.compiled.layout import TABLES, Layout, double, state_fields, word_field
+from thrifty.runtime.compiled.layout import TABLES, Layout, double, formed_ir, state_fields, word_field
 
 _V = f"<{LANES} x double>"
 _I = f"<{LANES} x i64>"
@@ -195,7 +197,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
         "  %idp = getelementptr i64, ptr %ids, i64 %slot",
         "  %id = load i64, ptr %idp",
     ]
-    L += _add_leaf(K, W, lay.acc32, exits)
+    L += _add_leaf(K, W, lay.acc32, exits, lay.finish)
     L += [
         "pnext:",
         "  %j1 = add i64 %j, 1",
@@ -218,7 +220,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
     return INTRINSICS + "\n".join(L) + "\n"
 
 
-def _add_leaf(K: int, W: int, acc32: bool, exits: bool) -> list[str]:
+def _add_leaf(K: int, W: int, acc32: bool, exits: bool, finish: np.ndarray) -> list[str]:
     """Position ``%p``'s leaf (record offset ``%id``, stored by ``_leaf_lanes``) added to the
     row's scores, splits and tested features, then the exit test."""
     L: list[str] = ["  %rec0 = add i64 %id, 0"]
@@ -268,7 +270,7 @@ def _add_leaf(K: int, W: int, acc32: bool, exits: bool) -> list[str]:
             f"  %bn{w} = or i64 %bo{w}, %bv{w}",
             f"  store i64 %bn{w}, ptr %{name}A",
         ]
-    return L + (_exit_test(K) if exits else ["  br label %pnext"])
+    return L + (_exit_test(K, finish) if exits else ["  br label %pnext"])
 
 
 def _leaf_lanes(k: int, R: int) -> list[str]:
@@ -457,24 +459,25 @@ def _gather(ty: str, base: str, index: str, out: str, mask: str) -> list[str]:
     ]
 
 
-def _exit_test(K: int) -> list[str]:
+def _exit_test(K: int, finish: np.ndarray) -> list[str]:
     """After position ``%p``: the score (or, for several outputs, the leading score's margin
     over the runner-up, ``interpret.kernels._exit_score``) against the position's thresholds
-    (infinite where it has no exit)."""
-    out = []
+    (infinite where it has no exit); the scores formed from the sums when ``finish``
+    (``Schedule.finish``) is not empty."""
+    out = [f"  %m{c} = load double, ptr %acc{c}" for c in range(K)]
+    code, scores = formed_ir(finish, [f"%m{c}" for c in range(K)], "double", "g")
+    out += code
     if K == 1:
-        out.append("  %ge = load double, ptr %acc0")
-        g = "%ge"
+        g = scores[0]
     else:
         top = second = _NINF
-        for c in range(K):
+        for c, m in enumerate(scores):
             out += [
-                f"  %m{c} = load double, ptr %acc{c}",
-                f"  %gt{c} = fcmp ogt double %m{c}, {top}",
-                f"  %gs{c} = fcmp ogt double %m{c}, {second}",
-                f"  %s2{c} = select i1 %gs{c}, double %m{c}, double {second}",
+                f"  %gt{c} = fcmp ogt double {m}, {top}",
+                f"  %gs{c} = fcmp ogt double {m}, {second}",
+                f"  %s2{c} = select i1 %gs{c}, double {m}, double {second}",
                 f"  %sc{c} = select i1 %gt{c}, double {top}, double %s2{c}",
-                f"  %tc{c} = select i1 %gt{c}, double %m{c}, double {top}",
+                f"  %tc{c} = select i1 %gt{c}, double {m}, double {top}",
             ]
             top, second = f"%tc{c}", f"%sc{c}"
         out.append(f"  %ge = fsub double {top}, {second}")

@@ -22,7 +22,7 @@ Per-row state is ``layout.LAZY_FIELDS`` after the raw scores. Locals that cross 
 from __future__ import annotations
 
 from thrifty.runtime.compiled.ir_scalar import _bins_helper, _margin, _tree_ir
-from thrifty.runtime.compiled.layout import LAZY_FIELDS, ROW_GROUP, TABLES, Layout, blocks_of
+from thrifty.runtime.compiled.layout import LAZY_FIELDS, ROW_GROUP, TABLES, Layout, blocks_of, exit_score_ir
 
 _SIG = (
     "ptr noalias %X, ptr noalias %S, ptr noalias %T, ptr noalias %touched, ptr noalias %rows, "
@@ -164,7 +164,7 @@ def lazy_block_ir(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         kind = int(lay.exits[p])
         if kind:
             any_exit = True
-            g = acc1[0] if K == 1 else _margin(lines, acc1, f"{x}x")
+            g = exit_score_ir(lines, lay.finish, acc1, f"{x}x", _margin)
             if lay.any_bins:
                 # A row frozen by a bin table never exits again.
                 lines += [

@@ -32,6 +32,7 @@ from thrifty.runtime.compiled.layout import (
     Layout,
     blocks_of,
     double,
+    exit_score_ir,
     state_fields,
     word_field,
 )
@@ -306,7 +307,7 @@ def scalar_block_ir(
             lines.append(f"  br label {after}")
             continue
         x = f"t{j}_x"
-        g = acc[0] if K == 1 else _margin(lines, acc, x)
+        g = exit_score_ir(lines, lay.finish, acc, x, _margin)
         if lay.any_bins:
             # A row frozen by a bin table (its score fell outside it) never exits again.
             lines += [

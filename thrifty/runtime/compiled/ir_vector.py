@@ -38,7 +38,7 @@ from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
 from thrifty.runtime.compiled.ir_oblivious import oblivious_counts, oblivious_leaf
 from thrifty.runtime.compiled.ir_ranks import block_thresholds, goes_right_rank, rank_ir
 from thrifty.runtime.compiled.ir_scalar import module_irs, scalar_block_ir
-from thrifty.runtime.compiled.layout import TABLES, Layout, double, state_fields, word_field
+from thrifty.runtime.compiled.layout import TABLES, Layout, double, formed_ir, state_fields, word_field
 
 # Rows per vector by default (one 512-bit register of doubles); the target sets its own.
 LANES = 8
@@ -301,7 +301,9 @@ def vblock_ir(
             nodes, bits = _counts(e, lay, tree, rec, nodes, bits)
         if not int(lay.exits[p]):
             continue
-        g = acc[0] if K == 1 else _vmargin(e, acc)
+        code, scores = formed_ir(lay.finish, acc, e.V, f"x{p}_f", lambda c: _splat("double", c))
+        e.lines += code
+        g = scores[0] if K == 1 else _vmargin(e, scores)
         ep = e(f"load double, ptr {e(f'getelementptr double, ptr %eps_pos, i64 {p}')}")
         en = e(f"load double, ptr {e(f'getelementptr double, ptr %eps_neg, i64 {p}')}")
         gp = e(f"fcmp ogt {e.V} {g}, {_broadcast(e, ep)}")

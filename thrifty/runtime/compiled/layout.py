@@ -11,6 +11,7 @@ the per-leaf tables (``tables.leaf_tables``).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import numpy as np
 
@@ -80,6 +81,38 @@ def double(x: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
 
 
+def formed_ir(
+    finish: np.ndarray, acc: list[str], ty: str, prefix: str, const: Callable[[str], str] = str
+) -> tuple[list[str], list[str]]:
+    """The scores exits compare (``Schedule.finish``): ``acc`` itself when ``finish`` is empty,
+    else each output's ``finish[0] * acc_k + finish[1 + k]``, a multiplication then an addition
+    (no fused multiply-add: ``Forest.finish``'s roundings). ``ty`` is the values' type, a
+    scalar or vector of doubles, ``prefix`` names the results (fresh per exit), ``const(text)``
+    writes a constant of ``ty`` (a splat for vectors). Returns the lines and the scores' names."""
+    if not len(finish):
+        return [], acc
+    lines, out = [], []
+    for k, v in enumerate(acc):
+        m, s = f"%{prefix}fm{k}", f"%{prefix}fs{k}"
+        lines += [
+            f"  {m} = fmul {ty} {const(double(finish[0]))}, {v}",
+            f"  {s} = fadd {ty} {m}, {const(double(finish[1 + k]))}",
+        ]
+        out.append(s)
+    return lines, out
+
+
+def exit_score_ir(
+    lines: list[str], finish: np.ndarray, acc: list[str], x: str, margin: Callable[..., str]
+) -> str:
+    """The score a scalar exit compares (``interpret.kernels._exit_score``): the row's score
+    or, for several outputs, ``margin(lines, scores, x)``, of the scores ``formed_ir`` forms
+    (named from ``x``); the lines computing it are appended to ``lines``."""
+    code, scores = formed_ir(finish, acc, "double", f"{x}f")
+    lines += code
+    return scores[0] if len(scores) == 1 else margin(lines, scores, x)
+
+
 def blocks_of(n_positions: int) -> list[tuple[int, int]]:
     """Blocks ``(start, length)`` of up to ``CHUNK`` positions."""
     return [(p, min(CHUNK, n_positions - p)) for p in range(0, n_positions, CHUNK)]
@@ -97,6 +130,9 @@ class Layout:
         Per position: 0 no exit, 1 threshold exits, 2 threshold and bin exits.
     depth, path_ptr, path_feat : ndarray
         Per node: splits on its path, and the features it tests (``tables.leaf_tables``).
+    finish : ndarray, optional
+        ``Schedule.finish``: empty, or ``[scale, *base]`` when exits compare the raw score
+        formed from the sums.
 
     Attributes
     ----------
@@ -112,8 +148,12 @@ class Layout:
         depth: np.ndarray,
         path_ptr: np.ndarray,
         path_feat: np.ndarray,
+        finish: np.ndarray | None = None,
     ) -> None:
         self.forest, self.order, self.exits = forest, order, exits
+        # ``Schedule.finish``: exits compare ``scale * sum + base`` (baked into the code, and so
+        # part of the cache key) when not empty.
+        self.finish = np.zeros(0) if finish is None else np.asarray(finish, dtype=np.float64)
         self.depth, self.path_ptr, self.path_feat = depth, path_ptr, path_feat
         self.F = forest.n_features
         self.K = forest.n_outputs

@@ -31,13 +31,14 @@ from thrifty.runtime.compiled.choice import branchy_blocks, vector_blocks
 from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
 from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, use_ranks
+from thrifty.runtime.compiled.ir_raw import raw_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vblocks_of, vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 23
+CODEGEN_VERSION = 25
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -87,7 +88,9 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     # weights, base score), then the plan's order and exit kinds.
     numbers = ("value", "tree_weight", "base_score")
     structure = [getattr(forest, name) for name in Forest.ARRAYS if name not in numbers]
-    for a in (*structure, np.asarray(lay.order, dtype=np.int64), np.asarray(lay.exits, dtype=np.int8)):
+    order, exits = np.asarray(lay.order, dtype=np.int64), np.asarray(lay.exits, dtype=np.int8)
+    # ``finish`` (a base_last forest's scale and base, formed at exits) is baked into the code.
+    for a in (*structure, order, exits, lay.finish):
         h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
     return h.hexdigest()[:32]
 
@@ -137,6 +140,10 @@ class NativeCode:
     serve : ctypes function or None
         ``serve(ctx)``, the serving path: the rows ``[lo, hi)`` of the call context ``ctx``
         (``ir_serving.CONTEXT``) run and their feature cost settled (None for lazy blocks).
+    raw : ctypes function or None
+        ``raw(ctx)``, scores only: the rows ``[lo, hi)`` of the context ``ctx``
+        (``ir_raw.RAW_CONTEXT``) from their inputs to their raw scores, nothing counted
+        (``raw_entry``; None for other plans).
     key : str
         The cache key (``code_key``).
     compile_seconds : float
@@ -156,13 +163,27 @@ class NativeCode:
         for obj in objects:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
+        self.raw = None
         if lazy:
             self.run = LAZY_RUN(self._engine.get_function_address(f"lazyrun_{self.key}"))
             self.serve = None
             return
+        # The key does not name the input's precision (the code is the same; ``serve`` rounds
+        # when told): objects cached for a float32 twin of the forest have no ``raw``.
+        raw = self._engine.get_function_address(f"raw_{self.key}") if raw_entry(lay) else 0
+        self.raw = SERVE(raw) if raw else None
         self.run = RUN(self._engine.get_function_address(f"run_{self.key}"))
         # ``serve``: rows from start to settled cost (the serving path).
         self.serve = SERVE(self._engine.get_function_address(f"serve_{self.key}"))
+
+
+def raw_entry(lay: Layout) -> bool:
+    """Whether the plan's code has a scores-only entry ``raw`` (``ir_raw``): a plan without
+    exits (the scores do not depend on when a row stops) on float64 inputs, compiled to branchy
+    blocks, where the counters every block keeps are a third of a tree's time (docs/runtime.md,
+    "Scores only"). Vector blocks test every split whatever is counted."""
+    exact_inputs = lay.forest.input_dtype == "float64" and not lay.acc32
+    return exact_inputs and not bool(lay.exits.any()) and not use_vector(lay) and branchy_blocks(lay)
 
 
 def _target_machine() -> llvm.TargetMachine:
@@ -188,6 +209,8 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
             irs = module_irs(lay, key, _TREES_PER_MODULE)
     if not lazy:
         irs[-1] += serving_ir(lay, key)
+        if raw_entry(lay):
+            irs += raw_module_irs(lay, key)
     t0 = time.perf_counter()
     helpers = max(0, min(_cores(), len(irs) // 2) - 1)
     shares = [list(range(len(irs)))[h :: helpers + 1] for h in range(helpers + 1)]
@@ -206,7 +229,8 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         if progress and (shown or elapsed > 2.0) and done < len(shares[0]):
             # Compiling a large forest takes a while: say how far it is (all shares alike).
             shown = True
-            trees = min(len(lay.order), done * (helpers + 1) * _TREES_PER_MODULE)
+            # The share of modules done, in trees (a raw entry's modules double the count).
+            trees = min(len(lay.order), len(lay.order) * done * (helpers + 1) // len(irs))
             print(
                 f"\rthrifty: compiling trees {trees}/{len(lay.order)} ({elapsed:.0f} s)",
                 end="",

@@ -18,6 +18,7 @@ from thrifty.runtime.compiled.executor import NativeExecutor
 from thrifty.runtime.compiled.lazy_executor import NativeLazyExecutor
 from thrifty.runtime.compiled.lazy_row import LazyRow, lazy_row
 from thrifty.runtime.compiled.linear import LinearCode
+from thrifty.runtime.compiled.raw_path import RawPath, raw_path
 from thrifty.runtime.compiled.serving import ServingPath, serving_path
 from thrifty.runtime.compiled.tables import ForestCode, forest_code
 from thrifty.runtime.evaluate import evaluate
@@ -51,6 +52,9 @@ class CompiledPlan(Accelerated):
     serving : ServingPath or None
         The serving path under ``costs`` (``serving``): one native call from a numeric matrix
         to settled costs (forests of any width; None for other plans).
+    raw_path : RawPath or None
+        Scores first (``raw_path``): ``evaluate`` computes the raw scores alone and the other
+        fields when read, for plans whose code has a scores-only entry (None for others).
     """
 
     def __init__(self, plan: Any, costs: CostModel | None = None, *, progress: bool = True) -> None:
@@ -62,6 +66,7 @@ class CompiledPlan(Accelerated):
         self.forest_code: ForestCode | None = None
         self.plan_code: CascadeCode | LinearCode | None = None
         self.serving: ServingPath | None = None
+        self.raw_path: RawPath | None = None
         # One-row lazy evaluation per cost model object (``lazy_row``).
         self.lazy_rows: dict[int, tuple[Any, LazyRow]] = {}
         self.native: bool
@@ -76,6 +81,7 @@ class CompiledPlan(Accelerated):
             self.native = True
             self.compile_seconds = self.forest_code.code.compile_seconds
             self.serving = serving_path(self.plan, self.forest_code, costs_for(self.plan, costs))
+            self.raw_path = raw_path(self.serving)
         elif isinstance(self.plan, (Cascade, Linear)):
             model = self.plan
             self.plan_code = (
@@ -89,6 +95,12 @@ class CompiledPlan(Accelerated):
 
     def evaluate(self, X: Any, *, n_threads: int | None = None) -> Evaluation:
         """``thrifty.evaluate(self, X, self.costs)``: an ``Evaluation`` of the rows of ``X``."""
+        fast = self.raw_path
+        if fast is not None:
+            # Scores now, the rest when read: a plain predict needs no cost accounting.
+            ev = fast.evaluate(X, n_threads)
+            if ev is not None:
+                return ev
         serving = self.serving
         if serving is not None:
             # Straight to the serving path (``evaluate`` would take it too, after its checks);

@@ -134,10 +134,8 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
     and build the tables it reads."""
     tree, depth, path_ptr, path_feat = leaf_tables(forest)
     bins = schedule.bins
-    exits = np.where(bins.width > 0, 2, np.isfinite(schedule.eps_pos) | np.isfinite(schedule.eps_neg)).astype(
-        np.int8
-    )
-    lay = Layout(forest, schedule.order, exits, depth, path_ptr, path_feat)
+    exits = np.where(bins.width > 0, 2, schedule.thresholds).astype(np.int8)
+    lay = Layout(forest, schedule.order, exits, depth, path_ptr, path_feat, schedule.finish)
     code = NativeCode(lay, progress=progress)
     # Per node, a record of K + 1 + W words: the weighted leaf value of each output the
     # interpreter adds (the same product, so sums agree bit for bit; rounded to float32 where

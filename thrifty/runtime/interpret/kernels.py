@@ -157,7 +157,7 @@ def run_sequential(rows, inputs, trees, order, exits, touched, tally, place, raw
                 n_trees[i] += 1
                 cur[i] = -1
                 pos[i] = p + 1
-                if _exit_after(i, p, _exit_score(raw, i, width), exits, decision, frozen):
+                if _exit_after(i, p, _exit_score(raw, i, exits[7]), exits, decision, frozen):
                     done[i] = True
             if active == 0:
                 break
@@ -168,15 +168,21 @@ def run_sequential(rows, inputs, trees, order, exits, touched, tally, place, raw
 
 
 @njit(inline="always", cache=True)
-def _exit_score(raw, i, width):
+def _exit_score(raw, i, finish):
     """The score exits compare: the raw score, or with several outputs the margin of the
-    leading class over the runner-up."""
+    leading class over the runner-up. With ``finish`` (``Schedule.finish``) not empty, the
+    scores are ``finish[0] * sum + finish[1 + k]`` (``Forest.finish``: the raw score of a
+    ``base_last`` forest's partial sums, one rounding after the product, one after the sum)."""
     if raw.shape[1] == 1:
+        if finish.shape[0] > 0:
+            return finish[0] * raw[i, 0] + finish[1]
         return raw[i, 0]
     top = -np.inf
     second = -np.inf
     for j in range(raw.shape[1]):
         v = raw[i, j]
+        if finish.shape[0] > 0:
+            v = finish[0] * v + finish[1 + j]
         if v > top:
             second = top
             top = v
@@ -189,7 +195,13 @@ def _exit_score(raw, i, width):
 def _exit_after(i, p, g, exits, exit_dir, frozen):
     """Apply position ``p``'s exit rules (``Schedule.exits``) to row ``i`` with partial score
     ``g``; True if it exits."""
-    eps_pos, eps_neg, bin_width, bin_ptr, bin_key, bin_pos, bin_neg = exits
+    eps_pos = exits[0]
+    eps_neg = exits[1]
+    bin_width = exits[2]
+    bin_ptr = exits[3]
+    bin_key = exits[4]
+    bin_pos = exits[5]
+    bin_neg = exits[6]
     if frozen[i]:
         return False
     if g > eps_pos[p]:
@@ -271,7 +283,7 @@ def run_sequential_dense(X, trees, order, exits, touched, tally, place, raw, fla
                 i = active[a]
                 n_trees[i] += 1
                 pos[i] = p + 1
-                if _exit_after(i, p, raw[i, 0], exits, decision, frozen):
+                if _exit_after(i, p, _exit_score(raw, i, exits[7]), exits, decision, frozen):
                     done[i] = True
                 else:
                     active[kept] = i

@@ -62,6 +62,13 @@ ROW_PLANS["full-multiclass-base-last"] = Full(
 ROW_PLANS["sequential-base-last"] = Sequential(
     ROW_PLANS["full-base-last"].forest, _RNG.permutation(9), np.full(9, 1.5), np.full(9, -1.5)
 )
+# A scale below 0: the plan runs the forest's mirror image (``plans._base_last_exits``).
+ROW_PLANS["sequential-negative-scale"] = Sequential(
+    dataclasses.replace(ROW_PLANS["full-base-last"].forest, scale=-0.37),
+    _RNG.permutation(9),
+    np.full(9, 1.5),
+    np.full(9, -1.5),
+)
 WIDE = {F: _wide(F) for F in (64, 65, 130)}
 
 

@@ -7,7 +7,10 @@ thrifty's own time is the request's time less the provider's (reading the values
 request over 1,000 test rows (200 with --quick), interpreter and compiled plan in alternating
 blocks; ``overhead_us_per_round`` is the time of a round that does not finish the row (the
 median over rounds), ``overhead_us_per_request`` the whole request's (the median over requests).
-Target (issue 26): at most 30 µs plus 5 µs per round.
+Target (issue 26): at most 30 µs plus 5 µs per round. Beside it, in the same blocks:
+``overhead_us_per_request_read``, the compiled request with its result read as ``thrifty
+serve`` reads it (prediction, probabilities, exit, cost report), and
+``overhead_us_per_request_parallel`` with ``rounds="parallel"`` (``rounds_per_request_parallel``).
 
 Round trips: ``thrifty.rounds_frontier`` on 2,000 test rows (500 with --quick) of Adult (every
 feature fetched) and of flights (a LightGBM model of 300 trees of 63 leaves, 100 with --quick,
@@ -34,15 +37,17 @@ from _figures import RESULTS, emit
 HERE = Path(__file__).resolve().parent
 
 
-def one_request(model, x, clock):
-    """A one-row lazy request answered from ``x``; returns (seconds, provider seconds, rounds,
-    seconds of each round that did not finish the row)."""
+def one_request(model, x, clock, rounds="in_order", read=False):
+    """A one-row lazy request answered from ``x`` under the ``rounds=`` policy; returns
+    (seconds, provider seconds, rounds, seconds of each round that did not finish the row).
+    With ``read``, the request's time includes reading its result as ``thrifty serve`` answers
+    it (prediction, probabilities, exit and the cost report's fields)."""
     from thrifty.runtime import lazy_rounds
 
     provider = 0.0
-    rounds: list[float] = []
+    rounds_s: list[float] = []
     t0 = clock()
-    gen = lazy_rounds(model, n_rows=1)
+    gen = lazy_rounds(model, n_rows=1, rounds=rounds)
     try:
         request = next(gen)
         while True:
@@ -51,28 +56,33 @@ def one_request(model, x, clock):
             b = clock()
             provider += b - a
             request = gen.send(values)
-            rounds.append(clock() - b)
-    except StopIteration:
+            rounds_s.append(clock() - b)
+    except StopIteration as stop:
+        if read:
+            ev, c = stop.value, stop.value.cost
+            _ = (ev.predictions, ev.proba, ev.exit, c.total, c.feature, c.n_trees, c.acquired)
         end = clock()
-    return end - t0, provider, len(rounds), rounds[:-1]
+    return end - t0, provider, len(rounds_s), rounds_s[:-1]
 
 
 def request_times(models: dict, M: np.ndarray, n: int, block: int = 50) -> dict:
     """Per model: thrifty's own µs per request and per round (medians), rounds per request;
-    the models run in alternating blocks of ``block`` requests."""
+    the models run in alternating blocks of ``block`` requests. A model is a plan, or a tuple
+    ``(plan, rounds, read)`` of ``one_request``'s arguments."""
     clock = time.perf_counter
-    for model in models.values():  # warm-up: numba's and the native code's first calls
+    how = {k: m if isinstance(m, tuple) else (m, "in_order", False) for k, m in models.items()}
+    for model, rounds, read in how.values():  # warm-up: numba's and the native code's first calls
         for i in range(5):
-            one_request(model, M[i : i + 1], clock)
+            one_request(model, M[i : i + 1], clock, rounds, read)
     own: dict[str, list[float]] = {k: [] for k in models}
     per_round: dict[str, list[float]] = {k: [] for k in models}
     n_rounds: dict[str, list[int]] = {k: [] for k in models}
     for lo in range(0, n, block):
-        for name, model in models.items():
+        for name, (model, rounds, read) in how.items():
             for i in range(lo, min(n, lo + block)):
-                total, provider, r, rounds = one_request(model, M[i : i + 1], clock)
+                total, provider, r, times = one_request(model, M[i : i + 1], clock, rounds, read)
                 own[name].append(total - provider)
-                per_round[name] += rounds
+                per_round[name] += times
                 n_rounds[name].append(r)
     return {
         name: {
@@ -149,14 +159,28 @@ def adult_overhead(args) -> tuple[dict, dict]:
     plan = Full(forest)
     compiled = thrifty.compile(plan)
     compiled.forest_code.lazy_code()  # compile (or load) the lazy blocks before timing
-    timing = request_times({"interpreter": plan, "compiled": compiled}, M, 200 if quick else 1000)
+    timing = request_times(
+        {
+            "interpreter": plan,
+            "compiled": compiled,
+            "compiled, result read": (compiled, "in_order", True),
+            "compiled, parallel": (compiled, "parallel", False),
+        },
+        M,
+        200 if quick else 1000,
+    )
     print(f"adult, one-row lazy requests ({n_trees} trees): {timing}")
     c, i = timing["compiled"], timing["interpreter"]
+    par = timing["compiled, parallel"]
     figures = {
         "overhead_us_per_request": round(c["us_per_request"], 1),
         "overhead_us_per_round": round(c["us_per_round"], 2),
         "rounds_per_request": c["rounds"],
         "overhead_target_us": round(30 + 5 * c["rounds"], 1),
+        # The same request with its result read as ``thrifty serve`` reads it.
+        "overhead_us_per_request_read": round(timing["compiled, result read"]["us_per_request"], 1),
+        "overhead_us_per_request_parallel": round(par["us_per_request"], 1),
+        "rounds_per_request_parallel": par["rounds"],
         "interpreter_us_per_request": round(i["us_per_request"], 1),
         "interpreter_us_per_round": round(i["us_per_round"], 2),
     }

@@ -16,6 +16,7 @@ from thrifty.exceptions import InvalidParameterError
 from thrifty.runtime.compiled.cascade import CascadeCode
 from thrifty.runtime.compiled.executor import NativeExecutor
 from thrifty.runtime.compiled.lazy_executor import NativeLazyExecutor
+from thrifty.runtime.compiled.lazy_row import LazyRow, lazy_row
 from thrifty.runtime.compiled.linear import LinearCode
 from thrifty.runtime.compiled.raw_path import RawPath, raw_path
 from thrifty.runtime.compiled.serving import ServingPath, serving_path
@@ -66,6 +67,8 @@ class CompiledPlan(Accelerated):
         self.plan_code: CascadeCode | LinearCode | None = None
         self.serving: ServingPath | None = None
         self.raw_path: RawPath | None = None
+        # One-row lazy evaluation per cost model object (``lazy_row``).
+        self.lazy_rows: dict[int, tuple[Any, LazyRow]] = {}
         self.native: bool
         self.compile_seconds: float
         if isinstance(self.plan, Gated):
@@ -119,6 +122,11 @@ class CompiledPlan(Accelerated):
         if not ctx.all_known:
             return NativeLazyExecutor(plan.forest, plan.schedule, ctx, code)
         return NativeExecutor(plan.forest, plan.schedule, ctx, code)
+
+    def lazy_row(self, costs: CostModel | None) -> LazyRow | None:
+        """One-row lazy evaluation of a Full or Sequential plan under ``costs`` (None: the
+        plan's own), prepared once per cost model object (``lazy_row.LazyRow``)."""
+        return lazy_row(self, costs)
 
     def serve(self, X: Any, n_threads: int | None) -> Evaluation | None:
         """The serving path's ``Evaluation`` of ``X``, or None when it has none or cannot take

@@ -92,6 +92,13 @@ class Accelerated:
         None when it cannot take ``X`` (the interpreter's dense loop then runs)."""
         return None
 
+    def lazy_row(self, costs: CostModel | None) -> Any:
+        """The engine's one-row lazy evaluation under ``costs`` (None: its own): an object whose
+        ``rounds(policy)`` is ``lazy_rounds(..., n_rows=1)``'s generator (in order when
+        ``policy`` is None, else under that ``lazy.policies.Policy``), or None to run the
+        general rounds."""
+        return None
+
 
 def executor(plan: Plan, ctx: Context, accelerated: Accelerated | None = None) -> Executor:
     """The executor of ``plan``; with ``accelerated`` (of ``plan``), its parts run on the

@@ -49,6 +49,8 @@ def lazy_rounds(
     model : Plan, CompiledPlan, Forest, fitted thrifty estimator, or supported tree model
         A ``CompiledPlan`` (``thrifty.compile``) runs each round as one native call over the
         rows that wait (its Full and Sequential parts); the rounds and results are the same.
+        One row of a compiled Full or Sequential plan (``n_rows=1``, no ``chunk_size``) reuses
+        per-row state prepared once per plan and cost model (``compiled/lazy_row.py``).
     costs : CostModel, optional
         Prices; default: every feature costs 1 (a compiled plan's own cost model when it has
         one), evaluation is free.
@@ -81,6 +83,15 @@ def lazy_rounds(
     ... except StopIteration as stop:
     ...     evaluation = stop.value
     """
+    if n_rows == 1 and chunk_size is None and isinstance(model, Accelerated):
+        # One row (a service's request): the engine's own rounds, their state prepared once per
+        # plan and cost model.
+        in_order = isinstance(rounds, str) and rounds == "in_order"
+        one_policy = None if in_order else policy_for(model.plan, rounds)
+        row = model.lazy_row(costs)
+        if row is not None:
+            rounds_of_row: Generator[Requests, list[np.ndarray], Evaluation] = row.rounds(one_policy)
+            return rounds_of_row
     accelerated = model if isinstance(model, Accelerated) else None
     plan = accelerated.plan if accelerated is not None else as_plan(model)
     if costs is None and accelerated is not None:

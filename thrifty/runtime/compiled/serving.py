@@ -66,6 +66,9 @@ class ServingPath:
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         # The state holds the trees' sums; raw scores are ``Forest.finish`` of them.
         self.finish = f.finish if f.base_last else None
+        # Whether a result's raw scores are the state's first words as they are (one output,
+        # no ``finish``): a result then takes them when it is made (``ServingEvaluation``).
+        self.plain = self.K == 1 and self.finish is None
         self.fixed = costs.fixed_cost(plan.feature_usage())
         self.names = costs.feature_names or plan.feature_names
         self.fields = {name: j for j, name in enumerate(code.fields)}
@@ -197,8 +200,10 @@ class ServingEvaluation(Evaluation):
     alike); it pickles as the plain ``Evaluation`` it stands for."""
 
     def __init__(self, S: np.ndarray, n: int, path: ServingPath) -> None:
-        self._S, self._n, self._path = S, n, path
-        if path.K == 1 and path.finish is None:
+        self._S = S
+        self._n = n
+        self._path = path
+        if path.plain:
             # Nearly every caller reads the scores: a slice here costs less than the
             # descriptor's call (about a quarter of a µs). A forest whose base comes after
             # the sum (``Forest.base_last``) reads them through ``raw`` below.

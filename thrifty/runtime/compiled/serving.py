@@ -90,6 +90,38 @@ class ServingPath:
         self._C = np.array([a.ctypes.data for a in self._cost_tables], dtype=np.int64)
         self._local = threading.local()
         self._template: np.ndarray | None = None  # see _context_of
+        # What ``evaluate`` returns for an input ``serve`` does not take (``bind``).
+        self._general: Callable[..., Evaluation] | None = None
+
+    def bind(self, general: Callable[..., Evaluation]) -> Callable[..., Evaluation]:
+        """``evaluate``, with ``general(X, n_threads=...)`` for inputs the serving path does not
+        take: the compiled plan's ``evaluate`` in its place (``CompiledPlan``)."""
+        self._general = general
+        return self.evaluate
+
+    def evaluate(self, X: Any, *, n_threads: int | None = None) -> Evaluation:
+        """The ``Evaluation`` of the rows of ``X``: ``serve``'s, else the general path's (see
+        ``bind``). A call of at most ``SMALL`` rows runs here without calling ``serve``: on a
+        one-row call each Python call is a twentieth of thrifty's side of the call (a call to
+        ``serve`` from the compiled plan's own ``evaluate`` took 0.2 µs of Adult's 4.4)."""
+        if type(X) is np.ndarray:
+            shape = X.shape
+            if shape[1:] == self._tail and (X.dtype is _FLOAT64 or X.dtype.kind in "fiub"):
+                n = shape[0]
+                if n <= SMALL:
+                    try:
+                        M, S, ctx = self._local.calls[n]
+                    except AttributeError:
+                        self._local.calls = self._calls()
+                        M, S, ctx = self._local.calls[n]
+                    M[...] = X
+                    self.entry(ctx)
+                    return ServingEvaluation(S.copy(), n, self)
+        ev = self.serve(X, n_threads)
+        if ev is not None:
+            return ev
+        assert self._general is not None, "bind the serving path to its plan first"
+        return self._general(X, n_threads=n_threads)
 
     def context(self, X: np.ndarray, S: np.ndarray, lo: int, hi: int, n: int) -> np.ndarray:
         """The call context of ``serve`` (``ir_serving.CONTEXT``) for rows ``[lo, hi)`` of the
@@ -142,7 +174,7 @@ class ServingPath:
         if shape[1:] != self._tail or (X.dtype is not _FLOAT64 and X.dtype.kind not in "fiub"):
             return None
         n = shape[0]
-        if n <= SMALL:
+        if n <= SMALL:  # as in ``evaluate``
             try:
                 M, S, ctx = self._local.calls[n]
             except AttributeError:

@@ -1,22 +1,32 @@
-"""One row per call on four model shapes: trees in vector lanes (``ir_lanes``) against rows in
-the lanes of the plan's blocks (``run``, the path before), and LightGBM's own predict.
+"""One row per call on the four model shapes of issue 29, against lleaves, with the call split
+into its parts: Python around the native call, the ctypes call itself, and native time.
 
-The four LightGBM models of issue 29 (fixed seeds, one thread): ``adult`` (500 trees of 32
-leaves, depth 5, 14 features), ``higgs255`` (higgs_small, 500 trees of 255 leaves, 28
-features), ``rank300`` (rank_small, LambdaMART, 500 trees of 63 leaves, 300 features) and
-``synth136`` (a synthetic binary task, 1,000 trees of 31 leaves, 136 features, 5% NaN).
---quick trains 20 trees each (fewer than a block of lanes, so both thrifty sides then run
-``run``: a smoke test). Each compiled Full plan (uniform costs) is served twice from the
-same code: once as ``thrifty.compile`` serves it (``lane_rows`` 1: one row through the lanes)
-and once with ``lane_rows`` 0 (one row through ``run``, as before the lanes). The three sides
-run in turn in blocks of 50 calls, their order rotating by one each round (what runs before a
-side evicts what it uses), over 1,000 test rows each taken once per side (a new row each call,
-as a service sees them); each figure is the mean µs per call of the fastest third of the
-blocks (a shared machine's bursts removed alike from all sides). Both thrifty sides are checked
-equal, bit for bit, to the interpreter on those rows first.
+The models are ``shapes.build``'s (fixed seeds, one thread): ``adult`` (500 trees of 32 leaves,
+depth 5, 14 features), ``higgs255`` (higgs_small, 500 x 255 leaves, 28 features), ``rank300``
+(rank_small LambdaMART, 500 x 63 leaves, 300 features) and ``synth136`` (1,000 x 31 leaves, 136
+features); lleaves is loaded from the object files ``shapes.py --prepare`` compiled
+(``_lleaves``; its side is left out, and says why, without them). Sides, each a one-row call on
+a new test row each time, timed in turn in blocks of 25 calls, the sides' order drawn afresh
+for each block (what runs before a side evicts what it uses: each side follows each other side
+alike often):
 
-Figures: ``<m>_one_row_us`` (lanes), ``<m>_one_row_run_us`` (before), ``<m>_one_row_lightgbm_us``,
-``<m>_lanes_vs_run`` and ``<m>_one_row_vs_lightgbm``; ``one_row.csv`` and ``one_row.png``.
+- ``thrifty``: ``compiled.evaluate(x).raw``, as ``shapes.py`` times it (lanes for one row);
+- ``run``: the same compiled code served with ``lane_rows`` 0 (one row through ``run``);
+- ``bare``: the row copied into the serving path's buffer and its native ``serve`` called,
+  nothing else (no checks, no result): ctypes and native time;
+- ``ctypes``: a ctypes call of the same signature to a native function that returns at once
+  (``labs`` from the C library): the price of calling native code from Python at all;
+- ``lleaves``: lleaves' ``forest_root`` through ctypes into a fresh output array, as
+  ``shapes.py`` times it; ``lightgbm``: LightGBM's own predict.
+
+Each figure is the mean µs per call over the fastest fifth of a side's blocks (a shared
+machine's bursts removed alike from all sides). Both thrifty sides are checked equal, bit for
+bit, to the interpreter first. Derived: ``<m>_python_us`` (``thrifty`` - ``bare``: argument
+checks, the copy into the buffer, the result object), ``<m>_native_us`` (``bare`` -
+``ctypes``) and ``<m>_native_ns_per_tree``; ratios ``<m>_one_row_vs_lleaves`` and
+``<m>_native_vs_lleaves`` (native time over lleaves' whole call), ``<m>_lanes_vs_run``.
+``one_row.csv`` and ``one_row.png``. ``--quick``: ``shapes.build``'s quick models (100 trees;
+50 of 255 leaves), 250 calls; lleaves is left out unless its objects are cached.
 
     python benchmarks/one_row.py [--quick] [--models adult,rank300] [--data-home DIR]
 """
@@ -24,6 +34,8 @@ Figures: ``<m>_one_row_us`` (lanes), ``<m>_one_row_run_us`` (before), ``<m>_one_
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import os
 import sys
 import time
@@ -31,104 +43,113 @@ from pathlib import Path
 
 import numpy as np
 from _figures import emit
+from _lleaves import LleavesCode, lleaves_object
+from shapes import build
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 MODELS = ("adult", "higgs255", "rank300", "synth136")
+SIDES = ("thrifty", "run", "bare", "ctypes", "lleaves", "lightgbm")
 
 
-def model(name: str, n_trees: int, home: str):
-    """The LightGBM booster of ``name`` and its test matrix (float64, category codes)."""
-    import lightgbm as lgb
-    from sklearn.datasets import make_classification
-
-    from thrifty.datasets import load
-
-    common = {"learning_rate": 0.1, "verbose": -1, "random_state": 0, "n_jobs": 1, "n_estimators": n_trees}
-    if name == "synth136":
-        X, y = make_classification(n_samples=20_000, n_features=136, n_informative=40, random_state=0)
-        X[np.random.default_rng(0).random(X.shape) < 0.05] = np.nan
-        fitted = lgb.LGBMClassifier(num_leaves=31, **common).fit(X[:-2000], y[:-2000])
-        return fitted, X[-2000:]
-    data = load({"higgs255": "higgs_small", "rank300": "rank_small"}.get(name, name), data_home=home)
-    X, y, _ = data.subset("train")
-    X_te, _, _ = data.subset("test")
-    if name == "adult":
-        fitted = lgb.LGBMClassifier(max_depth=5, num_leaves=32, **common).fit(X, y)
-    elif name == "higgs255":
-        fitted = lgb.LGBMClassifier(num_leaves=255, **common).fit(X, y)
-    else:
-        fitted = lgb.LGBMRanker(num_leaves=63, **common).fit(X, y, group=data.query_sizes("train"))
-    return fitted, X_te
-
-
-def one_row_means(fns: dict, rows: list, block: int = 50) -> dict:
-    """Mean seconds per one-row call of each function over the fastest third of its blocks of
-    ``block`` calls; the functions take the blocks in turn, in an order that rotates by one each
-    round, each row once per function."""
+def one_row_means(fns: dict, rows: list, block: int = 25, rounds: int = 3, seed: int = 0) -> dict:
+    """Mean seconds per one-row call of each function over the fastest fifth of its blocks of
+    ``block`` calls; the functions take the blocks in turn, in an order drawn afresh for each
+    block (seeded), each row once per function and round. A fixed or rotated order would
+    have each side always follow the same other side, whose tables and code evict its own:
+    the side after LightGBM's predict took 6.2 µs a call where the same call after another
+    side's took 4.2 (Adult, ``thrifty`` against ``serve``)."""
     for fn in fns.values():
         fn(rows[0])
     times: dict[str, list[float]] = {name: [] for name in fns}
     names = list(fns)
-    for b, lo in enumerate(range(0, len(rows), block)):
-        # Each side follows each other side in turn (what ran before evicts what it used).
-        for name in names[b % len(names) :] + names[: b % len(names)]:
-            fn = fns[name]
-            t0 = time.perf_counter()
-            for x in rows[lo : lo + block]:
-                fn(x)
-            times[name].append((time.perf_counter() - t0) / len(rows[lo : lo + block]))
-    return {name: float(np.mean(sorted(t)[: max(1, len(t) // 3)])) for name, t in times.items()}
+    rng = np.random.default_rng(seed)
+    for _ in range(rounds):
+        for lo in range(0, len(rows), block):
+            part = rows[lo : lo + block]
+            for k in rng.permutation(len(names)).tolist():
+                fn = fns[names[k]]
+                t0 = time.perf_counter()
+                for x in part:
+                    fn(x)
+                times[names[k]].append((time.perf_counter() - t0) / len(part))
+    return {name: float(np.mean(sorted(t)[: max(1, len(t) // 5)])) for name, t in times.items()}
 
 
-def measure(name: str, n_trees: int, home: str, calls: int) -> dict:
+def _noop_call():
+    """A ctypes call of ``serve``'s signature (one pointer) to native code that returns at once."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(ctypes.cast(libc.labs, ctypes.c_void_p).value)
+    return lambda x: fn(0)
+
+
+def measure(name: str, quick: bool, home: str, calls: int, reasons: dict) -> dict:
     import thrifty
-    from thrifty import CostModel, Forest, evaluate
+    from thrifty import evaluate
     from thrifty.runtime.compiled.serving import serving_path
     from thrifty.runtime.evaluation import costs_for
 
-    fitted, X_te = model(name, n_trees, home)
-    forest = Forest.from_model(fitted)
-    booster = fitted.booster_
-    M = forest._as_matrix(X_te)
-    costs = CostModel.uniform(forest.n_features)
+    b = build(name, quick, home)
+    forest, M, booster = b["forest"], b["M"], b["booster"]
     t0 = time.perf_counter()
-    compiled = thrifty.compile(forest, costs)
+    compiled = thrifty.compile(forest)
     compile_s = time.perf_counter() - t0
-    by_run = serving_path(compiled.plan, compiled.forest_code, costs_for(compiled.plan, costs))
+    path = compiled.serving
+    by_run = serving_path(compiled.plan, compiled.forest_code, costs_for(compiled.plan, compiled.costs))
     by_run.lane_rows = 0
     rows = [M[i % len(M) : i % len(M) + 1].copy() for i in range(calls)]
-    want = evaluate(forest, M[:200], costs, n_threads=1)
-    for i in range(200):
+    want = evaluate(forest, M[:200], n_threads=1)
+    for i in range(min(200, len(M))):
         for side in (compiled.evaluate(rows[i], n_threads=1), by_run.serve(rows[i])):
             assert np.array_equal(side.raw, want.raw[i : i + 1]), (name, i)
             assert np.array_equal(side.cost.total, want.cost.total[i : i + 1]), (name, i)
-    means = one_row_means(
+    path.serve(rows[0])
+    buf, _, ctx = path._local.calls[1]
+    entry = path.entry
+
+    def bare(x: np.ndarray) -> None:
+        buf[...] = x
+        entry(ctx)
+
+    fns = {
+        "thrifty": lambda x: compiled.evaluate(x, n_threads=1).raw,
+        "run": lambda x: by_run.serve(x).raw,
+        "bare": bare,
+        "ctypes": _noop_call(),
+    }
+    obj, why = lleaves_object(booster.model_to_string(), compile_missing=not quick)
+    reasons[name] = why
+    if obj is not None:
+        fns["lleaves"] = LleavesCode(obj, forest.n_outputs).predict
+    else:
+        print(f"  lleaves: {why}; left out", flush=True)
+    fns["lightgbm"] = lambda x: booster.predict(x, raw_score=True, num_threads=1)
+    us = {k: v * 1e6 for k, v in one_row_means(fns, rows).items()}
+    native = us["bare"] - us["ctypes"]
+    lle = us.get("lleaves")
+    out = {f"{name}_{side}_us": round(us[side], 3) for side in fns}
+    out.update(
         {
-            "lanes": lambda x: compiled.evaluate(x, n_threads=1),
-            "run": lambda x: by_run.serve(x),
-            "lightgbm": lambda x: booster.predict(x, raw_score=True, num_threads=1),
-        },
-        rows,
+            f"{name}_python_us": round(us["thrifty"] - us["bare"], 3),
+            f"{name}_native_us": round(native, 3),
+            f"{name}_native_ns_per_tree": round(native * 1e3 / forest.n_trees, 2),
+            f"{name}_lanes_vs_run": round(us["thrifty"] / us["run"], 3),
+            f"{name}_one_row_vs_lleaves": round(us["thrifty"] / lle, 3) if lle else None,
+            f"{name}_native_vs_lleaves": round(native / lle, 3) if lle else None,
+        }
     )
-    us = {k: round(v * 1e6, 2) for k, v in means.items()}
     print(
         f"{name}: {forest.n_trees} trees, {forest.n_features} features, compiled in {compile_s:.0f} s; "
-        f"one row: lanes {us['lanes']} us, run {us['run']} us, LightGBM {us['lightgbm']} us",
+        + ", ".join(f"{k} {v:.2f}" for k, v in us.items())
+        + f" us; python {out[f'{name}_python_us']}, native {out[f'{name}_native_us']} us",
         flush=True,
     )
-    return {
-        f"{name}_one_row_us": us["lanes"],
-        f"{name}_one_row_run_us": us["run"],
-        f"{name}_one_row_lightgbm_us": us["lightgbm"],
-        f"{name}_lanes_vs_run": round(means["lanes"] / means["run"], 3),
-        f"{name}_one_row_vs_lightgbm": round(means["lanes"] / means["lightgbm"], 3),
-    }
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="20 trees a model (< 1 min)")
+    ap.add_argument("--quick", action="store_true", help="shapes.py's quick models, 250 calls (< 1 min)")
     ap.add_argument(
         "--models", default=",".join(MODELS), help="comma-separated subset of " + ", ".join(MODELS)
     )
@@ -140,9 +161,10 @@ def main(argv: list[str] | None = None) -> dict:
     if unknown:
         ap.error(f"unknown models {unknown}; choose from {', '.join(MODELS)}")
     figures: dict = {"bench": "one_row"}
+    reasons: dict = {}
     for name in names:
-        n_trees = 20 if args.quick else 1000 if name == "synth136" else 500
-        figures.update(measure(name, n_trees, args.data_home, 400 if args.quick else 1000))
+        figures.update(measure(name, args.quick, args.data_home, 250 if args.quick else 1000, reasons))
+    figures["lleaves_missing"] = {m: why for m, why in reasons.items() if why}
     figures["load_average"] = round(os.getloadavg()[0], 2)
     _table(figures, names)
     emit(figures, bool(args.quick))
@@ -150,28 +172,33 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _table(figures: dict, names: list[str]) -> None:
-    """``one_row.csv`` and ``one_row.png``: µs per one-row call of each side, per model."""
+    """``one_row.csv`` and ``one_row.png``: µs per one-row call of each side, per model, and
+    thrifty's call split into Python, ctypes and native time."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    sides = (
-        ("one_row_us", "thrifty lanes"),
-        ("one_row_run_us", "thrifty run (before)"),
-        ("one_row_lightgbm_us", "LightGBM"),
-    )
-    lines = ["model," + ",".join(label for _, label in sides)]
-    lines += [f"{m}," + ",".join(str(figures[f"{m}_{key}"]) for key, _ in sides) for m in names]
+    lines = ["model," + ",".join(SIDES) + ",python,native"]
+    for m in names:
+        cells = [figures.get(f"{m}_{s}_us") for s in (*SIDES, "python", "native")]
+        lines.append(f"{m}," + ",".join("" if v is None else str(v) for v in cells))
     (RESULTS / "one_row.csv").write_text("\n".join(lines) + "\n")
     fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.8 / len(sides)
-    for j, (key, label) in enumerate(sides):
-        ax.bar(np.arange(len(names)) + j * width, [figures[f"{m}_{key}"] for m in names], width, label=label)
-    ax.set_xticks(np.arange(len(names)) + width, names)
+    x = np.arange(len(names))
+    # thrifty's call as a stack (native, ctypes, Python) beside lleaves' whole call.
+    parts = (("native_us", "thrifty native"), ("ctypes_us", "ctypes call"), ("python_us", "thrifty Python"))
+    bottom = np.zeros(len(names))
+    for key, label in parts:
+        h = np.array([max(0.0, figures[f"{m}_{key}"]) for m in names])
+        ax.bar(x - 0.2, h, 0.4, bottom=bottom, label=label)
+        bottom += h
+    lle = [figures.get(f"{m}_lleaves_us") or 0.0 for m in names]
+    ax.bar(x + 0.2, lle, 0.4, label="lleaves (whole call)", color="0.6")
+    ax.set_xticks(x, names)
     ax.set_ylabel("µs per one-row call (one thread)")
-    ax.set_title("One row per call")
+    ax.set_title("One row per call: thrifty's call split, against lleaves")
     ax.legend()
     fig.tight_layout()
     fig.savefig(RESULTS / "one_row.png", dpi=110)

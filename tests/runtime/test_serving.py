@@ -182,3 +182,39 @@ def test_no_rows():
     for name in ("full", "sequential-multiclass"):
         got = compiled(name).evaluate(np.empty((0, N_FEATURES)))
         assert_identical(got, evaluate(PLANS[name], np.empty((0, N_FEATURES)), COSTS))
+
+
+def test_the_plans_evaluate_is_the_serving_paths_and_falls_back_as_the_class_method_does():
+    """A compiled plan with a serving path evaluates through it directly (one Python call a
+    one-row call); what the path does not take (lists, other widths and dimensions, text) goes
+    to the general path, with the same results and errors as ``CompiledPlan.evaluate``."""
+    c = compiled("full")
+    assert c.evaluate == c.serving.evaluate
+    general = type(c).evaluate
+    rng = np.random.default_rng(5)
+    X = random_inputs(rng, 5, N_FEATURES)
+    for Z in (X, X[:1], X[:0], X[:2].tolist(), X[0].tolist(), X.astype(np.float32), X.astype(object)):
+        try:
+            want = general(c, Z, n_threads=1)
+        except Exception as exc:  # the same refusal, word for word
+            with pytest.raises(type(exc)) as got:
+                c.evaluate(Z, n_threads=1)
+            assert str(got.value) == str(exc)
+            continue
+        assert_identical(c.evaluate(Z, n_threads=1), want)
+    for bad in (X[:, :-1], X[None], np.array(["a"] * N_FEATURES)[None]):
+        with pytest.raises(Exception) as want_exc:
+            general(c, bad)
+        with pytest.raises(type(want_exc.value)) as got_exc:
+            c.evaluate(bad)
+        assert str(got_exc.value) == str(want_exc.value) and "\n" not in str(got_exc.value)
+    with pytest.raises(Exception, match=str(N_FEATURES)):
+        c.evaluate(X[:1, :-1])
+    # Plans without a serving path keep the class's method.
+    gated = thrifty.compile(COMPILED_PLANS["gated"], COSTS)
+    assert gated.serving is None and "evaluate" not in vars(gated)
+    assert_identical(gated.evaluate(X[:1]), evaluate(COMPILED_PLANS["gated"], X[:1], COSTS))
+    # Pickled and rebuilt, the plan binds its new serving path.
+    again = pickle.loads(pickle.dumps(c))
+    assert again.evaluate == again.serving.evaluate
+    assert_identical(again.evaluate(X[:1]), c.evaluate(X[:1]))

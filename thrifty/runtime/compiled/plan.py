@@ -9,6 +9,7 @@ says which). Compiled code is cached on disk (``thrifty.runtime.compiled.cache_d
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from thrifty.costs import CostModel
@@ -82,6 +83,13 @@ class CompiledPlan(Accelerated):
             self.compile_seconds = self.forest_code.code.compile_seconds
             self.serving = serving_path(self.plan, self.forest_code, costs_for(self.plan, costs))
             self.raw_path = raw_path(self.serving)
+            if self.serving is not None and self.raw_path is None:
+                # The serving path's ``evaluate`` in this instance's place: a one-row call then
+                # makes one Python call fewer (about 0.2 µs of 4.4 on Adult's model). The class's
+                # method, which it falls back on, stays the reference; a plan with a scores-first
+                # path keeps the class's method, which tries that path first.
+                general = partial(evaluate, self)
+                self.__dict__["evaluate"] = self.serving.bind(general)
         elif isinstance(self.plan, (Cascade, Linear)):
             model = self.plan
             self.plan_code = (

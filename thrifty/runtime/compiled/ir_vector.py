@@ -64,6 +64,7 @@ declare void @llvm.masked.scatter.v{L}i64.v{L}p0({Q}, {P}, i32 immarg, {B})
 declare {Q} @llvm.masked.load.v{L}i64.p0(ptr, i32 immarg, {B}, {Q})
 declare void @llvm.masked.compressstore.v{L}i64({Q}, ptr, {B})
 declare {Q} @llvm.cttz.v{L}i64({Q}, i1 immarg)
+declare {Q} @llvm.fshr.v{L}i64({Q}, {Q}, {Q})
 declare <{L} x i32> @llvm.cttz.v{L}i32(<{L} x i32>, i1 immarg)
 declare {V} @llvm.fabs.v{L}f64({V})
 declare i64 @llvm.ctpop.i64(i64)
@@ -186,7 +187,7 @@ def vblock_ir(
     ``lay.leaf_ptr[t]``. With ``ranks``, numeric splits compare ranks among the block's
     thresholds (``ir_ranks``) and leaf masks are words of 32 leaves."""
     K, W = lay.K, lay.words
-    R = K + 1 + W
+    R = lay.vrecord
     t = {name: i for i, name in enumerate(TABLES)}
     off = {name: (K + j) for j, name in enumerate(state_fields(W))}
     e = _Emitter(lanes)
@@ -360,12 +361,42 @@ def _counts(
         low = e(f"and {e.I} {both}, {_splat('i64', str((1 << 56) - 1))}")
         bits[0] = e(f"or {e.I} {bits[0]}, {low}")
         return nodes, bits
+    if lay.folded:
+        return _folded_counts(e, lay, tree, rec, nodes, bits)
     depth = e.gather("i64", e.gep("%vleaf", "i64", e(f"add {e.I} {rec}, {_splat('i64', str(K))}")), every)
     nodes = e(f"add {e.I} {nodes}, {depth}")
     # Only the words this tree's features lie in can change.
     for word in lay.tree_words(tree):
         at = e(f"add {e.I} {rec}, {_splat('i64', str(K + 1 + word))}")
         bits[word] = e(f"or {e.I} {bits[word]}, {e.gather('i64', e.gep('%vleaf', 'i64', at), every)}")
+    return nodes, bits
+
+
+def _folded_counts(
+    e: _Emitter, lay: Layout, tree: int, rec: str, nodes: str, bits: list[str]
+) -> tuple[str, list[str]]:
+    """``_counts`` from folded records (``Layout.folds``): one gather per fold the tree uses,
+    each word of the tested-feature set rotated back out of its fold and masked."""
+    K, every = lay.K, _splat("i1", "true")
+    bits = list(bits)
+    plan = lay.folds(tree)
+    folds = []
+    for i in range(lay.tree_folds(tree)):
+        at = e(f"add {e.I} {rec}, {_splat('i64', str(K + i))}")
+        folds.append(e.gather("i64", e.gep("%vleaf", "i64", at), every))
+    splits = e(f"lshr {e.I} {folds[0]}, {_splat('i64', '56')}")
+    nodes = e(f"add {e.I} {nodes}, {splits}")
+    shared = [i for _, i, _, _ in plan]
+    for word, i, r, mask in plan:
+        got = folds[i]
+        if r:
+            got = e(
+                f"call {e.I} @llvm.fshr.v{e.L}i64({e.I} {got}, {e.I} {got}, {e.I} {_splat('i64', str(r))})"
+            )
+        if i == 0 or shared.count(i) > 1:
+            # Other words' bits (or fold 0's splits) share the fold: keep this word's own.
+            got = e(f"and {e.I} {got}, {_splat('i64', str(_signed(mask, 64)))}")
+        bits[word] = e(f"or {e.I} {bits[word]}, {got}")
     return nodes, bits
 
 

@@ -59,15 +59,30 @@ def test_blocks_without_exits_hold_a_budget_of_splits():
         VCHUNK_FULL,
         700 - 2 * VCHUNK_FULL,
     ]
-    # 255-leaf trees: as many as VSPLITS splits hold (64).
-    got = vblocks_of(exits[:150], np.full(150, 254))
-    assert [k for _, k in got] == [VSPLITS // 254, VSPLITS // 254, 150 - 2 * (VSPLITS // 254)]
+    # 255-leaf trees: as many as VSPLITS splits hold (128).
+    deep = VSPLITS // 254
+    got = vblocks_of(np.zeros(3 * deep - 10, dtype=np.int8), np.full(3 * deep - 10, 254))
+    assert [k for _, k in got] == [deep, deep, deep - 10]
     # A tree past the budget sits alone; the blocks cover every position once, in order.
     splits = np.array([5, VSPLITS + 3, 5, 5])
     assert vblocks_of(exits[:4], splits) == [(0, 1), (1, 1), (2, 2)]
     assert vblocks_of(exits[:0], splits[:0]) == []
     # With exits, the splits change nothing.
     assert vblocks_of(np.ones(9, dtype=np.int8), np.full(9, 30)) == vblocks_of(np.ones(9, dtype=np.int8))
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(X=input_matrices(N_FEATURES))
+def test_a_plan_of_several_long_blocks(X, monkeypatch):
+    """A Full plan past ``VCHUNK_FULL`` trees runs as several vector blocks, each taking the
+    rows' state where the one before left it: the interpreter's results."""
+    forest = random_forest(np.random.default_rng(8), N_FEATURES, n_trees=VCHUNK_FULL + 40, max_depth=3)
+    monkeypatch.setattr(objects, "use_vector", lambda lay: True)
+    check(Full(forest), X, cost_model(tree_cost=0.25, split_cost=0.125))
 
 
 def test_leaves_left_to_right():

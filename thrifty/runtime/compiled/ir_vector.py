@@ -51,12 +51,13 @@ VECTOR_LEAVES = 256
 VCHUNK = 64
 # Without exits, a block takes up to this many positions and splits (``vblocks_of``): a block
 # gathers each feature it tests once per vector of rows, and loads and stores the rows' state
-# once, so shallow trees gain from long blocks. Measured on 256 trees of the 300-feature ranker
-# (63 leaves; paired, loaded machine): 9.6 ns per tree and row in blocks of 64 trees, 8.8 in
-# blocks of 128, 7.8 in blocks of 256, for 1.6 times the compile time. 255-leaf trees keep
-# blocks of 64.
+# once (rank blocks also quantize each feature once), so trees gain from long blocks. Measured
+# on a loaded machine: 256 trees of the 300-feature ranker (63 leaves), 9.6 ns per tree and row
+# in blocks of 64 trees, 8.8 in blocks of 128, 7.8 in blocks of 256, for 1.6 times the compile
+# time; 128 trees of 255 leaves (higgs_small, rank blocks), 10.8 and 11.7 in one block against
+# 13.9 and 12.7 in two of 64 (two runs each).
 VCHUNK_FULL = 256
-VSPLITS = 64 * 255
+VSPLITS = 128 * 255
 
 
 def intrinsics(lanes: int) -> str:

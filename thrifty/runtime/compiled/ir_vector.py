@@ -20,7 +20,8 @@ rows that did not exit compacted to its front, state in ``S``), so ``run``, ``se
 the executors are unchanged. Leaf records (the weighted values, the splits on the path and
 the features it tests as bits) are read from the table ``vleaf``, in the leaves' left-to-right
 order per tree (``layout.inorder_leaves``); the tested-feature set is one vector per 64 features,
-and after a tree only the words its features lie in are gathered and ORed. A tree of more than
+and after a tree only the words its features lie in are updated, from a record that holds them
+folded into a word or two (``layout.Layout.folds``) in forests of more than 56 features. A tree of more than
 64 leaves has a leaf mask of one vector per 64 leaves. Used when every tree has at most
 ``VECTOR_LEAVES`` leaves (or is oblivious) and the plan no bin exits (``vector_ok``); other
 plans use ``ir_scalar``'s scalar blocks. An oblivious tree (``layout.oblivious_levels``) takes

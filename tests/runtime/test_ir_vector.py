@@ -59,7 +59,7 @@ def test_blocks_without_exits_hold_a_budget_of_splits():
         VCHUNK_FULL,
         700 - 2 * VCHUNK_FULL,
     ]
-    # 255-leaf trees: as many as VSPLITS splits hold (128).
+    # 255-leaf trees: as many as VSPLITS splits hold (64).
     deep = VSPLITS // 254
     got = vblocks_of(np.zeros(3 * deep - 10, dtype=np.int8), np.full(3 * deep - 10, 254))
     assert [k for _, k in got] == [deep, deep, deep - 10]

@@ -55,10 +55,11 @@ VCHUNK = 64
 # once (rank blocks also quantize each feature once), so trees gain from long blocks. Measured
 # on a loaded machine: 256 trees of the 300-feature ranker (63 leaves), 9.6 ns per tree and row
 # in blocks of 64 trees, 8.8 in blocks of 128, 7.8 in blocks of 256, for 1.6 times the compile
-# time; 128 trees of 255 leaves (higgs_small, rank blocks), 10.8 and 11.7 in one block against
-# 13.9 and 12.7 in two of 64 (two runs each).
+# time. 255-leaf trees keep blocks of 64: on higgs_small's 500 trees, blocks of 128 took 0.43
+# of lleaves' time against 0.38 for blocks of 64 (128 of its trees alone had measured faster in
+# one block of 128 than in two of 64).
 VCHUNK_FULL = 256
-VSPLITS = 128 * 255
+VSPLITS = 64 * 255
 
 
 def intrinsics(lanes: int) -> str:

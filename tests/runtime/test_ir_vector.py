@@ -18,6 +18,7 @@ from thrifty.runtime.compiled.ir_vector import (
     VCHUNK_FULL,
     VECTOR_LEAVES,
     VSPLITS,
+    vblocks,
     vblocks_of,
     vector_ok,
 )
@@ -78,11 +79,15 @@ def test_blocks_without_exits_hold_a_budget_of_splits():
 )
 @given(X=input_matrices(N_FEATURES))
 def test_a_plan_of_several_long_blocks(X, monkeypatch):
-    """A Full plan past ``VCHUNK_FULL`` trees runs as several vector blocks, each taking the
-    rows' state where the one before left it: the interpreter's results."""
-    forest = random_forest(np.random.default_rng(8), N_FEATURES, n_trees=VCHUNK_FULL + 40, max_depth=3)
+    """A Full plan of a forest over 64 features past ``VCHUNK_FULL`` trees runs as several
+    long vector blocks, each taking the rows' state where the one before left it: the
+    interpreter's results."""
+    F = 70
+    forest = random_forest(np.random.default_rng(8), F, n_trees=VCHUNK_FULL + 40, max_depth=3)
+    lay = layout(forest, np.arange(forest.n_trees), np.zeros(forest.n_trees))
+    assert [k for _, k in vblocks(lay)] == [VCHUNK_FULL, 40]
     monkeypatch.setattr(objects, "use_vector", lambda lay: True)
-    check(Full(forest), X, cost_model(tree_cost=0.25, split_cost=0.125))
+    check(Full(forest), np.tile(X, (1, -(-F // N_FEATURES)))[:, :F], None)
 
 
 def test_leaves_left_to_right():

@@ -37,7 +37,7 @@ from thrifty.runtime.compiled.ir_vector import vblocks, vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 27
+CODEGEN_VERSION = 28
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).

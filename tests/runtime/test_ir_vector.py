@@ -13,7 +13,15 @@ from tests._helpers.compiled_plans import PLANS, check, input_matrices
 from tests._helpers.reference import random_forest, random_inputs
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate
-from thrifty.runtime.compiled.ir_vector import VCHUNK, VECTOR_LEAVES, vblocks_of, vector_ok
+from thrifty.runtime.compiled.ir_vector import (
+    VCHUNK,
+    VCHUNK_FULL,
+    VECTOR_LEAVES,
+    VSPLITS,
+    vblocks,
+    vblocks_of,
+    vector_ok,
+)
 from thrifty.runtime.compiled.layout import Layout, inorder_leaves
 from thrifty.runtime.compiled.tables import leaf_tables
 
@@ -42,6 +50,44 @@ def test_blocks_grow_from_one_position_when_the_plan_has_exits():
     got = vblocks_of(np.ones(200, dtype=np.int8))
     assert [k for _, k in got] == [1, 2, 4, 8, 16, 32, 64, 64, 9]
     assert [p for p, _ in got] == list(np.cumsum([0] + [k for _, k in got[:-1]]))
+
+
+def test_blocks_without_exits_hold_a_budget_of_splits():
+    exits = np.zeros(700, dtype=np.int8)
+    # Shallow trees: VCHUNK_FULL positions a block.
+    assert [k for _, k in vblocks_of(exits, np.full(700, 30))] == [
+        VCHUNK_FULL,
+        VCHUNK_FULL,
+        700 - 2 * VCHUNK_FULL,
+    ]
+    # 255-leaf trees: as many as VSPLITS splits hold (64).
+    deep = VSPLITS // 254
+    got = vblocks_of(np.zeros(3 * deep - 10, dtype=np.int8), np.full(3 * deep - 10, 254))
+    assert [k for _, k in got] == [deep, deep, deep - 10]
+    # A tree past the budget sits alone; the blocks cover every position once, in order.
+    splits = np.array([5, VSPLITS + 3, 5, 5])
+    assert vblocks_of(exits[:4], splits) == [(0, 1), (1, 1), (2, 2)]
+    assert vblocks_of(exits[:0], splits[:0]) == []
+    # With exits, the splits change nothing.
+    assert vblocks_of(np.ones(9, dtype=np.int8), np.full(9, 30)) == vblocks_of(np.ones(9, dtype=np.int8))
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(X=input_matrices(N_FEATURES))
+def test_a_plan_of_several_long_blocks(X, monkeypatch):
+    """A Full plan of a forest over 64 features past ``VCHUNK_FULL`` trees runs as several
+    long vector blocks, each taking the rows' state where the one before left it: the
+    interpreter's results."""
+    F = 70
+    forest = random_forest(np.random.default_rng(8), F, n_trees=VCHUNK_FULL + 40, max_depth=3)
+    lay = layout(forest, np.arange(forest.n_trees), np.zeros(forest.n_trees))
+    assert [k for _, k in vblocks(lay)] == [VCHUNK_FULL, 40]
+    monkeypatch.setattr(objects, "use_vector", lambda lay: True)
+    check(Full(forest), np.tile(X, (1, -(-F // N_FEATURES)))[:, :F], None)
 
 
 def test_leaves_left_to_right():

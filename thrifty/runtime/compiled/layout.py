@@ -166,8 +166,13 @@ class Layout:
         # Vector leaf records with the splits on the path in the top byte of the tested-feature
         # word (``tables``, ``ir_vector._counts``): one gather per tree and lane fewer.
         self.packed = self.words == 1 and self.F <= PACK_FEATURES and int(depth.max(initial=0)) < 256
+        # Wider forests fold their tested-feature words into a few (``folds``), the splits on the
+        # path in the top byte of the first: the vector records then hold the values and
+        # ``n_folds`` words (``tables``, ``ir_vector._counts``).
+        self.folded = not self.packed and int(depth.max(initial=0)) < 256
         self.leaf_ptr, self.leaves = inorder_leaves(forest)
         self._tree_words: dict[int, list[int]] = {}
+        self._folds: dict[int, list[tuple[int, int, int, int]]] = {}
         self._levels: dict[int, tuple[int, ...] | None] = {}
 
     def levels(self, t: int) -> tuple[int, ...] | None:
@@ -176,6 +181,48 @@ class Layout:
         if t not in self._levels:
             self._levels[t] = oblivious_levels(self.forest, int(self.forest.roots[t]))
         return self._levels[t]
+
+    @property
+    def vrecord(self) -> int:
+        """Words of a vector leaf record (``tables._vector_records``): the ``K`` values, then
+        the ``n_folds`` folded words, or the splits on the path and the ``words`` words."""
+        return self.K + (self.n_folds if self.folded else 1 + self.words)
+
+    @property
+    def n_folds(self) -> int:
+        """Folded words of a vector leaf record: the most any tree needs (``folds``)."""
+        if "_n_folds" not in self.__dict__:
+            self._n_folds = max((self.tree_folds(t) for t in range(self.forest.n_trees)), default=1)
+        return self._n_folds
+
+    def tree_folds(self, t: int) -> int:
+        """Folded words tree ``t``'s records use (at least fold 0, which holds the splits)."""
+        return 1 + max((i for _, i, _, _ in self.folds(t)), default=0)
+
+    def folds(self, t: int) -> list[tuple[int, int, int, int]]:
+        """How tree ``t``'s tested-feature words fold into the words of its vector leaf records:
+        ``(word, fold, r, mask)`` per word its splits test, ``mask`` the features of the tree in
+        that word as bits. On every path of the tree, word ``word`` is the record's word ``fold``
+        rotated right by ``r`` bits and ANDed with ``mask``: the rotated masks of the words
+        sharing a fold never overlap, and fold 0 keeps its top byte for the splits on the path.
+
+        A 300-feature ranker's tree of 63 leaves tests 42 features over all 5 words; its paths
+        fold into 1 or 2 words, so a vector of rows gathers 2 or 3 words of a leaf record per tree
+        rather than 6 (gathers are the dearest part of a wide forest's trees).
+        """
+        if t not in self._folds:
+            self._folds[t] = _fold(self._tree_masks(t))
+        return self._folds[t]
+
+    def _tree_masks(self, t: int) -> dict[int, int]:
+        """Per word of the tested-feature set, the features tree ``t``'s splits test there."""
+        f = self.forest
+        nodes = f._tree_nodes(t)
+        feats = np.unique(f.feature[nodes][f.feature[nodes] >= 0]).tolist()
+        masks: dict[int, int] = {}
+        for feat in feats:
+            masks[feat // 64] = masks.get(feat // 64, 0) | (1 << (feat % 64))
+        return masks
 
     def tree_words(self, t: int) -> list[int]:
         """The words of the tested-feature set that tree ``t``'s paths can set (the words of
@@ -186,6 +233,36 @@ class Layout:
             words = np.unique(np.concatenate(feats) // 64) if feats else np.zeros(0, dtype=np.int64)
             self._tree_words[t] = words.tolist()
         return self._tree_words[t]
+
+
+def _rotl(x: int, r: int) -> int:
+    """The 64-bit word ``x`` rotated left by ``r`` bits."""
+    return ((x << r) | (x >> (64 - r))) & ((1 << 64) - 1) if r else x
+
+
+def _fold(masks: dict[int, int]) -> list[tuple[int, int, int, int]]:
+    """``Layout.folds`` of a tree whose splits test ``masks`` (features per word as bits):
+    first fit, words with the most features first, each into the first fold where some rotation
+    (the smallest; none is cheapest) overlaps nothing placed there."""
+    taken = [0xFF << 56]
+    out = []
+    for word, mask in sorted(masks.items(), key=lambda wm: (-bin(wm[1]).count("1"), wm[0])):
+        i, r = _place(mask, taken)
+        if i == len(taken):
+            taken.append(0)
+        taken[i] |= _rotl(mask, r)
+        out.append((word, i, r, mask))
+    return sorted(out)
+
+
+def _place(mask: int, taken: list[int]) -> tuple[int, int]:
+    """The first fold of ``taken`` (bits in use per fold) and least rotation where ``mask``
+    overlaps nothing; a new fold (unrotated) when none has room."""
+    for i, busy in enumerate(taken):
+        for r in range(64):
+            if not _rotl(mask, r) & busy:
+                return i, r
+    return len(taken), 0
 
 
 def oblivious_levels(forest: Forest, root: int) -> tuple[int, ...] | None:

@@ -34,11 +34,11 @@ from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, use_ranks
 from thrifty.runtime.compiled.ir_raw import raw_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
-from thrifty.runtime.compiled.ir_vector import vblocks_of, vector_module_irs
+from thrifty.runtime.compiled.ir_vector import vblocks, vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 25
+CODEGEN_VERSION = 29
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -112,7 +112,7 @@ def _ranks(lay: Layout) -> bool:
     asked = (targets.current().lanes, os.environ.get(RANKS_ENV, ""))
     memo = lay.__dict__.setdefault("_ranks", {})
     if asked not in memo:
-        memo[asked] = use_ranks(lay, asked[0], vblocks_of(lay.exits))
+        memo[asked] = use_ranks(lay, asked[0], vblocks(lay))
     return memo[asked]
 
 

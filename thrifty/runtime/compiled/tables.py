@@ -187,9 +187,24 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
 def _vector_records(leaf: np.ndarray, lay: Layout, K: int) -> np.ndarray:
     """The leaf records of the vector blocks, each tree's leaves left to right; with
     ``lay.packed``, the splits on the path also in the top byte of the tested-feature word
-    (features below bit 56), which ``ir_vector._counts`` then gathers alone."""
+    (features below bit 56), which ``ir_vector._counts`` then gathers alone; with
+    ``lay.folded``, the values and then the tested-feature words folded as ``lay.folds`` says
+    (each rotated left into its fold), the splits on the path in fold 0's top byte."""
     out = leaf[lay.leaves]
     if lay.packed:
         words = out.view(np.int64)
         words[:, K + 1] |= np.left_shift(words[:, K], 56)
-    return out
+    if not lay.folded:
+        return out
+    words = out.view(np.uint64)
+    folded = np.zeros((len(out), lay.vrecord), dtype=np.uint64)
+    folded[:, :K] = words[:, :K]
+    folded[:, K] = words[:, K] << np.uint64(56)
+    for t in range(lay.forest.n_trees):
+        at = slice(int(lay.leaf_ptr[t]), int(lay.leaf_ptr[t + 1]))
+        for word, i, r, _ in lay.folds(t):
+            bits = words[at, K + 1 + word]
+            if r:
+                bits = (bits << np.uint64(r)) | (bits >> np.uint64(64 - r))
+            folded[at, K + i] |= bits
+    return folded.view(np.float64)

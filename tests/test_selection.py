@@ -156,6 +156,15 @@ def test_the_front_keeps_an_exact_plan_only_when_no_cheaper_one_beats_it_beyond_
     assert set(eligible_front(t, None, units=by_index).index) == set(eligible_front(t, None).index)
 
 
+def test_the_front_of_only_degenerate_candidates_is_empty_with_units_too():
+    """Every candidate of a method below always answering the majority class (flights: one
+    method's every setting): no front, and no crash looking for exact plans among none."""
+    t = candidates().assign(exact=lambda d: exact_rows(d), value=0.5)
+    units = {i: np.zeros(100, bool) for i in t.index}
+    assert eligible_front(t, None, majority=0.8, units=units).empty
+    assert eligible_front(t, None, majority=0.8).empty
+
+
 def test_validation_units_are_the_folds_in_order_for_candidates_of_every_fold():
     def result(fold, names):
         rows = [{"name": n, "units": np.full(3, fold * 10 + i)} for i, n in enumerate(names)]

@@ -265,7 +265,7 @@ def eligible_front(
     if "folds" in table.columns:
         ok &= table["folds"].to_numpy() == table["folds"].max()
     front = pareto_front(table[ok], higher_is_better=up)
-    if units is not None and "exact" in table.columns:
+    if units is not None and "exact" in table.columns and ok.any():
         front = table.loc[sorted({*front.index, *_exact_within_noise(table[ok], front, units)})]
         front = front.sort_values("mean_cost", kind="stable")
     if "method" not in front.columns:

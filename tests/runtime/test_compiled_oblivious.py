@@ -17,9 +17,10 @@ from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Full, Sequential
 from thrifty.runtime.compiled import targets
-from thrifty.runtime.compiled.ir_vector import VECTOR_LEAVES, vblock_ir, vector_ok
+from thrifty.runtime.compiled.ir_vector import vblock_ir
 from thrifty.runtime.compiled.layout import Layout, oblivious_levels
 from thrifty.runtime.compiled.tables import leaf_tables
+from thrifty.runtime.compiled.vblocks import VECTOR_LEAVES, vector_ok
 
 SETTINGS = settings(
     max_examples=8,

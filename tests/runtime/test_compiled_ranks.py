@@ -39,11 +39,11 @@ from thrifty.runtime.compiled.ir_vector import (
     _Emitter,
     _goes_right,
     _low_bit32,
-    vblocks_of,
     vector_module_irs,
 )
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.tables import leaf_tables
+from thrifty.runtime.compiled.vblocks import vblocks_of
 
 VECTOR = [n for n in targets.runnable() if n != "generic"]
 EXAMPLES = settings(

@@ -16,9 +16,9 @@ from tests._helpers.reference import random_forest, random_inputs
 from tests._helpers.runtime_costs import lazy_provider
 from thrifty import CostModel, Full, Sequential, evaluate
 from thrifty.runtime.compiled.ir_serving import MEMO
-from thrifty.runtime.compiled.ir_vector import vector_ok
 from thrifty.runtime.compiled.layout import n_words, state_fields
 from thrifty.runtime.compiled.serving import SMALL, ServingEvaluation
+from thrifty.runtime.compiled.vblocks import vector_ok
 
 WIDTHS = (1, 63, 64, 65, 130, 300)
 REPORT_FIELDS = ("feature", "evaluation", "total", "n_trees", "n_nodes", "acquired")

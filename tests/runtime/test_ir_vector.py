@@ -13,7 +13,9 @@ from tests._helpers.compiled_plans import PLANS, check, input_matrices
 from tests._helpers.reference import random_forest, random_inputs
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Forest, Full, Sequential, evaluate
-from thrifty.runtime.compiled.ir_vector import (
+from thrifty.runtime.compiled.layout import Layout, inorder_leaves
+from thrifty.runtime.compiled.tables import leaf_tables
+from thrifty.runtime.compiled.vblocks import (
     VCHUNK,
     VCHUNK_FULL,
     VECTOR_LEAVES,
@@ -22,8 +24,6 @@ from thrifty.runtime.compiled.ir_vector import (
     vblocks_of,
     vector_ok,
 )
-from thrifty.runtime.compiled.layout import Layout, inorder_leaves
-from thrifty.runtime.compiled.tables import leaf_tables
 
 
 def layout(forest, order, exits) -> Layout:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.forest import Forest
-from thrifty.runtime.compiled.ir_vector import vector_ok
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.targets import env_choice
+from thrifty.runtime.compiled.vblocks import vector_ok
 
 # Environment variable forcing the kind of blocks: "vector", "scalar", "branchy" or "auto"
 # (the rule).
@@ -55,7 +55,7 @@ def vector_blocks(lay: Layout, lanes: int) -> bool:
     Returns
     -------
     bool
-        False when the plan cannot take vector blocks (``ir_vector.vector_ok``: bin exits, trees
+        False when the plan cannot take vector blocks (``vblocks.vector_ok``: bin exits, trees
         past ``VECTOR_LEAVES`` leaves); else the forced kind, when ``THRIFTY_BLOCKS`` forces
         one; else whether the target has lanes.
     """

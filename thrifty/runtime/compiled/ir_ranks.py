@@ -169,7 +169,7 @@ def use_ranks(lay: Layout, lanes: int, blocks: list[tuple[int, int]]) -> bool:
     models at 10 / 100 / 10,000 rows per call: NYC_taxi (65) 0.87 / 0.88 / 0.82, mtpl2 (72)
     0.99 / 0.96 / 0.83, airline (14.5) 0.96 / 1.02 / 0.93. Where a block's trees test many
     features few times each, quantizing them costs more than the narrower compares save. In
-    blocks of 256 trees (``ir_vector.VCHUNK_FULL``) the ranker has 18.8 splits per step, and
+    blocks of 256 trees (``vblocks.VCHUNK_FULL``) the ranker has 18.8 splits per step, and
     ranks took 0.93 and 0.95 of the doubles' time (256 of its trees, AVX-512, two paired runs).
     """
     if lanes == 0:

@@ -34,8 +34,9 @@ from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, use_ranks
 from thrifty.runtime.compiled.ir_raw import raw_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
-from thrifty.runtime.compiled.ir_vector import vblocks, vector_module_irs
+from thrifty.runtime.compiled.ir_vector import vector_module_irs
 from thrifty.runtime.compiled.layout import Layout
+from thrifty.runtime.compiled.vblocks import vblocks
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
 CODEGEN_VERSION = 29

@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel, CostReport
-from thrifty.exceptions import InputError
 from thrifty.forest.links import decision_threshold, raw_to_proba
 from thrifty.runtime.compiled.layout import LAZY_FIELDS
 from thrifty.runtime.compiled.serving import _when_read
@@ -42,7 +41,7 @@ from thrifty.runtime.interpret import kernels
 from thrifty.runtime.interpret.executors import Context, trees_record
 from thrifty.runtime.interpret.results import settle
 from thrifty.runtime.lazy.policies import Policy
-from thrifty.runtime.lazy.providers import Requests, column
+from thrifty.runtime.lazy.providers import Requests, check_answer, column
 from thrifty.runtime.plans import Full, Sequential
 
 _F = {name: j for j, name in enumerate(LAZY_FIELDS)}
@@ -186,11 +185,7 @@ class LazyRow:
                     return self._result(state, charged)
                 if policy is None:
                     values = yield [pairs[f]]
-                    if values is None or len(values) != 1:
-                        raise InputError(
-                            "send one array of values per requested (feature, rows) pair: 1 was "
-                            f"requested, got {'none' if values is None else len(values)}"
-                        )
+                    check_answer(values, 1)
                     v = values[0]
                     # What providers send (a float64 array of one value) goes straight in.
                     if type(v) is np.ndarray and v.dtype is _FLOAT64 and v.shape == _ONE and not round32:
@@ -202,11 +197,7 @@ class LazyRow:
                 request = self._request(state, f, policy, first)
                 first = False
                 values = yield request
-                if values is None or len(values) != len(request):
-                    raise InputError(
-                        f"send one array of values per requested (feature, rows) pair: {len(request)} "
-                        f"were requested, got {'none' if values is None else len(values)}"
-                    )
+                check_answer(values, len(request))
                 for (g, _), v in zip(request, values):
                     if type(v) is np.ndarray and v.dtype is _FLOAT64 and v.shape == _ONE and not round32:
                         x[g] = v.item()

@@ -81,6 +81,18 @@ def provider_column(values: Any, n_rows: int) -> np.ndarray:
     return values[:, 0]
 
 
+def check_answer(values: Any, asked: int) -> None:
+    """Refuse a round's answer that is not one array of values per requested (feature, rows)
+    pair (``asked`` pairs): a generator driven by ``lazy_rounds`` was sent nothing, or too few
+    or too many arrays."""
+    if values is None or len(values) != asked:
+        got = "none" if values is None else len(values)
+        raise InputError(
+            "send one array of values per requested (feature, rows) pair: "
+            f"{asked} {'was' if asked == 1 else 'were'} requested, got {got}"
+        )
+
+
 def column(values: Any, n: int, feature: int) -> np.ndarray:
     """The values sent for one feature as a float64 vector of length ``n``."""
     try:

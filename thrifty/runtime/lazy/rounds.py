@@ -15,13 +15,19 @@ from typing import Any
 import numpy as np
 
 from thrifty.costs import CostModel
-from thrifty.exceptions import InputError
 from thrifty.forest.kernels import threads
 from thrifty.runtime.evaluation import Evaluation, costs_for
 from thrifty.runtime.interpret.executors import Accelerated, Context, executor
 from thrifty.runtime.interpret.results import Collector, chunk_rows
 from thrifty.runtime.lazy.policies import Policy, policy_for
-from thrifty.runtime.lazy.providers import Provider, Requests, column, provider_column, rows_served
+from thrifty.runtime.lazy.providers import (
+    Provider,
+    Requests,
+    check_answer,
+    column,
+    provider_column,
+    rows_served,
+)
 from thrifty.runtime.plans import as_plan
 
 
@@ -155,12 +161,7 @@ def _rounds(
                     request = policy.request(ctx, ex, active, lo, first)
             first = False
             values = yield request
-            if values is None or len(values) != len(request):
-                raise InputError(
-                    f"send one array of values per requested (feature, rows) pair: "
-                    f"{len(request)} were requested, got "
-                    f"{'none' if values is None else len(values)}"
-                )
+            check_answer(values, len(request))
             for (f, rows), v in zip(request, values):
                 local = rows - lo
                 ctx.X[local, f] = column(v, len(rows), f)
@@ -196,11 +197,7 @@ def _one_row(
         if f < 0:
             return
         values = yield [(f, np.array([lo], dtype=np.int64))]
-        if values is None or len(values) != 1:
-            raise InputError(
-                "send one array of values per requested (feature, rows) pair: 1 was requested, got "
-                f"{'none' if values is None else len(values)}"
-            )
+        check_answer(values, 1)
         X[0, f] = column(values[0], 1, f)[0]
         known[0, f] = True
 

@@ -12,6 +12,10 @@ alike often):
 
 - ``thrifty``: ``compiled.evaluate(x).raw``, as ``shapes.py`` times it (lanes for one row);
 - ``run``: the same compiled code served with ``lane_rows`` 0 (one row through ``run``);
+- ``gather``: on a forest whose one row takes its values by a permute (AVX-512, at most 16
+  features: ``ir_serving.permute``), the same forest compiled with gathers instead
+  (``ir_serving.PERMUTE`` off; its objects cached apart, under ``THRIFTY_BENCH_CACHE``/gather),
+  called as ``thrifty``; left out elsewhere;
 - ``bare``: the row copied into the serving path's buffer and its native ``serve`` called,
   nothing else (no checks, no result): ctypes and native time;
 - ``ctypes``: a ctypes call of the same signature to a native function that returns at once
@@ -24,7 +28,8 @@ machine's bursts removed alike from all sides). Both thrifty sides are checked e
 bit, to the interpreter first. Derived: ``<m>_python_us`` (``thrifty`` - ``bare``: argument
 checks, the copy into the buffer, the result object), ``<m>_native_us`` (``bare`` -
 ``ctypes``) and ``<m>_native_ns_per_tree``; ratios ``<m>_one_row_vs_lleaves`` and
-``<m>_native_vs_lleaves`` (native time over lleaves' whole call), ``<m>_lanes_vs_run``.
+``<m>_native_vs_lleaves`` (native time over lleaves' whole call), ``<m>_lanes_vs_run``,
+``<m>_permute_vs_gather`` (null without a ``gather`` side).
 ``one_row.csv`` and ``one_row.png``. ``--quick``: ``shapes.build``'s quick models (100 trees;
 50 of 255 leaves), 250 calls; lleaves is left out unless its objects are cached.
 
@@ -43,13 +48,13 @@ from pathlib import Path
 
 import numpy as np
 from _figures import emit
-from _lleaves import LleavesCode, lleaves_object
+from _lleaves import CACHE, LleavesCode, lleaves_object
 from shapes import build
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 MODELS = ("adult", "higgs255", "rank300", "synth136")
-SIDES = ("thrifty", "run", "bare", "ctypes", "lleaves", "lightgbm")
+SIDES = ("thrifty", "run", "gather", "bare", "ctypes", "lleaves", "lightgbm")
 
 
 def one_row_means(fns: dict, rows: list, block: int = 25, rounds: int = 3, seed: int = 0) -> dict:
@@ -83,6 +88,32 @@ def _noop_call():
     return lambda x: fn(0)
 
 
+def _gather_side(forest, M: np.ndarray, want) -> dict:
+    """``{"gather": call}``: one row of ``forest`` through the lanes with gathers, where its own
+    compiled code takes the row's values by a permute (else no side), checked equal to the
+    interpreter's ``want`` first."""
+    import thrifty
+    from thrifty.runtime.compiled import ir_serving
+
+    compiled = thrifty.compile(forest)
+    if compiled.forest_code is None or not ir_serving.permute(compiled.forest_code.layout):
+        return {}
+    before = (ir_serving.PERMUTE, os.environ.get("THRIFTY_CACHE_DIR"))
+    # The cache key does not name the choice: the gathers' objects are kept apart.
+    os.environ["THRIFTY_CACHE_DIR"] = str(CACHE / "gather")
+    ir_serving.PERMUTE = False
+    try:
+        gather = thrifty.compile(forest)
+    finally:
+        ir_serving.PERMUTE = before[0]
+        os.environ.pop("THRIFTY_CACHE_DIR")
+        if before[1] is not None:
+            os.environ["THRIFTY_CACHE_DIR"] = before[1]
+    for i in range(min(200, len(M))):
+        assert np.array_equal(gather.evaluate(M[i : i + 1]).raw, want.raw[i : i + 1]), i
+    return {"gather": lambda x: gather.evaluate(x, n_threads=1).raw}
+
+
 def measure(name: str, quick: bool, home: str, calls: int, reasons: dict) -> dict:
     import thrifty
     from thrifty import evaluate
@@ -114,6 +145,7 @@ def measure(name: str, quick: bool, home: str, calls: int, reasons: dict) -> dic
     fns = {
         "thrifty": lambda x: compiled.evaluate(x, n_threads=1).raw,
         "run": lambda x: by_run.serve(x).raw,
+        **_gather_side(forest, M, want),
         "bare": bare,
         "ctypes": _noop_call(),
     }
@@ -134,6 +166,7 @@ def measure(name: str, quick: bool, home: str, calls: int, reasons: dict) -> dic
             f"{name}_native_us": round(native, 3),
             f"{name}_native_ns_per_tree": round(native * 1e3 / forest.n_trees, 2),
             f"{name}_lanes_vs_run": round(us["thrifty"] / us["run"], 3),
+            f"{name}_permute_vs_gather": round(us["thrifty"] / us["gather"], 3) if "gather" in us else None,
             f"{name}_one_row_vs_lleaves": round(us["thrifty"] / lle, 3) if lle else None,
             f"{name}_native_vs_lleaves": round(native / lle, 3) if lle else None,
         }

@@ -244,7 +244,7 @@ def test_aarch64_rank_blocks_cross_compile(name):
         lay = layout(f, order, np.isfinite(plan.schedule.eps_pos))
         irs = vector_module_irs(lay, "k", 100, t.lanes, t.vscale, t.by_exponent, ranks=True)
         assert f"<{2 * t.lanes} x i32>" in irs[0]
-        irs[-1] += serving_ir(lay, "k")
+        irs[-1] += serving_ir(lay, "k", t)
         for ir in irs:
             obj = objects._emit(ir, t)
             assert obj[:4] == b"\x7fELF" and int.from_bytes(obj[18:20], "little") == 183

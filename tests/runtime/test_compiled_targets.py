@@ -166,7 +166,7 @@ def test_aarch64_code_cross_compiles(name):
         f, order = plan.forest, plan.schedule.order
         lay = layout(f, order, np.isfinite(plan.schedule.eps_pos))
         irs = vector_module_irs(lay, "k", 100, t.lanes, t.vscale, t.by_exponent)
-        irs[-1] += serving_ir(lay, "k")
+        irs[-1] += serving_ir(lay, "k", t)
         for ir in irs:
             obj = objects._emit(ir, t)
             assert obj[:4] == b"\x7fELF" and obj[4] == 2 and obj[5] == 1

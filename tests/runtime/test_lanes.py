@@ -21,7 +21,8 @@ from tests._helpers.reference import random_forest, random_inputs
 from thrifty import CostModel, Forest, Full, Sequential, evaluate
 from thrifty.forest.kernels import ZERO
 from thrifty.runtime import BinnedExits
-from thrifty.runtime.compiled.ir_serving import LANE_ROWS, lane_rows, serving_ir
+from thrifty.runtime.compiled import targets
+from thrifty.runtime.compiled.ir_serving import LANE_ROWS, lane_rows, permute, serving_ir
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
     CAT_WORDS,
@@ -93,6 +94,9 @@ def _forests() -> dict[str, Forest]:
         ),
         "numeric": random_forest(rng, 6, n_trees=300, max_depth=3, categorical=False),
         "large-sets": with_large_sets(random_forest(rng, 6, n_trees=12, max_depth=5), rng),
+        # As many features as a permute takes (``ir_lanes.PERMUTE_FEATURES``): both vectors.
+        "sixteen": with_nan_thresholds(random_forest(rng, 16, n_trees=24, max_depth=5), rng),
+        "seventeen": random_forest(rng, 17, n_trees=10, max_depth=4),
     }
 
 
@@ -249,6 +253,17 @@ def test_one_row_of_the_wrong_shape_or_kind_is_refused_with_the_fix():
     ):
         with pytest.raises(ValueError, match=re.escape(says)):
             c.evaluate(bad)
+
+
+def test_one_row_takes_the_rows_values_by_a_permute_only_on_avx512_up_to_sixteen_features():
+    host = targets.current()
+    for name, permutes in (("sixteen", True), ("small", True), ("seventeen", False), ("wide", False)):
+        lay = compiled(name)[0].forest_code.layout
+        assert permute(lay) is (permutes and host.name == "avx512"), name
+        assert ("vpermi2var" in serving_ir(lay, "k")) is permute(lay), name
+        for other in ("avx2", "neon", "sve"):
+            assert "vpermi2var" not in serving_ir(lay, "k", targets.cross(other)), (name, other)
+        assert permute(lay, targets.cross("avx512")) is permutes, name
 
 
 def test_serve_takes_the_lanes_only_without_bin_exits_and_by_default_without_exits_from_a_block_of_trees():

@@ -62,14 +62,24 @@ declare {_V} @llvm.fabs.v{LANES}f64({_V})
 """
 
 
+# Forests of at most this many features, on AVX-512, take a row's values from two vector
+# registers by a permute (``vpermi2pd``: one instruction, the feature's low four bits choose
+# among sixteen values) rather than a gather from memory (eight loads): ``lanes_ir``'s
+# ``permute``.
+PERMUTE_FEATURES = 16
+_PERMUTE = "@llvm.x86.avx512.vpermi2var.pd.512"
+
+
 def _splat(ty: str, value: str) -> str:
     return f"splat ({ty} {value})"
 
 
-def lanes_ir(lay: Layout, key: str) -> str:
+def lanes_ir(lay: Layout, key: str, permute: bool = False) -> str:
     """``lanes_{key}(X, S, T, i, n)``: row ``i`` of the ``n`` rows of ``X`` run through the plan
     from its state in ``S`` (``layout.state_fields``), as ``run`` runs it. Plans with bin exits
-    are not served (``ir_serving`` runs them with ``run``)."""
+    are not served (``ir_serving`` runs them with ``run``). ``permute`` (AVX-512 targets only,
+    forests of at most ``PERMUTE_FEATURES`` features): the row's values are held in two vectors
+    and each lane's value taken from them by a permute instead of gathered."""
     K, W, F = lay.K, lay.words, lay.F
     R = K + 1 + W
     f = lay.forest
@@ -95,6 +105,23 @@ def lanes_ir(lay: Layout, key: str) -> str:
         "  %row = getelementptr double, ptr %X, i64 %xo",
         f"  %ids = alloca [{chunk} x i64], align 64",
     ]
+    if permute:
+        if F > PERMUTE_FEATURES:
+            raise ValueError(f"a permute takes at most {PERMUTE_FEATURES} features, not {F}")
+        # The row's values in two vectors (features 0-7, 8-15; zeros past the last), read once.
+        for half in (0, 1):
+            prev = "zeroinitializer"
+            for j in range(LANES):
+                m = LANES * half + j
+                if m >= F:
+                    continue
+                L += [
+                    f"  %xe{m}p = getelementptr double, ptr %row, i64 {m}",
+                    f"  %xe{m} = load double, ptr %xe{m}p",
+                    f"  %xv{m} = insertelement {_V} {prev}, double %xe{m}, i64 {j}",
+                ]
+                prev = f"%xv{m}"
+            L.append(f"  %x{half} = fadd {_V} {prev}, {_splat('double', '-0.0')}")
     # The row's state, kept in allocas that LLVM promotes to registers.
     for c in range(K):
         L += [
@@ -149,7 +176,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
     L += [f"  %topo = mul i64 %blk, {TOP_ROWS * BLOCK}", "  %top = getelementptr i64, ptr %ltop, i64 %topo"]
     for level in range(TOP_LEVELS):
         for k in range(GROUPS):
-            L += _descend(k, any_zero, any_cat, cat_words, top=level)
+            L += _descend(k, any_zero, any_cat, cat_words, top=level, permute=permute)
     last = TOP_LEVELS - 1
     L += [
         "  br label %level",
@@ -161,7 +188,7 @@ def lanes_ir(lay: Layout, key: str) -> str:
         "lbody:",
     ]
     for k in range(GROUPS):
-        L += _descend(k, any_zero, any_cat, cat_words)
+        L += _descend(k, any_zero, any_cat, cat_words, permute=permute)
     # No lane moved: every tree of the block is at its leaf for this row.
     moved = []
     for k in range(GROUPS):
@@ -217,7 +244,8 @@ def lanes_ir(lay: Layout, key: str) -> str:
             "  ret void",
         ]
     L.append("}")
-    return INTRINSICS + "\n".join(L) + "\n"
+    declare = f"declare {_V} {_PERMUTE}({_V}, {_I}, {_V})\n" if permute else ""
+    return INTRINSICS + declare + "\n".join(L) + "\n"
 
 
 def _add_leaf(K: int, W: int, acc32: bool, exits: bool, finish: np.ndarray) -> list[str]:
@@ -330,7 +358,9 @@ def _top(k: int, level: int) -> list[str]:
     ]
 
 
-def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool, top: int | None = None) -> list[str]:
+def _descend(
+    k: int, any_zero: bool, any_cat: bool, cat_words: bool, top: int | None = None, permute: bool = False
+) -> list[str]:
     """One level of vector ``k``'s trees: each lane from ``%node{k}`` to ``%next{k}`` (at the
     block's level ``top`` below ``lanes.TOP_LEVELS``, its records from ``_top``, names suffixed
     ``_t{top}{k}``)."""
@@ -350,7 +380,11 @@ def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool, top: int | 
         f"  %fl = lshr {_I} %rec, {_splat('i64', str(FLAG_SHIFT))}",
         f"  %left = and {_I} %rec, {_splat('i64', str((1 << 32) - 1))}",
     ]
-    L += _gather("double", "%row", "%feat", "%v", every)
+    if permute:
+        # Bits 0-2 of a lane's feature choose among a vector's values, bit 3 the vector.
+        L.append(f"  %v = call {_V} {_PERMUTE}({_V} %x0, {_I} %feat, {_V} %x1)")
+    else:
+        L += _gather("double", "%row", "%feat", "%v", every)
     L += [
         f"  %nan = fcmp uno {_V} %v, zeroinitializer",
         # Unordered: a NaN threshold sends every number right (no value is <= NaN).
@@ -442,7 +476,7 @@ def _descend(k: int, any_zero: bool, any_cat: bool, cat_words: bool, top: int | 
         f"  %next = add {_I} %left, %step",
     ]
     # Every name this level defines gets the vector's suffix.
-    shared = {"lrec", "row", "cat_bits", "top", *(f"rl_t{i}{k}" for i in range(TOP_LEVELS))}
+    shared = {"lrec", "row", "cat_bits", "top", "x0", "x1", *(f"rl_t{i}{k}" for i in range(TOP_LEVELS))}
     suffix = str(k) if top is None else f"t{top}{k}"
     return [re.sub(r"%(\w+)", lambda m: m[0] if m[1] in shared else f"{m[0]}_{suffix}", line) for line in L]
 

@@ -6,7 +6,8 @@ which it calls; the serving path (``serving``) calls it.
 
 from __future__ import annotations
 
-from thrifty.runtime.compiled.ir_lanes import lanes_ir
+from thrifty.runtime.compiled import targets
+from thrifty.runtime.compiled.ir_lanes import PERMUTE_FEATURES, lanes_ir
 from thrifty.runtime.compiled.lanes import BLOCK, lanes_ok
 from thrifty.runtime.compiled.layout import COST_TABLES, TABLES, Layout, state_fields, word_field
 
@@ -27,7 +28,7 @@ CONTEXT = ("X", "S", "T", "C", "lo", "hi", "n", "round32", "lane_rows")
 MEMO = 64
 
 
-def serving_ir(lay: Layout, key: str) -> str:
+def serving_ir(lay: Layout, key: str, target: targets.Target | None = None) -> str:
     """``serve(ctx)``: rows ``[lo, hi)`` of the context ``ctx`` (``CONTEXT``) from a fresh state
     to settled costs.
 
@@ -39,7 +40,8 @@ def serving_ir(lay: Layout, key: str) -> str:
     stores the feature cost in ``cost``, the acquired features as bits in ``acq`` (the union of
     the paid units' features, ``unit_bits`` holding ``W`` words per unit), and the evaluation
     cost ``tree_cost * pos + split_cost * nodes`` and ``total`` as ``_results.assemble`` forms
-    them. Any number of features and priced units (a word per 64 of each)."""
+    them. Any number of features and priced units (a word per 64 of each). ``target``: the
+    target the code is compiled for (default ``targets.current()``; it decides ``permute``)."""
     K, F, W = lay.K, lay.F, lay.words
     off = {name: K + j for j, name in enumerate(state_fields(W))}
     tb = TABLES.index("base")
@@ -78,7 +80,7 @@ def serving_ir(lay: Layout, key: str) -> str:
     )
     memo_results = "\n".join(f"  %ar{w} = phi i64 [%a{w}, %settled], [%ma{w}, %hit]" for w in range(W))
     return (
-        (lanes_ir(lay, key) if _lanes(lay) else "")
+        (lanes_ir(lay, key, permute=permute(lay, target)) if _lanes(lay) else "")
         + f"""
 declare i64 @llvm.cttz.i64(i64, i1)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
@@ -168,6 +170,18 @@ done:
 }}
 """
     )
+
+
+def permute(lay: Layout, target: targets.Target | None = None) -> bool:
+    """Whether one row through the lanes takes its values by a permute (``ir_lanes.lanes_ir``):
+    on AVX-512 (``target``, default ``targets.current()``), for forests of at most
+    ``ir_lanes.PERMUTE_FEATURES`` features (and ``PERMUTE`` on)."""
+    return PERMUTE and lay.F <= PERMUTE_FEATURES and (target or targets.current()).name == "avx512"
+
+
+# Whether ``permute`` may say yes (False is for measuring the gathers it replaces; not part
+# of the cache key: compile afresh after changing it).
+PERMUTE = True
 
 
 def _lanes(lay: Layout) -> bool:

@@ -284,13 +284,16 @@ def test_cegb_budgets_walk_one_path_and_the_refinements_reuse_the_first_pass(mon
 
 
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression", "ranking"])
-def test_cegb_offers_the_paths_best_calibration_model_within_each_budget(task):
+def test_cegb_offers_the_estimators_choice_unless_a_path_model_is_better_beyond_noise(task):
     """Of every model on the fold's trade-off path within a budget (cost measured on the
-    calibration split), compare's CEGB candidate is the one of best metric on the calibration
-    split, checked by scoring them all here; the estimator's own choice (the dearest) is never
-    better there. Only the fitting rows are read: the scored rows are not in the context."""
+    calibration split), compare's CEGB candidate is the estimator's own choice (the dearest
+    within it), unless the one of best metric on the calibration split leads it there beyond
+    the noise (paired 95% interval over the calibration rows, or queries, above 0): checked by
+    scoring them all here. Only the fitting rows are read: the scored rows are not in the
+    context."""
     from thrifty import metrics
     from thrifty.comparison.methods import _cegb_models
+    from thrifty.comparison.scores import paired_lead, unit_scores
     from thrifty.runtime.evaluate import evaluate
 
     rng = np.random.default_rng(3)
@@ -310,17 +313,32 @@ def test_cegb_offers_the_paths_best_calibration_model_within_each_budget(task):
     for cand in _cegb_models(ctx):
         b = cand.params["budget"]
         assert cand.model is not None
-        within = []
-        # every model of the path so far (later budgets' trials come after this candidate),
-        # and this budget's truncated one, when it has one
-        path = [model[0] for _, _, model in ctx._cache["cegb path"]._trials]
-        for forest in path + [cand.model]:
-            ev = evaluate(forest, ctx.X_val, costs)
-            if ev.cost.mean <= b:
-                within.append((sign * metrics.score(task, ctx.y_val, ev, ctx.qid_val)[1], -ev.cost.mean))
-        ev = evaluate(cand.model, ctx.X_val, costs)
-        got = (sign * metrics.score(task, ctx.y_val, ev, ctx.qid_val)[1], -ev.cost.mean)
-        assert ev.cost.mean <= b and within and got >= max(within)
+        est = ctx._cache["cegb path"]
+        table = est.budget_search_
+        chosen = est.search_models_[int(np.flatnonzero(table["chosen"].to_numpy())[0])]
+        scored = {}
+        for forest, cost in zip(est.search_models_, table["cost"], strict=True):
+            if cost <= b:
+                ev = evaluate(forest, ctx.X_val, costs)
+                name, value = metrics.score(task, ctx.y_val, ev, ctx.qid_val)
+                scored[id(forest)] = (
+                    (sign * value, -cost),
+                    name,
+                    unit_scores(task, ctx.y_val, ev, ctx.qid_val),
+                )
+        assert id(cand.model) in scored and id(chosen) in scored
+        best = max(scored.values(), key=lambda v: v[0])
+        if cand.model is chosen:
+            key, name, units = best
+            if key != scored[id(chosen)][0]:  # the best does not lead beyond the noise
+                assert paired_lead(name, units, scored[id(chosen)][2])[1] <= 0
+        else:
+            key, name, units = scored[id(cand.model)]
+            assert key == best[0]
+            assert paired_lead(name, units, scored[id(chosen)][2])[1] > 0 or np.array_equal(
+                units, scored[id(chosen)][2]
+            )
+        assert evaluate(cand.model, ctx.X_val, costs).cost.mean <= b
 
 
 def test_qwyc_and_cegb_get_a_larger_part_of_the_allowance(monkeypatch):

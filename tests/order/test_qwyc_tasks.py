@@ -224,10 +224,11 @@ def test_validation(reg):
 # ------------------------------------------------------------------------------ rankers
 
 
-def brute_qwyc_ranking(F, qid, k, alpha, optimize):
+def brute_qwyc_ranking(F, qid, k, alpha, optimize, keep_order=False):
     """Algorithms 1 / 2 with ``brute_exits``: a document disagrees when it exits on the wrong
-    side of its query's cut (midpoint of the k-th and (k+1)-th full scores), and costs 1 of
-    the budget unless its query is already counted. ``(order, exits, mean cost, queries counted)``."""
+    side of its query's cut (midpoint of the k-th and (k+1)-th full scores), or with
+    ``keep_order`` when it is of the full top k and exits at all, and costs 1 of the budget
+    unless its query is already counted. ``(order, exits, mean cost, queries counted)``."""
     n, T = F.shape
     full = np.zeros(n)
     for t in range(T):
@@ -239,6 +240,8 @@ def brute_qwyc_ranking(F, qid, k, alpha, optimize):
         if len(rows) > k:
             cut[rows] = 0.5 * full[ranked[k - 1]] + 0.5 * full[ranked[k]]
             top[ranked[k:]] = False
+    if keep_order:
+        cut[top] = np.inf  # any exit of a top-k document is on the wrong side
     broken = set()
     budget = alpha * len(np.unique(qid))
     pi, live, g = list(range(T)), np.ones(n, dtype=bool), np.zeros(n)
@@ -282,22 +285,32 @@ def brute_qwyc_ranking(F, qid, k, alpha, optimize):
     st.integers(1, 3),
     st.sampled_from([0.0, 0.25, 0.5]),
     st.booleans(),
+    st.booleans(),
     st.data(),
 )
-def test_ranking_matches_brute_force(F, k, alpha, optimize, data):
+def test_ranking_matches_brute_force(F, k, alpha, optimize, keep_order, data):
     """Algorithm 1 (or 2 along the given order) over at most 5 trees: the exhaustive search's
-    order, exits, cost and queries counted, and no more queries changed than counted."""
+    order, exits, cost and queries counted, and no more queries changed than counted (with
+    ``keep="order"``, no more queries whose top-k list changed, order included)."""
     n = F.shape[0]
     qid = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)))
     ordering = "optimize" if optimize else "given"
-    res = qwyc_ranking_scores(F, qid, k=k, alpha=alpha, ordering=ordering)
-    order, exits, cost, counted = brute_qwyc_ranking(F, qid, k, alpha, optimize)
+    keep = "order" if keep_order else "set"
+    res = qwyc_ranking_scores(F, qid, k=k, alpha=alpha, ordering=ordering, keep=keep)
+    order, exits, cost, counted = brute_qwyc_ranking(F, qid, k, alpha, optimize, keep_order)
     np.testing.assert_array_equal(res.order, order)
     np.testing.assert_array_equal(res.n_exit, exits)
     assert res.mean_cost == pytest.approx(cost)
     assert res.n_disagree == counted <= alpha * len(np.unique(qid))
     pred, _ = simulate(F, res.order, res.eps_pos, res.eps_neg)
     assert topk_changed(pred, F.sum(1), qid, k).sum() <= counted
+    if keep_order:
+        full = F.sum(1)
+        lists = [
+            [rows[np.argsort(-s[rows], kind="stable")[:k]].tolist() for s in (pred, full)]
+            for rows in (np.flatnonzero(qid == q) for q in np.unique(qid))
+        ]
+        assert sum(a != b for a, b in lists) <= counted
 
 
 def test_ranking_hand_example():

@@ -150,3 +150,48 @@ _FITTED = FrozenEstimator(clone(_SMALL).set_params(n_estimators=12).fit(_X, _Y, 
 )
 def test_budget_contract(check):
     check()
+
+
+def _lists_changed(plan, forest, X, qid, k):
+    """Per query: whether its top-k *list* (order included) under the plan's scores differs
+    from the full model's, each document's score recomputed from the prefix it evaluated."""
+    ev = thrifty.evaluate(plan, X, COSTS)
+    score = np.array(
+        [
+            forest.subset(plan.order[: int(n)].tolist()).predict_raw(X[i : i + 1])[0]
+            for i, n in enumerate(ev.exit)
+        ]
+    )
+    full = forest.predict_raw(X)
+    changed = []
+    for q in np.unique(qid):
+        d = np.flatnonzero(qid == q)
+        lists = [d[np.argsort(-s[d], kind="stable")[:k]].tolist() for s in (score, full)]
+        changed.append(lists[0] != lists[1])
+    return np.array(changed), ev
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.1, 0.3])
+def test_keep_order_bounds_the_queries_whose_top_k_list_changed(ranked, alpha):
+    """keep="order": at most alpha of the queries see their top-k list change (checked on
+    scores recomputed from each document's prefix), so NDCG@k is the full model's on the rest;
+    the default (the set) changes lists of queries it does not count."""
+    model, X, y, qid = ranked
+    forest = thrifty.Forest.from_model(model)
+    plan = qwyc_ranking(model, X, qid, k=5, alpha=alpha, costs=COSTS, keep="order")
+    changed, ev = _lists_changed(plan, forest, X, qid, 5)
+    assert changed.mean() <= alpha + 1e-12
+    same = thrifty.metrics.ndcg_per_query(y, ev.raw, qid, k=5) == thrifty.metrics.ndcg_per_query(
+        y, forest.predict_raw(X), qid, k=5
+    )
+    assert same[~changed].all()
+    if alpha > 0:
+        assert ev.cost.n_trees.mean() < model.n_estimators  # documents below the top still exit
+    as_set = qwyc_ranking(model, X, qid, k=5, alpha=alpha, costs=COSTS)
+    assert _lists_changed(as_set, forest, X, qid, 5)[0].mean() > alpha  # the order was not kept
+
+
+def test_keep_is_checked(ranked):
+    model, X, _, qid = ranked
+    with pytest.raises(ValueError, match="keep"):
+        qwyc_ranking(model, X, qid, keep="list")

@@ -21,13 +21,20 @@ def targets(
     A classifier's rows disagree by their side of ``threshold``, a regressor's (``tolerance``)
     by their distance to the full score; both cost their weight ``w`` of ``alpha w.sum()``.
     With ``ranking = (qid, k)`` the budget is ``alpha`` times the number of queries, and a
-    document's exit costs 1 unless its query is already counted (``broken``).
+    document's exit costs 1 unless its query is already counted (``broken``). With
+    ``ranking = (qid, k, True)`` the query's top ``k`` *list* must not change: a document of
+    the full top ``k`` never exits without breaking its query (its cut is ``+inf``), so the
+    top ``k`` keep their full scores and their order, and every document that exits below the
+    cut stays below them.
     """
     target = np.empty((3, full.shape[0]))
     target[_k.DW] = w
     if ranking is not None:
-        qid, k = ranking
-        target[_k.VALUE], target[_k.AUX] = topk_cuts(full, qid, k)
+        qid, k = ranking[0], ranking[1]
+        cut, top = topk_cuts(full, qid, k)
+        if len(ranking) > 2 and ranking[2]:
+            cut = np.where(top > 0.5, np.inf, cut)
+        target[_k.VALUE], target[_k.AUX] = cut, top
         return _k.RANK, target, float(alpha) * float(len(np.unique(qid)))
     if tolerance is not None:
         target[_k.VALUE] = full

@@ -13,6 +13,14 @@ cut, every reported score is on the side of the cut its full score is on, so the
 is unchanged: the constraint bounds the changed queries from above, exactly. Algorithm 2 takes
 the largest exit sets whose newly counted queries fit the budget left (a query already counted
 costs nothing more); Algorithm 1 is unchanged.
+
+The set says nothing of the order within it: a document of the top ``k`` that exits above the
+cut is ranked by its partial score among the full scores of the others, and a query of at most
+``k`` documents (cut ``-inf``) lets every document exit. NDCG@k weighs that order. With
+``keep="order"`` a document of the full top ``k`` never exits without its query counting
+against ``alpha`` (its cut is ``+inf``): the top ``k`` keep their full scores, the documents
+that exit do so below the cut, so the query's top-``k`` *list*, and its NDCG@k, are the full
+model's.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from thrifty._param_validation import Interval, validate_params
+from thrifty._param_validation import Interval, StrOptions, validate_params
 from thrifty._validation import as_forest
 from thrifty.exceptions import InputError
 from thrifty.forest.scores import tree_scores
@@ -33,6 +41,7 @@ from thrifty.runtime.plans import Sequential
 __all__ = ["qwyc_ranking", "qwyc_ranking_scores", "topk_changed"]
 
 _K = [Interval(Integral, 1, None, closed="left")]
+_KEEP = [StrOptions({"set", "order"})]
 
 
 def qwyc_ranking(
@@ -48,6 +57,7 @@ def qwyc_ranking(
     random_state: Any = None,
     return_result: bool = False,
     progress: bool = False,
+    keep: str = "set",
 ) -> Any:
     """Order the trees of a ranker and choose early exits keeping each query's top ``k``.
 
@@ -61,7 +71,10 @@ def qwyc_ranking(
     k : int, default=5
         The top ``k`` whose set must not change (the precision@5 setting of Cronus).
     alpha : float in [0, 1), default=0.05
-        Largest fraction of the queries whose top-``k`` set may change.
+        Largest fraction of the queries whose top-``k`` set (list) may change.
+    keep : {"set", "order"}, default="set"
+        What must not change: the top-``k`` set (precision@k), or the top-``k`` list, its
+        order included (NDCG@k: a document of the full top ``k`` is then evaluated in full).
     costs, mode, ordering, random_state, return_result, progress
         As in ``qwyc`` (``ordering`` "optimize", "given" or "random").
 
@@ -88,6 +101,7 @@ def qwyc_ranking(
         random_state=random_state,
         progress=progress,
         acc32=forest.accumulate == "float32",
+        keep=keep,
     )
     plan = Sequential(forest, res.order, res.eps_pos, res.eps_neg)
     return (plan, res) if return_result else plan
@@ -106,11 +120,14 @@ def qwyc_ranking_scores(
     random_state: Any = None,
     progress: bool = False,
     acc32: bool = False,
+    keep: str = "set",
 ) -> Any:
     """``qwyc_ranking`` on a score matrix ``F[i, t]`` (base model ``t`` on document ``i``);
     returns the ``QWYCResult``."""
     validate_params(
-        {**_OPTIONS, "k": _K}, {"alpha": alpha, "mode": mode, "ordering": ordering, "k": k}, "qwyc"
+        {**_OPTIONS, "k": _K, "keep": _KEEP},
+        {"alpha": alpha, "mode": mode, "ordering": ordering, "k": k, "keep": keep},
+        "qwyc",
     )
     check_unlabelled(ordering, "ranker")
     F = np.asarray(F, dtype=np.float64)
@@ -125,7 +142,19 @@ def qwyc_ranking_scores(
         order = order_from_scores(F, None, kind=ordering, base_score=base_score, random_state=random_state)
     cost = _tree_costs(costs, F.shape[1])
     return _fit(
-        F, base_score, 0.0, cost, alpha, mode, order, acc32, progress, None, None, None, (codes, int(k))
+        F,
+        base_score,
+        0.0,
+        cost,
+        alpha,
+        mode,
+        order,
+        acc32,
+        progress,
+        None,
+        None,
+        None,
+        (codes, int(k), keep == "order"),
     )
 
 

@@ -80,3 +80,10 @@ def test_the_weights_give_each_class_its_share_of_all_rows_and_average_one():
     out, units = reweigh(table, {0: right}, w)
     assert out.at[0, "unweighted_value"] == 0.9 and out.at[0, "value"] == pytest.approx(0.7)
     assert units[0].mean() == pytest.approx(0.7)
+
+
+def test_string_labels_and_a_class_the_rows_given_never_have():
+    y_all = np.array(["late"] * 30 + ["on time"] * 70)
+    w = prior_weights(np.array(["late"] * 2 + ["on time"] * 18), y_all, "binary")
+    assert w[:2].sum() / w.sum() == pytest.approx(0.3)
+    assert prior_weights(np.array(["late", "diverted"]), y_all, "binary") is None

@@ -193,7 +193,8 @@ def prior_weights(y_val: np.ndarray, y_all: np.ndarray, task: str) -> np.ndarray
     if task not in ("binary", "multiclass") or not len(y_val):
         return None
     classes, counts = np.unique(np.asarray(y_all), return_counts=True)
-    where = np.searchsorted(classes, np.asarray(y_val))
+    y_val = np.asarray(y_val)
+    where = np.searchsorted(classes, y_val)
     if np.any(where >= len(classes)) or np.any(classes[np.minimum(where, len(classes) - 1)] != y_val):
         return None  # a validation class absent from y_all: no share to give it
     share_val = np.bincount(where, minlength=len(classes)) / len(y_val)

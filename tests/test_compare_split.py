@@ -103,12 +103,19 @@ def test_compare_chooses_on_the_latest_rows_under_a_time_split():
     n_val = int(np.ceil(0.2 * n))
     fit = n - n_val
     n_train = fit - int(np.ceil(0.2 * fit))
-    assert cmp.selection == f"a validation split of {n_val:,} rows (the latest)"
+    assert cmp.selection.startswith(f"a validation split of {n_val:,} rows (the latest)")
     params = _lightgbm_params(fit, "binary", 1, FAST)
     model = lightgbm.LGBMClassifier(**params).fit(Xp.iloc[:n_train], yp[:n_train])
     ev = evaluate(Forest.from_model(model), Xp.iloc[fit:], CostModel([0.0, 0.0, 1.0]))
     row = cmp.table[cmp.table["name"] == f"k={FAST['n_estimators']}"].iloc[0]
-    assert row["value"] == pytest.approx(np.mean(ev.labels == yp[fit:]))
+    right = ev.labels == yp[fit:]
+    # Weighted so that each class counts as it does among all the rows given (selection.prior_weights).
+    share = {c: np.mean(yp == c) / np.mean(yp[fit:] == c) for c in (0, 1)}
+    weights = np.array([share[c] for c in yp[fit:]])
+    assert not np.allclose(weights, 1.0)  # the latest rows' shares differ (49.2% of 1s, 47.5% in all)
+    assert row["unweighted_value"] == pytest.approx(np.mean(right))
+    assert row["value"] == pytest.approx(np.sum(weights * right) / np.sum(weights))
+    assert "accuracy weighted to the class shares of all" in cmp.selection
     with pytest.raises(InputError, match="cv=0"):
         compare(Xp, yp, methods=["lightgbm"], split="ordered", cv=5, progress=False)
 

@@ -368,3 +368,20 @@ def test_multiclass_cost_jump_bridged_by_the_first_features_the_path_buys():
     ref = CEGBClassifier(costs=costs, tradeoff=0.0, n_estimators=30, **FAST).fit(blank[fit], y[fit])
     np.testing.assert_allclose(clf.predict_proba(X[test]), ref.predict_proba(X[test]), rtol=1e-9, atol=1e-12)
     assert np.mean(clf.predict(X[test]) == y[test]) > np.mean(jump.predict(X[test]) == y[test]) + 0.1
+
+
+def test_first_features_skip_one_priced_over_the_budget():
+    """The path buys the best feature, priced 10, before two priced 1 each (flights' dep_delay
+    before its weather and aircraft lookups). A budget of 2.5 is then met by a model of the
+    affordable features the path bought, not stopped at the dear one with the free feature alone."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4))
+    y = (30 * X[:, 1] + X[:, 2] + X[:, 3] + 0.1 * X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    costs = CostModel([0.0, 10.0, 1.0, 1.0])
+    fit, cal = slice(0, 1600), slice(1600, 2000)
+    clf = CEGBClassifier(costs=costs, budget=2.5, n_estimators=30, **FAST)
+    clf.fit(X[fit], y[fit], calibration=(X[cal], y[cal]))
+    used = set(np.unique(clf.forest_.feature[clf.forest_.feature >= 0]).tolist())
+    # Before, the prefixes stopped at the dear feature: a model of the free one and one lookup.
+    assert {2, 3} <= used and 1 not in used and 1.0 < clf.calibration_cost_ <= 2.5
+    assert clf.tradeoff_ == 0.0  # plain boosting on the affordable features the path bought

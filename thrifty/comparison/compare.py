@@ -32,8 +32,11 @@ from thrifty.comparison.selection import (
     confirm,
     eligible_front,
     majority_share,
+    prior_weights,
+    reweigh,
     select,
     validation_units,
+    weighting_note,
 )
 from thrifty.comparison.settings import Settings, check_budgets, check_n_jobs, check_time_limit
 from thrifty.comparison.splits import (
@@ -317,6 +320,12 @@ def compare(
     timings["selection"] = time.perf_counter() - start - sum(timings.values())
     table = select(results, METHODS)
     units = validation_units(results, METHODS, table)
+    # Validation rows held out by time have their window's class shares: weighted back to
+    # those of every row given, accuracy judges models at the classes' long-run weights.
+    weights = None if k or split == RANDOM else prior_weights(y[folds[0][1]], y, task)
+    if weights is not None:
+        table, units = reweigh(table, units, weights)
+        selection += weighting_note(y[folds[0][1]], y)
     skipped = skipped_of(results, len(folds))
     cut = cut_of(results, len(folds))
     stopped = any(r.stopped or not r.started for r in results)

@@ -98,7 +98,8 @@ class Comparison:
         after the other, by the index of its row in ``table``
         (:func:`~thrifty.comparison.selection.validation_units`): whether each row was right,
         its squared error, each query's NDCG@10. :meth:`recommend` compares candidates pair by
-        pair on them.
+        pair on them. Under a time split of a classification, each row's weight when it was
+        right, 0 when not (:func:`~thrifty.comparison.selection.reweigh`).
     """
 
     table: pd.DataFrame

@@ -5,7 +5,9 @@ setting) scored by its mean over the folds, and :func:`validation_units` keeps e
 per-row (per-query) scores; :func:`eligible_front` keeps the Pareto front of the candidates a
 user may be offered (no :func:`degenerate` ones); :func:`choose` picks the model offered within
 a budget (the best on validation, unless an exact plan is within the validation noise of it);
-:func:`confirm` scores a chosen model once on the test rows, with a 95% interval.
+:func:`prior_weights` and :func:`reweigh` give validation rows held out by time the class shares
+of every row given; :func:`confirm` scores a chosen model once on the test rows, with a 95%
+interval.
 """
 
 from __future__ import annotations
@@ -33,8 +35,11 @@ __all__ = [
     "eligible_front",
     "exact_rows",
     "majority_share",
+    "prior_weights",
+    "reweigh",
     "select",
     "validation_units",
+    "weighting_note",
 ]
 
 #: Columns averaged over the folds.
@@ -168,6 +173,70 @@ def majority_share(y: np.ndarray, task: str) -> float | None:
     if task not in ("binary", "multiclass") or not len(y):
         return None
     return float(np.unique(np.asarray(y), return_counts=True)[1].max() / len(y))
+
+
+def prior_weights(y_val: np.ndarray, y_all: np.ndarray, task: str) -> np.ndarray | None:
+    """Per validation row, the weight that gives the validation rows the class shares of all
+    the rows given (``y_all``), or None when they already have them (or the task is not a
+    classification).
+
+    The weight of a row of class ``c`` is ``share_all(c) / share_val(c)``, the importance
+    weight of label shift (Saerens et al. 2002, eq. 1; Lipton et al. 2018, sec. 2): a class's
+    rows then count in a weighted accuracy as much as the class weighs among all the rows.
+    Under a time split the validation rows are the latest few weeks, and their class shares
+    that window's: on flights September and October are calm (15% of flights late, 23% over
+    January to October). Accuracy at a model's own threshold then rewards the models that
+    answer "on time" nearly always and penalises those that learned when flights are late;
+    weighted, the validation rows speak for the class shares of the whole history instead.
+    The weights average 1 (classes missing from the validation rows are left out).
+    """
+    if task not in ("binary", "multiclass") or not len(y_val):
+        return None
+    classes, counts = np.unique(np.asarray(y_all), return_counts=True)
+    y_val = np.asarray(y_val)
+    where = np.searchsorted(classes, y_val)
+    if np.any(where >= len(classes)) or np.any(classes[np.minimum(where, len(classes) - 1)] != y_val):
+        return None  # a validation class absent from y_all: no share to give it
+    share_val = np.bincount(where, minlength=len(classes)) / len(y_val)
+    weights = (counts / counts.sum())[where] / share_val[where]
+    weights /= weights.mean()
+    return None if np.allclose(weights, 1.0, rtol=0, atol=1e-9) else weights
+
+
+def reweigh(
+    table: pd.DataFrame, units: Mapping[Any, np.ndarray], weights: np.ndarray
+) -> tuple[pd.DataFrame, dict[Any, np.ndarray]]:
+    """``table`` and ``units`` (:func:`select`, :func:`validation_units`; accuracy, one
+    validation split) with each row's correctness weighted (:func:`prior_weights`).
+
+    A unit becomes ``weight * right``, so that the mean of a candidate's units is its weighted
+    accuracy (the weights average 1) and :func:`~thrifty.comparison.scores.paired_lead` still
+    pairs two candidates row by row. ``value`` becomes the weighted accuracy and the plain one
+    is kept as ``unweighted_value``; a candidate without units keeps its plain figure.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    out = {i: np.asarray(u, dtype=np.float64) * w for i, u in units.items() if len(u) == len(w)}
+    table = table.copy()
+    if len(table):
+        table.insert(table.columns.get_loc("value") + 1, "unweighted_value", table["value"])
+        for i, u in out.items():
+            if i in table.index:
+                table.at[i, "value"] = float(u.mean())
+    return table, {**units, **out}
+
+
+def weighting_note(y_val: np.ndarray, y: np.ndarray) -> str:
+    """How the selection's accuracy was weighted (:func:`prior_weights`), appended to
+    ``Comparison.selection``: ``", accuracy weighted to the class shares of all 273,355 rows
+    (class 0: 84.9% of the validation rows, 76.5% of all)"``."""
+    labels, counts = np.unique(y, return_counts=True)
+    top = labels[np.argmax(counts)]
+    top = top.item() if hasattr(top, "item") else top
+    return (
+        f", accuracy weighted to the class shares of all {len(y):,} rows "
+        f"(class {top!r}: {np.mean(y_val == top):.1%} of the validation rows, "
+        f"{np.max(counts) / len(y):.1%} of all)"
+    )
 
 
 def degenerate(table: pd.DataFrame, majority: float | None = None) -> pd.Series:

@@ -83,9 +83,10 @@ def _groups(qid: np.ndarray) -> np.ndarray:
 
 # The one-row estimator, stated with the figures (results/shapes.json).
 ONE_ROW_ESTIMATOR = (
-    "least of 3 means (rounds of 1,000 calls in blocks of 50, engines in a fresh random order "
-    "per block), each mean over the blocks that follow another engine's block (thrifty's own "
-    "sides count as one engine)"
+    "least of 3 means (rounds of 1,000 calls, 500 with --quick, in blocks of 50, engines in a "
+    "fresh random order per block), each mean over the blocks that follow another engine's block "
+    "(thrifty's own sides count as one engine); lleaves' models at 1 to 100 rows: one such mean, "
+    "in blocks of a tenth of the calls (5 to 50)"
 )
 
 

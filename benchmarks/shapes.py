@@ -9,7 +9,9 @@ each model's ``feature_infos`` (uniform in numeric ranges, a seen or unseen cate
 NaN) at 1, 10, 100 and 10,000 rows per call. Every engine runs on one thread, in this one process,
 on the same float64 matrix, timed in turn: batch figures are medians of 5 interleaved repeats (ns
 per tree and row over the test rows), one-row figures the least of 3 means of 1,000 calls in
-alternating blocks (``runtime.one_row_means``, ``steady_one_row``). thrifty compiled is
+alternating blocks of 50, each mean over the blocks that follow another engine's
+(``foreign_one_row_means``, ``steady_one_row``: thrifty's sides do not warm each other's
+caches for it, as no rival has a sibling to do that for it). thrifty compiled is
 ``thrifty.compile`` with its own choice of blocks ("thrifty"), and forced onto vector and onto
 scalar blocks (``THRIFTY_BLOCKS``; on lleaves' models onto branchy blocks too), with exact costs
 accounted. Every engine's raw scores
@@ -79,12 +81,69 @@ def _groups(qid: np.ndarray) -> np.ndarray:
     return np.diff(np.r_[starts, len(qid)])
 
 
+# The one-row estimator, stated with the figures (results/shapes.json).
+ONE_ROW_ESTIMATOR = (
+    "least of 3 means (rounds of 1,000 calls, 500 with --quick, in blocks of 50, engines in a "
+    "fresh random order per block), each mean over the blocks that follow another engine's block "
+    "(thrifty's own sides count as one engine); lleaves' models at 1 to 100 rows: one such mean, "
+    "in blocks of a tenth of the calls (5 to 50)"
+)
+
+
+def family(name: str) -> str:
+    """The engine a side belongs to: thrifty's compiled sides are one (same tables and code
+    shape), every other engine its own."""
+    return "thrifty" if name in OURS else name
+
+
+def foreign_one_row_means(
+    fns: dict, X: np.ndarray, calls: int, width: int = 1, block: int = 50, seed: int = 0, least: int = 5
+) -> dict:
+    """Mean seconds per call of each function (``width`` consecutive rows of ``X`` a call,
+    ``calls`` rows sets in turn), over its blocks of ``block`` calls that follow a block of
+    another engine (``family``); the functions take the blocks in a fresh random order each
+    block, and rounds repeat until each has ``least`` such blocks.
+
+    What ran just before a side decides much of its time: on Adult (loaded machine; per call
+    position in a block of 50, the median over 60 blocks, averaged) thrifty's one-row call
+    took 4.1 µs after a block of its own, 4.7 after lleaves', 5.8 after tl2cgen's and 8.1
+    after LightGBM's; lleaves' 7.2 after its own, 9.1 after thrifty's, 9.7 and 10.9. The
+    first call after another engine takes 20-60 µs on either, and the next 10-40 calls stay
+    slow. A thrifty side right after another thrifty side finds the same tables warm. Counted
+    alike, thrifty's three or four sides would warm each other where lleaves has no sibling:
+    such blocks are left out for every engine."""
+    span = len(X) - width + 1
+    rows = [X[(i * width) % span : (i * width) % span + width].copy() for i in range(calls)]
+    for fn in fns.values():
+        fn(rows[0])
+    names = list(fns)
+    total, counted, blocks = dict.fromkeys(fns, 0.0), dict.fromkeys(fns, 0), dict.fromkeys(fns, 0)
+    rng = np.random.default_rng(seed)
+    before = None
+    while min(blocks.values()) < least:
+        for lo in range(0, calls, block):
+            for k in rng.permutation(len(names)).tolist():
+                name = names[k]
+                fn = fns[name]
+                t0 = time.perf_counter()
+                for x in rows[lo : lo + block]:
+                    fn(x)
+                took = time.perf_counter() - t0
+                if before != family(name):
+                    total[name] += took
+                    counted[name] += len(rows[lo : lo + block])
+                    blocks[name] += 1
+                before = family(name)
+    return {name: total[name] / counted[name] for name in fns}
+
+
 def steady_one_row(fns: dict, M: np.ndarray, calls: int, rounds: int = 3) -> dict:
     """Seconds per one-row call of each engine: the least of ``rounds`` means of ``calls``
-    calls (``runtime.one_row_means``), every engine alike. A mean of 1,000 calls of a few µs
-    is moved by a few slow calls (another process taking the core): in one quiet run the same
-    compiled code measured 10.4 and 8.3 µs under two names, and 5.8-6.7 in three rounds after."""
-    runs = [one_row_means(fns, M, calls=calls) for _ in range(rounds)]
+    calls (``foreign_one_row_means``, each round its own order seed), every engine alike. A
+    mean of 1,000 calls of a few µs is moved by a few slow calls (another process taking the
+    core): in one quiet run the same compiled code measured 10.4 and 8.3 µs under two names,
+    and 5.8-6.7 in three rounds after."""
+    runs = [foreign_one_row_means(fns, M, calls, seed=r) for r in range(rounds)]
     return {k: min(r[k] for r in runs) for k in fns}
 
 
@@ -250,7 +309,9 @@ def peer_part(name: str, args, repeats: int, calls: int, out: dict) -> None:
             Xk = X[:k].copy()
             t = medians({e: (lambda fn=fn, Xk=Xk: fn(Xk)) for e, fn in fns.items()}, repeats)
         else:
-            t = one_row_means(fns, X, calls=max(100, calls // max(1, k // 10)), width=k)
+            n_calls = max(100, calls // max(1, k // 10))
+            # At least 10 blocks a round, so that each side has blocks after another engine's.
+            t = foreign_one_row_means(fns, X, n_calls, width=k, block=max(5, min(50, n_calls // 10)))
         per[str(k)] = {e: s * 1e6 for e, s in t.items()}
     out["peer_us_per_call"][name] = per
 
@@ -278,7 +339,7 @@ def ratio(times: dict, a: str, b: str) -> float | None:
 
 def figures_of(out: dict) -> dict:
     """The issue's named figures from the raw times."""
-    figs: dict = {"bench": "shapes"}
+    figs: dict = {"bench": "shapes", "one_row_estimator": ONE_ROW_ESTIMATOR}
     for m in SHAPES:
         batch, one = out["batch_ns_per_tree_row"].get(m), out["one_row_us"].get(m)
         if batch is None:

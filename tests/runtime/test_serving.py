@@ -17,6 +17,7 @@ from tests._helpers.compiled_plans import input_matrices
 from tests._helpers.reference import random_inputs
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import CostModel, CostReport, Evaluation, Full, Sequential, evaluate
+from thrifty.exceptions import InputError
 from thrifty.runtime.compiled.serving import SMALL, ServingCostReport, ServingEvaluation
 
 # Inputs on and around the random forests' thresholds (-1, 0, 0.5, 1, 2.5), some of which
@@ -218,3 +219,65 @@ def test_the_plans_evaluate_is_the_serving_paths_and_falls_back_as_the_class_met
     again = pickle.loads(pickle.dumps(c))
     assert again.evaluate == again.serving.evaluate
     assert_identical(again.evaluate(X[:1]), c.evaluate(X[:1]))
+
+
+def _row_of(ev: Evaluation, i: int) -> list[tuple[str, np.ndarray | None]]:
+    """Every per-example field of row ``i`` of an evaluation."""
+    fields = [(name, getattr(ev, name)) for name in ("raw", "proba", "labels", "exit")]
+    fields += [(name, getattr(ev.cost, name)) for name in REPORT_FIELDS]
+    return [(name, None if a is None else a[i : i + 1]) for name, a in fields]
+
+
+def assert_row(got: Evaluation, batch: Evaluation, i: int, form: str) -> None:
+    """A one-row evaluation equal, field for field and bit for bit, to row ``i`` of a batch's."""
+    for (name, a), (_, b) in zip(_row_of(got, 0), _row_of(batch, i)):
+        if b is None:
+            assert a is None, (form, name)
+            continue
+        assert a.dtype == b.dtype and a.shape == b.shape, (form, name, a.shape, b.shape)
+        np.testing.assert_array_equal(a, b, err_msg=f"{form}: {name}")
+
+
+@pytest.mark.parametrize("name", ["full", "full-float32", "sequential-multiclass"])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(X=input_matrices(N_FEATURES, 6, VALUES).filter(len), at=st.integers(0, 5))
+def test_one_row_in_every_form_a_caller_passes_is_its_row_of_a_batch(name, X, at):
+    """A one-row call (the lanes) on each form of row a caller may hold: its own copy, a view
+    of a larger matrix's row, a column slice of a wider matrix (not contiguous), reversed
+    strides, Fortran order, a one-row DataFrame; and float32 rows against a float32 batch.
+    The batch (over ``SMALL`` rows) runs the rows through the vector blocks."""
+    pd = pytest.importorskip("pandas")
+    i = at % len(X)
+    c = compiled(name)
+    big = np.vstack([X] * (SMALL // len(X) + 1))
+    batch = c.evaluate(big)
+    wide = np.hstack([X, np.full((len(X), 3), np.nan)])
+    forms = {
+        "own copy": X[i : i + 1].copy(),
+        "row view": big[i : i + 1],
+        "column slice": wide[i : i + 1, :N_FEATURES],
+        "reversed strides": X[:, ::-1][i : i + 1, ::-1],
+        "Fortran order": np.asfortranarray(X[i : i + 1]),
+    }
+    for form, row in forms.items():
+        got = c.evaluate(row, n_threads=1)
+        assert type(got) is ServingEvaluation, form
+        assert_row(got, batch, i, form)
+    assert_row(c.evaluate(pd.DataFrame(X[i : i + 1])), batch, i, "DataFrame")
+    with np.errstate(over="ignore"):  # 1e39 is infinity in float32, as a caller's cast makes it
+        X32 = big.astype(np.float32)
+    assert_row(c.evaluate(X32[i : i + 1]), c.evaluate(X32), i, "float32")
+    # The caller's rows are as they were (float32 forests round on the path's copy).
+    np.testing.assert_array_equal(wide[:, :N_FEATURES], X)
+
+
+def test_a_row_of_the_wrong_shape_is_refused_in_one_line_naming_the_fix():
+    c = compiled("full")
+    row = np.zeros(N_FEATURES)
+    with pytest.raises(InputError, match=r"reshape\(1, -1\)") as flat:
+        c.evaluate(row)
+    for width in (N_FEATURES - 1, N_FEATURES + 1):
+        with pytest.raises(InputError, match=f"{width} features.*expects {N_FEATURES}") as wrong:
+            c.evaluate(np.zeros((1, width)))
+        assert "\n" not in str(wrong.value)
+    assert "\n" not in str(flat.value)

@@ -2,16 +2,17 @@
 else (costs, exits, probabilities, labels) when first read.
 
 A service that reads ``evaluate(X).raw`` (the common ``predict``) needs no cost accounting. For
-plans with a scores-only entry (``objects.raw_entry``: no exits, branchy blocks) the call runs
-``raw`` (``ir_raw``) and returns a ``DeferredEvaluation``: its ``raw`` is set, and reading any
-other field runs the serving path once on a copy of the call's rows (taken at the call, so the
-caller may reuse its matrix) and takes that field from its result. Every field equals what the
-serving path gives at once, bit for bit; a caller reading costs pays for the scores twice.
-"""
+plans with a scores-only entry (``objects.raw_entry``: no exits, branchy or vector blocks) the
+call runs ``raw`` (``ir_raw``, ``ir_vraw``) and returns a ``DeferredEvaluation``: its ``raw``
+is set, and reading any other field runs the serving path once on a copy of the call's rows
+(taken at the call, so the caller may reuse its matrix) and takes that field from its result.
+Every field equals what the serving path gives at once, bit for bit; a caller reading costs
+pays for the scores twice. On vector blocks one row takes the serving path (``take``)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,10 @@ class RawPath:
         self._template = np.zeros(len(RAW_CONTEXT), dtype=np.int64)
         self._template[RAW_CONTEXT.index("T")] = code.T.ctypes.data
         self._local = threading.local()
+        # Rows up to which the serving path serves (``take``): its lanes' one row on vector
+        # blocks; none on branchy blocks (-1: even an empty call is scores first).
+        self.lane_rows = serving.lane_rows if code.code.vector else -1
+        self._serving: Callable[..., Evaluation] | None = None
 
     def _calls(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """This thread's calls of 0 to ``SMALL`` rows (as ``ServingPath._calls``): per row
@@ -57,16 +62,42 @@ class RawPath:
         self._local.keep = (M, out, contexts)
         return calls
 
-    def evaluate(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
+    def bind(self, serving: Callable[..., Evaluation]) -> Callable[..., Evaluation]:
+        """``evaluate``, with ``serving(X, n_threads=...)`` (the serving path's bound
+        ``evaluate``, ``ServingPath.bind``) for the inputs ``take`` leaves: the compiled plan's
+        ``evaluate`` in its place (``CompiledPlan``)."""
+        self._serving = serving
+        return self.evaluate
+
+    def evaluate(self, X: Any, *, n_threads: int | None = None) -> Evaluation:
+        """``take``'s ``DeferredEvaluation`` of the rows of ``X``, else the serving path's
+        ``Evaluation`` (see ``bind``); ``take``'s checks inlined, since one row through the
+        serving path's lanes is a few µs and each Python call about 0.1 of them."""
+        if (
+            type(X) is np.ndarray
+            and X.dtype is _FLOAT64
+            and X.shape[1:] == self._tail
+            and self.lane_rows < X.shape[0] <= LARGE
+        ):
+            return self._scores(X, X.shape[0], n_threads)
+        assert self._serving is not None, "bind the scores-first path to its plan first"
+        return self._serving(X, n_threads=n_threads)
+
+    def take(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
         """A ``DeferredEvaluation`` of the rows of ``X``, or None when ``X`` is not a float64
-        ndarray of the plan's width with at most ``serving.LARGE`` rows (the serving path, or the
-        general one, takes it). One row too: on NYC_taxi 1.7 µs against the serving path's
-        lanes' 2.0 (lleaves 2.6)."""
+        ndarray of the plan's width with more than ``lane_rows`` and at most ``serving.LARGE``
+        rows (the serving path, or the general one, takes it). ``lane_rows`` is -1 for branchy
+        blocks (one row of NYC_taxi: 1.7 µs against the serving path's lanes' 2.0, lleaves 2.6)
+        and the serving path's for vector blocks, whose ``raw`` fills a vector of rows: one
+        row takes the serving path's lanes (the trees in the vector's lanes)."""
         if type(X) is not np.ndarray or X.dtype is not _FLOAT64 or X.shape[1:] != self._tail:
             return None
         n = X.shape[0]
-        if n > LARGE:
+        if n > LARGE or n <= self.lane_rows:
             return None
+        return self._scores(X, n, n_threads)
+
+    def _scores(self, X: np.ndarray, n: int, n_threads: int | None) -> DeferredEvaluation:
         if n <= SMALL:
             try:
                 B, out, at = self._local.calls[n]

@@ -86,8 +86,8 @@ def test_served_results_are_the_interpreters(name, costs, X):
     """0 to SMALL + 6 rows (the per-thread buffers and past them), read field by field."""
     kept = X.copy()
     c = compiled(name, costs)
-    # The serving path itself: a plan without exits reads its scores first (test_ir_vraw.py).
-    got = c.serving.evaluate(X)
+    # ``serve`` itself: ``evaluate`` takes a plan without exits' scores first (test_ir_vraw.py).
+    got = c.serving.serve(X)
     assert type(got) is ServingEvaluation and type(got.cost) is ServingCostReport
     assert_identical(got, evaluate(PLANS[name], X, costs))
     assert_identical(c.evaluate(X), evaluate(PLANS[name], X, costs))
@@ -192,8 +192,7 @@ def test_the_plans_evaluate_is_the_serving_paths_and_falls_back_as_the_class_met
     one-row call); what the path does not take (lists, other widths and dimensions, text) goes
     to the general path, with the same results and errors as ``CompiledPlan.evaluate``."""
     c = compiled("full")
-    # Through the scores-first path, which falls back on the serving path (test_ir_vraw.py).
-    assert c.evaluate == (c.serving.evaluate if c.raw_path is None else c.raw_path.evaluate)
+    assert c.evaluate == c.serving.evaluate
     general = type(c).evaluate
     rng = np.random.default_rng(5)
     X = random_inputs(rng, 5, N_FEATURES)
@@ -220,5 +219,5 @@ def test_the_plans_evaluate_is_the_serving_paths_and_falls_back_as_the_class_met
     assert_identical(gated.evaluate(X[:1]), evaluate(COMPILED_PLANS["gated"], X[:1], COSTS))
     # Pickled and rebuilt, the plan binds its new serving path.
     again = pickle.loads(pickle.dumps(c))
-    assert again.evaluate == (again.serving.evaluate if again.raw_path is None else again.raw_path.evaluate)
+    assert again.evaluate == again.serving.evaluate
     assert_identical(again.evaluate(X[:1]), c.evaluate(X[:1]))

@@ -7,12 +7,12 @@ call runs ``raw`` (``ir_raw``, ``ir_vraw``) and returns a ``DeferredEvaluation``
 is set, and reading any other field runs the serving path once on a copy of the call's rows
 (taken at the call, so the caller may reuse its matrix) and takes that field from its result.
 Every field equals what the serving path gives at once, bit for bit; a caller reading costs
-pays for the scores twice. On vector blocks one row takes the serving path (``take``)."""
+pays for the scores twice. On vector blocks one row takes the serving path (``take``). The
+compiled plan's ``evaluate`` is the serving path's, which takes this path first (its ``first``)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,8 @@ class RawPath:
         # Rows up to which the serving path serves (``take``): its lanes' one row on vector
         # blocks; none on branchy blocks (-1: even an empty call is scores first).
         self.lane_rows = serving.lane_rows if code.code.vector else -1
-        self._serving: Callable[..., Evaluation] | None = None
+        # The serving path's ``evaluate`` (the compiled plan's) tries this path first.
+        serving.first, serving.first_rows = self._scores, self.lane_rows
 
     def _calls(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """This thread's calls of 0 to ``SMALL`` rows (as ``ServingPath._calls``): per row
@@ -61,27 +62,6 @@ class RawPath:
         calls = [(M[: n * F].reshape(n, F), out[: K * n], at + step * n) for n in rows.tolist()]
         self._local.keep = (M, out, contexts)
         return calls
-
-    def bind(self, serving: Callable[..., Evaluation]) -> Callable[..., Evaluation]:
-        """``evaluate``, with ``serving(X, n_threads=...)`` (the serving path's bound
-        ``evaluate``, ``ServingPath.bind``) for the inputs ``take`` leaves: the compiled plan's
-        ``evaluate`` in its place (``CompiledPlan``)."""
-        self._serving = serving
-        return self.evaluate
-
-    def evaluate(self, X: Any, *, n_threads: int | None = None) -> Evaluation:
-        """``take``'s ``DeferredEvaluation`` of the rows of ``X``, else the serving path's
-        ``Evaluation`` (see ``bind``); ``take``'s checks inlined, since one row through the
-        serving path's lanes is a few µs and each Python call about 0.1 of them."""
-        if (
-            type(X) is np.ndarray
-            and X.dtype is _FLOAT64
-            and X.shape[1:] == self._tail
-            and self.lane_rows < X.shape[0] <= LARGE
-        ):
-            return self._scores(X, X.shape[0], n_threads)
-        assert self._serving is not None, "bind the scores-first path to its plan first"
-        return self._serving(X, n_threads=n_threads)
 
     def take(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
         """A ``DeferredEvaluation`` of the rows of ``X``, or None when ``X`` is not a float64

@@ -1,7 +1,7 @@
 """Scores first (``compiled.raw_path``, ``compiled.ir_raw``): a compiled plan without exits on
-branchy blocks computes its raw scores alone and the other fields when read; every field equals
-the interpreter's bit for bit, whichever is read first and whatever the caller does to its
-matrix after the call."""
+branchy blocks (vector blocks: test_ir_vraw.py) computes its raw scores alone and the other
+fields when read; every field equals the interpreter's bit for bit, whichever is read first and
+whatever the caller does to its matrix after the call."""
 
 from __future__ import annotations
 
@@ -51,9 +51,9 @@ def test_plans_without_exits_on_branchy_blocks_have_a_raw_path(name, has, branch
     assert (thrifty.compile(PLANS[name], COSTS).raw_path is not None) is has
 
 
-@pytest.mark.parametrize("kind", ["vector", "scalar"])
-def test_other_blocks_have_none(kind, monkeypatch):
-    monkeypatch.setenv(BLOCKS_ENV, kind)
+def test_plain_scalar_blocks_have_none(monkeypatch):
+    """Vector blocks have one too (``ir_vraw``, tests/runtime/test_ir_vraw.py)."""
+    monkeypatch.setenv(BLOCKS_ENV, "scalar")
     assert thrifty.compile(PLANS["full"], COSTS).raw_path is None
 
 

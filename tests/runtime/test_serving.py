@@ -86,9 +86,12 @@ def assert_identical(got: Evaluation, want: Evaluation) -> None:
 def test_served_results_are_the_interpreters(name, costs, X):
     """0 to SMALL + 6 rows (the per-thread buffers and past them), read field by field."""
     kept = X.copy()
-    got = compiled(name, costs).evaluate(X)
+    c = compiled(name, costs)
+    # ``serve`` itself: ``evaluate`` takes a plan without exits' scores first (test_ir_vraw.py).
+    got = c.serving.serve(X)
     assert type(got) is ServingEvaluation and type(got.cost) is ServingCostReport
     assert_identical(got, evaluate(PLANS[name], X, costs))
+    assert_identical(c.evaluate(X), evaluate(PLANS[name], X, costs))
     # The float32 forests' inputs are rounded on the path's own copy, never in the caller's.
     np.testing.assert_array_equal(X, kept)
 

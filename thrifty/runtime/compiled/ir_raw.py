@@ -6,7 +6,8 @@ Every kind of block keeps each row's counters as it walks (nodes visited, featur
 pays for none of it here: each tree is ``ir_scalar.walk_ir``'s walk and the leaf's weighted
 value added from the table ``leaf`` (``ir_scalar.leaf_values_ir``, the interpreter's additions in
 the plan's order, so the sums are the same bit for bit), with nothing else at the leaf but the
-record's offset. Generated for forests on branchy blocks (``choice.branchy_blocks``: skewed trees,
+record's offset (plans on vector blocks take ``ir_vraw``'s blocks and this driver). Generated for
+forests on branchy blocks (``choice.branchy_blocks``: skewed trees,
 where a row's path is a few splits and the counters were a third of a tree's time), compiled at
 ``ir_branchy.BRANCHY_LEVEL``.
 
@@ -43,7 +44,7 @@ def raw_module_irs(lay: Layout, key: str, trees_per_module: int = 0) -> list[str
     trees_per_module = trees_per_module or RAW_TREES
     spans = [(p, min(trees_per_module, n - p)) for p in range(0, n, trees_per_module)]
     modules = [_block_ir(lay, key, m, p, k) for m, (p, k) in enumerate(spans)]
-    return [*modules, _driver_ir(lay, key, len(spans))]
+    return [*modules, driver_ir(lay, key, len(spans))]
 
 
 def _block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
@@ -90,7 +91,7 @@ def _block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
     return "\n".join(globals_ + lines) + "\n"
 
 
-def _driver_ir(lay: Layout, key: str, n_modules: int) -> str:
+def driver_ir(lay: Layout, key: str, n_modules: int) -> str:
     """``raw_{key}(ctx)``: the rows' scores set to the forest's start, then every module's
     trees over ``RAW_ROWS`` rows at a time."""
     sig = "ptr, ptr, ptr, i64, i64, i64"

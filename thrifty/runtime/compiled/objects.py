@@ -35,11 +35,12 @@ from thrifty.runtime.compiled.ir_raw import raw_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs
+from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.vblocks import vblocks
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 30
+CODEGEN_VERSION = 31
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -165,6 +166,8 @@ class NativeCode:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
         self.raw = None
+        # Whether the blocks are vector blocks (``raw_path`` leaves one row to the serving path).
+        self.vector = not lazy and use_vector(lay)
         if lazy:
             self.run = LAZY_RUN(self._engine.get_function_address(f"lazyrun_{self.key}"))
             self.serve = None
@@ -179,12 +182,13 @@ class NativeCode:
 
 
 def raw_entry(lay: Layout) -> bool:
-    """Whether the plan's code has a scores-only entry ``raw`` (``ir_raw``): a plan without
-    exits (the scores do not depend on when a row stops) on float64 inputs, compiled to branchy
-    blocks, where the counters every block keeps are a third of a tree's time (docs/runtime.md,
-    "Scores only"). Vector blocks test every split whatever is counted."""
+    """Whether the plan's code has a scores-only entry ``raw``: a plan without exits (the
+    scores do not depend on when a row stops) on float64 inputs, compiled to branchy blocks
+    (``ir_raw``: the counters every block keeps were a third of a tree's time) or to vector
+    blocks (``ir_vraw``: no row state, counters or tested-feature gathers); docs/runtime.md,
+    "Scores only". Plain scalar blocks have none."""
     exact_inputs = lay.forest.input_dtype == "float64" and not lay.acc32
-    return exact_inputs and not bool(lay.exits.any()) and not use_vector(lay) and branchy_blocks(lay)
+    return exact_inputs and not bool(lay.exits.any()) and (use_vector(lay) or branchy_blocks(lay))
 
 
 def _target_machine() -> llvm.TargetMachine:
@@ -210,7 +214,10 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
             irs = module_irs(lay, key, _TREES_PER_MODULE)
     if not lazy:
         irs[-1] += serving_ir(lay, key)
-        if raw_entry(lay):
+        if raw_entry(lay) and use_vector(lay):
+            tg = targets.current()
+            irs += vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay))
+        elif raw_entry(lay):
             irs += raw_module_irs(lay, key)
     t0 = time.perf_counter()
     helpers = max(0, min(_cores(), len(irs) // 2) - 1)

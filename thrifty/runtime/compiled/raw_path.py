@@ -2,12 +2,13 @@
 else (costs, exits, probabilities, labels) when first read.
 
 A service that reads ``evaluate(X).raw`` (the common ``predict``) needs no cost accounting. For
-plans with a scores-only entry (``objects.raw_entry``: no exits, branchy blocks) the call runs
-``raw`` (``ir_raw``) and returns a ``DeferredEvaluation``: its ``raw`` is set, and reading any
-other field runs the serving path once on a copy of the call's rows (taken at the call, so the
-caller may reuse its matrix) and takes that field from its result. Every field equals what the
-serving path gives at once, bit for bit; a caller reading costs pays for the scores twice.
-"""
+plans with a scores-only entry (``objects.raw_entry``: no exits, branchy or vector blocks) the
+call runs ``raw`` (``ir_raw``, ``ir_vraw``) and returns a ``DeferredEvaluation``: its ``raw``
+is set, and reading any other field runs the serving path once on a copy of the call's rows
+(taken at the call, so the caller may reuse its matrix) and takes that field from its result.
+Every field equals what the serving path gives at once, bit for bit; a caller reading costs
+pays for the scores twice. On vector blocks one row takes the serving path (``take``). The
+compiled plan's ``evaluate`` is the serving path's, which takes this path first (its ``first``)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ class RawPath:
         self._template = np.zeros(len(RAW_CONTEXT), dtype=np.int64)
         self._template[RAW_CONTEXT.index("T")] = code.T.ctypes.data
         self._local = threading.local()
+        # Rows up to which the serving path serves (``take``): its lanes' one row on vector
+        # blocks; none on branchy blocks (-1: even an empty call is scores first).
+        self.lane_rows = serving.lane_rows if code.code.vector else -1
+        # The serving path's ``evaluate`` (the compiled plan's) tries this path first.
+        serving.first, serving.first_rows = self._scores, self.lane_rows
 
     def _calls(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """This thread's calls of 0 to ``SMALL`` rows (as ``ServingPath._calls``): per row
@@ -57,16 +63,21 @@ class RawPath:
         self._local.keep = (M, out, contexts)
         return calls
 
-    def evaluate(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
+    def take(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
         """A ``DeferredEvaluation`` of the rows of ``X``, or None when ``X`` is not a float64
-        ndarray of the plan's width with at most ``serving.LARGE`` rows (the serving path, or the
-        general one, takes it). One row too: on NYC_taxi 1.7 µs against the serving path's
-        lanes' 2.0 (lleaves 2.6)."""
+        ndarray of the plan's width with more than ``lane_rows`` and at most ``serving.LARGE``
+        rows (the serving path, or the general one, takes it). ``lane_rows`` is -1 for branchy
+        blocks (one row of NYC_taxi: 1.7 µs against the serving path's lanes' 2.0, lleaves 2.6)
+        and the serving path's for vector blocks, whose ``raw`` fills a vector of rows: one
+        row takes the serving path's lanes (the trees in the vector's lanes)."""
         if type(X) is not np.ndarray or X.dtype is not _FLOAT64 or X.shape[1:] != self._tail:
             return None
         n = X.shape[0]
-        if n > LARGE:
+        if n > LARGE or n <= self.lane_rows:
             return None
+        return self._scores(X, n, n_threads)
+
+    def _scores(self, X: np.ndarray, n: int, n_threads: int | None) -> DeferredEvaluation:
         if n <= SMALL:
             try:
                 B, out, at = self._local.calls[n]

@@ -92,6 +92,10 @@ class ServingPath:
         self._template: np.ndarray | None = None  # see _context_of
         # What ``evaluate`` returns for an input ``serve`` does not take (``bind``).
         self._general: Callable[..., Evaluation] | None = None
+        # Scores first (``raw_path.RawPath``): ``evaluate`` returns ``first(X, n, n_threads)``
+        # for float64 matrices of more than ``first_rows`` rows (never, without one).
+        self.first: Callable[[np.ndarray, int, int | None], Evaluation] | None = None
+        self.first_rows = LARGE
 
     def bind(self, general: Callable[..., Evaluation]) -> Callable[..., Evaluation]:
         """``evaluate``, with ``general(X, n_threads=...)`` for inputs the serving path does not
@@ -108,6 +112,8 @@ class ServingPath:
             shape = X.shape
             if shape[1:] == self._tail and (X.dtype is _FLOAT64 or X.dtype.kind in "fiub"):
                 n = shape[0]
+                if self.first_rows < n <= LARGE and X.dtype is _FLOAT64:
+                    return self.first(X, n, n_threads)  # type: ignore[misc]
                 if n <= SMALL:
                     try:
                         M, S, ctx = self._local.calls[n]

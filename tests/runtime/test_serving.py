@@ -18,6 +18,7 @@ from tests._helpers.reference import random_inputs
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import CostModel, CostReport, Evaluation, Full, Sequential, evaluate
 from thrifty.exceptions import InputError
+from thrifty.runtime.compiled.raw_path import DeferredEvaluation
 from thrifty.runtime.compiled.serving import SMALL, ServingCostReport, ServingEvaluation
 
 # Inputs on and around the random forests' thresholds (-1, 0, 0.5, 1, 2.5), some of which
@@ -245,10 +246,11 @@ def assert_row(got: Evaluation, batch: Evaluation, i: int, form: str) -> None:
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(X=input_matrices(N_FEATURES, 6, VALUES).filter(len), at=st.integers(0, 5))
 def test_one_row_in_every_form_a_caller_passes_is_its_row_of_a_batch(name, X, at):
-    """A one-row call (the lanes) on each form of row a caller may hold: its own copy, a view
-    of a larger matrix's row, a column slice of a wider matrix (not contiguous), reversed
-    strides, Fortran order, a one-row DataFrame; and float32 rows against a float32 batch.
-    The batch (over ``SMALL`` rows) runs the rows through the vector blocks."""
+    """A one-row call (the lanes, or a branchy plan's scores-first path) on each form of row
+    a caller may hold: its own copy, a view of a larger matrix's row, a column slice of a wider
+    matrix (not contiguous), reversed strides, Fortran order, a one-row DataFrame; and float32
+    rows against a float32 batch. The batch (over ``SMALL`` rows) runs the rows through the
+    vector blocks."""
     pd = pytest.importorskip("pandas")
     i = at % len(X)
     c = compiled(name)
@@ -264,7 +266,8 @@ def test_one_row_in_every_form_a_caller_passes_is_its_row_of_a_batch(name, X, at
     }
     for form, row in forms.items():
         got = c.evaluate(row, n_threads=1)
-        assert type(got) is ServingEvaluation, form
+        # The serving path's lanes, or the scores-first path of a plan that has one.
+        assert type(got) in (ServingEvaluation, DeferredEvaluation), form
         assert_row(got, batch, i, form)
     assert_row(c.evaluate(pd.DataFrame(X[i : i + 1])), batch, i, "DataFrame")
     with np.errstate(over="ignore"):  # 1e39 is infinity in float32, as a caller's cast makes it

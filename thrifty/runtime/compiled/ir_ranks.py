@@ -52,8 +52,10 @@ RANK_KINDS = ("auto", "on", "off", "32", "16")
 # (all bits set) and the others ``0..n`` must stay non-negative as signed 16-bit integers
 # (``goes_right_rank``'s signed comparison), so ``n <= 2**15 - 1``.
 MAX_RANKS16 = (1 << 15) - 1
-# Targets whose rank blocks compare 16-bit ranks unless forced (``rank_bits``).
+# Targets whose rank blocks compare 16-bit ranks unless forced (``rank_bits``) ...
 RANKS16_TARGETS = ("avx512",)
+# ... for plans whose trees have more than this many leaves on average (``rank_bits``).
+RANKS16_LEAVES = 64
 # Splits per quantizing step from which vector blocks compare ranks (``use_ranks``): measured
 # break-even between 6 (the wide forests: ranks lose on AVX-512) and 31 (Adult: ranks win on
 # both x86 targets); lleaves' airline model, at 14.5, was level.
@@ -196,16 +198,26 @@ def use_ranks(lay: Layout, lanes: int, blocks: list[tuple[int, int]]) -> bool:
 def rank_bits(lay: Layout, target: str, lanes: int, blocks: list[tuple[int, int]]) -> int:
     """The width of the ranks the plan's vector blocks compare: 0 (doubles) when ``use_ranks``
     says no; else 16 where ``THRIFTY_RANKS`` forces ``"16"`` or, unforced, on the targets of
-    ``RANKS16_TARGETS``, when every block's features have at most ``MAX_RANKS16`` thresholds
-    each (always, in blocks of at most ``vblocks.VSPLITS`` splits); else 32.
+    ``RANKS16_TARGETS`` for trees of more than ``RANKS16_LEAVES`` leaves on average, when every
+    block's features have at most ``MAX_RANKS16`` thresholds each (always, in blocks of at most
+    ``vblocks.VSPLITS`` splits); else 32.
 
     16-bit ranks and leaf masks of 16-bit words put twice the rows in a vector (32 with
     AVX-512): a split's compare and mask update serve twice the rows, and a 255-leaf tree has
-    about as many (split, mask word) pairs with 16 leaves a word as with 32."""
+    about as many (split, mask word) pairs with 16 leaves a word as with 32. Measured with
+    AVX-512 (paired, one thread, loaded machine, ``benchmarks/batch_ab.py``): higgs_small's
+    first 64 trees of 255 leaves took 0.88 of the 32-bit blocks' time; the 300-feature ranker's
+    first 256 trees of 63 leaves 1.29 (its blocks gather many features for few splits each,
+    and gathers cost the same per row at any width), so narrower trees keep 32 bits."""
     if not use_ranks(lay, lanes, blocks):
         return 0
     kind = forced_ranks()
-    if kind == "32" or (kind != "16" and target not in RANKS16_TARGETS):
+    if kind == "32":
         return 32
+    if kind != "16":
+        order = np.asarray(lay.order, dtype=np.int64)
+        leaves = float(np.mean(np.diff(lay.leaf_ptr)[order])) if len(order) else 0.0
+        if target not in RANKS16_TARGETS or leaves <= RANKS16_LEAVES:
+            return 32
     fits = all(len(t) <= MAX_RANKS16 for p0, k in blocks for t in block_thresholds(lay, p0, k).values())
     return 16 if fits else 32

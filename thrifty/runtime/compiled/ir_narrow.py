@@ -4,8 +4,8 @@ Rank blocks (``ir_ranks``) compare 32-bit or 16-bit ranks, so their lanes are 32
 wide, and so are the words of their leaf masks: leaf ``l`` of a tree is bit ``l % bits`` of word
 ``l // bits`` (``ir_vector._leaf_mask``). The exit leaf is the lowest set bit of the mask
 (QuickScorer's Theorem 1, Lucchese et al., SIGIR 2015): the words before the exit leaf's are all
-zero, so scanning the words from the last to the first and keeping the last non-zero one's
-lowest bit finds it.
+zero, so scanning the words from the last to the first for the last non-zero one, and counting
+that word's trailing zeros, finds it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def exit_leaf_narrow(e, words: list[str], by_exponent: bool, bits: int = 32) -> 
     """Per lane, the exit leaf of the leaf mask ``words`` of ``bits`` (32 or 16) leaves each,
     as 64-bit lanes (the leaf record's index). The last word always has a bit set (the
     rightmost leaf is in no left subtree); an earlier word that is not empty holds the exit
-    leaf. With ``by_exponent`` (no vector count-trailing-zeros on the ISA), each word's lowest
+    leaf. With ``by_exponent`` (no vector count-trailing-zeros on the ISA), that word's lowest
     bit is counted by ``low_bit32`` (16-bit words widened to 32 bits first)."""
     T, i = f"<{e.L} x i{bits}>", f"i{bits}"
 
@@ -27,16 +27,17 @@ def exit_leaf_narrow(e, words: list[str], by_exponent: bool, bits: int = 32) -> 
         wide = low_bit32(e, e(f"zext {T} {word} to <{e.L} x i32>"))
         return e(f"trunc <{e.L} x i32> {wide} to {T}")
 
+    # The first non-empty word and its first leaf's number, then one count in that word
+    # (rather than one per word: a 255-leaf tree's mask is 8 or 16 words).
     last = len(words) - 1
-    leaf = low(words[last])
-    if last:
-        leaf = e(f"add {T} {leaf}, splat ({i} {bits * last})")
+    word, base = words[last], f"splat ({i} {bits * last})"
     for w in range(last - 1, -1, -1):
-        here = low(words[w])
-        if w:
-            here = e(f"add {T} {here}, splat ({i} {bits * w})")
         some = e(f"icmp ne {T} {words[w]}, zeroinitializer")
-        leaf = e(f"select {e.B} {some}, {T} {here}, {T} {leaf}")
+        word = e(f"select {e.B} {some}, {T} {words[w]}, {T} {word}")
+        base = e(f"select {e.B} {some}, {T} splat ({i} {bits * w}), {T} {base}")
+    leaf = low(word)
+    if last:
+        leaf = e(f"add {T} {leaf}, {base}")
     return e(f"zext {T} {leaf} to {e.I}")
 
 

@@ -6,7 +6,7 @@ register holds four rows; with 32-bit integers it holds eight (sixteen in AVX-51
 16-bit integers sixteen (thirty-two; ``rank_bits`` picks the width). So each
 row's value of a feature is *quantized* once per block into its rank among the sorted distinct
 thresholds that the block's splits on that feature use, and every split then compares the rank
-with its threshold's rank as a constant (the leaf masks are 32-bit words too, ``ir_vector``).
+with its threshold's rank as a constant (the leaf masks are words of as many bits, ``ir_vector``).
 
 Why the comparison is exact. Let ``t_0 < t_1 < ... < t_{n-1}`` be the distinct non-NaN
 thresholds (compared as doubles: ``-0.0`` and ``+0.0`` are one value) and, for a value ``x`` that

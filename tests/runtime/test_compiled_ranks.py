@@ -226,7 +226,7 @@ RANKED = {
 @given(X=input_matrices(N_FEATURES, values=SPECIAL_VALUES))
 def test_rank_blocks_match_the_interpreter(target, bits, name, X, monkeypatch):
     """Plans forced onto rank blocks of 32-bit and 16-bit ranks (categorical and "zero as
-    missing" features mixed in on doubles, leaf masks of one to sixteen words, oblivious trees,
+    missing" features mixed in on doubles, leaf masks of one to fourteen words, oblivious trees,
     exits), dense, one row and lazily: the interpreter's results bit for bit."""
     monkeypatch.setenv(targets.ENV, target)
     monkeypatch.setenv(RANKS_ENV, bits)

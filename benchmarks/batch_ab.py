@@ -1,7 +1,7 @@
 """Paired A/B of compiled batch variants against lleaves on the shapes benchmark's models: each
 variant is ``thrifty.compile`` under its own environment (``NAME=VAR=value[;VAR=value]``), all
 timed in turn with lleaves in one process on the same float64 matrix (medians of ``--repeats``
-interleaved repeats, in reverse order every other repeat), ns per tree and row, one thread.
+repeats in one cyclic order, ``interleaved``), ns per tree and row, one thread.
 Every variant's raw scores must equal the first's and the interpreter's bit for bit.
 
     python benchmarks/batch_ab.py --only higgs255,rank300 \\
@@ -20,7 +20,24 @@ import time
 
 import numpy as np
 from _lleaves import lleaves_predict
-from shapes import build, medians
+from shapes import build
+
+
+def interleaved(fns: dict, repeats: int) -> dict:
+    """Median seconds of each function, timed in turn in one fixed cyclic order ``repeats``
+    times (after a warm-up): no function is ever timed right after itself. (``shapes.medians``
+    reverses its order every other repeat, so its last and first functions run twice in a row,
+    the second time with their code and tables still in cache: on the 300-feature ranker the
+    same compiled plan measured 18 ns per tree and row timed right after itself against 40.)"""
+    for fn in fns.values():
+        fn()
+    times: dict = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def compiled_under(forest, env: dict):
@@ -80,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
             assert np.array_equal(got, ref), f"{model} {name}: differs from the interpreter"
             print(f"{model} {name}: compiled in {took:.0f} s", flush=True)
             fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
-        t = medians({k: (lambda fn=fn, M=M: fn(M)) for k, fn in fns.items()}, args.repeats)
+        t = interleaved({k: (lambda fn=fn, M=M: fn(M)) for k, fn in fns.items()}, args.repeats)
         per = {k: v / (forest.n_trees * len(M)) * 1e9 for k, v in t.items()}
         first = variants[0][0]
         for k, v in per.items():

@@ -206,7 +206,8 @@ def rank_bits(lay: Layout, target: str, lanes: int, blocks: list[tuple[int, int]
     AVX-512): a split's compare and mask update serve twice the rows, and a 255-leaf tree has
     about as many (split, mask word) pairs with 16 leaves a word as with 32. Measured with
     AVX-512 (paired, one thread, loaded machine, ``benchmarks/batch_ab.py``): higgs_small's
-    first 64 trees of 255 leaves took 0.88 of the 32-bit blocks' time; the 300-feature ranker's
+    first 64 trees of 255 leaves took 0.88 of the 32-bit blocks' time, all 500 0.853-0.876 (load
+    2: 0.32 of lleaves' time against 0.37-0.38); the 300-feature ranker's
     first 256 trees of 63 leaves 1.29 (its blocks gather many features for few splits each,
     and gathers cost the same per row at any width), so narrower trees keep 32 bits."""
     if not use_ranks(lay, lanes, blocks):

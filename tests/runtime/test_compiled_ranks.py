@@ -26,10 +26,12 @@ from thrifty import Forest, Full, Sequential, evaluate
 from thrifty.exceptions import InvalidParameterError
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_NAN, MISSING_ZERO
 from thrifty.runtime.compiled import ir_ranks, targets
+from thrifty.runtime.compiled.ir_narrow import exit_leaf_narrow, low_bit32
 from thrifty.runtime.compiled.ir_ranks import (
     RANKS_ENV,
     block_thresholds,
     goes_right_rank,
+    rank_bits,
     rank_ir,
     splits_per_step,
     use_ranks,
@@ -38,7 +40,6 @@ from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import (
     _Emitter,
     _goes_right,
-    _low_bit32,
     vector_module_irs,
 )
 from thrifty.runtime.compiled.layout import Layout
@@ -110,19 +111,20 @@ def _splits(thresholds: list[float]) -> SimpleNamespace:
     )
 
 
-@pytest.mark.parametrize("lanes", [8, 16])
-def test_rank_splits_decide_as_double_splits(lanes):
+@pytest.mark.parametrize(("lanes", "bits"), [(8, 32), (16, 32), (16, 16), (32, 16)])
+def test_rank_splits_decide_as_double_splits(lanes, bits):
     """For every special threshold and missing-value rule, ``goes_right_rank`` on the rank of
     ``x`` is ``_goes_right`` on ``x`` itself, for ``x`` on, next to and between the
-    thresholds, infinities, NaN, signed zeros and subnormals (native code, ``lanes`` lanes)."""
+    thresholds, infinities, NaN, signed zeros and subnormals (native code, ``lanes`` lanes,
+    ranks of ``bits`` bits)."""
     f = _splits(SPECIAL)
     table = np.unique(f.threshold[~np.isnan(f.threshold)])
     e, globals_ = _Emitter(lanes), []
     V = e.V
     e.lines += ["define void @both(ptr %in, ptr %out) {", "entry:", f"  %x = load {V}, ptr %in, align 8"]
-    rank = rank_ir(e, "%x", table, "@thr", globals_)
+    rank = rank_ir(e, "%x", table, "@thr", globals_, bits)
     for node in range(len(f.threshold)):
-        ranked = goes_right_rank(e, f, node, rank, table)
+        ranked = goes_right_rank(e, f, node, rank, table, bits)
         direct = _goes_right(e, f, node, "%x", globals_, "k")
         same = e(
             f"icmp eq <{lanes} x i8> {e(f'zext {e.B} {ranked} to <{lanes} x i8>')}, "
@@ -133,7 +135,7 @@ def test_rank_splits_decide_as_double_splits(lanes):
             f"  store <{lanes} x i8> {e(f'zext {e.B} {same} to <{lanes} x i8>')}, ptr {at}, align 1"
         )
     at = e(f"getelementptr <{lanes} x i8>, ptr %out, i64 {len(f.threshold)}")
-    e.lines += [f"  store <{lanes} x i32> {rank}, ptr {at}, align 1", "  ret void", "}"]
+    e.lines += [f"  store <{lanes} x i{bits}> {rank}, ptr {at}, align 1", "  ret void", "}"]
     decl = f"declare {V} @llvm.fabs.v{lanes}f64({V})\n" + (
         f"declare {V} @llvm.masked.gather.v{lanes}f64.v{lanes}p0(<{lanes} x ptr>, i32 immarg, {e.B}, {V})"
     )
@@ -146,7 +148,7 @@ def test_rank_splits_decide_as_double_splits(lanes):
         same = out[: len(f.threshold) * lanes].reshape(-1, lanes)
         assert same.all(), f"split {np.argwhere(same == 0)[0]} disagrees on {X[i : i + lanes]}"
         np.testing.assert_array_equal(
-            out[len(f.threshold) * lanes :].view(np.int32), want_rank[i : i + lanes]
+            out[len(f.threshold) * lanes :].view(f"<i{bits // 8}")[:lanes], want_rank[i : i + lanes]
         )
 
 
@@ -155,7 +157,7 @@ def test_lowest_bit_of_32_bit_words():
     the bits above it (bit 31 is the sign of the float)."""
     e = _Emitter(8)
     e.lines += ["define void @low(ptr %in, ptr %out) {", "entry:", "  %w = load <8 x i32>, ptr %in, align 4"]
-    got = _low_bit32(e, "%w")
+    got = low_bit32(e, "%w")
     e.lines += [f"  store <8 x i32> {got}, ptr %out, align 4", "  ret void", "}"]
     engine, low = _native(e.lines, "low", targets.host().machine())
     rng = np.random.default_rng(0)
@@ -169,6 +171,37 @@ def test_lowest_bit_of_32_bit_words():
     for i in range(0, len(k), 8):
         low(words[i:].ctypes.data, out[i:].ctypes.data)
     np.testing.assert_array_equal(out, k)
+
+
+@pytest.mark.parametrize("bits", [32, 16])
+@pytest.mark.parametrize("by_exponent", [False, True])
+def test_exit_leaf_of_narrow_words(bits, by_exponent):
+    """The exit leaf of leaf masks of three words of ``bits`` leaves, for every leaf: the words
+    before its word zero, the bits below it in its word zero, anything above it (the last word
+    never empty), counted by count-trailing-zeros or through a float's exponent."""
+    lanes, n_words = 16, 3
+    e, T = _Emitter(lanes), f"<{lanes} x i{bits}>"
+    e.lines += ["define void @leaf(ptr %in, ptr %out) {", "entry:"]
+    words = [e(f"load {T}, ptr {e(f'getelementptr {T}, ptr %in, i64 {w}')}, align 2") for w in range(n_words)]
+    got = exit_leaf_narrow(e, words, by_exponent, bits)
+    e.lines += [f"  store <{lanes} x i64> {got}, ptr %out, align 8", "  ret void", "}"]
+    decl = f"declare {T} @llvm.cttz.v{lanes}i{bits}({T}, i1 immarg)"
+    engine, leaf = _native([decl, *e.lines], "leaf", targets.host().machine())
+    rng = np.random.default_rng(bits)
+    leaves = np.resize(rng.permutation(bits * n_words), -(-bits * n_words // lanes) * lanes)
+    for i in range(0, len(leaves), lanes):
+        k = leaves[i : i + lanes]
+        mask = [int(rng.integers(0, 2**62)) << 34 | int(rng.integers(0, 2**34)) for _ in k]
+        # Per lane: random bits above leaf k, leaf k set, none below; the last word never empty.
+        top = 1 << (bits * n_words - 1)
+        masks = [((m >> (kk + 1)) << (kk + 1)) | (1 << kk) | top for m, kk in zip(mask, k.tolist())]
+        words_in = np.array(
+            [[(m >> (bits * w)) & ((1 << bits) - 1) for m in masks] for w in range(n_words)],
+            dtype=f"<u{bits // 8}",
+        )
+        out = np.zeros(lanes, dtype=np.int64)
+        leaf(words_in.ctypes.data, out.ctypes.data)
+        np.testing.assert_array_equal(out, k)
 
 
 SPECIAL_FOREST = special_thresholds(random_forest(np.random.default_rng(21), N_FEATURES, n_trees=9), 21)
@@ -187,30 +220,32 @@ RANKED = {
 
 
 @pytest.mark.parametrize("target", VECTOR)
+@pytest.mark.parametrize("bits", ["32", "16"])
 @pytest.mark.parametrize("name", list(RANKED))
 @EXAMPLES
 @given(X=input_matrices(N_FEATURES, values=SPECIAL_VALUES))
-def test_rank_blocks_match_the_interpreter(target, name, X, monkeypatch):
-    """Plans forced onto rank blocks (categorical and "zero as missing" features mixed in on
-    doubles, leaf masks of one to eight 32-bit words, oblivious trees, exits), dense, one row
-    and lazily: the interpreter's results bit for bit."""
+def test_rank_blocks_match_the_interpreter(target, bits, name, X, monkeypatch):
+    """Plans forced onto rank blocks of 32-bit and 16-bit ranks (categorical and "zero as
+    missing" features mixed in on doubles, leaf masks of one to fourteen words, oblivious trees,
+    exits), dense, one row and lazily: the interpreter's results bit for bit."""
     monkeypatch.setenv(targets.ENV, target)
-    monkeypatch.setenv(RANKS_ENV, "on")
+    monkeypatch.setenv(RANKS_ENV, bits)
     check(RANKED[name], X, cost_model(tree_cost=0.25, split_cost=0.125))
 
 
 @pytest.mark.parametrize("target", VECTOR)
+@pytest.mark.parametrize("bits", ["32", "16"])
 @EXAMPLES
-@given(X=input_matrices(5, max_rows=30, values=SPECIAL_VALUES))
-def test_rank_blocks_match_lightgbm(target, X, monkeypatch):
+@given(X=input_matrices(5, max_rows=40, values=SPECIAL_VALUES))
+def test_rank_blocks_match_lightgbm(target, bits, X, monkeypatch):
     """A LightGBM model with NaN in training (thresholds shared across trees) on rank blocks
-    predicts what LightGBM predicts."""
+    of 32-bit and 16-bit ranks predicts what LightGBM predicts."""
     lgb = pytest.importorskip("lightgbm")
     monkeypatch.setenv(targets.ENV, target)
-    monkeypatch.setenv(RANKS_ENV, "on")
+    monkeypatch.setenv(RANKS_ENV, bits)
     model, forest = _lightgbm(lgb)
     compiled = thrifty.compile(forest)
-    assert objects._ranks(_lay(forest))
+    assert objects._ranks(_lay(forest)) == int(bits)
     got = compiled.evaluate(X).raw
     np.testing.assert_array_equal(got, evaluate(forest, X).raw)
     if len(X):
@@ -236,14 +271,16 @@ def _lay(forest: Forest) -> Layout:
 
 
 @pytest.mark.parametrize("name", ["neon", "sve"])
-def test_aarch64_rank_blocks_cross_compile(name):
-    """NEON and SVE rank blocks (4 and 8 lanes) verify and compile to aarch64 objects."""
+@pytest.mark.parametrize("bits", [32, 16])
+def test_aarch64_rank_blocks_cross_compile(name, bits):
+    """NEON and SVE rank blocks of 32-bit and 16-bit ranks (4 and 8 lanes, or 8 and 16) verify
+    and compile to aarch64 objects."""
     t = targets.cross(name)
     for plan in (RANKED["special-sequential"], RANKED["deep"], Full(PLANS["full"].forest)):
         f, order = plan.forest, plan.schedule.order
         lay = layout(f, order, np.isfinite(plan.schedule.eps_pos))
-        irs = vector_module_irs(lay, "k", 100, t.lanes, t.vscale, t.by_exponent, ranks=True)
-        assert f"<{2 * t.lanes} x i32>" in irs[0]
+        irs = vector_module_irs(lay, "k", 100, t.lanes, t.vscale, t.by_exponent, ranks=bits)
+        assert f"<{64 // bits * t.lanes} x i{bits}>" in irs[0]
         irs[-1] += serving_ir(lay, "k", t)
         for ir in irs:
             obj = objects._emit(ir, t)
@@ -286,6 +323,25 @@ def test_the_rule_takes_ranks_where_splits_share_thresholds(monkeypatch):
     assert not use_ranks(few, 4, blocks)
     if VECTOR:
         assert objects.code_key(many) != key_on
+    # The width: 16 bits on AVX-512 for trees of more than 64 leaves on average, else 32;
+    # either when forced.
+    monkeypatch.setenv(RANKS_ENV, "auto")
+    deep = _lay(special_thresholds(random_forest(np.random.default_rng(3), 3, n_trees=16, max_depth=9), 3))
+    assert np.mean(np.diff(deep.leaf_ptr)) > ir_ranks.RANKS16_LEAVES >= np.mean(np.diff(few.leaf_ptr))
+    deep_blocks = vblocks_of(deep.exits)
+    assert rank_bits(deep, "avx512", 8, deep_blocks) == 16 and rank_bits(deep, "avx2", 4, deep_blocks) == 32
+    assert rank_bits(few, "avx512", 8, blocks) == 32
+    assert rank_bits(many, "avx512", 8, blocks) == 0
+    monkeypatch.setenv(RANKS_ENV, "32")
+    assert rank_bits(few, "avx512", 8, blocks) == 32
+    key32 = objects.code_key(few)
+    monkeypatch.setenv(RANKS_ENV, "16")
+    assert rank_bits(few, "avx2", 4, blocks) == 16
+    if VECTOR:
+        assert objects.code_key(few) != key32
+    # A feature with more thresholds in a block than 16-bit ranks hold keeps 32-bit ranks.
+    monkeypatch.setattr(ir_ranks, "MAX_RANKS16", 2)
+    assert rank_bits(few, "avx512", 8, blocks) == 32
     monkeypatch.setenv(RANKS_ENV, "sometimes")
     with pytest.raises(InvalidParameterError, match="THRIFTY_RANKS='sometimes'.*auto") as info:
         use_ranks(few, 8, blocks)

@@ -85,7 +85,7 @@ def test_folds_give_back_every_word_of_every_path(masks, seed):
 
 
 @pytest.mark.parametrize("target", VECTOR)
-@pytest.mark.parametrize("ranks", ["on", "off"])
+@pytest.mark.parametrize("ranks", ["16", "32", "off"])
 @pytest.mark.parametrize("forest", list(FORESTS))
 @settings(
     max_examples=4,

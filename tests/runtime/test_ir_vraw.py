@@ -67,7 +67,7 @@ def _wide(X: np.ndarray, F: int) -> np.ndarray:
     return np.ascontiguousarray(np.tile(X, (1, -(-F // X.shape[1])))[:, :F])
 
 
-@pytest.mark.parametrize("ranks", ["on", "off"])
+@pytest.mark.parametrize("ranks", ["16", "32", "off"])
 @pytest.mark.parametrize("name", list(FORESTS))
 @settings(max_examples=5, deadline=None, suppress_health_check=SLOW)
 @given(data=input_matrices(N_FEATURES, max_rows=70))
@@ -122,7 +122,7 @@ EM_AARCH64 = 183
 
 
 @pytest.mark.parametrize("name", ["neon", "sve"])
-@pytest.mark.parametrize("ranks", [False, True])
+@pytest.mark.parametrize("ranks", [0, 16, 32])
 def test_aarch64_scores_only_code_cross_compiles(name, ranks):
     t = targets.cross(name)
     for forest in (FORESTS["full"], FORESTS["deep"], FORESTS["categories"]):

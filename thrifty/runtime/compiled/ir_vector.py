@@ -26,8 +26,9 @@ folded into a word or two (``layout.Layout.folds``) in forests of more than 56 f
 ``VECTOR_LEAVES`` leaves (or is oblivious) and the plan no bin exits (``vector_ok``); other
 plans use ``ir_scalar``'s scalar blocks. An oblivious tree (``layout.oblivious_levels``) takes
 ``ir_oblivious``'s path instead of the leaf mask: one comparison per level. Rank blocks
-(``ranks``, ``ir_ranks``) compare 32-bit ranks of the inputs among the block's thresholds on
-twice the lanes, with leaf masks of 32-bit words.
+(``ranks``, ``ir_ranks``) compare 32-bit or 16-bit ranks of the inputs among the block's
+thresholds on two or four times the lanes, with leaf masks of 32-bit or 16-bit words
+(``ir_narrow``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
+from thrifty.runtime.compiled.ir_narrow import exit_leaf_narrow
 from thrifty.runtime.compiled.ir_oblivious import oblivious_counts, oblivious_leaf
 from thrifty.runtime.compiled.ir_ranks import block_thresholds, goes_right_rank, rank_ir
 from thrifty.runtime.compiled.ir_scalar import module_irs, scalar_block_ir
@@ -61,6 +63,7 @@ declare void @llvm.masked.compressstore.v{L}i64({Q}, ptr, {B})
 declare {Q} @llvm.cttz.v{L}i64({Q}, i1 immarg)
 declare {Q} @llvm.fshr.v{L}i64({Q}, {Q}, {Q})
 declare <{L} x i32> @llvm.cttz.v{L}i32(<{L} x i32>, i1 immarg)
+declare <{L} x i16> @llvm.cttz.v{L}i16(<{L} x i16>, i1 immarg)
 declare {V} @llvm.fabs.v{L}f64({V})
 declare i64 @llvm.ctpop.i64(i64)
 """
@@ -84,7 +87,6 @@ class _Emitter:
         self.k = 0
         self.L = L = lanes
         self.V, self.I, self.B, self.P = f"<{L} x double>", f"<{L} x i64>", f"<{L} x i1>", f"<{L} x ptr>"
-        self.W = f"<{L} x i32>"
 
     def __call__(self, rhs: str) -> str:
         self.k += 1
@@ -125,15 +127,16 @@ def vector_module_irs(
     lanes: int = LANES,
     vscale: int = 0,
     by_exponent: bool = False,
-    ranks: bool = False,
+    ranks: int = 0,
 ) -> list[str]:
     """``ir_scalar.module_irs`` with vector blocks (``vblocks``) of ``lanes`` lanes (with
     ``vscale``, SVE's vector length in units of 128 bits, as the blocks' ``vscale_range``; with
     ``by_exponent``, exit leaves found by ``_low_bit_by_exponent`` where the ISA has no vector
-    count-trailing-zeros). With ``ranks``, the blocks compare 32-bit ranks (``ir_ranks``) on
-    twice as many lanes, as many rows as a register holds 32-bit integers."""
+    count-trailing-zeros). With ``ranks`` (32 or 16; 0: doubles), the blocks compare ranks of
+    that many bits (``ir_ranks``) on as many lanes as a register holds such integers (twice or
+    four times the doubles')."""
     if ranks:
-        lanes *= 2
+        lanes *= 64 // ranks
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
@@ -152,12 +155,12 @@ def vblock_ir(
     lanes: int = LANES,
     vscale: int = 0,
     by_exponent: bool = False,
-    ranks: bool = False,
+    ranks: int = 0,
 ) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``ir_scalar.scalar_block_ir`` makes it, on vectors
     of ``lanes`` rows (``vector_module_irs``); tree ``t``'s leaf records in ``vleaf`` start at
-    ``lay.leaf_ptr[t]``. With ``ranks``, numeric splits compare ranks among the block's
-    thresholds (``ir_ranks``) and leaf masks are words of 32 leaves."""
+    ``lay.leaf_ptr[t]``. With ``ranks`` (32 or 16), numeric splits compare ranks of that many bits
+    among the block's thresholds (``ir_ranks``) and leaf masks are words of as many leaves."""
     K, W = lay.K, lay.words
     R = lay.vrecord
     t = {name: i for i, name in enumerate(TABLES)}
@@ -233,10 +236,10 @@ def vblock_ir(
             return _goes_right(e, f, node, column(feat), globals_, key)
         if feat not in rank_of:
             name = f"@vthr_{key}_{b}_{feat}"
-            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], name, globals_)
-        return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat])
+            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], name, globals_, ranks)
+        return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat], ranks)
 
-    word_bits = 32 if ranks else 64
+    word_bits = ranks or 64
     live = "%valid"
     exits_to_next: list[str] = []
     for j in range(k):
@@ -406,10 +409,10 @@ def _vmargin(e: _Emitter, acc: list[str]) -> str:
 
 def _leaf_mask(e: _Emitter, f: Forest, tree: int, right_of, bits: int = 64) -> list[str]:
     """Per lane, the mask of leaves of ``tree`` left after every split sending the row right
-    (``right_of(node)``) cleared its left subtree's leaves, as words of ``bits`` (64 or 32)
+    (``right_of(node)``) cleared its left subtree's leaves, as words of ``bits`` (64, 32 or 16)
     leaves (leaf ``l`` is bit ``l % bits`` of word ``l // bits``); its lowest set bit is the
     exit leaf."""
-    ty = e.I if bits == 64 else e.W
+    ty = e.I if bits == 64 else f"<{e.L} x i{bits}>"
     ranges: list[tuple[int, int, int]] = []
     n_leaves = _ranges(f, int(f.roots[tree]), 0, ranges)
     cleared: list[list[str]] = [[] for _ in range(-(-n_leaves // bits))]
@@ -442,10 +445,10 @@ def _exit_leaf(
     """Per lane, the lowest set bit of the leaf mask ``words``: the exit leaf (QuickScorer's
     Theorem 1). The last word always has a bit set (the rightmost leaf is in no left subtree);
     an earlier word that is not empty holds the exit leaf. Given the tree's ``n_leaves``, a last
-    word of at most 52 leaves is counted by ``_low_bit_by_exponent``. Words of 32 bits
-    (``bits``) are counted by ``_low_bit32`` with ``by_exponent``, else by count-trailing-zeros."""
-    if bits == 32:
-        return _exit_leaf32(e, words, by_exponent)
+    word of at most 52 leaves is counted by ``_low_bit_by_exponent``. Words of 32 or 16 bits
+    (``bits``) are ``ir_narrow.exit_leaf_narrow``'s."""
+    if bits < 64:
+        return exit_leaf_narrow(e, words, by_exponent, bits)
     last = len(words) - 1
     if n_leaves is not None and n_leaves - 64 * last <= 52:
         leaf = _low_bit_by_exponent(e, words[last])
@@ -460,39 +463,6 @@ def _exit_leaf(
         some = e(f"icmp ne {e.I} {words[w]}, zeroinitializer")
         leaf = e(f"select {e.B} {some}, {e.I} {low}, {e.I} {leaf}")
     return leaf
-
-
-def _exit_leaf32(e: _Emitter, words: list[str], by_exponent: bool) -> str:
-    """``_exit_leaf`` of a mask of 32-bit words, as 64-bit lanes (the record's index)."""
-
-    def low(word: str) -> str:
-        if by_exponent:
-            return _low_bit32(e, word)
-        return e(f"call {e.W} @llvm.cttz.v{e.L}i32({e.W} {word}, i1 false)")
-
-    last = len(words) - 1
-    leaf = low(words[last])
-    if last:
-        leaf = e(f"add {e.W} {leaf}, {_splat('i32', str(32 * last))}")
-    for w in range(last - 1, -1, -1):
-        here = low(words[w])
-        if w:
-            here = e(f"add {e.W} {here}, {_splat('i32', str(32 * w))}")
-        some = e(f"icmp ne {e.W} {words[w]}, zeroinitializer")
-        leaf = e(f"select {e.B} {some}, {e.W} {here}, {e.W} {leaf}")
-    return e(f"zext {e.W} {leaf} to {e.I}")
-
-
-def _low_bit32(e: _Emitter, word: str) -> str:
-    """Per lane, the index of the lowest set bit of the 32-bit ``word`` (not zero): the bit alone
-    (``word & -word``, ``2**k``; ``-2**31`` as a signed integer when ``k = 31``) converts exactly
-    to a float whose exponent field, sign bit dropped, is ``127 + k``: five operations where
-    AVX2 and NEON have no vector count-trailing-zeros."""
-    alone = e(f"and {e.W} {word}, {e(f'sub {e.W} zeroinitializer, {word}')}")
-    as_float = e(f"sitofp {e.W} {alone} to <{e.L} x float>")
-    field = e(f"lshr {e.W} {e(f'bitcast <{e.L} x float> {as_float} to {e.W}')}, {_splat('i32', '23')}")
-    exponent = e(f"and {e.W} {field}, {_splat('i32', '255')}")
-    return e(f"sub {e.W} {exponent}, {_splat('i32', '127')}")
 
 
 def _low_bit_by_exponent(e: _Emitter, word: str) -> str:

@@ -37,14 +37,14 @@ def vraw_module_irs(
     lanes: int,
     vscale: int = 0,
     by_exponent: bool = False,
-    ranks: bool = False,
+    ranks: int = 0,
 ) -> list[str]:
     """The modules of ``raw`` for a plan on vector blocks: one ``rawblk`` per vector block's
     positions (``vblocks.vblocks``), then ``ir_raw``'s driver ``raw_{key}(ctx)``. ``lanes``
-    are the target's doubles per vector, doubled with ``ranks`` (as
-    ``ir_vector.vector_module_irs``)."""
+    are the target's doubles per vector, times ``64 // ranks`` with ``ranks`` (32 or 16: the
+    bits of the ranks compared, as ``ir_vector.vector_module_irs``)."""
     spans = vblocks(lay)
-    rows = 2 * lanes if ranks else lanes
+    rows = lanes * (64 // ranks) if ranks else lanes
     modules = [
         vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks) for m, (p, k) in enumerate(spans)
     ]
@@ -60,13 +60,14 @@ def vraw_block_ir(
     lanes: int,
     vscale: int = 0,
     by_exponent: bool = False,
-    ranks: bool = False,
+    ranks: int = 0,
 ) -> str:
     """``rawblk_{key}_{m}(X, out, T, lo, hi, n)`` (``ir_raw``'s contract) on vectors of
     ``lanes`` rows: positions ``[p0, p0 + k)`` add their trees' values to the scores in ``out``
     (output ``c`` of row ``i`` at ``c * n + i``) of the rows ``[lo, hi)``. ``lanes`` is the
-    vector's rows (twice the target's doubles with ``ranks``, which compare 32-bit ranks among
-    the block's thresholds, ``ir_ranks``); ``vscale`` and ``by_exponent`` as
+    vector's rows (``64 // ranks`` times the target's doubles with ``ranks``, 32 or 16: ranks of
+    that many bits among the block's thresholds, ``ir_ranks``, and leaf masks of words of as
+    many leaves); ``vscale`` and ``by_exponent`` as
     ``ir_vector.vector_module_irs``."""
     K, F, R = lay.K, lay.F, lay.vrecord
     f = lay.forest
@@ -125,10 +126,11 @@ def vraw_block_ir(
         if feat not in thresholds:
             return _goes_right(e, f, node, column(feat), globals_, key)
         if feat not in rank_of:
-            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], f"@rthr_{key}_{m}_{feat}", globals_)
-        return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat])
+            name = f"@rthr_{key}_{m}_{feat}"
+            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], name, globals_, ranks)
+        return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat], ranks)
 
-    word_bits = 32 if ranks else 64
+    word_bits = ranks or 64
     for j in range(k):
         tree = int(lay.order[p0 + j])
         levels = lay.levels(tree)

@@ -30,7 +30,7 @@ from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.choice import branchy_blocks, vector_blocks
 from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
-from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, use_ranks
+from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, rank_bits
 from thrifty.runtime.compiled.ir_raw import raw_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import serving_ir
@@ -40,7 +40,7 @@ from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.vblocks import vblocks
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 31
+CODEGEN_VERSION = 32
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -106,15 +106,17 @@ def use_vector(lay: Layout) -> bool:
     return vector_blocks(lay, targets.current().lanes)
 
 
-def _ranks(lay: Layout) -> bool:
-    """Whether the vector blocks compare 32-bit ranks (``ir_ranks.use_ranks``); the rule's count
-    is kept on ``lay`` (the cache key and the compile ask, under the same environment)."""
+def _ranks(lay: Layout) -> int:
+    """The bits of the ranks the vector blocks compare (``ir_ranks.rank_bits``; 0: doubles); the
+    rule's count is kept on ``lay`` (the cache key and the compile ask, under the same
+    environment)."""
     if not use_vector(lay):
-        return False
-    asked = (targets.current().lanes, os.environ.get(RANKS_ENV, ""))
+        return 0
+    tg = targets.current()
+    asked = (tg.name, tg.lanes, os.environ.get(RANKS_ENV, ""))
     memo = lay.__dict__.setdefault("_ranks", {})
     if asked not in memo:
-        memo[asked] = use_ranks(lay, asked[0], vblocks(lay))
+        memo[asked] = rank_bits(lay, tg.name, tg.lanes, vblocks(lay))
     return memo[asked]
 
 

@@ -49,9 +49,9 @@ def frames(draw) -> pd.DataFrame:
     for j, name in enumerate(NAMES):
         if j in POOL:
             values = draw(st.lists(st.sampled_from([*POOL[j], None]), min_size=n, max_size=n))
-            kind = draw(st.sampled_from(["category", "reordered", "object", "subset"]))
-            if kind == "object":
-                cols[name] = pd.Series(values, dtype=object)
+            kind = draw(st.sampled_from(["category", "reordered", "object", "string", "subset"]))
+            if kind in ("object", "string"):
+                cols[name] = pd.Series(values, dtype=object if kind == "object" else "string")
             else:
                 cats = [c for c in POOL[j] if kind != "subset" or c in values]
                 cats = draw(st.permutations(cats)) if kind == "reordered" else cats
@@ -125,6 +125,22 @@ def test_other_stored_categories_under_the_same_frame() -> None:
     second = to_matrix(df, 5, NAMES, {1: ["blue", "red"], 3: ["red"]})
     assert first[:, 1].tolist() == [2.0, 0.0] and second[:, 1].tolist() == [0.0, 1.0]
     assert np.isnan(first[1, 3]) and second[:, 3][1] == 0.0
+
+
+class Duck:
+    """A frame alike without pandas' column arrays: the conversion takes its ``items()``."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.df, self.columns, self.iloc, self.shape = df, df.columns, df.iloc, df.shape
+
+    def items(self):
+        return self.df.items()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames())
+def test_frames_alike_convert_as_before(df) -> None:
+    assert_same(Duck(df), names=NAMES)
 
 
 @pytest.mark.parametrize(

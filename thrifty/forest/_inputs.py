@@ -88,8 +88,9 @@ _INDEXES: dict[int, tuple[list, Any]] = {}
 def _remember(cache: dict, key: Any, entry: Any) -> None:
     if len(cache) >= _CACHE_SIZE:
         cache.clear()
-    cache.setdefault(key, []).append(entry)
-    del cache[key][:-4]  # a few variants per key: the newest
+    entries = cache.setdefault(key, [])  # held: another thread may clear the cache meanwhile
+    entries.append(entry)
+    del entries[:-4]  # a few variants per key: the newest
 
 
 def _same_names(a: Any, b: Any) -> bool:

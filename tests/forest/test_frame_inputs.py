@@ -130,17 +130,19 @@ def test_other_stored_categories_under_the_same_frame() -> None:
 class Duck:
     """A frame alike without pandas' column arrays: the conversion takes its ``items()``."""
 
-    def __init__(self, df: pd.DataFrame) -> None:
-        self.df, self.columns, self.iloc, self.shape = df, df.columns, df.iloc, df.shape
+    def __init__(self, df: pd.DataFrame, listed: bool) -> None:
+        self.df, self.iloc, self.shape = df, df.iloc, df.shape
+        self.columns = list(df.columns) if listed else df.columns
 
     def items(self):
         return self.df.items()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(frames())
-def test_frames_alike_convert_as_before(df) -> None:
-    assert_same(Duck(df), names=NAMES)
+@given(frames(), st.booleans())
+def test_frames_alike_convert_as_before(df, listed) -> None:
+    assert_same(Duck(df, listed), names=NAMES)
+    assert_same(Duck(df, listed), names=NAMES)
 
 
 @pytest.mark.parametrize(

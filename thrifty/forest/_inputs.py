@@ -96,7 +96,11 @@ def _remember(cache: dict, key: Any, entry: Any) -> None:
 def _same_names(a: Any, b: Any) -> bool:
     """True when the column Index ``a`` is ``b``, or both hold the same strings in the same
     order (an Index of numbers may equal one of other numbers whose ``str`` differs: 1, 1.0)."""
-    return a is b or (a.inferred_type == "string" and b.inferred_type == "string" and a.equals(b))
+    if a is b:
+        return True
+    # A frame alike may hold its names in a list: it is looked up afresh each call.
+    strings = getattr(a, "inferred_type", None) == "string" == getattr(b, "inferred_type", None)
+    return strings and a.equals(b)
 
 
 def _column_order(df: Any, n_features: int, feature_names: list[str] | None) -> list[int] | None:

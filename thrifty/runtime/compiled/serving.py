@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from thrifty.costs import CostModel, CostReport
+from thrifty.forest import to_matrix
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
 from thrifty.runtime.compiled.ir_serving import CONTEXT, lane_rows
@@ -71,6 +72,9 @@ class ServingPath:
         self.plain = self.K == 1 and self.finish is None
         self.fixed = costs.fixed_cost(plan.feature_usage())
         self.names = costs.feature_names or plan.feature_names
+        # What a DataFrame's columns are matched and coded by (``array_of``): the plan's own
+        # objects, which the conversion's caches know by identity.
+        self._feature_names, self._categories = plan.feature_names, plan.categories
         self.fields = {name: j for j, name in enumerate(code.fields)}
         # Each unit's features as a bit set of ``words`` words (feature m: bit m % 64 of word m // 64).
         self.words = code.words
@@ -169,13 +173,30 @@ class ServingPath:
         self._local.keep = (X, S, contexts)
         return calls
 
+    def array_of(self, X: Any) -> np.ndarray | None:
+        """The matrix of ``X``, a DataFrame of at most ``LARGE`` rows or a list of rows of
+        numbers, as the general path makes it (``to_matrix``, its errors included); None for
+        anything else, which the general path takes (and reports on). A one-row DataFrame or
+        list took the general path: 6 ms and 185 µs on Adult, against 5 µs for an array."""
+        if type(X) is list:
+            try:
+                M = np.asarray(X)
+            except ValueError:  # ragged rows: the general path says so
+                return None
+            return M if M.dtype.kind in "fiub" else None
+        if hasattr(X, "columns") and hasattr(X, "iloc") and len(X) <= LARGE:  # a DataFrame
+            return to_matrix(X, self.F, self._feature_names, self._categories)
+        return None
+
     def serve(self, X: Any, n_threads: int | None = None) -> Evaluation | None:
         """The ``Evaluation`` of the rows of ``X``, or None when ``X`` is not a numeric ndarray
         of the plan's width and at most ``LARGE`` rows (the general path handles it)."""
         # Each step of a small call is counted in tens of nanoseconds (a one-row call is a few
         # µs): one compare of the shape's tail, the dtype's identity before its kind.
         if type(X) is not np.ndarray:
-            return None
+            X = self.array_of(X)
+            if X is None:
+                return None
         shape = X.shape
         if shape[1:] != self._tail or (X.dtype is not _FLOAT64 and X.dtype.kind not in "fiub"):
             return None

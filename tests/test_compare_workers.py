@@ -9,7 +9,7 @@ import pandas as pd
 from tests._helpers.worker_probe import KERNEL, compile_at, worker_state
 from thrifty import CostModel
 from thrifty.comparison.compare import _lightgbm_params
-from thrifty.comparison.compile_once import install, installed
+from thrifty.comparison.compile_once import installed, locked
 from thrifty.comparison.pool import local_pool
 from thrifty.comparison.settings import Settings
 from thrifty.comparison.sweep import FitTask, fitting_context, run_task
@@ -36,18 +36,22 @@ def test_a_kernel_two_workers_need_at_once_is_compiled_by_one_and_loaded_by_the_
     assert got == [(0, 1), (1, 0)]
 
 
-def test_install_is_idempotent_and_keeps_results():
+def test_locked_compiles_under_locks_for_a_block_only_and_keeps_results():
     from numba import njit
 
-    install()
-    install()
-    assert installed()
+    before = installed()
+    with locked():
+        assert installed()
+        with locked():  # nested: the outer block keeps it
+            pass
+        assert installed()
 
-    @njit(cache=False)
-    def add(a, b):
-        return a + b
+        @njit(cache=False)
+        def add(a, b):
+            return a + b
 
-    assert add(2, 3) == 5
+        assert add(2, 3) == 5
+    assert installed() == before
 
 
 def test_a_qwyc_fit_in_a_worker_returns_the_plan_fitted_here():
@@ -83,3 +87,28 @@ def test_a_qwyc_fit_in_a_worker_returns_the_plan_fitted_here():
         np.testing.assert_array_equal(plan.order, other.order)
         np.testing.assert_array_equal(plan.eps_pos, other.eps_pos)
         np.testing.assert_array_equal(plan.eps_neg, other.eps_neg)
+
+
+def test_a_recursive_kernel_compiles_under_the_locks(tmp_path, monkeypatch):
+    import importlib.util
+    import sys
+
+    from thrifty.comparison import compile_once
+
+    path = tmp_path / "rec_kernels.py"
+    path.write_text(
+        "from numba import njit\n\n"
+        "@njit(cache=True)\n"
+        "def fib(n):\n"
+        "    if n < 2:\n"
+        "        return n\n"
+        "    return fib(n - 1) + fib(n - 2)\n"
+    )
+    name = f"recprobe{time.time_ns()}"
+    monkeypatch.setattr(compile_once, "PACKAGES", (*compile_once.PACKAGES, name + "."))
+    spec = importlib.util.spec_from_file_location(f"{name}.kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, f"{name}.kernels", module)
+    spec.loader.exec_module(module)
+    with locked():
+        assert module.fib(10) == 55

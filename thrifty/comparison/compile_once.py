@@ -14,10 +14,12 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PACKAGES", "install", "installed", "lock_dir"]
+__all__ = ["PACKAGES", "install", "installed", "lock_dir", "locked", "uninstall"]
 
 _ORIGINAL = "_thrifty_compile"
 #: The modules whose kernels compile under a lock (by the start of their names).
@@ -57,22 +59,29 @@ def install() -> None:
         return
     original = Dispatcher.compile
     directory = lock_dir()
+    held: set[str] = set()  # this process's locks: a recursive kernel takes its own once
 
     def compile(self: Any, sig: Any) -> Any:  # noqa: A001 - numba's method name
         func = getattr(self, "py_func", None)
         module = getattr(func, "__module__", "") or ""
         cached = type(getattr(self, "_cache", None)).__name__ not in ("NullCache", "NoneType")
-        if not (cached and module.startswith(PACKAGES)) or _have(self, sig):
+        if func is None or not (cached and module.startswith(PACKAGES)) or _have(self, sig):
             return original(self, sig)
         # Keyed by the kernel's file and name: the cache numba keeps is per kernel too. A
         # kernel compiled under its lock may compile the kernels it calls under theirs: the
         # calls form no cycle, so neither do the locks.
-        key = f"{getattr(func, '__code__', None) and func.__code__.co_filename}:{func.__qualname__}"
+        key = f"{func.__code__.co_filename}:{func.__qualname__}"
+        if key in held:
+            return original(self, sig)
         path = directory / (hashlib.sha1(key.encode()).hexdigest()[:20] + ".lock")
         with open(path, "a") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file closes, even on an error
-            # Compiled by another process meanwhile: numba's own compile loads it from the cache.
-            return original(self, sig)
+            held.add(key)
+            try:
+                # Compiled by another process meanwhile: numba's compile loads it from the cache.
+                return original(self, sig)
+            finally:
+                held.discard(key)
 
     def _have(self: Any, sig: Any) -> bool:
         """Whether this process has compiled (or loaded) ``sig`` already: numba asks again
@@ -81,4 +90,26 @@ def install() -> None:
         return tuple(args) in self.overloads
 
     setattr(Dispatcher, _ORIGINAL, original)
-    Dispatcher.compile = compile
+    Dispatcher.compile = compile  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    """Compile as numba does by itself again (this process)."""
+    from numba.core.dispatcher import Dispatcher
+
+    if installed():
+        Dispatcher.compile = getattr(Dispatcher, _ORIGINAL)  # type: ignore[method-assign]
+        delattr(Dispatcher, _ORIGINAL)
+
+
+@contextmanager
+def locked() -> Iterator[None]:
+    """:func:`install` for a block (this process runs fit tasks beside compare's workers), then
+    as before: a process that had it installed keeps it."""
+    was = installed()
+    install()
+    try:
+        yield
+    finally:
+        if not was:
+            uninstall()

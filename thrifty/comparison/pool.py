@@ -14,7 +14,7 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
-from thrifty.comparison.compile_once import install
+from thrifty.comparison.compile_once import install, locked
 from thrifty.comparison.sweep import FitTask, TaskResult, run_task
 from thrifty.exceptions import InputError
 from thrifty.forest.kernels import threads
@@ -186,8 +186,8 @@ def _beside(
 
     submit(ready)
     # One BLAS and one numba thread, as in a worker of local_pool: the worker processes use
-    # the other cores.
-    with threadpool_limits(1), threads(1):
+    # the other cores. A kernel a worker is compiling is loaded from the cache it writes.
+    with threadpool_limits(1), threads(1), locked():
         while pending:
             if deadline is not None and time.time() >= deadline:
                 for f in pending:  # not started by the deadline: never started at all

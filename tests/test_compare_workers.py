@@ -1,10 +1,12 @@
 """compare's worker processes fit as this process does: one thread each, the same plans, and
 each numba kernel compiled once across them (the others load it from the disk cache)."""
 
+import sys
 import time
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from tests._helpers.worker_probe import KERNEL, compile_at, worker_state
 from thrifty import CostModel
@@ -14,7 +16,11 @@ from thrifty.comparison.pool import local_pool
 from thrifty.comparison.settings import Settings
 from thrifty.comparison.sweep import FitTask, fitting_context, run_task
 
+#: The locks are flock(2)'s: without fcntl (Windows) each worker compiles for itself.
+unix = pytest.mark.skipif(sys.platform == "win32", reason="kernel locks need fcntl")
 
+
+@unix
 def test_a_worker_runs_one_thread_and_compiles_under_locks():
     state = local_pool(1).submit(worker_state).result()
     assert state["env"] == dict.fromkeys(state["env"], "1")
@@ -22,6 +28,7 @@ def test_a_worker_runs_one_thread_and_compiles_under_locks():
     assert state["locks"]
 
 
+@unix
 def test_a_kernel_two_workers_need_at_once_is_compiled_by_one_and_loaded_by_the_other(tmp_path):
     path = tmp_path / "probe_kernels.py"
     path.write_text(KERNEL)
@@ -36,6 +43,7 @@ def test_a_kernel_two_workers_need_at_once_is_compiled_by_one_and_loaded_by_the_
     assert got == [(0, 1), (1, 0)]
 
 
+@unix
 def test_locked_compiles_under_locks_for_a_block_only_and_keeps_results():
     from numba import njit
 
@@ -89,9 +97,9 @@ def test_a_qwyc_fit_in_a_worker_returns_the_plan_fitted_here():
         np.testing.assert_array_equal(plan.eps_neg, other.eps_neg)
 
 
+@unix
 def test_a_recursive_kernel_compiles_under_the_locks(tmp_path, monkeypatch):
     import importlib.util
-    import sys
 
     from thrifty.comparison import compile_once
 

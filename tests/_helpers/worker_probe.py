@@ -49,8 +49,9 @@ def compile_at(path: str, name: str, start: float) -> tuple[int, int]:
     until ``start`` (``time.time()``), call the kernel; its cache hits and misses."""
     from thrifty.comparison import compile_once
 
-    if not compile_once.PACKAGES or name.split(".")[0] + "." not in compile_once.PACKAGES:
-        compile_once.PACKAGES = (*compile_once.PACKAGES, name.split(".")[0] + ".")
+    prefix = name.split(".")[0] + "."
+    if prefix not in compile_once.PACKAGES:
+        compile_once.PACKAGES = (*compile_once.PACKAGES, prefix)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[name] = module

@@ -14,6 +14,7 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
+from thrifty.comparison.compile_once import install, locked
 from thrifty.comparison.sweep import FitTask, TaskResult, run_task
 from thrifty.exceptions import InputError
 from thrifty.forest.kernels import threads
@@ -185,8 +186,8 @@ def _beside(
 
     submit(ready)
     # One BLAS and one numba thread, as in a worker of local_pool: the worker processes use
-    # the other cores.
-    with threadpool_limits(1), threads(1):
+    # the other cores. A kernel a worker is compiling is loaded from the cache it writes.
+    with threadpool_limits(1), threads(1), locked():
         while pending:
             if deadline is not None and time.time() >= deadline:
                 for f in pending:  # not started by the deadline: never started at all
@@ -279,14 +280,16 @@ def local_pool(workers: int) -> Any:
 
     joblib's loky pool: its workers are started afresh (not forked beside LightGBM's OpenMP
     threads), need no ``if __name__ == "__main__"`` guard in the caller's script, and are kept
-    a minute for the next run; each runs one thread (see :func:`thrifty.compare`'s n_jobs).
+    a minute for the next run; each runs one thread (see :func:`thrifty.compare`'s n_jobs), and
+    compiles a numba kernel no other worker is compiling (:mod:`thrifty.comparison.compile_once`).
     """
     from joblib.externals.loky import get_reusable_executor
 
     one = {
         v: "1" for v in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
     }
-    pool = get_reusable_executor(max_workers=workers, timeout=60, env=one)
+    # Each kernel compiled once across the workers (an empty cache: a first run, a new version).
+    pool = get_reusable_executor(max_workers=workers, timeout=60, env=one, initializer=install)
     _POOLS.add(pool)
     for _ in range(workers):
         pool.submit(_loaded)  # the workers import thrifty now, while the caller fits its own model

@@ -33,6 +33,8 @@ thresholds on two or four times the lanes, with leaf masks of 32-bit or 16-bit w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from thrifty.forest import Forest
@@ -218,27 +220,7 @@ def vblock_ir(
     bits = [e.gather("i64", ptrs[name], every) for name in words]
     xo = e(f"mul {e.I} %idx, {_splat('i64', str(lay.F))}")
     f = lay.forest
-    columns: dict[int, str] = {}
-
-    def column(feat: int) -> str:
-        if feat not in columns:
-            columns[feat] = e.gather(
-                "double", e.gep("%X", "double", e(f"add {e.I} {xo}, {_splat('i64', str(feat))}")), every
-            )
-        return columns[feat]
-
-    thresholds = block_thresholds(lay, p0, k) if ranks else {}
-    rank_of: dict[int, str] = {}
-
-    def right_of(node: int) -> str:
-        feat = int(f.feature[node])
-        if feat not in thresholds:
-            return _goes_right(e, f, node, column(feat), globals_, key)
-        if feat not in rank_of:
-            name = f"@vthr_{key}_{b}_{feat}"
-            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], name, globals_, ranks)
-        return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat], ranks)
-
+    right_of = split_tests(e, lay, p0, k, xo, f"@vthr_{key}_{b}", globals_, key, ranks)
     word_bits = ranks or 64
     live = "%valid"
     exits_to_next: list[str] = []
@@ -405,6 +387,38 @@ def _vmargin(e: _Emitter, acc: list[str]) -> str:
         second = e(f"select {e.B} {gt}, {e.V} {top}, {e.V} {s2}")
         top = e(f"select {e.B} {gt}, {e.V} {v}, {e.V} {top}")
     return e(f"fsub {e.V} {top}, {second}")
+
+
+def split_tests(
+    e: _Emitter, lay: Layout, p0: int, k: int, xo: str, tables: str, globals_: list[str], key: str, ranks: int
+) -> Callable[[int], str]:
+    """``right_of(node)``: per lane, whether the row at offset ``xo`` (its first value's index
+    in ``%X``) goes right at ``node`` of the block of positions ``[p0, p0 + k)``. Each feature's
+    column is gathered once, at its first test; with ``ranks`` (32 or 16) a rankable feature's
+    rank among the block's thresholds is formed once too (``ir_ranks``, its table named
+    ``{tables}_{feature}``). Shared by the vector blocks and the scores-only ones (``ir_vraw``)."""
+    f = lay.forest
+    every = _splat("i1", "true")
+    columns: dict[int, str] = {}
+
+    def column(feat: int) -> str:
+        if feat not in columns:
+            cell = e.gep("%X", "double", e(f"add {e.I} {xo}, {_splat('i64', str(feat))}"))
+            columns[feat] = e.gather("double", cell, every)
+        return columns[feat]
+
+    thresholds = block_thresholds(lay, p0, k) if ranks else {}
+    rank_of: dict[int, str] = {}
+
+    def right_of(node: int) -> str:
+        feat = int(f.feature[node])
+        if feat not in thresholds:
+            return _goes_right(e, f, node, column(feat), globals_, key)
+        if feat not in rank_of:
+            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], f"{tables}_{feat}", globals_, ranks)
+        return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat], ranks)
+
+    return right_of
 
 
 def _leaf_mask(e: _Emitter, f: Forest, tree: int, right_of, bits: int = 64) -> list[str]:

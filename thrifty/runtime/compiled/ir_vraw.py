@@ -17,15 +17,14 @@ trees took 1.01 to 1.03 times as long as blocks of 64 with AVX2, 0.99 with AVX-5
 from __future__ import annotations
 
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
-from thrifty.runtime.compiled.ir_ranks import block_thresholds, goes_right_rank, rank_ir
 from thrifty.runtime.compiled.ir_raw import driver_ir
 from thrifty.runtime.compiled.ir_vector import (
     _Emitter,
     _exit_leaf,
-    _goes_right,
     _leaf_mask,
     _splat,
     intrinsics,
+    split_tests,
 )
 from thrifty.runtime.compiled.layout import TABLES, Layout
 from thrifty.runtime.compiled.vblocks import vblocks
@@ -110,25 +109,7 @@ def vraw_block_ir(
         at.append(ptr)
         acc.append(e(f"call {e.V} @llvm.masked.load.v{L}f64.p0(ptr {ptr}, i32 8, {B} %valid, {e.V} poison)"))
     xo = e(f"mul {Q} %idx, {_splat('i64', str(F))}")
-    columns: dict[int, str] = {}
-
-    def column(feat: int) -> str:
-        if feat not in columns:
-            cell = e.gep("%X", "double", e(f"add {Q} {xo}, {_splat('i64', str(feat))}"))
-            columns[feat] = e.gather("double", cell, every)
-        return columns[feat]
-
-    thresholds = block_thresholds(lay, p0, k) if ranks else {}
-    rank_of: dict[int, str] = {}
-
-    def right_of(node: int) -> str:
-        feat = int(f.feature[node])
-        if feat not in thresholds:
-            return _goes_right(e, f, node, column(feat), globals_, key)
-        if feat not in rank_of:
-            name = f"@rthr_{key}_{m}_{feat}"
-            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], name, globals_, ranks)
-        return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat], ranks)
+    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks)
 
     word_bits = ranks or 64
     for j in range(k):

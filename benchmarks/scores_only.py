@@ -42,7 +42,7 @@ def model(name: str, quick: bool, data_home: str):
         return Forest.from_model(lgb.Booster(model_str=text)), draw_inputs(text, max(SIZES))
     b = build(name, quick, data_home)
     M = b["M"]
-    return b["forest"], np.ascontiguousarray(np.resize(M, (max(SIZES, len(M)), M.shape[1])))
+    return b["forest"], np.ascontiguousarray(np.resize(M, (max(*SIZES, len(M)), M.shape[1])))
 
 
 def paired(compiled, X: np.ndarray, repeats: int) -> dict[int, float]:

@@ -6,10 +6,10 @@ from thrifty._lazy import attach
 
 if TYPE_CHECKING:
     from thrifty.forest._forest import Forest
-    from thrifty.forest._inputs import to_matrix
+    from thrifty.forest._inputs import is_dataframe, to_matrix
     from thrifty.forest._traverse import next_node
     from thrifty.forest.links import raw_to_proba
 
-__all__ = ["Forest", "next_node", "raw_to_proba", "to_matrix"]
+__all__ = ["Forest", "is_dataframe", "next_node", "raw_to_proba", "to_matrix"]
 
 __getattr__, __dir__ = attach(__name__, __file__)

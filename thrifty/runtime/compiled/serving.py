@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from thrifty.costs import CostModel, CostReport
-from thrifty.forest import to_matrix
+from thrifty.forest import is_dataframe, to_matrix
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
 from thrifty.runtime.compiled.ir_serving import CONTEXT, lane_rows
@@ -184,7 +184,7 @@ class ServingPath:
             except ValueError:  # ragged rows: the general path says so
                 return None
             return M if M.dtype.kind in "fiub" else None
-        if hasattr(X, "columns") and hasattr(X, "iloc") and len(X) <= LARGE:  # a DataFrame
+        if is_dataframe(X) and len(X) <= LARGE:
             return to_matrix(X, self.F, self._feature_names, self._categories)
         return None
 

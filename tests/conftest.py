@@ -33,6 +33,16 @@ def compiled_code_cache(tmp_path_factory: pytest.TempPathFactory):
     mp.undo()
 
 
+@pytest.fixture(scope="module")
+def private_compile_cache(tmp_path_factory: pytest.TempPathFactory):
+    """A compile cache of one test module, so its tests compile each plan afresh and then load
+    it again (the session's cache would hand them objects other modules compiled)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def small_model():
     """(QWYC plan over a 12-tree LightGBM model, X with NaNs, costs).

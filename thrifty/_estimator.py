@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from thrifty._param_validation import validate_params
 from thrifty._validation import check_sample_weight, check_width, costs_for_X, to_frame, validate_frame
 from thrifty.exceptions import BudgetError, InputError
+from thrifty.forest import is_dataframe
 from thrifty.runtime import evaluate
 
 __all__ = ["Candidate", "Split", "ThriftyEstimator", "WrapsModel", "allows_nan"]
@@ -73,12 +74,8 @@ class Split:
     w_cal: np.ndarray | None
 
 
-def _is_frame(X: Any) -> bool:
-    return hasattr(X, "columns") and hasattr(X, "iloc")
-
-
 def _take(X: Any, rows: np.ndarray) -> Any:
-    return X.iloc[rows] if _is_frame(X) else X[rows]
+    return X.iloc[rows] if is_dataframe(X) else X[rows]
 
 
 class ThriftyEstimator(BaseEstimator):
@@ -98,7 +95,7 @@ class ThriftyEstimator(BaseEstimator):
 
     def _fit_costs(self, X: Any) -> Any:
         """``self.costs`` as a CostModel aligned with ``X``'s columns; sets ``costs_``."""
-        names = [str(c) for c in X.columns] if _is_frame(X) else None
+        names = [str(c) for c in X.columns] if is_dataframe(X) else None
         self.costs_ = costs_for_X(self.costs, names, X.shape[1])
         return self.costs_
 
@@ -164,10 +161,11 @@ class ThriftyEstimator(BaseEstimator):
                 f"{type(calibration).__name__}"
             )
         X_cal = to_frame(calibration[0])
-        if not _is_frame(X_cal):
+        if not is_dataframe(X_cal):
             X_cal = check_array(X_cal, dtype=np.float64, ensure_all_finite="allow-nan")
         check_width(X_cal.shape[1], X.shape[1], "the training X has")
-        if _is_frame(X) and _is_frame(X_cal) and list(map(str, X_cal.columns)) != list(map(str, X.columns)):
+        both_frames = is_dataframe(X) and is_dataframe(X_cal)
+        if both_frames and list(map(str, X_cal.columns)) != list(map(str, X.columns)):
             raise InputError(
                 "calibration X has other column names than the training X; give the same columns in the "
                 "same order"
@@ -299,6 +297,6 @@ class WrapsModel:
         return tags
 
     def evaluate(self, X: Any, costs: Any = None) -> Any:
-        if not self._takes_nan() and not (hasattr(X, "columns") and hasattr(X, "iloc")):
+        if not self._takes_nan() and not is_dataframe(X):
             check_array(X, ensure_all_finite=True)
         return super().evaluate(X, costs)  # type: ignore[misc]

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.exceptions import InputError
+from thrifty.forest import is_dataframe
 
 
 def class_labels(y: Any, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,7 +83,7 @@ def validate_frame(est: Any, X: Any, y: Any = "no_validation") -> Any:
 
     X = to_frame(X)
     reset = not isinstance(y, str)
-    frame = hasattr(X, "columns") and hasattr(X, "iloc")
+    frame = is_dataframe(X)
     out = validate_data(
         est,
         X,

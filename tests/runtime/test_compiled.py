@@ -15,14 +15,7 @@ from tests._helpers.reference import random_forest, random_inputs
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import Cascade, Forest, Full, Gated, Linear, Sequential, evaluate
 
-
-@pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory):
-    """A private compile cache, so the tests also exercise compiling and loading."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled")))
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("private_compile_cache")
 
 
 @pytest.mark.parametrize("name", sorted(PLANS))

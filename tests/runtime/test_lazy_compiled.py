@@ -27,13 +27,7 @@ COSTS = cost_model(tree_cost=0.25, split_cost=0.125)
 FOREST_PLANS = [name for name, plan in PLANS.items() if isinstance(plan, (Full, Sequential))]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory):
-    """A private compile cache, so the tests also exercise compiling and loading."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled")))
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("private_compile_cache")
 
 
 _COMPILED: dict[str, thrifty.CompiledPlan] = {}

@@ -72,13 +72,7 @@ ROW_PLANS["sequential-negative-scale"] = Sequential(
 WIDE = {F: _wide(F) for F in (64, 65, 130)}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache(tmp_path_factory):
-    """A private compile cache."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled")))
-    yield
-    mp.undo()
+pytestmark = pytest.mark.usefixtures("private_compile_cache")
 
 
 _COMPILED: dict = {}

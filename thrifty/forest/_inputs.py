@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from thrifty.exceptions import InputError
-from thrifty.forest.names import align, check_unique, is_generic
+from thrifty.forest.names import align, check_unique, is_dataframe, is_generic
 
 if TYPE_CHECKING:
     from thrifty.forest._forest import Forest
@@ -66,11 +66,6 @@ def to_matrix(
         with np.errstate(over="ignore"):
             M = M.astype(np.float32).astype(np.float64)
     return np.ascontiguousarray(M, dtype=np.float64)
-
-
-def is_dataframe(X: Any) -> bool:
-    """True for a pandas DataFrame (or one alike: columns and ``iloc``)."""
-    return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
 # Caches of what a frame's conversion looks up by name or category (a one-row DataFrame of

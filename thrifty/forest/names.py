@@ -23,6 +23,11 @@ from thrifty.exceptions import InputError
 _LIGHTGBM_REFUSED = frozenset('",:[]{}=')
 
 
+def is_dataframe(X: Any) -> bool:
+    """True for a pandas DataFrame (or one alike: columns and ``iloc``)."""
+    return hasattr(X, "columns") and hasattr(X, "iloc")
+
+
 def duplicates(names: Sequence[str]) -> list[str]:
     """The names that occur more than once, in order of first occurrence."""
     counts = Counter(names)
@@ -54,7 +59,7 @@ def lightgbm_frame(X: Any) -> Any:
     gets LightGBM's placeholder names ``Column_0, ...``, which :func:`restore_names` accepts for
     any names; anything else is returned as is.
     """
-    if not (hasattr(X, "columns") and hasattr(X, "iloc")):
+    if not is_dataframe(X):
         return X
     names = [str(c) for c in X.columns]
     stored = [lightgbm_name(n) for n in names]
@@ -115,7 +120,7 @@ def named_as(forest: Any, X: Any) -> Any:
     """``forest`` under the names ``X``'s columns give its features, when ``X`` is a DataFrame
     whose columns a LightGBM model stored differently (``blood pressure`` as ``blood_pressure``).
     """
-    if forest.feature_names is None or not (hasattr(X, "columns") and hasattr(X, "iloc")):
+    if forest.feature_names is None or not is_dataframe(X):
         return forest
     columns = [str(c) for c in X.columns]
     order = align(forest.feature_names, columns)

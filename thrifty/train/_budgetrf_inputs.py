@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from thrifty.exceptions import InputError
-from thrifty.forest import to_matrix
+from thrifty.forest import is_dataframe, to_matrix
 
 
 def generator(random_state: Any) -> np.random.Generator:
@@ -23,7 +23,7 @@ def coded(X: Any) -> tuple[np.ndarray, dict[int, list]]:
     """``X`` as the float64 matrix the kernel reads, and the categories of its categorical
     columns: a DataFrame's ``category`` columns become their codes (missing -> NaN), which the
     fitted Forest records so that a DataFrame at prediction is coded the same way."""
-    if not (hasattr(X, "columns") and hasattr(X, "iloc")):
+    if not is_dataframe(X):
         return X, {}
     M = to_matrix(X, X.shape[1])
     if np.isinf(M).any():

@@ -18,7 +18,7 @@ from thrifty._param_validation import Interval
 from thrifty._validation import check_sample_weight, to_frame, validate_frame
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError, InvalidParameterError
-from thrifty.forest import Forest
+from thrifty.forest import Forest, is_dataframe
 from thrifty.forest.importers import from_model
 from thrifty.forest.names import lightgbm_frame
 from thrifty.runtime import Full
@@ -36,7 +36,7 @@ def as_frame_or_array(X: Any) -> Any:
     polars and pyarrow tables become pandas), anything else a float64 array (NaN allowed,
     infinities rejected)."""
     X = to_frame(X)
-    if hasattr(X, "columns") and hasattr(X, "iloc"):
+    if is_dataframe(X):
         return X
     return check_array(X, dtype=np.float64, ensure_all_finite="allow-nan")
 

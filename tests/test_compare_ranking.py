@@ -106,3 +106,38 @@ def test_a_path_model_better_beyond_the_noise_is_offered(ctx):
     assert _best_on_path(ctx, _path([(full, 10.0), (full.subset(range(1)), 20.0)], chosen=1), 50.0) == 0
     # Nothing but the estimator's choice within the budget: it.
     assert _best_on_path(ctx, _path([(full, 60.0), (full.subset(range(1)), 20.0)], chosen=1), 50.0) == 1
+
+
+def test_the_cascade_of_a_cegb_model_fits_the_largest_budget_only(ctx, monkeypatch):
+    """The Cronus cascade of a CEGB model needs the CEGB model of the largest budget: where
+    the first pass of a time-limited sweep left CEGB's path incomplete, it fits that budget
+    alone (before, every budget's, about 70 s of a loaded rank_small fold before the first
+    cascade). Where CEGB's path is complete in the context, it fits none."""
+    from thrifty.comparison import methods
+
+    fresh = fitting_context(ctx.settings, *_fitting_rows(ctx))
+    asked: list[float] = []
+    on_path = methods._on_path
+
+    def spy(c, est, budget, fit_kw):
+        asked.append(budget)
+        return on_path(c, est, budget, fit_kw)
+
+    monkeypatch.setattr(methods, "_on_path", spy)
+    first = next(METHODS["cegb+cronus"].run(fresh))
+    assert asked == [max(ctx.settings.budgets)]
+    assert first.params["budget"] == max(ctx.settings.budgets)
+    # CEGB's complete path in the context: its largest budget's model is cascaded, no fit.
+    done = fitting_context(ctx.settings, *_fitting_rows(ctx))
+    models = list(METHODS["cegb"].run(done))
+    asked.clear()
+    again = next(METHODS["cegb+cronus"].run(done))
+    assert asked == []
+    largest = max((c for c in models if c.model is not None), key=lambda c: c.params["budget"])
+    assert again.params["budget"] == largest.params["budget"]
+
+
+def _fitting_rows(ctx):
+    """The rows ``ctx`` was made from (its training and calibration splits together)."""
+    X = pd.concat([ctx.X_train, ctx.X_val], ignore_index=True)
+    return X, np.r_[ctx.y_train, ctx.y_val], np.r_[ctx.qid_train, ctx.qid_val]

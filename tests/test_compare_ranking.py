@@ -141,3 +141,31 @@ def _fitting_rows(ctx):
     """The rows ``ctx`` was made from (its training and calibration splits together)."""
     X = pd.concat([ctx.X_train, ctx.X_val], ignore_index=True)
     return X, np.r_[ctx.y_train, ctx.y_val], np.r_[ctx.qid_train, ctx.qid_val]
+
+
+def test_cegb_path_searches_each_budget_to_within_a_fifth(ctx):
+    """compare's CEGB path stops a budget's search at a model within 20% below it (at most 5
+    fits): fewer LightGBM fits with CEGB's penalty than the estimator's default 5% over the
+    same budgets, and each budget's choice still within [0.8, 1] of it, so dearer than the
+    budget below (compare's budgets are at least 1.5 times apart)."""
+    from thrifty.comparison import methods
+    from thrifty.train import CEGBRanker
+
+    budgets = (10.0, 20.0, 40.0, 60.0)
+    settings = type(ctx.settings)(**{**vars(ctx.settings), "budgets": budgets})
+    fits = {}
+    for label, search in (("compare", methods.CEGB_SEARCH), ("default", {})):
+        c = fitting_context(settings, *_fitting_rows(ctx))
+        est = methods._path(c, "cegb path", CEGBRanker, **methods._capacity(c), **search)
+        fits[label] = 0
+        for b in methods.spread(budgets):
+            cand = methods._on_path(c, est, b, {"qid": c.qid_train})
+            if cand.model is None:
+                continue
+            fits[label] += cand.params["n_fits"]
+            if label == "compare" and not est.truncated_:
+                assert 0.8 * b - 1e-9 <= est.calibration_cost_ <= b + 1e-9
+    assert est.get_params()["tolerance"] == 0.05
+    assert fits["compare"] < fits["default"], fits
+    c = fitting_context(settings, *_fitting_rows(ctx))
+    assert methods._cegb_path(c)[0].get_params()["tolerance"] == methods.CEGB_SEARCH["tolerance"]

@@ -169,3 +169,32 @@ def test_cegb_path_searches_each_budget_to_within_a_fifth(ctx):
     assert fits["compare"] < fits["default"], fits
     c = fitting_context(settings, *_fitting_rows(ctx))
     assert methods._cegb_path(c)[0].get_params()["tolerance"] == methods.CEGB_SEARCH["tolerance"]
+
+
+def test_qwyc_searches_once_per_whole_number_of_queries_allowed(ctx, monkeypatch):
+    """QWYC's ranking bound is a count of calibration queries, alpha times their number: the
+    alphas allowing the same whole number give the same plan, and compare searches it once
+    (on 12 calibration queries, 4 searches for the 11 alphas), offering it under each name.
+    Each plan equals a search of its own alpha."""
+    from thrifty.comparison import methods
+    from thrifty.order import qwyc_ranking
+
+    calls = []
+
+    def counting(*args, **kw):
+        calls.append(kw["alpha"])
+        return qwyc_ranking(*args, **kw)
+
+    monkeypatch.setattr(methods, "qwyc_ranking", counting)
+    plans = {c.name: c.model for c in METHODS["qwyc"].run(ctx)}
+    n_q = len(np.unique(ctx.qid_val))
+    assert len(plans) == len(methods.QWYC_ALPHAS)
+    assert len(calls) == len({int(np.floor(a * n_q)) for a in methods.QWYC_ALPHAS}) < len(plans)
+    for alpha in methods.QWYC_ALPHAS:
+        own = qwyc_ranking(
+            ctx.lightgbm(), ctx.X_val, ctx.qid_val, k=10, keep="order", alpha=alpha, costs=ctx.costs
+        )
+        got = plans[f"alpha={alpha:g}"]
+        np.testing.assert_array_equal(got.order, own.order)
+        np.testing.assert_array_equal(got.eps_pos, own.eps_pos)
+        np.testing.assert_array_equal(got.eps_neg, own.eps_neg)

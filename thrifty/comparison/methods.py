@@ -12,6 +12,7 @@ registered after them.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -342,9 +343,30 @@ def _tolerance(ctx: Context) -> float:
 def _qwyc(ctx: Context) -> Iterator[Candidate]:
     """QWYC's order and exits on the plain model, fitted on the calibration split (no labels)."""
     forest = ctx.lightgbm()
+    plans: dict[int, Any] = {}  # a ranker's plans by the changed queries they allow
     # QWYCClassifier's grid and the larger bounds of QWYC_ALPHAS, coarse to fine.
     for alpha in spread(QWYC_ALPHAS[::3] if ctx.quick else QWYC_ALPHAS):
-        yield timed(f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
+        allowed = _allowed_queries(ctx, alpha)
+        if allowed is not None and allowed in plans:
+            # The same bound in whole queries: the same plan, offered under this name too.
+            yield Candidate(f"alpha={alpha:g}", plans[allowed], {"alpha": alpha})
+            continue
+        cand = timed(f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
+        if allowed is not None:
+            plans[allowed] = cand.model
+        yield cand
+
+
+def _allowed_queries(ctx: Context, alpha: float) -> int | None:
+    """For a ranker, how many calibration queries QWYC's plan of ``alpha`` may change: its
+    search bounds the count of changed queries (whole numbers) by ``alpha`` times the number
+    of queries (``_qwyc_targets.targets``), so two alphas with the same whole part of that
+    product give the same plan. On rank_small's 41 calibration queries, alpha 0 to 0.02
+    (6 of QWYC_ALPHAS' 11) all allow none: one search instead of six. None for other tasks
+    (rows weighted, and thousands of them)."""
+    if ctx.task != "ranking":
+        return None
+    return math.floor(float(alpha) * float(len(np.unique(ctx.qid_val))))
 
 
 @method("fan", "Fan et al.", "post-hoc", ("binary", "multiclass"), after="lightgbm")

@@ -364,7 +364,7 @@ def _allowed_queries(ctx: Context, alpha: float) -> int | None:
     product give the same plan. On rank_small's 41 calibration queries, alpha 0 to 0.02
     (6 of QWYC_ALPHAS' 11) all allow none: one search instead of six. None for other tasks
     (rows weighted, and thousands of them)."""
-    if ctx.task != "ranking":
+    if ctx.task != "ranking" or ctx.qid_val is None:
         return None
     return math.floor(float(alpha) * float(len(np.unique(ctx.qid_val))))
 

@@ -215,3 +215,17 @@ def test_keep_is_checked(ranked):
     model, X, _, qid = ranked
     with pytest.raises(ValueError, match="keep"):
         qwyc_ranking(model, X, qid, keep="list")
+
+
+def test_topk_changed_by_list_or_set():
+    """Two documents of the top 2 swapped: the set is the same, the list is not."""
+    from thrifty.exceptions import InputError
+    from thrifty.order import topk_changed
+
+    full = np.array([3.0, 2.0, 1.0, 0.0, 5.0, 4.0])
+    pred = np.array([2.0, 3.0, 1.0, 0.0, 5.0, 4.0])
+    qid = np.array([0, 0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(topk_changed(pred, full, qid, 2), [False, False])
+    np.testing.assert_array_equal(topk_changed(pred, full, qid, 2, "order"), [True, False])
+    with pytest.raises(InputError, match="keep"):
+        topk_changed(pred, full, qid, 2, "list")

@@ -144,10 +144,10 @@ def _fitting_rows(ctx):
 
 
 def test_cegb_path_searches_each_budget_to_within_a_fifth(ctx):
-    """compare's CEGB path stops a budget's search at a model within 20% below it (at most 5
-    fits): fewer LightGBM fits with CEGB's penalty than the estimator's default 5% over the
-    same budgets, and each budget's choice still within [0.8, 1] of it, so dearer than the
-    budget below (compare's budgets are at least 1.5 times apart)."""
+    """compare's CEGB path stops a budget's search at a model within 20% below it: fewer
+    LightGBM fits with CEGB's penalty than the estimator's default 5% over the same budgets,
+    and each budget's choice still within [0.8, 1] of it, so dearer than the budget below
+    (compare's budgets are at least 1.5 times apart)."""
     from thrifty.comparison import methods
     from thrifty.train import CEGBRanker
 

@@ -55,7 +55,9 @@ Figures (``results/tasks.json``; the last stdout line):
 * per dataset (``details``): ``fit_seconds``, each method's candidates and their fit seconds
   (where the time went), ``timings`` (compare's final fit, selection, refit and confirmation
   seconds: confirming every method's own front costs more than a user's run, which confirms
-  the front alone), ``cut``, and per budget each side's test figure and interval.
+  the front alone), ``task_seconds`` (each method's fit task's wall seconds on each fold of
+  the selection: where the allowance went), ``cut``, and per budget each side's test figure
+  and interval.
 
 Writes ``results/tasks[_quick].csv`` (each method's validation frontier, its test figures,
 ``confirmed``, and both in the user's units: ``user_metric``, ``value_user``,
@@ -227,6 +229,9 @@ def run_task(
         # compare's own split of its seconds: the final fit, selection, refit, confirmation
         # (every method's own front here, more than a user's run confirms).
         "timings": dict(main.timings),
+        # Per method, its task's wall seconds on each fold of the selection: where the
+        # allowance went (under load, the fits share the cores with other work).
+        "task_seconds": dict(main.task_seconds),
         **above_baselines(main, choices, data),
         **cost_at_full(main),
     }

@@ -44,3 +44,26 @@ def test_no_budget_compared_gives_no_share(verdicts):
     got = verdicts.tally([{"budget": 1.0, "beats": False, "ties": False, "verdict": "no comparison"}])
     assert got["budgets_above_baselines_frac"] is None
     assert got["budgets_above_baselines_frac_where_differ"] is None
+
+
+def test_the_last_budget_is_the_plain_models_validation_cost(verdicts):
+    """The figures are read at compare's budgets and at the plain model's own cost as the
+    choices see it (validation cost), not at the final fit's calibration cost: on rank_small
+    that was 4,416 against a validation cost of 4,450, so the plain model was never a choice
+    at the last budget."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            "method": ["LightGBM, first k trees", "LightGBM, first k trees", "CEGB"],
+            "k": [200.0, 10.0, float("nan")],
+            "mean_cost": [4450.0, 300.0, 200.0],
+        }
+    )
+    cmp = SimpleNamespace(table=table, budgets=[220.8, 441.6], full_cost=4416.0)
+    assert verdicts._budgets(cmp) == [220.8, 441.6, 4450.0]
+    # Without the plain model's row, the final fit's cost stands in.
+    cmp = SimpleNamespace(table=table.iloc[2:], budgets=[220.8], full_cost=4416.0)
+    assert verdicts._budgets(cmp) == [220.8, 4416.0]

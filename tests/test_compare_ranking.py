@@ -106,3 +106,95 @@ def test_a_path_model_better_beyond_the_noise_is_offered(ctx):
     assert _best_on_path(ctx, _path([(full, 10.0), (full.subset(range(1)), 20.0)], chosen=1), 50.0) == 0
     # Nothing but the estimator's choice within the budget: it.
     assert _best_on_path(ctx, _path([(full, 60.0), (full.subset(range(1)), 20.0)], chosen=1), 50.0) == 1
+
+
+def test_the_cascade_of_a_cegb_model_fits_the_largest_budget_only(ctx, monkeypatch):
+    """The Cronus cascade of a CEGB model needs the CEGB model of the largest budget: where
+    the first pass of a time-limited sweep left CEGB's path incomplete, it fits that budget
+    alone (before, every budget's, about 70 s of a loaded rank_small fold before the first
+    cascade). Where CEGB's path is complete in the context, it fits none."""
+    from thrifty.comparison import methods
+
+    fresh = fitting_context(ctx.settings, *_fitting_rows(ctx))
+    asked: list[float] = []
+    on_path = methods._on_path
+
+    def spy(c, est, budget, fit_kw):
+        asked.append(budget)
+        return on_path(c, est, budget, fit_kw)
+
+    monkeypatch.setattr(methods, "_on_path", spy)
+    first = next(METHODS["cegb+cronus"].run(fresh))
+    assert asked == [max(ctx.settings.budgets)]
+    assert first.params["budget"] == max(ctx.settings.budgets)
+    # CEGB's complete path in the context: its largest budget's model is cascaded, no fit.
+    done = fitting_context(ctx.settings, *_fitting_rows(ctx))
+    models = list(METHODS["cegb"].run(done))
+    asked.clear()
+    again = next(METHODS["cegb+cronus"].run(done))
+    assert asked == []
+    largest = max((c for c in models if c.model is not None), key=lambda c: c.params["budget"])
+    assert again.params["budget"] == largest.params["budget"]
+
+
+def _fitting_rows(ctx):
+    """The rows ``ctx`` was made from (its training and calibration splits together)."""
+    X = pd.concat([ctx.X_train, ctx.X_val], ignore_index=True)
+    return X, np.r_[ctx.y_train, ctx.y_val], np.r_[ctx.qid_train, ctx.qid_val]
+
+
+def test_cegb_path_searches_each_budget_to_within_a_fifth(ctx):
+    """compare's CEGB path stops a budget's search at a model within 20% below it: fewer
+    LightGBM fits with CEGB's penalty than the estimator's default 5% over the same budgets,
+    and each budget's choice still within [0.8, 1] of it, so dearer than the budget below
+    (compare's budgets are at least 1.5 times apart)."""
+    from thrifty.comparison import methods
+    from thrifty.train import CEGBRanker
+
+    budgets = (10.0, 20.0, 40.0, 60.0)
+    settings = type(ctx.settings)(**{**vars(ctx.settings), "budgets": budgets})
+    fits = {}
+    for label, search in (("compare", methods.CEGB_SEARCH), ("default", {})):
+        c = fitting_context(settings, *_fitting_rows(ctx))
+        est = methods._path(c, "cegb path", CEGBRanker, **methods._capacity(c), **search)
+        fits[label] = 0
+        for b in methods.spread(budgets):
+            cand = methods._on_path(c, est, b, {"qid": c.qid_train})
+            if cand.model is None:
+                continue
+            fits[label] += cand.params["n_fits"]
+            if label == "compare" and not est.truncated_:
+                assert 0.8 * b - 1e-9 <= est.calibration_cost_ <= b + 1e-9
+    assert est.get_params()["tolerance"] == 0.05
+    assert fits["compare"] < fits["default"], fits
+    c = fitting_context(settings, *_fitting_rows(ctx))
+    assert methods._cegb_path(c)[0].get_params()["tolerance"] == methods.CEGB_SEARCH["tolerance"]
+
+
+def test_qwyc_searches_once_per_whole_number_of_queries_allowed(ctx, monkeypatch):
+    """QWYC's ranking bound is a count of calibration queries, alpha times their number: the
+    alphas allowing the same whole number give the same plan, and compare searches it once
+    (on 12 calibration queries, 4 searches for the 11 alphas), offering it under each name.
+    Each plan equals a search of its own alpha."""
+    from thrifty.comparison import methods
+    from thrifty.order import qwyc_ranking
+
+    calls = []
+
+    def counting(*args, **kw):
+        calls.append(kw["alpha"])
+        return qwyc_ranking(*args, **kw)
+
+    monkeypatch.setattr(methods, "qwyc_ranking", counting)
+    plans = {c.name: c.model for c in METHODS["qwyc"].run(ctx)}
+    n_q = len(np.unique(ctx.qid_val))
+    assert len(plans) == len(methods.QWYC_ALPHAS)
+    assert len(calls) == len({int(np.floor(a * n_q)) for a in methods.QWYC_ALPHAS}) < len(plans)
+    for alpha in methods.QWYC_ALPHAS:
+        own = qwyc_ranking(
+            ctx.lightgbm(), ctx.X_val, ctx.qid_val, k=10, keep="order", alpha=alpha, costs=ctx.costs
+        )
+        got = plans[f"alpha={alpha:g}"]
+        np.testing.assert_array_equal(got.order, own.order)
+        np.testing.assert_array_equal(got.eps_pos, own.eps_pos)
+        np.testing.assert_array_equal(got.eps_neg, own.eps_neg)

@@ -37,9 +37,10 @@ def ranked():
     return model, X, y, qid
 
 
-def _changed_queries_by_prefix(est, X, qid, k):
-    """Share of queries whose top-k set under the exits differs from the full model's, each
-    document's score recomputed from the prefix of the plan's order it evaluated."""
+def _changed_queries_by_prefix(est, X, qid, k, keep="set"):
+    """Share of queries whose top-k set (``keep="set"``) or list (``"order"``) under the exits
+    differs from the full model's, each document's score recomputed from the prefix of the
+    plan's order it evaluated."""
     ev = thrifty.evaluate(est.plan_, X, est.costs_)
     forest, order = est.forest_, est.plan_.order
     score = np.array(
@@ -50,25 +51,44 @@ def _changed_queries_by_prefix(est, X, qid, k):
     changed = []
     for q in np.unique(qid):
         d = np.flatnonzero(qid == q)
-        tops = [set(d[np.argsort(-s[d], kind="stable")[:k]].tolist()) for s in (score, full)]
+        tops = [d[np.argsort(-s[d], kind="stable")[:k]].tolist() for s in (score, full)]
+        if keep == "set":
+            tops = [set(t) for t in tops]
         changed.append(tops[0] != tops[1])
     return float(np.mean(changed)), ev
 
 
+@pytest.mark.parametrize("keep", ["set", "order"])
 @pytest.mark.parametrize("alpha, k", [(0.0, 5), (0.1, 5), (0.2, 3)])
-def test_within_alpha_of_queries_and_as_the_function(ranked, alpha, k):
+def test_within_alpha_of_queries_and_as_the_function(ranked, alpha, k, keep):
     model, X, _, qid = ranked
-    est = QWYCRanker(model, k=k, alpha=alpha, costs=COSTS, progress=False).fit(X, qid=qid)
-    share, ev = _changed_queries_by_prefix(est, X, qid, k)
+    est = QWYCRanker(model, k=k, alpha=alpha, keep=keep, costs=COSTS, progress=False).fit(X, qid=qid)
+    share, ev = _changed_queries_by_prefix(est, X, qid, k, keep)
     assert share <= alpha + 1e-12
     assert est.disagreement(X, qid) == pytest.approx(share)
-    plan = qwyc_ranking(model, X, qid, k=k, alpha=alpha, costs=COSTS)
+    plan = qwyc_ranking(model, X, qid, k=k, alpha=alpha, costs=COSTS, keep=keep)
     np.testing.assert_array_equal(est.plan_.order, plan.order)
     np.testing.assert_array_equal(est.plan_.eps_pos, plan.eps_pos)
     np.testing.assert_array_equal(est.predict(X), ev.raw)
     if alpha > 0:
         assert ev.cost.n_trees.mean() < model.n_estimators  # exits save trees
     assert est.budget_search_["metric"].iloc[0] == pytest.approx(-share)
+
+
+def test_keeping_the_order_keeps_ndcg_at_k_and_is_the_default(ranked):
+    """The default, ``keep="order"`` (compare's), keeps every query's NDCG@k at alpha=0;
+    keeping the set only, documents of the top k exit with partial scores and NDCG@k moves."""
+    from thrifty.metrics import ndcg_per_query
+
+    model, X, y, qid = ranked
+    assert QWYCRanker(model).keep == "order"
+    full = ndcg_per_query(y, model.predict(X), qid, k=5)
+    kept = QWYCRanker(model, alpha=0.0, costs=COSTS, progress=False).fit(X, qid=qid)
+    np.testing.assert_allclose(ndcg_per_query(y, kept.predict(X), qid, k=5), full, atol=1e-12)
+    as_set = QWYCRanker(model, alpha=0.0, keep="set", costs=COSTS, progress=False).fit(X, qid=qid)
+    assert not np.allclose(ndcg_per_query(y, as_set.predict(X), qid, k=5), full)
+    with pytest.raises(ValueError, match="keep"):
+        QWYCRanker(model, keep="list", progress=False).fit(X, qid=qid)
 
 
 def test_budget_search_and_errors(ranked):
@@ -195,3 +215,17 @@ def test_keep_is_checked(ranked):
     model, X, _, qid = ranked
     with pytest.raises(ValueError, match="keep"):
         qwyc_ranking(model, X, qid, keep="list")
+
+
+def test_topk_changed_by_list_or_set():
+    """Two documents of the top 2 swapped: the set is the same, the list is not."""
+    from thrifty.exceptions import InputError
+    from thrifty.order import topk_changed
+
+    full = np.array([3.0, 2.0, 1.0, 0.0, 5.0, 4.0])
+    pred = np.array([2.0, 3.0, 1.0, 0.0, 5.0, 4.0])
+    qid = np.array([0, 0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(topk_changed(pred, full, qid, 2), [False, False])
+    np.testing.assert_array_equal(topk_changed(pred, full, qid, 2, "order"), [True, False])
+    with pytest.raises(InputError, match="keep"):
+        topk_changed(pred, full, qid, 2, "list")

@@ -23,7 +23,7 @@ from thrifty.comparison.inputs import (
     stack_frames,
 )
 from thrifty.comparison.methods import METHODS, REFERENCE, _rounds, reference_name
-from thrifty.comparison.plan import after_of, cut_of, skipped_of
+from thrifty.comparison.plan import after_of, cut_of, skipped_of, task_seconds_of
 from thrifty.comparison.pool import local_pool
 from thrifty.comparison.result import Comparison
 from thrifty.comparison.schedule import REFIT_GRACE, run_stage, stop_at, sweep
@@ -397,6 +397,7 @@ def compare(
         stopped_early=stopped,
         seconds=time.perf_counter() - start,
         timings={k: round(v, 3) for k, v in timings.items()},
+        task_seconds=task_seconds_of(results, len(folds)),
         costs=costs,
         baseline=ctx.lightgbm(),
         n_calibration=len(ctx.y_val),

@@ -8,7 +8,7 @@ from typing import Any
 
 from thrifty.comparison.methods import METHODS
 
-__all__ = ["after_of", "cut_of", "skipped_of"]
+__all__ = ["after_of", "cut_of", "skipped_of", "task_seconds_of"]
 
 Missing = list[tuple[str, str, str]]
 
@@ -63,6 +63,19 @@ def cut_of(results: list, n_folds: int) -> Missing:
             what = f"any setting after {shortest.rows[-1]['name']}" if shortest.rows else "every setting"
             where = f" on {len(stopped)}{of}" if n_folds > 1 else ""
             out.append((name, what, f"not fitted{where}: the time allowance ran out"))
+    return out
+
+
+def task_seconds_of(results: list, n_folds: int) -> dict[str, list[float]]:
+    """Where the selection's time went: per method (by name, in the methods' order), the
+    wall-clock seconds of its task on each fold (0 where it did not start), as kept (under a
+    time allowance, the refinement pass's where it got further than the first pass, else the
+    first pass's; models the first pass fitted and handed over are not counted again)."""
+    out: dict[str, list[float]] = {}
+    for r in results:
+        per = out.setdefault(METHODS[r.method].name, [0.0] * n_folds)
+        if 0 <= r.fold < n_folds and r.started:
+            per[r.fold] = round(float(r.seconds), 2)
     return out
 
 

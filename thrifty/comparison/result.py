@@ -74,6 +74,9 @@ class Comparison:
         Where the seconds went: ``"final fit"`` (the plain model of every row but the test
         rows, before the selection), ``"selection"``, ``"refit"`` (cross-validation) and
         ``"confirmation"`` (scoring the chosen models on the test rows).
+    task_seconds : dict of str to list of float
+        Where the selection's seconds went: per method, its fit task's wall-clock seconds on
+        each fold (``plan.task_seconds_of``; 0 where the allowance left it unstarted).
     costs : CostModel
     baseline : Forest
         The plain model the post-hoc methods start from: compare's LightGBM fit, or the
@@ -113,6 +116,7 @@ class Comparison:
     stopped_early: bool = False
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    task_seconds: dict[str, list[float]] = field(default_factory=dict)
     costs: CostModel | None = None
     baseline: Any = None
     n_calibration: int = 0

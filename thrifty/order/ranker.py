@@ -1,5 +1,5 @@
 """``QWYCRanker``: a scikit-learn meta-estimator making a fitted tree ranker quit early while
-keeping each query's top ``k`` set (QWYC with a ranking disagreement)."""
+keeping each query's top ``k`` list or set (QWYC with a ranking disagreement)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
     on the partial score: a document whose partial score leaves the band stops and is ranked
     by that partial score. It minimises the mean evaluation cost per calibration document
     subject to at most a fraction ``alpha`` of the calibration *queries* having a top-``k``
-    set different from the full model's (problem (2) of Wang, Gupta et al., "Quit When You
-    Can", with that disagreement; see :func:`thrifty.order.qwyc_ranking`). No relevance labels
-    are needed; on other queries, measure it with ``disagreement``.
+    list (``keep="order"``) or set (``keep="set"``) different from the full model's (problem
+    (2) of Wang, Gupta et al., "Quit When You Can", with that disagreement; see
+    :func:`thrifty.order.qwyc_ranking`). No relevance labels are needed; on other queries,
+    measure it with ``disagreement``.
 
     With ``budget``, QWYC is solved for every ``alpha`` of ``alphas`` and the plan with the
     smallest share of changed queries on the calibration documents among those whose mean cost
@@ -45,10 +46,16 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
         ``sklearn.frozen.FrozenEstimator``. An unfitted one is cloned and fitted on ``(X, y)``
         with the queries (``group`` sizes or ``qid``, whichever its ``fit`` takes) first.
     k : int, default=5
-        The top ``k`` whose set must not change (the precision@5 setting of Cronus).
+        The top ``k`` that must not change (the precision@5 setting of Cronus).
     alpha : float in [0, 1), default=0.05
-        Largest fraction of the calibration queries whose top-``k`` set may change (without
+        Largest fraction of the calibration queries whose top ``k`` may change (without
         ``budget``).
+    keep : {"order", "set"}, default="order"
+        What of each query's top ``k`` must not change: its list, order included, so that
+        NDCG@k (``score``) is the full model's on every query not counted against ``alpha``
+        (a document of the full top ``k`` is evaluated in full; what ``thrifty.compare``
+        uses, with k=10); or its set (precision@k: documents of the top ``k`` may exit with
+        partial scores and change places among themselves).
     mode : {"both", "negative"}, default="both"
         ``"negative"``: only exits below the band (documents leaving the top early).
     ordering : {"optimize", "given", "random"}, default="optimize"
@@ -77,7 +84,7 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
     costs_ : CostModel
     budget_search_ : pandas.DataFrame
         One row per ``alpha`` tried: ``alpha``, ``cost``, ``metric`` (minus the share of
-        calibration queries whose top-``k`` set changed) and ``chosen``.
+        calibration queries whose top ``k`` changed, as ``keep``) and ``chosen``.
     alpha_ : float
     result_ : QWYCResult
         Its ``n_disagree`` and ``budget`` count queries.
@@ -93,6 +100,7 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
         "estimator": [object],
         "k": [Interval(Integral, 1, None, closed="left")],
         "alpha": [Interval(Real, 0, 1, closed="left")],
+        "keep": [StrOptions({"order", "set"})],
         "mode": [StrOptions({"both", "negative"})],
         "ordering": [StrOptions({"optimize", "given", "random"})],
         "costs": [None, "cost-model"],
@@ -108,6 +116,7 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
         *,
         k: int = 5,
         alpha: float = 0.05,
+        keep: str = "order",
         mode: str = "both",
         ordering: str = "optimize",
         costs: Any = None,
@@ -119,6 +128,7 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
         self.estimator = estimator
         self.k = k
         self.alpha = alpha
+        self.keep = keep
         self.mode = mode
         self.ordering = ordering
         self.costs = costs
@@ -174,6 +184,7 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
                 k=k,
                 alpha=alpha,
                 costs=costs,
+                keep=self.keep,
                 mode=self.mode,
                 ordering=self.ordering,
                 random_state=self.random_state,
@@ -181,7 +192,7 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
                 progress=bool(self.progress),
             )
             ev = evaluate(plan, X_cal, costs)
-            changed = float(np.mean(topk_changed(ev.raw, full, q_cal, k))) if len(q_cal) else 0.0
+            changed = float(np.mean(topk_changed(ev.raw, full, q_cal, k, self.keep))) if len(q_cal) else 0.0
             mean_models = float(ev.cost.n_trees.mean()) if len(q_cal) else 0.0
             return Candidate({"alpha": alpha}, float(ev.cost.mean), -changed, (plan, res, mean_models))
 
@@ -219,10 +230,11 @@ class QWYCRanker(_Wrapper, ThriftyEstimator):
         return ndcg_at_k(y, self.predict(X), query_ids(qid, len(y), "qid"), int(self.k))
 
     def disagreement(self, X: Any, qid: Any = None) -> float:
-        """Fraction of the queries ``qid`` of ``X`` (one query without it) whose top-``k`` set
-        under ``predict`` differs from the full model's."""
+        """Fraction of the queries ``qid`` of ``X`` (one query without it) whose top ``k``
+        under ``predict`` differs from the full model's: its list or its set, as ``keep``."""
         pred = self.predict(X)
         if len(pred) == 0:
             return 0.0
         full = self.forest_.predict_raw(validate_frame(self, X))
-        return float(np.mean(topk_changed(pred, full, query_ids(qid, len(pred), "qid"), int(self.k))))
+        q = query_ids(qid, len(pred), "qid")
+        return float(np.mean(topk_changed(pred, full, q, int(self.k), self.keep)))

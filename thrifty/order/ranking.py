@@ -158,18 +158,21 @@ def qwyc_ranking_scores(
     )
 
 
-def topk_changed(pred: Any, full: Any, qid: Any, k: int) -> np.ndarray:
-    """Per query (sorted by ``qid``): whether its top-``k`` set under ``pred`` differs from
-    the one under ``full`` (ties: the earlier row)."""
+def topk_changed(pred: Any, full: Any, qid: Any, k: int, keep: str = "set") -> np.ndarray:
+    """Per query (sorted by ``qid``): whether its top-``k`` set (``keep="set"``) or list, its
+    order included (``keep="order"``), under ``pred`` differs from the one under ``full``
+    (ties: the earlier row)."""
+    if keep not in ("set", "order"):
+        raise InputError(f"keep must be 'set' or 'order', got {keep!r}")
     pred, full = np.asarray(pred, float).reshape(-1), np.asarray(full, float).reshape(-1)
     q = np.asarray(qid).reshape(-1)
 
-    def tops(s: np.ndarray) -> list[frozenset]:
-        out = []
+    def tops(s: np.ndarray) -> list[Any]:
+        out: list[Any] = []
         for v in np.unique(q):
             rows = np.flatnonzero(q == v)
-            best = rows[np.argsort(-s[rows], kind="stable")[:k]]
-            out.append(frozenset(best.tolist()))
+            best = rows[np.argsort(-s[rows], kind="stable")[:k]].tolist()
+            out.append(tuple(best) if keep == "order" else frozenset(best))
         return out
 
     return np.array([a != b for a, b in zip(tops(pred), tops(full), strict=True)])

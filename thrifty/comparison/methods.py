@@ -23,8 +23,10 @@ from thrifty import metrics
 from thrifty.cascade import EarlyExitRanker, cronus, lambda_max
 from thrifty.cascade.estimator import lam_grid
 from thrifty.comparison.context import Context
+from thrifty.comparison.label_shift import prior_weights
 from thrifty.comparison.registry import METHODS, TASKS, Candidate, Method, method, spread, timed
 from thrifty.comparison.scores import paired_lead, unit_scores
+from thrifty.comparison.splits import RANDOM
 from thrifty.exceptions import BudgetError
 from thrifty.forest import Forest
 from thrifty.order import calibrate_margin, default_tolerance, fan, margin_early_exit, qwyc, qwyc_ranking
@@ -299,23 +301,44 @@ def _quit(ctx: Context, forest: Forest, alpha: float) -> Any:
             forest, ctx.X_val, ctx.qid_val, k=10, keep="order", alpha=alpha, costs=ctx.costs, progress=False
         )
     tol = _tolerance(ctx) if ctx.task == "regression" else None
-    rows = _qwyc_rows(ctx)
-    return qwyc(forest, rows, alpha=alpha, costs=ctx.costs, feature_costs=True, tolerance=tol, progress=False)
+    rows, weights = _qwyc_rows(ctx)
+    return qwyc(
+        forest,
+        rows,
+        alpha=alpha,
+        costs=ctx.costs,
+        feature_costs=True,
+        tolerance=tol,
+        sample_weight=weights,
+        progress=False,
+    )
 
 
-def _qwyc_rows(ctx: Context) -> Any:
-    """The calibration rows QWYC's search reads: all of them up to :data:`QWYC_ROWS`, else that
-    many drawn at random (in their order; the same draw for every alpha). Its search over
-    orders is linear in the rows and quadratic in the trees; an exit rate of alpha is
-    estimated within about 0.003 on 20,000 rows, and the plan is then measured exactly on
-    the validation rows like every other."""
+def _qwyc_rows(ctx: Context) -> tuple[Any, np.ndarray | None]:
+    """The calibration rows QWYC's search reads, and their weights: all of them up to
+    :data:`QWYC_ROWS`, else that many drawn at random (in their order; the same draw for every
+    alpha). Its search over orders is linear in the rows and quadratic in the trees; an exit
+    rate of alpha is estimated within about 0.003 on 20,000 rows, and the plan is then measured
+    exactly on the validation rows like every other.
+
+    Under a time split, a classifier's calibration rows (the latest of its fitting rows) are
+    weighted to the class shares of all its fitting rows (``label_shift.prior_weights``), so
+    that alpha bounds the share of decisions changed among rows of the classes' usual mix, not
+    of one window's: on flights the calibration months (July and August) have fewer late
+    flights than the year, the exits that answer "on time" early are wrong mostly on late
+    flights, and the plan of alpha=0.15 fitted on them changed more decisions on the later
+    validation months than alpha allows. Elsewhere the weights are None (every row counts 1)."""
     n = len(ctx.y_val)
+    weights = None
+    if ctx.settings.split != RANDOM and ctx.task in ("binary", "multiclass"):
+        weights = prior_weights(ctx.y_val, np.concatenate([ctx.y_train, ctx.y_val]), ctx.task)
     if n <= QWYC_ROWS:
-        return ctx.X_val
+        return ctx.X_val, weights
     if "qwyc rows" not in ctx._cache:
         rng = np.random.default_rng(ctx.random_state)
-        ctx._cache["qwyc rows"] = ctx.X_val.iloc[np.sort(rng.choice(n, QWYC_ROWS, replace=False))]
-    return ctx._cache["qwyc rows"]
+        ctx._cache["qwyc rows"] = np.sort(rng.choice(n, QWYC_ROWS, replace=False))
+    keep = ctx._cache["qwyc rows"]
+    return ctx.X_val.iloc[keep], None if weights is None else weights[keep]
 
 
 def _tolerance(ctx: Context) -> float:

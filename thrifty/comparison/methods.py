@@ -188,7 +188,10 @@ def _best_on_path(ctx: Context, est: Any, budget: float) -> int:
     (the dearest model on the path within it), unless a model of the path within it is better
     on the calibration split beyond the noise: the one of best metric there (the cheaper on a
     tie), when the 95% interval of its lead over the estimator's choice, paired on the
-    calibration rows (queries for ranking; ``scores.paired_lead``), excludes 0.
+    calibration rows (queries for ranking; ``scores.paired_lead``), excludes 0. A classifier's
+    accuracy there is weighted to the class shares of all the fitting rows under a time split
+    (:func:`calibration_weights`), as compare's validation rows are: unweighted, a calm window
+    favours the models that answer the majority class nearly always.
 
     A dearer model is not always a better one (on flights, a model spending 2.0 of a budget of
     2.4 was less accurate on held-out rows than one spending 1.0 from the same path), but
@@ -201,6 +204,7 @@ def _best_on_path(ctx: Context, est: Any, budget: float) -> int:
     rows, take no part in the choice."""
     table = est.budget_search_
     scores = ctx._cache.setdefault("path scores", {})
+    weights = calibration_weights(ctx)
     chosen = int(np.flatnonzero(table["chosen"].to_numpy())[0])
     best, best_key = chosen, None
     for i in np.flatnonzero((table["cost"] <= budget).to_numpy()):
@@ -209,6 +213,9 @@ def _best_on_path(ctx: Context, est: Any, budget: float) -> int:
             ev = evaluate(forest, ctx.X_val, ctx.costs)
             name, value = metrics.score(ctx.task, ctx.y_val, ev, qid=ctx.qid_val)
             units = unit_scores(ctx.task, ctx.y_val, ev, ctx.qid_val)
+            if weights is not None:  # accuracy weighted to the usual class mix (a time split)
+                units = units * weights
+                value = float(units.mean())
             scores[id(forest)] = (value if metrics.higher_is_better(name) else -value, name, units, forest)
         key = (scores[id(forest)][0], -float(table.loc[i, "cost"]))
         if best_key is None or key > best_key:
@@ -314,6 +321,15 @@ def _quit(ctx: Context, forest: Forest, alpha: float) -> Any:
     )
 
 
+def calibration_weights(ctx: Context) -> np.ndarray | None:
+    """Under a time split, a classifier's calibration rows (the latest of its fitting rows)
+    weighted to the class shares of all its fitting rows (``label_shift.prior_weights``);
+    None otherwise, or when the shares are the same (every row counts 1)."""
+    if ctx.settings.split == RANDOM or ctx.task not in ("binary", "multiclass"):
+        return None
+    return prior_weights(ctx.y_val, np.concatenate([ctx.y_train, ctx.y_val]), ctx.task)
+
+
 def _qwyc_rows(ctx: Context) -> tuple[Any, np.ndarray | None]:
     """The calibration rows QWYC's search reads, and their weights: all of them up to
     :data:`QWYC_ROWS`, else that many drawn at random (in their order; the same draw for every
@@ -329,9 +345,7 @@ def _qwyc_rows(ctx: Context) -> tuple[Any, np.ndarray | None]:
     flights, and the plan of alpha=0.15 fitted on them changed more decisions on the later
     validation months than alpha allows. Elsewhere the weights are None (every row counts 1)."""
     n = len(ctx.y_val)
-    weights = None
-    if ctx.settings.split != RANDOM and ctx.task in ("binary", "multiclass"):
-        weights = prior_weights(ctx.y_val, np.concatenate([ctx.y_train, ctx.y_val]), ctx.task)
+    weights = calibration_weights(ctx)
     if n <= QWYC_ROWS:
         return ctx.X_val, weights
     if "qwyc rows" not in ctx._cache:

@@ -1,5 +1,6 @@
-"""compare's QWYC under a time split: exits fitted on calibration rows weighted to the class
-shares of all the fitting rows (``methods._qwyc_rows``, ``label_shift.prior_weights``)."""
+"""compare's calibration rows under a time split, weighted to the class shares of all the
+fitting rows (``methods.calibration_weights``, ``label_shift.prior_weights``): QWYC's exits are
+fitted on them, and a budgeted path's models compared on them."""
 
 import numpy as np
 import pandas as pd
@@ -84,3 +85,25 @@ def test_compare_plan_is_qwyc_on_the_weighted_rows(split):
     np.testing.assert_array_equal(plan.order, ref.order)
     np.testing.assert_array_equal(plan.eps_pos, ref.eps_pos)
     np.testing.assert_array_equal(plan.eps_neg, ref.eps_neg)
+
+
+def test_path_choice_weighs_a_calm_calibration_window(monkeypatch):
+    """Of a budgeted path's models, compare offers the dearest within the budget unless another
+    beats it on the calibration rows beyond the noise. On a calm window (8% positives against
+    27% in all the fitting rows) a model of one tree, which answers "negative" nearly always,
+    beats the full model there unweighted; weighted to the usual class mix it does not, and the
+    full model (the estimator's own choice) is offered."""
+    from types import SimpleNamespace
+
+    ctx, _ = _calm_window(0)
+    full = ctx.lightgbm()
+    stump = full.subset(range(1))
+    table = pd.DataFrame(
+        {"tradeoff": [0.0, 0.0], "cost": [1.0, 3.0], "truncated": False, "chosen": [False, True]}
+    )
+    path = SimpleNamespace(budget_search_=table, search_models_=[stump, full])
+    assert methods._best_on_path(ctx, path, 5.0) == 1
+    ctx._cache.pop("path scores", None)
+    with monkeypatch.context() as m:
+        m.setattr(methods, "prior_weights", lambda *a: None)
+        assert methods._best_on_path(ctx, path, 5.0) == 0  # unweighted, the calm window's pick

@@ -359,11 +359,10 @@ def _affordable_order(forest: Any, costs: CostModel, budget: float) -> list[int]
     stopped at 12 features and a mean cost of 1 at every budget from 2.4 to 9, while a model
     of the 24 features under 10 costs 2. Appending the features it never bought lets the
     ladder of :meth:`CostAwareBoosting._first_features` reach every affordable feature."""
-    fits = [f for f in range(costs.n_features) if costs.acquisition_cost([f]) <= budget]
-    used = [f for f in _acquisition_order(forest) if f in fits]
-    price = {f: costs.acquisition_cost([f]) for f in fits}
-    rest = sorted((f for f in fits if f not in used), key=lambda f: (price[f], f))
-    return used + rest
+    price = {f: p for f in range(costs.n_features) if (p := costs.acquisition_cost([f])) <= budget}
+    used = [f for f in _acquisition_order(forest) if f in price]
+    bought = set(used)
+    return used + sorted((f for f in price if f not in bought), key=lambda f: (price[f], f))
 
 
 def _only_features(X: Any, keep: tuple[int, ...]) -> Any:

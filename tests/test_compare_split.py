@@ -156,12 +156,12 @@ def test_qwyc_reads_a_fixed_sample_of_many_calibration_rows(monkeypatch):
     ctx = fitting_context(
         Settings(task="binary", costs=CostModel([0.0, 0.0, 1.0]), lightgbm_params=FAST), X, y, None
     )
-    assert methods._qwyc_rows(ctx) is ctx.X_val  # 160 rows: all of them
+    assert methods._qwyc_rows(ctx) == (ctx.X_val, None)  # 160 rows: all of them, a random split
     monkeypatch.setattr(methods, "QWYC_ROWS", 50)
     ctx._cache.pop("qwyc rows", None)
-    rows = methods._qwyc_rows(ctx)
+    rows, _ = methods._qwyc_rows(ctx)
     assert len(rows) == 50 and rows.index.is_monotonic_increasing and set(rows.index) <= set(ctx.X_val.index)
-    assert methods._qwyc_rows(ctx) is rows
+    assert methods._qwyc_rows(ctx)[0].index.equals(rows.index)
     cand = next(c for c in methods.METHODS["qwyc"].run(ctx) if c.params["alpha"] == 0.2)
     plan = qwyc(ctx.lightgbm(), rows, alpha=0.2, costs=ctx.costs, feature_costs=True)
     np.testing.assert_array_equal(cand.model.order, plan.order)

@@ -385,3 +385,31 @@ def test_first_features_skip_one_priced_over_the_budget():
     # Before, the prefixes stopped at the dear feature: a model of the free one and one lookup.
     assert {2, 3} <= used and 1 not in used and 1.0 < clf.calibration_cost_ <= 2.5
     assert clf.tradeoff_ == 0.0  # plain boosting on the affordable features the path bought
+
+
+def test_first_features_reach_the_affordable_features_the_path_never_bought():
+    """The path's richest model bought the free feature and the dear one only (flights' CEGB at
+    trade-off 0.037: ``dep_delay`` and the schedule, little weather, no aircraft lookup). The
+    ladder of first-features models then goes on to the affordable features it never bought,
+    cheapest first, so that a budget of 2.5 is spent on both lookups, not on the free feature
+    alone."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 4))
+    y = (X[:, 0] + 3 * X[:, 1] + X[:, 2] + X[:, 3] + rng.normal(size=2000) > 0).astype(int)
+    costs = CostModel([0.0, 10.0, 1.0, 1.5])
+    # The richest model of a path that priced both lookups out: it reads features 0 and 1 only.
+    blank = X.copy()
+    blank[:, 2:] = np.nan
+    richest = CEGBClassifier(costs=costs, tradeoff=0.0, n_estimators=5, **FAST).fit(blank, y).forest_
+    assert set(np.unique(richest.feature[richest.feature >= 0]).tolist()) == {0, 1}
+    fitted = []
+
+    def fit_only(keep):
+        fitted.append(keep)
+        return (richest, None), float(costs.acquisition_cost(list(keep)))
+
+    est = CEGBClassifier(costs=costs, budget=2.5, **FAST)
+    found, fits = est._first_features(fit_only, [(0.5, 10.0, (richest, None))], 2.5, costs)
+    # Feature 1 alone is over the budget; feature 2 (price 1) comes before feature 3 (1.5).
+    assert fitted == [(0,), (0, 2), (0, 2, 3)] and fits == 3
+    assert [c.cost for c in found] == [0.0, 1.0, 2.5]

@@ -14,17 +14,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import thrifty
 import thrifty.runtime.compiled.objects as objects
-from tests._helpers.compiled_plans import PLANS, VALUES, check, input_matrices
+from tests._helpers.compiled_plans import PLANS, check, input_matrices
 from tests._helpers.oblivious import oblivious_forest
 from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
+from tests._helpers.vector_forests import PROBES, SPECIAL, SPECIAL_VALUES, special_thresholds
 from thrifty import Forest, Full, Sequential, evaluate
 from thrifty.exceptions import InvalidParameterError
-from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_NAN, MISSING_ZERO
+from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_NAN
 from thrifty.runtime.compiled import ir_ranks, targets
 from thrifty.runtime.compiled.ir_narrow import exit_leaf_narrow, low_bit32
 from thrifty.runtime.compiled.ir_ranks import (
@@ -52,41 +52,10 @@ EXAMPLES = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-SUBNORMAL, TINY = 5e-324, 2.2250738585072014e-308
-# Thresholds where a rank could disagree with the double comparison if it were built wrong.
-SPECIAL = [-np.inf, np.inf, -0.0, 0.0, SUBNORMAL, -SUBNORMAL, 1e-310, TINY, -1.0, 0.5, 1.0, 1e30, np.nan]
 
 
 def layout(forest: Forest, order, exits) -> Layout:
     return Layout(forest, np.asarray(order), np.asarray(exits, dtype=np.int8), *leaf_tables(forest)[1:])
-
-
-def special_thresholds(forest: Forest, seed: int) -> Forest:
-    """``forest`` with its numeric thresholds drawn from ``SPECIAL``, "zero as missing" splits
-    only on feature 0 and category sets only on feature 1 (the others compare ranks)."""
-    rng = np.random.default_rng(seed)
-    f = forest
-    cat_start = np.where((f.cat_start >= 0) & (f.feature != 1), -1, f.cat_start)
-    zero = (f.missing_type == MISSING_ZERO) & (f.feature != 0)
-    missing_type = np.where(zero, MISSING_NAN, f.missing_type)
-    threshold = f.threshold.copy()
-    numeric = (f.feature >= 0) & (cat_start < 0)
-    threshold[numeric] = rng.choice(np.array(SPECIAL), size=int(numeric.sum()))
-    return dataclasses.replace(f, threshold=threshold, cat_start=cat_start, missing_type=missing_type)
-
-
-def _around(values) -> list[float]:
-    """Each finite value and its neighbours on both sides."""
-    out = []
-    for v in values:
-        out.append(v)
-        if np.isfinite(v):
-            out += [np.nextafter(v, -np.inf), np.nextafter(v, np.inf)]
-    return out
-
-
-PROBES = np.array(_around(SPECIAL) + [np.nan, 0.25, -2.0, 7.0], dtype=np.float64)
-SPECIAL_VALUES = VALUES | st.sampled_from(PROBES.tolist())
 
 
 def _native(lines: list[str], name: str, machine):

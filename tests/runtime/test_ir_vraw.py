@@ -7,8 +7,6 @@ the aarch64 targets' scores-only code is cross-compiled here."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,10 +15,10 @@ import thrifty
 import thrifty.runtime.compiled.ir_vraw as ir_vraw
 import thrifty.runtime.compiled.objects as objects
 from tests._helpers.compiled_plans import PLANS, assert_same, input_matrices
-from tests._helpers.oblivious import oblivious_forest
 from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
-from thrifty import Forest, Full, evaluate
+from tests._helpers.vector_forests import FORESTS, wide
+from thrifty import Full, evaluate
 from thrifty.runtime.compiled import targets
 from thrifty.runtime.compiled.ir_ranks import RANKS_ENV
 from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
@@ -33,38 +31,11 @@ COSTS = cost_model(tree_cost=0.25, split_cost=0.125)
 SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 
-def _three_word_sets(forest: Forest) -> Forest:
-    """``forest`` with every category set three words long (codes up to 95), read from a table."""
-    cat = np.flatnonzero(forest.cat_start >= 0)
-    rng = np.random.default_rng(len(cat))
-    start, size = forest.cat_start.copy(), forest.cat_size.copy()
-    start[cat], size[cat] = 3 * np.arange(len(cat)), 3
-    words = rng.integers(0, 2**32, size=3 * len(cat), dtype=np.uint64).astype(np.uint32)
-    return dataclasses.replace(forest, cat_start=start, cat_size=size, cat_bitsets=words)
-
-
-FORESTS = {
-    "full": PLANS["full"].forest,  # numeric and categorical splits, every missing type
-    "multiclass": PLANS["full-multiclass"].forest,
-    "deep": random_forest(np.random.default_rng(33), N_FEATURES, n_trees=6, max_depth=9),  # > 64 leaves
-    "wide": random_forest(np.random.default_rng(130), 130, n_trees=8, max_depth=5),  # > 64 features
-    "categories": _three_word_sets(
-        random_forest(np.random.default_rng(7), N_FEATURES, n_trees=8, max_depth=5)
-    ),
-    "oblivious": oblivious_forest(np.random.default_rng(5), N_FEATURES, [3, 5, 1, 4], others=3),
-}
-
-
 @pytest.fixture(params=VECTOR_TARGETS)
 def target(request, monkeypatch):
     monkeypatch.setenv(targets.ENV, request.param)
     monkeypatch.setenv("THRIFTY_BLOCKS", "vector")
     return request.param
-
-
-def _wide(X: np.ndarray, F: int) -> np.ndarray:
-    """``X``'s columns tiled to ``F`` features."""
-    return np.ascontiguousarray(np.tile(X, (1, -(-F // X.shape[1])))[:, :F])
 
 
 @pytest.mark.parametrize("ranks", ["16", "32", "off"])
@@ -74,7 +45,7 @@ def _wide(X: np.ndarray, F: int) -> np.ndarray:
 def test_scores_only_equal_the_serving_path_and_the_interpreter(target, name, ranks, data, monkeypatch):
     monkeypatch.setenv(RANKS_ENV, ranks)
     forest = FORESTS[name]
-    X = _wide(data, forest.n_features)
+    X = wide(data, forest.n_features)
     costs = COSTS if forest.n_features == N_FEATURES else None
     compiled = thrifty.compile(Full(forest), costs)
     assert compiled.raw_path is not None and compiled.forest_code.code.vector

@@ -34,6 +34,11 @@ SKEW_PATH = 4.0
 # ... and it tests at most this many features and no categorical split (a branchy categorical
 # split costs 3 to 4 times a numeric one: docs/runtime.md, "Which kind").
 SKEW_FEATURES = 16
+# Environment variable forcing the scores-only entry's leaf masks to ``vpternlogq`` updates
+# ("on", ``ir_ternlog``; 512-bit targets only), to selects ("off") or the rule ("auto",
+# ``ternlog_masks``).
+TERNLOG_ENV = "THRIFTY_TERNLOG"
+TERNLOG_KINDS = ("auto", "on", "off")
 
 
 def forced_kind() -> str:
@@ -109,3 +114,16 @@ def skewed(lay: Layout) -> bool:
     path = sum(coin_path(f, r) for r in f.roots.tolist()) / f.n_trees
     splits = np.count_nonzero(f.feature >= 0) / f.n_trees
     return bool(path <= SKEW_PATH and path <= SKEW_SHARE * splits)
+
+
+def ternlog_masks(target: str, ranks: int) -> bool:
+    """Whether the scores-only entry's vector blocks update leaf masks with ``vpternlogq``
+    (``ir_ternlog``): only on AVX-512 (``target``), where ``THRIFTY_TERNLOG`` forces either way;
+    the rule is 16-bit ranks (``ir_ranks.rank_bits``), whose masks have no OR under a mask of
+    16-bit lanes. Measured: see docs/runtime.md, "Ternlog masks"."""
+    kind = env_choice(TERNLOG_ENV, TERNLOG_KINDS, "a choice")
+    if target != "avx512":
+        return False
+    if kind != "auto":
+        return kind == "on"
+    return ranks == 16

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
 from thrifty.runtime.compiled.ir_raw import driver_ir
+from thrifty.runtime.compiled.ir_ternlog import DECLARE as TERNLOG_DECLARE
+from thrifty.runtime.compiled.ir_ternlog import leaf_mask_ternlog
 from thrifty.runtime.compiled.ir_vector import (
     _Emitter,
     _exit_leaf,
@@ -37,15 +39,18 @@ def vraw_module_irs(
     vscale: int = 0,
     by_exponent: bool = False,
     ranks: int = 0,
+    ternlog: bool = False,
 ) -> list[str]:
     """The modules of ``raw`` for a plan on vector blocks: one ``rawblk`` per vector block's
     positions (``vblocks.vblocks``), then ``ir_raw``'s driver ``raw_{key}(ctx)``. ``lanes``
     are the target's doubles per vector, times ``64 // ranks`` with ``ranks`` (32 or 16: the
-    bits of the ranks compared, as ``ir_vector.vector_module_irs``)."""
+    bits of the ranks compared, as ``ir_vector.vector_module_irs``). With ``ternlog`` (512-bit
+    targets: ``choice.ternlog_masks``), leaf masks are ``ir_ternlog``'s."""
     spans = vblocks(lay)
     rows = lanes * (64 // ranks) if ranks else lanes
     modules = [
-        vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks) for m, (p, k) in enumerate(spans)
+        vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog)
+        for m, (p, k) in enumerate(spans)
     ]
     return [*modules, driver_ir(lay, key, len(spans))]
 
@@ -60,6 +65,7 @@ def vraw_block_ir(
     vscale: int = 0,
     by_exponent: bool = False,
     ranks: int = 0,
+    ternlog: bool = False,
 ) -> str:
     """``rawblk_{key}_{m}(X, out, T, lo, hi, n)`` (``ir_raw``'s contract) on vectors of
     ``lanes`` rows: positions ``[p0, p0 + k)`` add their trees' values to the scores in ``out``
@@ -118,7 +124,7 @@ def vraw_block_ir(
         start = int(lay.leaf_ptr[tree])
         if levels is None:
             n_leaves = int(lay.leaf_ptr[tree + 1]) - start if by_exponent else None
-            mask = _leaf_mask(e, f, tree, right_of, word_bits)
+            mask = (leaf_mask_ternlog if ternlog else _leaf_mask)(e, f, tree, right_of, word_bits)
             leaf = _exit_leaf(e, mask, n_leaves, by_exponent, word_bits)
             scaled = e(f"mul {Q} {leaf}, {_splat('i64', str(R))}")
             table, rec = "%vleaf", e(f"add {Q} {scaled}, {_splat('i64', str(R * start))}")
@@ -139,4 +145,6 @@ def vraw_block_ir(
         f"declare {e.V} @llvm.masked.load.v{L}f64.p0(ptr, i32 immarg, {B}, {e.V})\n"
         f"declare void @llvm.masked.store.v{L}f64.p0({e.V}, ptr, i32 immarg, {B})\n"
     )
+    if ternlog:
+        decl += TERNLOG_DECLARE
     return intrinsics(L) + decl + "\n".join(globals_ + e.lines) + "\n"

@@ -27,7 +27,7 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.cache import pack, unpack
-from thrifty.runtime.compiled.choice import branchy_blocks, vector_blocks
+from thrifty.runtime.compiled.choice import branchy_blocks, ternlog_masks, vector_blocks
 from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
 from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, rank_bits
@@ -40,7 +40,7 @@ from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.vblocks import vblocks
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 32
+CODEGEN_VERSION = 33
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -79,7 +79,7 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     if lazy:
         kind = "lazy"
     elif use_vector(lay):
-        kind = f"vector|ranks={_ranks(lay)}"
+        kind = f"vector|ranks={_ranks(lay)}|raw={_raw_kind(lay)}"
     else:
         kind = "branchy" if branchy_blocks(lay) else "scalar"
     h.update(
@@ -118,6 +118,14 @@ def _ranks(lay: Layout) -> int:
     if asked not in memo:
         memo[asked] = rank_bits(lay, tg.name, tg.lanes, vblocks(lay))
     return memo[asked]
+
+
+def _raw_kind(lay: Layout) -> str:
+    """The kind of the scores-only entry's leaf masks, for the cache key: none (no entry),
+    ternlog (``choice.ternlog_masks``) or selects."""
+    if not raw_entry(lay):
+        return "none"
+    return "ternlog" if ternlog_masks(targets.current().name, _ranks(lay)) else "select"
 
 
 class NativeCode:
@@ -218,7 +226,9 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         irs[-1] += serving_ir(lay, key)
         if raw_entry(lay) and use_vector(lay):
             tg = targets.current()
-            irs += vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay))
+            ranks = _ranks(lay)
+            ternlog = ternlog_masks(tg.name, ranks)
+            irs += vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog)
         elif raw_entry(lay):
             irs += raw_module_irs(lay, key)
     t0 = time.perf_counter()

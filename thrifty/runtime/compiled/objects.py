@@ -40,7 +40,7 @@ from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.vblocks import vblocks
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 32
+CODEGEN_VERSION = 33
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -208,7 +208,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         tg = targets.current()
         if use_vector(lay):
             irs = vector_module_irs(
-                lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay)
+                lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay), tg.cat_shift
             )
         elif branchy_blocks(lay):
             irs, level = branchy_module_irs(lay, key, _TREES_PER_MODULE), BRANCHY_LEVEL
@@ -218,7 +218,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         irs[-1] += serving_ir(lay, key)
         if raw_entry(lay) and use_vector(lay):
             tg = targets.current()
-            irs += vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay))
+            irs += vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay), tg.cat_shift)
         elif raw_entry(lay):
             irs += raw_module_irs(lay, key)
     t0 = time.perf_counter()

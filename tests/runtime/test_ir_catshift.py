@@ -129,17 +129,18 @@ def test_codes_are_x86s_only(monkeypatch):
 
 
 def _forest() -> Forest:
-    """Random trees with categorical splits of one and two words on features that also have
-    numeric splits, and two classes of three outputs."""
+    """Random trees with categorical splits of one and two words (24) on features that also
+    have numeric splits."""
     rng = np.random.default_rng(11)
     return random_forest(rng, N_FEATURES, n_trees=9, max_depth=5)
 
 
 FOREST = _forest()
 MULTI = random_forest(np.random.default_rng(12), N_FEATURES, n_trees=6, n_outputs=3)
-# Oblivious trees (one of depth 7), then ordinary ones of up to 128 leaves.
+# Oblivious trees of 8, 128 and 4 leaves with categorical levels; trees of 88 and 75 leaves.
 MIXED = oblivious_forest(np.random.default_rng(13), N_FEATURES, [3, 7, 2], others=0)
 DEEP = random_forest(np.random.default_rng(14), N_FEATURES, n_trees=4, max_depth=8)
+assert int(np.sum(DEEP.feature < 0)) > 150
 PLANS = {
     "full": Full(FOREST),
     "sequential": Sequential(FOREST, np.arange(9)[::-1], np.full(9, 1.5), np.full(9, -1.5)),

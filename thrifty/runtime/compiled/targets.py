@@ -81,7 +81,7 @@ class Target:
         a variable shift (``ir_catshift``) rather than on the rows' doubles, which take two
         registers per register of ranks and whose outcomes must be packed back: the x86
         targets (AVX2's ``vpsllvd``, AVX-512's). On Adult's 500 trees (paired, one thread) it
-        took 0.71 of the time with AVX2 and 0.78 with AVX-512. ``THRIFTY_CATSHIFT``
+        took 0.72-0.73 of the time with AVX2 and 0.78-0.81 with AVX-512. ``THRIFTY_CATSHIFT``
         (``on``/``off``; ``CAT_SHIFT_ENV``) overrides, for measuring; aarch64 has no such shift."""
         kind = env_choice(CAT_SHIFT_ENV, ("auto", "on", "off"), "a choice")
         return kind != "off" and self.name in _X86

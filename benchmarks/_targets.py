@@ -6,10 +6,12 @@ time), so a shared machine's drift hits all alike; the figure is each target's m
 nanoseconds per row over the batch, and ``avx2_vs_avx512_per_row`` is AVX2's over AVX-512's
 (issue 29's target: at most 1.5).
 
-    python benchmarks/_targets.py [--quick] [--data-home DIR]
+    python benchmarks/_targets.py [--quick] [--codes] [--data-home DIR]
 
 measures Adult's LightGBM model (500 trees of 32 leaves; 100 and fewer repeats with --quick),
-every target's outputs checked equal to the interpreter's bit for bit, and writes
+every target's outputs checked equal to the interpreter's bit for bit (with --codes, each x86
+target also with its categorical splits on the rows' doubles, ``THRIFTY_CATSHIFT=off``, as
+``{target}_doubles``, timed in turn with the others), and writes
 ``results/targets.json`` and ``results/targets.png`` (ns per row per target; ``_quick``
 files with --quick); the last stdout line is the figures as JSON.
 """
@@ -28,19 +30,23 @@ HERE = Path(__file__).resolve().parent
 
 
 def compiled_for(target: str, forest):
-    """``thrifty.compile(forest)`` with its code generated for ``target``."""
+    """``thrifty.compile(forest)`` with its code generated for ``target`` (a target's name, or
+    ``{name}_doubles``: x86 code with ``THRIFTY_CATSHIFT=off``)."""
     import thrifty
     from thrifty.runtime.compiled import targets
 
-    before = os.environ.get(targets.ENV)
-    os.environ[targets.ENV] = target
+    name, doubles = target.removesuffix("_doubles"), target.endswith("_doubles")
+    env = {targets.ENV: name} | ({targets.CAT_SHIFT_ENV: "off"} if doubles else {})
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         return thrifty.compile(forest)
     finally:
-        if before is None:
-            del os.environ[targets.ENV]
-        else:
-            os.environ[targets.ENV] = before
+        for k, v in before.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
 
 
 def per_row_ns(
@@ -84,6 +90,7 @@ def avx2_vs_avx512_per_row(forest, X: np.ndarray, repeats: int = 7) -> float | N
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="100 trees, 3 repeats")
+    ap.add_argument("--codes", action="store_true", help="x86 targets also without coded categories")
     default_home = os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data"))
     ap.add_argument("--data-home", default=default_home)
     args = ap.parse_args(argv)
@@ -102,11 +109,16 @@ def main(argv: list[str] | None = None) -> dict:
         n_estimators=trees, max_depth=5, num_leaves=32, verbose=-1, random_state=0, n_jobs=1
     ).fit(X_tr, y_tr)
     forest = Forest.from_model(gbm)
-    ns = per_row_ns(forest, X_te, repeats=repeats)
+    names = targets.runnable()
+    if args.codes:
+        names += tuple(f"{n}_doubles" for n in names if n in ("avx512", "avx2"))
+    ns = per_row_ns(forest, X_te, names, repeats=repeats)
     figures: dict = {"bench": "targets", "trees": trees, "rows": len(X_te), "host": targets.host_name()}
     figures |= {f"{name}_ns_per_row": round(v, 1) for name, v in ns.items()}
     both = "avx2" in ns and "avx512" in ns
     figures["avx2_vs_avx512_per_row"] = round(ns["avx2"] / ns["avx512"], 3) if both else None
+    if "avx2_doubles" in ns and "avx512_doubles" in ns:
+        figures["avx2_vs_avx512_per_row_doubles"] = round(ns["avx2_doubles"] / ns["avx512_doubles"], 3)
     figures["avx2_vs_generic_per_row"] = round(ns["avx2"] / ns["generic"], 3) if "avx2" in ns else None
     _plot(ns, trees, args.quick)
     emit(figures, args.quick)

@@ -65,6 +65,15 @@ def test_the_host_runs_its_own_target_and_generic():
         assert ("+avx512f" in t.features.split(",")) is (name in ("avx512", "generic") and "avx512" in HERE)
 
 
+def test_the_host_target_follows_the_cpus_features(monkeypatch):
+    """An x86 CPU without AVX-512 gets AVX2 code at run time, one without AVX2 scalar blocks."""
+    if targets._arch() != "x86_64":
+        pytest.skip("x86 feature flags")
+    for have, want in (({"avx2": True, "avx512f": False}, "avx2"), ({"avx2": False}, "generic")):
+        monkeypatch.setattr(targets, "_host_features", lambda have=have: have)
+        assert targets.host_name() == want and targets.runnable()[-1] == "generic"
+
+
 def test_unknown_or_foreign_targets_are_refused_in_one_line(monkeypatch):
     monkeypatch.setenv(targets.ENV, "avx3")
     with pytest.raises(InvalidParameterError) as info:

@@ -39,6 +39,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import MISSING_AS_ZERO, MISSING_ZERO, ZERO
+from thrifty.runtime.compiled import ir_catshift
 from thrifty.runtime.compiled.ir_narrow import exit_leaf_narrow
 from thrifty.runtime.compiled.ir_oblivious import oblivious_counts, oblivious_leaf
 from thrifty.runtime.compiled.ir_ranks import block_thresholds, goes_right_rank, rank_ir
@@ -130,22 +131,27 @@ def vector_module_irs(
     vscale: int = 0,
     by_exponent: bool = False,
     ranks: int = 0,
+    cat_shift: bool = False,
 ) -> list[str]:
     """``ir_scalar.module_irs`` with vector blocks (``vblocks``) of ``lanes`` lanes (with
     ``vscale``, SVE's vector length in units of 128 bits, as the blocks' ``vscale_range``; with
     ``by_exponent``, exit leaves found by ``_low_bit_by_exponent`` where the ISA has no vector
     count-trailing-zeros). With ``ranks`` (32 or 16; 0: doubles), the blocks compare ranks of
     that many bits (``ir_ranks``) on as many lanes as a register holds such integers (twice or
-    four times the doubles')."""
+    four times the doubles'). With ``cat_shift`` (``targets.Target.cat_shift``), categorical
+    splits of 32-bit rank blocks test codes of the categories (``ir_catshift``)."""
     if ranks:
         lanes *= 64 // ranks
+    decl = intrinsics(lanes)
+    if cat_shift and ir_catshift.supported(lanes, ranks):
+        decl += ir_catshift.declarations(lanes)
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
-        vector = vblock_ir(lay, p0, k, b, key, lanes, vscale, by_exponent, ranks)
+        vector = vblock_ir(lay, p0, k, b, key, lanes, vscale, by_exponent, ranks, cat_shift)
         return vector + scalar_block_ir(lay, p0, k, b, key)
 
-    return module_irs(lay, key, trees_per_module, vblocks(lay), block, intrinsics(lanes))
+    return module_irs(lay, key, trees_per_module, vblocks(lay), block, decl)
 
 
 def vblock_ir(
@@ -158,11 +164,13 @@ def vblock_ir(
     vscale: int = 0,
     by_exponent: bool = False,
     ranks: int = 0,
+    cat_shift: bool = False,
 ) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``ir_scalar.scalar_block_ir`` makes it, on vectors
     of ``lanes`` rows (``vector_module_irs``); tree ``t``'s leaf records in ``vleaf`` start at
     ``lay.leaf_ptr[t]``. With ``ranks`` (32 or 16), numeric splits compare ranks of that many bits
-    among the block's thresholds (``ir_ranks``) and leaf masks are words of as many leaves."""
+    among the block's thresholds (``ir_ranks``) and leaf masks are words of as many leaves;
+    ``cat_shift`` as ``vector_module_irs``."""
     K, W = lay.K, lay.words
     R = lay.vrecord
     t = {name: i for i, name in enumerate(TABLES)}
@@ -220,7 +228,7 @@ def vblock_ir(
     bits = [e.gather("i64", ptrs[name], every) for name in words]
     xo = e(f"mul {e.I} %idx, {_splat('i64', str(lay.F))}")
     f = lay.forest
-    right_of = split_tests(e, lay, p0, k, xo, f"@vthr_{key}_{b}", globals_, key, ranks)
+    right_of = split_tests(e, lay, p0, k, xo, f"@vthr_{key}_{b}", globals_, key, ranks, cat_shift)
     word_bits = ranks or 64
     live = "%valid"
     exits_to_next: list[str] = []
@@ -390,13 +398,25 @@ def _vmargin(e: _Emitter, acc: list[str]) -> str:
 
 
 def split_tests(
-    e: _Emitter, lay: Layout, p0: int, k: int, xo: str, tables: str, globals_: list[str], key: str, ranks: int
+    e: _Emitter,
+    lay: Layout,
+    p0: int,
+    k: int,
+    xo: str,
+    tables: str,
+    globals_: list[str],
+    key: str,
+    ranks: int,
+    cat_shift: bool = False,
 ) -> Callable[[int], str]:
     """``right_of(node)``: per lane, whether the row at offset ``xo`` (its first value's index
     in ``%X``) goes right at ``node`` of the block of positions ``[p0, p0 + k)``. Each feature's
     column is gathered once, at its first test; with ``ranks`` (32 or 16) a rankable feature's
     rank among the block's thresholds is formed once too (``ir_ranks``, its table named
-    ``{tables}_{feature}``). Shared by the vector blocks and the scores-only ones (``ir_vraw``)."""
+    ``{tables}_{feature}``). With ``cat_shift`` (the target's ``cat_shift``), categorical splits
+    of 32-bit rank blocks test a code of the category formed once per feature (``ir_catshift``)
+    where the lane count allows. Shared by the vector blocks and the scores-only ones
+    (``ir_vraw``)."""
     f = lay.forest
     every = _splat("i1", "true")
     columns: dict[int, str] = {}
@@ -409,9 +429,15 @@ def split_tests(
 
     thresholds = block_thresholds(lay, p0, k) if ranks else {}
     rank_of: dict[int, str] = {}
+    coded: dict[int, str] = {}
+    cat_shift = cat_shift and ir_catshift.supported(e.L, ranks)
 
     def right_of(node: int) -> str:
         feat = int(f.feature[node])
+        if cat_shift and ir_catshift.fits(f, node):
+            if feat not in coded:
+                coded[feat] = ir_catshift.code_ir(e, column(feat))
+            return ir_catshift.goes_right_ir(e, f, node, coded[feat])
         if feat not in thresholds:
             return _goes_right(e, f, node, column(feat), globals_, key)
         if feat not in rank_of:

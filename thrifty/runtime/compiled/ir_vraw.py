@@ -16,6 +16,7 @@ trees took 1.01 to 1.03 times as long as blocks of 64 with AVX2, 0.99 with AVX-5
 
 from __future__ import annotations
 
+from thrifty.runtime.compiled import ir_catshift
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
 from thrifty.runtime.compiled.ir_raw import driver_ir
 from thrifty.runtime.compiled.ir_ternlog import DECLARE as TERNLOG_DECLARE
@@ -40,16 +41,18 @@ def vraw_module_irs(
     by_exponent: bool = False,
     ranks: int = 0,
     ternlog: bool = False,
+    cat_shift: bool = False,
 ) -> list[str]:
     """The modules of ``raw`` for a plan on vector blocks: one ``rawblk`` per vector block's
     positions (``vblocks.vblocks``), then ``ir_raw``'s driver ``raw_{key}(ctx)``. ``lanes``
     are the target's doubles per vector, times ``64 // ranks`` with ``ranks`` (32 or 16: the
-    bits of the ranks compared, as ``ir_vector.vector_module_irs``). With ``ternlog`` (512-bit
-    targets: ``choice.ternlog_masks``), leaf masks are ``ir_ternlog``'s."""
+    bits of the ranks compared, as ``ir_vector.vector_module_irs``; ``cat_shift`` as there).
+    With ``ternlog`` (512-bit targets: ``choice.ternlog_masks``), leaf masks are
+    ``ir_ternlog``'s."""
     spans = vblocks(lay)
     rows = lanes * (64 // ranks) if ranks else lanes
     modules = [
-        vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog)
+        vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift)
         for m, (p, k) in enumerate(spans)
     ]
     return [*modules, driver_ir(lay, key, len(spans))]
@@ -66,13 +69,14 @@ def vraw_block_ir(
     by_exponent: bool = False,
     ranks: int = 0,
     ternlog: bool = False,
+    cat_shift: bool = False,
 ) -> str:
     """``rawblk_{key}_{m}(X, out, T, lo, hi, n)`` (``ir_raw``'s contract) on vectors of
     ``lanes`` rows: positions ``[p0, p0 + k)`` add their trees' values to the scores in ``out``
     (output ``c`` of row ``i`` at ``c * n + i``) of the rows ``[lo, hi)``. ``lanes`` is the
     vector's rows (``64 // ranks`` times the target's doubles with ``ranks``, 32 or 16: ranks of
     that many bits among the block's thresholds, ``ir_ranks``, and leaf masks of words of as
-    many leaves); ``vscale`` and ``by_exponent`` as
+    many leaves); ``vscale``, ``by_exponent`` and ``cat_shift`` as
     ``ir_vector.vector_module_irs``."""
     K, F, R = lay.K, lay.F, lay.vrecord
     f = lay.forest
@@ -115,7 +119,7 @@ def vraw_block_ir(
         at.append(ptr)
         acc.append(e(f"call {e.V} @llvm.masked.load.v{L}f64.p0(ptr {ptr}, i32 8, {B} %valid, {e.V} poison)"))
     xo = e(f"mul {Q} %idx, {_splat('i64', str(F))}")
-    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks)
+    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks, cat_shift)
 
     word_bits = ranks or 64
     for j in range(k):
@@ -147,4 +151,6 @@ def vraw_block_ir(
     )
     if ternlog:
         decl += TERNLOG_DECLARE
+    if cat_shift and ir_catshift.supported(L, ranks):
+        decl += ir_catshift.declarations(L)
     return intrinsics(L) + decl + "\n".join(globals_ + e.lines) + "\n"

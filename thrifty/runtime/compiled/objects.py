@@ -40,7 +40,7 @@ from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.vblocks import vblocks
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 33
+CODEGEN_VERSION = 34
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -216,7 +216,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
         tg = targets.current()
         if use_vector(lay):
             irs = vector_module_irs(
-                lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay)
+                lay, key, _TREES_PER_MODULE, tg.lanes, tg.vscale, tg.by_exponent, _ranks(lay), tg.cat_shift
             )
         elif branchy_blocks(lay):
             irs, level = branchy_module_irs(lay, key, _TREES_PER_MODULE), BRANCHY_LEVEL
@@ -228,7 +228,9 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
             tg = targets.current()
             ranks = _ranks(lay)
             ternlog = ternlog_masks(tg.name, ranks)
-            irs += vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog)
+            irs += vraw_module_irs(
+                lay, key, tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog, tg.cat_shift
+            )
         elif raw_entry(lay):
             irs += raw_module_irs(lay, key)
     t0 = time.perf_counter()

@@ -40,6 +40,7 @@ from thrifty.runtime.compiled.lanes import (
     chunk_of,
     lane_tables,
 )
+from thrifty.runtime.compiled.layout import TABLES
 from thrifty.runtime.compiled.serving import ServingPath, serving_path
 from thrifty.runtime.compiled.tables import leaf_tables
 from thrifty.runtime.evaluation import costs_for
@@ -240,6 +241,17 @@ def test_the_top_rows_hold_each_lanes_candidates_along_every_path(name):
                     assert top[b, row + 1, lane] == lrec[node, 1], (b, lane, d, q)
                     row += 2
     assert row == TOP_ROWS
+
+
+@pytest.mark.parametrize("name", ["small", "multiclass"])
+def test_each_renumbered_leaf_has_its_leaf_record_in_the_lanes_numbering(name):
+    f = FORESTS[name]
+    tree, depth, _, _ = leaf_tables(f)
+    # After ``forest_code``, each renumbered node's row of ``lleaf`` is its leaf record.
+    code = thrifty.compile(Full(f)).forest_code
+    tables = dict(zip(TABLES, code.tables))
+    lorig = lane_tables(f, code.layout.order, CHUNK_FULL, tree, depth)["lorig"]
+    np.testing.assert_array_equal(tables["lleaf"].view(np.int64), tables["leaf"][lorig].view(np.int64))
 
 
 def test_one_row_of_the_wrong_shape_or_kind_is_refused_with_the_fix():

@@ -44,8 +44,9 @@ FEATURE_SHIFT, FLAG_SHIFT = 32, 56
 MAX_FEATURES = 1 << (FLAG_SHIFT - FEATURE_SHIFT)
 # Nodes the tables can number (a left child's index is 32 bits).
 MAX_NODES = (1 << 31) - 1
-# The names of the tables, appended to ``layout.TABLES``.
-LANE_TABLES = ("lrec", "lblock", "lslot", "lclass", "cat_bits", "ltop")
+# The names of the tables, appended to ``layout.TABLES`` (``lleaf`` is made by ``forest_code``
+# from the leaf records).
+LANE_TABLES = ("lrec", "lblock", "lslot", "lclass", "cat_bits", "ltop", "lleaf")
 # Levels of each block read from ``ltop`` with plain loads rather than gathers (``ir_lanes``):
 # measured on Adult's trees (8 vectors), 3 took 0.86 of the time of none, 2 0.89; 4 longer than 3
 # (16 candidates a lane).
@@ -85,7 +86,8 @@ def lane_tables(
         lane's root; lanes past a chunk's end start at a spare leaf), ``lslot`` (int64 per
         position: the lane of its chunk's blocks that descends its tree),
         ``lclass`` (int64 per position: its tree's output, -1 for a vector leaf) and
-        ``cat_bits`` (the forest's category sets, at least one word).
+        ``cat_bits`` (the forest's category sets, at least one word). ``forest_code`` adds
+        ``lleaf``, the leaf records (``leaf``) of ``lorig``: a record per renumbered node.
     """
     f = forest
     n = f.n_nodes

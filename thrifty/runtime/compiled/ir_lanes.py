@@ -311,7 +311,8 @@ def _leaf_lanes(k: int, R: int) -> list[str]:
     ``lanes.leaf_stride``)
     in ``%ids``, so that adding a position's leaf reads no node record. Before, each lane
     gathered its leaf's index in the forest from the leaf's node record: one more cache line
-    per tree, 0.86-0.90 of the call's time without it on Adult's 500 trees, paired (lanes of
+    per tree; without it, 0.86 to 1.01 of the call's time on Adult's 500 trees in six paired
+    runs on a loaded machine, median 0.89 (lanes of
     the spare leaf, past a chunk's end, are never read)."""
     L = [
         f"  %io = add i64 %bo, {LANES * k}",

@@ -308,12 +308,11 @@ def _add_leaf(K: int, W: int, acc32: bool, exits: bool, finish: np.ndarray) -> l
 def _leaf_lanes(k: int, R: int) -> list[str]:
     """At the end of a block's descent: each lane of vector ``k`` stores its leaf's record
     offset in ``lleaf`` (the leaf records in the lanes' own numbering: its node times ``R``,
-    ``lanes.leaf_stride``)
-    in ``%ids``, so that adding a position's leaf reads no node record. Before, each lane
-    gathered its leaf's index in the forest from the leaf's node record: one more cache line
-    per tree; without it, 0.86 to 1.01 of the call's time on Adult's 500 trees in six paired
-    runs on a loaded machine, median 0.89 (lanes of
-    the spare leaf, past a chunk's end, are never read)."""
+    ``lanes.leaf_stride``) in ``%ids``, so that adding a position's leaf reads no node record
+    (lanes of the spare leaf, past a chunk's end, are never read). Before, each lane gathered
+    its leaf's index in the forest from the leaf's node record: one more cache line per tree;
+    without it, 0.86 to 1.01 of the call's time on Adult's 500 trees in six paired runs on a
+    loaded machine, median 0.89."""
     L = [
         f"  %io = add i64 %bo, {LANES * k}",
         f"  %rec = mul {_I} %node_{k}, {_splat('i64', str(R))}",

@@ -191,7 +191,7 @@ def test_coded_blocks_take_the_shift(coded, monkeypatch, target):
     lay = _lay(FOREST)
     for flag in (True, False):
         irs = vector_module_irs(lay, "k", 100, t.lanes, t.vscale, t.by_exponent, 32, flag)
-        irs += vraw_module_irs(lay, "k", t.lanes, t.vscale, t.by_exponent, 32, flag)
+        irs += vraw_module_irs(lay, "k", t.lanes, t.vscale, t.by_exponent, 32, cat_shift=flag)
         assert all(("psllv.d" in ir) is flag for ir in irs[:1] + irs[-2:-1])
 
 
@@ -225,7 +225,7 @@ def test_coded_blocks_cross_compile_for_any_x86_cpu(name):
     t = targets.cross(name)
     lay = _lay(FOREST)
     irs = vector_module_irs(lay, "k", 100, t.lanes, t.vscale, t.by_exponent, 32, True)
-    irs += vraw_module_irs(lay, "k", t.lanes, t.vscale, t.by_exponent, 32, True)
+    irs += vraw_module_irs(lay, "k", t.lanes, t.vscale, t.by_exponent, 32, cat_shift=True)
     for ir in irs[:1] + irs[-2:-1]:
         assert "psllv.d" in ir
         obj = objects._emit(ir, t)

@@ -39,7 +39,9 @@ from thrifty.runtime.compiled.lanes import (
     ZERO_MISSING,
     chunk_of,
     lane_tables,
+    leaf_stride,
 )
+from thrifty.runtime.compiled.layout import TABLES
 from thrifty.runtime.compiled.serving import ServingPath, serving_path
 from thrifty.runtime.compiled.tables import leaf_tables
 from thrifty.runtime.evaluation import costs_for
@@ -240,6 +242,27 @@ def test_the_top_rows_hold_each_lanes_candidates_along_every_path(name):
                     assert top[b, row + 1, lane] == lrec[node, 1], (b, lane, d, q)
                     row += 2
     assert row == TOP_ROWS
+
+
+@pytest.mark.parametrize("name", ["small", "multiclass", "wide"])
+def test_each_renumbered_leaf_has_its_leaf_record_in_the_lanes_numbering(name):
+    f = FORESTS[name]
+    tree, depth, _, _ = leaf_tables(f)
+    # After ``forest_code``, each renumbered node's row of ``lleaf`` is its leaf record.
+    code = thrifty.compile(Full(f)).forest_code
+    tables = dict(zip(TABLES, code.tables))
+    lorig = lane_tables(f, code.layout.order, CHUNK_FULL, tree, depth)["lorig"]
+    leaf, lleaf = tables["leaf"], tables["lleaf"]
+    R = leaf.shape[1]
+    np.testing.assert_array_equal(lleaf[:, :R].view(np.int64), leaf[lorig].view(np.int64))
+    # Padded to a power of two words on a table that starts on a cache line: no record
+    # straddles two lines.
+    assert lleaf.shape == (len(lorig), leaf_stride(R)) and lleaf.ctypes.data % 64 == 0
+    assert leaf_stride(R) >= R and (64 % (8 * leaf_stride(R)) == 0 or leaf_stride(R) % 8 == 0)
+
+
+def test_a_leaf_records_stride_keeps_it_in_one_cache_line():
+    assert [leaf_stride(w) for w in (1, 2, 3, 4, 5, 7, 8, 9, 16, 17)] == [1, 2, 4, 4, 8, 8, 8, 16, 16, 24]
 
 
 def test_one_row_of_the_wrong_shape_or_kind_is_refused_with_the_fix():

@@ -44,8 +44,9 @@ FEATURE_SHIFT, FLAG_SHIFT = 32, 56
 MAX_FEATURES = 1 << (FLAG_SHIFT - FEATURE_SHIFT)
 # Nodes the tables can number (a left child's index is 32 bits).
 MAX_NODES = (1 << 31) - 1
-# The names of the tables, appended to ``layout.TABLES``.
-LANE_TABLES = ("lrec", "lblock", "lslot", "lclass", "cat_bits", "ltop")
+# The names of the tables, appended to ``layout.TABLES`` (``lleaf`` is made by ``forest_code``
+# from the leaf records).
+LANE_TABLES = ("lrec", "lblock", "lslot", "lclass", "cat_bits", "ltop", "lleaf")
 # Levels of each block read from ``ltop`` with plain loads rather than gathers (``ir_lanes``):
 # measured on Adult's trees (8 vectors), 3 took 0.86 of the time of none, 2 0.89; 4 longer than 3
 # (16 candidates a lane).
@@ -53,6 +54,26 @@ TOP_LEVELS = 3
 # Rows of ``BLOCK`` words per block of ``ltop``: per level ``d`` below ``TOP_LEVELS``, the two
 # record words of each lane's ``2 ** d`` candidate nodes (``top_rows``).
 TOP_ROWS = 2 * (2**TOP_LEVELS - 1)
+
+
+def leaf_stride(words: int) -> int:
+    """Words per leaf record in ``lleaf`` for records of ``words`` words: the next power of two
+    up to a cache line's 8, then whole lines, so that on a table that starts on a line
+    (``leaf_rows``) no record straddles two lines (unpadded, 3 in 4 of the ranker's records of
+    7 words did, half of the 136-feature forest's of 5, a quarter of Adult's of 3)."""
+    return 1 << max(0, (words - 1).bit_length()) if words <= 8 else -(-words // 8) * 8
+
+
+def leaf_rows(leaf: np.ndarray, lorig: np.ndarray) -> np.ndarray:
+    """``lleaf``: the records ``leaf`` (one row per node of the forest) of the renumbered nodes
+    ``lorig``, each padded to ``leaf_stride`` words, in an array that starts on a 64-byte line."""
+    n, words = len(lorig), leaf.shape[1]
+    stride = leaf_stride(words)
+    flat = np.zeros(n * stride + 8, dtype=np.float64)
+    start = (-flat.ctypes.data // 8) % 8
+    out = flat[start : start + n * stride].reshape(n, stride)
+    out[:, :words] = leaf[lorig]
+    return out
 
 
 def lanes_ok(forest: Forest) -> bool:
@@ -85,7 +106,8 @@ def lane_tables(
         lane's root; lanes past a chunk's end start at a spare leaf), ``lslot`` (int64 per
         position: the lane of its chunk's blocks that descends its tree),
         ``lclass`` (int64 per position: its tree's output, -1 for a vector leaf) and
-        ``cat_bits`` (the forest's category sets, at least one word).
+        ``cat_bits`` (the forest's category sets, at least one word). ``forest_code`` adds
+        ``lleaf``, the leaf records (``leaf``) of ``lorig``: a record per renumbered node.
     """
     f = forest
     n = f.n_nodes

@@ -13,7 +13,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.forest.kernels import SERIAL_ROWS
-from thrifty.runtime.compiled.lanes import chunk_of, lane_tables
+from thrifty.runtime.compiled.lanes import chunk_of, lane_tables, leaf_rows
 from thrifty.runtime.compiled.layout import TABLES, Layout, n_words, state_fields
 from thrifty.runtime.compiled.objects import NativeCode
 from thrifty.runtime.exits import Schedule
@@ -179,6 +179,9 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
         # The nodes again, for one row with trees in vector lanes (``ir_lanes``).
         **lane_tables(forest, lay.order, chunk_of(exits), tree, depth),
     }
+    # The leaf records again, in the lanes' numbering: a lane at its leaf finds its record from
+    # its node number without a gather of the node's record (``ir_lanes._leaf_lanes``).
+    named["lleaf"] = leaf_rows(leaf, named["lorig"])
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)
     return ForestCode(code, forest, tables, T, lay.masked, lay)

@@ -130,20 +130,24 @@ def vector_module_irs(
     vscale: int = 0,
     by_exponent: bool = False,
     ranks: int = 0,
+    cold_scalar: bool = False,
 ) -> list[str]:
     """``ir_scalar.module_irs`` with vector blocks (``vblocks``) of ``lanes`` lanes (with
     ``vscale``, SVE's vector length in units of 128 bits, as the blocks' ``vscale_range``; with
     ``by_exponent``, exit leaves found by ``_low_bit_by_exponent`` where the ISA has no vector
     count-trailing-zeros). With ``ranks`` (32 or 16; 0: doubles), the blocks compare ranks of
     that many bits (``ir_ranks``) on as many lanes as a register holds such integers (twice or
-    four times the doubles')."""
+    four times the doubles'). With ``cold_scalar``, the scalar blocks are compiled without
+    optimisation (``optnone``; ``objects._compile`` asks it for plans without exits, where they
+    run only for a lone row of a call)."""
     if ranks:
         lanes *= 64 // ranks
+    attrs = "optnone noinline" if cold_scalar else ""
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
         vector = vblock_ir(lay, p0, k, b, key, lanes, vscale, by_exponent, ranks)
-        return vector + scalar_block_ir(lay, p0, k, b, key)
+        return vector + scalar_block_ir(lay, p0, k, b, key, attrs=attrs)
 
     return module_irs(lay, key, trees_per_module, vblocks(lay), block, intrinsics(lanes))
 

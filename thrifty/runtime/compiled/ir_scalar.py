@@ -235,21 +235,19 @@ def scalar_block_ir(
     key: str,
     tree_ir: TreeIR | None = None,
     packing: Packing | None = None,
-    attrs: str = "",
 ) -> str:
     """Block ``b`` (positions ``[p0, p0 + k)``) as ``block(X, S, T, touched, rows, m, n) ->
     kept``: the rows ``rows[:m]`` that did not exit, compacted to the front of ``rows``; each
     tree's code made by ``tree_ir`` (default ``_tree_ir``). With ``packing``, the trees add to
     one packed word of counters from 0 (``nodes``; ``bits`` stay the row's), unpacked into the
-    row's node count and bits where the row's state is stored. ``attrs`` are LLVM function
-    attributes of the block (``ir_vector.vector_module_irs``: ``optnone`` for rarely run ones)."""
+    row's node count and bits where the row's state is stored."""
     tree_ir = _tree_ir if tree_ir is None else tree_ir
     K, F = lay.K, lay.F
     t = {name: i for i, name in enumerate(TABLES)}
     off = {name: (K + j) for j, name in enumerate(state_fields(lay.words))}
     head = [
         f"define i64 @block_{key}_{b}(ptr noalias %X, ptr noalias %S, ptr noalias %T, "
-        f"ptr noalias %touched, ptr noalias %rows, i64 %m, i64 %n){' ' + attrs if attrs else ''} {{",
+        "ptr noalias %touched, ptr noalias %rows, i64 %m, i64 %n) {",
         "entry:",
     ]
     for name in ("leaf", "eps_pos", "eps_neg"):

@@ -142,12 +142,15 @@ def vector_module_irs(
     run only for a lone row of a call)."""
     if ranks:
         lanes *= 64 // ranks
-    attrs = "optnone noinline" if cold_scalar else ""
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
         vector = vblock_ir(lay, p0, k, b, key, lanes, vscale, by_exponent, ranks)
-        return vector + scalar_block_ir(lay, p0, k, b, key, attrs=attrs)
+        scalar = scalar_block_ir(lay, p0, k, b, key)
+        if cold_scalar:
+            # The attributes go on the scalar block's one definition (its header's end).
+            scalar = scalar.replace("i64 %n) {\nentry:", "i64 %n) optnone noinline {\nentry:", 1)
+        return vector + scalar
 
     return module_irs(lay, key, trees_per_module, vblocks(lay), block, intrinsics(lanes))
 

@@ -24,6 +24,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,13 +72,31 @@ def lleaves_object(model_text: str, *, compile_missing: bool = True) -> tuple[Pa
         model.write_text(model_text)
         part = Path(tmp) / "model.o"
         print(f"  lleaves: compiling {path.name} in {python.parent.parent} (once; cached)", flush=True)
+        t0 = time.perf_counter()
         done = subprocess.run(
             [str(python), "-c", _COMPILE, str(model), str(part)], capture_output=True, text=True
         )
         if done.returncode != 0 or not part.exists():
             return None, f"lleaves failed to compile: {done.stderr.strip().splitlines()[-1:]}"
+        # Its compile time beside the object (``lleaves_compile_seconds``), as this machine
+        # measured it, whatever the load then.
+        _seconds(path).write_text(f"{time.perf_counter() - t0:.1f}\n")
         os.replace(part, path)
     return path, ""
+
+
+def _seconds(path: Path) -> Path:
+    return path.with_suffix(".seconds")
+
+
+def lleaves_compile_seconds(model_text: str) -> float | None:
+    """Seconds lleaves took to compile the model into the cache (None when it was compiled
+    before its time was kept)."""
+    path = _seconds(CACHE / "lleaves" / f"{_key(model_text)}-{_cpu()}.o")
+    try:
+        return float(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 class LleavesCode:

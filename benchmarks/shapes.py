@@ -29,7 +29,10 @@ Figures (the last stdout line, and results/shapes.json): for m in adult, higgs25
 synth136: ``m_batch_vs_lleaves`` and ``m_one_row_vs_lleaves`` (thrifty's time / lleaves'),
 ``m_fastest`` (thrifty is the fastest engine in batch and on one row); ``native_plans``;
 ``avx2_vs_avx512_per_row``; ``peer_worst_vs_lleaves`` (the largest thrifty / lleaves ratio over
-lleaves' models and batch sizes); the raw times and exactness. Writes results/shapes.csv and
+lleaves' models and batch sizes); ``m_compile_seconds`` for every model (thrifty's own choice
+compiled into an empty temporary cache, wall seconds) and ``m_lleaves_compile_seconds`` (as
+timed when lleaves compiled it into its cache; null for objects cached before that was kept);
+the raw times and exactness. Writes results/shapes.csv and
 shapes.png. ``--quick``: 100-tree models (50 of 255 leaves), lleaves' models up to 1,000 rows.
 
     python benchmarks/shapes.py --prepare [--quick]   # compile lleaves and tl2cgen once, untimed
@@ -43,12 +46,13 @@ import gzip
 import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 from _figures import emit
-from _lleaves import lleaves_predict, tl2cgen_predict
+from _lleaves import lleaves_compile_seconds, lleaves_predict, tl2cgen_predict
 from _targets import avx2_vs_avx512_per_row
 from runtime import one_row_means
 
@@ -221,10 +225,14 @@ def draw_inputs(model_text: str, n: int, seed: int = 0) -> np.ndarray:
     return X
 
 
-def engines(booster, forest, model_text: str, reasons: dict, tag: str, branchy: bool = False) -> dict:
+def engines(
+    booster, forest, model_text: str, reasons: dict, tag: str, seconds: dict, branchy: bool = False
+) -> dict:
     """Each engine's raw-score predict on float64 rows (None where it cannot run here); with
     ``branchy``, thrifty forced onto branchy blocks too (lleaves' models only: on the four large
-    models that kind, which their rule never picks, would add compile time at LLVM level 2)."""
+    models that kind, which their rule never picks, would add compile time at LLVM level 2).
+    thrifty's compile seconds (its own choice, into an empty cache) and lleaves' (where its cache
+    kept them) go to ``seconds`` under ``tag`` and ``{tag}_lleaves``."""
     import thrifty
     from thrifty.runtime.compiled.choice import BLOCKS_ENV
 
@@ -235,13 +243,35 @@ def engines(booster, forest, model_text: str, reasons: dict, tag: str, branchy: 
     try:
         for name, kind in zip(OURS, ("auto", "vector", "scalar", "branchy")[: 4 if branchy else 3]):
             os.environ[BLOCKS_ENV] = kind
-            compiled = thrifty.compile(forest)
+            if kind == "auto":
+                # thrifty's own choice compiles into an empty cache: its compile time is a figure.
+                compiled, seconds[tag] = compile_timed(forest)
+            else:
+                compiled = thrifty.compile(forest)
             fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
     finally:
         os.environ.pop(BLOCKS_ENV, None)
         if before is not None:
             os.environ[BLOCKS_ENV] = before
+    seconds[f"{tag}_lleaves"] = lleaves_compile_seconds(model_text)
     return {k: v for k, v in fns.items() if v is not None}
+
+
+def compile_timed(forest) -> tuple:
+    """``thrifty.compile(forest)`` into an empty temporary cache, and its wall seconds."""
+    import thrifty
+
+    before = os.environ.get("THRIFTY_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["THRIFTY_CACHE_DIR"] = tmp
+        try:
+            t0 = time.perf_counter()
+            compiled = thrifty.compile(forest)
+            return compiled, round(time.perf_counter() - t0, 1)
+        finally:
+            os.environ.pop("THRIFTY_CACHE_DIR", None)
+            if before is not None:
+                os.environ["THRIFTY_CACHE_DIR"] = before
 
 
 def exactness(fns: dict, M: np.ndarray) -> dict:
@@ -265,7 +295,7 @@ def shape_part(name: str, args, repeats: int, calls: int, out: dict) -> None:
         f"({time.perf_counter() - t0:.0f} s to train)",
         flush=True,
     )
-    fns = engines(booster, forest, booster.model_to_string(), out["reasons"], name)
+    fns = engines(booster, forest, booster.model_to_string(), out["reasons"], name, out["compile_seconds"])
     out["max_abs_diff"][name] = exactness(fns, M)
     batch = medians({k: (lambda fn=fn: fn(M)) for k, fn in fns.items()}, repeats)
     one = steady_one_row(fns, M, calls)
@@ -316,7 +346,7 @@ def peer_part(name: str, args, repeats: int, calls: int, out: dict) -> None:
     sizes = (1, 10, 100, 1000) if args.quick else (1, 10, 100, 10_000)
     X = draw_inputs(text, 10_000)
     print(f"{name}: {forest.n_trees} trees, {forest.n_features} features", flush=True)
-    fns = engines(booster, forest, text, out["reasons"], name, branchy=True)
+    fns = engines(booster, forest, text, out["reasons"], name, out["compile_seconds"], branchy=True)
     out["max_abs_diff"][name] = exactness(fns, X)
     per = {}
     for k in sizes:
@@ -380,6 +410,9 @@ def figures_of(out: dict) -> dict:
         if "lleaves" in t
     ]
     figs["peer_worst_vs_lleaves"] = round(max(worst), 3) if worst else None
+    # Wall seconds to compile each model into an empty cache (lleaves': null where unknown).
+    for tag, s in out.get("compile_seconds", {}).items():
+        figs[f"{tag}_compile_seconds"] = s
     return figs
 
 
@@ -409,6 +442,7 @@ def main(argv: list[str] | None = None) -> dict:
         "batch_ns_per_tree_row": {},
         "one_row_us": {},
         "peer_us_per_call": {},
+        "compile_seconds": {},
     }
     for m in only:
         (shape_part if m in SHAPES else peer_part)(m, args, repeats, calls, out)

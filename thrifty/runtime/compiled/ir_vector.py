@@ -132,6 +132,7 @@ def vector_module_irs(
     by_exponent: bool = False,
     ranks: int = 0,
     cat_shift: bool = False,
+    cold_scalar: bool = False,
 ) -> list[str]:
     """``ir_scalar.module_irs`` with vector blocks (``vblocks``) of ``lanes`` lanes (with
     ``vscale``, SVE's vector length in units of 128 bits, as the blocks' ``vscale_range``; with
@@ -139,7 +140,10 @@ def vector_module_irs(
     count-trailing-zeros). With ``ranks`` (32 or 16; 0: doubles), the blocks compare ranks of
     that many bits (``ir_ranks``) on as many lanes as a register holds such integers (twice or
     four times the doubles'). With ``cat_shift`` (``targets.Target.cat_shift``), categorical
-    splits of 32-bit rank blocks test codes of the categories (``ir_catshift``)."""
+    splits of 32-bit rank blocks test codes of the categories (``ir_catshift``). With
+    ``cold_scalar``, the scalar blocks are compiled without optimisation (``optnone``;
+    ``objects._compile`` asks it for plans without exits, where they run only for a lone row
+    of a call)."""
     if ranks:
         lanes *= 64 // ranks
     decl = intrinsics(lanes)
@@ -149,7 +153,11 @@ def vector_module_irs(
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
         vector = vblock_ir(lay, p0, k, b, key, lanes, vscale, by_exponent, ranks, cat_shift)
-        return vector + scalar_block_ir(lay, p0, k, b, key)
+        scalar = scalar_block_ir(lay, p0, k, b, key)
+        if cold_scalar:
+            # The attributes go on the scalar block's one definition (its header's end).
+            scalar = scalar.replace("i64 %n) {\nentry:", "i64 %n) optnone noinline {\nentry:", 1)
+        return vector + scalar
 
     return module_irs(lay, key, trees_per_module, vblocks(lay), block, decl)
 

@@ -7,7 +7,6 @@ splits share few thresholds."""
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 from types import SimpleNamespace
 
@@ -18,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 import thrifty
 import thrifty.runtime.compiled.objects as objects
 from tests._helpers.compiled_plans import PLANS, check, input_matrices
+from tests._helpers.native_ir import native_function
 from tests._helpers.oblivious import oblivious_forest
 from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
@@ -56,15 +56,6 @@ EXAMPLES = settings(
 
 def layout(forest: Forest, order, exits) -> Layout:
     return Layout(forest, np.asarray(order), np.asarray(exits, dtype=np.int8), *leaf_tables(forest)[1:])
-
-
-def _native(lines: list[str], name: str, machine):
-    mod = objects.llvm.parse_assembly("\n".join(lines))
-    mod.verify()
-    engine = objects.llvm.create_mcjit_compiler(mod, machine)
-    engine.finalize_object()
-    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(engine.get_function_address(name))
-    return engine, fn
 
 
 def _splits(thresholds: list[float]) -> SimpleNamespace:
@@ -108,7 +99,7 @@ def test_rank_splits_decide_as_double_splits(lanes, bits):
     decl = f"declare {V} @llvm.fabs.v{lanes}f64({V})\n" + (
         f"declare {V} @llvm.masked.gather.v{lanes}f64.v{lanes}p0(<{lanes} x ptr>, i32 immarg, {e.B}, {V})"
     )
-    engine, both = _native([*globals_, decl, *e.lines], "both", targets.host().machine())
+    engine, both = native_function([*globals_, decl, *e.lines], "both", targets.host().machine())
     X = np.resize(PROBES, -(-len(PROBES) // lanes) * lanes)
     want_rank = np.array([-1 if np.isnan(x) else int(np.sum(table < x)) for x in X])
     for i in range(0, len(X), lanes):
@@ -128,7 +119,7 @@ def test_lowest_bit_of_32_bit_words():
     e.lines += ["define void @low(ptr %in, ptr %out) {", "entry:", "  %w = load <8 x i32>, ptr %in, align 4"]
     got = low_bit32(e, "%w")
     e.lines += [f"  store <8 x i32> {got}, ptr %out, align 4", "  ret void", "}"]
-    engine, low = _native(e.lines, "low", targets.host().machine())
+    engine, low = native_function(e.lines, "low", targets.host().machine())
     rng = np.random.default_rng(0)
     k = np.repeat(np.arange(32), 8)
     above = rng.integers(0, 2**32, size=len(k), dtype=np.uint64).astype(np.uint32)
@@ -155,7 +146,7 @@ def test_exit_leaf_of_narrow_words(bits, by_exponent):
     got = exit_leaf_narrow(e, words, by_exponent, bits)
     e.lines += [f"  store <{lanes} x i64> {got}, ptr %out, align 8", "  ret void", "}"]
     decl = f"declare {T} @llvm.cttz.v{lanes}i{bits}({T}, i1 immarg)"
-    engine, leaf = _native([decl, *e.lines], "leaf", targets.host().machine())
+    engine, leaf = native_function([decl, *e.lines], "leaf", targets.host().machine())
     rng = np.random.default_rng(bits)
     leaves = np.resize(rng.permutation(bits * n_words), -(-bits * n_words // lanes) * lanes)
     for i in range(0, len(leaves), lanes):

@@ -9,7 +9,6 @@ the aarch64 targets never take codes."""
 
 from __future__ import annotations
 
-import ctypes
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 import thrifty
 import thrifty.runtime.compiled.objects as objects
 from tests._helpers.compiled_plans import check, input_matrices
+from tests._helpers.native_ir import native_function
 from tests._helpers.oblivious import oblivious_forest
 from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
@@ -65,15 +65,6 @@ def _splits(rng: np.random.Generator) -> SimpleNamespace:
     )
 
 
-def _native(lines: list[str], name: str, machine):
-    mod = objects.llvm.parse_assembly("\n".join(lines))
-    mod.verify()
-    engine = objects.llvm.create_mcjit_compiler(mod, machine)
-    engine.finalize_object()
-    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(engine.get_function_address(name))
-    return engine, fn
-
-
 @pytest.mark.parametrize("target", X86)
 def test_coded_splits_decide_as_double_splits(target):
     """``goes_right_ir`` on the codes of ``x`` is ``_goes_right`` on ``x`` for every probe,
@@ -100,7 +91,7 @@ def test_coded_splits_decide_as_double_splits(target):
         f"declare <{lanes} x i32> @llvm.masked.gather.v{lanes}i32.v{lanes}p0(<{lanes} x ptr>, i32 immarg, "
         f"{e.B}, <{lanes} x i32>)"
     )
-    engine, run = _native([*globals_, decl, *e.lines], "both", targets.host(target).machine())
+    engine, run = native_function([*globals_, decl, *e.lines], "both", targets.host(target).machine())
     X = np.resize(PROBES, -(-len(PROBES) // lanes) * lanes)
     seen = np.zeros(2, dtype=bool)
     for i in range(0, len(X), lanes):

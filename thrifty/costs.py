@@ -278,6 +278,11 @@ class CostModel:
             units.update(self.closure_units[self.closure_ptr[i] : self.closure_ptr[i + 1]].tolist())
         return float(sum(self.unit_cost[u] for u in units))
 
+    def prices(self) -> np.ndarray:
+        """Each feature's :meth:`acquisition_cost` on its own (its group and what it depends
+        on included), shape ``(n_features,)``: what the cheapest-features orders sort by."""
+        return np.array([self.acquisition_cost([f]) for f in range(self.n_features)], dtype=np.float64)
+
     def fixed_cost(self, used: np.ndarray) -> float:
         """Once-per-model cost of the features marked in the boolean mask ``used``."""
         return float(self.fixed_costs[np.asarray(used, dtype=bool)].sum())

@@ -99,8 +99,7 @@ def _cheapest(ctx: Context) -> Iterator[Candidate]:
     """LightGBM models restricted to the k cheapest features (by price alone), k < n."""
     names = ctx.feature_names
     # A stable sort keeps the data's column order among equally priced features.
-    price = [ctx.costs.acquisition_cost([i]) for i in range(len(names))]
-    order = np.argsort(price, kind="stable")
+    order = np.argsort(ctx.costs.prices(), kind="stable")
     n = len(names)
     ks = sorted({int(k) for k in np.geomspace(1, max(1, n - 1), 4 if ctx.quick else 8).round()})
     for k in spread(ks):  # coarse to fine, should the allowance stop it

@@ -71,7 +71,7 @@ class _BudgetRF(ThriftyEstimator):
         costs = self._fit_costs(X)
         split = self._calibration(X, y, w, calibration)
         self.n_fit_rows_ = n
-        self.feature_costs_ = np.array([costs.acquisition_cost([f]) for f in range(d)], dtype=np.float64)
+        self.feature_costs_ = costs.prices()
         forest = self._grow(M, target, np.ones(n) if w is None else w, categories)
         chosen = self._select(self._prefixes(forest, split, scored=calibration is not None))
         self.forest_ = chosen.model

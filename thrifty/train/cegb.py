@@ -85,7 +85,7 @@ def cegb_penalties(costs: CostModel, *, num_leaves: int = 31, max_depth: int = -
     """
     if not isinstance(costs, CostModel):
         raise TypeError(f"costs must be a thrifty CostModel, got {type(costs).__name__}")
-    lazy = [costs.acquisition_cost([f]) for f in range(costs.n_features)]
+    lazy = costs.prices().tolist()
     depth = max_depth if max_depth and max_depth > 0 else max(1, math.ceil(math.log2(max(2, num_leaves))))
     return {
         "cegb_penalty_feature_lazy": lazy,

@@ -4,7 +4,7 @@ timed in turn with lleaves in one process on the same float64 matrix (medians of
 repeats in one cyclic order, ``interleaved``), ns per tree and row, one thread.
 Every variant's raw scores must equal the first's and the interpreter's bit for bit.
 
-    python benchmarks/batch_ab.py --only higgs255,rank300 \\
+    python benchmarks/batch_ab.py --only higgs255,rank300 --clock thread \\
         --variant r32=THRIFTY_RANKS=32 --variant r16=THRIFTY_RANKS=16
 
 Prints a line per model and variant (ns, ratio to lleaves, ratio to the first variant); writes

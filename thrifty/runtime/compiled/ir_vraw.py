@@ -50,10 +50,11 @@ def vraw_module_irs(
     are the target's doubles per vector, times ``64 // ranks`` with ``ranks`` (32 or 16: the
     bits of the ranks compared, as ``ir_vector.vector_module_irs``; ``cat_shift`` as there).
     With ``ternlog`` (512-bit targets: ``choice.ternlog_masks``), leaf masks are
-    ``ir_ternlog``'s. The blocks are ``vblocks.raw_blocks``."""
+    ``ir_ternlog``'s."""
     spans = raw_blocks(lay)
-    widest = max((len(t) for p, k in spans for t in block_thresholds(lay, p, k).values()), default=0)
-    if ranks == 16 and widest > MAX_RANKS16:
+    if ranks == 16 and any(
+        len(t) > MAX_RANKS16 for p, k in spans for t in block_thresholds(lay, p, k).values()
+    ):
         raise InvalidParameterError(
             f"{RAW_TREES_ENV} makes blocks with too many thresholds of a feature for 16-bit ranks: "
             "set it lower or unset it"

@@ -69,15 +69,13 @@ def vblocks_of(exits: np.ndarray, splits: np.ndarray | None = None) -> list[tupl
     return out
 
 
-def _by_splits(
-    splits: np.ndarray, most: int = VCHUNK_FULL, most_splits: int = VSPLITS
-) -> list[tuple[int, int]]:
-    """Blocks of consecutive positions, each within ``most`` positions and ``most_splits``
+def _by_splits(splits: np.ndarray) -> list[tuple[int, int]]:
+    """Blocks of consecutive positions, each within ``VCHUNK_FULL`` positions and ``VSPLITS``
     splits (a position of more splits alone)."""
     out, p, n = [], 0, len(splits)
     while p < n:
         k, total = 0, 0
-        while p + k < n and k < most and (k == 0 or total + splits[p + k] <= most_splits):
+        while p + k < n and k < VCHUNK_FULL and (k == 0 or total + splits[p + k] <= VSPLITS):
             total += int(splits[p + k])
             k += 1
         out.append((p, k))
@@ -117,13 +115,12 @@ def raw_blocks(lay: Layout) -> list[tuple[int, int]]:
     """The blocks ``(start, length)`` of the scores-only entry (``ir_vraw``): ``THRIFTY_RAW_TREES``
     positions each when set; else the whole plan as one block for a forest of more than 64
     features that fits ``RAW_CHUNK_WIDE`` positions and ``RAW_SPLITS_WIDE`` splits; else
-    ``vblocks``'s. Its blocks
-    have no row state to load and store, so what a longer block saves is the gathers and rank
-    searches of the features it tests, and the compares its trees share: the 300-feature
-    ranker's 500 trees in one block took 0.958 and 0.947 of the time in blocks of 256 (two
-    paired runs), the 136-feature synthetic forest's 1,000 trees in blocks of 512 1.005 (so
-    it keeps its blocks, and its compile time); higgs_small's 28
-    features measured no gain from blocks of 100 or 128 (0.97, 0.98) and keep ``vblocks``'s."""
+    ``vblocks``'s. Its blocks have no row state to load and store, so what a longer block saves
+    is the gathers and rank searches of the features it tests, and the compares its trees
+    share: the 300-feature ranker's 500 trees in one block took 0.958 and 0.947 of the time in
+    blocks of 256 (two paired runs), the 136-feature synthetic forest's 1,000 trees in blocks of
+    512 1.005 (so it keeps its blocks, and its compile time); higgs_small's 28 features
+    measured no gain from blocks of 100 or 128 (0.97, 0.98) and keep ``vblocks``'s."""
     size = raw_trees()
     if size:
         n = len(lay.exits)
@@ -137,7 +134,7 @@ def _wide_rule(lay: Layout) -> bool:
     """Whether ``raw_blocks``' rule takes the whole plan as one block: a forest of more than 64
     features (its blocks gather many features for few splits each) without exits, whose
     positions fit one block of ``RAW_CHUNK_WIDE`` positions and ``RAW_SPLITS_WIDE`` splits."""
-    if lay.words == 1 or bool(np.any(lay.exits != 0)) or len(lay.order) > RAW_CHUNK_WIDE:
+    if lay.words == 1 or bool(np.any(lay.exits != 0)) or not 0 < len(lay.order) <= RAW_CHUNK_WIDE:
         return False
     splits = (np.diff(lay.leaf_ptr) - 1)[np.asarray(lay.order, dtype=np.int64)]
     return int(splits.sum()) <= RAW_SPLITS_WIDE

@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 import thrifty
 import thrifty.runtime.compiled.ir_vraw as ir_vraw
 import thrifty.runtime.compiled.objects as objects
-import thrifty.runtime.compiled.vblocks as vblocks_module
 from tests._helpers.compiled_plans import input_matrices
 from tests._helpers.reference import random_forest
 from tests._helpers.runtime_costs import N_FEATURES
@@ -28,10 +27,8 @@ from thrifty.runtime.compiled.ir_ranks import RANKS_ENV
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.tables import leaf_tables
 from thrifty.runtime.compiled.vblocks import (
-    RAW_CHUNK_WIDE,
     RAW_TREES_ENV,
     raw_blocks,
-    raw_blocks_key,
     vblocks,
 )
 
@@ -44,9 +41,6 @@ CASES = {
         random_forest(np.random.default_rng(35), N_FEATURES, n_trees=6, max_depth=8), 35
     ),
 }
-# More than 64 features and more trees than a vector block of a wide forest holds (256): the
-# rule's scores-only blocks (up to 512 positions) differ from the vector blocks.
-WIDE_MANY = random_forest(np.random.default_rng(131), 130, n_trees=300, max_depth=3)
 SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 
@@ -121,40 +115,6 @@ def test_long_blocks_match_lightgbm(target, X, monkeypatch):
     np.testing.assert_array_equal(got, evaluate(forest, X).raw)
     if len(X):
         np.testing.assert_array_equal(got, model.booster_.predict(X, raw_score=True))
-
-
-@pytest.mark.parametrize("ranks", ["16", "32", "off"])
-@settings(max_examples=3, deadline=None, suppress_health_check=SLOW)
-@given(data=input_matrices(N_FEATURES, max_rows=70, values=SPECIAL_VALUES))
-def test_the_rule_for_wide_forests_equals_the_interpreter(target, ranks, data, monkeypatch):
-    monkeypatch.setenv(RANKS_ENV, ranks)
-    monkeypatch.delenv(RAW_TREES_ENV, raising=False)
-    lay = _layout(WIDE_MANY)
-    assert raw_blocks(lay) == [(0, 300)] and vblocks(lay) == [(0, 256), (256, 44)]
-    X = wide(data, WIDE_MANY.n_features)
-    compiled = thrifty.compile(Full(WIDE_MANY))
-    assert compiled.raw_path is not None and compiled.forest_code.code.vector
-    raw = compiled.raw_path._scores(X, len(X), 1).raw
-    np.testing.assert_array_equal(raw, evaluate(Full(WIDE_MANY), X).raw)
-    np.testing.assert_array_equal(raw, compiled.serving.serve(X).raw)
-
-
-def test_the_rule_takes_long_blocks_for_wide_forests_only(monkeypatch):
-    """Over 64 features, without exits and within one block: the plan as one block, named by
-    the cache key; narrower forests, plans with exits and larger ones keep the vector blocks."""
-    monkeypatch.delenv(RAW_TREES_ENV, raising=False)
-    wide_lay, narrow = _layout(WIDE_MANY), _layout(CASES["special-deep"])
-    assert raw_blocks(wide_lay) == [(0, 300)] and "rawwide" in raw_blocks_key(wide_lay)
-    assert raw_blocks(narrow) == vblocks(narrow) and raw_blocks_key(narrow) == ""
-    exits = np.zeros(300, dtype=np.int8)
-    exits[5] = 1
-    with_exits = Layout(WIDE_MANY, np.arange(300), exits, *leaf_tables(WIDE_MANY)[1:])
-    assert raw_blocks(with_exits) == vblocks(with_exits) and raw_blocks_key(with_exits) == ""
-    # A plan of more positions, or of more splits, than one block holds keeps the vector blocks.
-    many = _layout(random_forest(np.random.default_rng(132), 130, n_trees=RAW_CHUNK_WIDE + 1, max_depth=2))
-    assert raw_blocks(many) == vblocks(many) and raw_blocks_key(many) == ""
-    monkeypatch.setattr(vblocks_module, "RAW_SPLITS_WIDE", 100)
-    assert raw_blocks(wide_lay) == vblocks(wide_lay) and raw_blocks_key(wide_lay) == ""
 
 
 def test_the_settings_their_errors_and_the_cache_key(monkeypatch):

@@ -79,7 +79,7 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     if lazy:
         kind = "lazy"
     elif use_vector(lay):
-        kind = f"vector|ranks={_ranks(lay)}|raw={_raw_kind(lay)}{raw_blocks_key(lay)}"
+        kind = f"vector|ranks={_ranks(lay)}|raw={_raw_kind(lay)}{raw_blocks_key()}"
     else:
         kind = "branchy" if branchy_blocks(lay) else "scalar"
     h.update(

@@ -86,12 +86,6 @@ def _by_splits(splits: np.ndarray) -> list[tuple[int, int]]:
 # Environment variable setting the positions per block of the scores-only entry (``ir_vraw``,
 # ``raw_blocks``): a positive number, or unset for the rule.
 RAW_TREES_ENV = "THRIFTY_RAW_TREES"
-# The rule: a forest of more than 64 features whose plan has at most this many positions and
-# splits takes them as one block of the scores-only entry (``raw_blocks``; at most
-# ``ir_ranks.MAX_RANKS16`` splits, so that any feature's thresholds in it fit 16-bit ranks).
-# Measured: docs/runtime.md, "Block size of the scores-only entry".
-RAW_CHUNK_WIDE = 512
-RAW_SPLITS_WIDE = (1 << 15) - 1
 
 
 def _count(name: str, what: str) -> int:
@@ -113,37 +107,21 @@ def raw_trees() -> int:
 
 def raw_blocks(lay: Layout) -> list[tuple[int, int]]:
     """The blocks ``(start, length)`` of the scores-only entry (``ir_vraw``): ``THRIFTY_RAW_TREES``
-    positions each when set; else the whole plan as one block for a forest of more than 64
-    features that fits ``RAW_CHUNK_WIDE`` positions and ``RAW_SPLITS_WIDE`` splits; else
-    ``vblocks``'s. Its blocks have no row state to load and store, so what a longer block saves
-    is the gathers and rank searches of the features it tests, and the compares its trees
-    share: the 300-feature ranker's 500 trees in one block took 0.958 and 0.947 of the time in
-    blocks of 256 (two paired runs), the 136-feature synthetic forest's 1,000 trees in blocks of
-    512 1.005 (so it keeps its blocks, and its compile time); higgs_small's 28 features
-    measured no gain from blocks of 100 or 128 (0.97, 0.98) and keep ``vblocks``'s."""
+    positions each when set, else ``vblocks``'s. Its blocks have no row state to load and
+    store, so what a longer block saves is the gathers and rank searches of the features it
+    tests, and the compares its trees share. Measured (docs/runtime.md, "Block size of the
+    scores-only entry"): the 300-feature ranker's 500 trees in one block took 0.947 to 0.989 of
+    the time in two blocks of 256, but its one module compiles on one core (40 to 56 s of wall
+    time against 29); higgs_small's blocks of 100 or 128 and synth136's of 512 measured within
+    the noise. So the rule is the vector blocks'."""
     size = raw_trees()
-    if size:
-        n = len(lay.exits)
-        return [(p, min(size, n - p)) for p in range(0, n, size)]
-    if _wide_rule(lay):
-        return [(0, len(lay.order))]
-    return vblocks(lay)
+    if not size:
+        return vblocks(lay)
+    n = len(lay.exits)
+    return [(p, min(size, n - p)) for p in range(0, n, size)]
 
 
-def _wide_rule(lay: Layout) -> bool:
-    """Whether ``raw_blocks``' rule takes the whole plan as one block: a forest of more than 64
-    features (its blocks gather many features for few splits each) without exits, whose
-    positions fit one block of ``RAW_CHUNK_WIDE`` positions and ``RAW_SPLITS_WIDE`` splits."""
-    if lay.words == 1 or bool(np.any(lay.exits != 0)) or not 0 < len(lay.order) <= RAW_CHUNK_WIDE:
-        return False
-    splits = (np.diff(lay.leaf_ptr) - 1)[np.asarray(lay.order, dtype=np.int64)]
-    return int(splits.sum()) <= RAW_SPLITS_WIDE
-
-
-def raw_blocks_key(lay: Layout) -> str:
-    """What of ``raw_blocks`` the cache key must name: the forced positions per block, or the
-    rule's one block."""
+def raw_blocks_key() -> str:
+    """What of ``raw_blocks`` the cache key must name: the forced positions per block."""
     size = raw_trees()
-    if size:
-        return f"|rawtrees={size}"
-    return f"|rawwide={RAW_CHUNK_WIDE},{RAW_SPLITS_WIDE}" if _wide_rule(lay) else ""
+    return f"|rawtrees={size}" if size else ""

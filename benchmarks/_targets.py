@@ -6,7 +6,7 @@ time), so a shared machine's drift hits all alike; the figure is each target's m
 nanoseconds per row over the batch, and ``avx2_vs_avx512_per_row`` is AVX2's over AVX-512's
 (issue 29's target: at most 1.5). Each target runs the code thrifty chooses for it, so the
 blocks may differ in shape: on Adult, AVX-512 compares 32-bit ranks on sixteen rows per
-register and AVX2 16-bit ranks on sixteen (``ir_ranks.RANKS16_ANY``); ``THRIFTY_RANKS`` set
+register and AVX2 16-bit ranks on sixteen (``ir_ranks.RANKS16_AVX2_LEAVES``); ``THRIFTY_RANKS`` set
 in the environment forces one width on both.
 
     python benchmarks/_targets.py [--quick] [--codes] [--ranks32] [--data-home DIR]

@@ -1,9 +1,9 @@
-"""AVX2's 16-bit rank blocks (``ir_ranks.RANKS16_ANY``, ``ir_avx2``, ``ir_catshift`` on 16 lanes).
+"""AVX2's 16-bit rank blocks (``ir_ranks.RANKS16_AVX2_LEAVES``, ``ir_avx2``, ``ir_catshift`` on 16 lanes).
 
 The exit leaf of two 16-bit mask words (``ir_avx2.exit_leaf_pair16``) is every leaf 0-31's
 position under random bits above it; categorical splits on sixteen coded lanes decide as the
 double test on NaN, infinities, signed zeros, fractions and codes past the words; the rule takes
-16-bit ranks on AVX2 at any tree size (and is in the cache key); whole plans on AVX2's own
+16-bit ranks on AVX2 for trees of up to 32 leaves (and is in the cache key); whole plans on AVX2's own
 choice give the interpreter's results bit for bit (NaN, infinities, categorical, multiclass,
 more than 64 features, exits, 0 to 40 rows) and a categorical LightGBM model LightGBM's."""
 
@@ -115,9 +115,10 @@ PLANS = {
 }
 
 
-def test_avx2_takes_16_bit_ranks_at_any_tree_size(monkeypatch):
-    """The rule: 16-bit ranks on AVX2 for trees of 32 leaves (AVX-512 keeps 32 bits there), in
-    the cache key; ``THRIFTY_RANKS=32`` still forces 32. (``on`` takes ranks, the width by the
+def test_avx2_takes_16_bit_ranks_for_trees_of_up_to_32_leaves(monkeypatch):
+    """The rule: 16-bit ranks on AVX2 for trees of up to 32 leaves on average (AVX-512 keeps 32
+    bits there; AVX2 keeps them for larger trees), in the cache key; ``THRIFTY_RANKS=32`` still
+    forces 32. (``on`` takes ranks, the width by the
     rule: the test forest has too few splits per quantizing step for ranks unforced.)"""
     monkeypatch.setenv(ir_ranks.RANKS_ENV, "on")
     lay = _lay(SMALL)
@@ -125,6 +126,9 @@ def test_avx2_takes_16_bit_ranks_at_any_tree_size(monkeypatch):
     assert np.mean(np.diff(lay.leaf_ptr)) <= 32
     assert ir_ranks.rank_bits(lay, "avx2", 4, blocks) == 16
     assert ir_ranks.rank_bits(lay, "avx512", 8, blocks) == 32
+    large = _lay(random_forest(np.random.default_rng(44), N_FEATURES, n_trees=6, max_depth=8))
+    assert np.mean(np.diff(large.leaf_ptr)) > ir_ranks.RANKS16_AVX2_LEAVES
+    assert ir_ranks.rank_bits(large, "avx2", 4, vblocks(large)) == 32
     monkeypatch.setenv(targets.ENV, "avx2")
     key16 = objects.code_key(lay)
     monkeypatch.setenv(ir_ranks.RANKS_ENV, "32")

@@ -1,10 +1,11 @@
 """AVX2's own steps of 16-bit rank blocks: the exit leaf of a tree of at most 32 leaves.
 
-On AVX2, rank blocks compare 16-bit ranks (``ir_ranks.RANKS16_ANY``): an AVX2 register holds
-sixteen rows, and a tree's leaf mask is words of 16 leaves (``ir_vector._leaf_mask``). A tree
-of 17 to 32 leaves (Adult's trees have 32) has two words, and ``ir_narrow.exit_leaf_narrow``
-would find the first non-empty one with a compare and two blends, widen it to 32 bits (two
-registers) for ``ir_narrow.low_bit32`` and pack the result back with a cross-lane permute.
+On AVX2, rank blocks of small trees compare 16-bit ranks (``ir_ranks.RANKS16_AVX2_LEAVES``): a
+register holds sixteen rows, and a tree's leaf mask is words of 16 leaves
+(``ir_vector._leaf_mask``). A tree of 17 to 32 leaves (Adult's trees have 32) has two words,
+and ``ir_narrow.exit_leaf_narrow`` would find the first non-empty one with a compare and two
+blends, widen it to 32 bits (two registers) for ``ir_narrow.low_bit32`` and pack the result
+back with a cross-lane permute.
 
 Here the two words are interleaved instead into one 32-bit word per row (``vpunpcklwd`` and
 ``vpunpckhwd``: word 0 in the low half, word 1 in the high half), which is the tree's mask as
@@ -40,11 +41,8 @@ def exit_leaf_pair16(e, words: list[str]) -> str:
         both = e(f"shufflevector {W16} {words[0]}, {W16} {words[1]}, <16 x i32> <{pick}>")
         word = e(f"bitcast {W16} {both} to {W32}")
         # The lowest bit alone, 2**k, converts exactly to a float of exponent field 127 + k
-        # (with the sign bit when k = 31, dropped below). As ``word & (cleared + 1)``, with
-        # ``cleared = ~word`` the leaves cleared: LLVM folds the complement the caller took
-        # (``ir_vector._leaf_mask``'s last XOR) and this one away, an AND-NOT and an add.
-        cleared = e(f"xor {W32} {word}, splat (i32 -1)")
-        alone = e(f"and {W32} {word}, {e(f'add {W32} {cleared}, splat (i32 1)')}")
+        # (with the sign bit when k = 31, dropped below).
+        alone = e(f"and {W32} {word}, {e(f'sub {W32} zeroinitializer, {word}')}")
         as_float = e(f"sitofp {W32} {alone} to <8 x float>")
         field = e(f"lshr {W32} {e(f'bitcast <8 x float> {as_float} to {W32}')}, splat (i32 23)")
         fields.append(e(f"and {W32} {field}, splat (i32 255)"))

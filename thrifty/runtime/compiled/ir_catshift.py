@@ -28,8 +28,8 @@ Used where the target takes it (``targets.Target.cat_shift``): both x86 targets,
 ``llvm.x86.avx512.psllv.d.512``). On Adult's 500 trees it took 0.72 of the time with AVX2 and
 0.78 with AVX-512 (docs/runtime.md, "Categorical splits on codes"). Plans of 16-bit ranks or of
 doubles keep ``ir_vector._goes_right`` (doubles' 64-bit lanes need no packing), except AVX2's
-16-bit rank blocks (``ir_ranks.RANKS16_ANY``): AVX2 has no 16-bit variable shift, so their
-sixteen codes are shifted as two registers of eight 32-bit lanes and the two outcomes packed
+16-bit rank blocks (``ir_ranks.RANKS16_AVX2_LEAVES``): AVX2 has no 16-bit variable shift, so
+their sixteen codes are shifted as two registers of eight 32-bit lanes and the two outcomes packed
 into one register of sixteen 16-bit lanes with one signed saturating pack (``vpackssdw``, which
 keeps each lane's sign). The pack works within each 128-bit half, so the halves take rows 0-3
 and 8-11, and rows 4-7 and 12-15: the packed lanes are then in the rows' order with no

@@ -422,7 +422,7 @@ def split_tests(
     column is gathered once, at its first test; with ``ranks`` (32 or 16) a rankable feature's
     rank among the block's thresholds is formed once too (``ir_ranks``, its table named
     ``{tables}_{feature}``). With ``cat_shift`` (the target's ``cat_shift``), categorical splits
-    of 32-bit rank blocks test a code of the category formed once per feature (``ir_catshift``)
+    of rank blocks test a code of the category formed once per feature (``ir_catshift``)
     where the lane count allows. Shared by the vector blocks and the scores-only ones
     (``ir_vraw``)."""
     f = lay.forest

@@ -426,3 +426,23 @@ def test_the_rank_records_top_rows_and_searches(monkeypatch):
     most = max(len(np.unique(f.threshold[(f.feature == m) & (f.cat_start < 0)])) for m in range(f.n_features))
     monkeypatch.setattr(lranks, "MAX_RANK", most - 1)
     assert not ranks_ok(f)
+    monkeypatch.undo()
+    assert ranks_ok(FORESTS["large-sets"])
+    monkeypatch.setattr(lranks, "MAX_CAT_TABLE", 64)
+    assert not ranks_ok(FORESTS["large-sets"])
+
+
+def test_one_row_on_rank_records_takes_empty_and_float32_inputs_and_refuses_wrong_shapes():
+    plan, (c, _, _, _) = PLANS["numeric"], compiled("numeric")
+    # The default one-row path here: the lanes on rank records.
+    assert c.serving.lane_rows == 1 and c.serving.lane_ranks == 1
+    F = plan.forest.n_features
+    X = random_inputs(np.random.default_rng(8), 4, F)
+    X[0, :3] = (np.nan, -0.0, np.inf)
+    assert c.evaluate(X[:0]).raw.shape[0] == 0
+    for i in range(len(X)):
+        for dtype in (np.float32, np.float64):
+            x = X[i : i + 1].astype(dtype)
+            assert_same(c.evaluate(x), evaluate(plan, x, c.costs))
+    with pytest.raises(ValueError, match=re.escape(f"has {F + 1} features, but the model expects {F}")):
+        c.evaluate(np.zeros((1, F + 1)))

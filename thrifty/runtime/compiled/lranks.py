@@ -17,7 +17,8 @@ A slot is what a split decides on:
   (``thrifty.forest.kernels.ZERO``), which those splits send to their default child as NaN;
 * a (categorical feature, category set) pair: ``-1`` for NaN, 0 for a value in the set (left),
   1 otherwise (right), by ``thrifty.forest.kernels.next_node``'s rule (codes ``trunc(x)`` for
-  ``-1 < x < 32 * words``; sets of one word hold no code from 32 up); a split tests ``r > 0``;
+  ``-1 < x < 32 * words``; sets of one word hold no code from 32 up); a split tests ``r > 0``.
+  These ranks are tabled per feature and category (``Slots``), and a call copies one row;
 * a last slot whose rank is always 0: a leaf tests ``0 > 0`` on it and stays (its record's
   left child is itself), and a NaN threshold whose NaN side is right tests ``0 > -1``.
 
@@ -26,7 +27,7 @@ numbering), whether NaN goes right (bit 31: compare unsigned), its slot (bits 32
 threshold's rank ``j`` as a signed 16-bit integer (bits 48-63). So at most ``MAX_SLOTS`` slots
 and ``MAX_RANK`` thresholds per feature (``ranks_ok``).
 
-Ranks are computed by groups of ``lanes.LANES`` slots of equal search depth: each numerical
+Numerical ranks are computed by groups of ``lanes.LANES`` slots of equal search depth: each
 slot's thresholds are stored in breadth-first (Eytzinger) order of a complete search tree
 padded with NaN to ``2**s - 1`` keys (a comparison with NaN is false, so ``t < x`` holds on a
 prefix of the sorted keys): ``s`` steps ``k = 2k + 1 + (key[k] < x)`` from ``k = 0`` end at
@@ -48,9 +49,9 @@ MAX_SLOTS = (1 << 16) - 1
 MAX_RANK = (1 << 15) - 1
 # Bits of a slot's flags (``cflag``): zero counts as missing.
 SLOT_ZERO = 1
-# Entries of the categorical slots' rank table (``Slots.cat``) a forest may have.
+# Entries of the categorical slots' rank table (``Slots.cat``, int32) a forest may have (16 MB).
 MAX_CAT_TABLE = 1 << 22
-# The names of the tables, appended to ``layout.TABLES`` through ``lanes.LANE_TABLES``.
+# The names of the tables, appended to ``layout.TABLES``.
 RANK_TABLES = ("crec", "ctop", "cfeat", "cbase", "cflag", "csteps", "cthr", "ccat", "ccf")
 
 
@@ -172,16 +173,18 @@ def ranks_ok(f: Forest) -> bool:
     """Whether the forest's slots fit the records (``MAX_SLOTS`` slots, at most ``MAX_RANK``
     thresholds per feature) and its categorical ranks the table (``MAX_CAT_TABLE`` entries),
     counted generously: two slots per numerical feature and a group's padding per search
-    depth, one per categorical split and a vector's padding per categorical feature."""
+    depth, one per distinct set and a vector's padding per categorical feature."""
     split = f.feature >= 0
     num = split & (f.cat_start < 0)
     feats = np.unique(f.feature[num])
     most = max((len(np.unique(f.threshold[num & (f.feature == m)])) for m in feats.tolist()), default=0)
     cats = split & ~num
+    words = set_words(f, np.arange(f.n_nodes))
     table = slots = 0
     for m in np.unique(f.feature[cats]).tolist():
         on = cats & (f.feature == m)
-        n = -(-int(np.sum(on)) // LANES) * LANES
+        distinct = len(set(zip(words[on].tolist(), f.cat_size[on].tolist())))
+        n = -(-distinct // LANES) * LANES
         slots += n
         table += (max(64, 32 * int(f.cat_size[on].max())) + 2) * n
     slots += 2 * len(feats) + LANES * 20

@@ -11,7 +11,7 @@ block's time is thread CPU time (``time.thread_time``: other processes' load doe
 Per model: µs per call of each side (the median over rounds of a round's mean), and the
 ratio rank / node per round: its median, least and greatest (``<m>_rank_vs_node``), and
 ``<m>_<side>_vs_lleaves``. Both sides are checked equal to the interpreter, bit for bit, first.
-Results in ``results/lanes_ab.json``.
+Results in ``results/lanes_ab.json`` and ``lanes_ab.png`` (µs per call of each side per model).
 
     python benchmarks/lanes_ab.py [--quick] [--models adult,mtpl2] [--rounds 15] [--block 40]
 """
@@ -136,7 +136,30 @@ def main(argv: list[str] | None = None) -> dict:
         print(name, json.dumps(res[name]), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
+    plot(res, Path(args.out).with_suffix(".png"))
     return res
+
+
+def plot(res: dict, path: Path) -> None:
+    """µs per one-row call of each side, a group of bars per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = [m for m in res if isinstance(res[m], dict) and "us" in res[m]]
+    sides = ("node", "rank", "lleaves")
+    fig, ax = plt.subplots(figsize=(1.4 * len(models) + 2, 3.6))
+    for k, side in enumerate(sides):
+        xs = [i + (k - 1) * 0.27 for i in range(len(models))]
+        ax.bar(xs, [res[m]["us"].get(side, np.nan) for m in models], width=0.27, label=side)
+    ax.set_xticks(range(len(models)), models)
+    ax.set_ylabel("µs per one-row call (thread CPU)")
+    ax.set_title("one row: node records, rank records, lleaves")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -209,7 +209,8 @@ def lane_ranks(lay: Layout) -> int:
     records (0): the rank records wherever they are compiled (``compact``). Measured paired in
     one process (``benchmarks/lanes_ab.py``: thread CPU time, each block after another engine's
     call; median of 21 rounds, load 10), rank over node records: Adult 0.944, NYC_taxi 0.981,
-    airline 0.972, rank300 0.848, synth136 0.811, mtpl2 0.701 (no model slower)."""
+    airline 0.972, rank300 0.848, synth136 0.811, higgs255 0.771, mtpl2 0.701 (no model
+    slower)."""
     return int(compact(lay))
 
 

@@ -224,23 +224,29 @@ def rank_tables(f: Forest, lanes: dict[str, np.ndarray]) -> dict[str, np.ndarray
     slot = np.full(n + 1, slots.always, dtype=np.int64)
     j = np.zeros(n + 1, dtype=np.int64)
     uns = np.zeros(n + 1, dtype=np.int64)
-    for i in np.flatnonzero(split).tolist():
-        m = int(feat[i])
-        if cat[i]:
-            slot[i] = slots.key[("cat", m, int(second[i]), int(f.cat_size[orig[i]] > 2))]
-            uns[i] = int(not miss_left[i])
-            continue
-        t = float(thr[i])
-        nan_right = not (0.0 <= t) if mt[i] == MISSING_AS_ZERO else not miss_left[i]
-        if np.isnan(t):
-            # Numbers go right; NaN (and, for ``Zero``, zero) to its side: always right on
-            # the last slot, else right exactly for ranks above -1, signed.
-            j[i] = -1
-            slot[i] = slots.always if nan_right else slots.key[("zero" if zero[i] else "num", m, 0, 0)]
-            continue
-        slot[i] = slots.key[("zero" if zero[i] else "num", m, 0, 0)]
-        j[i] = int(np.searchsorted(slots.sorted[m], t))
-        uns[i] = int(nan_right)
+    for i in np.flatnonzero(cat).tolist():
+        slot[i] = slots.key[("cat", int(feat[i]), int(second[i]), int(f.cat_size[orig[i]] > 2))]
+    uns[:n][cat] = ~miss_left[cat]
+    num = split & ~cat
+    # Each numerical split's slot: its feature's, for its missing type.
+    of = {kind: np.full(f.n_features, slots.always, dtype=np.int64) for kind in ("num", "zero")}
+    for (kind, m, _, _), at in slots.key.items():
+        if kind != "cat":
+            of[kind][m] = at
+    mine = np.where(zero, of["zero"][np.maximum(feat, 0)], of["num"][np.maximum(feat, 0)])
+    nan_right = np.where(mt == MISSING_AS_ZERO, ~(0.0 <= thr), ~miss_left)
+    nan_thr = np.isnan(thr)
+    # A NaN threshold: numbers go right; NaN (and, for ``Zero``, zero) to its side: always
+    # right on the last slot, else right exactly for ranks above -1, signed.
+    on = num & nan_thr
+    j[:n][on] = -1
+    slot[:n][on] = np.where(nan_right[on], slots.always, mine[on])
+    on = num & ~nan_thr
+    slot[:n][on] = mine[on]
+    uns[:n][on] = nan_right[on]
+    for m, t in slots.sorted.items():
+        at = on & (feat == m)
+        j[:n][at] = np.searchsorted(t, thr[at])
     u = np.uint64
     crec = (
         (left.astype(u) & u(0x7FFFFFFF))

@@ -30,6 +30,7 @@ import numpy as np
 
 from thrifty.forest.kernels import ZERO
 from thrifty.runtime.compiled.ir_lranks import TOP_WORDS, descend, rank_prologue
+from thrifty.runtime.compiled.ir_lranks import gather as _gather
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
     CAT_WORDS,
@@ -514,18 +515,6 @@ def _descend(
     shared = {"lrec", "row", "cat_bits", "top", "x0", "x1", *(f"rl_t{i}{k}" for i in range(TOP_LEVELS))}
     suffix = str(k) if top is None else f"t{top}{k}"
     return [re.sub(r"%(\w+)", lambda m: m[0] if m[1] in shared else f"{m[0]}_{suffix}", line) for line in L]
-
-
-def _gather(ty: str, base: str, index: str, out: str, mask: str) -> list[str]:
-    """``out``: per lane, the ``ty`` at ``base[index]`` (lanes outside ``mask`` read nothing: 0)."""
-    vt = f"<{LANES} x {ty}>"
-    suffix = {"double": "f64", "i64": "i64", "i32": "i32"}[ty]
-    passthru = "poison" if mask == _EVERY else "zeroinitializer"
-    return [
-        f"  {out}p = getelementptr {ty}, ptr {base}, {_I} {index}",
-        f"  {out} = call {vt} @llvm.masked.gather.v{LANES}{suffix}.v{LANES}p0({_P} {out}p, i32 8, "
-        f"{_B} {mask}, {vt} {passthru})",
-    ]
 
 
 def _exit_test(K: int, finish: np.ndarray) -> list[str]:

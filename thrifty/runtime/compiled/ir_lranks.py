@@ -5,9 +5,9 @@ changes. First (``rank_prologue``), the row's ranks are computed once per call i
 32-bit integer per slot (``lranks.Slots``): for each group of ``lanes.LANES`` numerical slots,
 a gather of the row's values, then ``s`` steps of a branch-free search down the slots'
 breadth-first key tables (a gather of one key per lane per step), NaN and, for slots of
-LightGBM's ``Zero`` type, ``|x| <= ZERO`` ranked -1; for each group of categorical slots, the
-membership of the row's category in the slot's set (``ir_lanes``' rule), ranked 0 (in), 1 (out)
-or -1 (NaN). Second (``descend``), a level of a vector of trees gathers one word per lane (its
+LightGBM's ``Zero`` type, ``|x| <= ZERO`` ranked -1; for each categorical feature, the row of
+its slots' ranks for the row's category (``lranks.Slots.cat``: 0 in a set, 1 out, -1 for NaN)
+copied a vector at a time. Second (``descend``), a level of a vector of trees gathers one word per lane (its
 node's record), then the rank of the record's slot, and steps right when the rank is above the
 record's threshold rank, compared signed (NaN left) or unsigned (NaN right) as the record says.
 """
@@ -35,7 +35,8 @@ def _splat(ty: str, value: str) -> str:
     return f"splat ({ty} {value})"
 
 
-def _gather(ty: str, base: str, index: str, out: str, mask: str = _EVERY) -> list[str]:
+def gather(ty: str, base: str, index: str, out: str, mask: str = _EVERY) -> list[str]:
+    """``out``: per lane, the ``ty`` at ``base[index]`` (lanes outside ``mask`` read nothing: 0)."""
     vt = f"<{LANES} x {ty}>"
     suffix = {"double": "f64", "i64": "i64", "i32": "i32"}[ty]
     passthru = "poison" if mask == _EVERY else "zeroinitializer"
@@ -47,7 +48,7 @@ def _gather(ty: str, base: str, index: str, out: str, mask: str = _EVERY) -> lis
 
 
 def rank_prologue(slots: Slots, came_from: str) -> tuple[list[str], str]:
-    """The row's ranks into ``%rk`` (``[slots.always + 1 x i32]``, the last slot 0): lines that
+    """The row's ranks into ``%rk`` (an i32 per slot, ``slots.always`` ranked 0): lines that
     continue the entry block ``came_from`` (which holds ``%row`` and the ``c*`` tables) and end
     in the block returned, which the caller goes on with."""
     NG = slots.numeric
@@ -62,7 +63,7 @@ def rank_prologue(slots: Slots, came_from: str) -> tuple[list[str], str]:
         f"  %go = mul i64 %g, {LANES}",
         "  %gfp = getelementptr i64, ptr %cfeat, i64 %go",
         f"  %gf = load {_I}, ptr %gfp, align 8",
-        *_gather("double", "%row", "%gf", "%gx"),
+        *gather("double", "%row", "%gf", "%gx"),
         "  %gbp = getelementptr i64, ptr %cbase, i64 %go",
         f"  %gb = load {_I}, ptr %gbp, align 8",
         "  %gsp = getelementptr i64, ptr %csteps, i64 %g",
@@ -75,7 +76,7 @@ def rank_prologue(slots: Slots, came_from: str) -> tuple[list[str], str]:
         "  br i1 %sm, label %rsb, label %rgd",
         "rsb:",
         f"  %ki = add {_I} %gb, %k",
-        *_gather("double", "%cthr", "%ki", "%key"),
+        *gather("double", "%cthr", "%ki", "%key"),
         # NaN keys pad the table: false, as for keys not below the value.
         f"  %lt = fcmp olt {_V} %key, %gx",
         f"  %k2 = shl {_I} %k, {_splat('i64', '1')}",
@@ -172,7 +173,7 @@ def descend(k: int, top: int | None = None) -> list[str]:
     block's ``ctop`` rows at ``%top``, chosen by the lane's decisions above; names suffixed
     ``_t{top}{k}``), as ``ir_lanes._descend``."""
     if top is None:
-        L = _gather("i64", "%crec", "%node", "%rec")
+        L = gather("i64", "%crec", "%node", "%rec")
     else:
         first = 2**top - 1
         cands = [f"%cand{q}" for q in range(2**top)]
@@ -198,7 +199,7 @@ def descend(k: int, top: int | None = None) -> list[str]:
         f"  %sl0 = lshr {_I} %rec, {_splat('i64', str(SLOT_SHIFT))}",
         f"  %slot = and {_I} %sl0, {_splat('i64', str((1 << (RANK_SHIFT - SLOT_SHIFT)) - 1))}",
         f"  %j = ashr {_I} %rec, {_splat('i64', str(RANK_SHIFT))}",
-        *_gather("i32", "%rk", "%slot", "%r32"),
+        *gather("i32", "%rk", "%slot", "%r32"),
         f"  %r = sext {_R} %r32 to {_I}",
         f"  %sg = icmp sgt {_I} %r, %j",
         f"  %ug = icmp ugt {_I} %r, %j",

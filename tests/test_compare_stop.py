@@ -137,7 +137,7 @@ def test_the_whole_run_confirmation_included_ends_within_the_allowance(monkeypat
     """A fit still running is given up before the allowance's end, early enough to confirm the
     chosen models within it (it used to be given up 5% past the end, and the confirmation came
     after: letter's run took 264.7 s of 240)."""
-    from thrifty.comparison.schedule import CONFIRM_SHARE, REFIT_GRACE, selection_deadlines
+    from thrifty.comparison.schedule import CONFIRM_SHARE, REFIT_GRACE, confirm_reserve, selection_deadlines
 
     monkeypatch.setitem(METHODS, "slow", Method("slow", "Slow method", "post-hoc", ("binary",), _slower))
     rng = np.random.default_rng(0)
@@ -165,6 +165,19 @@ def test_the_whole_run_confirmation_included_ends_within_the_allowance(monkeypat
     assert elapsed <= allowance
     assert cmp.seconds <= allowance
     # No fit starts in the grace before the give-up, which leaves the confirmation its part.
-    end, stop = selection_deadlines(100.0, allowance)
+    kept = confirm_reserve(allowance, 0.0, 8)
+    assert kept == pytest.approx(CONFIRM_SHARE * allowance)
+    end, stop = selection_deadlines(100.0, allowance, 0.0, kept)
     assert stop == pytest.approx(100.0 - CONFIRM_SHARE * allowance)
     assert end == pytest.approx(stop - REFIT_GRACE * allowance)
+
+
+def test_the_confirmations_reserve_grows_with_the_measured_scoring_time():
+    """A machine six times as loaded (or models six times as large) scores the chosen models
+    six times as long: the reserve follows the plain model's measured scoring, within bounds."""
+    from thrifty.comparison.schedule import CONFIRM_MAX, CONFIRM_SHARE, confirm_reserve
+
+    assert confirm_reserve(None, 10.0, 8) == 0.0
+    assert confirm_reserve(240.0, 0.5, 8) == pytest.approx(CONFIRM_SHARE * 240.0)  # quiet: the share
+    assert confirm_reserve(240.0, 3.0, 8) == pytest.approx(24.0)  # loaded: what it measured
+    assert confirm_reserve(240.0, 30.0, 8) == pytest.approx(CONFIRM_MAX * 240.0)  # never most of it

@@ -26,7 +26,13 @@ from thrifty.comparison.methods import METHODS, REFERENCE, _rounds, reference_na
 from thrifty.comparison.plan import after_of, cut_of, skipped_of, task_seconds_of
 from thrifty.comparison.pool import local_pool
 from thrifty.comparison.result import Comparison
-from thrifty.comparison.schedule import refit_deadlines, run_stage, selection_deadlines, sweep
+from thrifty.comparison.schedule import (
+    confirm_reserve,
+    refit_deadlines,
+    run_stage,
+    selection_deadlines,
+    sweep,
+)
 from thrifty.comparison.selection import (
     baseline_row,
     confirm,
@@ -52,6 +58,7 @@ from thrifty.comparison.user_model import named_reference, user_model
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.runtime.evaluate import evaluate
 
 # Comparison (comparison/result.py) is re-exported: thrifty's namespace finds it here.
 __all__ = ["Comparison", "compare"]
@@ -315,7 +322,16 @@ def compare(
         ]
     # Under cross-validation a share of the allowance is kept for the final refit.
     refit_share = 0.0 if time_limit is None or not k else time_limit / (k + 1)
-    select_end, select_stop = selection_deadlines(wall_end, time_limit, refit_share)
+    # Time for the confirmation: the front's models (about one per budget, and the plain
+    # model), each scored on the test rows about as long as the plain model takes on its
+    # calibration rows (timed again now that its kernels are compiled), scaled by rows.
+    confirm_seconds = 0.0
+    if time_limit is not None:
+        began = time.perf_counter()
+        evaluate(ctx.lightgbm(), ctx.X_val, costs)
+        per_model = (time.perf_counter() - began) * len(y_test) / max(1, len(ctx.y_val))
+        confirm_seconds = confirm_reserve(time_limit, per_model, len(settings.budgets) + 2)
+    select_end, select_stop = selection_deadlines(wall_end, time_limit, refit_share, confirm_seconds)
     results = sweep(tasks, after, executor, select_end, select_stop, progress, here)
     timings["selection"] = time.perf_counter() - start - sum(timings.values())
     table = select(results, METHODS)
@@ -343,7 +359,7 @@ def compare(
     if k:
         if own_pool:  # the same pool, or a new one if the selection ended its workers
             executor = local_pool(workers - here)
-        deadlines = refit_deadlines(wall_end, time_limit, refit_share)
+        deadlines = refit_deadlines(wall_end, time_limit, refit_share, confirm_seconds)
         models, refit_cut = _refit(
             wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, (executor, here), deadlines, progress
         )

@@ -164,10 +164,11 @@ def compare(
         depend on the machine's speed or load. Given, positive seconds for the whole run, an
         explicit cut: the two baselines run in full first, then the allowance is shared among
         the other fit tasks (cheapest methods first, each method's first candidate before its
-        refinements, its settings in the order that covers their costs first); the last 5%
-        of the allowance is kept for confirming the chosen models on the test rows, and no
-        task starts, nor a further candidate, in the 5% before that; a fit still running
-        then is given up (the default pool's worker processes are ended; fits run here with
+        refinements, its settings in the order that covers their costs first); the end of
+        the allowance (5% of it, more when the plain model's scoring, timed at the start,
+        says the test rows need it) is kept for confirming the chosen models, and no task
+        starts, nor a further candidate, in the 5% before that; a fit still running then is
+        given up (the default pool's worker processes are ended; fits run here with
         ``n_jobs=1``, or on a Dask cluster, are waited for); ``Comparison.cut`` names what it
         left out.
     quick : bool, default=False

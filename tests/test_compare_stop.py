@@ -129,7 +129,7 @@ def test_fits_run_here_cannot_be_given_up_so_here_refuses_stop_at():
 
 def _slower(ctx):
     """A first fit that outlasts the whole allowance of the test below."""
-    time.sleep(30.0)
+    time.sleep(15.0)
     yield Candidate("late", ctx.lightgbm())
 
 

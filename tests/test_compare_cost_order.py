@@ -106,3 +106,24 @@ def test_qwyc_fits_its_alphas_in_the_order_that_covers_their_costs(qwyc_context)
     assert alphas == _ordered(QWYC_ALPHAS, costs.__getitem__)
     assert alphas[:3] == [0.02, 0.0, 0.3]
     assert alphas != spread(QWYC_ALPHAS)
+
+
+def test_a_setting_of_known_cost_bounds_the_gaps_and_comes_last():
+    costs = [0.0, 1.0, 2.0, 3.0, 9.0, 10.0, 11.0, 12.0]
+    order, out = CostOrder(list(range(8)), known={0: 0.0}), []
+    for v in order:
+        out.append(v)
+        order.cost(costs[v])
+    assert sorted(out) == list(range(8)) and out[-1] == 0
+    # The middle, the other end, then the widest gap, with setting 0's cost 0 as a neighbour:
+    # [0, 3] (3.0) against [3, 7] (9.0) - setting 5 next.
+    assert out[:3] == [3, 7, 5]
+
+
+def test_cronus_fits_lambda_max_which_keeps_no_tree_last(qwyc_context):
+    ctx = qwyc_context
+    cands = list(METHODS["cronus"].run(ctx))
+    names = [c.name for c in cands]
+    assert names[-1] == "lam=lambda_max/2^0"
+    assert ctx.order_cost(cands[-1].model) == 0.0  # the cost CostOrder was told
+    assert names[0] == f"lam=lambda_max/2^{(len(names) - 1) // 2}"  # the grid's middle first

@@ -457,7 +457,8 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
     y = _relevant(ctx.y_train) if ctx.task == "ranking" else ctx.y_train
     top = lambda_max(forest, ctx.X_train, y, ctx.costs, rho=1e-3, class_weight=None)
     lams = list(enumerate(lam_grid(top)))
-    order = CostOrder(lams[1::2] if ctx.quick else lams)  # the cascades' costs covered first
+    # The cascades' costs covered first; lambda_max's keeps no tree (cost 0, fitted last).
+    order = CostOrder(lams[1::2] if ctx.quick else lams, known=None if ctx.quick else {0: 0.0})
     for j, lam in order:
         cand = timed(
             f"lam=lambda_max/2^{j}",

@@ -144,11 +144,16 @@ class CostOrder(Generic[T]):
     not a neighbour. Costs are measured without labels (``Context.order_cost``), so the
     order is the same in every run on the same rows; without an allowance every setting is
     fitted and the order changes nothing.
+
+    ``known``: costs known without a fit, by position (Cronus at ``lambda_max`` keeps no
+    tree: 0). Those settings bound the gaps from the start and come last: a fit would tell
+    nothing new (a Cronus fit took 23 s on flights).
     """
 
-    def __init__(self, values: Sequence[T]) -> None:
+    def __init__(self, values: Sequence[T], known: dict[int, float] | None = None) -> None:
         self.values = list(values)
         self.costs: dict[int, float] = {}  # fitted settings (by position): their cost, or nan
+        self.known = {i: float(c) for i, c in (known or {}).items() if 0 <= i < len(self.values)}
         self._last: int | None = None
 
     def __iter__(self) -> Iterator[T]:
@@ -164,19 +169,20 @@ class CostOrder(Generic[T]):
 
     def _next(self) -> int | None:
         n = len(self.values)
-        left = [i for i in range(n) if i not in self.costs]
-        if not left:
-            return None
+        left = [i for i in range(n) if i not in self.costs and i not in self.known]
+        if not left:  # the settings of known cost, last
+            return next((i for i in sorted(self.known) if i not in self.costs), None)
         for i in ((n - 1) // 2, 0, n - 1):  # the middle (spread's first), then the range's ends
-            if i not in self.costs:
+            if i in left:
                 return i
-        known = sorted(i for i, c in self.costs.items() if math.isfinite(c))
+        costs = {**self.known, **{i: c for i, c in self.costs.items() if math.isfinite(c)}}
+        known = sorted(i for i, c in costs.items() if math.isfinite(c))
         best, best_key = None, None
         for a, b in zip(known, known[1:]):
-            inner = [i for i in range(a + 1, b) if i not in self.costs]
+            inner = [i for i in range(a + 1, b) if i in left]
             if not inner:
                 continue
-            key = (abs(self.costs[b] - self.costs[a]), len(inner))
+            key = (abs(costs[b] - costs[a]), len(inner))
             if best_key is None or key > best_key:  # the first of equal gaps (the grid's order)
                 best, best_key = inner[(len(inner) - 1) // 2], key
         # Settings between neighbours without a cost (fits that failed): coarse to fine.

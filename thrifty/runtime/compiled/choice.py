@@ -127,3 +127,47 @@ def ternlog_masks(target: str, ranks: int) -> bool:
     if kind != "auto":
         return kind == "on"
     return ranks == 16
+
+
+# Environment variable forcing the second scores-only entry (``second_scores``): "auto" (the
+# rule), "off" (none) or "on" (the other kind's entry wherever the plan can have one).
+SECOND_ENV = "THRIFTY_SECOND_SCORES"
+SECOND_KINDS = ("auto", "off", "on")
+# Plans of more positions than this get no second entry unless forced: it compiles every tree
+# again (NYC_taxi's 100 trees, loaded machine, empty cache: the branchy plan with its scores
+# 15.4 s, then the 16-bit vector scores 3.6 s).
+SECOND_TREES = 1000
+# A branchy plan's calls of at least this many rows take its vector scores (``second_scores``).
+VECTOR_FROM = 256
+# The serving path's largest call (``serving.LARGE``; larger calls take the general path).
+_LARGE = 1 << 16
+
+
+def second_scores(lay: Layout, lanes: int, vector: bool, ranks16: bool) -> tuple[str, int, int]:
+    """A second scores-only entry beside a plan's ``raw`` (``objects.second_entry``; only plans
+    with one ask), in the other kind of blocks: ``(kind, lo, hi)``, calls of ``lo`` to ``hi``
+    rows taking it, kind ``""`` for none.
+
+    - A plan on branchy blocks (skewed) gets vector scores on 16-bit ranks (``ranks16``: they
+      fit, on a target that has them) for calls of at least ``VECTOR_FROM`` rows: on NYC_taxi
+      (paired, thread CPU, loaded machine) they took 0.86 to 0.97 of the branchy scores' time
+      at 300 to 10,000 rows, 1.12 at 100; 32-bit ranks 0.93 to 1.01.
+    - A plan on vector blocks gets branchy scores for one row where ``branchy_one_row`` says
+      they beat the lanes.
+
+    Only when ``THRIFTY_BLOCKS`` is ``auto`` (a forced kind is measured alone) and the plan has
+    at most ``SECOND_TREES`` positions; ``THRIFTY_SECOND_SCORES`` forces the entry on or off."""
+    asked = env_choice(SECOND_ENV, SECOND_KINDS, "a choice")
+    if asked == "off" or (asked == "auto" and (forced_kind() != "auto" or len(lay.order) > SECOND_TREES)):
+        return "", 0, 0
+    if vector:
+        return ("branchy", 1, 1) if asked == "on" or branchy_one_row(lay) else ("", 0, 0)
+    if lanes and vector_ok(lay) and (asked == "on" or ranks16):
+        return "vector", VECTOR_FROM, _LARGE
+    return "", 0, 0
+
+
+def branchy_one_row(lay: Layout) -> bool:
+    """Whether one row of a plan on vector blocks is served faster by branchy scores than by
+    the lanes (``ir_lanes``)."""
+    return False

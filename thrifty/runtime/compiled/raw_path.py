@@ -41,9 +41,14 @@ class RawPath:
         self._template = np.zeros(len(RAW_CONTEXT), dtype=np.int64)
         self._template[RAW_CONTEXT.index("T")] = code.T.ctypes.data
         self._local = threading.local()
+        # The other kind's scores for calls of ``second_rows`` rows (``objects.second_entry``).
+        self.second = code.code.second
+        self.second_rows = code.code.second_rows
         # Rows up to which the serving path serves (``take``): its lanes' one row on vector
-        # blocks; none on branchy blocks (-1: even an empty call is scores first).
-        self.lane_rows = serving.lane_rows if code.code.vector else -1
+        # blocks, unless the second entry serves it; none on branchy blocks (-1: even an empty
+        # call is scores first).
+        lane = serving.lane_rows if code.code.vector else -1
+        self.lane_rows = min(lane, self.second_rows[0] - 1) if self.second is not None else lane
         # The serving path's ``evaluate`` (the compiled plan's) tries this path first.
         serving.first, serving.first_rows = self._scores, self.lane_rows
 
@@ -85,24 +90,30 @@ class RawPath:
                 self._local.calls = self._calls()
                 B, out, at = self._local.calls[n]
             B[...] = X
-            self.entry(at)
+            self._entry(n)(at)
             # The result owns copies: the buffers serve the thread's next call.
             return DeferredEvaluation(out.copy(), B.copy(), self, n_threads)
         # The rows are kept for the fields read later: a copy, as the caller may change X.
         M = np.array(X, dtype=np.float64, order="C")
         out = np.empty(self.K * n)
+        entry = self._entry(n)
         if n < SERIAL_ROWS:
             ctx = self._context(M, out, 0, n, n)
-            self.entry(ctx.ctypes.data)
+            entry(ctx.ctypes.data)
         else:
 
             def part(lo: int, hi: int) -> None:
                 ctx = self._context(M, out, lo, hi, n)  # alive until raw returns
-                self.entry(ctx.ctypes.data)
+                entry(ctx.ctypes.data)
 
             with threads(n_threads):
                 parallel(part, n)
         return DeferredEvaluation(out, M, self, n_threads)
+
+    def _entry(self, n: int) -> Any:
+        """The entry for a call of ``n`` rows: ``second`` for ``second_rows``, else ``raw``."""
+        lo, hi = self.second_rows
+        return self.second if lo <= n <= hi else self.entry
 
     def _context(self, M: np.ndarray, out: np.ndarray, lo: int, hi: int, n: int) -> np.ndarray:
         ctx = self._template.copy()

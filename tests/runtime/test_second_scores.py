@@ -92,6 +92,7 @@ def test_calls_take_the_entry_their_rows_say(blocks, one, two, forced, monkeypat
     second, raw = path.second, path.entry
     path.second = lambda ctx: called.append("second") or second(ctx)
     path.entry = lambda ctx: called.append("raw") or raw(ctx)
+    path._small = [path._entry(n) for n in range(len(path._small))]  # small calls' entries
     X = np.random.default_rng(5).uniform(-5, 70, (300, N_FEATURES))
     for n in (1, 2, 300):
         called.clear()
@@ -139,3 +140,40 @@ def test_the_second_entry_is_in_the_cache_key(monkeypatch):
     monkeypatch.setattr(choice, "VECTOR_FROM", 7)
     keys.add(objects.code_key(lay))
     assert len(keys) == 3
+
+
+def test_the_one_row_rule_on_constructed_forests(monkeypatch):
+    """Vector plans serve one row by branchy scores when their trees' coin-flip path is short
+    (chains: 2 splits) or when one row takes no lanes; balanced trees of 5 levels keep the
+    lanes."""
+    monkeypatch.delenv(BLOCKS_ENV, raising=False)
+    monkeypatch.delenv(SECOND_ENV, raising=False)
+    rng = np.random.default_rng(43)
+    chain = plan_layout(Full(shaped_forest(rng, "chain", n_trees=70, categorical=True)))
+    balanced = plan_layout(Full(shaped_forest(rng, "balanced", n_trees=70)))
+    assert choice.mean_coin_path(chain.forest) <= choice.ONE_ROW_PATH < choice.mean_coin_path(balanced.forest)
+    assert choice.branchy_one_row(chain) and not choice.branchy_one_row(balanced)
+    assert second_scores(chain, 8, True, False) == ("branchy", 1, 1)
+    assert second_scores(balanced, 8, True, False) == ("", 0, 0)
+    assert second_scores(balanced, 8, True, False, lane_row=False) == ("branchy", 1, 1)
+
+
+@pytest.mark.skipif(LANES == 0, reason="no vector target on this CPU")
+def test_a_categorical_chain_forest_serves_one_row_by_branchy_scores(monkeypatch):
+    """The rule end to end (mtpl2's shape: categorical, so vector blocks; short paths): one row
+    takes the branchy scores, exactly, on thresholds, category codes, NaN, ±inf, signed zeros."""
+    monkeypatch.delenv(BLOCKS_ENV, raising=False)
+    monkeypatch.delenv(SECOND_ENV, raising=False)
+    plan = Full(
+        shaped_forest(np.random.default_rng(44), "chain", n_features=N_FEATURES, n_trees=70, categorical=True)
+    )
+    compiled = thrifty.compile(plan, COSTS)
+    assert compiled.forest_code.code.vector and entry_of(compiled, 1) == "second"
+    assert entry_of(compiled, 2) == "raw"
+    values = np.array([-1.0, 0.0, -0.0, 0.5, 1.0, 2.5, 3.0, 31.0, 64.0, np.nan, np.inf, -np.inf])
+    X = np.random.default_rng(6).choice(values, (200, N_FEATURES))
+    reference = evaluate(plan, X, COSTS)
+    for i in range(len(X)):
+        ev = compiled.evaluate(X[i : i + 1])
+        np.testing.assert_array_equal(ev.raw, reference.raw[i : i + 1])
+    assert_same(compiled.evaluate(X[:1]), evaluate(plan, X[:1], COSTS))

@@ -40,6 +40,7 @@ from thrifty.runtime.compiled.ir_ranks import (
 )
 from thrifty.runtime.compiled.ir_raw import raw_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
+from thrifty.runtime.compiled.ir_serving import lane_rows as serving_lane_rows
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs
 from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
@@ -139,7 +140,8 @@ def second_entry(lay: Layout) -> tuple[str, int, int]:
         return "", 0, 0
     tg = targets.current()
     vector = use_vector(lay)
-    return second_scores(lay, tg.lanes, vector, not vector and _ranks16(lay))
+    lane_row = serving_lane_rows(lay) > 0
+    return second_scores(lay, tg.lanes, vector, not vector and _ranks16(lay), lane_row)
 
 
 def _ranks16(lay: Layout) -> bool:

@@ -147,7 +147,7 @@ SECOND_KINDS = ("auto", "off", "on")
 # 15.4 s, then the 16-bit vector scores 3.6 s).
 SECOND_TREES = 1000
 # A branchy plan's calls of at least this many rows take its vector scores (``second_scores``).
-VECTOR_FROM = 256
+VECTOR_FROM = 512
 # Vector plans whose trees' coin-flip path is at most this many splits serve one row by branchy
 # scores (``branchy_one_row``).
 ONE_ROW_PATH = 3.0
@@ -163,9 +163,11 @@ def second_scores(
     rows taking it, kind ``""`` for none.
 
     - A plan on branchy blocks (skewed) gets vector scores on 16-bit ranks (``ranks16``: they
-      fit, on a target that has them) for calls of at least ``VECTOR_FROM`` rows: on NYC_taxi
-      (paired, thread CPU, loaded machine) they took 0.86 to 0.97 of the branchy scores' time
-      at 300 to 10,000 rows, 1.12 at 100; 32-bit ranks 0.93 to 1.01.
+      fit, on a target that has them) for calls of at least ``VECTOR_FROM`` rows. On NYC_taxi
+      (paired, thread CPU, loaded machine; medians of 9 to 15 rounds) their time over the
+      branchy scores' was 1.12 at 100 rows, 0.86, 1.03 and 0.96 at 300 (three runs), 0.89
+      at 600, 0.90 and 0.84 at 1,000, 0.88 at 3,000, 0.97 and 0.93 at 10,000; 32-bit ranks
+      0.93 to 1.01 from 300 rows.
     - A plan on vector blocks gets branchy scores for one row where ``branchy_one_row`` says
       they beat the lanes, and where one row takes no lanes (``lane_row`` False:
       ``ir_serving.lane_rows`` is 0 for fewer positions than a block of lanes), so that it

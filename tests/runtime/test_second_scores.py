@@ -143,8 +143,8 @@ def test_the_second_entry_is_in_the_cache_key(monkeypatch):
 
 def test_the_one_row_rule_on_constructed_forests(monkeypatch):
     """Vector plans serve one row by branchy scores when their trees' coin-flip path is short
-    (chains: 2 splits) or when one row takes no lanes; balanced trees of 5 levels keep the
-    lanes."""
+    (chains: 2 splits) on few features, or when one row takes no lanes; balanced trees of 5
+    levels keep the lanes."""
     monkeypatch.delenv(BLOCKS_ENV, raising=False)
     monkeypatch.delenv(SECOND_ENV, raising=False)
     rng = np.random.default_rng(43)
@@ -152,6 +152,10 @@ def test_the_one_row_rule_on_constructed_forests(monkeypatch):
     balanced = plan_layout(Full(shaped_forest(rng, "balanced", n_trees=70)))
     assert choice.mean_coin_path(chain.forest) <= choice.ONE_ROW_PATH < choice.mean_coin_path(balanced.forest)
     assert choice.branchy_one_row(chain) and not choice.branchy_one_row(balanced)
+    # Short paths over more than SKEW_FEATURES features (the ranker's shape) keep the lanes.
+    wide = plan_layout(Full(shaped_forest(rng, "chain", n_trees=70, n_features=choice.SKEW_FEATURES + 1)))
+    assert choice.mean_coin_path(wide.forest) <= choice.ONE_ROW_PATH
+    assert not choice.branchy_one_row(wide) and second_scores(wide, 8, True, False) == ("", 0, 0)
     assert second_scores(chain, 8, True, False) == ("branchy", 1, 1)
     assert second_scores(balanced, 8, True, False) == ("", 0, 0)
     assert second_scores(balanced, 8, True, False, lane_row=False) == ("branchy", 1, 1)

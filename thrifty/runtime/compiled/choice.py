@@ -190,7 +190,9 @@ def second_scores(
 def branchy_one_row(lay: Layout) -> bool:
     """Whether one row of a plan on vector blocks is served faster by branchy scores
     (``ir_raw``) than by the lanes (``ir_lanes``): when a coin-flip walk (``mean_coin_path``)
-    visits at most ``ONE_ROW_PATH`` splits of a tree.
+    visits at most ``ONE_ROW_PATH`` splits of a tree and the forest tests at most
+    ``SKEW_FEATURES`` features (as ``skewed``: narrow forests' rows repeat their paths, where
+    the branches predict).
 
     The lanes descend 64 trees together until the last of them reaches its leaf, gathering a
     record per lane and level; branchy code visits each tree's path alone. On short paths
@@ -199,6 +201,9 @@ def branchy_one_row(lay: Layout) -> bool:
     lleaves' mtpl2 (1,000 trees, coin path 2.77) 0.815 [0.66, 1.05] over 41 rounds (the same
     code at two rows: 1.009), airline (3.97) 1.01 [0.60, 2.0]; after lleaves' calls alone
     Adult 1.63, the 136-feature model (4.0) 1.35, the ranker 1.21, airline 1.39 and mtpl2
-    1.13 [0.92, 1.45]. NYC_taxi (3.89) is on branchy blocks already. Of these seven models
-    only mtpl2 is below the threshold: the rule is fitted to one model that gains."""
-    return mean_coin_path(lay.forest) <= ONE_ROW_PATH
+    1.13 [0.92, 1.45]. NYC_taxi (3.89) is on branchy blocks already. Coin paths of the others:
+    Adult 4.45, higgs_small 5.38, the 136-feature model 4.0, the ranker 2.94 (below the
+    threshold, but 300 features: the lanes were 1.21 times as fast there). The rule is fitted
+    to the one model that gains."""
+    f = lay.forest
+    return f.n_features <= SKEW_FEATURES and mean_coin_path(f) <= ONE_ROW_PATH

@@ -148,9 +148,6 @@ SECOND_KINDS = ("auto", "off", "on")
 SECOND_TREES = 1000
 # A branchy plan's calls of at least this many rows take its vector scores (``second_scores``).
 VECTOR_FROM = 512
-# Vector plans whose trees' coin-flip path is at most this many splits serve one row by branchy
-# scores (``branchy_one_row``).
-ONE_ROW_PATH = 3.0
 # The serving path's largest call (``serving.LARGE``; larger calls take the general path).
 _LARGE = 1 << 16
 
@@ -168,11 +165,15 @@ def second_scores(
       branchy scores' was 1.12 at 100 rows, 0.86, 1.03 and 0.96 at 300 (three runs), 0.89
       at 600, 0.90 and 0.84 at 1,000, 0.88 at 3,000, 0.97 and 0.93 at 10,000; 32-bit ranks
       0.93 to 1.01 from 300 rows.
-    - A plan on vector blocks gets branchy scores for one row where ``branchy_one_row`` says
-      they beat the lanes, and where one row takes no lanes (``lane_row`` False:
-      ``ir_serving.lane_rows`` is 0 for fewer positions than a block of lanes), so that it
-      would take the vector scores, a vector of rows' work for one: on higgs_small's 50 trees
-      of 255 leaves the branchy scores took 0.22 of their time (0.21 to 0.26 over 9 rounds).
+    - A plan on vector blocks gets branchy scores for one row where one row takes no lanes
+      (``lane_row`` False: ``ir_serving.lane_rows`` is 0 for fewer positions than a block of
+      lanes), so that it would take the vector scores, a vector of rows' work for one: on
+      higgs_small's 50 trees of 255 leaves the branchy scores took 0.22 of their time (0.21 to
+      0.26 over 9 rounds). Where one row takes the lanes it keeps them: on lleaves' mtpl2
+      (1,000 trees, coin path 2.77), the shape where branchy scores had beaten the lanes' node
+      records (0.815 of their time over 41 paired rounds), they took 1.27 times the lanes' time
+      on rank records (``ir_lranks``; 1.07 to 1.48 over 21 rounds, LightGBM's calls before
+      every block).
 
     Only when ``THRIFTY_BLOCKS`` is ``auto`` (a forced kind is measured alone) and the plan has
     at most ``SECOND_TREES`` positions; ``THRIFTY_SECOND_SCORES`` forces the entry on or off."""
@@ -180,33 +181,8 @@ def second_scores(
     if asked == "off" or (asked == "auto" and (forced_kind() != "auto" or len(lay.order) > SECOND_TREES)):
         return "", 0, 0
     if vector:
-        one = asked == "on" or not lane_row or branchy_one_row(lay)
+        one = asked == "on" or not lane_row
         return ("branchy", 1, 1) if one else ("", 0, 0)
     if lanes and vector_ok(lay) and (asked == "on" or ranks16):
         return "vector", VECTOR_FROM, _LARGE
     return "", 0, 0
-
-
-def branchy_one_row(lay: Layout) -> bool:
-    """Whether one row of a plan on vector blocks is served faster by branchy scores
-    (``ir_raw``) than by the lanes (``ir_lanes``): when a coin-flip walk (``mean_coin_path``)
-    visits at most ``ONE_ROW_PATH`` splits of a tree and the forest tests at most
-    ``SKEW_FEATURES`` features (as ``skewed``: narrow forests' rows repeat their paths, where
-    the branches predict).
-
-    The lanes descend 64 trees together until the last of them reaches its leaf, gathering a
-    record per lane and level; branchy code visits each tree's path alone. On short paths
-    the lanes' deepest tree decides their time. Measured (paired, thread CPU, one row, blocks
-    of calls after LightGBM's and lleaves'; branchy time over the lanes', median and range):
-    lleaves' mtpl2 (1,000 trees, coin path 2.77) 0.815 [0.66, 1.05] over 41 rounds (the same
-    code at two rows: 1.009), airline (3.97) 1.01 [0.60, 2.0]; after lleaves' calls alone
-    Adult 1.63, the 136-feature model (4.0) 1.35, the ranker 1.21, airline 1.39 and mtpl2
-    1.13 [0.92, 1.45]. NYC_taxi (3.89) is on branchy blocks already. Coin paths of the others:
-    Adult 4.45, higgs_small 5.38, the 136-feature model 4.0, the ranker 2.94 (below the
-    threshold, but 300 features: the lanes were 1.21 times as fast there after lleaves' calls;
-    after LightGBM's, 0.896 [0.69, 1.21] over 31 rounds, control 1.017). Which is faster
-    depends on what the caches hold, which the shape cannot tell: mtpl2 gains most when they
-    are cold and loses least when they are warm, the ranker the other way round, and the
-    feature bound keeps it on the lanes. The rule is fitted to these two models."""
-    f = lay.forest
-    return f.n_features <= SKEW_FEATURES and mean_coin_path(f) <= ONE_ROW_PATH

@@ -26,15 +26,16 @@ def _slow(ctx):
     yield Candidate("late", ctx.lightgbm())
 
 
-def test_a_fit_running_past_the_allowance_is_given_up_and_named_in_the_cut(monkeypatch):
-    monkeypatch.setitem(METHODS, "slow", Method("slow", "Slow method", "post-hoc", ("binary",), _slow))
+def _compare_with_slow(monkeypatch, fit, allowance: float):
+    """``compare`` of LightGBM and a method fitting by ``fit`` under ``allowance`` seconds, in
+    threads (they see the method registered here; a process pool's workers would not); the
+    sleeping thread cannot be ended, so the pool is left without waiting for it. The
+    comparison and the call's wall seconds."""
+    monkeypatch.setitem(METHODS, "slow", Method("slow", "Slow method", "post-hoc", ("binary",), fit))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 4))
     y = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(int)
-    # Threads see the method registered here (a process pool's workers would not); the sleeping
-    # thread cannot be ended, so the pool is left without waiting for it.
     pool = ThreadPoolExecutor(2)
-    allowance = 2.0
     start = time.perf_counter()
     try:
         cmp = compare(
@@ -49,7 +50,11 @@ def test_a_fit_running_past_the_allowance_is_given_up_and_named_in_the_cut(monke
         )
     finally:
         pool.shutdown(wait=False)
-    elapsed = time.perf_counter() - start
+    return cmp, time.perf_counter() - start
+
+
+def test_a_fit_running_past_the_allowance_is_given_up_and_named_in_the_cut(monkeypatch):
+    cmp, elapsed = _compare_with_slow(monkeypatch, _slow, allowance=2.0)
     assert elapsed < SLEEP - 2.0  # not waited for
     assert "Slow method" not in set(cmp.table["method"])
     assert "LightGBM, first k trees" in set(cmp.table["method"])
@@ -139,27 +144,8 @@ def test_the_whole_run_confirmation_included_ends_within_the_allowance(monkeypat
     after: letter's run took 264.7 s of 240)."""
     from thrifty.comparison.schedule import CONFIRM_SHARE, REFIT_GRACE, confirm_reserve, selection_deadlines
 
-    monkeypatch.setitem(METHODS, "slow", Method("slow", "Slow method", "post-hoc", ("binary",), _slower))
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(400, 4))
-    y = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(int)
-    pool = ThreadPoolExecutor(2)
     allowance = 10.0
-    start = time.perf_counter()
-    try:
-        cmp = compare(
-            X,
-            y,
-            methods=["lightgbm", "slow"],
-            time_limit=allowance,
-            cv=0,
-            executor=pool,
-            progress=False,
-            lightgbm_params=FAST,
-        )
-    finally:
-        pool.shutdown(wait=False)
-    elapsed = time.perf_counter() - start
+    cmp, elapsed = _compare_with_slow(monkeypatch, _slower, allowance)
     assert ("Slow method", "every setting", "not fitted: the time allowance ran out") in cmp.cut
     assert cmp.table["test_value"].notna().any()  # the baseline confirmed
     assert elapsed <= allowance

@@ -33,3 +33,20 @@ def coded_splits(rng: np.random.Generator) -> SimpleNamespace:
         cat_size=np.array([len(ws) for ws, _ in rows]),
         cat_bitsets=np.array([w for ws, _ in rows for w in ws], dtype=np.uint32).astype(np.int32),
     )
+
+
+def assert_codes_agree(run, lanes: int, n: int) -> None:
+    """Run the native ``run(x_ptr, out_ptr)`` over :data:`PROBES`, ``lanes`` values at a time;
+    it stores, for each of ``n`` splits and each lane, the coded test's decision then the
+    doubles test's (``<lanes x i8>`` each). Fails naming the first value the two decide
+    differently, or when every probe went the same way (the test would decide nothing)."""
+    X = np.resize(PROBES, -(-len(PROBES) // lanes) * lanes)
+    seen = np.zeros(2, dtype=bool)
+    for i in range(0, len(X), lanes):
+        out = np.zeros(2 * n * lanes, dtype=np.uint8)
+        run(X[i:].ctypes.data, out.ctypes.data)
+        got = out.reshape(n, 2, lanes)
+        bad = np.argwhere(got[:, 0] != got[:, 1])
+        assert not len(bad), f"split {bad[0][0]} decides {X[i + bad[0][1]]} differently"
+        seen[got[:, 0].ravel()] = True
+    assert seen.all(), "every probe went the same way: the test decides nothing"

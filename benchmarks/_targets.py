@@ -4,14 +4,18 @@ Each target's code is compiled with ``THRIFTY_TARGET`` set to it, then every tar
 timed in turn in each repeat (one thread, the same float64 matrix, the evaluating thread's CPU
 time), so a shared machine's drift hits all alike; the figure is each target's median
 nanoseconds per row over the batch, and ``avx2_vs_avx512_per_row`` is AVX2's over AVX-512's
-(issue 29's target: at most 1.5).
+(issue 29's target: at most 1.5). Each target runs the code thrifty chooses for it, so the
+blocks may differ in shape: on Adult, AVX-512 compares 32-bit ranks on sixteen rows per
+register and AVX2 16-bit ranks on sixteen (``ir_ranks.RANKS16_AVX2_LEAVES``); ``THRIFTY_RANKS`` set
+in the environment forces one width on both.
 
-    python benchmarks/_targets.py [--quick] [--codes] [--data-home DIR]
+    python benchmarks/_targets.py [--quick] [--codes] [--ranks32] [--data-home DIR]
 
 measures Adult's LightGBM model (500 trees of 32 leaves; 100 and fewer repeats with --quick),
 every target's outputs checked equal to the interpreter's bit for bit (with --codes, each x86
 target also with its categorical splits on the rows' doubles, ``THRIFTY_CATSHIFT=off``, as
-``{target}_doubles``, timed in turn with the others), and writes
+``{target}_doubles``, timed in turn with the others; with --ranks32, AVX2 also with 32-bit
+ranks, ``avx2_ranks32``, and ``avx2_ranks32_vs_avx512_per_row``), and writes
 ``results/targets.json`` and ``results/targets.png`` (ns per row per target; ``_quick``
 files with --quick); the last stdout line is the figures as JSON.
 """
@@ -30,13 +34,18 @@ HERE = Path(__file__).resolve().parent
 
 
 def compiled_for(target: str, forest):
-    """``thrifty.compile(forest)`` with its code generated for ``target`` (a target's name, or
-    ``{name}_doubles``: x86 code with ``THRIFTY_CATSHIFT=off``)."""
+    """``thrifty.compile(forest)`` with its code generated for ``target`` (a target's name;
+    ``{name}_doubles``: x86 code with ``THRIFTY_CATSHIFT=off``; ``{name}_ranks32``: with
+    ``THRIFTY_RANKS=32``)."""
     import thrifty
     from thrifty.runtime.compiled import targets
+    from thrifty.runtime.compiled.ir_ranks import RANKS_ENV
 
-    name, doubles = target.removesuffix("_doubles"), target.endswith("_doubles")
-    env = {targets.ENV: name} | ({targets.CAT_SHIFT_ENV: "off"} if doubles else {})
+    name, env = target, {}
+    for suffix, var, value in (("_doubles", targets.CAT_SHIFT_ENV, "off"), ("_ranks32", RANKS_ENV, "32")):
+        if name.endswith(suffix):
+            name, env = name.removesuffix(suffix), {var: value}
+    env = {targets.ENV: name} | env
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -91,6 +100,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="100 trees, 3 repeats")
     ap.add_argument("--codes", action="store_true", help="x86 targets also without coded categories")
+    ap.add_argument(
+        "--ranks32", action="store_true", help="AVX2 also with 32-bit ranks (its blocks before 16-bit ones)"
+    )
     default_home = os.environ.get("THRIFTY_DATA", str(HERE.parent.parent / "shared" / "data"))
     ap.add_argument("--data-home", default=default_home)
     args = ap.parse_args(argv)
@@ -112,6 +124,8 @@ def main(argv: list[str] | None = None) -> dict:
     names = targets.runnable()
     if args.codes:
         names += tuple(f"{n}_doubles" for n in names if n in ("avx512", "avx2"))
+    if args.ranks32 and "avx2" in names:
+        names += ("avx2_ranks32",)
     ns = per_row_ns(forest, X_te, names, repeats=repeats)
     figures: dict = {"bench": "targets", "trees": trees, "rows": len(X_te), "host": targets.host_name()}
     figures |= {f"{name}_ns_per_row": round(v, 1) for name, v in ns.items()}
@@ -119,6 +133,8 @@ def main(argv: list[str] | None = None) -> dict:
     figures["avx2_vs_avx512_per_row"] = round(ns["avx2"] / ns["avx512"], 3) if both else None
     if "avx2_doubles" in ns and "avx512_doubles" in ns:
         figures["avx2_vs_avx512_per_row_doubles"] = round(ns["avx2_doubles"] / ns["avx512_doubles"], 3)
+    if "avx2_ranks32" in ns and "avx512" in ns:
+        figures["avx2_ranks32_vs_avx512_per_row"] = round(ns["avx2_ranks32"] / ns["avx512"], 3)
     figures["avx2_vs_generic_per_row"] = round(ns["avx2"] / ns["generic"], 3) if "avx2" in ns else None
     _plot(ns, trees, args.quick)
     emit(figures, args.quick)

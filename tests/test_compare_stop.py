@@ -26,15 +26,16 @@ def _slow(ctx):
     yield Candidate("late", ctx.lightgbm())
 
 
-def test_a_fit_running_past_the_allowance_is_given_up_and_named_in_the_cut(monkeypatch):
-    monkeypatch.setitem(METHODS, "slow", Method("slow", "Slow method", "post-hoc", ("binary",), _slow))
+def _compare_with_slow(monkeypatch, fit, allowance: float):
+    """``compare`` of LightGBM and a method fitting by ``fit`` under ``allowance`` seconds, in
+    threads (they see the method registered here; a process pool's workers would not); the
+    sleeping thread cannot be ended, so the pool is left without waiting for it. The
+    comparison and the call's wall seconds."""
+    monkeypatch.setitem(METHODS, "slow", Method("slow", "Slow method", "post-hoc", ("binary",), fit))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 4))
     y = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(int)
-    # Threads see the method registered here (a process pool's workers would not); the sleeping
-    # thread cannot be ended, so the pool is left without waiting for it.
     pool = ThreadPoolExecutor(2)
-    allowance = 2.0
     start = time.perf_counter()
     try:
         cmp = compare(
@@ -49,7 +50,11 @@ def test_a_fit_running_past_the_allowance_is_given_up_and_named_in_the_cut(monke
         )
     finally:
         pool.shutdown(wait=False)
-    elapsed = time.perf_counter() - start
+    return cmp, time.perf_counter() - start
+
+
+def test_a_fit_running_past_the_allowance_is_given_up_and_named_in_the_cut(monkeypatch):
+    cmp, elapsed = _compare_with_slow(monkeypatch, _slow, allowance=2.0)
     assert elapsed < SLEEP - 2.0  # not waited for
     assert "Slow method" not in set(cmp.table["method"])
     assert "LightGBM, first k trees" in set(cmp.table["method"])
@@ -125,3 +130,40 @@ def test_fits_run_here_cannot_be_given_up_so_here_refuses_stop_at():
 
     with ThreadPoolExecutor(1) as pool, pytest.raises(InputError, match="here=False"):
         run_tasks([], executor=pool, here=True, stop_at=time.time() + 10)
+
+
+def _slower(ctx):
+    """A first fit that outlasts the whole allowance of the test below."""
+    time.sleep(15.0)
+    yield Candidate("late", ctx.lightgbm())
+
+
+def test_the_whole_run_confirmation_included_ends_within_the_allowance(monkeypatch):
+    """A fit still running is given up before the allowance's end, early enough to confirm the
+    chosen models within it (it used to be given up 5% past the end, and the confirmation came
+    after: letter's run took 264.7 s of 240)."""
+    from thrifty.comparison.schedule import CONFIRM_SHARE, REFIT_GRACE, confirm_reserve, selection_deadlines
+
+    allowance = 10.0
+    cmp, elapsed = _compare_with_slow(monkeypatch, _slower, allowance)
+    assert ("Slow method", "every setting", "not fitted: the time allowance ran out") in cmp.cut
+    assert cmp.table["test_value"].notna().any()  # the baseline confirmed
+    assert elapsed <= allowance
+    assert cmp.seconds <= allowance
+    # No fit starts in the grace before the give-up, which leaves the confirmation its part.
+    kept = confirm_reserve(allowance, 0.0, 8)
+    assert kept == pytest.approx(CONFIRM_SHARE * allowance)
+    end, stop = selection_deadlines(100.0, allowance, 0.0, kept)
+    assert stop == pytest.approx(100.0 - CONFIRM_SHARE * allowance)
+    assert end == pytest.approx(stop - REFIT_GRACE * allowance)
+
+
+def test_the_confirmations_reserve_grows_with_the_measured_scoring_time():
+    """A machine six times as loaded (or models six times as large) scores the chosen models
+    six times as long: the reserve follows the plain model's measured scoring, within bounds."""
+    from thrifty.comparison.schedule import CONFIRM_MAX, CONFIRM_SHARE, confirm_reserve
+
+    assert confirm_reserve(None, 10.0, 8) == 0.0
+    assert confirm_reserve(240.0, 0.5, 8) == pytest.approx(CONFIRM_SHARE * 240.0)  # quiet: the share
+    assert confirm_reserve(240.0, 3.0, 8) == pytest.approx(24.0)  # loaded: what it measured
+    assert confirm_reserve(240.0, 30.0, 8) == pytest.approx(CONFIRM_MAX * 240.0)  # never most of it

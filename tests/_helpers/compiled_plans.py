@@ -123,3 +123,14 @@ def _plans(seed: int) -> dict[str, thrifty.runtime.Plan]:
 
 # One plan of each kind the compiler takes, by name.
 PLANS = _plans(7)
+
+
+def plan_layout(plan):
+    """The compiler's ``Layout`` of a Full or Sequential ``plan`` (its order and exit kinds), as
+    ``tables.forest_code`` builds it."""
+    from thrifty.runtime.compiled.layout import Layout
+    from thrifty.runtime.compiled.tables import leaf_tables
+
+    s = plan.schedule
+    kinds = np.where(s.bins.width > 0, 2, np.isfinite(s.eps_pos) | np.isfinite(s.eps_neg)).astype(np.int8)
+    return Layout(plan.forest, s.order, kinds, *leaf_tables(plan.forest)[1:])

@@ -283,14 +283,14 @@ def test_the_rule_takes_ranks_where_splits_share_thresholds(monkeypatch):
     assert not use_ranks(few, 4, blocks)
     if VECTOR:
         assert objects.code_key(many) != key_on
-    # The width: 16 bits on AVX-512 for trees of more than 64 leaves on average, else 32;
-    # either when forced.
+    # The width: 16 bits on AVX-512 for trees of more than 64 leaves on average, else 32; on
+    # AVX2 for trees of at most 32 leaves (``RANKS16_AVX2_LEAVES``); either when forced.
     monkeypatch.setenv(RANKS_ENV, "auto")
     deep = _lay(special_thresholds(random_forest(np.random.default_rng(3), 3, n_trees=16, max_depth=9), 3))
     assert np.mean(np.diff(deep.leaf_ptr)) > ir_ranks.RANKS16_LEAVES >= np.mean(np.diff(few.leaf_ptr))
     deep_blocks = vblocks_of(deep.exits)
     assert rank_bits(deep, "avx512", 8, deep_blocks) == 16 and rank_bits(deep, "avx2", 4, deep_blocks) == 32
-    assert rank_bits(few, "avx512", 8, blocks) == 32
+    assert rank_bits(few, "avx512", 8, blocks) == 32 and rank_bits(few, "avx2", 4, blocks) == 16
     assert rank_bits(many, "avx512", 8, blocks) == 0
     monkeypatch.setenv(RANKS_ENV, "32")
     assert rank_bits(few, "avx512", 8, blocks) == 32

@@ -21,8 +21,9 @@ from tests._helpers.reference import random_forest, random_inputs
 from thrifty import CostModel, Forest, Full, Sequential, evaluate
 from thrifty.forest.kernels import ZERO
 from thrifty.runtime import BinnedExits
-from thrifty.runtime.compiled import targets
-from thrifty.runtime.compiled.ir_serving import LANE_ROWS, lane_rows, permute, serving_ir
+from thrifty.runtime.compiled import lranks, targets
+from thrifty.runtime.compiled.ir_lranks import TOP_WORDS
+from thrifty.runtime.compiled.ir_serving import LANE_ROWS, compact, lane_rows, permute, serving_ir
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
     CAT_WORDS,
@@ -32,6 +33,7 @@ from thrifty.runtime.compiled.lanes import (
     DEFAULT_RIGHT,
     FEATURE_SHIFT,
     FLAG_SHIFT,
+    LANES,
     LEAF,
     NAN_RIGHT,
     TOP_LEVELS,
@@ -42,6 +44,15 @@ from thrifty.runtime.compiled.lanes import (
     leaf_stride,
 )
 from thrifty.runtime.compiled.layout import TABLES
+from thrifty.runtime.compiled.lranks import (
+    RANK_SHIFT,
+    SLOT_SHIFT,
+    SLOT_ZERO,
+    UNSIGNED_BIT,
+    eytzinger,
+    rank_tables,
+    ranks_ok,
+)
 from thrifty.runtime.compiled.serving import ServingPath, serving_path
 from thrifty.runtime.compiled.tables import leaf_tables
 from thrifty.runtime.evaluation import costs_for
@@ -127,24 +138,25 @@ def _plans() -> dict[str, thrifty.runtime.Plan]:
 
 
 PLANS = _plans()
-_COMPILED: dict[str, tuple[thrifty.CompiledPlan, ServingPath, ServingPath]] = {}
+_COMPILED: dict[str, tuple[thrifty.CompiledPlan, ServingPath, ServingPath, ServingPath]] = {}
 
 
-def compiled(name: str) -> tuple[thrifty.CompiledPlan, ServingPath, ServingPath]:
+def compiled(name: str) -> tuple[thrifty.CompiledPlan, ServingPath, ServingPath, ServingPath]:
     """``PLANS[name]`` compiled, and its serving path with one row run by ``run`` (the rows
-    in the lanes of its blocks), then by the lanes (trees in the lanes), whatever the default."""
+    in the lanes of its blocks), then by the lanes (trees in the lanes) on node records, then
+    on compact rank records (``ir_lranks``), whatever the default."""
     if name not in _COMPILED:
         plan = PLANS[name]
         costs = CostModel.uniform(plan.forest.n_features, tree_cost=0.25, split_cost=0.125)
         c = thrifty.compile(plan, costs)
         assert c.serving is not None
         paths = []
-        for rows in (0, 1):
+        for rows, ranks in ((0, 0), (1, 0), (1, 1)):
             path = serving_path(plan, c.forest_code, costs_for(plan, costs))
             assert path is not None
-            path.lane_rows = rows
+            path.lane_rows, path.lane_ranks = rows, ranks
             paths.append(path)
-        _COMPILED[name] = c, paths[0], paths[1]
+        _COMPILED[name] = c, paths[0], paths[1], paths[2]
     return _COMPILED[name]
 
 
@@ -312,7 +324,7 @@ def test_serve_takes_the_lanes_only_without_bin_exits_and_by_default_without_exi
 )
 @given(data=st.data())
 def test_one_row_is_the_interpreters_and_the_batchs(name, data):
-    plan, (c, by_run, by_lanes) = PLANS[name], compiled(name)
+    plan, (c, by_run, by_lanes, by_ranks) = PLANS[name], compiled(name)
     F = plan.forest.n_features
     n = data.draw(st.integers(1, 6))
     X = random_inputs(np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))), n, F)
@@ -326,8 +338,111 @@ def test_one_row_is_the_interpreters_and_the_batchs(name, data):
         assert_same(one, evaluate(plan, X[i : i + 1], c.costs))
         assert_same(one, by_run.serve(X[i : i + 1]))
         assert_same(c.evaluate(X[i : i + 1]), one)
+        if compact(c.forest_code.layout):
+            assert_same(by_ranks.serve(X[i : i + 1]), one)
         np.testing.assert_array_equal(one.raw, batch.raw[9 * i : 9 * i + 1])
         np.testing.assert_array_equal(one.exit, batch.exit[9 * i : 9 * i + 1])
         for field in ("total", "n_nodes", "acquired"):
             want = getattr(batch.cost, field)[9 * i : 9 * i + 1]
             np.testing.assert_array_equal(getattr(one.cost, field), want, err_msg=field)
+
+
+def slot_ranks(f: Forest, r: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    """Each slot's rank for the row ``x`` (``lranks``): the numerical ones by the tables'
+    breadth-first search, checked against a count over the forest's own thresholds; the
+    categorical ones from the row of their feature's table for the row's category."""
+    ranks = np.zeros(len(r["cfeat"]), dtype=np.int64)
+    for s in range((len(r["csteps"]) - 1) * LANES):
+        m, base, steps = int(r["cfeat"][s]), int(r["cbase"][s]), int(r["csteps"][s // LANES])
+        v = float(x[m])
+        k = 0
+        for _ in range(steps):
+            k = 2 * k + 1 + int(r["cthr"][base + k] < v)
+        rank = k - (2**steps - 1)
+        thr = f.threshold[(f.feature == m) & (f.cat_start < 0)]
+        assert np.isnan(v) or rank == len(np.unique(thr[~np.isnan(thr) & (thr < v)]))
+        missing = np.isnan(v) or (r["cflag"][s] & SLOT_ZERO and abs(v) <= ZERO)
+        ranks[s] = -1 if missing else rank
+    for m, C, at, s0, n in r["ccf"].tolist():
+        v = float(x[m])
+        code = C + 1 if np.isnan(v) else int(v) if -1.0 < v < C else C
+        ranks[s0 : s0 + n * LANES] = r["ccat"][at + code * n * LANES : at + (code + 1) * n * LANES]
+    return ranks
+
+
+@pytest.mark.parametrize("name", sorted(FORESTS))
+def test_a_descent_over_the_rank_records_reaches_the_forests_leaves(name):
+    f = FORESTS[name]
+    rng = np.random.default_rng(6)
+    tree, depth, _, _ = leaf_tables(f)
+    t = lane_tables(f, np.arange(f.n_trees), CHUNK_FULL, tree, depth)
+    r = {**rank_tables(f, t), "cat_bits": t["cat_bits"]}
+    X = random_inputs(rng, 20, f.n_features)
+    X[0, :] = ZERO
+    X[1, :] = -0.0
+    X[2, :] = np.nan
+    want = f.apply(X)
+    crec = r["crec"]
+    for i in range(len(X)):
+        ranks = slot_ranks(f, r, X[i])
+        for tr in range(f.n_trees):
+            block = tr // CHUNK_FULL * (CHUNK_FULL // BLOCK) + t["lslot"][tr] // BLOCK
+            node = int(t["lblock"].reshape(-1, 1 + BLOCK)[block, 1 + t["lslot"][tr] % BLOCK])
+            for _ in range(int(depth.max()) + 1):
+                rec = int(crec[node])
+                left, uns = rec & 0x7FFFFFFF, (rec >> UNSIGNED_BIT) & 1
+                slot, j = (rec >> SLOT_SHIFT) & 0xFFFF, rec >> RANK_SHIFT
+                rank = int(ranks[slot])
+                right = (rank & 0xFFFFFFFF) > (j & 0xFFFFFFFF) if uns else rank > j
+                node = left + int(right)
+            assert int(t["lorig"][node]) == want[i, tr], (i, tr)
+
+
+def test_the_rank_records_top_rows_and_searches(monkeypatch):
+    f = FORESTS["deep"]
+    tree, depth, _, _ = leaf_tables(f)
+    t = lane_tables(f, np.arange(f.n_trees), CHUNK_FULL, tree, depth)
+    r = rank_tables(f, t)
+    crec, left = r["crec"], t["lrec"][:, 0] & 0xFFFFFFFF
+    top = r["ctop"].reshape(-1, TOP_WORDS, BLOCK)
+    roots = t["lblock"].reshape(-1, 1 + BLOCK)[:, 1:]
+    for b in range(len(roots)):
+        for lane in range(BLOCK):
+            row = 0
+            for d in range(TOP_LEVELS):
+                for q in range(2**d):
+                    node = int(roots[b, lane])
+                    for i in range(d):
+                        node = int(left[node]) + (int(left[node]) != node) * ((q >> i) & 1)
+                    assert top[b, row, lane] == crec[node]
+                    row += 1
+    # Each numerical slot's keys: a complete search tree over its sorted thresholds.
+    for keys in ([], [1.0], [1.0, 2.0], [-np.inf, -0.0, 0.5, 3.0, np.inf]):
+        e = eytzinger(np.array(keys))
+        assert len(e) == 2 ** len(keys).bit_length() - 1
+        assert sorted(e[~np.isnan(e)].tolist()) == sorted(keys)
+    # Slots and thresholds beyond the records' fields are refused.
+    assert ranks_ok(f)
+    most = max(len(np.unique(f.threshold[(f.feature == m) & (f.cat_start < 0)])) for m in range(f.n_features))
+    monkeypatch.setattr(lranks, "MAX_RANK", most - 1)
+    assert not ranks_ok(f)
+    monkeypatch.undo()
+    assert ranks_ok(FORESTS["large-sets"])
+    monkeypatch.setattr(lranks, "MAX_CAT_TABLE", 64)
+    assert not ranks_ok(FORESTS["large-sets"])
+
+
+def test_one_row_on_rank_records_takes_empty_and_float32_inputs_and_refuses_wrong_shapes():
+    plan, (c, _, _, _) = PLANS["numeric"], compiled("numeric")
+    # The default one-row path here: the lanes on rank records.
+    assert c.serving.lane_rows == 1 and c.serving.lane_ranks == 1
+    F = plan.forest.n_features
+    X = random_inputs(np.random.default_rng(8), 4, F)
+    X[0, :3] = (np.nan, -0.0, np.inf)
+    assert c.evaluate(X[:0]).raw.shape[0] == 0
+    for i in range(len(X)):
+        for dtype in (np.float32, np.float64):
+            x = X[i : i + 1].astype(dtype)
+            assert_same(c.evaluate(x), evaluate(plan, x, c.costs))
+    with pytest.raises(ValueError, match=re.escape(f"has {F + 1} features, but the model expects {F}")):
+        c.evaluate(np.zeros((1, F + 1)))

@@ -26,7 +26,13 @@ from thrifty.comparison.methods import METHODS, REFERENCE, _rounds, reference_na
 from thrifty.comparison.plan import after_of, cut_of, skipped_of, task_seconds_of
 from thrifty.comparison.pool import local_pool
 from thrifty.comparison.result import Comparison
-from thrifty.comparison.schedule import REFIT_GRACE, run_stage, stop_at, sweep
+from thrifty.comparison.schedule import (
+    confirm_reserve,
+    refit_deadlines,
+    run_stage,
+    selection_deadlines,
+    sweep,
+)
 from thrifty.comparison.selection import (
     baseline_row,
     confirm,
@@ -52,6 +58,7 @@ from thrifty.comparison.user_model import named_reference, user_model
 from thrifty.costs import CostModel
 from thrifty.exceptions import InputError
 from thrifty.forest import Forest
+from thrifty.runtime.evaluate import evaluate
 
 # Comparison (comparison/result.py) is re-exported: thrifty's namespace finds it here.
 __all__ = ["Comparison", "compare"]
@@ -157,8 +164,10 @@ def compare(
         depend on the machine's speed or load. Given, positive seconds for the whole run, an
         explicit cut: the two baselines run in full first, then the allowance is shared among
         the other fit tasks (cheapest methods first, each method's first candidate before its
-        refinements, its settings coarse to fine); no task starts, nor a further
-        candidate, once it is spent; a fit still running 5% of the allowance past its end is
+        refinements, its settings in the order that covers their costs first); the end of
+        the allowance (5% of it, more when the plain model's scoring, timed at the start,
+        says the test rows need it) is kept for confirming the chosen models, and no task
+        starts, nor a further candidate, in the 5% before that; a fit still running then is
         given up (the default pool's worker processes are ended; fits run here with
         ``n_jobs=1``, or on a Dask cluster, are waited for); ``Comparison.cut`` names what it
         left out.
@@ -313,10 +322,18 @@ def compare(
             for m in chosen
         ]
     # Under cross-validation a share of the allowance is kept for the final refit.
-    select_end = (
-        None if wall_end is None or time_limit is None else wall_end - (time_limit / (k + 1) if k else 0.0)
-    )
-    results = sweep(tasks, after, executor, select_end, stop_at(select_end, time_limit), progress, here)
+    refit_share = 0.0 if time_limit is None or not k else time_limit / (k + 1)
+    # Time for the confirmation: the front's models (about one per budget, and the plain
+    # model), each scored on the test rows about as long as the plain model takes on its
+    # calibration rows (timed again now that its kernels are compiled), scaled by rows.
+    confirm_seconds = 0.0
+    if time_limit is not None:
+        began = time.perf_counter()
+        evaluate(ctx.lightgbm(), ctx.X_val, costs)
+        per_model = (time.perf_counter() - began) * len(y_test) / max(1, len(ctx.y_val))
+        confirm_seconds = confirm_reserve(time_limit, per_model, len(settings.budgets) + 2)
+    select_end, select_stop = selection_deadlines(wall_end, time_limit, refit_share, confirm_seconds)
+    results = sweep(tasks, after, executor, select_end, select_stop, progress, here)
     timings["selection"] = time.perf_counter() - start - sum(timings.values())
     table = select(results, METHODS)
     units = validation_units(results, METHODS, table)
@@ -341,16 +358,9 @@ def compare(
     wanted = _chosen_rows(table, front, own)
 
     if k:
-        # The refit gets its reserved share even when the selection overran (a chosen model
-        # without its refit cannot be confirmed): the whole run then overruns by as much.
-        refit_end = (
-            None
-            if wall_end is None or time_limit is None
-            else max(wall_end + REFIT_GRACE * time_limit, time.time() + time_limit / (k + 1))
-        )
         if own_pool:  # the same pool, or a new one if the selection ended its workers
             executor = local_pool(workers - here)
-        deadlines = (refit_end, stop_at(refit_end, time_limit))
+        deadlines = refit_deadlines(wall_end, time_limit, refit_share, confirm_seconds)
         models, refit_cut = _refit(
             wanted, chosen, ctx.lightgbm(), (X, y, qid), settings, (executor, here), deadlines, progress
         )

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 from thrifty.comparison.context import Context
-from thrifty.comparison.registry import TASKS, Candidate, method, spread, timed
+from thrifty.comparison.registry import TASKS, Candidate, CostOrder, method, timed
 from thrifty.forest import Forest, to_matrix
 from thrifty.prune import budget_prune_path
 from thrifty.train import ADAPTClassifier, ADAPTRegressor, BudgetRFClassifier, BudgetRFRegressor
@@ -33,8 +33,9 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
     model and hpc read the same columns alike."""
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
     cls = ADAPTClassifier if ctx.task in ("binary", "multiclass") else ADAPTRegressor
-    for p_full, gamma in spread(_adapt_grid(kind, ctx.quick)):  # coarse to fine
-        yield timed(
+    order = CostOrder(_adapt_grid(kind, ctx.quick))  # their costs covered first
+    for p_full, gamma in order:
+        cand = timed(
             f"p_full={p_full:g}, gamma={gamma:g}",
             lambda p=p_full, g=gamma: (
                 cls(
@@ -52,6 +53,8 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
             p_full=p_full,
             gamma=gamma,
         )
+        order.cost(ctx.order_cost(cand.model))
+        yield cand
 
 
 @method("adapt-gbrt", "ADAPT-GBRT", "train", ("binary", "multiclass", "regression"), after="lightgbm")

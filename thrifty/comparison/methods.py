@@ -25,7 +25,7 @@ from thrifty.cascade import EarlyExitRanker, cronus, lambda_max
 from thrifty.cascade.estimator import lam_grid
 from thrifty.comparison.context import Context
 from thrifty.comparison.label_shift import prior_weights
-from thrifty.comparison.registry import METHODS, TASKS, Candidate, Method, method, spread, timed
+from thrifty.comparison.registry import METHODS, TASKS, Candidate, CostOrder, Method, method, spread, timed
 from thrifty.comparison.scores import paired_lead, unit_scores
 from thrifty.comparison.splits import RANDOM
 from thrifty.exceptions import BudgetError
@@ -383,16 +383,20 @@ def _qwyc(ctx: Context) -> Iterator[Candidate]:
     """QWYC's order and exits on the plain model, fitted on the calibration split (no labels)."""
     forest = ctx.lightgbm()
     plans: dict[int, Any] = {}  # a ranker's plans by the changed queries they allow
-    # QWYCClassifier's grid and the larger bounds of QWYC_ALPHAS, coarse to fine.
-    for alpha in spread(QWYC_ALPHAS[::3] if ctx.quick else QWYC_ALPHAS):
+    # QWYCClassifier's grid and the larger bounds of QWYC_ALPHAS, in the order that covers
+    # their costs first (the plans' cost falls steeply between a few of the grid's points).
+    order = CostOrder(QWYC_ALPHAS[::3] if ctx.quick else QWYC_ALPHAS)
+    for alpha in order:
         allowed = _allowed_queries(ctx, alpha)
         if allowed is not None and allowed in plans:
             # The same bound in whole queries: the same plan, offered under this name too.
+            order.cost(ctx.order_cost(plans[allowed]))
             yield Candidate(f"alpha={alpha:g}", plans[allowed], {"alpha": alpha})
             continue
         cand = timed(f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
         if allowed is not None:
             plans[allowed] = cand.model
+        order.cost(ctx.order_cost(cand.model))
         yield cand
 
 
@@ -453,8 +457,10 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
     y = _relevant(ctx.y_train) if ctx.task == "ranking" else ctx.y_train
     top = lambda_max(forest, ctx.X_train, y, ctx.costs, rho=1e-3, class_weight=None)
     lams = list(enumerate(lam_grid(top)))
-    for j, lam in spread(lams[1::2] if ctx.quick else lams):
-        yield timed(
+    # The cascades' costs covered first; lambda_max's keeps no tree (cost 0, fitted last).
+    order = CostOrder(lams[1::2] if ctx.quick else lams, known=None if ctx.quick else {0: 0.0})
+    for j, lam in order:
+        cand = timed(
             f"lam=lambda_max/2^{j}",
             lambda lam=lam: cronus(
                 forest,
@@ -469,6 +475,8 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
             ),
             lam=lam,
         )
+        order.cost(ctx.order_cost(cand.model))
+        yield cand
 
 
 def _relevant(y: np.ndarray) -> np.ndarray:

@@ -1,9 +1,12 @@
 """The order in which :func:`thrifty.compare` runs its selection's fit tasks within a time
 allowance: the baselines in full first, then every other method's first candidate on every
-fold, then their refinements (each method's settings coarse to fine, ``registry.spread``)."""
+fold, then their refinements (each method's settings coarse to fine: by position, ``registry.spread``,
+or covering their costs first, ``registry.CostOrder``), all within the allowance less the
+confirmation's part (:data:`CONFIRM_SHARE`)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -11,7 +14,17 @@ from thrifty.comparison.methods import METHODS
 from thrifty.comparison.pool import run_tasks, workers_of
 from thrifty.comparison.sweep import FitTask, Reporter, TaskResult
 
-__all__ = ["REFIT_GRACE", "WEIGHTS", "run_stage", "stop_at", "sweep"]
+__all__ = [
+    "CONFIRM_MAX",
+    "CONFIRM_SHARE",
+    "REFIT_GRACE",
+    "WEIGHTS",
+    "confirm_reserve",
+    "refit_deadlines",
+    "run_stage",
+    "selection_deadlines",
+    "sweep",
+]
 
 #: The parts of the allowance of the methods whose settings span every budget, against 1 for
 #: every other task: QWYC's bounds (its plans from the plain model's cost down to a fraction of
@@ -20,14 +33,61 @@ __all__ = ["REFIT_GRACE", "WEIGHTS", "run_stage", "stop_at", "sweep"]
 #: and 2 of CEGB's 6 budgets, so no model of either near the middle budgets.
 WEIGHTS = {"qwyc": 2.0, "cegb": 2.0}
 
-#: Without its refit a chosen model cannot be confirmed: the refit may run this fraction of the
-#: allowance past it (the selection kept a share for it, but its last candidates can overrun).
+#: The last part of a stage's time in which no fit starts and the fits started before it may
+#: end: a fit still running when it is over is given up (see ``run_tasks``' ``stop_at``).
 REFIT_GRACE = 0.05
+#: The part of a time allowance kept at least for scoring the chosen models once on the test
+#: rows (``Comparison`` is returned at the allowance's end). Measured in the last quiet run of
+#: benchmarks/tasks.py, which confirms every method's own front too: 3.2% of flights'
+#: allowance (9.6 s), 4.1% of diamonds', 5.2% of letter's (12.5 s for 51 models of up to
+#: 5,200 trees on 4,000 rows), 0.3% of rank_small's.
+CONFIRM_SHARE = 0.05
+#: The most of it kept (:func:`confirm_reserve`), so that the selection keeps most of the time.
+CONFIRM_MAX = 0.25
 
 
-def stop_at(deadline: float | None, time_limit: float | None) -> float | None:
-    """When to stop waiting for fits still running past ``deadline`` (see ``run_tasks``)."""
-    return None if deadline is None or time_limit is None else deadline + REFIT_GRACE * time_limit
+def confirm_reserve(time_limit: float | None, seconds_per_model: float, n_models: int) -> float:
+    """Seconds kept for the confirmation: :data:`CONFIRM_SHARE` of the allowance, or, when
+    more, ``n_models`` times ``seconds_per_model`` (the plain model's scoring on the test rows,
+    estimated from its scoring on the calibration rows at the start of the run, so on this
+    machine at its present load), at most :data:`CONFIRM_MAX` of the allowance.
+
+    On a machine loaded six times over, letter's final fit took 35.6 s (5.8 s quiet) and its
+    confirmation 105 s (12.5 s quiet): a fixed share of the allowance cannot cover both."""
+    if time_limit is None:
+        return 0.0
+    wanted = max(CONFIRM_SHARE * time_limit, seconds_per_model * n_models)
+    return min(CONFIRM_MAX * time_limit, wanted)
+
+
+def selection_deadlines(
+    wall_end: float | None, time_limit: float | None, kept: float = 0.0, confirm: float = 0.0
+) -> tuple[float | None, float | None]:
+    """(no fit starts after, a fit still running is given up at) for the selection, both
+    within the allowance ending at ``wall_end``: before the ``kept`` seconds (a refit's share)
+    and the ``confirm`` seconds (:func:`confirm_reserve`), with :data:`REFIT_GRACE` of the
+    allowance between the two.
+
+    Before, fits were given up 5% of the allowance *past* its end and the confirmation came
+    after: letter's run took 264.7 s of 240 (its selection ended 12 s past the allowance
+    waiting for a fit, then 12.5 s of confirmation)."""
+    if wall_end is None or time_limit is None:
+        return None, None
+    stop = wall_end - kept - confirm
+    return stop - REFIT_GRACE * time_limit, stop
+
+
+def refit_deadlines(
+    wall_end: float | None, time_limit: float | None, share: float, confirm: float = 0.0
+) -> tuple[float | None, float | None]:
+    """:func:`selection_deadlines` for a cross-validation's refit of the chosen settings: it
+    ends with the allowance, less the ``confirm`` seconds, but gets at least its ``share``
+    from now even when that runs past (a chosen model without its refit cannot be
+    confirmed)."""
+    if wall_end is None or time_limit is None:
+        return None, None
+    stop = max(wall_end - confirm, time.time() + share)
+    return stop - REFIT_GRACE * time_limit, stop
 
 
 def run_stage(

@@ -67,10 +67,8 @@ def greedymiser_params(costs: CostModel, tradeoff: float, n_rows: float) -> dict
     """
     if not tradeoff:
         return {}
-    coupled = [
-        n_rows * costs.acquisition_cost([f]) + float(costs.fixed_costs[f]) for f in range(costs.n_features)
-    ]
-    return {"cegb_tradeoff": GAIN_SCALE * float(tradeoff), "cegb_penalty_feature_coupled": coupled}
+    coupled = n_rows * costs.prices() + costs.fixed_costs
+    return {"cegb_tradeoff": GAIN_SCALE * float(tradeoff), "cegb_penalty_feature_coupled": coupled.tolist()}
 
 
 class _GreedyMiserBase(CostAwareBoosting):

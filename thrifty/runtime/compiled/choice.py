@@ -10,7 +10,9 @@ blocks wherever the plan allows them and the target (``targets.current``) has ve
 else scalar blocks. Measured with AVX-512 against each kind forced on seven models
 (docs/runtime.md, "Which kind"): branchy blocks were faster only on lleaves' NYC_taxi (rows visit
 3 of a tree's 30 splits), by 1.3 times in batch; vector blocks everywhere else, by 1.5 to 3.9
-times in batch.
+times in batch. A plan with a scores-only entry may get a second one in the other kind for some
+row counts (``second_scores``: vector scores for a skewed forest's large calls, branchy scores
+for one row of a vector plan whose paths are short).
 """
 
 from __future__ import annotations
@@ -98,6 +100,13 @@ def coin_path(forest: Forest, root: int) -> float:
     return total
 
 
+def mean_coin_path(forest: Forest) -> float:
+    """``coin_path`` averaged over the trees of ``forest`` (0 without trees)."""
+    if forest.n_trees == 0:
+        return 0.0
+    return sum(coin_path(forest, r) for r in forest.roots.tolist()) / forest.n_trees
+
+
 def skewed(lay: Layout) -> bool:
     """Whether branchy blocks beat vector blocks on the forest of ``lay`` by its shape: numeric
     splits only, at most ``SKEW_FEATURES`` features, and the coin-flip path (``coin_path``)
@@ -111,7 +120,7 @@ def skewed(lay: Layout) -> bool:
     f = lay.forest
     if f.n_features > SKEW_FEATURES or f.n_trees == 0 or bool(np.any(f.cat_start[f.feature >= 0] >= 0)):
         return False
-    path = sum(coin_path(f, r) for r in f.roots.tolist()) / f.n_trees
+    path = mean_coin_path(f)
     splits = np.count_nonzero(f.feature >= 0) / f.n_trees
     return bool(path <= SKEW_PATH and path <= SKEW_SHARE * splits)
 
@@ -127,3 +136,53 @@ def ternlog_masks(target: str, ranks: int) -> bool:
     if kind != "auto":
         return kind == "on"
     return ranks == 16
+
+
+# Environment variable forcing the second scores-only entry (``second_scores``): "auto" (the
+# rule), "off" (none) or "on" (the other kind's entry wherever the plan can have one).
+SECOND_ENV = "THRIFTY_SECOND_SCORES"
+SECOND_KINDS = ("auto", "off", "on")
+# Plans of more positions than this get no second entry unless forced: it compiles every tree
+# again (NYC_taxi's 100 trees, loaded machine, empty cache: the branchy plan with its scores
+# 15.4 s, then the 16-bit vector scores 3.6 s).
+SECOND_TREES = 1000
+# A branchy plan's calls of at least this many rows take its vector scores (``second_scores``).
+VECTOR_FROM = 512
+# The serving path's largest call (``serving.LARGE``; larger calls take the general path).
+_LARGE = 1 << 16
+
+
+def second_scores(
+    lay: Layout, lanes: int, vector: bool, ranks16: bool, lane_row: bool = True
+) -> tuple[str, int, int]:
+    """A second scores-only entry beside a plan's ``raw`` (``objects.second_entry``; only plans
+    with one ask), in the other kind of blocks: ``(kind, lo, hi)``, calls of ``lo`` to ``hi``
+    rows taking it, kind ``""`` for none.
+
+    - A plan on branchy blocks (skewed) gets vector scores on 16-bit ranks (``ranks16``: they
+      fit, on a target that has them) for calls of at least ``VECTOR_FROM`` rows. On NYC_taxi
+      (paired, thread CPU, loaded machine; medians of 9 to 15 rounds) their time over the
+      branchy scores' was 1.12 at 100 rows, 0.86, 1.03 and 0.96 at 300 (three runs), 0.89
+      at 600, 0.90 and 0.84 at 1,000, 0.88 at 3,000, 0.97 and 0.93 at 10,000; 32-bit ranks
+      0.93 to 1.01 from 300 rows.
+    - A plan on vector blocks gets branchy scores for one row where one row takes no lanes
+      (``lane_row`` False: ``ir_serving.lane_rows`` is 0 for fewer positions than a block of
+      lanes), so that it would take the vector scores, a vector of rows' work for one: on
+      higgs_small's 50 trees of 255 leaves the branchy scores took 0.22 of their time (0.21 to
+      0.26 over 9 rounds). Where one row takes the lanes it keeps them: on lleaves' mtpl2
+      (1,000 trees, coin path 2.77), the shape where branchy scores had beaten the lanes' node
+      records (0.815 of their time over 41 paired rounds), they took 1.27 times the lanes' time
+      on rank records (``ir_lranks``; 1.07 to 1.48 over 21 rounds, LightGBM's calls before
+      every block).
+
+    Only when ``THRIFTY_BLOCKS`` is ``auto`` (a forced kind is measured alone) and the plan has
+    at most ``SECOND_TREES`` positions; ``THRIFTY_SECOND_SCORES`` forces the entry on or off."""
+    asked = env_choice(SECOND_ENV, SECOND_KINDS, "a choice")
+    if asked == "off" or (asked == "auto" and (forced_kind() != "auto" or len(lay.order) > SECOND_TREES)):
+        return "", 0, 0
+    if vector:
+        one = asked == "on" or not lane_row
+        return ("branchy", 1, 1) if one else ("", 0, 0)
+    if lanes and vector_ok(lay) and (asked == "on" or ranks16):
+        return "vector", VECTOR_FROM, _LARGE
+    return "", 0, 0

@@ -29,6 +29,8 @@ import re
 import numpy as np
 
 from thrifty.forest.kernels import ZERO
+from thrifty.runtime.compiled.ir_lranks import TOP_WORDS, descend, rank_prologue
+from thrifty.runtime.compiled.ir_lranks import gather as _gather
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
     CAT_WORDS,
@@ -47,6 +49,7 @@ from thrifty.runtime.compiled.lanes import (
     leaf_stride,
 )
 from thrifty.runtime.compiled.layout import TABLES, Layout, double, formed_ir, state_fields, word_field
+from thrifty.runtime.compiled.lranks import RANK_TABLES, Slots
 
 _V = f"<{LANES} x double>"
 _I = f"<{LANES} x i64>"
@@ -75,12 +78,16 @@ def _splat(ty: str, value: str) -> str:
     return f"splat ({ty} {value})"
 
 
-def lanes_ir(lay: Layout, key: str, permute: bool = False) -> str:
+def lanes_ir(
+    lay: Layout, key: str, permute: bool = False, compact: bool = False, declare: bool = True
+) -> str:
     """``lanes_{key}(X, S, T, i, n)``: row ``i`` of the ``n`` rows of ``X`` run through the plan
     from its state in ``S`` (``layout.state_fields``), as ``run`` runs it. Plans with bin exits
     are not served (``ir_serving`` runs them with ``run``). ``permute`` (AVX-512 targets only,
     forests of at most ``PERMUTE_FEATURES`` features): the row's values are held in two vectors
-    and each lane's value taken from them by a permute instead of gathered."""
+    and each lane's value taken from them by a permute instead of gathered. ``compact``:
+    ``clanes_{key}``, the same on compact rank records (``ir_lranks``; no permute).
+    ``declare``: with the intrinsics' declarations (once per module)."""
     K, W, F = lay.K, lay.words, lay.F
     # A leaf record's words in ``lleaf`` (padded: a record never straddles two cache lines).
     R = leaf_stride(K + 1 + W)
@@ -95,11 +102,25 @@ def lanes_ir(lay: Layout, key: str, permute: bool = False) -> str:
     any_zero = bool(((f.missing_type == 2) & (f.feature >= 0) & (f.cat_start < 0)).any())
     exits = bool(lay.exits.any())
 
+    name = "clanes" if compact else "lanes"
     L: list[str] = [
-        f"define void @lanes_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, i64 %i, i64 %n) {{",
+        f"define void @{name}_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, i64 %i, i64 %n) {{",
         "entry:",
     ]
-    tables = ("leaf", "eps_pos", "eps_neg", "lrec", "lblock", "lslot", "lclass", "cat_bits", "ltop")
+    tables: tuple[str, ...] = (
+        "leaf",
+        "eps_pos",
+        "eps_neg",
+        "lrec",
+        "lblock",
+        "lslot",
+        "lclass",
+        "cat_bits",
+        "ltop",
+    )
+    if compact:
+        permute = False
+        tables += RANK_TABLES
     for name in tables:
         # The leaf records in the lanes' numbering (``lanes.lane_tables``' ``lleaf``).
         at = t["lleaf"] if name == "leaf" else t[name]
@@ -151,10 +172,14 @@ def lanes_ir(lay: Layout, key: str, permute: bool = False) -> str:
             f"  %{name}k = add i64 %{name}o, %i",
             f"  %{name}p = getelementptr i64, ptr %S, i64 %{name}k",
         ]
+    came = "entry"
+    if compact:
+        prologue, came = rank_prologue(Slots(f), came)
+        L += prologue
     L += [
         "  br label %chunk",
         "chunk:",
-        "  %c = phi i64 [0, %entry], [%c1, %cnext]",
+        f"  %c = phi i64 [0, %{came}], [%c1, %cnext]",
         f"  %c0 = mul i64 %c, {chunk}",
         f"  %cmore = icmp slt i64 %c0, {P}",
         "  br i1 %cmore, label %cbody, label %done",
@@ -177,10 +202,17 @@ def lanes_ir(lay: Layout, key: str, permute: bool = False) -> str:
         "  %levels = load i64, ptr %bdp",
     ]
     # The first levels read the block's records with plain loads (``_top``).
-    L += [f"  %topo = mul i64 %blk, {TOP_ROWS * BLOCK}", "  %top = getelementptr i64, ptr %ltop, i64 %topo"]
+    top_rows, top_table = (TOP_WORDS, "ctop") if compact else (TOP_ROWS, "ltop")
+    L += [
+        f"  %topo = mul i64 %blk, {top_rows * BLOCK}",
+        f"  %top = getelementptr i64, ptr %{top_table}, i64 %topo",
+    ]
     for level in range(TOP_LEVELS):
         for k in range(GROUPS):
-            L += _descend(k, any_zero, any_cat, cat_words, top=level, permute=permute)
+            if compact:
+                L += descend(k, top=level)
+            else:
+                L += _descend(k, any_zero, any_cat, cat_words, top=level, permute=permute)
     last = TOP_LEVELS - 1
     L += [
         "  br label %level",
@@ -192,7 +224,7 @@ def lanes_ir(lay: Layout, key: str, permute: bool = False) -> str:
         "lbody:",
     ]
     for k in range(GROUPS):
-        L += _descend(k, any_zero, any_cat, cat_words, permute=permute)
+        L += descend(k) if compact else _descend(k, any_zero, any_cat, cat_words, permute=permute)
     # No lane moved: every tree of the block is at its leaf for this row.
     moved = []
     for k in range(GROUPS):
@@ -248,8 +280,10 @@ def lanes_ir(lay: Layout, key: str, permute: bool = False) -> str:
             "  ret void",
         ]
     L.append("}")
-    declare = f"declare {_V} {_PERMUTE}({_V}, {_I}, {_V})\n" if permute else ""
-    return INTRINSICS + declare + "\n".join(L) + "\n"
+    head = (INTRINSICS if declare else "") + (
+        f"declare {_V} {_PERMUTE}({_V}, {_I}, {_V})\n" if permute else ""
+    )
+    return head + "\n".join(L) + "\n"
 
 
 def _add_leaf(K: int, W: int, acc32: bool, exits: bool, finish: np.ndarray) -> list[str]:
@@ -481,18 +515,6 @@ def _descend(
     shared = {"lrec", "row", "cat_bits", "top", "x0", "x1", *(f"rl_t{i}{k}" for i in range(TOP_LEVELS))}
     suffix = str(k) if top is None else f"t{top}{k}"
     return [re.sub(r"%(\w+)", lambda m: m[0] if m[1] in shared else f"{m[0]}_{suffix}", line) for line in L]
-
-
-def _gather(ty: str, base: str, index: str, out: str, mask: str) -> list[str]:
-    """``out``: per lane, the ``ty`` at ``base[index]`` (lanes outside ``mask`` read nothing: 0)."""
-    vt = f"<{LANES} x {ty}>"
-    suffix = {"double": "f64", "i64": "i64", "i32": "i32"}[ty]
-    passthru = "poison" if mask == _EVERY else "zeroinitializer"
-    return [
-        f"  {out}p = getelementptr {ty}, ptr {base}, {_I} {index}",
-        f"  {out} = call {vt} @llvm.masked.gather.v{LANES}{suffix}.v{LANES}p0({_P} {out}p, i32 8, "
-        f"{_B} {mask}, {vt} {passthru})",
-    ]
 
 
 def _exit_test(K: int, finish: np.ndarray) -> list[str]:

@@ -10,6 +10,8 @@ that word's trailing zeros, finds it.
 
 from __future__ import annotations
 
+from thrifty.runtime.compiled import ir_avx2
+
 
 def exit_leaf_narrow(e, words: list[str], by_exponent: bool, bits: int = 32) -> str:
     """Per lane, the exit leaf of the leaf mask ``words`` of ``bits`` (32 or 16) leaves each,
@@ -17,6 +19,8 @@ def exit_leaf_narrow(e, words: list[str], by_exponent: bool, bits: int = 32) -> 
     rightmost leaf is in no left subtree); an earlier word that is not empty holds the exit
     leaf. With ``by_exponent`` (no vector count-trailing-zeros on the ISA), that word's lowest
     bit is counted by ``low_bit32`` (16-bit words widened to 32 bits first)."""
+    if ir_avx2.pair16(e, words, bits, by_exponent):
+        return ir_avx2.exit_leaf_pair16(e, words)
     T, i = f"<{e.L} x i{bits}>", f"i{bits}"
 
     def low(word: str) -> str:

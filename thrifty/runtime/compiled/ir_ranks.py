@@ -56,6 +56,13 @@ MAX_RANKS16 = (1 << 15) - 1
 RANKS16_TARGETS = ("avx512",)
 # ... for plans whose trees have more than this many leaves on average (``rank_bits``).
 RANKS16_LEAVES = 64
+# AVX2's rank blocks compare 16-bit ranks unless forced for plans whose trees have at most this
+# many leaves on average (``rank_bits``): its register then holds sixteen rows as AVX-512's holds
+# sixteen 32-bit ranks, so that a split's compare and its two mask operations (AVX2 has no OR
+# under a mask) serve as many rows as AVX-512's one masked OR does; categorical splits keep
+# codes (``ir_catshift``) and two-word masks find their exit leaf as one word (``ir_avx2``).
+# Measured on Adult's 32-leaf trees only; larger trees keep 32 bits on AVX2.
+RANKS16_AVX2_LEAVES = 32
 # Splits per quantizing step from which vector blocks compare ranks (``use_ranks``): measured
 # break-even between 6 (the wide forests: ranks lose on AVX-512) and 31 (Adult: ranks win on
 # both x86 targets); lleaves' airline model, at 14.5, was level.
@@ -198,7 +205,8 @@ def use_ranks(lay: Layout, lanes: int, blocks: list[tuple[int, int]]) -> bool:
 def rank_bits(lay: Layout, target: str, lanes: int, blocks: list[tuple[int, int]]) -> int:
     """The width of the ranks the plan's vector blocks compare: 0 (doubles) when ``use_ranks``
     says no; else 16 where ``THRIFTY_RANKS`` forces ``"16"`` or, unforced, on the targets of
-    ``RANKS16_TARGETS`` for trees of more than ``RANKS16_LEAVES`` leaves on average, when every
+    ``RANKS16_TARGETS`` for trees of more than ``RANKS16_LEAVES`` leaves on average, and on AVX2
+    for trees of at most ``RANKS16_AVX2_LEAVES``, when every
     block's features have at most ``MAX_RANKS16`` thresholds each (always, in blocks of at most
     ``vblocks.VSPLITS`` splits); else 32.
 
@@ -218,7 +226,9 @@ def rank_bits(lay: Layout, target: str, lanes: int, blocks: list[tuple[int, int]
     if kind != "16":
         order = np.asarray(lay.order, dtype=np.int64)
         leaves = float(np.mean(np.diff(lay.leaf_ptr)[order])) if len(order) else 0.0
-        if target not in RANKS16_TARGETS or leaves <= RANKS16_LEAVES:
+        wide = target in RANKS16_TARGETS and leaves > RANKS16_LEAVES
+        small = target == "avx2" and leaves <= RANKS16_AVX2_LEAVES
+        if not (wide or small):
             return 32
     fits = all(len(t) <= MAX_RANKS16 for p0, k in blocks for t in block_thresholds(lay, p0, k).values())
     return 16 if fits else 32

@@ -10,6 +10,7 @@ from thrifty.runtime.compiled import targets
 from thrifty.runtime.compiled.ir_lanes import PERMUTE_FEATURES, lanes_ir
 from thrifty.runtime.compiled.lanes import BLOCK, lanes_ok
 from thrifty.runtime.compiled.layout import COST_TABLES, TABLES, Layout, state_fields, word_field
+from thrifty.runtime.compiled.lranks import ranks_ok
 
 # Rows up to which ``serve`` runs each row alone with trees in vector lanes (``ir_lanes``)
 # rather than rows in the lanes of the plan's blocks (``run``); the call context says it.
@@ -18,10 +19,11 @@ LANE_ROWS = 1
 # The words of ``serve``'s one argument, a call context: the input matrix, the state buffer,
 # the plan's tables and the cost tables (addresses), the rows [lo, hi) of n, a flag asking to
 # round the inputs to float32 in place first, and the rows up to which a call runs each row
-# alone with trees in vector lanes (``LANE_ROWS``; 0: never). One argument makes the call cheap from
+# alone with trees in vector lanes (``LANE_ROWS``; 0: never), and whether those lanes read
+# compact rank records (``ir_lranks``: 1) or the node records (0). One argument makes the call cheap from
 # Python: ctypes converts every argument on every call (about 0.2 µs for one, 0.8-1.1 µs for
 # seven), and a service's contexts are built once per thread and row count (``serving``).
-CONTEXT = ("X", "S", "T", "C", "lo", "hi", "n", "round32", "lane_rows")
+CONTEXT = ("X", "S", "T", "C", "lo", "hi", "n", "round32", "lane_rows", "lane_ranks")
 
 
 # Slots of the call's table of tested-feature sets already priced (``_settle_ir``).
@@ -81,6 +83,7 @@ def serving_ir(lay: Layout, key: str, target: targets.Target | None = None) -> s
     memo_results = "\n".join(f"  %ar{w} = phi i64 [%a{w}, %settled], [%ma{w}, %hit]" for w in range(W))
     return (
         (lanes_ir(lay, key, permute=permute(lay, target)) if _lanes(lay) else "")
+        + (lanes_ir(lay, key, compact=True, declare=False) if compact(lay) else "")
         + f"""
 declare i64 @llvm.cttz.i64(i64, i1)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
@@ -201,6 +204,22 @@ def lane_rows(lay: Layout) -> int:
     return LANE_ROWS if _lanes(lay) and not lay.exits.any() and len(lay.order) >= BLOCK else 0
 
 
+def lane_ranks(lay: Layout) -> int:
+    """Whether one row through the lanes reads compact rank records by default (1) or the node
+    records (0): the rank records wherever they are compiled (``compact``). Measured paired in
+    one process (``benchmarks/lanes_ab.py``: thread CPU time, each block after another engine's
+    call; median of 21 rounds, load 10), rank over node records: Adult 0.944, NYC_taxi 0.981,
+    airline 0.972, rank300 0.848, synth136 0.811, higgs255 0.771, mtpl2 0.701 (no model
+    slower)."""
+    return int(compact(lay))
+
+
+def compact(lay: Layout) -> bool:
+    """Whether ``serve`` has the lanes on compact rank records too (``ir_lranks``): where it
+    has the lanes and the forest's slots fit the records (``lranks.ranks_ok``)."""
+    return _lanes(lay) and ranks_ok(lay.forest)
+
+
 def _evaluate_ir(lay: Layout, key: str) -> str:
     """The ``go`` block's rest: rows ``[lo, hi)`` (``%m`` of them, work list ``%wl``) through
     the plan, then on to ``row``. Up to ``LANE_ROWS`` rows go one by one through ``lanes``
@@ -212,14 +231,25 @@ def _evaluate_ir(lay: Layout, key: str) -> str:
     run = "  call void @run_{key}(ptr %X, ptr %S, ptr %T, ptr null, ptr %wl, i64 %m, i64 %n)\n  br label %ran"
     if not _lanes(lay):
         return run.format(key=key)
+    call = f"  call void @lanes_{key}(ptr %X, ptr %S, ptr %T, i64 %li, i64 %n)"
+    if compact(lay):
+        call = f"""  %ranked = icmp ne i64 %lane_ranks, 0
+  br i1 %ranked, label %lrank, label %lnode
+lrank:
+  call void @clanes_{key}(ptr %X, ptr %S, ptr %T, i64 %li, i64 %n)
+  br label %lstep
+lnode:
+{call}
+  br label %lstep
+lstep:"""
     return f"""  %few = icmp sle i64 %m, %lane_rows
   br i1 %few, label %lanes, label %rows
 lanes:
-  %li = phi i64 [%lo, %go], [%li1, %lane]
+  %li = phi i64 [%lo, %go], [%li1, %{"lstep" if compact(lay) else "lane"}]
   %lmore = icmp slt i64 %li, %hi
   br i1 %lmore, label %lane, label %ran
 lane:
-  call void @lanes_{key}(ptr %X, ptr %S, ptr %T, i64 %li, i64 %n)
+{call}
   %li1 = add i64 %li, 1
   br label %lanes
 rows:

@@ -148,7 +148,7 @@ def vector_module_irs(
         lanes *= 64 // ranks
     decl = intrinsics(lanes)
     if cat_shift and ir_catshift.supported(lanes, ranks):
-        decl += ir_catshift.declarations(lanes)
+        decl += ir_catshift.declarations(lanes, ranks=ranks)
 
     def block(lay: Layout, p0: int, k: int, b: int, key: str) -> str:
         # Both kinds of each block: ``run`` serves a single row with the scalar one.
@@ -422,7 +422,7 @@ def split_tests(
     column is gathered once, at its first test; with ``ranks`` (32 or 16) a rankable feature's
     rank among the block's thresholds is formed once too (``ir_ranks``, its table named
     ``{tables}_{feature}``). With ``cat_shift`` (the target's ``cat_shift``), categorical splits
-    of 32-bit rank blocks test a code of the category formed once per feature (``ir_catshift``)
+    of rank blocks test a code of the category formed once per feature (``ir_catshift``)
     where the lane count allows. Shared by the vector blocks and the scores-only ones
     (``ir_vraw``)."""
     f = lay.forest
@@ -445,7 +445,7 @@ def split_tests(
         if cat_shift and ir_catshift.fits(f, node):
             if feat not in coded:
                 coded[feat] = ir_catshift.code_ir(e, column(feat))
-            return ir_catshift.goes_right_ir(e, f, node, coded[feat])
+            return ir_catshift.goes_right_ir(e, f, node, coded[feat], ranks=ranks)
         if feat not in thresholds:
             return _goes_right(e, f, node, column(feat), globals_, key)
         if feat not in rank_of:

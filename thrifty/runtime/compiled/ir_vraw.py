@@ -161,5 +161,5 @@ def vraw_block_ir(
     if ternlog:
         decl += TERNLOG_DECLARE
     if cat_shift and ir_catshift.supported(L, ranks):
-        decl += ir_catshift.declarations(L)
+        decl += ir_catshift.declarations(L, ranks=ranks)
     return intrinsics(L) + decl + "\n".join(globals_ + e.lines) + "\n"

@@ -76,6 +76,17 @@ def leaf_rows(leaf: np.ndarray, lorig: np.ndarray) -> np.ndarray:
     return out
 
 
+def set_words(f: Forest, nodes: np.ndarray) -> np.ndarray:
+    """Per categorical split of ``nodes``, its set as a record's second word holds it: a set of
+    up to two 32-bit words inline, word 0 then word 1 above it (0 for a one-word set); a larger
+    one as ``cat_start + (cat_size << 32)`` (``CAT_WORDS``). Other nodes' words mean nothing."""
+    start, size = f.cat_start[nodes].astype(np.int64), f.cat_size[nodes].astype(np.int64)
+    words = np.append(f.cat_bitsets.astype(np.int64), 0)
+    at = np.clip(start, 0, len(words) - 1)
+    word1 = np.where(size > 1, words[np.minimum(at + 1, len(words) - 1)], 0)
+    return np.where(size <= 2, words[at] | (word1 << 32), start + (size << 32))
+
+
 def lanes_ok(forest: Forest) -> bool:
     """Whether the forest's nodes fit the records (features and node counts in their bits)."""
     return forest.n_features <= MAX_FEATURES and forest.n_nodes + 1 <= MAX_NODES
@@ -155,13 +166,7 @@ def lane_tables(
     lnode[spare] = spare | (LEAF << FLAG_SHIFT)
     second = np.zeros(spare + 1, dtype=np.int64)
     second[:spare] = np.where(split, thr.view(np.int64), renumbered)
-    start, size = f.cat_start[renumbered].astype(np.int64), f.cat_size[renumbered].astype(np.int64)
-    second[:spare][cat] = (start + (size << 32))[cat]
-    # Sets of up to two words inline: word 0, then word 1 above it (0 for a one-word set).
-    words = np.append(f.cat_bitsets.astype(np.int64), 0)
-    inline = cat & (size <= 2)
-    word1 = np.where(size > 1, words[np.minimum(start + 1, len(words) - 1)], 0)
-    second[:spare][inline] = (words[start] | (word1 << 32))[inline]
+    second[:spare][cat] = set_words(f, renumbered)[cat]
     # A tree's levels: the depth of its deepest leaf.
     tree_depth = np.zeros(f.n_trees, dtype=np.int64)
     np.maximum.at(tree_depth, tree, depth)

@@ -17,6 +17,7 @@ import numpy as np
 
 from thrifty.forest import Forest
 from thrifty.runtime.compiled.lanes import LANE_TABLES
+from thrifty.runtime.compiled.lranks import RANK_TABLES
 
 # Positions per block (one function).
 CHUNK = 32
@@ -56,6 +57,7 @@ TABLES = (
     "vleaf",
     "oleaf",
     *LANE_TABLES,
+    *RANK_TABLES,
 )
 
 

@@ -27,20 +27,28 @@ import numpy as np
 from thrifty.forest import Forest
 from thrifty.runtime.compiled import cache, targets
 from thrifty.runtime.compiled.cache import pack, unpack
-from thrifty.runtime.compiled.choice import branchy_blocks, ternlog_masks, vector_blocks
+from thrifty.runtime.compiled.choice import branchy_blocks, second_scores, ternlog_masks, vector_blocks
 from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
-from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, rank_bits
+from thrifty.runtime.compiled.ir_ranks import (
+    MAX_RANKS16,
+    RANKS16_TARGETS,
+    RANKS_ENV,
+    block_thresholds,
+    rank_bits,
+    use_ranks,
+)
 from thrifty.runtime.compiled.ir_raw import raw_module_irs
 from thrifty.runtime.compiled.ir_scalar import module_irs
+from thrifty.runtime.compiled.ir_serving import lane_rows as serving_lane_rows
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs
 from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
 from thrifty.runtime.compiled.layout import Layout
-from thrifty.runtime.compiled.vblocks import raw_blocks_key, vblocks
+from thrifty.runtime.compiled.vblocks import raw_blocks_key, vblocks, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 36
+CODEGEN_VERSION = 39
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -82,6 +90,10 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
         kind = f"vector|ranks={_ranks(lay)}|raw={_raw_kind(lay)}{raw_blocks_key()}"
     else:
         kind = "branchy" if branchy_blocks(lay) else "scalar"
+    if not lazy:
+        # The second scores-only entry: its kind, its rows and (vector) its ranks and masks.
+        second, lo, hi = second_entry(lay)
+        kind += f"|second={second}:{lo}:{hi}:{_second_ranks(lay) if second == 'vector' else 0}"
     h.update(
         f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|{targets.current().key()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
@@ -120,6 +132,38 @@ def _ranks(lay: Layout) -> int:
     return memo[asked]
 
 
+def second_entry(lay: Layout) -> tuple[str, int, int]:
+    """The plan's second scores-only entry beside ``raw`` (``choice.second_scores``): its
+    kind (``"branchy"``, ``"vector"`` or ``""`` for none) and the rows ``[lo, hi]`` of the
+    calls it serves. Only plans with a ``raw`` entry have one."""
+    if not raw_entry(lay):
+        return "", 0, 0
+    tg = targets.current()
+    vector = use_vector(lay)
+    lane_row = serving_lane_rows(lay) > 0
+    return second_scores(lay, tg.lanes, vector, not vector and _ranks16(lay), lane_row)
+
+
+def _ranks16(lay: Layout) -> bool:
+    """Whether vector blocks of ``lay`` on this target could compare 16-bit ranks: a target
+    of ``ir_ranks.RANKS16_TARGETS``, ranks at all (``ir_ranks.use_ranks``) and at most
+    ``MAX_RANKS16`` thresholds per feature and block (as ``ir_ranks.rank_bits``)."""
+    tg = targets.current()
+    if tg.name not in RANKS16_TARGETS or not vector_ok(lay):
+        return False
+    blocks = vblocks(lay)
+    if not use_ranks(lay, tg.lanes, blocks):
+        return False
+    return all(len(t) <= MAX_RANKS16 for p0, k in blocks for t in block_thresholds(lay, p0, k).values())
+
+
+def _second_ranks(lay: Layout) -> int:
+    """The ranks of a second entry on vector blocks: 16 bits where they fit (the rule builds
+    one only then), else the vector blocks' rule (``ir_ranks.rank_bits``)."""
+    tg = targets.current()
+    return 16 if _ranks16(lay) else rank_bits(lay, tg.name, tg.lanes, vblocks(lay))
+
+
 def _raw_kind(lay: Layout) -> str:
     """The kind of the scores-only entry's leaf masks, for the cache key: none (no entry),
     ternlog (``choice.ternlog_masks``) or selects."""
@@ -156,6 +200,11 @@ class NativeCode:
         ``raw(ctx)``, scores only: the rows ``[lo, hi)`` of the context ``ctx``
         (``ir_raw.RAW_CONTEXT``) from their inputs to their raw scores, nothing counted
         (``raw_entry``; None for other plans).
+    second : ctypes function or None
+        ``second(ctx)``: ``raw``'s contract in the other kind of blocks (``second_entry``),
+        for calls of ``second_rows`` rows; None for most plans.
+    second_rows : tuple of int
+        The rows ``(lo, hi)`` of the calls ``second`` serves (``(0, -1)``: none).
     key : str
         The cache key (``code_key``).
     compile_seconds : float
@@ -175,7 +224,8 @@ class NativeCode:
         for obj in objects:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
-        self.raw = None
+        self.raw = self.second = None
+        self.second_rows = (0, -1)
         # Whether the blocks are vector blocks (``raw_path`` leaves one row to the serving path).
         self.vector = not lazy and use_vector(lay)
         if lazy:
@@ -186,6 +236,10 @@ class NativeCode:
         # when told): objects cached for a float32 twin of the forest have no ``raw``.
         raw = self._engine.get_function_address(f"raw_{self.key}") if raw_entry(lay) else 0
         self.raw = SERVE(raw) if raw else None
+        second, lo, hi = second_entry(lay)
+        entry = self._engine.get_function_address(f"raw_{self.key}{second[:1]}") if second and raw else 0
+        if entry:
+            self.second, self.second_rows = SERVE(entry), (lo, hi)
         self.run = RUN(self._engine.get_function_address(f"run_{self.key}"))
         # ``serve``: rows from start to settled cost (the serving path).
         self.serve = SERVE(self._engine.get_function_address(f"serve_{self.key}"))
@@ -245,6 +299,28 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
                 )
             else:
                 irs += raw_module_irs(lay, key)
+    objects = _emit_all(irs, level, progress, len(lay.order))
+    second = second_entry(lay)[0] if not lazy else ""
+    if second == "branchy":
+        # A vector plan's branchy scores for one row (``choice.second_scores``), named
+        # ``raw_{key}b``, at the branchy blocks' level.
+        more = raw_module_irs(lay, key + "b")
+        objects += _emit_all(more, BRANCHY_LEVEL, progress, len(lay.order))
+    elif second == "vector":
+        # A branchy plan's vector scores for large calls, ``raw_{key}v``.
+        tg, ranks = targets.current(), _second_ranks(lay)
+        ternlog = ternlog_masks(tg.name, ranks)
+        more = vraw_module_irs(
+            lay, key + "v", tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog, tg.cat_shift
+        )
+        objects += _emit_all(more, 1, progress, len(lay.order))
+    return objects
+
+
+def _emit_all(irs: list[str], level: int, progress: bool, n_trees: int) -> list[bytes]:
+    """Object code of the modules ``irs`` at LLVM speed level ``level``, shared between this
+    process and helper processes (``_helper``), with progress on stderr (``n_trees`` the
+    plan's positions) when it takes more than a few seconds."""
     t0 = time.perf_counter()
     helpers = max(0, min(_cores(), len(irs) // 2) - 1)
     shares = [list(range(len(irs)))[h :: helpers + 1] for h in range(helpers + 1)]
@@ -264,9 +340,9 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
             # Compiling a large forest takes a while: say how far it is (all shares alike).
             shown = True
             # The share of modules done, in trees (a raw entry's modules double the count).
-            trees = min(len(lay.order), len(lay.order) * done * (helpers + 1) // len(irs))
+            trees = min(n_trees, n_trees * done * (helpers + 1) // len(irs))
             print(
-                f"\rthrifty: compiling trees {trees}/{len(lay.order)} ({elapsed:.0f} s)",
+                f"\rthrifty: compiling trees {trees}/{n_trees} ({elapsed:.0f} s)",
                 end="",
                 file=sys.stderr,
                 flush=True,
@@ -279,7 +355,7 @@ def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[
             objects[i] = got[j] if got is not None else _emit(irs[i], level=level)
     if shown:
         print(
-            f"\rthrifty: compiled {len(lay.order)} trees in {time.perf_counter() - t0:.1f} s   ",
+            f"\rthrifty: compiled {n_trees} trees in {time.perf_counter() - t0:.1f} s   ",
             file=sys.stderr,
         )
     return [o for o in objects if o is not None]

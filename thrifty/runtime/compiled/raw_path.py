@@ -7,7 +7,9 @@ call runs ``raw`` (``ir_raw``, ``ir_vraw``) and returns a ``DeferredEvaluation``
 is set, and reading any other field runs the serving path once on a copy of the call's rows
 (taken at the call, so the caller may reuse its matrix) and takes that field from its result.
 Every field equals what the serving path gives at once, bit for bit; a caller reading costs
-pays for the scores twice. On vector blocks one row takes the serving path (``take``). The
+pays for the scores twice. On vector blocks one row takes the serving path (``take``) unless
+the plan has a second entry for it; a second entry in the other kind of blocks
+(``objects.second_entry``) serves the calls of its row counts. The
 compiled plan's ``evaluate`` is the serving path's, which takes this path first (its ``first``)."""
 
 from __future__ import annotations
@@ -41,9 +43,16 @@ class RawPath:
         self._template = np.zeros(len(RAW_CONTEXT), dtype=np.int64)
         self._template[RAW_CONTEXT.index("T")] = code.T.ctypes.data
         self._local = threading.local()
+        # The other kind's scores for calls of ``second_rows`` rows (``objects.second_entry``).
+        self.second = code.code.second
+        self.second_rows = code.code.second_rows
         # Rows up to which the serving path serves (``take``): its lanes' one row on vector
-        # blocks; none on branchy blocks (-1: even an empty call is scores first).
-        self.lane_rows = serving.lane_rows if code.code.vector else -1
+        # blocks, unless the second entry serves it; none on branchy blocks (-1: even an empty
+        # call is scores first).
+        lane = serving.lane_rows if code.code.vector else -1
+        self.lane_rows = min(lane, self.second_rows[0] - 1) if self.second is not None else lane
+        # The entry of each call of 0 to ``SMALL`` rows, looked up without a method call.
+        self._small = [self._entry(n) for n in range(SMALL + 1)]
         # The serving path's ``evaluate`` (the compiled plan's) tries this path first.
         serving.first, serving.first_rows = self._scores, self.lane_rows
 
@@ -69,7 +78,8 @@ class RawPath:
         rows (the serving path, or the general one, takes it). ``lane_rows`` is -1 for branchy
         blocks (one row of NYC_taxi: 1.7 µs against the serving path's lanes' 2.0, lleaves 2.6)
         and the serving path's for vector blocks, whose ``raw`` fills a vector of rows: one
-        row takes the serving path's lanes (the trees in the vector's lanes)."""
+        row takes the serving path's lanes (the trees in the vector's lanes), unless the
+        second entry (``second_rows``) takes it."""
         if type(X) is not np.ndarray or X.dtype is not _FLOAT64 or X.shape[1:] != self._tail:
             return None
         n = X.shape[0]
@@ -85,24 +95,30 @@ class RawPath:
                 self._local.calls = self._calls()
                 B, out, at = self._local.calls[n]
             B[...] = X
-            self.entry(at)
+            self._small[n](at)
             # The result owns copies: the buffers serve the thread's next call.
             return DeferredEvaluation(out.copy(), B.copy(), self, n_threads)
         # The rows are kept for the fields read later: a copy, as the caller may change X.
         M = np.array(X, dtype=np.float64, order="C")
         out = np.empty(self.K * n)
+        entry = self._entry(n)
         if n < SERIAL_ROWS:
             ctx = self._context(M, out, 0, n, n)
-            self.entry(ctx.ctypes.data)
+            entry(ctx.ctypes.data)
         else:
 
             def part(lo: int, hi: int) -> None:
                 ctx = self._context(M, out, lo, hi, n)  # alive until raw returns
-                self.entry(ctx.ctypes.data)
+                entry(ctx.ctypes.data)
 
             with threads(n_threads):
                 parallel(part, n)
         return DeferredEvaluation(out, M, self, n_threads)
+
+    def _entry(self, n: int) -> Any:
+        """The entry for a call of ``n`` rows: ``second`` for ``second_rows``, else ``raw``."""
+        lo, hi = self.second_rows
+        return self.second if lo <= n <= hi else self.entry
 
     def _context(self, M: np.ndarray, out: np.ndarray, lo: int, hi: int, n: int) -> np.ndarray:
         ctx = self._template.copy()

@@ -27,7 +27,7 @@ from thrifty.costs import CostModel, CostReport
 from thrifty.forest import is_dataframe, to_matrix
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
-from thrifty.runtime.compiled.ir_serving import CONTEXT, lane_rows
+from thrifty.runtime.compiled.ir_serving import CONTEXT, lane_ranks, lane_rows
 from thrifty.runtime.compiled.layout import COST_TABLES, n_words, word_field
 from thrifty.runtime.compiled.tables import ForestCode, parallel
 from thrifty.runtime.evaluation import Evaluation
@@ -52,7 +52,8 @@ class ServingPath:
     ``lane_rows``: calls of up to this many rows run each row alone with the trees in vector
     lanes (``ir_lanes``), larger ones the rows in the lanes (``ir_serving.lane_rows``: one for
     plans without exits; 0 never, which the benchmarks compare against). Read into each call's
-    context: set it before the first call."""
+    context: set it before the first call. ``lane_ranks``: whether those lanes read compact
+    rank records (``ir_lranks``; ``ir_serving.lane_ranks``), read the same way."""
 
     def __init__(self, plan: Full | Sequential, code: ForestCode, costs: CostModel) -> None:
         f = plan.forest
@@ -64,6 +65,7 @@ class ServingPath:
         self._tail = (self.F,)
         self.round32 = int(f.input_dtype == "float32")
         self.lane_rows = lane_rows(code.layout) if code.layout is not None else 0
+        self.lane_ranks = lane_ranks(code.layout) if code.layout is not None else 0
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         # The state holds the trees' sums; raw scores are ``Forest.finish`` of them.
         self.finish = f.finish if f.base_last else None
@@ -146,6 +148,7 @@ class ServingPath:
             "n": n,
             "round32": self.round32,
             "lane_rows": self.lane_rows,
+            "lane_ranks": self.lane_ranks,
         }
         return np.array([words[name] for name in CONTEXT], dtype=np.int64)
 

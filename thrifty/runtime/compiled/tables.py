@@ -15,6 +15,7 @@ from thrifty.forest import Forest
 from thrifty.forest.kernels import SERIAL_ROWS
 from thrifty.runtime.compiled.lanes import chunk_of, lane_tables, leaf_rows
 from thrifty.runtime.compiled.layout import TABLES, Layout, n_words, state_fields
+from thrifty.runtime.compiled.lranks import rank_tables
 from thrifty.runtime.compiled.objects import NativeCode
 from thrifty.runtime.exits import Schedule
 
@@ -182,6 +183,8 @@ def forest_code(forest: Forest, schedule: Schedule, progress: bool) -> ForestCod
     # The leaf records again, in the lanes' numbering: a lane at its leaf finds its record from
     # its node number without a gather of the node's record (``ir_lanes._leaf_lanes``).
     named["lleaf"] = leaf_rows(leaf, named["lorig"])
+    # The same nodes as compact rank records (``ir_lranks``).
+    named.update(rank_tables(forest, named))
     tables = tuple(np.ascontiguousarray(named[name]) for name in TABLES)
     T = np.array([t.ctypes.data for t in tables], dtype=np.int64)
     return ForestCode(code, forest, tables, T, lay.masked, lay)

@@ -12,7 +12,10 @@ sve       aarch64 with SVE: the host's vector length (at least 128 bits)        
 generic   scalar blocks only, for the host CPU as it is                          none
 ========  =====================================================================  =========
 
-Lanes are doubles per vector; rank blocks (``ir_ranks``) compare 32-bit ranks on twice as many.
+Lanes are doubles per vector; rank blocks (``ir_ranks``) compare 32-bit or 16-bit ranks on two
+or four times as many: AVX2 takes 16 bits for trees of up to 32 leaves
+(``ir_ranks.RANKS16_AVX2_LEAVES``, sixteen rows per register, ``ir_avx2``), AVX-512 for trees
+of more than 64 leaves.
 The host's target is the widest it runs (``host_name``). ``THRIFTY_TARGET`` in the environment
 (a name above, or ``host``) overrides it for code compiled and loaded from then on, in this
 process and its compile helpers (``llc``): tests and benchmarks force each target this CPU can

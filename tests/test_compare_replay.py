@@ -73,7 +73,18 @@ def test_each_candidate_is_fitted_once_per_fold_across_both_passes(monkeypatch):
         assert not a.fitted and not a.stopped  # the models handed back are not kept
 
 
-METHODS_REPLAYED = ["lightgbm", "qwyc", "margin", "cronus", "adapt-gbrt", "cegb", "cegb+qwyc", "greedymiser"]
+METHODS_REPLAYED = [
+    "lightgbm",
+    "qwyc",
+    "margin",
+    "cronus",
+    "adapt-gbrt",
+    "cegb",
+    "cegb+qwyc",
+    "cegb+cronus",
+    "greedymiser",
+]
+METHODS_REPLAYED += ["budgetprune", "budgetrf", "budgetrf+prune", "budgetrf+prune+adapt"]
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])

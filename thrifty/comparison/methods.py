@@ -12,6 +12,7 @@ registered after them.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Iterator
@@ -585,6 +586,12 @@ def _largest_cegb(ctx: Context) -> Candidate | None:
         found = [c for c in ctx._cache["cegb"] if c.model is not None]
         return max(found, key=lambda c: c.params["budget"], default=None)
     est, fit_kw = _cegb_path(ctx)
+    # On a copy: CEGB's own path (shared, the same object when the tasks run in this process)
+    # is left as CEGB's task made it, as a worker process's copy leaves it. Otherwise CEGB's
+    # second pass found this search's trials on its path and fitted none for that budget.
+    est = copy.copy(est)
+    if hasattr(est, "_only_fits"):
+        est._only_fits = dict(est._only_fits)
     for budget in sorted(ctx.budgets, reverse=True):
         cand = _on_path(ctx, est, budget, fit_kw)
         if cand.model is not None:

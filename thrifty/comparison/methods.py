@@ -299,11 +299,9 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
 
 
 def _path_model(ctx: Context, est: Any, budget: float, fit_kw: dict[str, Any]) -> Candidate:
-    """:func:`_on_path`, or the model the first pass fitted for ``budget`` (``Context.replay``).
-
-    The path then holds the trials it held when that budget was searched: asking the budget
-    again found them (no fit) and, where a search had stopped at ``max_fits``, went on from
-    them, fitting more models than a run without an allowance."""
+    """:func:`_on_path`, or the model the first pass fitted for ``budget`` (``Context.replay``):
+    asking the path again fitted no model, or, past a search stopped at ``max_fits``, more
+    than a run without an allowance."""
     done = ctx.replay.get(_budget_name(budget))
     return done if done is not None else _on_path(ctx, est, budget, fit_kw)
 
@@ -586,9 +584,8 @@ def _largest_cegb(ctx: Context) -> Candidate | None:
         found = [c for c in ctx._cache["cegb"] if c.model is not None]
         return max(found, key=lambda c: c.params["budget"], default=None)
     est, fit_kw = _cegb_path(ctx)
-    # On a copy: CEGB's own path (shared, the same object when the tasks run in this process)
-    # is left as CEGB's task made it, as a worker process's copy leaves it. Otherwise CEGB's
-    # second pass found this search's trials on its path and fitted none for that budget.
+    # On a copy, as in a worker: CEGB's own path (the same object in this process) is left as
+    # CEGB made it (its second pass found this search's trials, and reported no fit).
     est = copy.copy(est)
     if hasattr(est, "_only_fits"):
         est._only_fits = dict(est._only_fits)

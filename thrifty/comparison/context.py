@@ -25,8 +25,9 @@ __all__ = ["SHARED", "Context"]
 #: The models one method fits and others build on (``Method.after``), handed from one fit
 #: task to the next on the same rows: the plain LightGBM model, the CEGB models of every
 #: budget, the CEGB and GreedyMiser estimators holding every trial of their trade-off path
-#: (``warm_start``), the BudgetRF forest and its prunings.
-SHARED = ("lightgbm", "cegb", "cegb path", "greedymiser path", "budgetrf", "budgetrf+prune")
+#: (``warm_start``), the BudgetRF forest and its prunings, and the plain random forest (which
+#: BudgetPrune's refinement pass prunes: it was grown again there).
+SHARED = ("lightgbm", "random_forest", "cegb", "cegb path", "greedymiser path", "budgetrf", "budgetrf+prune")
 #: Rows of each tree's bootstrap sample in the random forests compare grows (the plain forest
 #: BudgetPrune prunes, BudgetRF) on more training rows than this: a forest's trees are grown
 #: on bootstrap samples of any size (Breiman's bagging; scikit-learn's ``max_samples``), and at
@@ -50,6 +51,10 @@ class Context:
         ``lightgbm_params``, ``n_jobs``, ``random_state`` and ``quick``.
     X_train, y_train, qid_train : training split (``qid`` only for ranking)
     X_val, y_val, qid_val : calibration split: budgets are checked and thresholds fitted here
+    replay : dict of str to Candidate
+        The candidates this method already fitted on the same rows (the first pass of a
+        time-limited sweep), by name: a method hands them back instead of fitting them again
+        (``registry.fitted``). Never handed on to another method (names are per method).
     """
 
     settings: Settings
@@ -59,6 +64,7 @@ class Context:
     y_val: np.ndarray
     qid_train: np.ndarray | None = None
     qid_val: np.ndarray | None = None
+    replay: dict[str, Any] = field(default_factory=dict, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- the settings, read as every method reads them (``ctx.budgets``) -----------------------

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 from thrifty.comparison.context import Context
-from thrifty.comparison.registry import TASKS, Candidate, CostOrder, method, timed
+from thrifty.comparison.registry import TASKS, Candidate, CostOrder, fitted, method
 from thrifty.forest import Forest, to_matrix
 from thrifty.prune import budget_prune_path
 from thrifty.train import ADAPTClassifier, ADAPTRegressor, BudgetRFClassifier, BudgetRFRegressor
@@ -26,17 +26,22 @@ def _adapt_grid(kind: str, quick: bool) -> list[tuple[float, float]]:
     return [(p, g) for p in P_FULL_GRID for g in sorted(GAMMA_GRID[kind], reverse=True)]
 
 
-def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
-    """ADAPT gates and low-cost models in front of ``hpc`` over ADAPT's grid of (p_full, gamma).
+def _gated(ctx: Context, hpc: Forest, kind: str, base: Candidate | None = None) -> Iterator[Candidate]:
+    """ADAPT gates and low-cost models in front of ``hpc`` over ADAPT's grid of (p_full, gamma);
+    ``base``: the composition's model ``hpc`` is (named "largest budget, ...", with its
+    parameters and, on the first gate, its seconds).
 
     The estimator reads ``hpc``'s own coding of the table (category codes), so that gate, low
     model and hpc read the same columns alike."""
     X = to_matrix(ctx.X_train, hpc.n_features, hpc.feature_names, hpc.categories)
     cls = ADAPTClassifier if ctx.task in ("binary", "multiclass") else ADAPTRegressor
     order = CostOrder(_adapt_grid(kind, ctx.quick))  # their costs covered first
+    prefix, extra = ("", {}) if base is None else ("largest budget, ", base.params)
     for p_full, gamma in order:
-        cand = timed(
-            f"p_full={p_full:g}, gamma={gamma:g}",
+        name = f"{prefix}p_full={p_full:g}, gamma={gamma:g}"
+        cand = fitted(
+            ctx,
+            name,
             lambda p=p_full, g=gamma: (
                 cls(
                     hpc,
@@ -50,9 +55,13 @@ def _gated(ctx: Context, hpc: Forest, kind: str) -> Iterator[Candidate]:
                 .fit(X, ctx.y_train)
                 .plan_
             ),
+            base=None if base is None else base.model,
+            **extra,
             p_full=p_full,
             gamma=gamma,
         )
+        if base is not None and ctx.replay.get(name) is not cand:  # fitted here
+            cand.fit_seconds += base.fit_seconds
         order.cost(ctx.order_cost(cand.model))
         yield cand
 
@@ -135,7 +144,7 @@ def _budgetrf(ctx: Context) -> Forest:
 def _budgetrf_alone(ctx: Context) -> Iterator[Candidate]:
     """BudgetRF (cost-aware splits, Nan et al. 2015), unpruned; for ranking, a regressor of the
     relevance grades (a pointwise ranker)."""
-    yield timed("40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx), **_sampled(ctx))
+    yield fitted(ctx, "40 trees" if not ctx.quick else "15 trees", lambda: _budgetrf(ctx), **_sampled(ctx))
 
 
 def _budgetrf_pruned_models(ctx: Context) -> Iterator[Candidate]:
@@ -171,10 +180,4 @@ def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
     if not pruned:
         return
     base = pruned[-1]
-    for cand in _gated(ctx, base.model, "gbrt"):  # named by the gate's setting (see above)
-        yield Candidate(
-            f"largest budget, {cand.name}",
-            cand.model,
-            {**base.params, **cand.params},
-            base.fit_seconds + cand.fit_seconds,
-        )
+    yield from _gated(ctx, base.model, "gbrt", base)  # named by the gate's setting (see above)

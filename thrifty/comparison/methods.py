@@ -12,6 +12,7 @@ registered after them.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Iterator
@@ -25,7 +26,17 @@ from thrifty.cascade import EarlyExitRanker, cronus, lambda_max
 from thrifty.cascade.estimator import lam_grid
 from thrifty.comparison.context import Context
 from thrifty.comparison.label_shift import prior_weights
-from thrifty.comparison.registry import METHODS, TASKS, Candidate, CostOrder, Method, method, spread, timed
+from thrifty.comparison.registry import (
+    METHODS,
+    TASKS,
+    Candidate,
+    CostOrder,
+    Method,
+    fitted,
+    method,
+    spread,
+    timed,
+)
 from thrifty.comparison.scores import paired_lead, unit_scores
 from thrifty.comparison.splits import RANDOM
 from thrifty.exceptions import BudgetError
@@ -106,7 +117,8 @@ def _cheapest(ctx: Context) -> Iterator[Candidate]:
         if k >= n:
             continue
         keep = [names[i] for i in order[:k]]
-        yield timed(
+        yield fitted(
+            ctx,
             f"k={k}",
             lambda keep=keep: Forest.from_model(
                 ctx.fit_lightgbm(_only(ctx.X_train, keep)), feature_names=names
@@ -161,7 +173,7 @@ def _path(ctx: Context, key: str, cls: Any, **params: Any) -> Any:
 def _on_path(ctx: Context, est: Any, budget: float, fit_kw: dict[str, Any]) -> Candidate:
     """``est`` fitted to ``budget`` as a candidate (named by its budget, the same on every fold),
     or the reason no model meets it."""
-    name = f"budget={budget:.4g}"
+    name = _budget_name(budget)
     try:
         cand = timed(
             name,
@@ -248,14 +260,15 @@ def _cegb_path(ctx: Context) -> tuple[Any, dict[str, Any]]:
     return _path(ctx, "cegb path", cls, **_capacity(ctx), **CEGB_SEARCH), fit_kw
 
 
-def _cegb_models(ctx: Context) -> Iterator[Candidate]:
+def _cegb_models(ctx: Context, own: bool = False) -> Iterator[Candidate]:
     """CEGB models, one per budget along one trade-off path, fitted once and shared
-    (compositions reuse them)."""
+    (compositions reuse them); ``own``: CEGB's own task, whose first pass's models are handed
+    back (``Context.replay``; a composition's are its own candidates, under the same names)."""
     if "cegb" not in ctx._cache:
         est, fit_kw = _cegb_path(ctx)
         found = []
         for budget in spread(ctx.budgets):  # coarse to fine, should the allowance stop it
-            cand = _on_path(ctx, est, budget, fit_kw)
+            cand = _path_model(ctx, est, budget, fit_kw) if own else _on_path(ctx, est, budget, fit_kw)
             found.append(cand)
             yield cand
         ctx._cache["cegb"] = found
@@ -268,7 +281,7 @@ def _cegb(ctx: Context) -> Iterator[Candidate]:
     """CEGB (Peter et al. 2017): one model per budget, trade-off searched on the calibration split
     (along one path per fold), and of the path's models within the budget, the one of best
     calibration metric."""
-    yield from _cegb_models(ctx)
+    yield from _cegb_models(ctx, own=True)
 
 
 @method("greedymiser", "GreedyMiser", "train")
@@ -282,7 +295,20 @@ def _greedymiser(ctx: Context) -> Iterator[Candidate]:
     kw.pop("max_depth", None)
     est = _path(ctx, "greedymiser path", cls, **kw)
     for budget in spread(ctx.budgets):
-        yield _on_path(ctx, est, budget, {})
+        yield _path_model(ctx, est, budget, {})
+
+
+def _path_model(ctx: Context, est: Any, budget: float, fit_kw: dict[str, Any]) -> Candidate:
+    """:func:`_on_path`, or the model the first pass fitted for ``budget`` (``Context.replay``):
+    asking the path again fitted no model, or, past a search stopped at ``max_fits``, more
+    than a run without an allowance."""
+    done = ctx.replay.get(_budget_name(budget))
+    return done if done is not None else _on_path(ctx, est, budget, fit_kw)
+
+
+def _budget_name(budget: float) -> str:
+    """A budget's candidate name, the same on every fold."""
+    return f"budget={budget:.4g}"
 
 
 @method("cegb+qwyc", "CEGB ordered by QWYC", "composition", after="cegb")
@@ -292,11 +318,17 @@ def _cegb_qwyc(ctx: Context) -> Iterator[Candidate]:
     for cand in _cegb_models(ctx):
         if cand.model is None:
             continue
-        start = time.perf_counter()
-        plan = _quit(ctx, cand.model, 0.01)
-        yield Candidate(
-            cand.name, plan, {**cand.params, "alpha": 0.01}, cand.fit_seconds + time.perf_counter() - start
+        plan = fitted(
+            ctx,
+            cand.name,
+            lambda m=cand.model: _quit(ctx, m, 0.01),
+            base=cand.model,
+            **cand.params,
+            alpha=0.01,
         )
+        if ctx.replay.get(cand.name) is not plan:  # fitted here: with its CEGB model's seconds
+            plan.fit_seconds += cand.fit_seconds
+        yield plan
 
 
 # ---------------------------------------------------------------------- post-hoc, on LightGBM
@@ -393,7 +425,7 @@ def _qwyc(ctx: Context) -> Iterator[Candidate]:
             order.cost(ctx.order_cost(plans[allowed]))
             yield Candidate(f"alpha={alpha:g}", plans[allowed], {"alpha": alpha})
             continue
-        cand = timed(f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
+        cand = fitted(ctx, f"alpha={alpha:g}", lambda a=alpha: _quit(ctx, forest, a), alpha=alpha)
         if allowed is not None:
             plans[allowed] = cand.model
         order.cost(ctx.order_cost(cand.model))
@@ -418,7 +450,7 @@ def _fan(ctx: Context) -> Iterator[Candidate]:
     the margin of its leading class, after each round)."""
     forest = ctx.lightgbm()
     for gamma in spread((1.0, 2.0, 4.0) if ctx.quick else (0.5, 1.0, 2.0, 3.0, 4.0, 6.0)):
-        yield timed(f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
+        yield fitted(ctx, f"gamma={gamma:g}", lambda g=gamma: fan(forest, ctx.X_val, gamma=g), gamma=gamma)
 
 
 @method("margin", "margin early exit", "post-hoc", ("binary", "multiclass", "regression"), after="lightgbm")
@@ -432,7 +464,8 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
     if ctx.task == "regression":
         for times in spread((1, 4, 16) if ctx.quick else (1, 2, 4, 8, 16, 32)):
             tol = times * _tolerance(ctx)
-            yield timed(
+            yield fitted(
+                ctx,
                 f"tolerance={times}x",
                 lambda t=tol: margin_early_exit(forest, tolerance=t, every=every),
                 tolerance=tol,
@@ -440,7 +473,8 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
             )
         return
     for rate in spread((0.0, 0.01, 0.05) if ctx.quick else (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)):
-        yield timed(
+        yield fitted(
+            ctx,
             f"disagreement<={rate:g}",
             lambda r=rate: calibrate_margin(forest, ctx.X_val, max_disagreement=r, every=every)[0],
             max_disagreement=rate,
@@ -448,10 +482,11 @@ def _margin(ctx: Context) -> Iterator[Candidate]:
         )
 
 
-def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
+def _cascades(ctx: Context, forest: Forest, base: Candidate | None = None) -> Iterator[Candidate]:
     """Cronus cascades of ``forest`` fitted on the training rows (as the paper does), lambda
     swept down from ``lambda_max`` (the smallest lambda keeping no tree) over the grid
-    CronusClassifier's budget search tries (every other value when quick)."""
+    CronusClassifier's budget search tries (every other value when quick). ``base``: the
+    composition's model ``forest`` is (named "largest budget, ...", with its parameters)."""
     # Accuracy is the target here: unweighted squared loss (the paper's 3.5 on positives serves
     # ranking precision; a ranker's cascade is fitted to its relevant documents, `_relevant`).
     y = _relevant(ctx.y_train) if ctx.task == "ranking" else ctx.y_train
@@ -459,9 +494,11 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
     lams = list(enumerate(lam_grid(top)))
     # The cascades' costs covered first; lambda_max's keeps no tree (cost 0, fitted last).
     order = CostOrder(lams[1::2] if ctx.quick else lams, known=None if ctx.quick else {0: 0.0})
+    prefix, extra = ("", {}) if base is None else ("largest budget, ", base.params)
     for j, lam in order:
-        cand = timed(
-            f"lam=lambda_max/2^{j}",
+        cand = fitted(
+            ctx,
+            f"{prefix}lam=lambda_max/2^{j}",
             lambda lam=lam: cronus(
                 forest,
                 ctx.X_train,
@@ -473,6 +510,8 @@ def _cascades(ctx: Context, forest: Forest) -> Iterator[Candidate]:
                 n_stages=5,
                 n_threads=1,
             ),
+            base=None if base is None else base.model,
+            **extra,
             lam=lam,
         )
         order.cost(ctx.order_cost(cand.model))
@@ -507,7 +546,8 @@ def _early_exit(ctx: Context) -> Iterator[Candidate]:
     every = max(1, forest.n_trees // 10)
     scale = float(np.std(forest.predict_raw(ctx.X_val))) or 1.0
     for times in spread((0.25, 1.0, 4.0) if ctx.quick else (0.0, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0)):
-        yield timed(
+        yield fitted(
+            ctx,
             f"s={times:g}x",
             lambda s=times * scale: EarlyExitRanker(forest, s, every, 5),
             s=times * scale,
@@ -525,13 +565,10 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     # Named by the cascade's setting alone: which budget is the largest feasible one can vary
     # between the folds of the selection, and a candidate must keep its name across them.
     # The base model's seconds count once, with the first cascade (it is fitted once).
-    for i, cand in enumerate(_cascades(ctx, base.model)):
-        yield Candidate(
-            f"largest budget, {cand.name}",
-            cand.model,
-            {**base.params, **cand.params},
-            (base.fit_seconds if i == 0 else 0.0) + cand.fit_seconds,
-        )
+    for i, cand in enumerate(_cascades(ctx, base.model, base)):
+        if i == 0 and ctx.replay.get(cand.name) is not cand:  # fitted here, not handed back
+            cand.fit_seconds += base.fit_seconds
+        yield cand
 
 
 def _largest_cegb(ctx: Context) -> Candidate | None:
@@ -547,6 +584,11 @@ def _largest_cegb(ctx: Context) -> Candidate | None:
         found = [c for c in ctx._cache["cegb"] if c.model is not None]
         return max(found, key=lambda c: c.params["budget"], default=None)
     est, fit_kw = _cegb_path(ctx)
+    # On a copy, as in a worker: CEGB's own path (the same object in this process) is left as
+    # CEGB made it (its second pass found this search's trials, and reported no fit).
+    est = copy.copy(est)
+    if hasattr(est, "_only_fits"):
+        est._only_fits = dict(est._only_fits)
     for budget in sorted(ctx.budgets, reverse=True):
         cand = _on_path(ctx, est, budget, fit_kw)
         if cand.model is not None:

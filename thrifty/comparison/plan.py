@@ -69,7 +69,7 @@ def cut_of(results: list, n_folds: int) -> Missing:
 def task_seconds_of(results: list, n_folds: int) -> dict[str, list[float]]:
     """Where the selection's time went: per method (by name, in the methods' order), the
     wall-clock seconds of its task on each fold (0 where it did not start), as kept (under a
-    time allowance, the refinement pass's where it got further than the first pass, else the
+    time allowance, both passes' where the refinement pass got further than the first, else the
     first pass's; models the first pass fitted and handed over are not counted again)."""
     out: dict[str, list[float]] = {}
     for r in results:

@@ -135,15 +135,20 @@ def sweep(
     (``FitTask.in_full``) in full and every other task's first candidate, so that the
     baselines every figure is measured against are complete, and every method scored on every
     fold, before any method is refined. The second runs the other tasks again in full from
-    the models the first fitted (the plain model of each fold is fitted once), and replaces a
-    first-pass result wherever it got as far; a baseline the first pass completed is not run
-    again. Without an allowance, one pass: every task in full.
+    the models the first fitted (the plain model of each fold is fitted once, and each
+    task's first candidate is handed back with its model and row, ``FitTask.replay``, not
+    fitted again), and replaces a first-pass result wherever it got as far; a baseline the
+    first pass completed is not run again. Without an allowance, one pass: every task in
+    full.
     """
     executor = (pool, here)
     if deadline is None:
         return run_stage(tasks, after, executor, deadline, progress, "selection")
     tasks = [replace(t, weight=WEIGHTS.get(t.method, t.weight)) for t in tasks]
-    first_tasks = [replace(t, max_candidates=None if t.in_full else 1) for t in tasks]
+    # The first pass keeps what it fitted (``keep_fitted``) where the second runs the task again.
+    first_tasks = [
+        replace(t, max_candidates=None if t.in_full else 1, keep_fitted=not t.in_full) for t in tasks
+    ]
     # The baselines of every fold before any other task (the tasks come fold by fold).
     order = sorted(range(len(tasks)), key=lambda i: not tasks[i].in_full)
     ran = _in_order(
@@ -154,15 +159,21 @@ def sweep(
     again = [i for i in range(len(tasks)) if i not in done]
     # Each task again with what the first pass fitted on its rows (``run_tasks`` handed it its
     # parent's models): the same models as fitting them anew, in less time.
-    second = [replace(t, shared={**first_tasks[i].shared, **first[i].shared}) for i, t in enumerate(tasks)]
+    # Its own first candidates are handed back with their models and rows (``replay``): the
+    # second pass goes on from them rather than fitting them again.
+    second = [
+        replace(t, shared={**first_tasks[i].shared, **first[i].shared}, replay=first[i].fitted)
+        for i, t in enumerate(tasks)
+    ]
     # A parent the first pass completed is not run again: its models are in ``shared`` already.
     full = _in_order(again, second, after, executor, deadline, progress, "selection, refinements", stop)
-    out = list(first)
+    out = [replace(r, fitted=[]) for r in first]  # the models handed back are not kept
     for i, b in zip(again, full):
         a = first[i]
         further = b.started and len(b.rows) + len(b.skipped) >= len(a.rows) + len(a.skipped)
-        # A first-pass result kept is one whose refinements the allowance cut.
-        out[i] = b if further else replace(a, stopped=True)
+        # A first-pass result kept is one whose refinements the allowance cut. A second-pass
+        # result counts the first pass's seconds too: the fits it handed back took them.
+        out[i] = replace(b, seconds=a.seconds + b.seconds) if further else replace(a, stopped=True, fitted=[])
     return out
 
 

@@ -85,6 +85,14 @@ class FitTask:
     weight : float
         The task's part of a time allowance relative to the others' (``run_tasks``): 1, or
         ``schedule.WEIGHTS``'s for the methods whose settings span every budget.
+    keep_fitted : bool
+        Return every candidate fitted, with its model, and its row (``TaskResult.fitted``):
+        the first pass of a time-limited sweep, whose second pass runs the task again.
+    replay : list of (Candidate, dict or None)
+        Candidates this method fitted before on the same rows, with their rows (None: the
+        method could not fit it), from an earlier ``TaskResult.fitted``: handed back to the
+        method (``Context.replay``) instead of fitted again, and a candidate handed back with
+        its model keeps its row instead of being scored again.
     """
 
     method: str
@@ -105,6 +113,8 @@ class FitTask:
     complete: bool = False
     in_full: bool = False
     weight: float = 1.0
+    keep_fitted: bool = False
+    replay: list[tuple[Any, dict[str, Any] | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -128,6 +138,9 @@ class TaskResult:
     seconds : float
     shared : dict
         The models it fitted that later tasks on the same rows build on (``Context.shared``).
+    fitted : list of (Candidate, dict or None)
+        With ``FitTask.keep_fitted``: every candidate the method yielded, in order, and its row
+        (None for one it could not fit), for ``FitTask.replay``.
     """
 
     method: str
@@ -139,6 +152,7 @@ class TaskResult:
     stopped: bool = False
     seconds: float = 0.0
     shared: dict[str, Any] = field(default_factory=dict)
+    fitted: list[tuple[Any, dict[str, Any] | None]] = field(default_factory=list)
 
 
 def run_task(t: FitTask) -> TaskResult:
@@ -154,13 +168,18 @@ def run_task(t: FitTask) -> TaskResult:
         result.started = False
         return result
     ctx = fitting_context(t.settings, t.X_fit, t.y_fit, t.qid_fit, shared=t.shared)
+    ctx.replay = {cand.name: cand for cand, _ in t.replay}
+    rows_before = {cand.name: row for cand, row in t.replay if row is not None}
     runner = METHODS[t.method].run(ctx)
     wanted = None if t.only is None else set(t.only)
     matrices: dict[Any, np.ndarray] = {}  # the scored rows as each reading of them needs
     tried, begun = 0, start  # candidates tried, and when the last one began
+    took: float | None = None  # a candidate handed back: the seconds its fit took before
     while (wanted is None or wanted or t.complete) and (t.max_candidates is None or tried < t.max_candidates):
         now = time.perf_counter()
         last, begun = (now - begun if tried else 0.0), now  # the seconds the last one took
+        # A candidate handed back took no time now: judge the next by the fit it took before.
+        last = last if took is None else max(last, took)
         # A candidate that would end past the deadline, if it takes as long as the last one,
         # is not started: a fit still running past the allowance is given up with the whole
         # task, and the candidates fitted before it would go with it.
@@ -178,15 +197,23 @@ def run_task(t: FitTask) -> TaskResult:
             result.skipped.append(("", " ".join(str(exc).split())))
             break
         tried += 1
+        # The candidate fitted before with this very model (``fitted``): its row as scored then.
+        before = ctx.replay.get(cand.name)
+        again = before is not None and before.model is cand.model and cand.name in rows_before
+        took = float(cand.fit_seconds) if before is cand else None
         if cand.model is None:  # the method could not meet this candidate's target
             result.skipped.append((cand.name, str(cand.params.get("reason", ""))))
+            if t.keep_fitted:
+                result.fitted.append((cand, None))
             continue
         if wanted is not None:
             if cand.name not in wanted:
                 continue
             wanted.discard(cand.name)
         row = {"name": cand.name, "params": dict(cand.params), "fit_seconds": cand.fit_seconds}
-        if t.X_eval is not None and t.y_eval is not None:
+        if again:  # its scores as measured then, its parameters as the method gives them now
+            row = {**rows_before[cand.name], "params": dict(cand.params)}
+        elif t.X_eval is not None and t.y_eval is not None:
             row.update(
                 measure(
                     cand.model,
@@ -199,6 +226,8 @@ def run_task(t: FitTask) -> TaskResult:
                 )[0]
             )
         result.rows.append(row)
+        if t.keep_fitted:
+            result.fitted.append((cand, row))
         if t.keep_models or wanted is not None:
             result.models[cand.name] = cand.model
     result.shared = {k: v for k, v in ctx.shared().items() if k not in t.shared}

@@ -3,7 +3,8 @@ lanes, paired.
 
 The same compiled code served three times (``ServingPath.lane_ranks`` 0: ``ir_lanes``' node
 records; 1: ``ir_lranks``' rank records, every field at once; ``scores``: the scores-only lanes
-on rank records, other fields when read, as ``evaluate`` serves one row by default), and
+on rank records, other fields when read, as ``evaluate`` serves one row of a plan of at least
+``serving.SCORES_POSITIONS`` positions), and
 lleaves where its object is cached, on ``shapes.build``'s
 four models and lleaves' NYC_taxi, airline and mtpl2. In each round every side takes a block of
 ``--block`` one-row calls (a new row each call) in a fresh random order, each block right after
@@ -56,6 +57,7 @@ def sides_of(forest, booster, text: str) -> dict:
     """``node``, ``rank`` (thrifty's serving path, the lanes on each record kind), ``lleaves``
     (where its object is cached) and ``lightgbm``, one float64 row in, raw scores out."""
     import thrifty
+    from thrifty.runtime.compiled.ir_serving import scores_lanes
 
     c = thrifty.compile(forest)
     base = c.serving
@@ -64,7 +66,8 @@ def sides_of(forest, booster, text: str) -> dict:
     for name, kind in (("node", 0), ("rank", 1), ("scores", 1)):
         path = copy.copy(base)
         path._local, path._template, path.lane_ranks = threading.local(), None, kind
-        path.scores = base.scores and name == "scores"
+        # The scores-only lanes wherever the plan has them, whatever the default.
+        path.scores = name == "scores" and scores_lanes(c.forest_code.layout)
         fns[name] = lambda x, p=path: p.evaluate(x).raw
     path, _ = lleaves_object(text, compile_missing=False)
     if path is not None:

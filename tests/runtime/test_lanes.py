@@ -60,7 +60,13 @@ from thrifty.runtime.compiled.lranks import (
     rank_tables,
     ranks_ok,
 )
-from thrifty.runtime.compiled.serving import ScoresEvaluation, ServingEvaluation, ServingPath, serving_path
+from thrifty.runtime.compiled.serving import (
+    SCORES_POSITIONS,
+    ScoresEvaluation,
+    ServingEvaluation,
+    ServingPath,
+    serving_path,
+)
 from thrifty.runtime.compiled.tables import leaf_tables
 from thrifty.runtime.evaluation import costs_for
 
@@ -174,6 +180,7 @@ def scores_path(name: str) -> ServingPath:
     path = serving_path(PLANS[name], c.forest_code, costs_for(PLANS[name], c.costs))
     assert path is not None
     path.lane_rows, path.lane_ranks = 1, 1
+    path.scores = scores_lanes(c.forest_code.layout)
     path.bind(c.evaluate)
     return path
 
@@ -385,6 +392,9 @@ def test_the_scores_only_lanes_read_each_nodes_values_from_cval(name):
     np.testing.assert_array_equal(cval.reshape(-1, K), lleaf[:, :K])
     assert cval.ctypes.data % 64 == 0
     assert ("@slanes_" in serving_ir(code.layout, "k")) is scores_lanes(code.layout) is True
+    # One row takes them by default from ``SCORES_POSITIONS`` positions.
+    P = len(code.layout.order)
+    assert compiled(name)[0].serving.scores is (P >= SCORES_POSITIONS), (name, P)
     # Plans with exits have none (``lanes_ir`` refuses them).
     assert not scores_lanes(compiled("sequential-deep")[0].forest_code.layout)
 

@@ -17,6 +17,9 @@ by position, in the plan's order (so sums round as the interpreter's do), and th
 tested after each position (``lanes.CHUNK_EXITS`` positions are descended before their leaves
 are added, when the plan has exits).
 
+``slanes`` (``scores``) is the same on rank records for plans without exits, adding each leaf's
+values alone (``cval``) and no splits nor tested features.
+
 Work per call is a few gathers per level of each block of trees: the only branches that depend
 on the row's values are one per level (whether any lane moved) and one per exit test, so a new
 row each call costs few mispredictions, where branchy code pays about one every other split.

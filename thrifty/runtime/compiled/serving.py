@@ -11,7 +11,9 @@ check of the input, one copy into buffers of the calling thread, one native call
 argument, a call context, is built once per thread and row count, and one copy of the state
 out. Every field of the result (scores, exits, probabilities, labels, each cost) is cut from
 that copy when first read. One row runs with the trees in vector lanes (``ir_lanes``), without
-a branch on its values. Results are the interpreter's, bit for bit (the tests check it).
+a branch on its values; for a plan without exits ``evaluate`` takes the lanes' scores alone
+(``ScoresEvaluation``: the other fields from one more call when read). Results are the
+interpreter's, bit for bit (the tests check it).
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ from thrifty.runtime.plans import Full, Sequential
 SMALL = 128
 # Rows beyond which a batch takes the chunked path (working memory stays bounded).
 LARGE = 1 << 16
+# Positions from which one row takes the scores-only lanes by default (``ServingPath.scores``):
+# they save work per position, and their result costs a fixed 0.1-0.2 µs more in Python (it
+# keeps a copy of the row). Paired (``benchmarks/lanes_ab.py``, 15 rounds, load 3-7), scores
+# only over the full rank-record lanes: rank300 (500 trees) 0.73, higgs255 (500) 0.94, Adult
+# (500) 0.95; NYC_taxi (100) 1.02, airline (100) 1.05.
+SCORES_POSITIONS = 256
 
 # Where the words of a call's context lie (``ir_serving.CONTEXT``).
 _X, _S, _LO, _HI, _N = (CONTEXT.index(name) for name in ("X", "S", "lo", "hi", "n"))
@@ -56,10 +64,12 @@ class ServingPath:
     rank records (``ir_lranks``; ``ir_serving.lane_ranks``), read the same way. ``scores``:
     whether ``evaluate``'s calls of up to ``lane_rows`` rows take the scores-only lanes
     (``ir_serving.scores_lanes``) and return a ``ScoresEvaluation`` (the other fields from one
-    more call when read); read when this thread's first call builds its contexts."""
+    more call when read): by default where the plan has them and at least ``SCORES_POSITIONS``
+    positions; read when this thread's first call builds its contexts."""
 
     def __init__(self, plan: Full | Sequential, code: ForestCode, costs: CostModel) -> None:
         f = plan.forest
+        P = len(code.layout.order) if code.layout is not None else 0
         assert code.code.serve is not None  # serving_path builds one only then
         self.entry = code.code.serve
         self.code = code
@@ -69,7 +79,7 @@ class ServingPath:
         self.round32 = int(f.input_dtype == "float32")
         self.lane_rows = lane_rows(code.layout) if code.layout is not None else 0
         self.lane_ranks = lane_ranks(code.layout) if code.layout is not None else 0
-        self.scores = code.layout is not None and scores_lanes(code.layout)
+        self.scores = code.layout is not None and scores_lanes(code.layout) and P >= SCORES_POSITIONS
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         # The state holds the trees' sums; raw scores are ``Forest.finish`` of them.
         self.finish = f.finish if f.base_last else None

@@ -4,13 +4,13 @@ lanes, paired.
 The same compiled code served three times (``ServingPath.lane_ranks`` 0: ``ir_lanes``' node
 records; 1: ``ir_lranks``' rank records, every field at once; ``scores``: the scores-only lanes
 on rank records, other fields when read, as ``evaluate`` serves one row of a plan of at least
-``serving.SCORES_POSITIONS`` positions), and
-lleaves where its object is cached, on ``shapes.build``'s
-four models and lleaves' NYC_taxi, airline and mtpl2. In each round every side takes a block of
-``--block`` one-row calls (a new row each call) in a fresh random order, each block right after
-a call of another engine (lleaves', else LightGBM's predict; thrifty's before lleaves'), which
-evicts what the side left in the caches, as ``shapes.py``'s one-row figure has it. Each
-block's time is thread CPU time (``time.thread_time``: other processes' load does not count).
+``serving.SCORES_POSITIONS`` positions), and lleaves where its object is cached, on
+``shapes.build``'s four models and lleaves' NYC_taxi, airline and mtpl2. In each round every
+side takes a block of ``--block`` one-row calls (a new row each call) in a fresh random order,
+each block right after a call of another engine (lleaves', else LightGBM's predict; thrifty's
+before lleaves'), which evicts what the side left in the caches, as ``shapes.py``'s one-row
+figure has it. Each block's time is thread CPU time (``time.thread_time``: other processes'
+load does not count).
 
 Per model: µs per call of each side (the median over rounds of a round's mean), the ratios
 rank / node and scores / rank per round: median, least and greatest (``rank_vs_node``,
@@ -54,7 +54,8 @@ def model(name: str, args) -> tuple:
 
 
 def sides_of(forest, booster, text: str) -> dict:
-    """``node``, ``rank`` (thrifty's serving path, the lanes on each record kind), ``lleaves``
+    """``node``, ``rank``, ``scores`` (thrifty's serving path, the lanes on each record kind,
+    and the scores-only lanes where the plan has them), ``lleaves``
     (where its object is cached) and ``lightgbm``, one float64 row in, raw scores out."""
     import thrifty
     from thrifty.runtime.compiled.ir_serving import scores_lanes

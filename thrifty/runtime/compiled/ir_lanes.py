@@ -275,7 +275,7 @@ def lanes_ir(
         "  %idp = getelementptr i64, ptr %ids, i64 %slot",
         "  %id = load i64, ptr %idp",
     ]
-    L += _add_leaf(K, 0 if scores else W, lay.acc32, exits, lay.finish, counts=not scores)
+    L += _add_leaf(K, W, lay.acc32, exits, lay.finish, counts=not scores)
     L += [
         "pnext:",
         "  %j1 = add i64 %j, 1",

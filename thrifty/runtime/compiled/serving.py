@@ -41,9 +41,10 @@ SMALL = 128
 LARGE = 1 << 16
 # Positions from which one row takes the scores-only lanes by default (``ServingPath.scores``):
 # they save work per position, and their result costs a fixed 0.1-0.2 µs more in Python (it
-# keeps a copy of the row). Paired (``benchmarks/lanes_ab.py``, 15 rounds, load 3-7), scores
-# only over the full rank-record lanes: rank300 (500 trees) 0.73, higgs255 (500) 0.94, Adult
-# (500) 0.95; NYC_taxi (100) 1.02, airline (100) 1.05.
+# keeps a copy of the row). Paired (``benchmarks/lanes_ab.py``, one run of 15 rounds, load
+# 3-7), scores only over the full rank-record lanes, median: rank300 (500 trees) 0.684,
+# synth136 (1,000) 0.728, mtpl2 (1,000) 0.912, higgs255 (500) 0.938, Adult (500) 0.949;
+# NYC_taxi (100) 1.005, airline (100) 1.010.
 SCORES_POSITIONS = 256
 
 # Where the words of a call's context lie (``ir_serving.CONTEXT``).

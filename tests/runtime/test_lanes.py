@@ -8,6 +8,7 @@ leaves), float32 sums, exits and subsets of trees."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
 
 import numpy as np
@@ -68,7 +69,7 @@ from thrifty.runtime.compiled.serving import (
     serving_path,
 )
 from thrifty.runtime.compiled.tables import leaf_tables
-from thrifty.runtime.evaluation import costs_for
+from thrifty.runtime.evaluation import Evaluation, costs_for
 
 
 def with_nan_thresholds(forest: Forest, rng: np.random.Generator, share: float = 0.15) -> Forest:
@@ -502,5 +503,9 @@ def test_one_row_on_rank_records_takes_empty_and_float32_inputs_and_refuses_wron
             c.evaluate(X[(i + 1) % len(X) :][:1])
             np.testing.assert_array_equal(ev.cost.acquired, evaluate(plan, x, c.costs).cost.acquired)
             np.testing.assert_array_equal(ev.raw, evaluate(plan, x, c.costs).raw)
+            # It pickles as the plain Evaluation it stands for.
+            back = pickle.loads(pickle.dumps(c.evaluate(x)))
+            assert type(back) is Evaluation
+            assert_same(back, evaluate(plan, x, c.costs))
     with pytest.raises(ValueError, match=re.escape(f"has {F + 1} features, but the model expects {F}")):
         c.evaluate(np.zeros((1, F + 1)))

@@ -158,7 +158,8 @@ def measure(name: str, quick: bool, home: str, calls: int, reasons: dict) -> dic
             assert np.array_equal(side.raw, want.raw[i : i + 1]), (name, i)
             assert np.array_equal(side.cost.total, want.cost.total[i : i + 1]), (name, i)
     path.serve(rows[0])
-    buf, _, ctx = path._local.calls[1]
+    # The context ``evaluate`` passes (the scores-only lanes where the plan has them).
+    buf, _, _, ctx, _ = path._local.calls[1]
     entry = path.entry
 
     def bare(x: np.ndarray) -> None:

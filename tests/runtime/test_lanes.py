@@ -8,6 +8,7 @@ leaves), float32 sums, exits and subsets of trees."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
 
 import numpy as np
@@ -23,7 +24,14 @@ from thrifty.forest.kernels import ZERO
 from thrifty.runtime import BinnedExits
 from thrifty.runtime.compiled import lranks, targets
 from thrifty.runtime.compiled.ir_lranks import TOP_WORDS
-from thrifty.runtime.compiled.ir_serving import LANE_ROWS, compact, lane_rows, permute, serving_ir
+from thrifty.runtime.compiled.ir_serving import (
+    LANE_ROWS,
+    compact,
+    lane_rows,
+    permute,
+    scores_lanes,
+    serving_ir,
+)
 from thrifty.runtime.compiled.lanes import (
     BLOCK,
     CAT_WORDS,
@@ -53,9 +61,15 @@ from thrifty.runtime.compiled.lranks import (
     rank_tables,
     ranks_ok,
 )
-from thrifty.runtime.compiled.serving import ServingPath, serving_path
+from thrifty.runtime.compiled.serving import (
+    SCORES_POSITIONS,
+    ScoresEvaluation,
+    ServingEvaluation,
+    ServingPath,
+    serving_path,
+)
 from thrifty.runtime.compiled.tables import leaf_tables
-from thrifty.runtime.evaluation import costs_for
+from thrifty.runtime.evaluation import Evaluation, costs_for
 
 
 def with_nan_thresholds(forest: Forest, rng: np.random.Generator, share: float = 0.15) -> Forest:
@@ -158,6 +172,18 @@ def compiled(name: str) -> tuple[thrifty.CompiledPlan, ServingPath, ServingPath,
             paths.append(path)
         _COMPILED[name] = c, paths[0], paths[1], paths[2]
     return _COMPILED[name]
+
+
+def scores_path(name: str) -> ServingPath:
+    """``compiled(name)``'s serving path whose ``evaluate`` takes the scores-only lanes for one
+    row (where the plan has them: ``ir_serving.scores_lanes``), whatever the default."""
+    c = compiled(name)[0]
+    path = serving_path(PLANS[name], c.forest_code, costs_for(PLANS[name], c.costs))
+    assert path is not None
+    path.lane_rows, path.lane_ranks = 1, 1
+    path.scores = scores_lanes(c.forest_code.layout)
+    path.bind(c.evaluate)
+    return path
 
 
 def descend(tables: dict[str, np.ndarray], root: int, levels: int, x: np.ndarray) -> int:
@@ -331,6 +357,7 @@ def test_one_row_is_the_interpreters_and_the_batchs(name, data):
     cells = st.tuples(st.integers(0, n - 1), st.integers(0, F - 1), VALUES)
     for i, j, v in data.draw(st.lists(cells, max_size=12)):
         X[i, j] = v
+    by_scores = scores_path(name)
     # Nine copies of each row: more than LANE_ROWS, so the batch runs on the plan's blocks.
     batch = c.evaluate(np.repeat(X, 9, axis=0))
     for i in range(n):
@@ -340,11 +367,37 @@ def test_one_row_is_the_interpreters_and_the_batchs(name, data):
         assert_same(c.evaluate(X[i : i + 1]), one)
         if compact(c.forest_code.layout):
             assert_same(by_ranks.serve(X[i : i + 1]), one)
+        # The scores-only lanes: the scores at the call, every other field read later equal.
+        quick = by_scores.evaluate(X[i : i + 1])
+        kind = ScoresEvaluation if scores_lanes(c.forest_code.layout) else ServingEvaluation
+        assert type(quick) is kind, name
+        np.testing.assert_array_equal(quick.raw, one.raw)
+        assert_same(quick, one)
         np.testing.assert_array_equal(one.raw, batch.raw[9 * i : 9 * i + 1])
         np.testing.assert_array_equal(one.exit, batch.exit[9 * i : 9 * i + 1])
         for field in ("total", "n_nodes", "acquired"):
             want = getattr(batch.cost, field)[9 * i : 9 * i + 1]
             np.testing.assert_array_equal(getattr(one.cost, field), want, err_msg=field)
+
+
+def with_leaves(t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The lanes' tables ``t`` with a stand-in ``lleaf`` (``rank_tables`` copies its values)."""
+    return {**t, "lleaf": np.zeros((len(t["lorig"]), 8))}
+
+
+@pytest.mark.parametrize("name", ["numeric", "multiclass", "float32-sums"])
+def test_the_scores_only_lanes_read_each_nodes_values_from_cval(name):
+    code = compiled(name)[0].forest_code
+    K = code.forest.n_outputs
+    lleaf, cval = (code.tables[TABLES.index(t)] for t in ("lleaf", "cval"))
+    np.testing.assert_array_equal(cval.reshape(-1, K), lleaf[:, :K])
+    assert cval.ctypes.data % 64 == 0
+    assert ("@slanes_" in serving_ir(code.layout, "k")) is scores_lanes(code.layout) is True
+    # One row takes them by default from ``SCORES_POSITIONS`` positions.
+    P = len(code.layout.order)
+    assert compiled(name)[0].serving.scores is (P >= SCORES_POSITIONS), (name, P)
+    # Plans with exits have none (``lanes_ir`` refuses them).
+    assert not scores_lanes(compiled("sequential-deep")[0].forest_code.layout)
 
 
 def slot_ranks(f: Forest, r: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -376,7 +429,7 @@ def test_a_descent_over_the_rank_records_reaches_the_forests_leaves(name):
     rng = np.random.default_rng(6)
     tree, depth, _, _ = leaf_tables(f)
     t = lane_tables(f, np.arange(f.n_trees), CHUNK_FULL, tree, depth)
-    r = {**rank_tables(f, t), "cat_bits": t["cat_bits"]}
+    r = {**rank_tables(f, with_leaves(t)), "cat_bits": t["cat_bits"]}
     X = random_inputs(rng, 20, f.n_features)
     X[0, :] = ZERO
     X[1, :] = -0.0
@@ -402,7 +455,7 @@ def test_the_rank_records_top_rows_and_searches(monkeypatch):
     f = FORESTS["deep"]
     tree, depth, _, _ = leaf_tables(f)
     t = lane_tables(f, np.arange(f.n_trees), CHUNK_FULL, tree, depth)
-    r = rank_tables(f, t)
+    r = rank_tables(f, with_leaves(t))
     crec, left = r["crec"], t["lrec"][:, 0] & 0xFFFFFFFF
     top = r["ctop"].reshape(-1, TOP_WORDS, BLOCK)
     roots = t["lblock"].reshape(-1, 1 + BLOCK)[:, 1:]
@@ -434,8 +487,9 @@ def test_the_rank_records_top_rows_and_searches(monkeypatch):
 
 def test_one_row_on_rank_records_takes_empty_and_float32_inputs_and_refuses_wrong_shapes():
     plan, (c, _, _, _) = PLANS["numeric"], compiled("numeric")
-    # The default one-row path here: the lanes on rank records.
-    assert c.serving.lane_rows == 1 and c.serving.lane_ranks == 1
+    # The default one-row path here: the scores-only lanes on rank records.
+    assert c.serving.lane_rows == 1 and c.serving.lane_ranks == 1 and c.serving.scores
+    assert type(c.evaluate(np.zeros((1, plan.forest.n_features)))) is ScoresEvaluation
     F = plan.forest.n_features
     X = random_inputs(np.random.default_rng(8), 4, F)
     X[0, :3] = (np.nan, -0.0, np.inf)
@@ -444,5 +498,14 @@ def test_one_row_on_rank_records_takes_empty_and_float32_inputs_and_refuses_wron
         for dtype in (np.float32, np.float64):
             x = X[i : i + 1].astype(dtype)
             assert_same(c.evaluate(x), evaluate(plan, x, c.costs))
+            # Fields read in another order, after the thread's buffers served other calls.
+            ev = c.evaluate(x)
+            c.evaluate(X[(i + 1) % len(X) :][:1])
+            np.testing.assert_array_equal(ev.cost.acquired, evaluate(plan, x, c.costs).cost.acquired)
+            np.testing.assert_array_equal(ev.raw, evaluate(plan, x, c.costs).raw)
+            # It pickles as the plain Evaluation it stands for.
+            back = pickle.loads(pickle.dumps(c.evaluate(x)))
+            assert type(back) is Evaluation
+            assert_same(back, evaluate(plan, x, c.costs))
     with pytest.raises(ValueError, match=re.escape(f"has {F + 1} features, but the model expects {F}")):
         c.evaluate(np.zeros((1, F + 1)))

@@ -19,7 +19,7 @@ from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import CostModel, CostReport, Evaluation, Full, Sequential, evaluate
 from thrifty.exceptions import InputError
 from thrifty.runtime.compiled.raw_path import DeferredEvaluation
-from thrifty.runtime.compiled.serving import SMALL, ServingCostReport, ServingEvaluation
+from thrifty.runtime.compiled.serving import SMALL, ScoresEvaluation, ServingCostReport, ServingEvaluation
 
 # Inputs on and around the random forests' thresholds (-1, 0, 0.5, 1, 2.5), some of which
 # float32 rounds onto a threshold (1 + 1e-12 -> 1.0) or to infinity (1e39).
@@ -266,8 +266,9 @@ def test_one_row_in_every_form_a_caller_passes_is_its_row_of_a_batch(name, X, at
     }
     for form, row in forms.items():
         got = c.evaluate(row, n_threads=1)
-        # The serving path's lanes, or the scores-first path of a plan that has one.
-        assert type(got) in (ServingEvaluation, DeferredEvaluation), form
+        # The serving path's lanes (scores only or not), or the scores-first path of a plan
+        # that has one.
+        assert type(got) in (ServingEvaluation, ScoresEvaluation, DeferredEvaluation), form
         assert_row(got, batch, i, form)
     assert_row(c.evaluate(pd.DataFrame(X[i : i + 1])), batch, i, "DataFrame")
     with np.errstate(over="ignore"):  # 1e39 is infinity in float32, as a caller's cast makes it

@@ -17,6 +17,9 @@ by position, in the plan's order (so sums round as the interpreter's do), and th
 tested after each position (``lanes.CHUNK_EXITS`` positions are descended before their leaves
 are added, when the plan has exits).
 
+``slanes`` (``scores``) is the same on rank records for plans without exits, adding each leaf's
+values alone (``cval``) and no splits nor tested features.
+
 Work per call is a few gathers per level of each block of trees: the only branches that depend
 on the row's values are one per level (whether any lane moved) and one per exit test, so a new
 row each call costs few mispredictions, where branchy code pays about one every other split.
@@ -79,7 +82,12 @@ def _splat(ty: str, value: str) -> str:
 
 
 def lanes_ir(
-    lay: Layout, key: str, permute: bool = False, compact: bool = False, declare: bool = True
+    lay: Layout,
+    key: str,
+    permute: bool = False,
+    compact: bool = False,
+    declare: bool = True,
+    scores: bool = False,
 ) -> str:
     """``lanes_{key}(X, S, T, i, n)``: row ``i`` of the ``n`` rows of ``X`` run through the plan
     from its state in ``S`` (``layout.state_fields``), as ``run`` runs it. Plans with bin exits
@@ -87,10 +95,17 @@ def lanes_ir(
     forests of at most ``PERMUTE_FEATURES`` features): the row's values are held in two vectors
     and each lane's value taken from them by a permute instead of gathered. ``compact``:
     ``clanes_{key}``, the same on compact rank records (``ir_lranks``; no permute).
-    ``declare``: with the intrinsics' declarations (once per module)."""
+    ``declare``: with the intrinsics' declarations (once per module). ``scores`` (plans
+    without exits, with ``compact``): ``slanes_{key}``, the raw scores alone, each leaf's
+    values read from ``cval`` (``lranks.rank_tables``); the state's other fields are left as
+    they were (``ServingPath``'s one row computes them only when read)."""
     K, W, F = lay.K, lay.words, lay.F
     # A leaf record's words in ``lleaf`` (padded: a record never straddles two cache lines).
     R = leaf_stride(K + 1 + W)
+    if scores:
+        if not compact or bool(lay.exits.any()):
+            raise ValueError("scores-only lanes are for compact records of plans without exits")
+        R = K
     f = lay.forest
     P = len(lay.order)
     chunk = chunk_of(lay.exits)
@@ -102,7 +117,7 @@ def lanes_ir(
     any_zero = bool(((f.missing_type == 2) & (f.feature >= 0) & (f.cat_start < 0)).any())
     exits = bool(lay.exits.any())
 
-    name = "clanes" if compact else "lanes"
+    name = "slanes" if scores else "clanes" if compact else "lanes"
     L: list[str] = [
         f"define void @{name}_{key}(ptr noalias %X, ptr noalias %S, ptr noalias %T, i64 %i, i64 %n) {{",
         "entry:",
@@ -123,7 +138,7 @@ def lanes_ir(
         tables += RANK_TABLES
     for name in tables:
         # The leaf records in the lanes' numbering (``lanes.lane_tables``' ``lleaf``).
-        at = t["lleaf"] if name == "leaf" else t[name]
+        at = t["cval" if scores else "lleaf"] if name == "leaf" else t[name]
         L += [f"  %{name}a = getelementptr ptr, ptr %T, i64 {at}", f"  %{name} = load ptr, ptr %{name}a"]
     L += [
         f"  %xo = mul i64 %i, {F}",
@@ -157,7 +172,7 @@ def lanes_ir(
             f"  %acc{c} = alloca double",
             f"  store double %raw0{c}, ptr %acc{c}",
         ]
-    for name in ("nodes", *(word_field("bits", w) for w in range(W))):
+    for name in () if scores else ("nodes", *(word_field("bits", w) for w in range(W))):
         L += [
             f"  %{name}o = mul i64 %n, {off[name]}",
             f"  %{name}k = add i64 %{name}o, %i",
@@ -260,7 +275,7 @@ def lanes_ir(
         "  %idp = getelementptr i64, ptr %ids, i64 %slot",
         "  %id = load i64, ptr %idp",
     ]
-    L += _add_leaf(K, W, lay.acc32, exits, lay.finish)
+    L += _add_leaf(K, W, lay.acc32, exits, lay.finish, counts=not scores)
     L += [
         "pnext:",
         "  %j1 = add i64 %j, 1",
@@ -270,7 +285,7 @@ def lanes_ir(
         "  br label %chunk",
         "done:",
     ]
-    L += [*_store_state(K, W, str(P), None), "  ret void"]
+    L += [*_store_state(K, W, str(P), None, counts=not scores), "  ret void"]
     if exits:
         L += [
             "exit:",
@@ -286,9 +301,9 @@ def lanes_ir(
     return head + "\n".join(L) + "\n"
 
 
-def _add_leaf(K: int, W: int, acc32: bool, exits: bool, finish: np.ndarray) -> list[str]:
+def _add_leaf(K: int, W: int, acc32: bool, exits: bool, finish: np.ndarray, counts: bool = True) -> list[str]:
     """Position ``%p``'s leaf (record offset ``%id``, stored by ``_leaf_lanes``) added to the
-    row's scores, splits and tested features, then the exit test."""
+    row's scores, and (``counts``) its splits and tested features, then the exit test."""
     L: list[str] = ["  %rec0 = add i64 %id, 0"]
     if K > 1:
         L += ["  %clsp = getelementptr i64, ptr %lclass, i64 %p", "  %cls = load i64, ptr %clsp"]
@@ -318,6 +333,8 @@ def _add_leaf(K: int, W: int, acc32: bool, exits: bool, finish: np.ndarray) -> l
             ]
             s = f"%n{c}"
         L += [f"  store double {s}, ptr %acc{c}"]
+    if not counts:
+        return L + (_exit_test(K, finish) if exits else ["  br label %pnext"])
     L += [
         f"  %dj = add i64 %rec0, {K}",
         "  %djp = getelementptr i64, ptr %leaf, i64 %dj",
@@ -552,11 +569,16 @@ def _exit_test(K: int, finish: np.ndarray) -> list[str]:
     ]
 
 
-def _store_state(K: int, W: int, pos: str, direction: str | None, x: str = "") -> list[str]:
-    """Store the row's scores, splits, tested features and position (and exit side)."""
+def _store_state(
+    K: int, W: int, pos: str, direction: str | None, x: str = "", counts: bool = True
+) -> list[str]:
+    """Store the row's scores, and (``counts``) splits, tested features and position (and exit
+    side)."""
     out = []
     for c in range(K):
         out += [f"  %{x}fa{c} = load double, ptr %acc{c}", f"  store double %{x}fa{c}, ptr %rawp{c}"]
+    if not counts:
+        return out
     for name in ("nodes", *(word_field("bits", w) for w in range(W))):
         out += [f"  %{x}f{name} = load i64, ptr %{name}A", f"  store i64 %{x}f{name}, ptr %{name}p"]
     out.append(f"  store i64 {pos}, ptr %posp")

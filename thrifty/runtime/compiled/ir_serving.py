@@ -24,6 +24,9 @@ LANE_ROWS = 1
 # Python: ctypes converts every argument on every call (about 0.2 µs for one, 0.8-1.1 µs for
 # seven), and a service's contexts are built once per thread and row count (``serving``).
 CONTEXT = ("X", "S", "T", "C", "lo", "hi", "n", "round32", "lane_rows", "lane_ranks")
+# ``lane_ranks`` asking for the scores-only lanes (``scores_lanes``): the rows' raw scores
+# alone, nothing priced (the other fields are left as they were).
+SCORES = 2
 
 
 # Slots of the call's table of tested-feature sets already priced (``_settle_ir``).
@@ -84,6 +87,7 @@ def serving_ir(lay: Layout, key: str, target: targets.Target | None = None) -> s
     return (
         (lanes_ir(lay, key, permute=permute(lay, target)) if _lanes(lay) else "")
         + (lanes_ir(lay, key, compact=True, declare=False) if compact(lay) else "")
+        + (lanes_ir(lay, key, compact=True, declare=False, scores=True) if scores_lanes(lay) else "")
         + f"""
 declare i64 @llvm.cttz.i64(i64, i1)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
@@ -214,6 +218,14 @@ def lane_ranks(lay: Layout) -> int:
     return int(compact(lay))
 
 
+def scores_lanes(lay: Layout) -> bool:
+    """Whether ``serve`` has the scores-only lanes too (``ir_lanes.lanes_ir(scores=True)``,
+    context word ``lane_ranks`` at ``SCORES``): where ``serve`` has the compact lanes and the
+    plan has no exits (``ServingPath`` takes them for the calls of up to ``lane_rows`` rows). A
+    call in that mode writes the rows' raw scores alone and prices nothing."""
+    return compact(lay) and not lay.exits.any()
+
+
 def compact(lay: Layout) -> bool:
     """Whether ``serve`` has the lanes on compact rank records too (``ir_lranks``): where it
     has the lanes and the forest's slots fit the records (``lranks.ranks_ok``)."""
@@ -233,7 +245,19 @@ def _evaluate_ir(lay: Layout, key: str) -> str:
         return run.format(key=key)
     call = f"  call void @lanes_{key}(ptr %X, ptr %S, ptr %T, i64 %li, i64 %n)"
     if compact(lay):
-        call = f"""  %ranked = icmp ne i64 %lane_ranks, 0
+        # With the scores-only lanes, ``lane_ranks`` at ``SCORES`` takes them.
+        head = (
+            f"""  %sonly = icmp eq i64 %lane_ranks, {SCORES}
+  br i1 %sonly, label %lscores, label %lfull
+lscores:
+  call void @slanes_{key}(ptr %X, ptr %S, ptr %T, i64 %li, i64 %n)
+  br label %lstep
+lfull:
+"""
+            if scores_lanes(lay)
+            else ""
+        )
+        call = f"""{head}  %ranked = icmp ne i64 %lane_ranks, 0
   br i1 %ranked, label %lrank, label %lnode
 lrank:
   call void @clanes_{key}(ptr %X, ptr %S, ptr %T, i64 %li, i64 %n)
@@ -247,13 +271,20 @@ lstep:"""
 lanes:
   %li = phi i64 [%lo, %go], [%li1, %{"lstep" if compact(lay) else "lane"}]
   %lmore = icmp slt i64 %li, %hi
-  br i1 %lmore, label %lane, label %ran
-lane:
+  br i1 %lmore, label %lane, label %{"lran" if scores_lanes(lay) else "ran"}
+{_SCORES_DONE if scores_lanes(lay) else ""}lane:
 {call}
   %li1 = add i64 %li, 1
   br label %lanes
 rows:
 {run.format(key=key)}"""
+
+
+# After the scores-only lanes nothing is priced: ``serve`` returns.
+_SCORES_DONE = f"""lran:
+  %sdone = icmp eq i64 %lane_ranks, {SCORES}
+  br i1 %sdone, label %done, label %ran
+"""
 
 
 def _settle_ir(W: int) -> str:

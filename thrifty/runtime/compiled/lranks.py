@@ -52,7 +52,7 @@ SLOT_ZERO = 1
 # Entries of the categorical slots' rank table (``Slots.cat``, int32) a forest may have (16 MB).
 MAX_CAT_TABLE = 1 << 22
 # The names of the tables, appended to ``layout.TABLES``.
-RANK_TABLES = ("crec", "ctop", "cfeat", "cbase", "cflag", "csteps", "cthr", "ccat", "ccf")
+RANK_TABLES = ("crec", "ctop", "cfeat", "cbase", "cflag", "csteps", "cthr", "ccat", "ccf", "cval")
 
 
 class Slots:
@@ -206,7 +206,7 @@ def rank_tables(f: Forest, lanes: dict[str, np.ndarray]) -> dict[str, np.ndarray
         ``cat`` and ``cat_features``).
     """
     if not ranks_ok(f):
-        kinds = {"cthr": np.float64, "ccat": np.int32}
+        kinds = {"cthr": np.float64, "ccat": np.int32, "cval": np.float64}
         return {name: np.zeros(1, dtype=kinds.get(name, np.int64)) for name in RANK_TABLES}
     lorig, lrec = lanes["lorig"], lanes["lrec"]
     second, left = lrec[:, 1], lrec[:, 0] & 0xFFFFFFFF
@@ -264,7 +264,17 @@ def rank_tables(f: Forest, lanes: dict[str, np.ndarray]) -> dict[str, np.ndarray
         "cthr": slots.thr,
         "ccat": slots.cat,
         "ccf": slots.cat_features,
+        "cval": _values(lanes["lleaf"], f.n_outputs),
     }
+
+
+def _values(lleaf: np.ndarray, K: int) -> np.ndarray:
+    """``cval`` (see ``rank_tables``), in an array that starts on a 64-byte line."""
+    flat = np.zeros(lleaf.shape[0] * K + 8, dtype=np.float64)
+    start = (-flat.ctypes.data // 8) % 8
+    out = flat[start : start + lleaf.shape[0] * K].reshape(-1, K)
+    out[:] = lleaf[:, :K]
+    return out
 
 
 def _top(crec: np.ndarray, left: np.ndarray, roots: np.ndarray) -> np.ndarray:

@@ -11,7 +11,9 @@ check of the input, one copy into buffers of the calling thread, one native call
 argument, a call context, is built once per thread and row count, and one copy of the state
 out. Every field of the result (scores, exits, probabilities, labels, each cost) is cut from
 that copy when first read. One row runs with the trees in vector lanes (``ir_lanes``), without
-a branch on its values. Results are the interpreter's, bit for bit (the tests check it).
+a branch on its values; for a plan without exits ``evaluate`` takes the lanes' scores alone
+(``ScoresEvaluation``: the other fields from one more call when read). Results are the
+interpreter's, bit for bit (the tests check it).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from thrifty.costs import CostModel, CostReport
 from thrifty.forest import is_dataframe, to_matrix
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.forest.links import labels_from, raw_to_proba
-from thrifty.runtime.compiled.ir_serving import CONTEXT, lane_ranks, lane_rows
+from thrifty.runtime.compiled.ir_serving import CONTEXT, SCORES, lane_ranks, lane_rows, scores_lanes
 from thrifty.runtime.compiled.layout import COST_TABLES, n_words, word_field
 from thrifty.runtime.compiled.tables import ForestCode, parallel
 from thrifty.runtime.evaluation import Evaluation
@@ -37,6 +39,13 @@ from thrifty.runtime.plans import Full, Sequential
 SMALL = 128
 # Rows beyond which a batch takes the chunked path (working memory stays bounded).
 LARGE = 1 << 16
+# Positions from which one row takes the scores-only lanes by default (``ServingPath.scores``):
+# they save work per position, and their result costs a fixed 0.1-0.2 µs more in Python (it
+# keeps a copy of the row). Paired (``benchmarks/lanes_ab.py``, one run of 15 rounds, load
+# 3-7), scores only over the full rank-record lanes, median: rank300 (500 trees) 0.684,
+# synth136 (1,000) 0.728, mtpl2 (1,000) 0.912, higgs255 (500) 0.938, Adult (500) 0.949;
+# NYC_taxi (100) 1.005, airline (100) 1.010.
+SCORES_POSITIONS = 256
 
 # Where the words of a call's context lie (``ir_serving.CONTEXT``).
 _X, _S, _LO, _HI, _N = (CONTEXT.index(name) for name in ("X", "S", "lo", "hi", "n"))
@@ -53,10 +62,15 @@ class ServingPath:
     lanes (``ir_lanes``), larger ones the rows in the lanes (``ir_serving.lane_rows``: one for
     plans without exits; 0 never, which the benchmarks compare against). Read into each call's
     context: set it before the first call. ``lane_ranks``: whether those lanes read compact
-    rank records (``ir_lranks``; ``ir_serving.lane_ranks``), read the same way."""
+    rank records (``ir_lranks``; ``ir_serving.lane_ranks``), read the same way. ``scores``:
+    whether ``evaluate``'s calls of up to ``lane_rows`` rows take the scores-only lanes
+    (``ir_serving.scores_lanes``) and return a ``ScoresEvaluation`` (the other fields from one
+    more call when read): by default where the plan has them and at least ``SCORES_POSITIONS``
+    positions; read when this thread's first call builds its contexts."""
 
     def __init__(self, plan: Full | Sequential, code: ForestCode, costs: CostModel) -> None:
         f = plan.forest
+        P = len(code.layout.order) if code.layout is not None else 0
         assert code.code.serve is not None  # serving_path builds one only then
         self.entry = code.code.serve
         self.code = code
@@ -66,6 +80,7 @@ class ServingPath:
         self.round32 = int(f.input_dtype == "float32")
         self.lane_rows = lane_rows(code.layout) if code.layout is not None else 0
         self.lane_ranks = lane_ranks(code.layout) if code.layout is not None else 0
+        self.scores = code.layout is not None and scores_lanes(code.layout) and P >= SCORES_POSITIONS
         self.outputs = (f.link, f.classes, f.n_outputs) if f.is_classifier else None
         # The state holds the trees' sums; raw scores are ``Forest.finish`` of them.
         self.finish = f.finish if f.base_last else None
@@ -122,12 +137,14 @@ class ServingPath:
                     return self.first(X, n, n_threads)  # type: ignore[misc]
                 if n <= SMALL:
                     try:
-                        M, S, ctx = self._local.calls[n]
+                        M, S, _, ctx, quick = self._local.calls[n]
                     except AttributeError:
                         self._local.calls = self._calls()
-                        M, S, ctx = self._local.calls[n]
+                        M, S, _, ctx, quick = self._local.calls[n]
                     M[...] = X
                     self.entry(ctx)
+                    if quick:
+                        return ScoresEvaluation(S[: self.K * n].copy(), M.copy(), self, n_threads)
                     return ServingEvaluation(S.copy(), n, self)
         ev = self.serve(X, n_threads)
         if ev is not None:
@@ -161,17 +178,31 @@ class ServingPath:
         ctx[_X], ctx[_S], ctx[_LO], ctx[_HI], ctx[_N] = X.ctypes.data, S.ctypes.data, lo, hi, n
         return ctx
 
-    def _calls(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    def _calls(self) -> list[tuple[np.ndarray, np.ndarray, int, int, bool]]:
         """This thread's calls of 0 to ``SMALL`` rows: per row count, the input buffer as an
-        ``(n, F)`` matrix, the state buffer of ``n`` rows, and ``serve``'s argument (the address
-        of the call's context)."""
+        ``(n, F)`` matrix, the state buffer of ``n`` rows, ``serve``'s argument (the address
+        of the call's context), the argument ``evaluate`` passes (the scores-only context for
+        calls the scores-only lanes take, else the same) and whether it is that one."""
         X = np.zeros(SMALL * self.F)
         S = np.zeros(self.W * SMALL)
         rows = np.arange(SMALL + 1)
-        contexts = np.repeat(self.context(X, S, 0, 0, 0)[None], SMALL + 1, axis=0)
-        contexts[:, CONTEXT.index("hi")] = contexts[:, CONTEXT.index("n")] = rows
+        contexts = np.repeat(self.context(X, S, 0, 0, 0)[None], 2 * (SMALL + 1), axis=0)
+        contexts[:, CONTEXT.index("hi")] = contexts[:, CONTEXT.index("n")] = np.tile(rows, 2)
+        contexts[SMALL + 1 :, CONTEXT.index("lane_ranks")] = SCORES
         at, step = contexts.ctypes.data, contexts.strides[0]
-        calls = [(X[: n * self.F].reshape(n, self.F), S[: self.W * n], at + step * n) for n in rows.tolist()]
+        calls = []
+        for n in rows.tolist():
+            quick = self.scores and n <= self.lane_rows
+            full = at + step * n
+            calls.append(
+                (
+                    X[: n * self.F].reshape(n, self.F),
+                    S[: self.W * n],
+                    full,
+                    full + step * (SMALL + 1) if quick else full,
+                    quick,
+                )
+            )
         # The buffers live as long as the views and the contexts do.
         self._local.keep = (X, S, contexts)
         return calls
@@ -204,12 +235,12 @@ class ServingPath:
         if shape[1:] != self._tail or (X.dtype is not _FLOAT64 and X.dtype.kind not in "fiub"):
             return None
         n = shape[0]
-        if n <= SMALL:  # as in ``evaluate``
+        if n <= SMALL:  # as in ``evaluate``, every field at once
             try:
-                M, S, ctx = self._local.calls[n]
+                M, S, ctx, _, _ = self._local.calls[n]
             except AttributeError:
                 self._local.calls = self._calls()
-                M, S, ctx = self._local.calls[n]
+                M, S, ctx, _, _ = self._local.calls[n]
             M[...] = X
             self.entry(ctx)
             # The result owns a copy: the buffers serve the thread's next call.
@@ -309,6 +340,55 @@ class ServingEvaluation(Evaluation):
 
     def __reduce__(self) -> tuple:
         # Pickles (to a Dask client, say) as the plain Evaluation it stands for.
+        return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
+
+
+class ScoresEvaluation(Evaluation):
+    """The ``Evaluation`` of a call that ran the scores-only lanes (``ServingPath.scores``):
+    ``raw`` from the state's first ``K * n`` words ``out``; every other field from one call of
+    the serving path on the kept rows ``M`` when first read (as ``raw_path.DeferredEvaluation``
+    does for the scores-only blocks), equal bit for bit to what that call gives at once. A
+    one-row call then skips the leaves' splits and tested features and the pricing: on the
+    ranker's 300 features, each leaf's record is 7 words (5 of tested features) where its
+    value is one."""
+
+    def __init__(self, out: np.ndarray, M: np.ndarray, path: ServingPath, n_threads: int | None) -> None:
+        self._M, self._path, self._threads = M, path, n_threads
+        if path.plain:
+            self.raw = out
+        else:
+            self._out = out
+
+    @_when_read
+    def raw(self) -> np.ndarray:
+        # As ``ServingEvaluation.raw``.
+        K, n, finish = self._path.K, len(self._M), self._path.finish
+        raw = self._out if K == 1 else self._out.reshape(K, n).T.copy()
+        return raw if finish is None else finish(raw.reshape(n, K)).reshape(raw.shape)
+
+    @_when_read
+    def _full(self) -> Evaluation:
+        ev = self._path.serve(self._M, self._threads)
+        assert ev is not None  # the serving path takes every matrix it took before
+        return ev
+
+    @_when_read
+    def exit(self) -> np.ndarray:
+        return self._full.exit
+
+    @_when_read
+    def cost(self) -> CostReport:
+        return self._full.cost
+
+    @_when_read
+    def proba(self) -> np.ndarray | None:
+        return self._full.proba
+
+    @_when_read
+    def labels(self) -> np.ndarray | None:
+        return self._full.labels
+
+    def __reduce__(self) -> tuple:
         return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
 
 

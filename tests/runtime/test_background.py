@@ -18,7 +18,7 @@ from tests._helpers.compiled_plans import PLANS, assert_same, input_matrices
 from tests._helpers.runtime_costs import N_FEATURES, cost_model
 from thrifty import evaluate
 from thrifty.runtime.compiled import cache
-from thrifty.runtime.compiled.choice import BLOCKS_ENV
+from thrifty.runtime.compiled.choice import BLOCKS_ENV, SECOND_ENV
 from thrifty.runtime.compiled.raw_path import DeferredEvaluation
 from thrifty.runtime.compiled.serving import SMALL
 
@@ -31,9 +31,12 @@ ROWS = [0, 1, 2, 3, 9, 17, SMALL, SMALL + 1, 257, 511, 512, 513]
 
 @pytest.fixture(params=["vector", "branchy"])
 def kind(request, monkeypatch, tmp_path):
-    """Each test compiles into an empty cache of its own, the scores in the background."""
+    """Each test compiles into an empty cache of its own, the scores in the background, with a
+    second scores entry (vector plans: branchy scores for one row; branchy plans: vector
+    scores from 512 rows)."""
     monkeypatch.setenv("THRIFTY_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("THRIFTY_BACKGROUND", "on")
+    monkeypatch.setenv(SECOND_ENV, "on")
     monkeypatch.setenv(BLOCKS_ENV, request.param)
     return request.param
 
@@ -74,7 +77,7 @@ def test_the_same_answers_before_and_after_raw_arrives(name, kind, held):
         before[n] = ev
         assert_same(ev, evaluate(plan, _matrix(n, n), COSTS))
     held.set()
-    assert compiled.wait(120) and code.raw is not None
+    assert compiled.wait(120) and code.raw is not None and code.second is not None
     assert compiled.raw_path is not None and compiled.serving.first is not None
     assert code.ready_seconds >= code.compile_seconds
     for n in ROWS:

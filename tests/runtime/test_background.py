@@ -5,8 +5,13 @@ a failed background compile leaves the serving path and says so once."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +27,7 @@ from thrifty.runtime.compiled.choice import BLOCKS_ENV, SECOND_ENV
 from thrifty.runtime.compiled.raw_path import DeferredEvaluation
 from thrifty.runtime.compiled.serving import SMALL
 
+ROOT = Path(__file__).resolve().parents[2]
 COSTS = cost_model(tree_cost=0.25, split_cost=0.125)
 SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 # Around the row counts where calls change entry or buffers: none, one row (the lanes), the
@@ -176,3 +182,48 @@ def test_the_rule_takes_large_plans(monkeypatch):
     monkeypatch.setenv("THRIFTY_BACKGROUND", "sometimes")
     with pytest.raises(ValueError, match="THRIFTY_BACKGROUND"):
         objects.background_scores(Lay(1))  # type: ignore[arg-type]
+
+
+CHILD = """
+import sys, time
+import numpy as np
+import thrifty
+import thrifty.runtime.compiled.objects as objects
+from tests._helpers.reference import random_forest
+forest = random_forest(np.random.default_rng(5), 8, n_trees=40, max_depth=6)
+# Helpers that take a minute: a sleeper in the interpreter's place.
+sys.executable = sys.argv[1]
+thrifty.compile(thrifty.Full(forest))
+for _ in range(6000):
+    if objects._HELPERS:
+        break
+    time.sleep(0.01)
+print(" ".join(str(p.pid) for p in objects._HELPERS), flush=True)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_process_that_exits_ends_its_background_helpers(tmp_path):
+    """A script that returns before its scores compile leaves no helper process running."""
+    env = {**os.environ, "THRIFTY_CACHE_DIR": str(tmp_path), "THRIFTY_BACKGROUND": "on"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    sleeper = tmp_path / "sleeper"
+    sleeper.write_text("#!/bin/sh\nexec sleep 60\n")
+    sleeper.chmod(0o755)
+    args = [sys.executable, "-c", CHILD, str(sleeper)]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    pids = [int(p) for p in done.stdout.split()]
+    assert pids, "no helper was running when the script ended"
+    deadline = time.monotonic() + 3  # killed at once; left alone they compile for longer
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+        time.sleep(0.1)
+    assert not pids, f"helper processes {pids} outlived their parent"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "Z"

@@ -11,6 +11,7 @@ so they never need a recompile.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -511,22 +512,40 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+# Helper processes still compiling: a process that exits while its scores-only entries compile
+# in the background ends them (``_end_helpers``) rather than leave them running unread.
+_HELPERS: set[subprocess.Popen] = set()
+
+
+@atexit.register
+def _end_helpers() -> None:
+    for proc in list(_HELPERS):
+        proc.kill()
+
+
 def _helper(irs: list[str], results: dict, h: int, level: int = 1) -> None:
     """Compile ``irs`` at LLVM speed level ``level`` in a new process (``python -m
     thrifty.runtime.compiled.llc``); its objects go to ``results[h]``, or None when it fails."""
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     try:
-        done = subprocess.run(
+        with subprocess.Popen(
             [sys.executable, "-m", "thrifty.runtime.compiled.llc", str(level)],
-            input=pack([ir.encode() for ir in irs]),
-            capture_output=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=env,
-            check=True,
-            # A helper that hangs must not hang the compile: its share is then done here.
-            timeout=600,
-        )
-        objects = unpack(done.stdout)
+        ) as proc:
+            _HELPERS.add(proc)
+            try:
+                # A helper that hangs must not hang the compile: its share is then done here.
+                out, _ = proc.communicate(pack([ir.encode() for ir in irs]), timeout=600)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+            finally:
+                _HELPERS.discard(proc)
+        objects = unpack(out) if proc.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         objects = None
     results[h] = objects if objects is not None and len(objects) == len(irs) else None

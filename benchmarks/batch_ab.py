@@ -4,7 +4,7 @@ timed in turn with lleaves in one process on the same float64 matrix (medians of
 repeats in one cyclic order, ``interleaved``), ns per tree and row, one thread.
 Every variant's raw scores must equal the first's and the interpreter's bit for bit.
 
-    python benchmarks/batch_ab.py --only higgs255,rank300 \\
+    python benchmarks/batch_ab.py --only higgs255,rank300 --clock thread \\
         --variant r32=THRIFTY_RANKS=32 --variant r16=THRIFTY_RANKS=16
 
 Prints a line per model and variant (ns, ratio to lleaves, ratio to the first variant); writes
@@ -23,20 +23,23 @@ from _lleaves import lleaves_predict
 from shapes import build
 
 
-def interleaved(fns: dict, repeats: int) -> dict:
+def interleaved(fns: dict, repeats: int, clock=time.perf_counter) -> dict:
     """Median seconds of each function, timed in turn in one fixed cyclic order ``repeats``
     times (after a warm-up): no function is ever timed right after itself. (``shapes.medians``
     reverses its order every other repeat, so its last and first functions run twice in a row,
     the second time with their code and tables still in cache: on the 300-feature ranker the
-    same compiled plan measured 18 ns per tree and row timed right after itself against 40.)"""
+    same compiled plan measured 18 ns per tree and row timed right after itself against 40.)
+    ``clock`` is ``time.perf_counter`` (wall) or ``time.thread_time`` (this thread's CPU time:
+    every engine here runs one thread in the caller's, and CPU time moves less than wall time
+    when other processes share the cores)."""
     for fn in fns.values():
         fn()
     times: dict = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(clock() - t0)
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
@@ -69,6 +72,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", default="higgs255,rank300")
     ap.add_argument("--variant", action="append", default=[], help="NAME=VAR=value[;VAR=value]")
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument(
+        "--clock", choices=("wall", "thread"), default="wall", help="wall time or this thread's CPU time"
+    )
     ap.add_argument("--quick", action="store_true", help="the shapes benchmark's small models")
     ap.add_argument(
         "--trees", type=int, default=0, help="time the first N trees only (no lleaves: its model is whole)"
@@ -97,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
             assert np.array_equal(got, ref), f"{model} {name}: differs from the interpreter"
             print(f"{model} {name}: compiled in {took:.0f} s", flush=True)
             fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
-        t = interleaved({k: (lambda fn=fn, M=M: fn(M)) for k, fn in fns.items()}, args.repeats)
+        clock = time.thread_time if args.clock == "thread" else time.perf_counter
+        t = interleaved({k: (lambda fn=fn, M=M: fn(M)) for k, fn in fns.items()}, args.repeats, clock)
         per = {k: v / (forest.n_trees * len(M)) * 1e9 for k, v in t.items()}
         first = variants[0][0]
         for k, v in per.items():

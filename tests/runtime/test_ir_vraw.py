@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import thrifty
-import thrifty.runtime.compiled.ir_vraw as ir_vraw
 import thrifty.runtime.compiled.objects as objects
 from tests._helpers.compiled_plans import PLANS, assert_same, input_matrices
 from tests._helpers.reference import random_forest
@@ -25,6 +24,7 @@ from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.raw_path import DeferredEvaluation
 from thrifty.runtime.compiled.tables import leaf_tables
+from thrifty.runtime.compiled.vblocks import RAW_TREES_ENV
 
 VECTOR_TARGETS = [name for name in targets.runnable() if name != "generic"]
 COSTS = cost_model(tree_cost=0.25, split_cost=0.125)
@@ -78,9 +78,9 @@ def test_plans_with_exits_or_float32_inputs_have_none(target):
 
 @pytest.mark.parametrize("size", [1, 3])
 def test_several_blocks_give_the_same_scores(target, size, monkeypatch):
-    """Blocks of ``size`` positions (``rawblk`` after ``rawblk`` over the same rows) add up to
-    the interpreter's sums (a forest of its own: the cache key does not name the blocks)."""
-    monkeypatch.setattr(ir_vraw, "vblocks", lambda lay: [(p, min(size, 11 - p)) for p in range(0, 11, size)])
+    """Blocks of ``size`` positions (``rawblk`` after ``rawblk`` over the same rows,
+    ``THRIFTY_RAW_TREES``) add up to the interpreter's sums."""
+    monkeypatch.setenv(RAW_TREES_ENV, str(size))
     plan = Full(random_forest(np.random.default_rng(100 + size), N_FEATURES, n_trees=11, n_outputs=3))
     X = np.random.default_rng(size).uniform(-5, 70, (50, N_FEATURES))
     ev = thrifty.compile(plan, COSTS).evaluate(X)

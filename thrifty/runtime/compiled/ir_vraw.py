@@ -16,8 +16,10 @@ trees took 1.01 to 1.03 times as long as blocks of 64 with AVX2, 0.99 with AVX-5
 
 from __future__ import annotations
 
+from thrifty.exceptions import InvalidParameterError
 from thrifty.runtime.compiled import ir_catshift
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
+from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds
 from thrifty.runtime.compiled.ir_raw import driver_ir
 from thrifty.runtime.compiled.ir_ternlog import DECLARE as TERNLOG_DECLARE
 from thrifty.runtime.compiled.ir_ternlog import leaf_mask_ternlog
@@ -30,7 +32,7 @@ from thrifty.runtime.compiled.ir_vector import (
     split_tests,
 )
 from thrifty.runtime.compiled.layout import TABLES, Layout
-from thrifty.runtime.compiled.vblocks import vblocks
+from thrifty.runtime.compiled.vblocks import RAW_TREES_ENV, raw_blocks
 
 
 def vraw_module_irs(
@@ -43,13 +45,20 @@ def vraw_module_irs(
     ternlog: bool = False,
     cat_shift: bool = False,
 ) -> list[str]:
-    """The modules of ``raw`` for a plan on vector blocks: one ``rawblk`` per vector block's
-    positions (``vblocks.vblocks``), then ``ir_raw``'s driver ``raw_{key}(ctx)``. ``lanes``
+    """The modules of ``raw`` for a plan on vector blocks: one ``rawblk`` per block of
+    positions (``vblocks.raw_blocks``), then ``ir_raw``'s driver ``raw_{key}(ctx)``. ``lanes``
     are the target's doubles per vector, times ``64 // ranks`` with ``ranks`` (32 or 16: the
     bits of the ranks compared, as ``ir_vector.vector_module_irs``; ``cat_shift`` as there).
     With ``ternlog`` (512-bit targets: ``choice.ternlog_masks``), leaf masks are
     ``ir_ternlog``'s."""
-    spans = vblocks(lay)
+    spans = raw_blocks(lay)
+    if ranks == 16 and any(
+        len(t) > MAX_RANKS16 for p, k in spans for t in block_thresholds(lay, p, k).values()
+    ):
+        raise InvalidParameterError(
+            f"{RAW_TREES_ENV} makes blocks with too many thresholds of a feature for 16-bit ranks: "
+            "set it lower or unset it"
+        )
     rows = lanes * (64 // ranks) if ranks else lanes
     modules = [
         vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift)

@@ -51,7 +51,7 @@ from thrifty.runtime.compiled.ir_vector import vector_module_irs
 from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.targets import env_choice
-from thrifty.runtime.compiled.vblocks import vblocks, vector_ok
+from thrifty.runtime.compiled.vblocks import raw_blocks_key, vblocks, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
 CODEGEN_VERSION = 39
@@ -102,7 +102,7 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
     if lazy:
         kind = "lazy"
     elif use_vector(lay):
-        kind = f"vector|ranks={_ranks(lay)}|raw={_raw_kind(lay)}"
+        kind = f"vector|ranks={_ranks(lay)}|raw={_raw_kind(lay)}{raw_blocks_key()}"
     else:
         kind = "branchy" if branchy_blocks(lay) else "scalar"
     if not lazy:

@@ -3,8 +3,11 @@ at all (``ir_vector`` generates the blocks; ``objects`` keys the code by them)."
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from thrifty.exceptions import InvalidParameterError
 from thrifty.runtime.compiled.layout import Layout
 
 # Trees of up to this many leaves take vector blocks (a leaf mask of one word per 64 leaves).
@@ -78,3 +81,47 @@ def _by_splits(splits: np.ndarray) -> list[tuple[int, int]]:
         out.append((p, k))
         p += k
     return out
+
+
+# Environment variable setting the positions per block of the scores-only entry (``ir_vraw``,
+# ``raw_blocks``): a positive number, or unset for the rule.
+RAW_TREES_ENV = "THRIFTY_RAW_TREES"
+
+
+def _count(name: str, what: str) -> int:
+    """The setting ``name`` (0 when unset or empty), checked: a positive whole number."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return 0
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidParameterError(
+            f"{name}={text!r} is not {what}: set it to a positive whole number or unset it"
+        )
+    return int(text)
+
+
+def raw_trees() -> int:
+    """``THRIFTY_RAW_TREES``: the positions per block of the scores-only entry (0: the rule)."""
+    return _count(RAW_TREES_ENV, "a number of trees")
+
+
+def raw_blocks(lay: Layout) -> list[tuple[int, int]]:
+    """The blocks ``(start, length)`` of the scores-only entry (``ir_vraw``): ``THRIFTY_RAW_TREES``
+    positions each when set, else ``vblocks``'s. Its blocks have no row state to load and
+    store, so what a longer block saves is the gathers and rank searches of the features it
+    tests, and the compares its trees share. Measured (docs/runtime.md, "Block size of the
+    scores-only entry"): the 300-feature ranker's 500 trees in one block took 0.947 to 0.989 of
+    the time in two blocks of 256, but its one module compiles on one core (40 to 56 s of wall
+    time against 29); higgs_small's blocks of 100 or 128 and synth136's of 512 measured within
+    the noise. So the rule is the vector blocks'."""
+    size = raw_trees()
+    if not size:
+        return vblocks(lay)
+    n = len(lay.exits)
+    return [(p, min(size, n - p)) for p in range(0, n, size)]
+
+
+def raw_blocks_key() -> str:
+    """What of ``raw_blocks`` the cache key must name: the forced positions per block."""
+    size = raw_trees()
+    return f"|rawtrees={size}" if size else ""

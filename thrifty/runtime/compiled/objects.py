@@ -482,7 +482,7 @@ def _emit_all(irs: list[str], level: int, progress: bool, n_trees: int) -> list[
         if progress and (shown or elapsed > 2.0) and done < len(shares[0]):
             # Compiling a large forest takes a while: say how far it is (all shares alike).
             shown = True
-            # The share of modules done, in trees (a raw entry's modules double the count).
+            # The share of modules done, in trees (each part of the plan counts its own).
             trees = min(n_trees, n_trees * done * (helpers + 1) // len(irs))
             print(
                 f"\rthrifty: compiling trees {trees}/{n_trees} ({elapsed:.0f} s)",

@@ -26,9 +26,11 @@ def data_home() -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def compiled_code_cache(tmp_path_factory: pytest.TempPathFactory):
     """Compiled plans are cached in a folder of this test session, never the user's cache
-    (where code of another thrifty version may sit under the same key)."""
+    (where code of another thrifty version may sit under the same key); ``thrifty.compile``
+    returns with every entry ready (``test_background.py`` tests the background compile)."""
     mp = pytest.MonkeyPatch()
     mp.setenv("THRIFTY_CACHE_DIR", str(tmp_path_factory.mktemp("compiled-code")))
+    mp.setenv("THRIFTY_BACKGROUND", "off")
     yield
     mp.undo()
 

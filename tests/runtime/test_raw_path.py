@@ -150,12 +150,13 @@ def test_lleaves_nyc_taxi_scores_equal_lightgbms(data_home, monkeypatch):
 
 def test_a_float32_twins_cached_code_serves_without_a_raw_path(branchy):
     """The cache key does not name the input's precision: a float64 forest whose float32 twin
-    was compiled first loads objects without ``raw`` and takes the serving path, exactly."""
+    was compiled first loads objects without ``raw``, compiles ``raw`` (completing the entry)
+    and gives the interpreter's results."""
     base = shaped_forest(np.random.default_rng(21), "chain", n_features=N_FEATURES, n_trees=5)
     twin = dataclasses.replace(base, input_dtype="float32")
     assert thrifty.compile(Full(twin), COSTS).raw_path is None
     compiled = thrifty.compile(Full(base), COSTS)
-    assert compiled.forest_code.code.from_cache and compiled.raw_path is None
+    assert compiled.forest_code.code.from_cache and compiled.raw_path is not None
     X = np.random.default_rng(3).uniform(-5, 70, (30, N_FEATURES))
     assert_same(compiled.evaluate(X), evaluate(Full(base), X, COSTS))
 

@@ -11,6 +11,7 @@ so they never need a recompile.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -18,7 +19,11 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -45,10 +50,20 @@ from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs
 from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
 from thrifty.runtime.compiled.layout import Layout
+from thrifty.runtime.compiled.targets import env_choice
 from thrifty.runtime.compiled.vblocks import raw_blocks_key, vblocks, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 40
+CODEGEN_VERSION = 41
+# Environment variable: "auto" (a large plan's scores-only entries are compiled after
+# ``thrifty.compile`` returns: ``background_scores``), "on" (every plan's) or "off" (compile
+# returns when every entry is ready).
+BACKGROUND_ENV = "THRIFTY_BACKGROUND"
+BACKGROUND_KINDS = ("auto", "on", "off")
+# Plans of at least this many positions compile their scores-only entries in the background.
+BACKGROUND_TREES = 200
+# LLVM calls of this process, from the caller's thread and the background compile's.
+_LLVM = threading.RLock()
 # Trees per compiled module: the unit of progress display and of LLVM's work.
 _TREES_PER_MODULE = 100
 # The signature of ``run``: (X, S, T, touched, rows, m, n) -> None (see ``ir_scalar``).
@@ -216,33 +231,115 @@ class NativeCode:
         t0 = time.perf_counter()
         objects = cache.read(self.key)
         self.from_cache = objects is not None
+        background = not lazy and raw_entry(lay) and background_scores(lay)
         if objects is None:
-            objects = _compile(lay, self.key, progress, lazy)
+            irs, level = _main_irs(lay, self.key, lazy)
+            objects = _emit_all(irs, level, progress, len(lay.order))
+            if not lazy and not background:
+                for more, at in _later_irs(lay, self.key):
+                    objects += _emit_all(more, at, progress, len(lay.order))
+            # An entry without the scores-only entries is completed when they are compiled.
             cache.write(self.key, objects)
         self.compile_seconds = 0.0 if self.from_cache else time.perf_counter() - t0
-        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
-        for obj in objects:
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        self._engine.finalize_object()
-        self.raw = self.second = None
+        self._engines = [_load(objects)]
+        self.raw: Any = None
+        self.second: Any = None
         self.second_rows = (0, -1)
         # Whether the blocks are vector blocks (``raw_path`` leaves one row to the serving path).
         self.vector = not lazy and use_vector(lay)
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._on_ready: list[Callable[[], None]] = []
+        self.ready_seconds = self.compile_seconds
+        engine = self._engines[0]
         if lazy:
-            self.run = LAZY_RUN(self._engine.get_function_address(f"lazyrun_{self.key}"))
+            self.run = LAZY_RUN(engine.get_function_address(f"lazyrun_{self.key}"))
             self.serve = None
+            self._ready.set()
             return
         # The key does not name the input's precision (the code is the same; ``serve`` rounds
         # when told): objects cached for a float32 twin of the forest have no ``raw``.
-        raw = self._engine.get_function_address(f"raw_{self.key}") if raw_entry(lay) else 0
-        self.raw = SERVE(raw) if raw else None
+        self._bind_scores(engine, lay)
+        self.run = RUN(engine.get_function_address(f"run_{self.key}"))
+        # ``serve``: rows from start to settled cost (the serving path).
+        self.serve = SERVE(engine.get_function_address(f"serve_{self.key}"))
+        if raw_entry(lay) and self.raw is None:
+            # Compiled (or cached) without its scores-only entries: they follow in the
+            # background, and calls take the serving path until they are loaded.
+            if background:
+                args = (lay, objects, t0, _emit_helpers)
+                threading.Thread(target=self._compile_later, args=args, daemon=True).start()
+                return
+            # A cached entry without them, and no background compile asked: compile them now.
+            emit = partial(_emit_all, progress=progress, n_trees=len(lay.order))
+            self._compile_later(lay, objects, t0, emit)
+        else:
+            self._ready.set()
+
+    def _bind_scores(self, engine: Any, lay: Layout) -> None:
+        """Take ``raw`` and the second entry from ``engine`` where it has them."""
+        raw = engine.get_function_address(f"raw_{self.key}") if raw_entry(lay) else 0
         second, lo, hi = second_entry(lay)
-        entry = self._engine.get_function_address(f"raw_{self.key}{second[:1]}") if second and raw else 0
+        entry = engine.get_function_address(f"raw_{self.key}{second[:1]}") if second and raw else 0
         if entry:
             self.second, self.second_rows = SERVE(entry), (lo, hi)
-        self.run = RUN(self._engine.get_function_address(f"run_{self.key}"))
-        # ``serve``: rows from start to settled cost (the serving path).
-        self.serve = SERVE(self._engine.get_function_address(f"serve_{self.key}"))
+        if raw:
+            self.raw = SERVE(raw)
+
+    def _compile_later(self, lay: Layout, objects: list[bytes], t0: float, emit: Callable) -> None:
+        """The scores-only entries (``_later_irs``) compiled by ``emit`` (in the background: by
+        helper processes alone, ``_emit_helpers``), loaded into
+        an engine of their own, written to the cache with the rest, then announced to
+        ``when_ready``'s callbacks. A failure leaves the serving path serving, and says so."""
+        try:
+            more: list[bytes] = []
+            for irs, level in _later_irs(lay, self.key):
+                more += emit(irs, level)
+            engine = _load(more)
+            cache.write(self.key, objects + more)
+            with self._lock:
+                self._engines.append(engine)
+                self._bind_scores(engine, lay)
+                self.ready_seconds = time.perf_counter() - t0
+                callbacks, self._on_ready = self._on_ready, []
+            for callback in callbacks:
+                callback()
+        except Exception as exc:  # noqa: BLE001 - any failure leaves the serving path, said once
+            warnings.warn(
+                f"thrifty: compiling the scores-only entry in the background failed ({exc}); "
+                "calls keep the serving path, whose results are the same. Set "
+                f"{BACKGROUND_ENV}=off to compile it before thrifty.compile returns",
+                RuntimeWarning,
+                stacklevel=1,
+            )
+        finally:
+            self._ready.set()
+
+    def when_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once the scores-only entry ``raw`` is loaded: now if it is, from
+        the background compile's thread when it arrives, never if it fails."""
+        with self._lock:
+            if self.raw is None and not self._ready.is_set():
+                self._on_ready.append(callback)
+                return
+        if self.raw is not None:
+            callback()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every entry is loaded (or its background compile failed): whether it
+        finished within ``timeout`` seconds (None: no limit)."""
+        return self._ready.wait(timeout)
+
+
+def background_scores(lay: Layout) -> bool:
+    """Whether a compile into an empty cache returns before the scores-only entries (``raw``
+    and the second entry) are compiled: ``THRIFTY_BACKGROUND`` forces it on or off, else
+    plans of at least ``BACKGROUND_TREES`` positions. docs/runtime.md, "Compiling in the
+    background"."""
+    kind = env_choice(BACKGROUND_ENV, BACKGROUND_KINDS, "a choice")
+    if kind != "auto":
+        return kind == "on"
+    return len(lay.order) >= BACKGROUND_TREES
 
 
 def raw_entry(lay: Layout) -> bool:
@@ -259,62 +356,108 @@ def _target_machine() -> llvm.TargetMachine:
     return targets.current().machine()
 
 
-def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[bytes]:
-    """Object code of the blocks' functions (in modules of about ``_TREES_PER_MODULE`` trees)
-    and of ``run``; the modules are shared between this process and helper processes, one per
-    further core (llvmlite serialises LLVM calls within a process)."""
+def _main_irs(lay: Layout, key: str, lazy: bool = False) -> tuple[list[str], int]:
+    """IR modules of the blocks' functions (in modules of about ``_TREES_PER_MODULE`` trees),
+    ``run`` and ``serve``, and the LLVM speed level they are compiled at."""
     level = 1
     if lazy:
-        irs = lazy_module_irs(lay, key, _TREES_PER_MODULE)
+        return lazy_module_irs(lay, key, _TREES_PER_MODULE), level
+    tg = targets.current()
+    if use_vector(lay):
+        # Without exits a vector block's scalar twin runs only for a lone row of a call
+        # (``ir_scalar._run_ir``); optimising it took 0.42 of higgs255's compile time.
+        cold = not bool(lay.exits.any())
+        irs = vector_module_irs(
+            lay,
+            key,
+            _TREES_PER_MODULE,
+            tg.lanes,
+            tg.vscale,
+            tg.by_exponent,
+            _ranks(lay),
+            cat_shift=tg.cat_shift,
+            cold_scalar=cold,
+        )
+    elif branchy_blocks(lay):
+        irs, level = branchy_module_irs(lay, key, _TREES_PER_MODULE), BRANCHY_LEVEL
     else:
-        tg = targets.current()
-        if use_vector(lay):
-            # Without exits a vector block's scalar twin runs only for a lone row of a call
-            # (``ir_scalar._run_ir``); optimising it took 0.42 of higgs255's compile time.
-            cold = not bool(lay.exits.any())
-            irs = vector_module_irs(
-                lay,
-                key,
-                _TREES_PER_MODULE,
-                tg.lanes,
-                tg.vscale,
-                tg.by_exponent,
-                _ranks(lay),
-                cat_shift=tg.cat_shift,
-                cold_scalar=cold,
-            )
-        elif branchy_blocks(lay):
-            irs, level = branchy_module_irs(lay, key, _TREES_PER_MODULE), BRANCHY_LEVEL
-        else:
-            irs = module_irs(lay, key, _TREES_PER_MODULE)
-    if not lazy:
-        irs[-1] += serving_ir(lay, key)
-        if raw_entry(lay):
-            tg = targets.current()
-            if use_vector(lay):
-                ranks = _ranks(lay)
-                ternlog = ternlog_masks(tg.name, ranks)
-                irs += vraw_module_irs(
-                    lay, key, tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog, tg.cat_shift
-                )
-            else:
-                irs += raw_module_irs(lay, key)
-    objects = _emit_all(irs, level, progress, len(lay.order))
-    second = second_entry(lay)[0] if not lazy else ""
+        irs = module_irs(lay, key, _TREES_PER_MODULE)
+    irs[-1] += serving_ir(lay, key)
+    return irs, level
+
+
+def _later_irs(lay: Layout, key: str) -> list[tuple[list[str], int]]:
+    """IR modules of the scores-only entries (``raw``, then the second entry), each part with
+    its LLVM speed level; none for plans without ``raw`` (``raw_entry``)."""
+    if not raw_entry(lay):
+        return []
+    tg = targets.current()
+    parts: list[tuple[list[str], int]] = []
+    if use_vector(lay):
+        ranks = _ranks(lay)
+        ternlog = ternlog_masks(tg.name, ranks)
+        irs = vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog, tg.cat_shift)
+        parts.append((irs, 1))
+    else:
+        parts.append((raw_module_irs(lay, key), BRANCHY_LEVEL if branchy_blocks(lay) else 1))
+    second = second_entry(lay)[0]
     if second == "branchy":
         # A vector plan's branchy scores for one row (``choice.second_scores``), named
         # ``raw_{key}b``, at the branchy blocks' level.
-        more = raw_module_irs(lay, key + "b")
-        objects += _emit_all(more, BRANCHY_LEVEL, progress, len(lay.order))
+        parts.append((raw_module_irs(lay, key + "b"), BRANCHY_LEVEL))
     elif second == "vector":
         # A branchy plan's vector scores for large calls, ``raw_{key}v``.
-        tg, ranks = targets.current(), _second_ranks(lay)
+        ranks = _second_ranks(lay)
         ternlog = ternlog_masks(tg.name, ranks)
         more = vraw_module_irs(
             lay, key + "v", tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog, tg.cat_shift
         )
-        objects += _emit_all(more, 1, progress, len(lay.order))
+        parts.append((more, 1))
+    return parts
+
+
+def _compile(lay: Layout, key: str, progress: bool, lazy: bool = False) -> list[bytes]:
+    """Object code of every entry of the plan (``_main_irs``, then ``_later_irs``); the
+    modules are shared between this process and helper processes, one per further core
+    (llvmlite serialises LLVM calls within a process)."""
+    irs, level = _main_irs(lay, key, lazy)
+    objects = _emit_all(irs, level, progress, len(lay.order))
+    for more, at in [] if lazy else _later_irs(lay, key):
+        objects += _emit_all(more, at, progress, len(lay.order))
     return objects
+
+
+def _load(objects: list[bytes]) -> Any:
+    """An MCJIT engine with ``objects`` loaded and finalised."""
+    with _LLVM:
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+        for obj in objects:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+    return engine
+
+
+def _emit_helpers(irs: list[str], level: int) -> list[bytes]:
+    """Object code of ``irs`` from helper processes alone (one per core), so that this
+    process's threads keep serving; raises when a helper fails."""
+    n = max(1, min(_cores(), len(irs)))
+    shares = [list(range(len(irs)))[h::n] for h in range(n)]
+    results: dict[int, list[bytes] | None] = {}
+    threads = [
+        threading.Thread(target=_helper, args=([irs[i] for i in share], results, h, level), daemon=True)
+        for h, share in enumerate(shares)
+    ]
+    for thread in threads:
+        thread.start()
+    objects: list[bytes | None] = [None] * len(irs)
+    for h, thread in enumerate(threads):
+        thread.join()
+        got = results.get(h)
+        if got is None:
+            raise RuntimeError("a helper process (python -m thrifty.runtime.compiled.llc) failed")
+        for j, i in enumerate(shares[h]):
+            objects[i] = got[j]
+    return [o for o in objects if o is not None]
 
 
 def _emit_all(irs: list[str], level: int, progress: bool, n_trees: int) -> list[bytes]:
@@ -339,7 +482,7 @@ def _emit_all(irs: list[str], level: int, progress: bool, n_trees: int) -> list[
         if progress and (shown or elapsed > 2.0) and done < len(shares[0]):
             # Compiling a large forest takes a while: say how far it is (all shares alike).
             shown = True
-            # The share of modules done, in trees (a raw entry's modules double the count).
+            # The share of modules done, in trees (each part of the plan counts its own).
             trees = min(n_trees, n_trees * done * (helpers + 1) // len(irs))
             print(
                 f"\rthrifty: compiling trees {trees}/{n_trees} ({elapsed:.0f} s)",
@@ -369,22 +512,40 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+# Helper processes still compiling: a process that exits while its scores-only entries compile
+# in the background ends them (``_end_helpers``) rather than leave them running unread.
+_HELPERS: set[subprocess.Popen] = set()
+
+
+@atexit.register
+def _end_helpers() -> None:
+    for proc in list(_HELPERS):
+        proc.kill()
+
+
 def _helper(irs: list[str], results: dict, h: int, level: int = 1) -> None:
     """Compile ``irs`` at LLVM speed level ``level`` in a new process (``python -m
     thrifty.runtime.compiled.llc``); its objects go to ``results[h]``, or None when it fails."""
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     try:
-        done = subprocess.run(
+        with subprocess.Popen(
             [sys.executable, "-m", "thrifty.runtime.compiled.llc", str(level)],
-            input=pack([ir.encode() for ir in irs]),
-            capture_output=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=env,
-            check=True,
-            # A helper that hangs must not hang the compile: its share is then done here.
-            timeout=600,
-        )
-        objects = unpack(done.stdout)
+        ) as proc:
+            _HELPERS.add(proc)
+            try:
+                # A helper that hangs must not hang the compile: its share is then done here.
+                out, _ = proc.communicate(pack([ir.encode() for ir in irs]), timeout=600)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+            finally:
+                _HELPERS.discard(proc)
+        objects = unpack(out) if proc.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         objects = None
     results[h] = objects if objects is not None and len(objects) == len(irs) else None
@@ -393,13 +554,14 @@ def _helper(irs: list[str], results: dict, h: int, level: int = 1) -> None:
 def _emit(ir: str, target: targets.Target | None = None, level: int = 1) -> bytes:
     """Object code of one IR module for ``target`` (default ``targets.current()``), optimised at
     LLVM speed level ``level``."""
-    tm = (target or targets.current()).machine()
-    mod = llvm.parse_assembly(ir)
-    mod.triple = tm.triple
-    mod.verify()
-    # Level 1 gives most of the speed of higher levels at half their compile time (branchy
-    # blocks excepted: ``ir_branchy.BRANCHY_LEVEL``).
-    pto = llvm.create_pipeline_tuning_options(speed_level=level)
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
-    return tm.emit_object(mod)
+    with _LLVM:
+        tm = (target or targets.current()).machine()
+        mod = llvm.parse_assembly(ir)
+        mod.triple = tm.triple
+        mod.verify()
+        # Level 1 gives most of the speed of higher levels at half their compile time (branchy
+        # blocks excepted: ``ir_branchy.BRANCHY_LEVEL``).
+        pto = llvm.create_pipeline_tuning_options(speed_level=level)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        return tm.emit_object(mod)

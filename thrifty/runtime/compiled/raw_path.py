@@ -15,6 +15,7 @@ compiled plan's ``evaluate`` is the serving path's, which takes this path first 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -164,9 +165,21 @@ class DeferredEvaluation(Evaluation):
         return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
 
 
-def raw_path(serving: ServingPath | None) -> RawPath | None:
+def raw_path(serving: ServingPath | None, arrived: Callable[[RawPath], None] | None = None) -> RawPath | None:
     """The scores-first path beside ``serving``, or None when the plan's code has no ``raw``
-    entry (``objects.raw_entry``) or there is no serving path."""
-    if serving is None or serving.code.code.raw is None:
+    entry (``objects.raw_entry``), not yet (compiled in the background: ``NativeCode.when_ready``)
+    or there is no serving path. A ``raw`` that arrives later makes its ``RawPath`` then, which
+    takes its place in the serving path (``first``) and is handed to ``arrived``."""
+    if serving is None:
+        return None
+    code = serving.code.code
+    if code.raw is None:
+
+        def swap() -> None:
+            path = RawPath(serving)
+            if arrived is not None:
+                arrived(path)
+
+        code.when_ready(swap)
         return None
     return RawPath(serving)

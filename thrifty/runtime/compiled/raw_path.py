@@ -22,7 +22,7 @@ import numpy as np
 
 from thrifty.forest.kernels import SERIAL_ROWS, threads
 from thrifty.runtime.compiled.ir_raw import RAW_CONTEXT
-from thrifty.runtime.compiled.serving import LARGE, SMALL, ServingPath, _when_read
+from thrifty.runtime.compiled.serving import LARGE, SMALL, LaterFields, ServingPath
 from thrifty.runtime.compiled.tables import parallel
 from thrifty.runtime.evaluation import Evaluation
 
@@ -127,42 +127,18 @@ class RawPath:
         return ctx
 
 
-class DeferredEvaluation(Evaluation):
+class DeferredEvaluation(LaterFields):
     """An ``Evaluation`` whose raw scores were computed by ``raw`` and whose other fields come
-    from one run of the serving path on the kept rows when first read. It is an ``Evaluation``
-    in every way a caller sees; it pickles as the plain ``Evaluation`` it stands for."""
+    from one run of the serving path on the kept rows when first read (``LaterFields``). It
+    is an ``Evaluation`` in every way a caller sees; it pickles as the plain ``Evaluation`` it
+    stands for."""
 
     def __init__(self, out: np.ndarray, M: np.ndarray, path: RawPath, n_threads: int | None) -> None:
-        self._M, self._path, self._threads = M, path, n_threads
+        super().__init__(M, path.serving, n_threads)
         n, K, finish = len(M), path.K, path.serving.finish
         raw = out if K == 1 else out.reshape(K, n).T.copy()
         # As ``ServingEvaluation.raw``: a forest whose base comes after the sum finishes it.
         self.raw = raw if finish is None else finish(raw.reshape(n, K)).reshape(raw.shape)
-
-    @_when_read
-    def _full(self) -> Evaluation:
-        ev = self._path.serving.serve(self._M, self._threads)
-        assert ev is not None  # the serving path takes every matrix RawPath takes
-        return ev
-
-    @_when_read
-    def exit(self) -> np.ndarray:
-        return self._full.exit
-
-    @_when_read
-    def cost(self) -> Any:
-        return self._full.cost
-
-    @_when_read
-    def proba(self) -> np.ndarray | None:
-        return self._full.proba
-
-    @_when_read
-    def labels(self) -> np.ndarray | None:
-        return self._full.labels
-
-    def __reduce__(self) -> tuple:
-        return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
 
 
 def raw_path(serving: ServingPath | None, arrived: Callable[[RawPath], None] | None = None) -> RawPath | None:

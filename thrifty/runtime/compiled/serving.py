@@ -343,33 +343,19 @@ class ServingEvaluation(Evaluation):
         return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
 
 
-class ScoresEvaluation(Evaluation):
-    """The ``Evaluation`` of a call that ran the scores-only lanes (``ServingPath.scores``):
-    ``raw`` from the state's first ``K * n`` words ``out``; every other field from one call of
-    the serving path on the kept rows ``M`` when first read (as ``raw_path.DeferredEvaluation``
-    does for the scores-only blocks), equal bit for bit to what that call gives at once. A
-    one-row call then skips the leaves' splits and tested features and the pricing: on the
-    ranker's 300 features, each leaf's record is 7 words (5 of tested features) where its
-    value is one."""
+class LaterFields(Evaluation):
+    """An ``Evaluation`` whose raw scores came from a scores-only entry and whose other fields
+    come from one call of the serving path ``serving`` on the kept rows ``M`` when first read,
+    equal bit for bit to what that call gives at once (``ScoresEvaluation``,
+    ``raw_path.DeferredEvaluation``). It pickles as the plain ``Evaluation`` it stands for."""
 
-    def __init__(self, out: np.ndarray, M: np.ndarray, path: ServingPath, n_threads: int | None) -> None:
-        self._M, self._path, self._threads = M, path, n_threads
-        if path.plain:
-            self.raw = out
-        else:
-            self._out = out
-
-    @_when_read
-    def raw(self) -> np.ndarray:
-        # As ``ServingEvaluation.raw``.
-        K, n, finish = self._path.K, len(self._M), self._path.finish
-        raw = self._out if K == 1 else self._out.reshape(K, n).T.copy()
-        return raw if finish is None else finish(raw.reshape(n, K)).reshape(raw.shape)
+    def __init__(self, M: np.ndarray, serving: ServingPath, n_threads: int | None) -> None:
+        self._M, self._serving, self._threads = M, serving, n_threads
 
     @_when_read
     def _full(self) -> Evaluation:
-        ev = self._path.serve(self._M, self._threads)
-        assert ev is not None  # the serving path takes every matrix it took before
+        ev = self._serving.serve(self._M, self._threads)
+        assert ev is not None  # the serving path takes every matrix the scores-only call took
         return ev
 
     @_when_read
@@ -390,6 +376,28 @@ class ScoresEvaluation(Evaluation):
 
     def __reduce__(self) -> tuple:
         return (Evaluation, (self.raw, self.proba, self.labels, self.exit, self.cost))
+
+
+class ScoresEvaluation(LaterFields):
+    """The ``Evaluation`` of a call that ran the scores-only lanes (``ServingPath.scores``):
+    ``raw`` from the state's first ``K * n`` words ``out``, the other fields as
+    ``LaterFields``'. A one-row call then skips the leaves' splits and tested features and
+    the pricing: on the ranker's 300 features, each leaf's record is 7 words (5 of tested
+    features) where its value is one."""
+
+    def __init__(self, out: np.ndarray, M: np.ndarray, path: ServingPath, n_threads: int | None) -> None:
+        super().__init__(M, path, n_threads)
+        if path.plain:
+            self.raw = out
+        else:
+            self._out = out
+
+    @_when_read
+    def raw(self) -> np.ndarray:
+        # As ``ServingEvaluation.raw``.
+        K, n, finish = self._serving.K, len(self._M), self._serving.finish
+        raw = self._out if K == 1 else self._out.reshape(K, n).T.copy()
+        return raw if finish is None else finish(raw.reshape(n, K)).reshape(raw.shape)
 
 
 class ServingCostReport(CostReport):

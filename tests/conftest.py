@@ -35,6 +35,12 @@ def compiled_code_cache(tmp_path_factory: pytest.TempPathFactory):
     mp.undo()
 
 
+@pytest.fixture(autouse=True)
+def agg(monkeypatch: pytest.MonkeyPatch):
+    """Figures are drawn without a display (compare's reports, the CLI's plots)."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+
+
 @pytest.fixture(scope="module")
 def private_compile_cache(tmp_path_factory: pytest.TempPathFactory):
     """A compile cache of one test module, so its tests compile each plan afresh and then load

@@ -15,11 +15,6 @@ from thrifty.datasets import load_demo
 from thrifty.demo import BASELINE_PARAMS
 
 
-@pytest.fixture(autouse=True)
-def agg(monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """One quick demo run shared by the tests: its folder and what it printed."""

@@ -16,11 +16,6 @@ from thrifty.comparison.inputs import check_data
 NAMES = ["glucose", "mass", "age", "bp"]
 
 
-@pytest.fixture(autouse=True)
-def agg(monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-
-
 def frame(n=120, seed=0):
     rng = np.random.default_rng(seed)
     X = pd.DataFrame(rng.normal(size=(n, 4)).round(2), columns=NAMES)

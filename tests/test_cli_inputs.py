@@ -15,11 +15,6 @@ from thrifty import cli
 from thrifty.cli import main
 
 
-@pytest.fixture(autouse=True)
-def agg(monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-
-
 def _files(folder, names, seed=0):
     rng = np.random.default_rng(seed)
     X = pd.DataFrame(rng.normal(size=(200, len(names))), columns=names)

@@ -18,11 +18,6 @@ from thrifty.frontier import pareto_front
 FAST = {"n_estimators": 30, "num_leaves": 8, "n_jobs": 1}
 
 
-@pytest.fixture(autouse=True)
-def agg(monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-
-
 def binary_data(n=600, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 6))

@@ -23,11 +23,6 @@ COSTS = {"c0": 1.0, "c1": 2.0, "c2": 4.0, "c3": 8.0, "c4": 16.0, "c5": 32.0}
 QUICK = {"quick": True, "progress": False, "n_jobs": 1, "cv": 0}
 
 
-@pytest.fixture(autouse=True)
-def agg(monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-
-
 def data(n=400, seed=0, task="binary"):
     """(X, y, X_test, y_test): six named columns; the last 100 rows are the test rows."""
     rng = np.random.default_rng(seed)

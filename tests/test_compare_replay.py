@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests._helpers.compare_data import FAST, binary_data
 from thrifty import CostModel
 from thrifty.comparison import METHODS, Method, compare
 from thrifty.comparison import schedule as schedule_module
@@ -16,20 +17,6 @@ from thrifty.comparison.registry import CostOrder, fitted
 from thrifty.comparison.schedule import sweep
 from thrifty.comparison.settings import Settings
 from thrifty.comparison.sweep import FitTask
-
-FAST = {"n_estimators": 20, "num_leaves": 8, "n_jobs": 1}
-
-
-@pytest.fixture(autouse=True)
-def agg(monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-
-
-def binary_data(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 5))
-    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0).astype(int)
-    return X, y
 
 
 def test_each_candidate_is_fitted_once_per_fold_across_both_passes(monkeypatch):

@@ -15,11 +15,6 @@ FAST = {"n_estimators": 20, "num_leaves": 8, "n_jobs": 1}
 SLEEP = 8.0
 
 
-@pytest.fixture(autouse=True)
-def agg(monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-
-
 def _slow(ctx):
     """A method whose first fit outlasts any allowance here (a first fit on many rows)."""
     time.sleep(SLEEP)

@@ -5,12 +5,30 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # Benchmarks time plans with every entry in place: ``thrifty.compile`` waits for the
 # scores-only entries it would compile in the background (``shapes.compile_timed`` times both).
 os.environ.setdefault("THRIFTY_BACKGROUND", "off")
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """``env`` set in ``os.environ`` for the block (a compile under a forced setting), each
+    variable restored after (removed where it was unset)."""
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def emit(figures: dict, quick: bool) -> None:

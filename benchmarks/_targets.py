@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _figures import RESULTS, emit
+from _figures import RESULTS, emit, environment
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,16 +46,8 @@ def compiled_for(target: str, forest):
         if name.endswith(suffix):
             name, env = name.removesuffix(suffix), {var: value}
     env = {targets.ENV: name} | env
-    before = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with environment(env):
         return thrifty.compile(forest)
-    finally:
-        for k, v in before.items():
-            if v is None:
-                del os.environ[k]
-            else:
-                os.environ[k] = v
 
 
 def per_row_ns(

@@ -19,6 +19,7 @@ import sys
 import time
 
 import numpy as np
+from _figures import environment
 from _lleaves import lleaves_predict
 from shapes import build
 
@@ -47,18 +48,10 @@ def compiled_under(forest, env: dict):
     """``thrifty.compile(forest)`` with ``env`` set for the compile (restored after)."""
     import thrifty
 
-    before = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with environment(env):
         t0 = time.perf_counter()
         compiled = thrifty.compile(forest)
         return compiled, time.perf_counter() - t0
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def parse_variant(text: str) -> tuple[str, dict]:

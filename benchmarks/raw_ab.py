@@ -21,6 +21,7 @@ import sys
 import time
 
 import numpy as np
+from _figures import environment
 from shapes import build
 
 RAW_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
@@ -36,9 +37,7 @@ def blocks_under(lay, env: dict, engines: list) -> tuple[list, float]:
     from thrifty.runtime.compiled.choice import ternlog_masks
     from thrifty.runtime.compiled.objects import _ranks
 
-    before = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with environment(env):
         tg = targets.current()
         tm = tg.machine()
         ranks = _ranks(lay)
@@ -58,12 +57,6 @@ def blocks_under(lay, env: dict, engines: list) -> tuple[list, float]:
             engines.append(engine)
             fns.append(BLOCK(engine.get_function_address(f"rawblk_ab_{m}")))
         return fns, time.process_time() - t0
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def main(argv: list[str] | None = None) -> None:

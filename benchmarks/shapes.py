@@ -53,7 +53,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _figures import emit
+from _figures import emit, environment
 from _lleaves import lleaves_compile_seconds, lleaves_predict, tl2cgen_predict
 from _targets import avx2_vs_avx512_per_row
 from runtime import one_row_means
@@ -241,20 +241,14 @@ def engines(
     fns: dict = {"lightgbm": lambda X: booster.predict(X, raw_score=True, num_threads=1)}
     fns["lleaves"], reasons[f"{tag}_lleaves"] = lleaves_predict(model_text, forest.n_outputs)
     fns["tl2cgen"], reasons[f"{tag}_tl2cgen"] = tl2cgen_predict(booster, model_text)
-    before = os.environ.get(BLOCKS_ENV)
-    try:
-        for name, kind in zip(OURS, ("auto", "vector", "scalar", "branchy")[: 4 if branchy else 3]):
-            os.environ[BLOCKS_ENV] = kind
+    for name, kind in zip(OURS, ("auto", "vector", "scalar", "branchy")[: 4 if branchy else 3]):
+        with environment({BLOCKS_ENV: kind}):
             if kind == "auto":
                 # thrifty's own choice compiles into an empty cache: its compile time is a figure.
                 compiled, seconds[tag], seconds[f"{tag}_usable"] = compile_timed(forest)
             else:
                 compiled = thrifty.compile(forest)
-            fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
-    finally:
-        os.environ.pop(BLOCKS_ENV, None)
-        if before is not None:
-            os.environ[BLOCKS_ENV] = before
+        fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
     seconds[f"{tag}_lleaves"] = lleaves_compile_seconds(model_text)
     return {k: v for k, v in fns.items() if v is not None}
 
@@ -265,26 +259,15 @@ def compile_timed(forest) -> tuple:
     ``objects.background_scores``) and until the plan is usable (``compile`` returned)."""
     import thrifty
 
-    before = os.environ.get("THRIFTY_CACHE_DIR")
-    waiting = os.environ.get("THRIFTY_BACKGROUND")
+    # thrifty's own rule for what compiles after ``compile`` returns (``_figures`` waits).
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ["THRIFTY_CACHE_DIR"] = tmp
-        # thrifty's own rule for what compiles after ``compile`` returns (``_figures`` waits).
-        os.environ["THRIFTY_BACKGROUND"] = "auto"
-        try:
+        with environment({"THRIFTY_CACHE_DIR": tmp, "THRIFTY_BACKGROUND": "auto"}):
             t0 = time.perf_counter()
             compiled = thrifty.compile(forest)
             usable = time.perf_counter() - t0
             # Every entry in place before anything is timed (and before the cache goes).
             compiled.wait()
             return compiled, round(time.perf_counter() - t0, 1), round(usable, 1)
-        finally:
-            os.environ.pop("THRIFTY_CACHE_DIR", None)
-            os.environ.pop("THRIFTY_BACKGROUND", None)
-            if waiting is not None:
-                os.environ["THRIFTY_BACKGROUND"] = waiting
-            if before is not None:
-                os.environ["THRIFTY_CACHE_DIR"] = before
 
 
 def exactness(fns: dict, M: np.ndarray) -> dict:

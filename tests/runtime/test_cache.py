@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import thrifty
+from tests._helpers.compiled_plans import PLANS, plan_layout
 from thrifty.runtime.compiled import CacheWarning, cache_dir
 from thrifty.runtime.compiled.cache import MAGIC
 
@@ -138,3 +139,28 @@ def test_code_others_can_write_is_never_loaded(model, cache_home, what):
 
 def test_cache_dir_follows_the_environment(cache_home):
     assert cache_dir() == cache_home
+
+
+def test_generator_source_is_part_of_every_key(tmp_path, monkeypatch):
+    """An edit to the code generator that forgot to bump CODEGEN_VERSION must not load the old
+    object code: the generator's source digest is in the forest and plan keys."""
+    from thrifty.runtime.compiled import cache, loader, objects
+
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    (gen / "ir_a.py").write_text("x = 1\n")
+    (gen / "notes.txt").write_text("not source")
+    first = cache.generator_digest(gen)
+    cache.generator_digest.cache_clear()
+    (gen / "notes.txt").write_text("changed, but not source")
+    assert cache.generator_digest(gen) == first
+    cache.generator_digest.cache_clear()
+    (gen / "ir_a.py").write_text("x = 2\n")
+    assert cache.generator_digest(gen) != first
+    cache.generator_digest.cache_clear()
+
+    lay = plan_layout(PLANS["full"])
+    forest_key, plan_key = objects.code_key(lay), loader.plan_key("cascade", [np.arange(3)])
+    monkeypatch.setattr(cache, "generator_digest", lambda directory=cache.GENERATOR: "edited")
+    assert objects.code_key(lay) != forest_key
+    assert loader.plan_key("cascade", [np.arange(3)]) != plan_key

@@ -12,6 +12,7 @@ user owns or can write.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -23,6 +24,8 @@ from pathlib import Path
 # The first bytes of an entry: the format, so a file of another kind is not taken for one.
 MAGIC = b"THRIFTY-OBJECTS-1\n"
 _DIGEST = hashlib.sha256().digest_size
+# The code generator: every module of this package (IR, layouts, tables, the rules that choose).
+GENERATOR = Path(__file__).parent
 
 
 class CacheWarning(UserWarning):
@@ -43,6 +46,26 @@ def cache_dir() -> Path:
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "thrifty" / "compiled"
+
+
+@functools.cache
+def generator_digest(directory: Path = GENERATOR) -> str:
+    """A digest of the generator's source (every ``*.py`` of ``directory``, by name), part of
+    every cache key beside ``CODEGEN_VERSION``.
+
+    Why: the version is bumped by hand, and a change to the generated code that forgot the bump
+    would load stale object code, whose answers no check on the entry can tell from right ones.
+    With the source in the key, any edit to the generator (a comment too, at the price of one
+    recompile) leaves older entries unused. Sources that cannot be read (a frozen install)
+    leave the version alone to say it.
+    """
+    h = hashlib.sha256()
+    try:
+        for path in sorted(directory.glob("*.py")):
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return "unread"
+    return h.hexdigest()[:16]
 
 
 def pack(parts: list[bytes]) -> bytes:

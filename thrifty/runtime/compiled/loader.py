@@ -27,7 +27,8 @@ def plan_key(kind: str, parts: Iterable[object]) -> str:
     shape and bytes; anything else by its text), this generator's version and the target
     (``targets.current``)."""
     h = hashlib.sha256(
-        f"{CODEGEN_VERSION}|{PLAN_CODE_VERSION}|{kind}|{llvmlite.__version__}|{targets.current().key()}".encode()
+        f"{CODEGEN_VERSION}|{PLAN_CODE_VERSION}|{cache.generator_digest()}|{kind}|"
+        f"{llvmlite.__version__}|{targets.current().key()}".encode()
     )
     for part in parts:
         if isinstance(part, np.ndarray):

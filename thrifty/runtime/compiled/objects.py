@@ -4,7 +4,7 @@ compiled with llvmlite, in helper processes (``llc``) for large forests, and cac
 The code is generated for one target (``targets``: AVX-512, AVX2, NEON, SVE or scalar blocks only),
 the host's widest unless ``THRIFTY_TARGET`` says otherwise. The object code is cached on disk
 (``cache``, verified before it is loaded) keyed by a hash of the forest's splits, the plan's order
-and where it has exits, this generator's version, the target and the CPU, so a new process loads
+and where it has exits, this generator's version and source, the target and the CPU, so a new process loads
 it without compiling. Leaf values and exit thresholds are tables the code reads, not constants,
 so they never need a recompile.
 """
@@ -96,7 +96,8 @@ SERVE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def code_key(lay: Layout, lazy: bool = False) -> str:
     """Hash of everything the native code depends on: the forest's splits and tree classes,
     the plan's order and exit kinds, vector, scalar or lazy blocks, this generator's version
-    and the target (``targets.current``: its name, lanes, triple, CPU and features)."""
+    and source (``cache.generator_digest``) and the target (``targets.current``: its name,
+    lanes, triple, CPU and features)."""
     forest = lay.forest
     h = hashlib.sha256()
     if lazy:
@@ -110,7 +111,8 @@ def code_key(lay: Layout, lazy: bool = False) -> str:
         second, lo, hi = second_entry(lay)
         kind += f"|second={second}:{lo}:{hi}:{_second_ranks(lay) if second == 'vector' else 0}"
     h.update(
-        f"{CODEGEN_VERSION}|{kind}|{llvmlite.__version__}|{targets.current().key()}|"
+        f"{CODEGEN_VERSION}|{cache.generator_digest()}|{kind}|{llvmlite.__version__}|"
+        f"{targets.current().key()}|"
         f"{forest.n_features}|{forest.n_outputs}|{forest.accumulate}".encode()
     )
     # Every array of the forest but the numbers the code reads from tables (leaf values, tree

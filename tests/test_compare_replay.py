@@ -119,7 +119,7 @@ def _same_row(a, b):
 
 def test_the_second_pass_reads_lambda_max_from_the_first(monkeypatch):
     """Cronus's ``lambda_max`` of a forest is computed once per fold (``Context.figure``, handed
-    on with the shared models), not again in the second pass: on flights 5 to 6 CPU seconds per
+    on with the shared models), not again in the second pass: on flights 4.7 to 6.4 CPU seconds per
     Cronus task before any cascade. The table is the one of a run without an allowance."""
     calls = Counter()
     original = methods_module.lambda_max

@@ -355,3 +355,32 @@ def test_qwyc_and_cegb_get_a_larger_part_of_the_allowance(monkeypatch):
     assert dict(seen) == {"lightgbm": 1.0, "qwyc": 2.0, "fan": 1.0, "cegb": 2.0}
     sweep([FitTask(k, 0, settings, None, None, None) for k in keys], [None] * 4, None, None, None, False)
     assert [w for _, w in seen[-4:]] == [1.0] * 4  # no allowance: no parts to weigh
+
+
+def test_a_method_that_cannot_fit_is_not_run_again_nor_reported_as_cut(monkeypatch):
+    """A method with no candidate in the first pass (it refused the data: ADAPT-LIN on
+    flights' categorical columns) is done: the second pass does not run it again, and its
+    reason stays the one reported. Before, it ran again, and where the allowance did not
+    reach it the report said the allowance had cut "every setting"."""
+    runs = []
+
+    def refuses(ctx):
+        runs.append(len(ctx.y_train))
+        raise ValueError("needs numeric features")
+        yield  # a generator, as every method is
+
+    monkeypatch.setitem(METHODS, "refuses", Method("refuses", "Refuses", "post-hoc", ("binary",), refuses))
+    log = []
+    monkeypatch.setitem(
+        METHODS, "other", Method("other", "Other", "post-hoc", ("binary",), _logged(log, "o", "xy"))
+    )
+    X, y = binary_data(200)
+    settings = Settings(task="binary", costs=CostModel.uniform(5))
+    frame = pd.DataFrame(X)
+    tasks = [FitTask(key, 0, settings, frame, y, None) for key in ("refuses", "other")]
+    refused, other = sweep(tasks, [None, None], None, time.time() + 60, None, progress=False)
+    assert len(runs) == 1  # the first pass only
+    assert refused.skipped == [("", "needs numeric features")] and not refused.stopped
+    assert refused.finished and not refused.rows
+    assert [r["name"] for r in other.rows] == ["x", "y"]  # run again, in full
+    assert log == [("o", "x"), ("o", "x"), ("o", "y")]

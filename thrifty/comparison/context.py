@@ -4,10 +4,11 @@ methods share (the plain LightGBM model, a random forest) fitted once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import joblib
 import lightgbm
 import numpy as np
 import pandas as pd
@@ -20,7 +21,7 @@ from thrifty.forest import Forest, to_matrix
 from thrifty.forest.names import lightgbm_frame
 from thrifty.runtime.evaluate import evaluate
 
-__all__ = ["SHARED", "Context"]
+__all__ = ["SHARED", "SHARED_FIGURES", "Context"]
 
 #: The models one method fits and others build on (``Method.after``), handed from one fit
 #: task to the next on the same rows: the plain LightGBM model, the CEGB models of every
@@ -28,6 +29,12 @@ __all__ = ["SHARED", "Context"]
 #: (``warm_start``), the BudgetRF forest and its prunings, and the plain random forest (which
 #: BudgetPrune's refinement pass prunes: it was grown again there).
 SHARED = ("lightgbm", "random_forest", "cegb", "cegb path", "greedymiser path", "budgetrf", "budgetrf+prune")
+#: Figures computed from a model on the fitting rows (:meth:`Context.figure`), handed on with
+#: the shared models: the second pass of a time-limited sweep reads them instead of computing
+#: them again. Cronus's ``lambda_max`` of the plain model took 4.7 to 6.4 CPU seconds (8.6 to
+#: 11.8 s of wall time under load) on flights' 175,000 fitting rows, in each pass of Cronus and
+#: of the Cronus cascade of a CEGB model, before either fitted a cascade.
+SHARED_FIGURES = ("lambda_max",)
 #: Rows of each tree's bootstrap sample in the random forests compare grows (the plain forest
 #: BudgetPrune prunes, BudgetRF) on more training rows than this: a forest's trees are grown
 #: on bootstrap samples of any size (Breiman's bagging; scikit-learn's ``max_samples``), and at
@@ -100,7 +107,19 @@ class Context:
     def shared(self) -> dict[str, Any]:
         """The models of :data:`SHARED` fitted in this context so far, for the methods that
         build on them (the same rows, so the same models)."""
-        return {k: self._cache[k] for k in SHARED if k in self._cache}
+        models = {k: self._cache[k] for k in SHARED if k in self._cache}
+        return {**models, **{k: v for k, v in self._cache.items() if k.split(" ", 1)[0] in SHARED_FIGURES}}
+
+    def figure(self, name: str, model: Any, compute: Callable[[], float]) -> float:
+        """``compute()``, a figure of ``model`` on this context's rows named ``name`` (one of
+        :data:`SHARED_FIGURES`), computed once per model and handed on with the shared models
+        (:meth:`shared`). The model is told by its contents (``joblib.hash``): a model handed
+        between processes is a copy, and a composition's base may be another model in the
+        second pass (``registry.same_model``)."""
+        key = f"{name} {joblib.hash(model)}"
+        if key not in self._cache:
+            self._cache[key] = float(compute())
+        return float(self._cache[key])
 
     def lightgbm(self) -> Forest:
         """The plain LightGBM model on the training split, as a Forest (fitted once); the

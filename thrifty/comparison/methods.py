@@ -490,7 +490,11 @@ def _cascades(ctx: Context, forest: Forest, base: Candidate | None = None) -> It
     # Accuracy is the target here: unweighted squared loss (the paper's 3.5 on positives serves
     # ranking precision; a ranker's cascade is fitted to its relevant documents, `_relevant`).
     y = _relevant(ctx.y_train) if ctx.task == "ranking" else ctx.y_train
-    top = lambda_max(forest, ctx.X_train, y, ctx.costs, rho=1e-3, class_weight=None)
+
+    def top_of() -> float:
+        return lambda_max(forest, ctx.X_train, y, ctx.costs, rho=1e-3, class_weight=None)
+
+    top = ctx.figure("lambda_max", forest, top_of)  # once per forest: a second pass reads the first's
     lams = list(enumerate(lam_grid(top)))
     # The cascades' costs covered first; lambda_max's keeps no tree (cost 0, fitted last).
     order = CostOrder(lams[1::2] if ctx.quick else lams, known=None if ctx.quick else {0: 0.0})
@@ -562,11 +566,9 @@ def _cegb_cronus(ctx: Context) -> Iterator[Candidate]:
     base = _largest_cegb(ctx)
     if base is None:
         return
-    # Named by the cascade's setting alone: which budget is the largest feasible one can vary
-    # between the folds of the selection, and a candidate must keep its name across them.
-    # The base model's seconds count once, with the first cascade (it is fitted once).
+    # Named by the cascade's setting alone: folds may differ in their largest budget with a model.
     for i, cand in enumerate(_cascades(ctx, base.model, base)):
-        if i == 0 and ctx.replay.get(cand.name) is not cand:  # fitted here, not handed back
+        if i == 0 and ctx.replay.get(cand.name) is not cand:  # the base's seconds, once: fitted here
             cand.fit_seconds += base.fit_seconds
         yield cand
 
@@ -576,10 +578,8 @@ def _largest_cegb(ctx: Context) -> Candidate | None:
     in the context, else fitted on the fold's path for the largest budgets only, largest
     first, until one is feasible.
 
-    Before, the cascade asked for every budget's CEGB model to take the largest: where the
-    first pass of a time-limited sweep had fitted one budget of CEGB, the composition fitted
-    the five others itself before its first cascade (on rank_small 6 budget searches of 2 to
-    7 LightGBM fits each, about 70 s of a loaded fold, against 6 to 12 s for the largest)."""
+    Before, the cascade fitted every budget's CEGB model to take the largest: after a first pass
+    of one budget, on rank_small 6 searches, about 70 s of a loaded fold (6 to 12 s for one)."""
     if "cegb" in ctx._cache:
         found = [c for c in ctx._cache["cegb"] if c.model is not None]
         return max(found, key=lambda c: c.params["budget"], default=None)

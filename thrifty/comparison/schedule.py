@@ -138,7 +138,8 @@ def sweep(
     the models the first fitted (the plain model of each fold is fitted once, and each
     task's first candidate is handed back with its model and row, ``FitTask.replay``, not
     fitted again), and replaces a first-pass result wherever it got as far; a baseline the
-    first pass completed is not run again. Without an allowance, one pass: every task in
+    first pass completed, or a task with no further candidate (``TaskResult.finished``), is
+    not run again. Without an allowance, one pass: every task in
     full.
     """
     executor = (pool, here)
@@ -155,7 +156,14 @@ def sweep(
         order, first_tasks, after, executor, deadline, progress, "selection, first candidates", stop
     )
     first = [ran[j] for j in sorted(range(len(order)), key=order.__getitem__)]  # in the tasks' order
-    done = {i for i, (t, r) in enumerate(zip(tasks, first)) if t.in_full and r.started and not r.stopped}
+    # A task the first pass completed is not run again: a baseline, or a method that had no
+    # further candidate (ADAPT-LIN refusing flights' categorical columns was run again, and
+    # where the allowance did not reach it, reported as cut by it instead of by its reason).
+    done = {
+        i
+        for i, (t, r) in enumerate(zip(tasks, first))
+        if (t.in_full or r.finished) and r.started and not r.stopped
+    }
     again = [i for i in range(len(tasks)) if i not in done]
     # Each task again with what the first pass fitted on its rows (``run_tasks`` handed it its
     # parent's models): the same models as fitting them anew, in less time.

@@ -141,6 +141,9 @@ class TaskResult:
     fitted : list of (Candidate, dict or None)
         With ``FitTask.keep_fitted``: every candidate the method yielded, in order, and its row
         (None for one it could not fit), for ``FitTask.replay``.
+    finished : bool
+        The method had no further candidate (its iterator ended, or it could not fit at all:
+        ADAPT-LIN on categorical columns): running the task again would add nothing.
     """
 
     method: str
@@ -153,6 +156,7 @@ class TaskResult:
     seconds: float = 0.0
     shared: dict[str, Any] = field(default_factory=dict)
     fitted: list[tuple[Any, dict[str, Any] | None]] = field(default_factory=list)
+    finished: bool = False
 
 
 def run_task(t: FitTask) -> TaskResult:
@@ -192,9 +196,11 @@ def run_task(t: FitTask) -> TaskResult:
         try:
             cand = next(runner)
         except StopIteration:
+            result.finished = True
             break
         except ValueError as exc:  # e.g. every budget below the method's cheapest model
             result.skipped.append(("", " ".join(str(exc).split())))
+            result.finished = True
             break
         tried += 1
         # The candidate fitted before with this very model (``fitted``): its row as scored then.

@@ -13,6 +13,8 @@ rounds (rotating order, this thread's CPU time) against the whole block and the 
     full        + the leaf values gathered and added: ``ir_vraw.vraw_block_ir`` itself
     gathers     apart: ``empty`` + one leaf-value gather per tree at a leaf chosen from the
                 row's number (the gathers' cost without the trees' work)
+    loop        apart: ``ir_vloop``'s blocks (the trees as records in loops, not code), in its
+                own blocks (``ir_vloop.loop_blocks``)
 
 Each part is the paired difference of two variants, as a share of ``full``'s time (median over
 rounds, with the range). ``full``'s scores must equal the compiled plan's bit for bit. With
@@ -36,10 +38,11 @@ import tempfile
 import time
 
 import numpy as np
+from _figures import environment
 from raw_ab import BLOCK
 from shapes import build
 
-VARIANTS = ("empty", "columns", "ranks", "masks", "exits", "full", "gathers")
+VARIANTS = ("empty", "columns", "ranks", "masks", "exits", "full", "gathers", "loop")
 # (part, variant with it, variant without it)
 PARTS = (
     ("loop, scores loaded and stored", "empty", None),
@@ -61,6 +64,10 @@ def part_block_ir(lay, m: int, p0: int, k: int, lanes: int, ranks: int, ternlog:
     from thrifty.runtime.compiled.ir_ternlog import leaf_mask_ternlog
     from thrifty.runtime.compiled.ir_vector import _Emitter, _exit_leaf, _leaf_mask, _splat, split_tests
 
+    if upto == "loop":
+        from thrifty.runtime.compiled.ir_vloop import vloop_block_ir
+
+        return vloop_block_ir(lay, "ab", m, p0, k)
     if upto == "full":
         return ir_vraw.vraw_block_ir(lay, "ab", m, p0, k, lanes, 0, False, ranks, ternlog, True)
     e = _Emitter(lanes)
@@ -120,6 +127,7 @@ def compile_blocks(lay, upto: str, engines: list, asm: list | None = None) -> tu
 
     from thrifty.runtime.compiled import targets, vblocks
     from thrifty.runtime.compiled.choice import ternlog_masks
+    from thrifty.runtime.compiled.ir_vloop import loop_blocks
     from thrifty.runtime.compiled.objects import _ranks
 
     tg = targets.current()
@@ -129,7 +137,9 @@ def compile_blocks(lay, upto: str, engines: list, asm: list | None = None) -> tu
     ternlog = ternlog_masks(tg.name, ranks)
     lanes = tg.lanes * 64 // ranks
     fns, t0 = [], time.process_time()
-    for m, (p, k) in enumerate(vblocks.raw_blocks(lay)):
+    # The loop variant in its own blocks (``ir_vloop.loop_blocks``), as ``ir_vraw`` takes them.
+    spans = loop_blocks(lay) if upto == "loop" else vblocks.raw_blocks(lay)
+    for m, (p, k) in enumerate(spans):
         mod = llvm.parse_assembly(part_block_ir(lay, m, p, k, lanes, ranks, ternlog, upto))
         mod.triple = tm.triple
         pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1))
@@ -181,6 +191,74 @@ def mca(body: str, mcpu: str, binary: str) -> dict:
     }
 
 
+# Straight-line code of one kind repeated to a size, for ``fetch_rates``: four independent
+# 512-bit ternary-logic instructions (7 bytes each, two a cycle on ports 0 and 5 when fed)
+# and four scalar adds on two chains (4 bytes each).
+FETCH_BODIES = {
+    "vpternlogq": (
+        "vpternlogq $$0x96, %zmm1, %zmm2, %zmm0\\0Avpternlogq $$0x96, %zmm3, %zmm4, %zmm5\\0A"
+        "vpternlogq $$0x96, %zmm1, %zmm2, %zmm6\\0Avpternlogq $$0x96, %zmm3, %zmm4, %zmm7",
+        28,
+    ),
+    "add": ("addq $$1, %rax\\0Aaddq $$1, %rbx\\0Aaddq $$1, %rax\\0Aaddq $$1, %rbx", 16),
+}
+FETCH_CLOBBERS = ",".join(f"~{{{r}}}" for r in ["rax", "rbx", *(f"xmm{i}" for i in range(8))])
+
+
+def fetch_rates(sizes_kb=(4, 32, 96, 512), rounds: int = 9) -> None:
+    """Instructions and bytes per cycle of straight-line code of ``sizes_kb`` KB run in a loop
+    (the same instructions in all: ``2**17`` bodies a call), the clock from a chain of
+    dependent 64-bit multiplies (3 cycles each): where a block's code no longer fits the
+    first-level instruction cache, how fast the front end still feeds it."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from thrifty.runtime.compiled import targets
+
+    llvm.initialize_native_asmparser()
+    tm = targets.current().machine()
+
+    def function(name: str, body: str, inner: int, reps: int) -> str:
+        text = f".rept {inner}\\0A{body}\\0A.endr"
+        return (
+            f"define void @{name}() {{\nentry:\n  br label %loop\nloop:\n"
+            f"  %i = phi i64 [0, %entry], [%i1, %loop]\n"
+            f'  call void asm sideeffect "{text}", "{FETCH_CLOBBERS}"()\n'
+            f"  %i1 = add i64 %i, 1\n  %d = icmp eq i64 %i1, {reps}\n"
+            "  br i1 %d, label %exit, label %loop\nexit:\n  ret void\n}\n"
+        )
+
+    chain = "imulq %rax, %rax\\0Aimulq %rax, %rax\\0Aimulq %rax, %rax\\0Aimulq %rax, %rax"
+    total = 1 << 17
+    src, count = [function("chain", chain, 64, total // 64)], {"chain": (total * 4, 0)}
+    for kind, (body, size) in FETCH_BODIES.items():
+        for kb in sizes_kb:
+            inner = kb * 1024 // size
+            reps = max(1, total // inner)
+            src.append(function(f"{kind}_{kb}", body, inner, reps))
+            count[f"{kind}_{kb}"] = (inner * reps * 4, inner * reps * size)
+    mod = llvm.parse_assembly("\n".join(src))
+    mod.triple = tm.triple
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    fns = {name: ctypes.CFUNCTYPE(None)(engine.get_function_address(name)) for name in count}
+    times: dict = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.thread_time()
+            fn()
+            times[name].append(time.thread_time() - t0)
+    hz = 3 * count["chain"][0] / np.median(times["chain"])
+    print(f"\nstraight-line code run in a loop (clock {hz / 1e9:.2f} GHz from dependent multiplies)")
+    print("| code | KB | instructions per cycle | bytes per cycle |\n|---|---|---|---|")
+    for name, (n, size) in count.items():
+        if name != "chain":
+            cycles = np.median(times[name]) * hz
+            kind, kb = name.rsplit("_", 1)
+            print(f"| {kind} | {kb} | {n / cycles:.2f} | {size / cycles:.1f} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="higgs255")
@@ -188,8 +266,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--quick", action="store_true", help="16 trees, 1,024 rows, 5 rounds")
+    ap.add_argument(
+        "--only",
+        default=",".join(VARIANTS),
+        help="the variants to compile, comma-separated (full always; VARIANT@N: in blocks of N positions)",
+    )
     ap.add_argument("--mca", action="store_true", help="model the full block's loop with llvm-mca")
     ap.add_argument("--mca-bin", default="llvm-mca-19")
+    ap.add_argument("--fetch", action="store_true", help="also time straight-line code of 4 to 512 KB")
     ap.add_argument(
         "--mcpu", action="append", default=[], help="llvm-mca CPU (default: sapphirerapids, znver4)"
     )
@@ -201,10 +285,12 @@ def main(argv: list[str] | None = None) -> None:
     from thrifty.runtime.compiled.ir_raw import RAW_CONTEXT
     from thrifty.runtime.compiled.layout import Layout
     from thrifty.runtime.compiled.tables import leaf_tables
+    from thrifty.runtime.compiled.vblocks import RAW_TREES_ENV
 
     b = build(args.model, args.quick, args.data_home)
     forest = b["forest"].subset(list(range(min(args.trees, b["forest"].n_trees))))
-    M = np.ascontiguousarray(b["M"][: args.rows])
+    # The test rows repeated up to ``--rows`` (higgs_small has 500).
+    M = np.ascontiguousarray(np.resize(b["M"], (args.rows, b["M"].shape[1])))
     compiled = thrifty.compile(thrifty.Full(forest))
     assert compiled.raw_path is not None and compiled.forest_code.code.vector, "no vector raw entry"
     T = int(compiled.raw_path._template[RAW_CONTEXT.index("T")])
@@ -213,8 +299,13 @@ def main(argv: list[str] | None = None) -> None:
     engines: list = []
     asm: list = []
     fns: dict = {}
-    for name in VARIANTS:
-        fns[name], took = compile_blocks(lay, name, engines, asm if name == "full" else None)
+    wanted = args.only.split(",")
+    for name in ["full"] + [v for v in wanted if v != "full"]:
+        # ``VARIANT@N``: the variant in blocks of N positions (``THRIFTY_RAW_TREES``).
+        upto, _, size = name.partition("@")
+        assert upto in VARIANTS, f"{upto}: not one of {VARIANTS}"
+        with environment({RAW_TREES_ENV: size} if size else {}):
+            fns[name], took = compile_blocks(lay, upto, engines, asm if name == "full" else None)
         print(f"{name}: {len(fns[name])} blocks, compiled in {took:.1f} CPU s", flush=True)
 
     start = float(np.asarray(forest.start, dtype=np.float64).ravel()[0])
@@ -232,6 +323,9 @@ def main(argv: list[str] | None = None) -> None:
     assert np.array_equal(run(fns["full"]), np.asarray(compiled.evaluate(M, n_threads=1).raw).ravel()), (
         "full block differs from the compiled plan"
     )
+    for name in fns:
+        if name.startswith("loop"):
+            assert np.array_equal(run(fns[name]), run(fns["full"])), f"{name} differs from the full block"
     names = list(calls)
     times: dict = {name: [] for name in names}
     for fn in calls.values():
@@ -252,17 +346,22 @@ def main(argv: list[str] | None = None) -> None:
         )
     print("\n| part | share of the full block's time [range] | ns per tree and row |\n|---|---|---|")
     for part, with_, without in PARTS:
+        if with_ not in t or (without and without not in t):
+            continue
         d = t[with_] - (t[without] if without else 0)
         share = d / t["full"]
         print(
             f"| {part} | {np.median(share):.3f} [{share.min():.3f}, {share.max():.3f}] | "
             f"{np.median(d) / per * 1e9:.2f} |"
         )
-    g = (t["gathers"] - t["empty"]) / t["full"]
-    print(
-        f"| (apart) one leaf gather per tree, no trees | {np.median(g):.3f} [{g.min():.3f}, {g.max():.3f}] | "
-        f"{np.median(t['gathers'] - t['empty']) / per * 1e9:.2f} |"
-    )
+    if "gathers" in t and "empty" in t:
+        g = (t["gathers"] - t["empty"]) / t["full"]
+        print(
+            f"| (apart) one leaf gather per tree, no trees | {np.median(g):.3f} "
+            f"[{g.min():.3f}, {g.max():.3f}] | {np.median(t['gathers'] - t['empty']) / per * 1e9:.2f} |"
+        )
+    if args.fetch:
+        fetch_rates()
     if args.mca:
         body = loop_body(asm[0])
         k0 = min(n_trees, len(lay.order)) if len(fns["full"]) == 1 else None

@@ -17,7 +17,7 @@ trees took 1.01 to 1.03 times as long as blocks of 64 with AVX2, 0.99 with AVX-5
 from __future__ import annotations
 
 from thrifty.exceptions import InvalidParameterError
-from thrifty.runtime.compiled import ir_catshift
+from thrifty.runtime.compiled import ir_catshift, ir_vloop
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
 from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds
 from thrifty.runtime.compiled.ir_raw import driver_ir
@@ -50,8 +50,16 @@ def vraw_module_irs(
     are the target's doubles per vector, times ``64 // ranks`` with ``ranks`` (32 or 16: the
     bits of the ranks compared, as ``ir_vector.vector_module_irs``; ``cat_shift`` as there).
     With ``ternlog`` (512-bit targets: ``choice.ternlog_masks``), leaf masks are
-    ``ir_ternlog``'s."""
+    ``ir_ternlog``'s; on 16-bit ranks, blocks that ``ir_vloop`` supports are its loop blocks
+    when ``ir_vloop.use_loops`` says so (the same scores, from code of a few hundred
+    instructions: docs/runtime.md, "Where a scores-only block's time goes")."""
     spans = raw_blocks(lay)
+    rows = lanes * (64 // ranks) if ranks else lanes
+    # Trees as records in loops (``ir_vloop``) for AVX-512's 16-bit rank blocks, in its longer
+    # blocks where each of them can be one.
+    loops = ternlog and ranks == ir_vloop.BITS and rows == ir_vloop.LANES and ir_vloop.use_loops(lay)
+    if loops and all(ir_vloop.supported(lay, p, k) for p, k in ir_vloop.loop_blocks(lay)):
+        spans = ir_vloop.loop_blocks(lay)
     if ranks == 16 and any(
         len(t) > MAX_RANKS16 for p, k in spans for t in block_thresholds(lay, p, k).values()
     ):
@@ -59,9 +67,10 @@ def vraw_module_irs(
             f"{RAW_TREES_ENV} makes blocks with too many thresholds of a feature for 16-bit ranks: "
             "set it lower or unset it"
         )
-    rows = lanes * (64 // ranks) if ranks else lanes
     modules = [
-        vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift)
+        ir_vloop.vloop_block_ir(lay, key, m, p, k)
+        if loops and ir_vloop.supported(lay, p, k)
+        else vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift)
         for m, (p, k) in enumerate(spans)
     ]
     return [*modules, driver_ir(lay, key, len(spans))]

@@ -1,9 +1,11 @@
 """Loop blocks of the scores-only entry (``compiled.ir_vloop``): forced on with AVX-512 and
 16-bit ranks, a plan's raw scores equal the interpreter's, the serving path's and LightGBM's bit
 for bit (NaN, infinities, values on and next to thresholds, signed zeros, subnormals, NaN
-thresholds, every missing type that compares ranks, trees of 1 to over 256 leaves, 0 to 600
-rows); blocks the loops cannot take (categories, "zero as missing", several outputs) keep
-straight-line code; the rule, the switch and the cache key."""
+thresholds, every missing type that compares ranks, one-leaf and oblivious trees, trees of 1
+to 97 leaves: one to seven mask words, three tiers of rounds; 0 to 600 rows), and a LightGBM
+model of 160-leaf trees takes them by the rule; blocks the loops cannot take (categories,
+"zero as missing", several outputs) keep straight-line code; the rule, the switch and the
+cache key."""
 
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def ranked(forest: Forest, seed: int, special: bool = True) -> Forest:
 
 
 CASES = {
-    # Trees of up to 9 levels (over 256 leaves would leave the vector blocks: depth 8 at most).
+    # Trees of up to 8 levels (up to 97 leaves here: seven mask words; one tree a single leaf).
     "deep": ranked(random_forest(np.random.default_rng(33), N_FEATURES, n_trees=6, max_depth=8), 33),
     "shallow": ranked(random_forest(np.random.default_rng(3), N_FEATURES, n_trees=9, max_depth=3), 3),
     "plain": ranked(random_forest(np.random.default_rng(9), N_FEATURES, n_trees=5, max_depth=6), 9, False),
@@ -122,6 +124,49 @@ def test_every_row_count_past_whole_vectors(target, n):
         np.testing.assert_array_equal(compiled.raw_path._scores(X, n, threads).raw, reference)
 
 
+_MODEL: list = []
+
+
+def _lightgbm(lgb):
+    """A LightGBM model of trees of 160 leaves on 6 features with NaN in training."""
+    if not _MODEL:
+        rng = np.random.default_rng(29)
+        X = rng.normal(size=(6000, 6))
+        X[rng.random(X.shape) < 0.1] = np.nan
+        y = (np.nan_to_num(X[:, 0]) * np.nan_to_num(X[:, 1]) + np.sin(3 * np.nan_to_num(X[:, 2])) > 0).astype(
+            int
+        )
+        model = lgb.LGBMClassifier(
+            n_estimators=5, num_leaves=160, min_child_samples=2, verbose=-1, random_state=0
+        ).fit(X, y)
+        _MODEL.append((model, Forest.from_model(model)))
+    return _MODEL[0]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=SLOW)
+@given(X=input_matrices(6, max_rows=70, values=SPECIAL_VALUES))
+def test_loop_blocks_match_lightgbm_by_the_rule(X, monkeypatch):
+    """Unforced (the rule: trees of more than 128 leaves), the scores equal LightGBM's."""
+    lgb = pytest.importorskip("lightgbm")
+    if not AVX512:
+        pytest.skip("loop blocks are AVX-512 code: this CPU has no AVX-512")
+    monkeypatch.setenv(targets.ENV, "avx512")
+    for name in (ir_vloop.LOOP_ENV, RANKS_ENV, TERNLOG_ENV, "THRIFTY_BLOCKS"):
+        monkeypatch.delenv(name, raising=False)
+    # The rule's leaves per tree, on 5 trees rather than ``LOOP_MIN_TREES`` (a quicker compile).
+    monkeypatch.setattr(ir_vloop, "LOOP_MIN_TREES", 1)
+    model, forest = _lightgbm(lgb)
+    assert np.mean(np.diff(_layout(forest).leaf_ptr)) > ir_vloop.LOOP_LEAVES
+    compiled = _compiled(forest)
+    got = compiled.raw_path._scores(X, len(X), 1).raw
+    np.testing.assert_array_equal(got, evaluate(forest, X).raw)
+    # LightGBM reads values beyond +-1e300 as +-1e300, and its trees split at 1e300: on such
+    # rows the interpreter (which these blocks equal) and LightGBM differ, blocks or not.
+    finite = ~np.any(np.abs(X) >= 1e300, axis=1)
+    if np.any(finite):
+        np.testing.assert_array_equal(got[finite], model.booster_.predict(X[finite], raw_score=True))
+
+
 def _in_order_leaves(forest: Forest, node: int, out: list[int]) -> list[int]:
     """The leaves under ``node`` left to right (the leaf masks' numbering)."""
     if forest.feature[node] < 0:
@@ -150,12 +195,20 @@ def test_records_leave_the_interpreters_exit_leaf(name):
         buffer += [rank.view(np.uint16), (rank ^ np.int16(-32768)).view(np.uint16)]
     outcomes = [buffer[c >> 16] > (c & 0xFFFF) for c in tab["compares"]]
     W, reached = tab["words"], forest.apply(X)
+    tiers = tab["tiers"]
+    per_tree = 1 + len(tiers)
+    assert tiers[0] == W and len(tab["starts"]) == per_tree * forest.n_trees
     for j in range(forest.n_trees):
         words = np.full((W, len(X)), 0xFFFF, dtype=np.int64)
-        for q in range(tab["starts"][j] * W, tab["starts"][j + 1] * W):
-            record = tab["records"][q]
-            keep = tab["kept"][(record >> 16) // 64]
-            words[q % W] = np.where(outcomes[(record & 0xFFFF) // 4], words[q % W] & keep, words[q % W])
+        q = tab["starts"][per_tree * j]
+        # Each tier's rounds: one record per word of the tier's first ``size``.
+        for size, rounds in zip(tiers, tab["starts"][per_tree * j + 1 : per_tree * (j + 1)], strict=True):
+            for _ in range(rounds):
+                for w in range(size):
+                    record = tab["records"][q]
+                    keep = tab["kept"][(record >> 16) // 64]
+                    words[w] = np.where(outcomes[(record & 0xFFFF) // 4], words[w] & keep, words[w])
+                    q += 1
         first = np.argmax(words != 0, axis=0)
         low = words[first, np.arange(len(X))]
         leaf = 16 * first + np.log2(low & -low).astype(np.int64)
@@ -164,11 +217,14 @@ def test_records_leave_the_interpreters_exit_leaf(name):
 
 
 def test_the_rule_the_switch_and_the_cache_key(monkeypatch):
-    """Loop blocks by the rule for trees of more than ``LOOP_LEAVES`` leaves on average;
+    """Loop blocks by the rule for trees of more than ``LOOP_LEAVES`` leaves on average in plans
+    of at least ``LOOP_MIN_TREES`` positions;
     ``THRIFTY_VLOOP`` forces either way, names itself when wrong, and the cache key tells the
     two apart."""
     monkeypatch.delenv(ir_vloop.LOOP_ENV, raising=False)
     small, big = _layout(CASES["shallow"]), _layout(CASES["deep"])
+    assert not ir_vloop.use_loops(small) and not ir_vloop.use_loops(big)  # too few trees
+    monkeypatch.setattr(ir_vloop, "LOOP_MIN_TREES", 1)
     assert not ir_vloop.use_loops(small)
     assert ir_vloop.use_loops(big) == (np.mean(np.diff(big.leaf_ptr)) > ir_vloop.LOOP_LEAVES)
     monkeypatch.setenv(ir_vloop.LOOP_ENV, "on")

@@ -15,9 +15,12 @@ module:
 3. per tree, a loop of rounds, each updating every mask word of the tree (held in registers)
    with one record: a compare's outcome word and a constant of the leaves kept, which clear a
    split's left-subtree leaves in the lanes going right (``ir_vector._leaf_mask``'s bits: an
-   AND with the constant, then a 16-bit masked move). A word with no record left in a round
-   takes one that keeps every leaf; the words past a tree's last are emptied by its first
-   round. Then the exit leaf (``ir_narrow.exit_leaf_narrow``) and its value added, trees in the
+   AND with the constant, then a 16-bit masked move). The rounds come in tiers, over all the
+   words, then the first half, then the first quarter (a split clears its left subtree, so
+   the left words have the most records: on higgs_small 420 records a tree in rounds of all
+   16 words, 339 in these tiers, for 250 splits' records). A word with no record left in a
+   round takes one that keeps every leaf; the words past a tree's last are emptied by its
+   first round. Then the exit leaf (``ir_narrow.exit_leaf_narrow``) and its value added, trees in the
    plan's order. (A first version kept the words in a buffer, updated by a flat loop over the
    records: 1.5 times the straight blocks' time on 16 trees.)
 
@@ -48,6 +51,10 @@ LOOP_KINDS = ("auto", "on", "off")
 # Leaves per tree on average above which the rule takes loop blocks: measured on higgs_small's
 # 255-leaf trees only (docs/runtime.md, "Where a scores-only block's time goes").
 LOOP_LEAVES = 128
+# ... and for plans of at least this many positions: a loop block shares compares between its
+# trees, and 16 of higgs_small's trees took 1.26 to 1.53 of the straight blocks' time (64: 0.79
+# to 0.99).
+LOOP_MIN_TREES = 64
 # Positions per loop block unless ``THRIFTY_RAW_TREES`` sets them (``loop_blocks``): its code
 # does not grow with the block, and longer blocks share more compares (higgs_small: 78 distinct
 # compares per tree in blocks of 64, 44 in blocks of 128, 24 in blocks of 250). Measured on
@@ -61,12 +68,14 @@ MAX_COMPARES = 1 << 14
 def use_loops(lay: Layout) -> bool:
     """Whether the scores-only entry's 16-bit rank blocks (AVX-512, ternlog masks) are loop
     blocks where ``supported``: ``THRIFTY_VLOOP`` forces either way; the rule is trees of more
-    than ``LOOP_LEAVES`` leaves on average."""
+    than ``LOOP_LEAVES`` leaves on average in plans of at least ``LOOP_MIN_TREES`` positions."""
     kind = env_choice(LOOP_ENV, LOOP_KINDS, "a choice")
     if kind != "auto":
         return kind == "on"
     order = np.asarray(lay.order, dtype=np.int64)
-    return bool(len(order)) and float(np.mean(np.diff(lay.leaf_ptr)[order])) > LOOP_LEAVES
+    if len(order) < max(1, LOOP_MIN_TREES):
+        return False
+    return float(np.mean(np.diff(lay.leaf_ptr)[order])) > LOOP_LEAVES
 
 
 def loop_blocks(lay: Layout) -> list[tuple[int, int]]:
@@ -116,7 +125,8 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
     thresholds), ``compares`` (rank buffer index << 16 | biased threshold), ``kept`` (the
     distinct 16-bit words of leaves a record keeps), ``records`` (``words`` a round, one per
     mask word: the byte offsets of the compare's outcome word, low half, and of the leaves
-    kept, high half), ``starts`` (each tree's first round, and the end), ``leaf`` (each tree's
+    kept, high half), ``tiers`` (the words each tier's rounds update: the first ``size``),
+    ``starts`` (per tree, its first record and each tier's rounds), ``leaf`` (each tree's
     first leaf) and ``words`` (mask words per tree, the block's largest)."""
     f = lay.forest
     trees = [int(t) for t in lay.order[p0 : p0 + k].tolist()]
@@ -132,7 +142,8 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
     leaves = [int(lay.leaf_ptr[t + 1] - lay.leaf_ptr[t]) for t in trees]
     words = max(-(-n // BITS) for n in leaves) if trees else 1
     records: list[int] = []
-    starts = [0]
+    starts: list[int] = []
+    tiers = sorted({words, max(1, words // 2), max(1, words // 4)}, reverse=True)
     for t, n in zip(trees, leaves, strict=True):
         ranges: list[tuple[int, int, int]] = []
         _ranges(f, int(f.roots[t]), 0, ranges)
@@ -152,16 +163,25 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
         # Words past the tree's last are emptied by the compare every lane passes.
         for w in range(-(-n // BITS), words):
             per_word[w].append((compares.setdefault((1, 0), len(compares)), kept.setdefault(0, len(kept))))
-        # Rounds of one record per word (the words stay in registers), short words padded
-        # with a record that keeps every leaf.
+        # Rounds of one record per word (the words stay in registers), in tiers over the
+        # first ``size`` words (the left words have the most records: a split clears its left
+        # subtree); a word with no record left in a round takes one that keeps every leaf.
         noop = (compares.setdefault((1, 0), len(compares)), kept.setdefault(0xFFFF, len(kept)))
-        for i in range(max(len(x) for x in per_word)):
-            for w in range(words):
-                c, q = per_word[w][i] if i < len(per_word[w]) else noop
-                # Byte offsets, in one word: of the compare's outcome (low half), of the
-                # leaves kept (high half).
-                records.append(4 * c | 64 * q << 16)
-        starts.append(len(records) // words)
+        counts = [len(x) for x in per_word]
+        rounds, done, first = [], 0, len(records)
+        for i, size in enumerate(tiers):
+            below = tiers[i + 1] if i + 1 < len(tiers) else 0
+            # The words only this tier and those before it update set its rounds.
+            r = max(0, max(counts[below:size]) - done)
+            for rnd in range(done, done + r):
+                for w in range(size):
+                    c, q = per_word[w][rnd] if rnd < counts[w] else noop
+                    # Byte offsets, in one word: of the compare's outcome (low half), of the
+                    # leaves kept (high half).
+                    records.append(4 * c | 64 * q << 16)
+            rounds.append(r)
+            done += r
+        starts += [first, *rounds]
     assert len(kept) <= 1024 and len(compares) <= MAX_COMPARES, "a loop block's offsets must fit 16 bits"
     return {
         "slots": [(feat, thresholds[feat]) for feat in slots],
@@ -169,6 +189,7 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
         "kept": list(kept),
         "records": records,
         "starts": starts,
+        "tiers": tiers,
         "leaf": [int(lay.leaf_ptr[t]) for t in trees],
         "words": words,
     }
@@ -242,28 +263,41 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
         "  %tj = phi i32 [0, %cmp], [%tnext, %tend]",
         f"  %tacc = phi {V} [{acc[0]}, %cmp], [%tacc1, %tend]",
     ]
-    first = e(f"load i32, ptr {at_('i32', f'{g}_s', '%tj')}")
-    e.lines.append("  %tj1 = add i32 %tj, 1")
-    last = e(f"load i32, ptr {at_('i32', f'{g}_s', '%tj1')}")
-    e.lines += ["  br label %rec", "rec:", f"  %q = phi i32 [{first}, %trees], [%qnext, %rec]"]
-    for w in range(W):
-        e.lines.append(f"  %w{w} = phi {H} [splat (i16 -1), %trees], [%w{w}n, %rec]")
-    for w in range(W):
-        base = e(f"add i32 {e(f'mul i32 %q, {W}')}, {w}")
-        record = e(f"load i32, ptr {at_('i32', f'{g}_r', base)}")
-        ko = e(f"and i32 {record}, 65535")
-        co = e(f"lshr i32 {record}, 16")
-        outcome = at_("i8", kb, ko)
-        km = e(f"bitcast i32 {e(f'load i32, ptr {outcome}')} to {B}")
-        keep = e(f"load {H}, ptr {at_('i8', f'{g}_k', co)}, align 64")
-        e.lines.append(f"  %w{w}n = select {B} {km}, {H} {e(f'and {H} %w{w}, {keep}')}, {H} %w{w}")
-    e.lines += [
-        "  %qnext = add i32 %q, 1",
-        f"  %qdone = icmp eq i32 %qnext, {last}",
-        "  br i1 %qdone, label %tend, label %rec",
-        "tend:",
-    ]
-    words = [f"%w{w}n" for w in range(W)]
+    per_tree = 1 + len(tab["tiers"])
+    row = e(f"mul i32 %tj, {per_tree}")
+    pointer = e(f"load i32, ptr {at_('i32', f'{g}_s', row)}")
+    words = ["splat (i16 -1)"] * W
+    here = "%trees"
+    for L, size in enumerate(tab["tiers"]):
+        n_rounds = e(f"load i32, ptr {at_('i32', f'{g}_s', e(f'add i32 {row}, {L + 1}'))}")
+        none = e(f"icmp eq i32 {n_rounds}, 0")
+        e.lines += [f"  br i1 {none}, label %s_a{L}, label %s_l{L}", f"s_l{L}:"]
+        e.lines.append(f"  %s_r{L} = phi i32 [0, {here}], [%s_r{L}n, %s_l{L}]")
+        e.lines.append(f"  %s_p{L} = phi i32 [{pointer}, {here}], [%s_p{L}n, %s_l{L}]")
+        for w in range(size):
+            e.lines.append(f"  %s_w{L}_{w} = phi {H} [{words[w]}, {here}], [%s_w{L}_{w}n, %s_l{L}]")
+        for w in range(size):
+            record = e(f"load i32, ptr {at_('i32', f'{g}_r', e(f'add i32 %s_p{L}, {w}'))}")
+            ko = e(f"and i32 {record}, 65535")
+            co = e(f"lshr i32 {record}, 16")
+            outcome = at_("i8", kb, ko)
+            km = e(f"bitcast i32 {e(f'load i32, ptr {outcome}')} to {B}")
+            keep = e(f"load {H}, ptr {at_('i8', f'{g}_k', co)}, align 64")
+            cleared = e(f"and {H} %s_w{L}_{w}, {keep}")
+            e.lines.append(f"  %s_w{L}_{w}n = select {B} {km}, {H} {cleared}, {H} %s_w{L}_{w}")
+        e.lines += [
+            f"  %s_p{L}n = add i32 %s_p{L}, {size}",
+            f"  %s_r{L}n = add i32 %s_r{L}, 1",
+            f"  %s_d{L} = icmp eq i32 %s_r{L}n, {n_rounds}",
+            f"  br i1 %s_d{L}, label %s_a{L}, label %s_l{L}",
+            f"s_a{L}:",
+            f"  %s_pa{L} = phi i32 [{pointer}, {here}], [%s_p{L}n, %s_l{L}]",
+        ]
+        for w in range(size):
+            e.lines.append(f"  %s_x{L}_{w} = phi {H} [{words[w]}, {here}], [%s_w{L}_{w}n, %s_l{L}]")
+            words[w] = f"%s_x{L}_{w}"
+        pointer, here = f"%s_pa{L}", f"%s_a{L}"
+    e.lines += ["  br label %tend", "tend:"]
     leaf = exit_leaf_narrow(e, words, False, BITS)
     start = splat("i64", Q, e(f"load i64, ptr {at_('i64', f'{g}_l', '%tj')}"))
     scaled = e(f"mul {Q} {leaf}, {_splat('i64', str(R))}")

@@ -17,10 +17,15 @@ rounds (rotating order, this thread's CPU time) against the whole block and the 
                 own blocks (``ir_vloop.loop_blocks``)
 
 Each part is the paired difference of two variants, as a share of ``full``'s time (median over
-rounds, with the range). ``full``'s scores must equal the compiled plan's bit for bit. With
-``--mca``, ``llvm-mca`` (``--mca-bin``) models ``full``'s loop for each ``--mcpu``.
+rounds, with the range); the time outside the blocks is the whole call's less the plan's own
+blocks' (``loop`` where ``ir_vloop``'s rule takes it). ``full``'s scores must equal the compiled
+plan's bit for bit, and every ``loop`` variant's ``full``'s. ``VARIANT@N`` (``--only``) compiles
+a variant in blocks of ``N`` positions. With ``--mca``, ``llvm-mca`` (``--mca-bin``) models
+``full``'s loop for each ``--mcpu``; ``--fetch`` times straight-line code of 4 to 512 KB.
+The test rows are repeated up to ``--rows``.
 
-    python benchmarks/deep_parts.py --model higgs255 --trees 64 --rounds 21 --mca
+    python benchmarks/deep_parts.py --model higgs255 --trees 64 --rounds 31 --mca --fetch
+    python benchmarks/deep_parts.py --trees 500 --rounds 21 --only full,loop,loop@64
     python benchmarks/deep_parts.py --quick
 
 Prints a table; writes no results file (the figures are in docs/runtime.md, "Where a

@@ -20,9 +20,10 @@ module:
    the left words have the most records: on higgs_small 420 records a tree in rounds of all
    16 words, 339 in these tiers, for 250 splits' records). A word with no record left in a
    round takes one that keeps every leaf; the words past a tree's last are emptied by its
-   first round. Then the exit leaf (``ir_narrow.exit_leaf_narrow``) and its value added, trees in the
-   plan's order. (A first version kept the words in a buffer, updated by a flat loop over the
-   records: 1.5 times the straight blocks' time on 16 trees.)
+   first round (a one-leaf tree has no other record). Then the exit leaf
+   (``ir_narrow.exit_leaf_narrow``) and its value added, trees in the plan's order. (A first
+   version kept the words in a buffer, updated by a flat loop over the records: 1.5 times the
+   straight blocks' time on 16 trees.)
 
 So the leaves and the sums are ``ir_vraw``'s bit for bit, from code of a few hundred
 instructions whatever the block's size. Only 16-bit rank blocks of one output whose splits all
@@ -58,8 +59,9 @@ LOOP_MIN_TREES = 64
 # Positions per loop block unless ``THRIFTY_RAW_TREES`` sets them (``loop_blocks``): its code
 # does not grow with the block, and longer blocks share more compares (higgs_small: 78 distinct
 # compares per tree in blocks of 64, 44 in blocks of 128, 24 in blocks of 250). Measured on
-# higgs_small's 500 trees (paired, loaded): 0.78 of the straight blocks' time in blocks of 128,
-# 0.83 in blocks of 64 and of 250, 0.86 in one block of 500.
+# higgs_small's 500 trees (paired, loaded): 0.71 of the straight blocks' time in blocks of 128,
+# 0.79 in blocks of 64; before the tiers of rounds, blocks of 250 and 500 measured no better
+# than blocks of 128 (docs/runtime.md, "Loop blocks").
 LOOP_TREES = 128
 # Distinct compares per block a record can name (its byte offset is 16 bits).
 MAX_COMPARES = 1 << 14
@@ -155,11 +157,6 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
                 a, b = max(lo, BITS * w) - BITS * w, min(mid, BITS * w + BITS) - BITS * w
                 keep = ~(((1 << b) - 1) ^ ((1 << a) - 1)) & 0xFFFF
                 per_word[w].append((c, kept.setdefault(keep, len(kept))))
-        if not any(per_word):
-            # A one-leaf tree: one record that keeps every leaf (the loop runs at least once).
-            per_word[0].append(
-                (compares.setdefault((1, 0), len(compares)), kept.setdefault(0xFFFF, len(kept)))
-            )
         # Words past the tree's last are emptied by the compare every lane passes.
         for w in range(-(-n // BITS), words):
             per_word[w].append((compares.setdefault((1, 0), len(compares)), kept.setdefault(0, len(kept))))

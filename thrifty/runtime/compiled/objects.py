@@ -182,13 +182,12 @@ def _second_ranks(lay: Layout) -> int:
 
 def _raw_kind(lay: Layout) -> str:
     """The kind of the scores-only entry's leaf masks, for the cache key: none (no entry),
-    ternlog (``choice.ternlog_masks``), with loop blocks where ``ir_vloop.use_loops``, or
-    selects."""
+    ternlog (``choice.ternlog_masks``) or selects, and whether ``ir_vloop.use_loops`` (a second
+    vector entry may take loop blocks too)."""
     if not raw_entry(lay):
         return "none"
-    if not ternlog_masks(targets.current().name, _ranks(lay)):
-        return "select"
-    return "ternlog|loops" if use_loops(lay) else "ternlog"
+    kind = "ternlog" if ternlog_masks(targets.current().name, _ranks(lay)) else "select"
+    return kind + ("|loops" if use_loops(lay) else "")
 
 
 class NativeCode:

@@ -17,7 +17,7 @@ trees took 1.01 to 1.03 times as long as blocks of 64 with AVX2, 0.99 with AVX-5
 from __future__ import annotations
 
 from thrifty.exceptions import InvalidParameterError
-from thrifty.runtime.compiled import ir_catshift
+from thrifty.runtime.compiled import ir_catshift, ir_vloop
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
 from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds
 from thrifty.runtime.compiled.ir_raw import driver_ir
@@ -50,8 +50,16 @@ def vraw_module_irs(
     are the target's doubles per vector, times ``64 // ranks`` with ``ranks`` (32 or 16: the
     bits of the ranks compared, as ``ir_vector.vector_module_irs``; ``cat_shift`` as there).
     With ``ternlog`` (512-bit targets: ``choice.ternlog_masks``), leaf masks are
-    ``ir_ternlog``'s."""
+    ``ir_ternlog``'s; on 16-bit ranks, blocks that ``ir_vloop`` supports are its loop blocks
+    when ``ir_vloop.use_loops`` says so (the same scores, from code of a few hundred
+    instructions: docs/runtime.md, "Where a scores-only block's time goes")."""
     spans = raw_blocks(lay)
+    rows = lanes * (64 // ranks) if ranks else lanes
+    # Trees as records in loops (``ir_vloop``) for AVX-512's 16-bit rank blocks, in its longer
+    # blocks where each of them can be one.
+    loops = ternlog and ranks == ir_vloop.BITS and rows == ir_vloop.LANES and ir_vloop.use_loops(lay)
+    if loops and all(ir_vloop.supported(lay, p, k) for p, k in ir_vloop.loop_blocks(lay)):
+        spans = ir_vloop.loop_blocks(lay)
     if ranks == 16 and any(
         len(t) > MAX_RANKS16 for p, k in spans for t in block_thresholds(lay, p, k).values()
     ):
@@ -59,9 +67,10 @@ def vraw_module_irs(
             f"{RAW_TREES_ENV} makes blocks with too many thresholds of a feature for 16-bit ranks: "
             "set it lower or unset it"
         )
-    rows = lanes * (64 // ranks) if ranks else lanes
     modules = [
-        vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift)
+        ir_vloop.vloop_block_ir(lay, key, m, p, k)
+        if loops and ir_vloop.supported(lay, p, k)
+        else vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift)
         for m, (p, k) in enumerate(spans)
     ]
     return [*modules, driver_ir(lay, key, len(spans))]
@@ -87,12 +96,47 @@ def vraw_block_ir(
     that many bits among the block's thresholds, ``ir_ranks``, and leaf masks of words of as
     many leaves); ``vscale``, ``by_exponent`` and ``cat_shift`` as
     ``ir_vector.vector_module_irs``."""
-    K, F, R = lay.K, lay.F, lay.vrecord
+    K, R = lay.K, lay.vrecord
     f = lay.forest
     e = _Emitter(lanes)
-    L, Q, B = e.L, e.I, e.B
+    Q = e.I
     every = _splat("i1", "true")
     globals_: list[str] = []
+    acc, at, xo = open_block(e, lay, key, m, vscale)
+    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks, cat_shift)
+
+    word_bits = ranks or 64
+    for j in range(k):
+        tree = int(lay.order[p0 + j])
+        levels = lay.levels(tree)
+        start = int(lay.leaf_ptr[tree])
+        if levels is None:
+            n_leaves = int(lay.leaf_ptr[tree + 1]) - start if by_exponent else None
+            mask = (leaf_mask_ternlog if ternlog else _leaf_mask)(e, f, tree, right_of, word_bits)
+            leaf = _exit_leaf(e, mask, n_leaves, by_exponent, word_bits)
+            scaled = e(f"mul {Q} {leaf}, {_splat('i64', str(R))}")
+            table, rec = "%vleaf", e(f"add {Q} {scaled}, {_splat('i64', str(R * start))}")
+        else:
+            rec = oblivious_leaf(e, [right_of(node) for node in levels], e.L, K)
+            table = e(f"getelementptr double, ptr %oleaf, i64 {K * start}")
+        cls = int(f.tree_class[tree])
+        for o in [cls] if cls >= 0 else range(K):
+            col = 0 if cls >= 0 else o
+            where = rec if col == 0 else e(f"add {Q} {rec}, {_splat('i64', str(col))}")
+            w = e.gather("double", e.gep(table, "double", where), every)
+            acc[o] = e(f"fadd {e.V} {acc[o]}, {w}")
+    return close_block(e, acc, at, globals_, ranks, ternlog, cat_shift)
+
+
+def open_block(
+    e: _Emitter, lay: Layout, key: str, m: int, vscale: int = 0
+) -> tuple[list[str], list[str], str]:
+    """The start of ``rawblk_{key}_{m}`` into ``e``, up to the loop body over vectors of
+    ``e.L`` rows: the scores of the body's rows (one vector per output, ``acc``), where they
+    are stored (``at``), and the rows' offsets in ``%X`` (``xo``, for ``split_tests``). Lanes
+    past ``hi`` read row ``i`` (valid memory) and store nothing. Shared by the block kinds of
+    ``vraw_block_ir`` and ``benchmarks/deep_parts.py``'s throw-away variants."""
+    L, Q, B = e.L, e.I, e.B
     iota = f"<{', '.join(f'i64 {j}' for j in range(L))}>"
     e.lines += [
         f"define void @rawblk_{key}_{m}(ptr noalias %X, ptr noalias %out, ptr noalias %T, "
@@ -118,40 +162,31 @@ def vraw_block_ir(
         f"  %i0 = insertelement {Q} poison, i64 %i, i64 0",
         f"  %iv = shufflevector {Q} %i0, {Q} poison, <{L} x i32> zeroinitializer",
         f"  %rowsv = add {Q} %iv, {iota}",
-        # Lanes past ``hi`` read row ``i`` (valid memory) and store nothing.
         f"  %idx = select {B} %valid, {Q} %rowsv, {Q} %iv",
     ]
     acc, at = [], []
-    for c in range(K):
+    for c in range(lay.K):
         base = e(f"mul i64 %n, {c}")
         ptr = e(f"getelementptr double, ptr %out, i64 {e(f'add i64 {base}, %i')}")
         at.append(ptr)
         acc.append(e(f"call {e.V} @llvm.masked.load.v{L}f64.p0(ptr {ptr}, i32 8, {B} %valid, {e.V} poison)"))
-    xo = e(f"mul {Q} %idx, {_splat('i64', str(F))}")
-    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks, cat_shift)
+    return acc, at, e(f"mul {Q} %idx, {_splat('i64', str(lay.F))}")
 
-    word_bits = ranks or 64
-    for j in range(k):
-        tree = int(lay.order[p0 + j])
-        levels = lay.levels(tree)
-        start = int(lay.leaf_ptr[tree])
-        if levels is None:
-            n_leaves = int(lay.leaf_ptr[tree + 1]) - start if by_exponent else None
-            mask = (leaf_mask_ternlog if ternlog else _leaf_mask)(e, f, tree, right_of, word_bits)
-            leaf = _exit_leaf(e, mask, n_leaves, by_exponent, word_bits)
-            scaled = e(f"mul {Q} {leaf}, {_splat('i64', str(R))}")
-            table, rec = "%vleaf", e(f"add {Q} {scaled}, {_splat('i64', str(R * start))}")
-        else:
-            rec = oblivious_leaf(e, [right_of(node) for node in levels], L, K)
-            table = e(f"getelementptr double, ptr %oleaf, i64 {K * start}")
-        cls = int(f.tree_class[tree])
-        for o in [cls] if cls >= 0 else range(K):
-            col = 0 if cls >= 0 else o
-            where = rec if col == 0 else e(f"add {Q} {rec}, {_splat('i64', str(col))}")
-            w = e.gather("double", e.gep(table, "double", where), every)
-            acc[o] = e(f"fadd {e.V} {acc[o]}, {w}")
-    for c in range(K):
-        store = f"{e.V} {acc[c]}, ptr {at[c]}, i32 8, {B} %valid"
+
+def close_block(
+    e: _Emitter,
+    acc: list[str],
+    at: list[str],
+    globals_: list[str],
+    ranks: int = 0,
+    ternlog: bool = False,
+    cat_shift: bool = False,
+) -> str:
+    """The end of the block ``open_block`` started: the scores ``acc`` stored at ``at``, the
+    loop closed, and the module's text with its declarations and ``globals_``."""
+    L, B = e.L, e.B
+    for value, ptr in zip(acc, at, strict=True):
+        store = f"{e.V} {value}, ptr {ptr}, i32 8, {B} %valid"
         e.lines.append(f"  call void @llvm.masked.store.v{L}f64.p0({store})")
     e.lines += [f"  %i1 = add i64 %i, {L}", "  br label %loop", "exit:", "  ret void", "}"]
     decl = (

@@ -48,13 +48,14 @@ from thrifty.runtime.compiled.ir_scalar import module_irs
 from thrifty.runtime.compiled.ir_serving import lane_rows as serving_lane_rows
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs
+from thrifty.runtime.compiled.ir_vloop import use_loops
 from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.targets import env_choice
 from thrifty.runtime.compiled.vblocks import raw_blocks_key, vblocks, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 41
+CODEGEN_VERSION = 44
 # Environment variable: "auto" (a large plan's scores-only entries are compiled after
 # ``thrifty.compile`` returns: ``background_scores``), "on" (every plan's) or "off" (compile
 # returns when every entry is ready).
@@ -183,10 +184,12 @@ def _second_ranks(lay: Layout) -> int:
 
 def _raw_kind(lay: Layout) -> str:
     """The kind of the scores-only entry's leaf masks, for the cache key: none (no entry),
-    ternlog (``choice.ternlog_masks``) or selects."""
+    ternlog (``choice.ternlog_masks``) or selects, and whether ``ir_vloop.use_loops`` (a second
+    vector entry may take loop blocks too)."""
     if not raw_entry(lay):
         return "none"
-    return "ternlog" if ternlog_masks(targets.current().name, _ranks(lay)) else "select"
+    kind = "ternlog" if ternlog_masks(targets.current().name, _ranks(lay)) else "select"
+    return kind + ("|loops" if use_loops(lay) else "")
 
 
 class NativeCode:

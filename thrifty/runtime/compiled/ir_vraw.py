@@ -19,6 +19,7 @@ from __future__ import annotations
 from thrifty.exceptions import InvalidParameterError
 from thrifty.runtime.compiled import ir_catshift
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
+from thrifty.runtime.compiled.ir_preranks import forest_ranks, prerank_ir, rank_loader
 from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds
 from thrifty.runtime.compiled.ir_raw import driver_ir
 from thrifty.runtime.compiled.ir_ternlog import DECLARE as TERNLOG_DECLARE
@@ -50,7 +51,8 @@ def vraw_module_irs(
     are the target's doubles per vector, times ``64 // ranks`` with ``ranks`` (32 or 16: the
     bits of the ranks compared, as ``ir_vector.vector_module_irs``; ``cat_shift`` as there).
     With ``ternlog`` (512-bit targets: ``choice.ternlog_masks``), leaf masks are
-    ``ir_ternlog``'s."""
+    ``ir_ternlog``'s. A wide forest's ranks are formed once per pass of rows for every block
+    (``ir_preranks``: ``prerank_{key}``, called by the driver)."""
     spans = raw_blocks(lay)
     if ranks == 16 and any(
         len(t) > MAX_RANKS16 for p, k in spans for t in block_thresholds(lay, p, k).values()
@@ -60,11 +62,14 @@ def vraw_module_irs(
             "set it lower or unset it"
         )
     rows = lanes * (64 // ranks) if ranks else lanes
+    pre = forest_ranks(lay, ranks, rows)
     modules = [
-        vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift)
+        vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift, pre)
         for m, (p, k) in enumerate(spans)
     ]
-    return [*modules, driver_ir(lay, key, len(spans))]
+    if pre is None:
+        return [*modules, driver_ir(lay, key, len(spans))]
+    return [*modules, prerank_ir(lay, key, pre, rows) + driver_ir(lay, key, len(spans), len(pre))]
 
 
 def vraw_block_ir(
@@ -79,6 +84,7 @@ def vraw_block_ir(
     ranks: int = 0,
     ternlog: bool = False,
     cat_shift: bool = False,
+    preranks: dict | None = None,
 ) -> str:
     """``rawblk_{key}_{m}(X, out, T, lo, hi, n)`` (``ir_raw``'s contract) on vectors of
     ``lanes`` rows: positions ``[p0, p0 + k)`` add their trees' values to the scores in ``out``
@@ -86,7 +92,9 @@ def vraw_block_ir(
     vector's rows (``64 // ranks`` times the target's doubles with ``ranks``, 32 or 16: ranks of
     that many bits among the block's thresholds, ``ir_ranks``, and leaf masks of words of as
     many leaves); ``vscale``, ``by_exponent`` and ``cat_shift`` as
-    ``ir_vector.vector_module_irs``."""
+    ``ir_vector.vector_module_irs``. With ``preranks`` (``ir_preranks.forest_ranks``) the
+    function takes a seventh argument ``R``, the pass's ranks of those features, and reads them
+    there."""
     K, F, R = lay.K, lay.F, lay.vrecord
     f = lay.forest
     e = _Emitter(lanes)
@@ -96,7 +104,11 @@ def vraw_block_ir(
     iota = f"<{', '.join(f'i64 {j}' for j in range(L))}>"
     e.lines += [
         f"define void @rawblk_{key}_{m}(ptr noalias %X, ptr noalias %out, ptr noalias %T, "
-        "i64 %lo, i64 %hi, i64 %n)" + (f" vscale_range({vscale},16)" if vscale else "") + " {",
+        "i64 %lo, i64 %hi, i64 %n"
+        + (", ptr noalias %R" if preranks is not None else "")
+        + ")"
+        + (f" vscale_range({vscale},16)" if vscale else "")
+        + " {",
         "entry:",
     ]
     for name in ("vleaf", "oleaf"):
@@ -128,7 +140,8 @@ def vraw_block_ir(
         at.append(ptr)
         acc.append(e(f"call {e.V} @llvm.masked.load.v{L}f64.p0(ptr {ptr}, i32 8, {B} %valid, {e.V} poison)"))
     xo = e(f"mul {Q} %idx, {_splat('i64', str(F))}")
-    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks, cat_shift)
+    ranked = None if preranks is None else (preranks, rank_loader(e, preranks, ranks))
+    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks, cat_shift, ranked)
 
     word_bits = ranks or 64
     for j in range(k):

@@ -35,6 +35,7 @@ from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.choice import branchy_blocks, second_scores, ternlog_masks, vector_blocks
 from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
+from thrifty.runtime.compiled.ir_preranks import forest_ranks
 from thrifty.runtime.compiled.ir_ranks import (
     MAX_RANKS16,
     RANKS16_TARGETS,
@@ -54,7 +55,7 @@ from thrifty.runtime.compiled.targets import env_choice
 from thrifty.runtime.compiled.vblocks import raw_blocks_key, vblocks, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 41
+CODEGEN_VERSION = 42
 # Environment variable: "auto" (a large plan's scores-only entries are compiled after
 # ``thrifty.compile`` returns: ``background_scores``), "on" (every plan's) or "off" (compile
 # returns when every entry is ready).
@@ -181,10 +182,14 @@ def _second_ranks(lay: Layout) -> int:
 
 def _raw_kind(lay: Layout) -> str:
     """The kind of the scores-only entry's leaf masks, for the cache key: none (no entry),
-    ternlog (``choice.ternlog_masks``) or selects."""
+    ternlog (``choice.ternlog_masks``) or selects; and whether its ranks are formed once per
+    pass of rows (``ir_preranks.forest_ranks``)."""
     if not raw_entry(lay):
         return "none"
-    return "ternlog" if ternlog_masks(targets.current().name, _ranks(lay)) else "select"
+    tg, ranks = targets.current(), _ranks(lay)
+    masks = "ternlog" if ternlog_masks(tg.name, ranks) else "select"
+    rows = tg.lanes * 64 // ranks if ranks else tg.lanes
+    return masks + ("|preranks" if use_vector(lay) and forest_ranks(lay, ranks, rows) is not None else "")
 
 
 class NativeCode:

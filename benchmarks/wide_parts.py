@@ -12,7 +12,9 @@ and its parts timed alone in the same rounds, in this thread's CPU time:
   that nothing is left out;
 - ``prerank`` and ``pblock m`` (forests whose scores-only entry forms its ranks once per pass,
   ``ir_preranks``): that pass alone, and each block reading the pass's ranks;
-- ``python``: the whole call less ``copy`` and ``raw`` (the checks, the context, the result).
+- ``python``: the whole call less ``copy`` and ``raw`` (the checks, the context, the result);
+- ``whole off``, ``raw off`` and ``python off``: the same with ``THRIFTY_PRERANKS=off`` (each
+  block ranks its own features, as before ``ir_preranks``).
 
 Rounds rotate the parts' order; each part's median over rounds and its range are printed, in
 µs per call and as a share of the whole call's median (shares of rounds' medians, so they need
@@ -32,6 +34,7 @@ import sys
 import time
 
 import numpy as np
+from _figures import environment
 from raw_ab import BLOCK, RAW_ARGS, blocks_under
 from shapes import build
 
@@ -132,11 +135,11 @@ def preranked(lay, engines: list) -> tuple:
 
     from thrifty.runtime.compiled import ir_preranks, ir_vraw, targets, vblocks
     from thrifty.runtime.compiled.choice import ternlog_masks
-    from thrifty.runtime.compiled.objects import _ranks
+    from thrifty.runtime.compiled.objects import _raw_ranks
 
     tg = targets.current()
     tm = tg.machine()
-    ranks = _ranks(lay)
+    ranks = _raw_ranks(lay)
     lanes = tg.lanes * 64 // ranks if ranks else tg.lanes
     pre = ir_preranks.forest_ranks(lay, ranks, lanes)
     if pre is None:
@@ -181,6 +184,9 @@ def parts_of(name: str, rounds: int, data_home: str, rows: int) -> None:
         M = np.ascontiguousarray(np.resize(M, (rows, M.shape[1])))
     n = len(M)
     compiled = thrifty.compile(forest)
+    # The same plan with each block ranking its own features (the code before ``ir_preranks``).
+    with environment({"THRIFTY_PRERANKS": "off"}):
+        before = thrifty.compile(forest)
     path = compiled.raw_path
     assert path is not None and compiled.forest_code.code.vector, "no vector scores-only entry"
     T = int(path._template[RAW_CONTEXT.index("T")])
@@ -195,6 +201,7 @@ def parts_of(name: str, rounds: int, data_home: str, rows: int) -> None:
     C = np.array(M)
     scores = np.empty(path.K * n)  # alive while ``ctx`` points at it
     ctx = path._context(C, scores, 0, n, n)
+    ctx_before = before.raw_path._context(C, scores, 0, n, n)
 
     def chunks(fn) -> None:
         for lo in range(0, n, RAW_ROWS):
@@ -204,6 +211,8 @@ def parts_of(name: str, rounds: int, data_home: str, rows: int) -> None:
         "whole": lambda: compiled.evaluate(M, n_threads=1).raw,
         "copy": lambda: np.array(M, dtype=np.float64, order="C"),
         "raw": lambda: path.entry(ctx.ctypes.data),
+        "whole off": lambda: before.evaluate(M, n_threads=1).raw,
+        "raw off": lambda: before.raw_path.entry(ctx_before.ctypes.data),
     }
     for m, fn in enumerate(blocks):
         fns[f"block {m}"] = lambda fn=fn: chunks(fn)
@@ -231,6 +240,7 @@ def parts_of(name: str, rounds: int, data_home: str, rows: int) -> None:
             times[k].append(time.thread_time() - t0)
     t = {k: np.array(v) for k, v in times.items()}
     t["python"] = t["whole"] - t["copy"] - t["raw"]
+    t["python off"] = t["whole off"] - t["copy"] - t["raw off"]
     whole = np.median(t["whole"])
     print(f"{name}: {n} rows, {n_trees} trees, {len(blocks)} blocks; thread CPU µs a call, {rounds} rounds")
     for k, v in t.items():

@@ -7,6 +7,8 @@ rule, the setting and the cache key."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +22,7 @@ from tests._helpers.runtime_costs import N_FEATURES
 from tests._helpers.vector_forests import FORESTS, PROBES, SPECIAL_VALUES, special_thresholds, wide
 from thrifty import Forest, Full, evaluate
 from thrifty.exceptions import InvalidParameterError
-from thrifty.runtime.compiled import ir_vraw, targets
+from thrifty.runtime.compiled import ir_ranks, ir_vraw, targets
 from thrifty.runtime.compiled.ir_preranks import PRERANKS_ENV, forest_ranks
 from thrifty.runtime.compiled.ir_ranks import RANKS_ENV, rankable
 from thrifty.runtime.compiled.ir_raw import RAW_ROWS
@@ -50,7 +52,8 @@ def _layout(forest: Forest) -> Layout:
 def target(request, monkeypatch):
     monkeypatch.setenv(targets.ENV, request.param)
     monkeypatch.setenv("THRIFTY_BLOCKS", "vector")
-    monkeypatch.setenv(PRERANKS_ENV, "auto")
+    # The rule on AVX-512; forced on AVX2 (the rule leaves it out: not measured there).
+    monkeypatch.setenv(PRERANKS_ENV, "auto" if request.param == "avx512" else "on")
     return request.param
 
 
@@ -69,6 +72,28 @@ def test_preranked_scores_equal_the_interpreter(target, name, ranks, data, monke
     monkeypatch.setenv(RANKS_ENV, ranks)
     forest = CASES[name]
     assert forest_ranks(_layout(forest), int(ranks), 16) is not None
+    X = wide(data, forest.n_features)
+    compiled, path = _compiled(forest)
+    raw = path._scores(X, len(X), 1).raw
+    np.testing.assert_array_equal(raw, evaluate(Full(forest), X).raw)
+    np.testing.assert_array_equal(raw, compiled.serving.serve(X).raw)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=SLOW)
+@given(data=input_matrices(N_FEATURES, max_rows=70, values=SPECIAL_VALUES))
+def test_scores_on_ranks_where_the_blocks_compare_doubles(data, monkeypatch):
+    """The rule's raw ranks (``raw_rank_bits``): vector blocks on doubles, ``raw`` on 32-bit
+    ranks formed once per pass, with the same scores."""
+    if "avx512" not in RUNNABLE:
+        pytest.skip("the rule forms ranks once per pass on AVX-512 only: this CPU has none")
+    monkeypatch.setenv(targets.ENV, "avx512")
+    monkeypatch.setenv("THRIFTY_BLOCKS", "vector")
+    for name in (PRERANKS_ENV, RANKS_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(ir_ranks, "MIN_SPLITS_PER_STEP", 1e9)
+    forest = CASES["special-wide"]
+    lay = _layout(forest)
+    assert objects._ranks(lay) == 0 and objects._raw_ranks(lay) == 32
     X = wide(data, forest.n_features)
     compiled, path = _compiled(forest)
     raw = path._scores(X, len(X), 1).raw
@@ -129,6 +154,9 @@ def test_the_rule_the_setting_and_the_cache_key(monkeypatch):
     )
     wide_lay, narrow_lay = _layout(CASES["wide"]), _layout(narrow)
     monkeypatch.delenv(PRERANKS_ENV, raising=False)
+    monkeypatch.delenv(RANKS_ENV, raising=False)
+    avx512, avx2 = SimpleNamespace(name="avx512"), SimpleNamespace(name="avx2")
+    monkeypatch.setattr(targets, "current", lambda: avx512)
     thresholds = forest_ranks(wide_lay, 32, 16)
     assert thresholds is not None
     # Every rankable tested feature, with the forest's distinct thresholds of it.
@@ -150,12 +178,25 @@ def test_the_rule_the_setting_and_the_cache_key(monkeypatch):
     monkeypatch.setenv(PRERANKS_ENV, "maybe")
     with pytest.raises(InvalidParameterError, match=PRERANKS_ENV):
         forest_ranks(wide_lay, 32, 16)
+    # Raw ranks: the blocks' where they rank or anything is forced; else 32 where preranked.
+    assert ir_preranks.raw_rank_bits(wide_lay, 16, 8) == 16
+    monkeypatch.setenv(PRERANKS_ENV, "auto")
+    monkeypatch.setenv(RANKS_ENV, "off")
+    assert ir_preranks.raw_rank_bits(wide_lay, 0, 8) == 0
+    monkeypatch.delenv(RANKS_ENV)
+    assert ir_preranks.raw_rank_bits(wide_lay, 0, 8) == 32
+    assert ir_preranks.raw_rank_bits(narrow_lay, 0, 8) == 0
+    monkeypatch.setattr(targets, "current", lambda: avx2)
+    assert ir_preranks.raw_rank_bits(wide_lay, 0, 4) == 0
+    assert forest_ranks(wide_lay, 32, 8) is None
+    monkeypatch.setattr(targets, "current", lambda: avx512)
     # A feature with more thresholds than 16-bit ranks hold: each block ranks its own.
     monkeypatch.setenv(PRERANKS_ENV, "auto")
     monkeypatch.setattr(ir_preranks, "MAX_RANKS16", 1)
     assert forest_ranks(wide_lay, 32, 16) is None
     monkeypatch.undo()
     # The IR: the driver ranks once per pass and the blocks read the buffer, no search left.
+    monkeypatch.setenv(PRERANKS_ENV, "on")
     irs = ir_vraw.vraw_module_irs(wide_lay, "k", 8, ranks=32)
     assert "define void @prerank_k(" in irs[-1] and "call void @prerank_k(" in irs[-1]
     assert all("ptr noalias %R" in ir and "@rthr_" not in ir for ir in irs[:-1])
@@ -164,7 +205,7 @@ def test_the_rule_the_setting_and_the_cache_key(monkeypatch):
         monkeypatch.setenv("THRIFTY_BLOCKS", "vector")
         monkeypatch.setenv(RANKS_ENV, "32")
         keys = set()
-        for kind in ("auto", "off"):
+        for kind in ("on", "off"):
             monkeypatch.setenv(PRERANKS_ENV, kind)
             keys.add(objects.code_key(wide_lay))
         assert len(keys) == 2

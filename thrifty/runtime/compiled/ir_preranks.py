@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds, rank_ir
+from thrifty.runtime.compiled import targets
+from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds, forced_ranks, rank_ir
 from thrifty.runtime.compiled.ir_raw import RAW_ROWS
 from thrifty.runtime.compiled.ir_vector import _Emitter, _splat, intrinsics
 from thrifty.runtime.compiled.layout import Layout
@@ -36,6 +37,8 @@ from thrifty.runtime.compiled.targets import env_choice
 # blocks compare ranks) or "off" (each block ranks its own features).
 PRERANKS_ENV = "THRIFTY_PRERANKS"
 PRERANKS_KINDS = ("auto", "on", "off")
+# Targets where the rule forms ranks once per pass (where it was measured).
+PRERANKS_TARGETS = ("avx512",)
 
 
 def forest_ranks(lay: Layout, ranks: int, lanes: int) -> dict[int, np.ndarray] | None:
@@ -44,14 +47,32 @@ def forest_ranks(lay: Layout, ranks: int, lanes: int) -> dict[int, np.ndarray] |
     rank their own features: they compare doubles (``ranks`` 0), ``THRIFTY_PRERANKS=off``, a
     vector of ``lanes`` rows does not divide ``RAW_ROWS``, a feature has more than
     ``MAX_RANKS16`` thresholds (its rank would not fit the buffer's 16 bits), or, by the rule,
-    the forest has at most 64 features."""
+    the forest has at most 64 features or the target is not one of ``PRERANKS_TARGETS``."""
     kind = env_choice(PRERANKS_ENV, PRERANKS_KINDS, "a choice")
-    if not ranks or kind == "off" or RAW_ROWS % lanes or (kind == "auto" and lay.words == 1):
+    if not ranks or kind == "off" or RAW_ROWS % lanes:
+        return None
+    if kind == "auto" and (lay.words == 1 or targets.current().name not in PRERANKS_TARGETS):
         return None
     thresholds = block_thresholds(lay, 0, len(lay.order))
     if not thresholds or any(len(t) > MAX_RANKS16 for t in thresholds.values()):
         return None
     return thresholds
+
+
+def raw_rank_bits(lay: Layout, ranks: int, lanes: int) -> int:
+    """The bits of the ranks the scores-only blocks compare, given the vector blocks' ``ranks``
+    (``ir_ranks.rank_bits``) on a target of ``lanes`` doubles: those, except that where the
+    vector blocks compare doubles, a forest whose ranks would be formed once per pass
+    (``forest_ranks`` at 32 bits, by the rule, not forced) compares 32-bit ranks. The vector
+    blocks' rule weighs a search per block and feature against the splits that share it
+    (``ir_ranks.use_ranks``); here a search is paid once per pass for all blocks. Measured on
+    the 136-feature synthetic forest (1,000 trees of 31 leaves, AVX-512, whole batch calls in
+    thread CPU time, paired over 15 rounds, ``benchmarks/batch_ab.py``): 0.707 [0.656, 0.747]
+    of the doubles' time (16-bit ranks: 0.710)."""
+    # Forced ranks (``THRIFTY_RANKS``) or preranks (``THRIFTY_PRERANKS``) keep the blocks' own.
+    if ranks or forced_ranks() != "auto" or env_choice(PRERANKS_ENV, PRERANKS_KINDS, "a choice") != "auto":
+        return ranks
+    return 32 if forest_ranks(lay, 32, 2 * lanes) is not None else 0
 
 
 def prerank_ir(lay: Layout, key: str, thresholds: dict[int, np.ndarray], lanes: int) -> str:

@@ -35,7 +35,7 @@ from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.choice import branchy_blocks, second_scores, ternlog_masks, vector_blocks
 from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
-from thrifty.runtime.compiled.ir_preranks import forest_ranks
+from thrifty.runtime.compiled.ir_preranks import forest_ranks, raw_rank_bits
 from thrifty.runtime.compiled.ir_ranks import (
     MAX_RANKS16,
     RANKS16_TARGETS,
@@ -186,10 +186,17 @@ def _raw_kind(lay: Layout) -> str:
     pass of rows (``ir_preranks.forest_ranks``)."""
     if not raw_entry(lay):
         return "none"
-    tg, ranks = targets.current(), _ranks(lay)
+    tg, ranks = targets.current(), _raw_ranks(lay)
     masks = "ternlog" if ternlog_masks(tg.name, ranks) else "select"
     rows = tg.lanes * 64 // ranks if ranks else tg.lanes
-    return masks + ("|preranks" if use_vector(lay) and forest_ranks(lay, ranks, rows) is not None else "")
+    pre = use_vector(lay) and forest_ranks(lay, ranks, rows) is not None
+    return masks + (f"|preranks|rawranks={ranks}" if pre else "")
+
+
+def _raw_ranks(lay: Layout) -> int:
+    """The bits of the ranks the scores-only entry's vector blocks compare
+    (``ir_preranks.raw_rank_bits``: the vector blocks', or ranks once per pass)."""
+    return raw_rank_bits(lay, _ranks(lay), targets.current().lanes) if use_vector(lay) else 0
 
 
 class NativeCode:
@@ -399,7 +406,7 @@ def _later_irs(lay: Layout, key: str) -> list[tuple[list[str], int]]:
     tg = targets.current()
     parts: list[tuple[list[str], int]] = []
     if use_vector(lay):
-        ranks = _ranks(lay)
+        ranks = _raw_ranks(lay)
         ternlog = ternlog_masks(tg.name, ranks)
         irs = vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog, tg.cat_shift)
         parts.append((irs, 1))

@@ -195,6 +195,13 @@ def test_the_rule_the_setting_and_the_cache_key(monkeypatch):
     monkeypatch.setattr(ir_preranks, "MAX_RANKS16", 1)
     assert forest_ranks(wide_lay, 32, 16) is None
     monkeypatch.undo()
+    # A buffer too large for a thread's stack: each block ranks its own.
+    monkeypatch.setenv(PRERANKS_ENV, "on")
+    monkeypatch.setattr(ir_preranks, "MAX_BUFFER", 2 * RAW_ROWS * len(thresholds))
+    assert forest_ranks(wide_lay, 32, 16) is not None
+    monkeypatch.setattr(ir_preranks, "MAX_BUFFER", 2 * RAW_ROWS * len(thresholds) - 1)
+    assert forest_ranks(wide_lay, 32, 16) is None
+    monkeypatch.undo()
     # The IR: the driver ranks once per pass and the blocks read the buffer, no search left.
     monkeypatch.setenv(PRERANKS_ENV, "on")
     irs = ir_vraw.vraw_module_irs(wide_lay, "k", 8, ranks=32)

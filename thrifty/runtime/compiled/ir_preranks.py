@@ -39,6 +39,10 @@ PRERANKS_ENV = "THRIFTY_PRERANKS"
 PRERANKS_KINDS = ("auto", "on", "off")
 # Targets where the rule forms ranks once per pass (where it was measured).
 PRERANKS_TARGETS = ("avx512",)
+# Bytes of the pass's buffer at most (on the driver's stack: 2 bytes per feature and row of a
+# pass, 97 KB for the ranker's 194 features): 512 ranked features. A thread's stack may be
+# small (512 KB for secondary threads on macOS); wider forests rank in their blocks.
+MAX_BUFFER = 1 << 18
 
 
 def forest_ranks(lay: Layout, ranks: int, lanes: int) -> dict[int, np.ndarray] | None:
@@ -46,7 +50,8 @@ def forest_ranks(lay: Layout, ranks: int, lanes: int) -> dict[int, np.ndarray] |
     ``ir_ranks.block_thresholds`` over every position), or None when the scores-only blocks
     rank their own features: they compare doubles (``ranks`` 0), ``THRIFTY_PRERANKS=off``, a
     vector of ``lanes`` rows does not divide ``RAW_ROWS``, a feature has more than
-    ``MAX_RANKS16`` thresholds (its rank would not fit the buffer's 16 bits), or, by the rule,
+    ``MAX_RANKS16`` thresholds (its rank would not fit the buffer's 16 bits), the buffer would
+    exceed ``MAX_BUFFER`` bytes, or, by the rule,
     the forest has at most 64 features or the target is not one of ``PRERANKS_TARGETS``."""
     kind = env_choice(PRERANKS_ENV, PRERANKS_KINDS, "a choice")
     if not ranks or kind == "off" or RAW_ROWS % lanes:
@@ -55,6 +60,8 @@ def forest_ranks(lay: Layout, ranks: int, lanes: int) -> dict[int, np.ndarray] |
         return None
     thresholds = block_thresholds(lay, 0, len(lay.order))
     if not thresholds or any(len(t) > MAX_RANKS16 for t in thresholds.values()):
+        return None
+    if 2 * RAW_ROWS * len(thresholds) > MAX_BUFFER:
         return None
     return thresholds
 

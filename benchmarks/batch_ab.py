@@ -7,7 +7,8 @@ Every variant's raw scores must equal the first's and the interpreter's bit for 
     python benchmarks/batch_ab.py --only higgs255,rank300 --clock thread \\
         --variant r32=THRIFTY_RANKS=32 --variant r16=THRIFTY_RANKS=16
 
-Prints a line per model and variant (ns, ratio to lleaves, ratio to the first variant); writes
+Prints a line per model and variant (ns, ratio to lleaves, ratio to the first variant, and the
+median and range of the per-round ratios to the first variant); writes
 no results file (figures for the record come from ``shapes.py``).
 """
 
@@ -33,6 +34,12 @@ def interleaved(fns: dict, repeats: int, clock=time.perf_counter) -> dict:
     ``clock`` is ``time.perf_counter`` (wall) or ``time.thread_time`` (this thread's CPU time:
     every engine here runs one thread in the caller's, and CPU time moves less than wall time
     when other processes share the cores)."""
+    return {name: float(np.median(t)) for name, t in interleaved_times(fns, repeats, clock).items()}
+
+
+def interleaved_times(fns: dict, repeats: int, clock=time.perf_counter) -> dict:
+    """Each function's seconds in each of ``repeats`` rounds (``interleaved``'s order): round
+    ``r`` of two functions is a pair, timed a few milliseconds apart."""
     for fn in fns.values():
         fn()
     times: dict = {name: [] for name in fns}
@@ -41,7 +48,7 @@ def interleaved(fns: dict, repeats: int, clock=time.perf_counter) -> dict:
             t0 = clock()
             fn()
             times[name].append(clock() - t0)
-    return {name: float(np.median(t)) for name, t in times.items()}
+    return {name: np.array(t) for name, t in times.items()}
 
 
 def compiled_under(forest, env: dict):
@@ -97,12 +104,20 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{model} {name}: compiled in {took:.0f} s", flush=True)
             fns[name] = lambda X, c=compiled: c.evaluate(X, n_threads=1).raw
         clock = time.thread_time if args.clock == "thread" else time.perf_counter
-        t = interleaved({k: (lambda fn=fn, M=M: fn(M)) for k, fn in fns.items()}, args.repeats, clock)
-        per = {k: v / (forest.n_trees * len(M)) * 1e9 for k, v in t.items()}
+        rounds = interleaved_times(
+            {k: (lambda fn=fn, M=M: fn(M)) for k, fn in fns.items()}, args.repeats, clock
+        )
+        per = {k: float(np.median(v)) / (forest.n_trees * len(M)) * 1e9 for k, v in rounds.items()}
         first = variants[0][0]
         for k, v in per.items():
             vs_ll = f"{v / per['lleaves']:.3f} of lleaves" if "lleaves" in per else why
-            print(f"  {model:9s} {k:10s} {v:7.2f} ns  {vs_ll}  {v / per[first]:.3f} of {first}", flush=True)
+            # Paired: each round's time over the first variant's in the same round.
+            pair = rounds[k] / rounds[first]
+            spread = f"paired {np.median(pair):.3f} [{pair.min():.3f}, {pair.max():.3f}]"
+            print(
+                f"  {model:9s} {k:10s} {v:7.2f} ns  {vs_ll}  {v / per[first]:.3f} of {first}  {spread}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -243,3 +243,25 @@ def test_the_rule_the_switch_and_the_cache_key(monkeypatch):
             monkeypatch.setenv(ir_vloop.LOOP_ENV, kind)
             keys.add(objects.code_key(small))
         assert len(keys) == 2
+
+
+def test_loop_blocks_take_precedence_over_ranks_once_per_pass(target, monkeypatch):
+    """A forest both rules could take (forced here): its blocks are loop blocks, which store
+    their own ranks, so no pass ranks for them and the driver passes no buffer; the scores
+    equal the interpreter's, and the cache key tells the two kinds apart."""
+    from thrifty.runtime.compiled.ir_preranks import PRERANKS_ENV
+
+    monkeypatch.setenv(PRERANKS_ENV, "on")
+    forest = CASES["deep"]
+    lay = _layout(forest)
+    irs = vraw_module_irs(lay, "k", 8, ranks=16, ternlog=True)
+    assert all("@lp_k_" in m for m in irs[:-1]) and "prerank_k" not in irs[-1]
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-5, 70, (300, N_FEATURES))
+    X[rng.random(X.shape) < 0.2] = np.nan
+    compiled = _compiled(forest)
+    np.testing.assert_array_equal(compiled.raw_path._scores(X, len(X), 1).raw, evaluate(Full(forest), X).raw)
+    key_loops = objects.code_key(lay)
+    monkeypatch.setenv(ir_vloop.LOOP_ENV, "off")
+    assert "prerank_k" in vraw_module_irs(lay, "k", 8, ranks=16, ternlog=True)[-1]
+    assert objects.code_key(lay) != key_loops

@@ -91,12 +91,15 @@ def _block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
     return "\n".join(globals_ + lines) + "\n"
 
 
-def driver_ir(lay: Layout, key: str, n_modules: int) -> str:
+def driver_ir(lay: Layout, key: str, n_modules: int, ranked: int = 0) -> str:
     """``raw_{key}(ctx)``: the rows' scores set to the forest's start, then every module's
-    trees over ``RAW_ROWS`` rows at a time."""
-    sig = "ptr, ptr, ptr, i64, i64, i64"
+    trees over ``RAW_ROWS`` rows at a time. With ``ranked`` features, each pass of rows first
+    ranks them (``ir_preranks.prerank_ir``) into a buffer that every module reads."""
+    sig = "ptr, ptr, ptr, i64, i64, i64" + (", ptr" if ranked else "")
     lines = [f"declare void @rawblk_{key}_{m}({sig})" for m in range(n_modules)]
     lines += [f"define void @raw_{key}(ptr %ctx) {{", "entry:"]
+    if ranked:
+        lines.append(f"  %R = alloca i16, i64 {ranked * RAW_ROWS}, align 64")
     for j, name in enumerate(RAW_CONTEXT):
         lines += [
             f"  %{name}c = getelementptr i64, ptr %ctx, i64 {j}",
@@ -133,8 +136,11 @@ def driver_ir(lay: Layout, key: str, n_modules: int) -> str:
         "  %short = icmp slt i64 %hi, %a2",
         "  %b = select i1 %short, i64 %hi, i64 %a2",
     ]
+    if ranked:
+        lines.append(f"  call void @prerank_{key}(ptr %X, ptr %R, i64 %a, i64 %b, i64 %n)")
+    more = ", ptr %R" if ranked else ""
     lines += [
-        f"  call void @rawblk_{key}_{m}(ptr %X, ptr %out, ptr %T, i64 %a, i64 %b, i64 %n)"
+        f"  call void @rawblk_{key}_{m}(ptr %X, ptr %out, ptr %T, i64 %a, i64 %b, i64 %n{more})"
         for m in range(n_modules)
     ]
     lines += ["  br label %ran", "ran:", "  br label %chunk", "done:", "  ret void", "}"]

@@ -1,34 +1,32 @@
 """LLVM IR of a forest plan's blocks evaluated several rows at a time, without branches per split.
 
-Each tree is evaluated the QuickScorer way (Lucchese et al., SIGIR 2015), on vectors of
-rows: the leaves are numbered left to right, every split of the tree is tested on
-all lanes at once (its feature, threshold, missing-value rule and category set inlined as
-constants, exactly as ``ir_scalar._split_ir`` and the interpreter decide), and a split that sends
-a row right clears the leaves of its left subtree from that row's leaf mask. The leftmost
-leaf left in the mask is the row's exit leaf (QuickScorer's Theorem 1), found with one
-count-trailing-zeros. A data-dependent branch per split costs a misprediction about every
-other tree; the vector form has none, and one comparison and one mask update per split serve
-every lane.
+Each tree is evaluated the QuickScorer way (Lucchese et al., SIGIR 2015), on vectors of rows: the
+leaves are numbered left to right, every split of the tree is tested on all lanes at once (its
+feature, threshold, missing-value rule and category set inlined as constants, exactly as
+``ir_scalar._split_ir`` and the interpreter decide), and a split that sends a row right clears the
+leaves of its left subtree from that row's leaf mask. The leftmost leaf left in the mask is the
+row's exit leaf (QuickScorer's Theorem 1), found with one count-trailing-zeros. A data-dependent
+branch per split costs a misprediction about every other tree; the vector form has none, and one
+comparison and one mask update per split serve every lane.
 
-The number of lanes is the target's (``targets``): 8 for AVX-512 (one register of doubles, the
-lane masks in mask registers), 4 for AVX2 (lane masks as compare results), 2 for NEON, two per
-128 bits for SVE (whose blocks carry the vector length as ``vscale_range``, so LLVM may use SVE's
-gathers and predicates on the fixed-width vectors).
+The number of lanes is the target's (``targets``): 8 for AVX-512 (one register of doubles, the lane
+masks in mask registers), 4 for AVX2 (lane masks as compare results), 2 for NEON, two per 128 bits
+for SVE (whose blocks carry the vector length as ``vscale_range``, so LLVM may use SVE's gathers and
+predicates on the fixed-width vectors).
 
 The block has ``ir_scalar.scalar_block_ir``'s signature and contract (rows of a work list in, the
-rows that did not exit compacted to its front, state in ``S``), so ``run``, ``serve`` and
-the executors are unchanged. Leaf records (the weighted values, the splits on the path and
-the features it tests as bits) are read from the table ``vleaf``, in the leaves' left-to-right
-order per tree (``layout.inorder_leaves``); the tested-feature set is one vector per 64 features,
-and after a tree only the words its features lie in are updated, from a record that holds them
-folded into a word or two (``layout.Layout.folds``) in forests of more than 56 features. A tree of more than
-64 leaves has a leaf mask of one vector per 64 leaves. Used when every tree has at most
-``VECTOR_LEAVES`` leaves (or is oblivious) and the plan no bin exits (``vector_ok``); other
-plans use ``ir_scalar``'s scalar blocks. An oblivious tree (``layout.oblivious_levels``) takes
-``ir_oblivious``'s path instead of the leaf mask: one comparison per level. Rank blocks
-(``ranks``, ``ir_ranks``) compare 32-bit or 16-bit ranks of the inputs among the block's
-thresholds on two or four times the lanes, with leaf masks of 32-bit or 16-bit words
-(``ir_narrow``).
+rows that did not exit compacted to its front, state in ``S``), so ``run``, ``serve`` and the
+executors are unchanged. Leaf records (the weighted values, the splits on the path and the features
+it tests as bits) are read from the table ``vleaf``, in the leaves' left-to-right order per tree
+(``layout.inorder_leaves``); the tested-feature set is one vector per 64 features, and after a tree
+only the words its features lie in are updated, from a record that holds them folded into a word or
+two (``layout.Layout.folds``) in forests of more than 56 features. A tree of more than 64 leaves has
+a leaf mask of one vector per 64 leaves. Used when every tree has at most ``VECTOR_LEAVES`` leaves
+(or is oblivious) and the plan no bin exits (``vector_ok``); other plans use ``ir_scalar``'s scalar
+blocks. An oblivious tree (``layout.oblivious_levels``) takes ``ir_oblivious``'s path instead of the
+leaf mask: one comparison per level. Rank blocks (``ranks``, ``ir_ranks``) compare 32-bit or 16-bit
+ranks of the inputs among the block's thresholds on two or four times the lanes, with leaf masks of
+32-bit or 16-bit words (``ir_narrow``).
 """
 
 from __future__ import annotations
@@ -416,6 +414,7 @@ def split_tests(
     key: str,
     ranks: int,
     cat_shift: bool = False,
+    ranked: tuple[dict[int, np.ndarray], Callable[[int], str]] | None = None,
 ) -> Callable[[int], str]:
     """``right_of(node)``: per lane, whether the row at offset ``xo`` (its first value's index
     in ``%X``) goes right at ``node`` of the block of positions ``[p0, p0 + k)``. Each feature's
@@ -423,8 +422,8 @@ def split_tests(
     rank among the block's thresholds is formed once too (``ir_ranks``, its table named
     ``{tables}_{feature}``). With ``cat_shift`` (the target's ``cat_shift``), categorical splits
     of rank blocks test a code of the category formed once per feature (``ir_catshift``)
-    where the lane count allows. Shared by the vector blocks and the scores-only ones
-    (``ir_vraw``)."""
+    where the lane count allows. ``ranked`` (thresholds, ``load(feature)``: ``ir_preranks``)
+    replaces the block's ranks. Shared by the vector blocks and the scores-only ones (``ir_vraw``)."""
     f = lay.forest
     every = _splat("i1", "true")
     columns: dict[int, str] = {}
@@ -435,7 +434,7 @@ def split_tests(
             columns[feat] = e.gather("double", cell, every)
         return columns[feat]
 
-    thresholds = block_thresholds(lay, p0, k) if ranks else {}
+    thresholds, load = ranked or (block_thresholds(lay, p0, k) if ranks else {}, None)
     rank_of: dict[int, str] = {}
     coded: dict[int, str] = {}
     cat_shift = cat_shift and ir_catshift.supported(e.L, ranks)
@@ -449,7 +448,10 @@ def split_tests(
         if feat not in thresholds:
             return _goes_right(e, f, node, column(feat), globals_, key)
         if feat not in rank_of:
-            rank_of[feat] = rank_ir(e, column(feat), thresholds[feat], f"{tables}_{feat}", globals_, ranks)
+            table = f"{tables}_{feat}"
+            rank_of[feat] = (
+                load(feat) if load else rank_ir(e, column(feat), thresholds[feat], table, globals_, ranks)
+            )
         return goes_right_rank(e, f, node, rank_of[feat], thresholds[feat], ranks)
 
     return right_of

@@ -19,6 +19,7 @@ from __future__ import annotations
 from thrifty.exceptions import InvalidParameterError
 from thrifty.runtime.compiled import ir_catshift, ir_vloop
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
+from thrifty.runtime.compiled.ir_preranks import forest_ranks, prerank_ir, rank_loader
 from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds
 from thrifty.runtime.compiled.ir_raw import driver_ir
 from thrifty.runtime.compiled.ir_ternlog import DECLARE as TERNLOG_DECLARE
@@ -52,7 +53,9 @@ def vraw_module_irs(
     With ``ternlog`` (512-bit targets: ``choice.ternlog_masks``), leaf masks are
     ``ir_ternlog``'s; on 16-bit ranks, blocks that ``ir_vloop`` supports are its loop blocks
     when ``ir_vloop.use_loops`` says so (the same scores, from code of a few hundred
-    instructions: docs/runtime.md, "Where a scores-only block's time goes")."""
+    instructions: docs/runtime.md, "Where a scores-only block's time goes"). Otherwise a wide
+    forest's ranks are formed once per pass of rows for every block (``ir_preranks``:
+    ``prerank_{key}``, called by the driver)."""
     spans = raw_blocks(lay)
     rows = lanes * (64 // ranks) if ranks else lanes
     # Trees as records in loops (``ir_vloop``) for AVX-512's 16-bit rank blocks, in its longer
@@ -67,13 +70,25 @@ def vraw_module_irs(
             f"{RAW_TREES_ENV} makes blocks with too many thresholds of a feature for 16-bit ranks: "
             "set it lower or unset it"
         )
+    # Loop blocks store their own ranks; the driver passes the pass's ranks to every block.
+    pre = None if loops else forest_ranks(lay, ranks, rows)
     modules = [
         ir_vloop.vloop_block_ir(lay, key, m, p, k)
         if loops and ir_vloop.supported(lay, p, k)
-        else vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift)
+        else vraw_block_ir(lay, key, m, p, k, rows, vscale, by_exponent, ranks, ternlog, cat_shift, pre)
         for m, (p, k) in enumerate(spans)
     ]
-    return [*modules, driver_ir(lay, key, len(spans))]
+    if pre is None:
+        return [*modules, driver_ir(lay, key, len(spans))]
+    return [*modules, prerank_ir(lay, key, pre, rows) + driver_ir(lay, key, len(spans), len(pre))]
+
+
+def raw_loops(lay: Layout, lanes: int, ranks: int, ternlog: bool) -> tuple[bool, bool]:
+    """Whether ``vraw_module_irs`` makes loop blocks (``ir_vloop``) and whether it forms ranks
+    once per pass (``ir_preranks``), for the cache key: the same rules as there."""
+    rows = lanes * (64 // ranks) if ranks else lanes
+    loops = ternlog and ranks == ir_vloop.BITS and rows == ir_vloop.LANES and ir_vloop.use_loops(lay)
+    return loops, not loops and forest_ranks(lay, ranks, rows) is not None
 
 
 def vraw_block_ir(
@@ -88,6 +103,7 @@ def vraw_block_ir(
     ranks: int = 0,
     ternlog: bool = False,
     cat_shift: bool = False,
+    preranks: dict | None = None,
 ) -> str:
     """``rawblk_{key}_{m}(X, out, T, lo, hi, n)`` (``ir_raw``'s contract) on vectors of
     ``lanes`` rows: positions ``[p0, p0 + k)`` add their trees' values to the scores in ``out``
@@ -95,15 +111,18 @@ def vraw_block_ir(
     vector's rows (``64 // ranks`` times the target's doubles with ``ranks``, 32 or 16: ranks of
     that many bits among the block's thresholds, ``ir_ranks``, and leaf masks of words of as
     many leaves); ``vscale``, ``by_exponent`` and ``cat_shift`` as
-    ``ir_vector.vector_module_irs``."""
+    ``ir_vector.vector_module_irs``. With ``preranks`` (``ir_preranks.forest_ranks``) the
+    function takes a seventh argument ``R``, the pass's ranks of those features, and reads them
+    there."""
     K, R = lay.K, lay.vrecord
     f = lay.forest
     e = _Emitter(lanes)
     Q = e.I
     every = _splat("i1", "true")
     globals_: list[str] = []
-    acc, at, xo = open_block(e, lay, key, m, vscale)
-    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks, cat_shift)
+    acc, at, xo = open_block(e, lay, key, m, vscale, preranks is not None)
+    ranked = None if preranks is None else (preranks, rank_loader(e, preranks, ranks))
+    right_of = split_tests(e, lay, p0, k, xo, f"@rthr_{key}_{m}", globals_, key, ranks, cat_shift, ranked)
 
     word_bits = ranks or 64
     for j in range(k):
@@ -129,18 +148,23 @@ def vraw_block_ir(
 
 
 def open_block(
-    e: _Emitter, lay: Layout, key: str, m: int, vscale: int = 0
+    e: _Emitter, lay: Layout, key: str, m: int, vscale: int = 0, preranks: bool = False
 ) -> tuple[list[str], list[str], str]:
     """The start of ``rawblk_{key}_{m}`` into ``e``, up to the loop body over vectors of
     ``e.L`` rows: the scores of the body's rows (one vector per output, ``acc``), where they
     are stored (``at``), and the rows' offsets in ``%X`` (``xo``, for ``split_tests``). Lanes
-    past ``hi`` read row ``i`` (valid memory) and store nothing. Shared by the block kinds of
+    past ``hi`` read row ``i`` (valid memory) and store nothing. With ``preranks`` the block
+    takes a seventh argument ``%R`` (``ir_preranks``). Shared by the block kinds of
     ``vraw_block_ir`` and ``benchmarks/deep_parts.py``'s throw-away variants."""
     L, Q, B = e.L, e.I, e.B
     iota = f"<{', '.join(f'i64 {j}' for j in range(L))}>"
     e.lines += [
         f"define void @rawblk_{key}_{m}(ptr noalias %X, ptr noalias %out, ptr noalias %T, "
-        "i64 %lo, i64 %hi, i64 %n)" + (f" vscale_range({vscale},16)" if vscale else "") + " {",
+        "i64 %lo, i64 %hi, i64 %n"
+        + (", ptr noalias %R" if preranks else "")
+        + ")"
+        + (f" vscale_range({vscale},16)" if vscale else "")
+        + " {",
         "entry:",
     ]
     for name in ("vleaf", "oleaf"):

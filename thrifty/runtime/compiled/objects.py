@@ -35,6 +35,7 @@ from thrifty.runtime.compiled.cache import pack, unpack
 from thrifty.runtime.compiled.choice import branchy_blocks, second_scores, ternlog_masks, vector_blocks
 from thrifty.runtime.compiled.ir_branchy import BRANCHY_LEVEL, branchy_module_irs
 from thrifty.runtime.compiled.ir_lazy import lazy_module_irs
+from thrifty.runtime.compiled.ir_preranks import raw_rank_bits
 from thrifty.runtime.compiled.ir_ranks import (
     MAX_RANKS16,
     RANKS16_TARGETS,
@@ -49,13 +50,13 @@ from thrifty.runtime.compiled.ir_serving import lane_rows as serving_lane_rows
 from thrifty.runtime.compiled.ir_serving import serving_ir
 from thrifty.runtime.compiled.ir_vector import vector_module_irs
 from thrifty.runtime.compiled.ir_vloop import use_loops
-from thrifty.runtime.compiled.ir_vraw import vraw_module_irs
+from thrifty.runtime.compiled.ir_vraw import raw_loops, vraw_module_irs
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.targets import env_choice
 from thrifty.runtime.compiled.vblocks import raw_blocks_key, vblocks, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 44
+CODEGEN_VERSION = 45
 # Environment variable: "auto" (a large plan's scores-only entries are compiled after
 # ``thrifty.compile`` returns: ``background_scores``), "on" (every plan's) or "off" (compile
 # returns when every entry is ready).
@@ -184,12 +185,28 @@ def _second_ranks(lay: Layout) -> int:
 
 def _raw_kind(lay: Layout) -> str:
     """The kind of the scores-only entry's leaf masks, for the cache key: none (no entry),
-    ternlog (``choice.ternlog_masks``) or selects, and whether ``ir_vloop.use_loops`` (a second
-    vector entry may take loop blocks too)."""
+    ternlog (``choice.ternlog_masks``) or selects; whether its blocks are ``ir_vloop``'s loop
+    blocks (``ir_vloop.use_loops``: a second vector entry may take them too) and whether its
+    ranks are formed once per pass of rows (``ir_preranks.forest_ranks``), as
+    ``ir_vraw.raw_loops`` decides."""
     if not raw_entry(lay):
         return "none"
-    kind = "ternlog" if ternlog_masks(targets.current().name, _ranks(lay)) else "select"
-    return kind + ("|loops" if use_loops(lay) else "")
+    tg, ranks = targets.current(), _raw_ranks(lay)
+    ternlog = ternlog_masks(tg.name, ranks)
+    loops, pre = raw_loops(lay, tg.lanes, ranks, ternlog) if use_vector(lay) else (False, False)
+    masks = "ternlog" if ternlog else "select"
+    return (
+        masks
+        + ("|loops" if use_loops(lay) else "")
+        + (f"|preranks|rawranks={ranks}" if pre else "")
+        + ("|rawloops" if loops else "")
+    )
+
+
+def _raw_ranks(lay: Layout) -> int:
+    """The bits of the ranks the scores-only entry's vector blocks compare
+    (``ir_preranks.raw_rank_bits``: the vector blocks', or ranks once per pass)."""
+    return raw_rank_bits(lay, _ranks(lay), targets.current().lanes) if use_vector(lay) else 0
 
 
 class NativeCode:
@@ -399,7 +416,7 @@ def _later_irs(lay: Layout, key: str) -> list[tuple[list[str], int]]:
     tg = targets.current()
     parts: list[tuple[list[str], int]] = []
     if use_vector(lay):
-        ranks = _ranks(lay)
+        ranks = _raw_ranks(lay)
         ternlog = ternlog_masks(tg.name, ranks)
         irs = vraw_module_irs(lay, key, tg.lanes, tg.vscale, tg.by_exponent, ranks, ternlog, tg.cat_shift)
         parts.append((irs, 1))

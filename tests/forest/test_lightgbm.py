@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import thrifty
 from tests._helpers.importers import SETTINGS, assert_close, make_data, matrices
 from thrifty.forest import Forest
 
@@ -339,3 +341,27 @@ def test_custom_objective_regressor_is_identity(rng):
 def test_unfitted_model_raises():
     with pytest.raises(Exception, match="not fitted|No booster"):
         Forest.from_model(lgb.LGBMClassifier())
+
+
+def test_numbers_beyond_1e300_go_where_lightgbm_sends_them():
+    """A split that separates missing values from every number has threshold +inf in the
+    model, which LightGBM's JSON dump writes as 1e300: infinity and 1e301 go left there.
+    Imported, such rows score as LightGBM scores them (interpreter and compiled code), where
+    comparing with 1e300 itself sent them right."""
+    rng = np.random.default_rng(29)
+    X = rng.normal(size=(6000, 6))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) * np.nan_to_num(X[:, 1]) + np.sin(3 * np.nan_to_num(X[:, 2])) > 0).astype(int)
+    model = lgb.LGBMClassifier(
+        n_estimators=5, num_leaves=160, min_child_samples=2, verbose=-1, random_state=0
+    )
+    model.fit(X, y)
+    lines = re.findall(r"^threshold=(.*)$", model.booster_.model_to_string(), re.MULTILINE)
+    dumped = [float(t) for line in lines for t in line.split()]
+    assert np.inf in dumped  # the case this test is about is in the model
+    forest = Forest.from_model(model)
+    specials = np.array([np.inf, -np.inf, 1e301, -1e301, 1e300, -1e300, 1e299, np.nan, 0.0, 1.0, -1.0])
+    T = rng.choice(specials, size=(3000, 6))
+    expected = model.booster_.predict(T, raw_score=True)
+    np.testing.assert_array_equal(forest.predict_raw(T), expected)
+    np.testing.assert_array_equal(thrifty.compile(thrifty.Full(forest)).evaluate(T).raw, expected)

@@ -19,6 +19,8 @@ _RANKING = {"lambdarank", "rank_xendcg"}
 # LightGBM's kZeroThreshold (1e-35f). Its predictor builds sparse rows that drop every value
 # with |x| <= this, so such inputs are compared as exactly 0.0.
 _ZERO = float(np.float32(1e-35))
+# What LightGBM's JSON dump writes for an infinite threshold (``Common::AvoidInf``).
+_HUGE = 1e300
 
 
 def from_lightgbm(model: Any) -> Forest:
@@ -177,7 +179,7 @@ def _add_tree(builder: ForestBuilder, root: dict, weight: float, tree_class: int
             # The listed categories go left; LightGBM sends NaN and negative codes right.
             cat_words[i] = bitset_words(int(c) for c in str(node["threshold"]).split("||"))
         elif node["decision_type"] == "<=":
-            threshold[i] = _zero_band(float(node["threshold"]))
+            threshold[i] = _infinite(_zero_band(float(node["threshold"])))
             missing_left[i] = bool(node["default_left"])
             missing_type[i] = _MISSING[node["missing_type"]]
         else:
@@ -208,6 +210,17 @@ def _zero_band(t: float) -> float:
     if 0.0 <= t < _ZERO:
         return _ZERO
     return t
+
+
+def _infinite(t: float) -> float:
+    """``±inf`` for the thresholds LightGBM's JSON dump writes as ``±1e300``.
+
+    A split whose bin bound is infinite (it separates the missing values from every number)
+    holds a threshold of ``+inf`` in the model (``model_to_string`` shows it), but JSON has no
+    infinity and ``dump_model`` writes ``1e300`` instead. Compared with ``1e300``, infinity and
+    ``1e301`` would go right where LightGBM sends them left.
+    """
+    return float(np.copysign(np.inf, t)) if abs(t) == _HUGE else t
 
 
 def _pandas_categories(booster: Any, dump: dict) -> dict[int, list]:

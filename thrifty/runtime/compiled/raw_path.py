@@ -81,7 +81,10 @@ class RawPath:
         and the serving path's for vector blocks, whose ``raw`` fills a vector of rows: one
         row takes the serving path's lanes (the trees in the vector's lanes), unless the
         second entry (``second_rows``) takes it."""
-        if type(X) is not np.ndarray or X.dtype is not _FLOAT64 or X.shape[1:] != self._tail:
+        if type(X) is not np.ndarray or X.shape[1:] != self._tail:
+            return None
+        # An unpickled float64 array holds a dtype equal to, but not, numpy's own object.
+        if X.dtype is not _FLOAT64 and X.dtype != _FLOAT64:
             return None
         n = X.shape[0]
         if n > LARGE or n <= self.lane_rows:

@@ -133,7 +133,8 @@ class ServingPath:
             shape = X.shape
             if shape[1:] == self._tail and (X.dtype is _FLOAT64 or X.dtype.kind in "fiub"):
                 n = shape[0]
-                if self.first_rows < n <= LARGE and X.dtype is _FLOAT64:
+                # ``==`` too: an unpickled float64 array's dtype is an equal object, not numpy's.
+                if self.first_rows < n <= LARGE and (X.dtype is _FLOAT64 or X.dtype == _FLOAT64):
                     return self.first(X, n, n_threads)  # type: ignore[misc]
                 if n <= SMALL:
                     try:

@@ -72,7 +72,7 @@ def margin_cascade(low: Forest, high: Any, lo: float, hi: float) -> Gated:
     return Gated(below_hi, low, Gated(above_lo, low, high))
 
 
-def margin_band(low: Forest, X: Any, share: float) -> tuple[float, float]:
+def margin_band(low: Forest, X: Any, share: float, *, raw: Any = None) -> tuple[float, float]:
     """The band ``(lo, hi)`` of ``low``'s raw scores, symmetric about its decision threshold,
     that holds the fraction ``share`` of the rows ``X`` (to within ties of the scores).
 
@@ -96,6 +96,9 @@ def margin_band(low: Forest, X: Any, share: float) -> tuple[float, float]:
         Calibration rows, read as ``low`` reads them.
     share : float
         The fraction of the rows to send on, in ``[0, 1]``.
+    raw : array-like of shape (n,), optional
+        ``low``'s raw scores of ``X``, when computed already (``X`` is then not read): one
+        model's bands for several shares read its scores once.
 
     Returns
     -------
@@ -106,7 +109,8 @@ def margin_band(low: Forest, X: Any, share: float) -> tuple[float, float]:
     if not 0.0 <= share <= 1.0:
         raise InputError(f"share must be in [0, 1] (the fraction of rows sent on), got {share!r}")
     t = float(low.decision_threshold)
-    dist = np.sort(np.abs(np.asarray(low.predict_raw(X), dtype=np.float64).reshape(-1) - t))
+    scores = low.predict_raw(X) if raw is None else raw
+    dist = np.sort(np.abs(np.asarray(scores, dtype=np.float64).reshape(-1) - t))
     n = len(dist)
     if n == 0:
         raise InputError("margin_band needs at least one calibration row")

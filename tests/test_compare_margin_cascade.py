@@ -146,3 +146,13 @@ def test_absent_for_the_other_tasks_with_its_reason_in_the_task_table(task):
     cells = [c.strip() for c in row.strip("|").split("|")]
     column = {"multiclass": 2, "regression": 3, "ranking": 4}[task]
     assert cells[1].startswith("`margin_cascade`") and cells[column].startswith("—")
+
+
+def test_scheduled_with_the_post_hoc_methods_as_it_fits_nothing():
+    """A time allowance reaches it early: it runs after the baselines and with the post-hoc
+    methods, before the training methods and the compositions that fit."""
+    from thrifty.comparison.compare import _methods
+
+    order = [m.key for m in _methods("all", "binary")]
+    assert METHODS[KEY].family == "composition" and not METHODS[KEY].fits
+    assert order.index("cheapest") < order.index(KEY) < order.index("cegb") < order.index("cegb+qwyc")

@@ -199,13 +199,15 @@ MARGIN_SHARES = (0.02, 0.05, 0.1, 0.2, 0.35)
     "composition",
     ("binary",),
     after="cheapest",
+    fits=False,
 )
 def _margin_cascades(ctx: Context) -> Iterator[Candidate]:
     """The cheapest-k-features baseline's models, each answering unless its raw score lies in
     the band around its decision threshold holding a share of the calibration rows, where the
     plain model answers (``thrifty.cascade.margin_cascade``: an IDK cascade, Wang et al. 2018).
 
-    Built from the two baselines' fitted models (no fit of its own), for the cheap models that
+    Built from the two baselines' fitted models (no fit of its own: scheduled with the
+    post-hoc methods, ``Method.fits``), for the cheap models that
     cost less than the plain model, over :data:`MARGIN_SHARES` (two shares when quick), their
     costs covered first (``CostOrder``). Binary only: a multiclass model's top-two margin would
     need a gate on the gap between its two leading scores, which no one-output gate computes."""

@@ -8,8 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import numpy as np
-
 from thrifty.cascade.margin import margin_band, margin_cascade
 from thrifty.comparison.baselines import cheapest_models
 from thrifty.comparison.context import Context
@@ -207,39 +205,38 @@ def _margin_cascades(ctx: Context) -> Iterator[Candidate]:
     plain model answers (``thrifty.cascade.margin_cascade``: an IDK cascade, Wang et al. 2018).
 
     Built from the two baselines' fitted models (no fit of its own: scheduled with the
-    post-hoc methods, ``Method.fits``), for the cheap models that
-    cost less than the plain model, over :data:`MARGIN_SHARES` (two shares when quick), their
-    costs covered first (``CostOrder``). Binary only: a multiclass model's top-two margin would
+    post-hoc methods, ``Method.fits``), for the cheap models that cost less than the plain
+    model, dearest first, over :data:`MARGIN_SHARES` (two shares when quick), their costs
+    covered first (``CostOrder``). Binary only: a multiclass model's top-two margin would
     need a gate on the gap between its two leading scores, which no one-output gate computes."""
     plain = ctx.lightgbm()
     plain_cost = ctx.order_cost(plain)
     cheap = [(c, ctx.order_cost(c.model)) for c in cheapest_models(ctx) if c.model is not None]
     shares = MARGIN_SHARES[1::3] if ctx.quick else MARGIN_SHARES
-    # In the order of their likely cost: the cheap model's, and the plain model's for the share.
-    price = {id(c): cost for c, cost in cheap}
-    grid = sorted(
-        ((c, s) for c, cost in cheap if cost < plain_cost for s in shares),
-        key=lambda p: price[id(p[0])] + p[1] * plain_cost,
-    )
-    raw: dict[str, np.ndarray] = {}  # each cheap model's scores of the calibration rows, once
-    order = CostOrder(grid)
-    for cand, share in order:
-        if cand.name not in raw:
-            raw[cand.name] = cand.model.predict_raw(ctx.X_val)
-        start = time.perf_counter()
-        lo, hi = margin_band(cand.model, None, share, raw=raw[cand.name])
-        seconds = time.perf_counter() - start
-        plan = fitted(
-            ctx,
-            f"{cand.name}, share={share:g}",
-            lambda m=cand.model, lo=lo, hi=hi: margin_cascade(m, plain, lo, hi),
-            base=cand.model,
-            k=cand.params["k"],
-            features=cand.params["features"],
-            share=share,
-            band=f"({lo:.4g}, {hi:.4g})",
-        )
-        if ctx.replay.get(plan.name) is not plan:  # built here: with its band's and cheap model's seconds
-            plan.fit_seconds += seconds + cand.fit_seconds
-        order.cost(ctx.order_cost(plan.model))
-        yield plan
+    # The dearest cheap model first: the most accurate of them, whose cascades span the costs
+    # between its own and the plain model's, where the cheapest-k baseline has none (on flights the
+    # cheapest-24 model's, between 2 and 12); under an allowance a model's shares come in the
+    # order that covers their costs first.
+    for cand, cost in sorted(cheap, key=lambda p: -p[1]):
+        if cost >= plain_cost:
+            continue
+        raw = cand.model.predict_raw(ctx.X_val)  # its scores of the calibration rows, once
+        order = CostOrder(shares)
+        for share in order:
+            start = time.perf_counter()
+            lo, hi = margin_band(cand.model, None, share, raw=raw)
+            seconds = time.perf_counter() - start
+            plan = fitted(
+                ctx,
+                f"{cand.name}, share={share:g}",
+                lambda m=cand.model, lo=lo, hi=hi: margin_cascade(m, plain, lo, hi),
+                base=cand.model,
+                k=cand.params["k"],
+                features=cand.params["features"],
+                share=share,
+                band=f"({lo:.4g}, {hi:.4g})",
+            )
+            if ctx.replay.get(plan.name) is not plan:  # built here: with its band's and model's seconds
+                plan.fit_seconds += seconds + cand.fit_seconds
+            order.cost(ctx.order_cost(plan.model))
+            yield plan

@@ -54,6 +54,7 @@ html_static_path: list[str] = []
 # ``thrifty`` itself exports is documented once, under ``thrifty``.
 API_MODULES = [
     ("thrifty.metrics", "Metrics and cost-aware model selection"),
+    ("thrifty.cascade", "Cascades: Cronus, early exits and margin cascades"),
     ("thrifty.costs", "Cost models and reports"),
     ("thrifty.io", "Saving and loading"),
     ("thrifty.plot", "Plots"),

@@ -1,8 +1,10 @@
-"""Cascades of early-reject stages over an ensemble's trees: Cronus and early-exit baselines."""
+"""Cascades of early-reject stages over an ensemble's trees (Cronus, early-exit baselines) and
+margin cascades of a cheap model into an expensive one."""
 
 from thrifty.cascade.cronus import CronusResult, cascade_scores, cronus, lambda_max
 from thrifty.cascade.early_exit import EarlyExitRanker, RankingEarlyExit, ranking_early_exit, truncate
 from thrifty.cascade.estimator import CronusClassifier
+from thrifty.cascade.margin import margin_band, margin_cascade
 from thrifty.cascade.ranker import CronusRanker
 from thrifty.cascade.reweight import reweight
 
@@ -15,6 +17,8 @@ __all__ = [
     "cascade_scores",
     "cronus",
     "lambda_max",
+    "margin_band",
+    "margin_cascade",
     "ranking_early_exit",
     "reweight",
     "truncate",

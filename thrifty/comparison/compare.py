@@ -577,8 +577,12 @@ def _methods(methods: str | Sequence[str], task: str) -> list:
     if isinstance(methods, str) and methods == "all":
         # Cheapest families first, so that a time limit still leaves the post-hoc methods on
         # the plain model (seconds) and cuts the searches and compositions (minutes).
+        # A composition that fits nothing of its own costs what a post-hoc method does.
         rank = {"reference": 0, "post-hoc": 1, "train": 2, "composition": 3}
-        return sorted((m for m in METHODS.values() if task in m.tasks), key=lambda m: rank[m.family])
+        return sorted(
+            (m for m in METHODS.values() if task in m.tasks),
+            key=lambda m: rank[m.family if m.fits else "post-hoc"],
+        )
     names = [methods] if isinstance(methods, str) else list(methods)
     by_name = {m.name: m for m in METHODS.values()}
     unknown = [n for n in names if n not in METHODS and n not in by_name]

@@ -26,9 +26,19 @@ __all__ = ["SHARED", "SHARED_FIGURES", "Context"]
 #: The models one method fits and others build on (``Method.after``), handed from one fit
 #: task to the next on the same rows: the plain LightGBM model, the CEGB models of every
 #: budget, the CEGB and GreedyMiser estimators holding every trial of their trade-off path
-#: (``warm_start``), the BudgetRF forest and its prunings, and the plain random forest (which
-#: BudgetPrune's refinement pass prunes: it was grown again there).
-SHARED = ("lightgbm", "random_forest", "cegb", "cegb path", "greedymiser path", "budgetrf", "budgetrf+prune")
+#: (``warm_start``), the BudgetRF forest and its prunings, the plain random forest (which
+#: BudgetPrune's refinement pass prunes: it was grown again there), and the cheapest-k-features
+#: models (the margin cascade's cheap models).
+SHARED = (
+    "lightgbm",
+    "random_forest",
+    "cegb",
+    "cegb path",
+    "greedymiser path",
+    "budgetrf",
+    "budgetrf+prune",
+    "cheapest",
+)
 #: Figures computed from a model on the fitting rows (:meth:`Context.figure`), handed on with
 #: the shared models: the second pass of a time-limited sweep reads them instead of computing
 #: them again. Cronus's ``lambda_max`` of the plain model took 4.7 to 6.4 CPU seconds (8.6 to

@@ -1,12 +1,15 @@
 """The methods of ``thrifty.compare`` on random forests and gates: BudgetPrune, BudgetRF and
-their compositions, and ADAPT's gate and low-cost model in front of a model (registered after
-the methods of ``methods``)."""
+their compositions, ADAPT's gate and low-cost model in front of a model, and the margin cascade
+of a cheapest-k-features model into the plain model (registered after the methods of
+``methods``)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 
+from thrifty.cascade.margin import margin_band, margin_cascade
+from thrifty.comparison.baselines import cheapest_models
 from thrifty.comparison.context import Context
 from thrifty.comparison.registry import TASKS, Candidate, CostOrder, fitted, method
 from thrifty.forest import Forest, to_matrix
@@ -181,3 +184,59 @@ def _budgetrf_pruned_gated(ctx: Context) -> Iterator[Candidate]:
         return
     base = pruned[-1]
     yield from _gated(ctx, base.model, "gbrt", base)  # named by the gate's setting (see above)
+
+
+# ---------------------------------------------------------------------- margin cascade
+#: Shares of the calibration rows the margin cascade sends on to the plain model.
+MARGIN_SHARES = (0.02, 0.05, 0.1, 0.2, 0.35)
+
+
+@method(
+    "cheapest+plain",
+    "cheapest k features, plain model where unsure",
+    "composition",
+    ("binary",),
+    after="cheapest",
+    fits=False,
+)
+def _margin_cascades(ctx: Context) -> Iterator[Candidate]:
+    """The cheapest-k-features baseline's models, each answering unless its raw score lies in
+    the band around its decision threshold holding a share of the calibration rows, where the
+    plain model answers (``thrifty.cascade.margin_cascade``: an IDK cascade, Wang et al. 2018).
+
+    Built from the two baselines' fitted models (no fit of its own: scheduled with the
+    post-hoc methods, ``Method.fits``), for the cheap models that cost less than the plain
+    model, dearest first, over :data:`MARGIN_SHARES` (two shares when quick), their costs
+    covered first (``CostOrder``). Binary only: a multiclass model's top-two margin would
+    need a gate on the gap between its two leading scores, which no one-output gate computes."""
+    plain = ctx.lightgbm()
+    plain_cost = ctx.order_cost(plain)
+    cheap = [(c, ctx.order_cost(c.model)) for c in cheapest_models(ctx) if c.model is not None]
+    shares = MARGIN_SHARES[1::3] if ctx.quick else MARGIN_SHARES
+    # The dearest cheap model first: the most accurate of them, whose cascades span the costs
+    # between its own and the plain model's, where the cheapest-k baseline has none (on flights the
+    # cheapest-24 model's, between 2 and 12); under an allowance a model's shares come in the
+    # order that covers their costs first.
+    for cand, cost in sorted(cheap, key=lambda p: -p[1]):
+        if cost >= plain_cost:
+            continue
+        raw = cand.model.predict_raw(ctx.X_val)  # its scores of the calibration rows, once
+        order = CostOrder(shares)
+        for share in order:
+            start = time.perf_counter()
+            lo, hi = margin_band(cand.model, None, share, raw=raw)
+            seconds = time.perf_counter() - start
+            plan = fitted(
+                ctx,
+                f"{cand.name}, share={share:g}",
+                lambda m=cand.model, lo=lo, hi=hi: margin_cascade(m, plain, lo, hi),
+                base=cand.model,
+                k=cand.params["k"],
+                features=cand.params["features"],
+                share=share,
+                band=f"({lo:.4g}, {hi:.4g})",
+            )
+            if ctx.replay.get(plan.name) is not plan:  # built here: with its band's and model's seconds
+                plan.fit_seconds += seconds + cand.fit_seconds
+            order.cost(ctx.order_cost(plan.model))
+            yield plan

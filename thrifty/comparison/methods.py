@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from thrifty import metrics
 from thrifty.cascade import EarlyExitRanker, cronus, lambda_max
 from thrifty.cascade.estimator import lam_grid
+from thrifty.comparison.baselines import cheapest_models
 from thrifty.comparison.context import Context
 from thrifty.comparison.label_shift import prior_weights
 from thrifty.comparison.registry import (
@@ -105,38 +105,11 @@ def _rounds(forest: Forest) -> int:
     return max(1, forest.n_trees // max(1, forest.n_outputs))
 
 
-@method("cheapest", "cheapest k features", "reference")
+@method("cheapest", "cheapest k features", "reference", after="lightgbm")
 def _cheapest(ctx: Context) -> Iterator[Candidate]:
-    """LightGBM models restricted to the k cheapest features (by price alone), k < n."""
-    names = ctx.feature_names
-    # A stable sort keeps the data's column order among equally priced features.
-    order = np.argsort(ctx.costs.prices(), kind="stable")
-    n = len(names)
-    ks = sorted({int(k) for k in np.geomspace(1, max(1, n - 1), 4 if ctx.quick else 8).round()})
-    for k in spread(ks):  # coarse to fine, should the allowance stop it
-        if k >= n:
-            continue
-        keep = [names[i] for i in order[:k]]
-        yield fitted(
-            ctx,
-            f"k={k}",
-            lambda keep=keep: Forest.from_model(
-                ctx.fit_lightgbm(_only(ctx.X_train, keep)), feature_names=names
-            ),
-            k=k,
-            features=", ".join(keep),
-            price=ctx.costs.acquisition_cost(order[:k].tolist()),
-        )
-
-
-def _only(X: Any, keep: list[str]) -> Any:
-    """``X`` with every column but ``keep`` blanked out (all missing).
-
-    An all-missing column never wins a split, so the model uses only ``keep`` yet still reads
-    the full table: every candidate then takes the same test matrix and cost model.
-    """
-    blank = pd.Series(False, index=X.index)
-    return X.assign(**{c: X[c].where(blank) for c in X.columns if c not in keep})
+    """LightGBM models restricted to the k cheapest features (by price alone), k < n; after
+    the plain model's task, so that the margin cascade of the two gets both."""
+    yield from cheapest_models(ctx)
 
 
 # ---------------------------------------------------------------------- trained under a budget

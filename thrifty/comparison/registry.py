@@ -80,6 +80,11 @@ class Method:
         Key of the method whose shared models this one builds on (``ctx.lightgbm()``, the CEGB
         models, the BudgetRF forest): when both run, :func:`thrifty.compare` fits that method
         first on the same rows and hands its models over instead of fitting them again.
+    fits : bool
+        Whether it fits models of its own. A composition that only combines the models of the
+        methods it runs after (the margin cascade of the two baselines) is as cheap as a
+        post-hoc method and is scheduled with them (``compare``'s order of families), not
+        after every training.
     """
 
     key: str
@@ -88,6 +93,7 @@ class Method:
     tasks: tuple[str, ...]
     run: Run
     after: str | None = None
+    fits: bool = True
 
 
 #: Every method ``thrifty.compare`` knows, by key, in the order they run.
@@ -95,16 +101,22 @@ METHODS: dict[str, Method] = {}
 
 
 def method(
-    key: str, name: str, family: str, tasks: Sequence[str] = TASKS, *, after: str | None = None
+    key: str,
+    name: str,
+    family: str,
+    tasks: Sequence[str] = TASKS,
+    *,
+    after: str | None = None,
+    fits: bool = True,
 ) -> Callable[[Run], Run]:
-    """Register ``run(ctx)`` as the method ``key`` of :func:`thrifty.compare` (``after``: see
-    :class:`Method`)."""
+    """Register ``run(ctx)`` as the method ``key`` of :func:`thrifty.compare` (``after`` and
+    ``fits``: see :class:`Method`)."""
     bad = set(tasks) - set(TASKS)
     if bad or family not in ("reference", "train", "post-hoc", "composition") or "," in key:
         raise InputError(f"bad registration of {key!r}: tasks {sorted(bad)}, family {family!r}")
 
     def register(run: Run) -> Run:
-        METHODS[key] = Method(key, name, family, tuple(tasks), run, after)
+        METHODS[key] = Method(key, name, family, tuple(tasks), run, after, fits)
         return run
 
     return register

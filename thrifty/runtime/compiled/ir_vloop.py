@@ -65,6 +65,14 @@ LOOP_MIN_TREES = 64
 LOOP_TREES = 128
 # Distinct compares per block a record can name (its byte offset is 16 bits).
 MAX_COMPARES = 1 << 14
+# The tiers of rounds, as eighths of a block's mask words: rounds over the first
+# ``ceil(words * t / 8)`` words, largest first (``_tiers``).
+TIERS = (8, 4, 2)
+
+
+def _tiers(words: int) -> list[int]:
+    """The words each tier's rounds update (the first ``size``), largest first."""
+    return sorted({max(1, -(-words * t // 8)) for t in TIERS} | {words}, reverse=True)
 
 
 def use_loops(lay: Layout) -> bool:
@@ -145,7 +153,7 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
     words = max(-(-n // BITS) for n in leaves) if trees else 1
     records: list[int] = []
     starts: list[int] = []
-    tiers = sorted({words, max(1, words // 2), max(1, words // 4)}, reverse=True)
+    tiers = _tiers(words)
     for t, n in zip(trees, leaves, strict=True):
         ranges: list[tuple[int, int, int]] = []
         _ranges(f, int(f.roots[t]), 0, ranges)
@@ -262,7 +270,9 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
     ]
     per_tree = 1 + len(tab["tiers"])
     row = e(f"mul i32 %tj, {per_tree}")
-    pointer = e(f"load i32, ptr {at_('i32', f'{g}_s', row)}")
+    # The rounds walk the records by a pointer, each record two 16-bit offsets loaded apart
+    # (no scalar arithmetic per record: an index and a shift per record took ports 0 and 5).
+    pointer = at_("i32", f"{g}_r", e(f"load i32, ptr {at_('i32', f'{g}_s', row)}"))
     words = ["splat (i16 -1)"] * W
     here = "%trees"
     for L, size in enumerate(tab["tiers"]):
@@ -270,25 +280,25 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
         none = e(f"icmp eq i32 {n_rounds}, 0")
         e.lines += [f"  br i1 {none}, label %s_a{L}, label %s_l{L}", f"s_l{L}:"]
         e.lines.append(f"  %s_r{L} = phi i32 [0, {here}], [%s_r{L}n, %s_l{L}]")
-        e.lines.append(f"  %s_p{L} = phi i32 [{pointer}, {here}], [%s_p{L}n, %s_l{L}]")
+        e.lines.append(f"  %s_p{L} = phi ptr [{pointer}, {here}], [%s_p{L}n, %s_l{L}]")
         for w in range(size):
             e.lines.append(f"  %s_w{L}_{w} = phi {H} [{words[w]}, {here}], [%s_w{L}_{w}n, %s_l{L}]")
         for w in range(size):
-            record = e(f"load i32, ptr {at_('i32', f'{g}_r', e(f'add i32 %s_p{L}, {w}'))}")
-            ko = e(f"and i32 {record}, 65535")
-            co = e(f"lshr i32 {record}, 16")
-            outcome = at_("i8", kb, ko)
+            # Little-endian halves: the outcome word's byte offset, then the leaves kept's.
+            half = [at_("i16", f"%s_p{L}", str(2 * w + i)) for i in (0, 1)]
+            ko, co = (e(f"zext i16 {e(f'load i16, ptr {h}')} to i64") for h in half)
+            outcome = at_("i8", kb, ko, "i64")
             km = e(f"bitcast i32 {e(f'load i32, ptr {outcome}')} to {B}")
-            keep = e(f"load {H}, ptr {at_('i8', f'{g}_k', co)}, align 64")
+            keep = e(f"load {H}, ptr {at_('i8', f'{g}_k', co, 'i64')}, align 64")
             cleared = e(f"and {H} %s_w{L}_{w}, {keep}")
             e.lines.append(f"  %s_w{L}_{w}n = select {B} {km}, {H} {cleared}, {H} %s_w{L}_{w}")
         e.lines += [
-            f"  %s_p{L}n = add i32 %s_p{L}, {size}",
+            f"  %s_p{L}n = getelementptr i32, ptr %s_p{L}, i64 {size}",
             f"  %s_r{L}n = add i32 %s_r{L}, 1",
             f"  %s_d{L} = icmp eq i32 %s_r{L}n, {n_rounds}",
             f"  br i1 %s_d{L}, label %s_a{L}, label %s_l{L}",
             f"s_a{L}:",
-            f"  %s_pa{L} = phi i32 [{pointer}, {here}], [%s_p{L}n, %s_l{L}]",
+            f"  %s_pa{L} = phi ptr [{pointer}, {here}], [%s_p{L}n, %s_l{L}]",
         ]
         for w in range(size):
             e.lines.append(f"  %s_x{L}_{w} = phi {H} [{words[w]}, {here}], [%s_w{L}_{w}n, %s_l{L}]")

@@ -23,13 +23,13 @@ rounds, with the range); the time outside the blocks is the whole call's less th
 blocks' (``loop`` where ``ir_vloop``'s rule takes it). ``full``'s scores must equal the compiled
 plan's bit for bit, and every ``loop`` variant's ``full``'s. ``VARIANT@N`` (``--only``) compiles
 a variant in blocks of ``N`` positions; ``loop/A-B-C`` with the tiers of rounds ``ir_vloop.TIERS =
-(A, B, C)`` (eighths of the mask words). With ``--mca``, ``llvm-mca`` (``--mca-bin``) models
+(A, B, C)`` (sixteenths of the mask words). With ``--mca``, ``llvm-mca`` (``--mca-bin``) models
 ``full``'s loop for each ``--mcpu``; ``--fetch`` times straight-line code of 4 to 512 KB.
 The test rows are repeated up to ``--rows``.
 
     python benchmarks/deep_parts.py --model higgs255 --trees 64 --rounds 31 --mca --fetch
     python benchmarks/deep_parts.py --trees 500 --rounds 21 --only full,loop,loop@64
-    python benchmarks/deep_parts.py --trees 500 --rounds 21 --only base,loop,loop/8-6-4-3-2-1
+    python benchmarks/deep_parts.py --trees 500 --rounds 21 --only base,loop,loop/16-12-8-6-4-2
     python benchmarks/deep_parts.py --quick
 
 Prints a table; writes no results file (the figures are in docs/runtime.md, "Where a

@@ -65,14 +65,18 @@ LOOP_MIN_TREES = 64
 LOOP_TREES = 128
 # Distinct compares per block a record can name (its byte offset is 16 bits).
 MAX_COMPARES = 1 << 14
-# The tiers of rounds, as eighths of a block's mask words: rounds over the first
-# ``ceil(words * t / 8)`` words, largest first (``_tiers``).
-TIERS = (8, 4, 2)
+# Bytes per constant of leaves kept: a 16-bit word twice, broadcast to the vector by the AND
+# that reads it (``vpandd`` with a 32-bit broadcast operand: a 548-byte table for higgs_small's
+# 137 constants, not 8.7 KB of vectors).
+KEEP_BYTES = 4
+# The tiers of rounds, as sixteenths of a block's mask words: rounds over the first
+# ``ceil(words * t / 16)`` words, largest first (``_tiers``).
+TIERS = tuple(range(16, 0, -1))
 
 
 def _tiers(words: int) -> list[int]:
     """The words each tier's rounds update (the first ``size``), largest first."""
-    return sorted({max(1, -(-words * t // 8)) for t in TIERS} | {words}, reverse=True)
+    return sorted({max(1, -(-words * t // 16)) for t in TIERS} | {words}, reverse=True)
 
 
 def use_loops(lay: Layout) -> bool:
@@ -183,7 +187,7 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
                     c, q = per_word[w][rnd] if rnd < counts[w] else noop
                     # Byte offsets, in one word: of the compare's outcome (low half), of the
                     # leaves kept (high half).
-                    records.append(4 * c | 64 * q << 16)
+                    records.append(4 * c | KEEP_BYTES * q << 16)
             rounds.append(r)
             done += r
         starts += [first, *rounds]
@@ -221,7 +225,7 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
     g = f"@lp_{key}_{m}"
     globals_ = [
         _array(f"{g}_c", "i32", tab["compares"]),
-        _array(f"{g}_k", H, [f"splat (i16 {v - 65536 if v >= 32768 else v})" for v in tab["kept"]]),
+        _array(f"{g}_k", "i32", [v | v << 16 for v in tab["kept"]]),
         _array(f"{g}_r", "i32", tab["records"]),
         _array(f"{g}_s", "i32", tab["starts"]),
         _array(f"{g}_l", "i64", [R * v for v in tab["leaf"]]),
@@ -233,7 +237,8 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
 
     def splat(ty: str, vty: str, value: str) -> str:
         one = e(f"insertelement {vty} poison, {ty} {value}, i64 0")
-        return e(f"shufflevector {vty} {one}, {vty} poison, <{lanes} x i32> zeroinitializer")
+        count = vty[1:].split(" x ")[0]
+        return e(f"shufflevector {vty} {one}, {vty} poison, <{count} x i32> zeroinitializer")
 
     # The buffers, in the entry block (once per call, not per vector of rows): ranks (two per
     # slot), compare outcomes.
@@ -289,8 +294,12 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
             ko, co = (e(f"zext i16 {e(f'load i16, ptr {h}')} to i64") for h in half)
             outcome = at_("i8", kb, ko, "i64")
             km = e(f"bitcast i32 {e(f'load i32, ptr {outcome}')} to {B}")
-            keep = e(f"load {H}, ptr {at_('i8', f'{g}_k', co, 'i64')}, align 64")
-            cleared = e(f"and {H} %s_w{L}_{w}, {keep}")
+            doubled = e(f"load i32, ptr {at_('i8', f'{g}_k', co, 'i64')}")
+            # The AND on 32-bit lanes, so that it reads the constant as a broadcast operand.
+            D = f"<{lanes // 2} x i32>"
+            pairs = e(f"bitcast {H} %s_w{L}_{w} to {D}")
+            broadcast = splat("i32", D, doubled)
+            cleared = e(f"bitcast {D} {e(f'and {D} {pairs}, {broadcast}')} to {H}")
             e.lines.append(f"  %s_w{L}_{w}n = select {B} {km}, {H} {cleared}, {H} %s_w{L}_{w}")
         e.lines += [
             f"  %s_p{L}n = getelementptr i32, ptr %s_p{L}, i64 {size}",

@@ -15,15 +15,17 @@ module:
 3. per tree, a loop of rounds, each updating every mask word of the tree (held in registers)
    with one record: a compare's outcome word and a constant of the leaves kept, which clear a
    split's left-subtree leaves in the lanes going right (``ir_vector._leaf_mask``'s bits: an
-   AND with the constant, then a 16-bit masked move). The rounds come in tiers, over all the
-   words, then the first half, then the first quarter (a split clears its left subtree, so
-   the left words have the most records: on higgs_small 420 records a tree in rounds of all
-   16 words, 339 in these tiers, for 250 splits' records). A word with no record left in a
-   round takes one that keeps every leaf; the words past a tree's last are emptied by its
-   first round (a one-leaf tree has no other record). Then the exit leaf
-   (``ir_narrow.exit_leaf_narrow``) and its value added, trees in the plan's order. (A first
-   version kept the words in a buffer, updated by a flat loop over the records: 1.5 times the
-   straight blocks' time on 16 trees.)
+   AND with the constant, then a 16-bit masked move). A record is two 16-bit byte offsets
+   loaded apart, the rounds walking the records by a pointer (no scalar arithmetic per
+   record), and the constant a 32-bit broadcast. The rounds come in tiers (``TIERS``), over
+   all the words, then the first 15, 14, ..., 1 (a split clears its left subtree, so the left
+   words have the most records: on higgs_small's 500 trees 363 records a tree in rounds of all
+   16 words, 306 in tiers of 16, 8 and 4 words, 276 in these, for 250 splits' records). A
+   word with no record left in a round takes one that keeps every leaf; the words past a
+   tree's last are emptied by its first round (a one-leaf tree has no other record). Then the
+   exit leaf (``ir_narrow.exit_leaf_narrow``) and its value added, trees in the plan's order.
+   (A first version kept the words in a buffer, updated by a flat loop over the records: 1.5
+   times the straight blocks' time on 16 trees.)
 
 So the leaves and the sums are ``ir_vraw``'s bit for bit, from code of a few hundred
 instructions whatever the block's size. Only 16-bit rank blocks of one output whose splits all
@@ -65,12 +67,14 @@ LOOP_MIN_TREES = 64
 LOOP_TREES = 128
 # Distinct compares per block a record can name (its byte offset is 16 bits).
 MAX_COMPARES = 1 << 14
-# Bytes per constant of leaves kept: a 16-bit word twice, broadcast to the vector by the AND
-# that reads it (``vpandd`` with a 32-bit broadcast operand: a 548-byte table for higgs_small's
-# 137 constants, not 8.7 KB of vectors).
+# Bytes per constant of leaves kept: a 16-bit word twice, broadcast to the vector as it is
+# loaded (``vpbroadcastd`` from memory, a load with no ALU work: a 548-byte table for
+# higgs_small's 137 constants, not 8.7 KB of vectors; 0.93 of the time paired).
 KEEP_BYTES = 4
 # The tiers of rounds, as sixteenths of a block's mask words: rounds over the first
-# ``ceil(words * t / 16)`` words, largest first (``_tiers``).
+# ``ceil(words * t / 16)`` words, largest first (``_tiers``). Every size, as each tier costs a
+# loop of a few instructions and a branch: on higgs_small, paired, tiers of 16, 14, ..., 2 words
+# took 0.95 of the time of tiers of 16, 8 and 4, and every size 0.93 (docs/runtime.md).
 TIERS = tuple(range(16, 0, -1))
 
 
@@ -295,7 +299,7 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
             outcome = at_("i8", kb, ko, "i64")
             km = e(f"bitcast i32 {e(f'load i32, ptr {outcome}')} to {B}")
             doubled = e(f"load i32, ptr {at_('i8', f'{g}_k', co, 'i64')}")
-            # The AND on 32-bit lanes, so that it reads the constant as a broadcast operand.
+            # The AND on 32-bit lanes, as the constant is loaded.
             D = f"<{lanes // 2} x i32>"
             pairs = e(f"bitcast {H} %s_w{L}_{w} to {D}")
             broadcast = splat("i32", D, doubled)

@@ -63,8 +63,10 @@ LOOP_MIN_TREES = 64
 # compares per tree in blocks of 64, 44 in blocks of 128, 24 in blocks of 250). Measured on
 # higgs_small's 500 trees (paired, loaded): 0.71 of the straight blocks' time in blocks of 128,
 # 0.79 in blocks of 64; before the tiers of rounds, blocks of 250 and 500 measured no better
-# than blocks of 128 (docs/runtime.md, "Loop blocks").
-LOOP_TREES = 128
+# than blocks of 128. With the cheaper rounds (every tier size, records loaded by a pointer),
+# blocks of 256 took 0.946 [0.89, 0.99] of blocks of 128 and one block of 500 0.991
+# (docs/runtime.md, "Loop blocks").
+LOOP_TREES = 256
 # Distinct compares per block a record can name (its byte offset is 16 bits).
 MAX_COMPARES = 1 << 14
 # Bytes per constant of leaves kept: a 16-bit word twice, broadcast to the vector as it is

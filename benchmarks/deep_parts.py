@@ -174,8 +174,12 @@ def compile_blocks(lay, upto: str, engines: list, asm: list | None = None) -> tu
     ternlog = ternlog_masks(tg.name, ranks)
     lanes = tg.lanes * 64 // ranks
     fns, t0 = [], time.process_time()
-    # The loop variant in its own blocks (``ir_vloop.loop_blocks``), as ``ir_vraw`` takes them.
-    spans = loop_blocks(lay) if upto in ("loop", "base") else vblocks.raw_blocks(lay)
+    # The loop variant in its own blocks (``ir_vloop.loop_blocks``), as ``ir_vraw`` takes them;
+    # ``base`` in its revision's (its ``LOOP_TREES``).
+    if upto == "base":
+        spans = base_module().loop_blocks(lay)
+    else:
+        spans = loop_blocks(lay) if upto == "loop" else vblocks.raw_blocks(lay)
     for m, (p, k) in enumerate(spans):
         mod = llvm.parse_assembly(part_block_ir(lay, m, p, k, lanes, ranks, ternlog, upto))
         mod.triple = tm.triple

@@ -15,17 +15,21 @@ rounds (rotating order, this thread's CPU time) against the whole block and the 
                 row's number (the gathers' cost without the trees' work)
     loop        apart: ``ir_vloop``'s blocks (the trees as records in loops, not code), in its
                 own blocks (``ir_vloop.loop_blocks``)
+    base        apart: ``loop`` as ``ir_vloop.py`` is at the git revision ``--base`` (default
+                ``main``), for paired comparisons of a change to the loop blocks
 
 Each part is the paired difference of two variants, as a share of ``full``'s time (median over
 rounds, with the range); the time outside the blocks is the whole call's less the plan's own
 blocks' (``loop`` where ``ir_vloop``'s rule takes it). ``full``'s scores must equal the compiled
 plan's bit for bit, and every ``loop`` variant's ``full``'s. ``VARIANT@N`` (``--only``) compiles
-a variant in blocks of ``N`` positions. With ``--mca``, ``llvm-mca`` (``--mca-bin``) models
+a variant in blocks of ``N`` positions; ``loop/A-B-C`` with the tiers of rounds ``ir_vloop.TIERS =
+(A, B, C)`` (sixteenths of the mask words). With ``--mca``, ``llvm-mca`` (``--mca-bin``) models
 ``full``'s loop for each ``--mcpu``; ``--fetch`` times straight-line code of 4 to 512 KB.
 The test rows are repeated up to ``--rows``.
 
     python benchmarks/deep_parts.py --model higgs255 --trees 64 --rounds 31 --mca --fetch
     python benchmarks/deep_parts.py --trees 500 --rounds 21 --only full,loop,loop@64
+    python benchmarks/deep_parts.py --trees 500 --rounds 21 --only base,loop,loop/16-12-8-6-4-2
     python benchmarks/deep_parts.py --quick
 
 Prints a table; writes no results file (the figures are in docs/runtime.md, "Where a
@@ -47,7 +51,9 @@ from _figures import environment
 from raw_ab import BLOCK
 from shapes import build
 
-VARIANTS = ("empty", "columns", "ranks", "masks", "exits", "full", "gathers", "loop")
+VARIANTS = ("empty", "columns", "ranks", "masks", "exits", "full", "gathers", "loop", "base")
+# The git revision whose ``ir_vloop.py`` the ``base`` variant compiles (``--base``).
+BASE = ["main"]
 # (part, variant with it, variant without it)
 PARTS = (
     ("loop, scores loaded and stored", "empty", None),
@@ -73,6 +79,8 @@ def part_block_ir(lay, m: int, p0: int, k: int, lanes: int, ranks: int, ternlog:
         from thrifty.runtime.compiled.ir_vloop import vloop_block_ir
 
         return vloop_block_ir(lay, "ab", m, p0, k)
+    if upto == "base":
+        return base_module().vloop_block_ir(lay, "ab", m, p0, k)
     if upto == "full":
         return ir_vraw.vraw_block_ir(lay, "ab", m, p0, k, lanes, 0, False, ranks, ternlog, True)
     e = _Emitter(lanes)
@@ -124,6 +132,30 @@ def part_block_ir(lay, m: int, p0: int, k: int, lanes: int, ranks: int, ternlog:
     return ir_vraw.close_block(e, acc, at, globals_, ranks, ternlog, True)
 
 
+_BASE: list = []
+
+
+def base_module():
+    """``ir_vloop`` as it is at the git revision ``BASE[0]``, imported apart from the working
+    tree's (its imports are the working tree's other modules)."""
+    if not _BASE:
+        import importlib.util
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        text = subprocess.run(
+            ["git", "show", f"{BASE[0]}:thrifty/runtime/compiled/ir_vloop.py"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        spec = importlib.util.spec_from_loader("_ir_vloop_base", loader=None)
+        module = importlib.util.module_from_spec(spec)
+        exec(compile(text, f"{BASE[0]}:ir_vloop.py", "exec"), module.__dict__)
+        _BASE.append(module)
+    return _BASE[0]
+
+
 def compile_blocks(lay, upto: str, engines: list, asm: list | None = None) -> tuple[list, float]:
     """The plan's ``raw`` blocks (``vblocks.raw_blocks``) as ``upto``'s variant, JIT-compiled
     at the scores-only entry's speed level (1); their functions and the compile's CPU seconds.
@@ -142,8 +174,12 @@ def compile_blocks(lay, upto: str, engines: list, asm: list | None = None) -> tu
     ternlog = ternlog_masks(tg.name, ranks)
     lanes = tg.lanes * 64 // ranks
     fns, t0 = [], time.process_time()
-    # The loop variant in its own blocks (``ir_vloop.loop_blocks``), as ``ir_vraw`` takes them.
-    spans = loop_blocks(lay) if upto == "loop" else vblocks.raw_blocks(lay)
+    # The loop variant in its own blocks (``ir_vloop.loop_blocks``), as ``ir_vraw`` takes them;
+    # ``base`` in its revision's (its ``LOOP_TREES``).
+    if upto == "base":
+        spans = base_module().loop_blocks(lay)
+    else:
+        spans = loop_blocks(lay) if upto == "loop" else vblocks.raw_blocks(lay)
     for m, (p, k) in enumerate(spans):
         mod = llvm.parse_assembly(part_block_ir(lay, m, p, k, lanes, ranks, ternlog, upto))
         mod.triple = tm.triple
@@ -276,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
         default=",".join(VARIANTS),
         help="the variants to compile, comma-separated (full always; VARIANT@N: in blocks of N positions)",
     )
+    ap.add_argument("--base", default="main", help="the git revision of the base variant's ir_vloop.py")
     ap.add_argument("--mca", action="store_true", help="model the full block's loop with llvm-mca")
     ap.add_argument("--mca-bin", default="llvm-mca-19")
     ap.add_argument("--ghz", type=float, default=3.8, help="the clock for cycles (this host's, by --fetch)")
@@ -287,7 +324,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.quick:
         args.trees, args.rows, args.rounds = 16, 1024, 5
+    BASE[0] = args.base
     import thrifty
+    from thrifty.runtime.compiled import ir_vloop as vloop
     from thrifty.runtime.compiled.ir_raw import RAW_CONTEXT
     from thrifty.runtime.compiled.layout import Layout
     from thrifty.runtime.compiled.tables import leaf_tables
@@ -307,11 +346,19 @@ def main(argv: list[str] | None = None) -> None:
     fns: dict = {}
     wanted = args.only.split(",")
     for name in ["full"] + [v for v in wanted if v != "full"]:
-        # ``VARIANT@N``: the variant in blocks of N positions (``THRIFTY_RAW_TREES``).
-        upto, _, size = name.partition("@")
+        # ``VARIANT@N``: the variant in blocks of N positions (``THRIFTY_RAW_TREES``);
+        # ``loop/A-B``: with the tiers of rounds (A, B).
+        head, _, tiers = name.partition("/")
+        upto, _, size = head.partition("@")
         assert upto in VARIANTS, f"{upto}: not one of {VARIANTS}"
-        with environment({RAW_TREES_ENV: size} if size else {}):
-            fns[name], took = compile_blocks(lay, upto, engines, asm if name == "full" else None)
+        saved = vloop.TIERS
+        if tiers:
+            vloop.TIERS = tuple(int(t) for t in tiers.split("-"))
+        try:
+            with environment({RAW_TREES_ENV: size} if size else {}):
+                fns[name], took = compile_blocks(lay, upto, engines, asm if name == "full" else None)
+        finally:
+            vloop.TIERS = saved
         print(f"{name}: {len(fns[name])} blocks, compiled in {took:.1f} CPU s", flush=True)
 
     start = float(np.asarray(forest.start, dtype=np.float64).ravel()[0])
@@ -330,7 +377,7 @@ def main(argv: list[str] | None = None) -> None:
         "full block differs from the compiled plan"
     )
     for name in fns:
-        if name.startswith("loop"):
+        if name.startswith(("loop", "base")):
             assert np.array_equal(run(fns[name]), run(fns["full"])), f"{name} differs from the full block"
     names = list(calls)
     times: dict = {name: [] for name in names}
@@ -347,9 +394,15 @@ def main(argv: list[str] | None = None) -> None:
     for name in names:
         ratio = t[name] / t["full"]
         print(
-            f"  {name:8s} {np.median(t[name]) / per * 1e9:7.2f} ns per tree and row  "
+            f"  {name:20s} {np.median(t[name]) / per * 1e9:7.2f} ns per tree and row  "
             f"{np.median(ratio):.3f} of full [{ratio.min():.3f}, {ratio.max():.3f}]"
         )
+    if "base" in t:
+        # A change to the loop blocks, paired against them as they were (``--base``).
+        print(f"\nagainst base ({BASE[0]}'s ir_vloop.py), per-round ratios: median [range]")
+        for name in names:
+            ratio = t[name] / t["base"]
+            print(f"  {name:20s} {np.median(ratio):.3f} [{ratio.min():.3f}, {ratio.max():.3f}]")
     print("\n| part | share of the full block's time [range] | ns per tree and row |\n|---|---|---|")
     from thrifty.runtime.compiled.ir_vloop import use_loops
 

@@ -2,7 +2,7 @@
 16-bit ranks, a plan's raw scores equal the interpreter's, the serving path's and LightGBM's bit
 for bit (NaN, infinities, values on and next to thresholds, signed zeros, subnormals, NaN
 thresholds, every missing type that compares ranks, one-leaf and oblivious trees, trees of 1
-to 97 leaves: one to seven mask words, three tiers of rounds; 0 to 600 rows), and a LightGBM
+to 97 leaves: one to seven mask words, seven tiers of rounds; 0 to 600 rows), and a LightGBM
 model of 160-leaf trees takes them by the rule; blocks the loops cannot take (categories,
 "zero as missing", several outputs) keep straight-line code; the rule, the switch and the
 cache key."""
@@ -173,11 +173,23 @@ def _in_order_leaves(forest: Forest, node: int, out: list[int]) -> list[int]:
     return out
 
 
+def test_tiers_of_rounds():
+    """Each tier updates the first ``ceil(words * t / 16)`` words, largest first, the first
+    over every word; one word takes one tier."""
+    assert ir_vloop._tiers(16) == list(range(16, 0, -1))
+    assert ir_vloop._tiers(7) == [7, 6, 5, 4, 3, 2, 1]
+    assert ir_vloop._tiers(1) == [1]
+
+
+@pytest.mark.parametrize("tiers", [None, (16,), (16, 8, 4), (16, 12, 8, 6, 4, 2)])
 @pytest.mark.parametrize("name", list(CASES))
-def test_records_leave_the_interpreters_exit_leaf(name):
+def test_records_leave_the_interpreters_exit_leaf(name, tiers, monkeypatch):
     """A block's records applied in numpy to the rows' ranks (as the loops apply them: the
     rank buffer, the unsigned compares, the leaves kept, the padding) leave as each tree's
-    lowest leaf the one ``Forest.apply`` reaches, on values at and next to the thresholds."""
+    lowest leaf the one ``Forest.apply`` reaches, on values at and next to the thresholds,
+    whatever the tiers of rounds (``None``: ``ir_vloop.TIERS``)."""
+    if tiers is not None:
+        monkeypatch.setattr(ir_vloop, "TIERS", tiers)
     forest = CASES[name]
     lay = _layout(forest)
     tab = ir_vloop.loop_tables(lay, 0, forest.n_trees)
@@ -202,7 +214,7 @@ def test_records_leave_the_interpreters_exit_leaf(name):
             for _ in range(rounds):
                 for w in range(size):
                     record = tab["records"][q]
-                    keep = tab["kept"][(record >> 16) // 64]
+                    keep = tab["kept"][(record >> 16) // ir_vloop.KEEP_BYTES]
                     words[w] = np.where(outcomes[(record & 0xFFFF) // 4], words[w] & keep, words[w])
                     q += 1
         first = np.argmax(words != 0, axis=0)

@@ -15,15 +15,17 @@ module:
 3. per tree, a loop of rounds, each updating every mask word of the tree (held in registers)
    with one record: a compare's outcome word and a constant of the leaves kept, which clear a
    split's left-subtree leaves in the lanes going right (``ir_vector._leaf_mask``'s bits: an
-   AND with the constant, then a 16-bit masked move). The rounds come in tiers, over all the
-   words, then the first half, then the first quarter (a split clears its left subtree, so
-   the left words have the most records: on higgs_small 420 records a tree in rounds of all
-   16 words, 339 in these tiers, for 250 splits' records). A word with no record left in a
-   round takes one that keeps every leaf; the words past a tree's last are emptied by its
-   first round (a one-leaf tree has no other record). Then the exit leaf
-   (``ir_narrow.exit_leaf_narrow``) and its value added, trees in the plan's order. (A first
-   version kept the words in a buffer, updated by a flat loop over the records: 1.5 times the
-   straight blocks' time on 16 trees.)
+   AND with the constant, then a 16-bit masked move). A record is two 16-bit byte offsets
+   loaded apart, the rounds walking the records by a pointer (no scalar arithmetic per
+   record), and the constant a 32-bit broadcast. The rounds come in tiers (``TIERS``), over
+   all the words, then the first 15, 14, ..., 1 (a split clears its left subtree, so the left
+   words have the most records: on higgs_small's 500 trees 363 records a tree in rounds of all
+   16 words, 306 in tiers of 16, 8 and 4 words, 276 in these, for 250 splits' records). A
+   word with no record left in a round takes one that keeps every leaf; the words past a
+   tree's last are emptied by its first round (a one-leaf tree has no other record). Then the
+   exit leaf (``ir_narrow.exit_leaf_narrow``) and its value added, trees in the plan's order.
+   (A first version kept the words in a buffer, updated by a flat loop over the records: 1.5
+   times the straight blocks' time on 16 trees.)
 
 So the leaves and the sums are ``ir_vraw``'s bit for bit, from code of a few hundred
 instructions whatever the block's size. Only 16-bit rank blocks of one output whose splits all
@@ -61,10 +63,26 @@ LOOP_MIN_TREES = 64
 # compares per tree in blocks of 64, 44 in blocks of 128, 24 in blocks of 250). Measured on
 # higgs_small's 500 trees (paired, loaded): 0.71 of the straight blocks' time in blocks of 128,
 # 0.79 in blocks of 64; before the tiers of rounds, blocks of 250 and 500 measured no better
-# than blocks of 128 (docs/runtime.md, "Loop blocks").
-LOOP_TREES = 128
+# than blocks of 128. With the cheaper rounds (every tier size, records loaded by a pointer),
+# blocks of 256 took 0.946 [0.89, 0.99] of blocks of 128 and one block of 500 0.991
+# (docs/runtime.md, "Loop blocks").
+LOOP_TREES = 256
 # Distinct compares per block a record can name (its byte offset is 16 bits).
 MAX_COMPARES = 1 << 14
+# Bytes per constant of leaves kept: a 16-bit word twice, broadcast to the vector as it is
+# loaded (``vpbroadcastd`` from memory, a load with no ALU work: a 548-byte table for
+# higgs_small's 137 constants, not 8.7 KB of vectors; 0.93 of the time paired).
+KEEP_BYTES = 4
+# The tiers of rounds, as sixteenths of a block's mask words: rounds over the first
+# ``ceil(words * t / 16)`` words, largest first (``_tiers``). Every size, as each tier costs a
+# loop of a few instructions and a branch: on higgs_small, paired, tiers of 16, 14, ..., 2 words
+# took 0.95 of the time of tiers of 16, 8 and 4, and every size 0.93 (docs/runtime.md).
+TIERS = tuple(range(16, 0, -1))
+
+
+def _tiers(words: int) -> list[int]:
+    """The words each tier's rounds update (the first ``size``), largest first."""
+    return sorted({max(1, -(-words * t // 16)) for t in TIERS} | {words}, reverse=True)
 
 
 def use_loops(lay: Layout) -> bool:
@@ -145,7 +163,7 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
     words = max(-(-n // BITS) for n in leaves) if trees else 1
     records: list[int] = []
     starts: list[int] = []
-    tiers = sorted({words, max(1, words // 2), max(1, words // 4)}, reverse=True)
+    tiers = _tiers(words)
     for t, n in zip(trees, leaves, strict=True):
         ranges: list[tuple[int, int, int]] = []
         _ranges(f, int(f.roots[t]), 0, ranges)
@@ -175,7 +193,7 @@ def loop_tables(lay: Layout, p0: int, k: int) -> dict:
                     c, q = per_word[w][rnd] if rnd < counts[w] else noop
                     # Byte offsets, in one word: of the compare's outcome (low half), of the
                     # leaves kept (high half).
-                    records.append(4 * c | 64 * q << 16)
+                    records.append(4 * c | KEEP_BYTES * q << 16)
             rounds.append(r)
             done += r
         starts += [first, *rounds]
@@ -213,7 +231,7 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
     g = f"@lp_{key}_{m}"
     globals_ = [
         _array(f"{g}_c", "i32", tab["compares"]),
-        _array(f"{g}_k", H, [f"splat (i16 {v - 65536 if v >= 32768 else v})" for v in tab["kept"]]),
+        _array(f"{g}_k", "i32", [v | v << 16 for v in tab["kept"]]),
         _array(f"{g}_r", "i32", tab["records"]),
         _array(f"{g}_s", "i32", tab["starts"]),
         _array(f"{g}_l", "i64", [R * v for v in tab["leaf"]]),
@@ -225,7 +243,8 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
 
     def splat(ty: str, vty: str, value: str) -> str:
         one = e(f"insertelement {vty} poison, {ty} {value}, i64 0")
-        return e(f"shufflevector {vty} {one}, {vty} poison, <{lanes} x i32> zeroinitializer")
+        count = vty[1:].split(" x ")[0]
+        return e(f"shufflevector {vty} {one}, {vty} poison, <{count} x i32> zeroinitializer")
 
     # The buffers, in the entry block (once per call, not per vector of rows): ranks (two per
     # slot), compare outcomes.
@@ -262,7 +281,9 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
     ]
     per_tree = 1 + len(tab["tiers"])
     row = e(f"mul i32 %tj, {per_tree}")
-    pointer = e(f"load i32, ptr {at_('i32', f'{g}_s', row)}")
+    # The rounds walk the records by a pointer, each record two 16-bit offsets loaded apart
+    # (no scalar arithmetic per record: an index and a shift per record took ports 0 and 5).
+    pointer = at_("i32", f"{g}_r", e(f"load i32, ptr {at_('i32', f'{g}_s', row)}"))
     words = ["splat (i16 -1)"] * W
     here = "%trees"
     for L, size in enumerate(tab["tiers"]):
@@ -270,25 +291,29 @@ def vloop_block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
         none = e(f"icmp eq i32 {n_rounds}, 0")
         e.lines += [f"  br i1 {none}, label %s_a{L}, label %s_l{L}", f"s_l{L}:"]
         e.lines.append(f"  %s_r{L} = phi i32 [0, {here}], [%s_r{L}n, %s_l{L}]")
-        e.lines.append(f"  %s_p{L} = phi i32 [{pointer}, {here}], [%s_p{L}n, %s_l{L}]")
+        e.lines.append(f"  %s_p{L} = phi ptr [{pointer}, {here}], [%s_p{L}n, %s_l{L}]")
         for w in range(size):
             e.lines.append(f"  %s_w{L}_{w} = phi {H} [{words[w]}, {here}], [%s_w{L}_{w}n, %s_l{L}]")
         for w in range(size):
-            record = e(f"load i32, ptr {at_('i32', f'{g}_r', e(f'add i32 %s_p{L}, {w}'))}")
-            ko = e(f"and i32 {record}, 65535")
-            co = e(f"lshr i32 {record}, 16")
-            outcome = at_("i8", kb, ko)
+            # Little-endian halves: the outcome word's byte offset, then the leaves kept's.
+            half = [at_("i16", f"%s_p{L}", str(2 * w + i)) for i in (0, 1)]
+            ko, co = (e(f"zext i16 {e(f'load i16, ptr {h}')} to i64") for h in half)
+            outcome = at_("i8", kb, ko, "i64")
             km = e(f"bitcast i32 {e(f'load i32, ptr {outcome}')} to {B}")
-            keep = e(f"load {H}, ptr {at_('i8', f'{g}_k', co)}, align 64")
-            cleared = e(f"and {H} %s_w{L}_{w}, {keep}")
+            doubled = e(f"load i32, ptr {at_('i8', f'{g}_k', co, 'i64')}")
+            # The AND on 32-bit lanes, as the constant is loaded.
+            D = f"<{lanes // 2} x i32>"
+            pairs = e(f"bitcast {H} %s_w{L}_{w} to {D}")
+            broadcast = splat("i32", D, doubled)
+            cleared = e(f"bitcast {D} {e(f'and {D} {pairs}, {broadcast}')} to {H}")
             e.lines.append(f"  %s_w{L}_{w}n = select {B} {km}, {H} {cleared}, {H} %s_w{L}_{w}")
         e.lines += [
-            f"  %s_p{L}n = add i32 %s_p{L}, {size}",
+            f"  %s_p{L}n = getelementptr i32, ptr %s_p{L}, i64 {size}",
             f"  %s_r{L}n = add i32 %s_r{L}, 1",
             f"  %s_d{L} = icmp eq i32 %s_r{L}n, {n_rounds}",
             f"  br i1 %s_d{L}, label %s_a{L}, label %s_l{L}",
             f"s_a{L}:",
-            f"  %s_pa{L} = phi i32 [{pointer}, {here}], [%s_p{L}n, %s_l{L}]",
+            f"  %s_pa{L} = phi ptr [{pointer}, {here}], [%s_p{L}n, %s_l{L}]",
         ]
         for w in range(size):
             e.lines.append(f"  %s_x{L}_{w} = phi {H} [{words[w]}, {here}], [%s_w{L}_{w}n, %s_l{L}]")

@@ -56,7 +56,7 @@ from thrifty.runtime.compiled.targets import env_choice
 from thrifty.runtime.compiled.vblocks import raw_blocks_key, vblocks, vector_ok
 
 # Bump when the generated code changes meaning: cached objects of older versions are ignored.
-CODEGEN_VERSION = 45
+CODEGEN_VERSION = 46
 # Environment variable: "auto" (a large plan's scores-only entries are compiled after
 # ``thrifty.compile`` returns: ``background_scores``), "on" (every plan's) or "off" (compile
 # returns when every entry is ready).

@@ -28,7 +28,7 @@ import numpy as np
 
 from thrifty.runtime.compiled import targets
 from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds, forced_ranks, rank_ir
-from thrifty.runtime.compiled.ir_raw import RAW_ROWS
+from thrifty.runtime.compiled.ir_raw import RAW_ROWS, row_vectors
 from thrifty.runtime.compiled.ir_vector import _Emitter, _splat, intrinsics
 from thrifty.runtime.compiled.layout import Layout
 from thrifty.runtime.compiled.targets import env_choice
@@ -89,27 +89,13 @@ def prerank_ir(lay: Layout, key: str, thresholds: dict[int, np.ndarray], lanes: 
     ``R[s * RAW_ROWS + i - lo]``. Vectors of ``lanes`` rows: the last may run past ``hi``
     (its lanes read row ``lo`` and are stored where no block reads them)."""
     e = _Emitter(lanes)
-    L, Q, B = e.L, e.I, e.B
+    L, Q = e.L, e.I
     every = _splat("i1", "true")
-    iota = f"<{', '.join(f'i64 {j}' for j in range(L))}>"
     globals_: list[str] = []
     e.lines += [
         f"define void @prerank_{key}(ptr noalias %X, ptr noalias %R, i64 %lo, i64 %hi, i64 %n) {{",
         "entry:",
-        "  br label %loop",
-        "loop:",
-        "  %i = phi i64 [%lo, %entry], [%i1, %body]",
-        "  %go = icmp slt i64 %i, %hi",
-        "  br i1 %go, label %body, label %exit",
-        "body:",
-        "  %left = sub i64 %hi, %i",
-        f"  %l1 = insertelement {Q} poison, i64 %left, i64 0",
-        f"  %lv = shufflevector {Q} %l1, {Q} poison, <{L} x i32> zeroinitializer",
-        f"  %valid = icmp slt {Q} {iota}, %lv",
-        f"  %i0 = insertelement {Q} poison, i64 %i, i64 0",
-        f"  %iv = shufflevector {Q} %i0, {Q} poison, <{L} x i32> zeroinitializer",
-        f"  %rowsv = add {Q} %iv, {iota}",
-        f"  %idx = select {B} %valid, {Q} %rowsv, {Q} %iv",
+        *row_vectors(e),
         "  %off = sub i64 %i, %lo",
     ]
     xo = e(f"mul {Q} %idx, {_splat('i64', str(lay.F))}")

@@ -17,8 +17,13 @@ loaded machine): see docs/runtime.md, "Scores only".
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from thrifty.runtime.compiled.ir_scalar import leaf_values_ir, walk_ir
 from thrifty.runtime.compiled.layout import TABLES, Layout
+
+if TYPE_CHECKING:
+    from thrifty.runtime.compiled.ir_vector import _Emitter
 
 # The words of ``raw``'s one argument (a call context, as ``ir_serving.CONTEXT``: one ctypes
 # argument is the cheapest call): the input matrix, the scores' buffer (output ``c`` of row ``i``
@@ -89,6 +94,32 @@ def _block_ir(lay: Layout, key: str, m: int, p0: int, k: int) -> str:
     lines += [f"  store double {acc[c]}, ptr %op{c}" for c in range(K)]
     lines += ["  %i1 = add i64 %i, 1", "  br label %loop", "exit:", "  ret void", "}"]
     return "\n".join(globals_ + lines) + "\n"
+
+
+def row_vectors(e: _Emitter) -> list[str]:
+    """The head of a loop over the rows ``[%lo, %hi)`` in vectors of ``e.L``, after a block
+    ``entry``: ``%i`` the vector's first row, ``%valid`` its lanes of rows below ``%hi`` and
+    ``%idx`` each lane's row (lanes past ``%hi`` read row ``%i``, valid memory, and store
+    nothing). The body ends by adding ``e.L`` to ``%i`` as ``%i1`` and branching to ``%loop``;
+    the loop leaves to ``%exit``. Shared by the scores-only vector blocks and the pass's ranks."""
+    L, Q, B = e.L, e.I, e.B
+    iota = f"<{', '.join(f'i64 {j}' for j in range(L))}>"
+    return [
+        "  br label %loop",
+        "loop:",
+        "  %i = phi i64 [%lo, %entry], [%i1, %body]",
+        "  %go = icmp slt i64 %i, %hi",
+        "  br i1 %go, label %body, label %exit",
+        "body:",
+        "  %left = sub i64 %hi, %i",
+        f"  %l1 = insertelement {Q} poison, i64 %left, i64 0",
+        f"  %lv = shufflevector {Q} %l1, {Q} poison, <{L} x i32> zeroinitializer",
+        f"  %valid = icmp slt {Q} {iota}, %lv",
+        f"  %i0 = insertelement {Q} poison, i64 %i, i64 0",
+        f"  %iv = shufflevector {Q} %i0, {Q} poison, <{L} x i32> zeroinitializer",
+        f"  %rowsv = add {Q} %iv, {iota}",
+        f"  %idx = select {B} %valid, {Q} %rowsv, {Q} %iv",
+    ]
 
 
 def driver_ir(lay: Layout, key: str, n_modules: int, ranked: int = 0) -> str:

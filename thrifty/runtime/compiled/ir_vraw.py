@@ -21,7 +21,7 @@ from thrifty.runtime.compiled import ir_catshift, ir_vloop
 from thrifty.runtime.compiled.ir_oblivious import oblivious_leaf
 from thrifty.runtime.compiled.ir_preranks import forest_ranks, prerank_ir, rank_loader
 from thrifty.runtime.compiled.ir_ranks import MAX_RANKS16, block_thresholds
-from thrifty.runtime.compiled.ir_raw import driver_ir
+from thrifty.runtime.compiled.ir_raw import driver_ir, row_vectors
 from thrifty.runtime.compiled.ir_ternlog import DECLARE as TERNLOG_DECLARE
 from thrifty.runtime.compiled.ir_ternlog import leaf_mask_ternlog
 from thrifty.runtime.compiled.ir_vector import (
@@ -157,7 +157,6 @@ def open_block(
     takes a seventh argument ``%R`` (``ir_preranks``). Shared by the block kinds of
     ``vraw_block_ir`` and ``benchmarks/deep_parts.py``'s throw-away variants."""
     L, Q, B = e.L, e.I, e.B
-    iota = f"<{', '.join(f'i64 {j}' for j in range(L))}>"
     e.lines += [
         f"define void @rawblk_{key}_{m}(ptr noalias %X, ptr noalias %out, ptr noalias %T, "
         "i64 %lo, i64 %hi, i64 %n"
@@ -172,22 +171,7 @@ def open_block(
             f"  %{name}a = getelementptr ptr, ptr %T, i64 {TABLES.index(name)}",
             f"  %{name} = load ptr, ptr %{name}a",
         ]
-    e.lines += [
-        "  br label %loop",
-        "loop:",
-        "  %i = phi i64 [%lo, %entry], [%i1, %body]",
-        "  %go = icmp slt i64 %i, %hi",
-        "  br i1 %go, label %body, label %exit",
-        "body:",
-        "  %left = sub i64 %hi, %i",
-        f"  %l1 = insertelement {Q} poison, i64 %left, i64 0",
-        f"  %lv = shufflevector {Q} %l1, {Q} poison, <{L} x i32> zeroinitializer",
-        f"  %valid = icmp slt {Q} {iota}, %lv",
-        f"  %i0 = insertelement {Q} poison, i64 %i, i64 0",
-        f"  %iv = shufflevector {Q} %i0, {Q} poison, <{L} x i32> zeroinitializer",
-        f"  %rowsv = add {Q} %iv, {iota}",
-        f"  %idx = select {B} %valid, {Q} %rowsv, {Q} %iv",
-    ]
+    e.lines += row_vectors(e)
     acc, at = [], []
     for c in range(lay.K):
         base = e(f"mul i64 %n, {c}")

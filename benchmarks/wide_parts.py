@@ -45,6 +45,7 @@ def probe_ir(lay, m: int, p0: int, k: int, lanes: int, ranks: int) -> str:
     thresholds as ``ir_vector.split_tests`` does, folded into one word per lane stored to the
     scores (so that the work stays)."""
     from thrifty.runtime.compiled.ir_ranks import block_thresholds, rank_ir
+    from thrifty.runtime.compiled.ir_raw import row_vectors
     from thrifty.runtime.compiled.ir_vector import _Emitter, _splat, intrinsics
 
     f = lay.forest
@@ -59,26 +60,12 @@ def probe_ir(lay, m: int, p0: int, k: int, lanes: int, ranks: int) -> str:
             if x >= 0
         }
     )
-    iota = f"<{', '.join(f'i64 {j}' for j in range(L))}>"
     globals_: list[str] = []
     e.lines += [
         f"define void @rawblk_probe_{m}(ptr noalias %X, ptr noalias %out, ptr noalias %T, "
         "i64 %lo, i64 %hi, i64 %n) {",
         "entry:",
-        "  br label %loop",
-        "loop:",
-        "  %i = phi i64 [%lo, %entry], [%i1, %body]",
-        "  %go = icmp slt i64 %i, %hi",
-        "  br i1 %go, label %body, label %exit",
-        "body:",
-        "  %left = sub i64 %hi, %i",
-        f"  %l1 = insertelement {Q} poison, i64 %left, i64 0",
-        f"  %lv = shufflevector {Q} %l1, {Q} poison, <{L} x i32> zeroinitializer",
-        f"  %valid = icmp slt {Q} {iota}, %lv",
-        f"  %i0 = insertelement {Q} poison, i64 %i, i64 0",
-        f"  %iv = shufflevector {Q} %i0, {Q} poison, <{L} x i32> zeroinitializer",
-        f"  %rowsv = add {Q} %iv, {iota}",
-        f"  %idx = select {B} %valid, {Q} %rowsv, {Q} %iv",
+        *row_vectors(e),
     ]
     xo = e(f"mul {Q} %idx, {_splat('i64', str(f.n_features))}")
     acc = "zeroinitializer"
